@@ -1,0 +1,72 @@
+# Parallel RNNs, hands-on -- two commands do all the set-up:
+#   make lab    create .venv, install the course, register the kernel, start JupyterLab on 127.0.0.1
+#   make test   install what the tests need (+ Debian's chromium) and run the whole suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+PORT ?= 8888
+# Timing sweeps shrink under this budget; deterministic outputs never depend on it.
+TEST_BUDGET ?= small
+PYTEST_ARGS ?=
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
+.PHONY: lab test install-lab install-test kernel chromium notebooks exercises grade bench report clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e . 2>&1 | grep -v "is neither a file nor a directory" || true
+	$(BIN)/python -c "import course_lib, jupyterlab, ipywidgets, numba" 
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e '.[dev,mpi]' 2>&1 | grep -v "is neither a file nor a directory" || true
+	$(BIN)/python -c "import course_lib, nbval, playwright, rattler, pytest, mpi4py"
+	touch $(VENV)/.lab-installed $@
+
+install-lab: $(VENV)/.lab-installed
+install-test: $(VENV)/.test-installed
+
+kernel: $(VENV)/.lab-installed
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (parallel-rnns)" >/dev/null
+	@echo "registered kernel 'python3' in $(VENV)"
+
+lab: install-lab kernel
+	@echo ""
+	@echo "Starting JupyterLab on http://127.0.0.1:$(PORT)/lab -- open the URL with the token printed below."
+	@echo "Start with notebooks/00_setup.ipynb. Stop with Ctrl-C."
+	@echo ""
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG)
+
+chromium:
+	@if [ -x /usr/bin/chromium ]; then echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null)"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's chromium for the browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium is missing and apt-get is not usable here: the browser test will be skipped"; fi
+
+test: install-test kernel chromium
+	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=15 $(PYTEST_ARGS) \
+	  tests notebooks solutions \
+	  --nbval --nbval-current-env --nbval-cell-timeout=600 --sanitize-with tests/nbval_sanitize.cfg
+
+notebooks: install-test kernel
+	$(BIN)/python -m course_lib notebooks --execute
+
+exercises: install-lab
+	$(BIN)/python -m course_lib exercises build
+
+grade: install-test kernel
+	$(BIN)/python -m course_lib grade --exercises
+
+report: install-lab
+	$(BIN)/python -m course_lib report
+
+bench: install-test
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -1,0 +1,112 @@
+"""Command line: ``python -m course_lib COMMAND``.
+
+  report                         what this machine has (cores, BLAS, numba, GPU/simulator, MPI)
+  notebooks [--execute] [--only NN]
+                                 write notebooks/ and solutions/ .ipynb from their .py pairs
+                                 (--execute runs them afresh; otherwise outputs are kept), then
+                                 rebuild exercises/
+  exercises build [--force] [--only NN]
+                                 generate exercises/ from solutions/ (never overwrites a
+                                 worksheet a student edited without --force, which keeps a backup)
+  grade [--exercises] [--only NN]
+                                 run the solution worksheets (and the exercise worksheets) headless
+                                 and print a pass/fail table
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _cmd_report(_args) -> int:
+    from . import backend
+
+    print(backend.report())
+    return 0
+
+
+def _cmd_notebooks(args) -> int:
+    from . import authoring
+
+    failed = 0
+    for folder in authoring.FOLDERS:
+        for py, ipynb in authoring.notebook_pairs(folder):
+            if args.only and not py.name.startswith(args.only) and args.only not in py.name:
+                continue
+            try:
+                secs = authoring.sync_notebook(py, ipynb, execute=args.execute, timeout=args.timeout)
+                print(f"{'executed' if args.execute else 'synced  '} {folder}/{ipynb.name}  ({secs:.1f} s)")
+            except Exception as exc:
+                failed += 1
+                print(f"FAILED   {folder}/{ipynb.name}: {type(exc).__name__}: {str(exc)[:2000]}")
+    if not args.no_exercises:
+        failed += _build(force=False, only=args.only)
+    return 1 if failed else 0
+
+
+def _build(force: bool, only: str | None) -> int:
+    from . import authoring
+
+    refused = 0
+    for r in authoring.build_exercises(force=force, only=only):
+        print(f"exercises/{r.path.name}: {r.status}")
+        refused += r.status.startswith("refused")
+    return 1 if refused else 0
+
+
+def _cmd_exercises(args) -> int:
+    if args.action != "build":
+        print(f"unknown action {args.action!r}; expected 'build'", file=sys.stderr)
+        return 2
+    return _build(force=args.force, only=args.only)
+
+
+def _cmd_grade(args) -> int:
+    from . import authoring
+
+    folders = ["solutions"] + (["exercises"] if args.exercises else [])
+    rows = []
+    for folder in folders:
+        for path in sorted((authoring.COURSE_ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
+            if args.only and args.only not in path.name:
+                continue
+            rows.append(authoring.run_notebook_report(path, timeout=args.timeout))
+            r = rows[-1]
+            if folder == "exercises":
+                bad = [e for e in r["errors"] if "NotImplementedError" not in e]
+                status = "RUNS" if not bad else "FAIL"
+            else:
+                status = "PASS" if not r["errors"] else "FAIL"
+            r["status"] = status
+            print(f"{status}  {r['notebook']:<40} {r['seconds']:6.1f} s  checks passed: {r['checks_passed']:>2}"
+                  + (f"  errors: {'; '.join(r['errors'])[:200]}" if r["errors"] and status == "FAIL" else ""))
+    return 0 if all(r["status"] != "FAIL" for r in rows) else 1
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("report", help="what this machine has").set_defaults(fn=_cmd_report)
+    p = sub.add_parser("notebooks", help="sync (and execute) notebook pairs, then rebuild exercises")
+    p.add_argument("--execute", action="store_true", help="run every notebook afresh")
+    p.add_argument("--only", help="only notebooks whose name contains this (e.g. 03)")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument("--no-exercises", action="store_true", help="do not rebuild exercises/")
+    p.set_defaults(fn=_cmd_notebooks)
+    p = sub.add_parser("exercises", help="generate exercises/ from solutions/")
+    p.add_argument("action", choices=["build"])
+    p.add_argument("--force", action="store_true", help="overwrite edited worksheets (keeps a backup)")
+    p.add_argument("--only", help="only worksheets whose name contains this")
+    p.set_defaults(fn=_cmd_exercises)
+    p = sub.add_parser("grade", help="run worksheets headless and print a pass/fail table")
+    p.add_argument("--exercises", action="store_true", help="also run the student worksheets")
+    p.add_argument("--only", help="only worksheets whose name contains this")
+    p.add_argument("--timeout", type=int, default=600)
+    p.set_defaults(fn=_cmd_grade)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""What this machine has, and which backend CUDA kernels run on (layer 1: foundation).
+
+The one decision that must happen early: numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it
+is first imported. So this module decides -- *without importing numba* -- whether a usable GPU
+is present. With no GPU it sets ``NUMBA_ENABLE_CUDASIM=1`` and every ``@cuda.jit`` kernel in the
+course runs in numba's CUDA simulator (same code, on the CPU, slowly). With a GPU the same
+kernels run for real. ``import course_lib`` imports this module first.
+
+Public API
+----------
+``cuda_mode()``   -> ``"gpu"`` or ``"simulator"``
+``gpu_available()`` -> bool
+``report()``      -> a :class:`Report` (a dict that pretty-prints itself)
+``set_threads(n)`` sets numba's and the BLAS library's thread counts together
+``get_threads()`` -> current numba thread count
+``xp()``          -> ``cupy`` when a GPU is usable, else ``numpy``
+``mpi_available()`` -> ``(bool, reason)``
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import warnings
+from functools import lru_cache
+
+__all__ = [
+    "cuda_mode",
+    "gpu_available",
+    "report",
+    "Report",
+    "set_threads",
+    "get_threads",
+    "xp",
+    "mpi_available",
+    "mpiexec_path",
+    "cpu_count",
+]
+
+
+# --------------------------------------------------------------------------- GPU detection
+def _module_installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@lru_cache(maxsize=1)
+def _detect_gpu() -> tuple[bool, str]:
+    """(usable, name-or-reason). Never imports numba."""
+    if os.environ.get("COURSE_FORCE_SIMULATOR") == "1":
+        return False, "COURSE_FORCE_SIMULATOR=1"
+    if _module_installed("cupy"):
+        try:
+            import cupy  # noqa: PLC0415
+
+            if cupy.cuda.is_available():
+                props = cupy.cuda.runtime.getDeviceProperties(0)
+                name = props["name"]
+                return True, name.decode() if isinstance(name, bytes) else str(name)
+            return False, "CuPy is installed but reports no CUDA device"
+        except Exception as exc:  # a broken driver must not break the course
+            return False, f"CuPy could not reach a GPU ({type(exc).__name__})"
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run(
+                [smi, "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=10,
+            )
+            names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+            if out.returncode == 0 and names:
+                return True, names[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return False, "nvidia-smi found no usable GPU"
+    return False, "no CUDA driver (no CuPy GPU, no nvidia-smi)"
+
+
+def _decide_cuda_mode() -> str:
+    """Set NUMBA_ENABLE_CUDASIM before numba is imported; return the mode."""
+    forced = os.environ.get("NUMBA_ENABLE_CUDASIM")
+    if forced is not None:
+        return "simulator" if forced == "1" else "gpu"
+    usable, _ = _detect_gpu()
+    if usable:
+        return "gpu"
+    if "numba" in sys.modules:
+        warnings.warn(
+            "numba was imported before course_lib, so the CUDA simulator could not be switched on; "
+            "CUDA kernels will fail without a GPU. Import course_lib first (or set NUMBA_ENABLE_CUDASIM=1).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return "unavailable"
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    return "simulator"
+
+
+_CUDA_MODE = _decide_cuda_mode()
+
+
+def cuda_mode() -> str:
+    """``"gpu"`` (kernels run on a real GPU), ``"simulator"`` (numba's CUDA simulator on the CPU),
+    or ``"unavailable"`` (numba was imported too early and there is no GPU)."""
+    return _CUDA_MODE
+
+
+def gpu_available() -> bool:
+    """True when a real CUDA GPU is usable."""
+    return _CUDA_MODE == "gpu"
+
+
+def xp():
+    """The array module to use: ``cupy`` with a usable GPU, otherwise ``numpy``."""
+    if gpu_available() and _module_installed("cupy"):
+        import cupy  # noqa: PLC0415
+
+        return cupy
+    import numpy  # noqa: PLC0415
+
+    return numpy
+
+
+# --------------------------------------------------------------------------- threads
+def cpu_count() -> int:
+    """Cores this process may use (respects CPU affinity / cgroup limits where visible)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def get_threads() -> int:
+    """numba's current thread count."""
+    import numba  # noqa: PLC0415
+
+    return int(numba.get_num_threads())
+
+
+def set_threads(n: int) -> int:
+    """Use ``n`` threads in numba's parallel loops *and* in the BLAS library; returns ``n``.
+
+    ``n`` must be between 1 and the number of threads numba was started with
+    (``NUMBA_NUM_THREADS``, by default the number of cores).
+    """
+    from .validate import check_int  # noqa: PLC0415
+    import numba  # noqa: PLC0415
+
+    n = check_int(n, "n", low=1, high=int(numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+        threadpool_limits(limits=n, user_api="blas")
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        pass
+    return n
+
+
+# --------------------------------------------------------------------------- MPI
+def mpiexec_path() -> str | None:
+    """``mpiexec`` next to this Python (the ``mpi`` extra's mpich wheel) or on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if os.path.exists(here):
+        return here
+    return shutil.which("mpiexec")
+
+
+def mpi_available() -> tuple[bool, str]:
+    """(True, description) when mpi4py imports and an mpiexec is found, else (False, reason)."""
+    if not _module_installed("mpi4py"):
+        return False, "mpi4py is not installed (pip install -e '.[mpi]')"
+    exe = mpiexec_path()
+    if exe is None:
+        return False, "mpi4py is installed but no mpiexec was found"
+    return True, exe
+
+
+# --------------------------------------------------------------------------- report
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _simd_flags() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    found = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f in flags]
+                    return " ".join(found) or "none of sse4_2/avx/avx2/fma/avx512f"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _blas_info() -> tuple[str, int | None]:
+    try:
+        from threadpoolctl import threadpool_info  # noqa: PLC0415
+        import numpy  # noqa: F401,PLC0415  (loads the BLAS so threadpoolctl can see it)
+
+        for pool in threadpool_info():
+            if pool.get("user_api") == "blas":
+                name = pool.get("internal_api", "blas")
+                arch = pool.get("architecture")
+                label = f"{name} {pool.get('version') or ''}".strip()
+                if arch:
+                    label += f" ({arch})"
+                return label, pool.get("num_threads")
+    except Exception:  # pragma: no cover
+        pass
+    return "unknown", None
+
+
+class Report(dict):
+    """A dict of facts about this machine that prints as an aligned table."""
+
+    def __str__(self) -> str:
+        width = max(len(k) for k in self)
+        return "\n".join(f"{k:<{width}} : {v}" for k, v in self.items())
+
+    def _repr_pretty_(self, p, cycle):  # IPython
+        p.text(str(self))
+
+
+def report() -> Report:
+    """Facts about this machine: CPU, cores, numba threads, BLAS, GPU or simulator, CuPy, MPI."""
+    import numba  # noqa: PLC0415
+    import numpy  # noqa: PLC0415
+
+    blas, blas_threads = _blas_info()
+    usable, gpu_name = _detect_gpu()
+    if _CUDA_MODE == "gpu":
+        cuda = f"GPU: {gpu_name}"
+    elif _CUDA_MODE == "simulator":
+        cuda = f"CUDA simulator (numba, on the CPU) -- {gpu_name}"
+    else:
+        cuda = "unavailable (numba imported before course_lib, no GPU)"
+    if _module_installed("cupy"):
+        cupy_state = "installed, GPU usable" if usable else "installed, no GPU"
+    else:
+        cupy_state = "not installed"
+    mpi_ok, mpi_info = mpi_available()
+    return Report(
+        {
+            "CPU": _cpu_model(),
+            "SIMD": _simd_flags(),
+            "cores": cpu_count(),
+            "numba threads": f"{numba.get_num_threads()} (max {numba.config.NUMBA_NUM_THREADS})",
+            "BLAS": blas,
+            "BLAS threads": blas_threads,
+            "CUDA": cuda,
+            "CuPy": cupy_state,
+            "MPI": f"mpi4py + {mpi_info}" if mpi_ok else f"not available: {mpi_info}",
+            "Python": platform.python_version(),
+            "numpy": numpy.__version__,
+            "numba": numba.__version__,
+        }
+    )

@@ -1,0 +1,306 @@
+"""Timing, FLOP/byte counting and a measured roofline (layer 1: foundation).
+
+Every speed claim in the course is measured with these helpers on the reader's machine.
+
+``measure(fn, *args, repeat=5, warmup=1)`` -> :class:`Timing` (median/min/max in seconds)
+``compare(a=fn_a, b=fn_b, ...)``          -> :class:`Comparison`, measured *interleaved* in one run
+``gemm_flops(m, n, k)``, ``gemv_flops``, ``array_bytes(*arrays)``
+``peak_gflops(dtype)`` / ``copy_bandwidth()`` / ``roofline(intensity)`` -- measured once per process
+``budget()`` / ``scaled(full, small)`` -- the one knob that shrinks timing sweeps (``COURSE_BUDGET``)
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from .validate import check_int, check_positive_int, check_float
+
+__all__ = [
+    "Timing",
+    "Comparison",
+    "measure",
+    "compare",
+    "gemm_flops",
+    "gemv_flops",
+    "array_bytes",
+    "gflops",
+    "peak_gflops",
+    "copy_bandwidth",
+    "roofline",
+    "budget",
+    "scaled",
+    "loglog_slope",
+    "gemm_intensity",
+    "gemm_rate",
+]
+
+
+# --------------------------------------------------------------------------- budget knob
+def budget() -> str:
+    """``"full"`` (default, for readers) or ``"small"`` (CI): set with ``COURSE_BUDGET``.
+
+    Only *timing sweeps* may depend on this; deterministic outputs never do.
+    """
+    value = os.environ.get("COURSE_BUDGET", "full").strip().lower()
+    if value not in ("full", "small"):
+        raise ValueError(f"COURSE_BUDGET: expected 'full' or 'small', got {value!r}")
+    return value
+
+
+def scaled(full, small):
+    """``full`` normally, ``small`` when ``COURSE_BUDGET=small``."""
+    return small if budget() == "small" else full
+
+
+# --------------------------------------------------------------------------- measuring
+@dataclass
+class Timing:
+    """Wall-clock times of repeated calls, in seconds."""
+
+    times: list[float]
+    number: int = 1  # calls per timed repeat
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def min(self) -> float:
+        return min(self.times)
+
+    @property
+    def max(self) -> float:
+        return max(self.times)
+
+    def __str__(self) -> str:
+        return f"{_fmt_seconds(self.median)} (min {_fmt_seconds(self.min)}, max {_fmt_seconds(self.max)}, n={len(self.times)})"
+
+
+def _fmt_seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def _calls_per_repeat(fn: Callable[[], object], min_time: float) -> int:
+    """How many calls make one repeat last at least ``min_time`` (for very fast functions)."""
+    t0 = time.perf_counter()
+    fn()
+    one = time.perf_counter() - t0
+    if one >= min_time or one <= 0:
+        return 1
+    return min(10_000, max(1, int(math.ceil(min_time / one))))
+
+
+def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: float = 1e-3,
+            number: int | None = None, **kwargs) -> Timing:
+    """Time ``fn(*args, **kwargs)``: ``warmup`` untimed calls, then ``repeat`` timed repeats.
+
+    Each repeat runs the call ``number`` times (chosen so a repeat lasts >= ``min_time`` when
+    not given) and records the time *per call*. Returns a :class:`Timing`.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
+    repeat = check_positive_int(repeat, "repeat")
+    warmup = check_int(warmup, "warmup", low=0)
+    min_time = check_float(min_time, "min_time", low=0.0)
+
+    def call():
+        return fn(*args, **kwargs)
+
+    for _ in range(warmup):
+        call()
+    if number is None:
+        number = _calls_per_repeat(call, min_time)
+    number = check_positive_int(number, "number")
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        times.append((time.perf_counter() - t0) / number)
+    return Timing(times, number)
+
+
+@dataclass
+class Comparison:
+    """Timings of several functions measured interleaved in one run."""
+
+    timings: dict[str, Timing]
+    baseline: str
+    work: dict[str, float] = field(default_factory=dict)  # optional FLOPs or bytes per call
+
+    def ratio(self, name: str, to: str | None = None) -> float:
+        """How many times slower ``name`` is than ``to`` (default: the baseline), by medians."""
+        to = to or self.baseline
+        return self.timings[name].median / self.timings[to].median
+
+    def speedup(self, name: str, over: str | None = None) -> float:
+        """How many times faster ``name`` is than ``over`` (default: the baseline)."""
+        return 1.0 / self.ratio(name, over)
+
+    @property
+    def fastest(self) -> str:
+        return min(self.timings, key=lambda k: self.timings[k].median)
+
+    def rows(self) -> list[dict]:
+        """One dict per function: name, median_s, min_s, max_s, ratio (vs baseline)."""
+        out = []
+        for name, t in self.timings.items():
+            out.append({"name": name, "median_s": t.median, "min_s": t.min, "max_s": t.max,
+                        "ratio": self.ratio(name)})
+        return out
+
+    def table(self) -> str:
+        width = max(len(n) for n in self.timings)
+        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}"]
+        for row in self.rows():
+            lines.append(
+                f"{row['name']:<{width}}  {_fmt_seconds(row['median_s']):>10}  {_fmt_seconds(row['min_s']):>10}  "
+                f"{row['ratio']:>11.2f}x"
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **fns: Callable) -> Comparison:
+    """Time several zero-argument functions *interleaved* (a, b, c, a, b, c, ...) so that
+    drift in the machine's speed hits all of them alike. ``baseline`` (default: the first)
+    is what ratios are relative to.
+
+    >>> c = compare(loop=lambda: sum(range(1000)), builtin=lambda: 499500)
+    >>> c.ratio("loop") == 1.0
+    True
+    """
+    if not fns:
+        raise ValueError("compare: expected at least one function as a keyword argument, got none")
+    for name, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"{name}: expected a callable, got {type(fn).__name__}")
+    repeat = check_positive_int(repeat, "repeat")
+    warmup = check_int(warmup, "warmup", low=0)
+    baseline = baseline or next(iter(fns))
+    if baseline not in fns:
+        raise ValueError(f"baseline: expected one of {', '.join(fns)}, got {baseline!r}")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return Comparison({name: Timing(ts) for name, ts in times.items()}, baseline)
+
+
+# --------------------------------------------------------------------------- counting
+def gemm_flops(m: int, n: int, k: int) -> int:
+    """FLOPs of ``(m, k) @ (k, n)``: one multiply and one add per term, ``2 m n k``."""
+    for v, nm in ((m, "m"), (n, "n"), (k, "k")):
+        check_int(v, nm, low=0)
+    return 2 * m * n * k
+
+
+def gemv_flops(m: int, k: int) -> int:
+    """FLOPs of ``(m, k) @ (k,)``: ``2 m k``."""
+    return gemm_flops(m, 1, k)
+
+
+def array_bytes(*arrays) -> int:
+    """Total bytes of the given arrays (what a kernel must at least read or write)."""
+    return int(sum(np.asarray(a).nbytes for a in arrays))
+
+
+def gemm_intensity(m: int, n: int, k: int, itemsize: int = 4) -> float:
+    """Arithmetic intensity (FLOP/byte) of ``C (m, n) = A (m, k) @ B (k, n)`` when each matrix
+    crosses the memory bus once: ``2mnk / (itemsize * (mk + kn + mn))``."""
+    for v, nm in ((m, "m"), (n, "n"), (k, "k"), (itemsize, "itemsize")):
+        check_positive_int(v, nm)
+    return gemm_flops(m, n, k) / (itemsize * (m * k + k * n + m * n))
+
+
+def gflops(flops: float, seconds: float) -> float:
+    """GFLOP/s."""
+    if seconds <= 0:
+        raise ValueError(f"seconds: expected a positive time, got {seconds}")
+    return flops / seconds / 1e9
+
+
+def loglog_slope(sizes, times) -> float:
+    """Least-squares slope of ``log(times)`` against ``log(sizes)``: ~1 for O(N), ~2 for O(N^2)."""
+    x = np.log(np.asarray(sizes, dtype=float))
+    y = np.log(np.asarray(times, dtype=float))
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"sizes, times: expected two equal-length sequences of >= 2 values, got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("sizes, times: expected positive, finite values")
+    return float(np.polyfit(x, y, 1)[0])
+
+
+# --------------------------------------------------------------------------- roofline
+@lru_cache(maxsize=None)
+def peak_gflops(dtype: str = "float32", n: int = 1024, repeat: int = 5) -> float:
+    """Measured GEMM peak in GFLOP/s: best of ``repeat`` ``(n, n) @ (n, n)`` products with the
+    BLAS numpy uses, at the current thread setting. Cached per process and arguments."""
+    dtype = np.dtype(dtype)
+    n = check_positive_int(n, "n")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)).astype(dtype)
+    b = rng.standard_normal((n, n)).astype(dtype)
+    out = np.empty((n, n), dtype)
+    t = measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
+    return gemm_flops(n, n, n) / t.min / 1e9
+
+
+@lru_cache(maxsize=None)
+def copy_bandwidth(mbytes: int = 256, repeat: int = 5) -> float:
+    """Measured streaming bandwidth in GB/s: ``np.copyto`` of a ``mbytes`` MB array counts
+    one read and one write per byte. Cached per process and arguments."""
+    n = check_positive_int(mbytes, "mbytes") * 1_000_000 // 8
+    src = np.ones(n)
+    dst = np.empty_like(src)
+    t = measure(np.copyto, dst, src, repeat=repeat, warmup=1, number=1)
+    return 2 * src.nbytes / t.min / 1e9
+
+
+def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
+    """Measure ``(n, n) @ (n, n)`` now: returns n, seconds (best), GFLOP/s, arithmetic intensity,
+    the roofline's bound at that intensity and the share of the measured peak reached."""
+    n = check_positive_int(n, "n", high=8192)
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n)).astype(dt)
+    b = rng.standard_normal((n, n)).astype(dt)
+    out = np.empty((n, n), dt)
+    t = measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, min_time=2e-3)
+    rate = gemm_flops(n, n, n) / t.min / 1e9
+    ai = gemm_intensity(n, n, n, dt.itemsize)
+    peak = peak_gflops(dt.name)
+    return {"n": n, "seconds": t.min, "gflops": rate, "intensity": ai,
+            "bound_gflops": roofline(ai), "peak_gflops": peak, "fraction_of_peak": rate / peak}
+
+
+def roofline(intensity, peak: float | None = None, bandwidth: float | None = None):
+    """Attainable GFLOP/s at arithmetic ``intensity`` (FLOP/byte): ``min(peak, intensity * bw)``.
+
+    ``peak`` and ``bandwidth`` default to the values measured on this machine.
+    """
+    peak = peak_gflops() if peak is None else peak
+    bandwidth = copy_bandwidth() if bandwidth is None else bandwidth
+    ai = np.asarray(intensity, dtype=float)
+    if np.any(ai < 0) or not np.all(np.isfinite(ai)):
+        raise ValueError(f"intensity: expected finite values >= 0, got {intensity}")
+    out = np.minimum(peak, ai * bandwidth)
+    return float(out) if out.ndim == 0 else out

@@ -1,0 +1,220 @@
+"""Input validation shared by every public function in course_lib (layer 1: foundation).
+
+Every helper raises ``ValueError`` (or ``TypeError`` for the wrong kind of object) with a
+message that names the argument, what was expected and what was given, e.g.::
+
+    ValueError: X: expected shape (T, B, 8) with T >= 1, got (5, 3, 7)
+
+Shapes are written as tuples whose entries are
+
+* an ``int``     -- that exact size,
+* ``None``       -- any size,
+* a ``str``      -- a named size (``"T"``, ``"B"``): the same name must have the same size
+  across all arrays checked with the same ``dims`` dictionary.
+
+Only numpy is imported here.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "as_array",
+    "check_array",
+    "check_shape",
+    "check_same_shape",
+    "check_finite",
+    "check_int",
+    "check_positive_int",
+    "check_float",
+    "check_choice",
+    "check_power_of_two",
+    "check_dtype_float",
+]
+
+FLOAT_DTYPES = (np.float32, np.float64)
+
+
+def _fmt_shape(shape: Sequence[Any]) -> str:
+    parts = ["?" if s is None else str(s) for s in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def check_shape(x: np.ndarray, name: str, shape: Sequence[Any], dims: dict | None = None) -> None:
+    """Check ``x.shape`` against a pattern (see module docstring); binds named sizes in ``dims``.
+
+    >>> dims = {}
+    >>> check_shape(np.zeros((5, 3, 8)), "X", ("T", "B", 8), dims); dims
+    {'T': 5, 'B': 3}
+    """
+    if dims is None:
+        dims = {}
+    expected = tuple(shape)
+    if x.ndim != len(expected):
+        raise ValueError(
+            f"{name}: expected a {len(expected)}-D array of shape {_fmt_shape(_describe(expected, dims))}, "
+            f"got a {x.ndim}-D array of shape {tuple(x.shape)}"
+        )
+    for axis, (want, got) in enumerate(zip(expected, x.shape)):
+        if want is None:
+            continue
+        if isinstance(want, str):
+            if want in dims and dims[want] != got:
+                raise ValueError(
+                    f"{name}: expected shape {_fmt_shape(_describe(expected, dims))} "
+                    f"(axis {axis} is {want} = {dims[want]}), got {tuple(x.shape)}"
+                )
+            dims.setdefault(want, got)
+        elif int(want) != got:
+            raise ValueError(
+                f"{name}: expected shape {_fmt_shape(_describe(expected, dims))}, got {tuple(x.shape)}"
+            )
+
+
+def _describe(shape, dims):
+    return tuple(f"{s}={dims[s]}" if isinstance(s, str) and s in dims else s for s in shape)
+
+
+def check_dtype_float(x: np.ndarray, name: str) -> None:
+    """Require float32 or float64 (integers and float16 are rejected, not silently cast)."""
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name}: expected a float32 or float64 array, got dtype {x.dtype}")
+
+
+def check_finite(x: np.ndarray, name: str) -> None:
+    """Reject NaN and +-inf, saying where the first one is."""
+    finite = np.isfinite(x)
+    if not finite.all():
+        idx = np.unravel_index(int(np.argmin(finite.ravel())), x.shape) if x.ndim else ()
+        bad = x[idx] if x.ndim else x
+        n_bad = int(x.size - finite.sum())
+        raise ValueError(f"{name}: contains {n_bad} non-finite value(s); the first is {bad} at index {tuple(int(i) for i in idx)}")
+
+
+def as_array(x: Any, name: str) -> np.ndarray:
+    """``np.asarray`` that turns 'not array-like' into a TypeError naming the argument."""
+    if isinstance(x, np.ndarray):
+        return x
+    if x is None:
+        raise TypeError(f"{name}: expected an array, got None")
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # pragma: no cover - numpy raises many kinds
+        raise TypeError(f"{name}: expected an array, got {type(x).__name__}") from exc
+    if arr.dtype == object:
+        raise TypeError(f"{name}: expected a numeric array, got {type(x).__name__} of objects")
+    return arr
+
+
+def check_array(
+    x: Any,
+    name: str,
+    *,
+    shape: Sequence[Any] | None = None,
+    ndim: int | Iterable[int] | None = None,
+    dims: dict | None = None,
+    dtype: Any = "float",
+    finite: bool = True,
+    min_size: dict | None = None,
+    contiguous: bool = False,
+) -> np.ndarray:
+    """Validate an array argument and return it as an ``np.ndarray`` (no copy unless needed).
+
+    Parameters
+    ----------
+    shape : pattern, see :func:`check_shape`.
+    ndim : allowed number(s) of dimensions, when no ``shape`` is given.
+    dims : shared dictionary of named sizes (so ``"T"`` must agree across arrays).
+    dtype : ``"float"`` (float32/float64), a numpy dtype (exact), ``"int"`` or ``None`` (any).
+    finite : reject NaN/inf.
+    min_size : e.g. ``{"T": 1}``: named sizes that must be at least this large.
+    contiguous : require C-contiguity (raise rather than silently copy).
+    """
+    arr = as_array(x, name)
+    if dtype == "float":
+        check_dtype_float(arr, name)
+    elif dtype == "int":
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"{name}: expected an integer array, got dtype {arr.dtype}")
+    elif dtype is not None and arr.dtype != np.dtype(dtype):
+        raise TypeError(f"{name}: expected dtype {np.dtype(dtype)}, got {arr.dtype}")
+    if ndim is not None and shape is None:
+        allowed = (ndim,) if isinstance(ndim, numbers.Integral) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(f"{d}-D" for d in allowed)
+            raise ValueError(f"{name}: expected a {want} array, got shape {tuple(arr.shape)}")
+    if dims is None:
+        dims = {}
+    if shape is not None:
+        check_shape(arr, name, shape, dims)
+    if min_size:
+        for dim_name, low in min_size.items():
+            axis = list(shape).index(dim_name) if shape is not None and dim_name in shape else None
+            if axis is not None and arr.shape[axis] < low:
+                raise ValueError(
+                    f"{name}: {dim_name} (axis {axis}) must be >= {low}, got shape {tuple(arr.shape)}"
+                )
+    if contiguous and not arr.flags.c_contiguous:
+        raise ValueError(f"{name}: expected a C-contiguous array (use np.ascontiguousarray), got strides {arr.strides}")
+    if finite and arr.dtype.kind in "fc":
+        check_finite(arr, name)
+    return arr
+
+
+def check_same_shape(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> None:
+    """Two arrays must have identical shapes."""
+    if a.shape != b.shape:
+        raise ValueError(f"{b_name}: expected the same shape as {a_name} {tuple(a.shape)}, got {tuple(b.shape)}")
+
+
+def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """An integer (bools rejected) in ``[low, high]``; returns it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if low is not None and value < low:
+        raise ValueError(f"{name}: expected an integer >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name}: expected an integer <= {high}, got {value}")
+    return value
+
+
+def check_positive_int(value: Any, name: str, *, high: int | None = None) -> int:
+    """An integer >= 1 (and <= ``high`` when given)."""
+    return check_int(value, name, low=1, high=high)
+
+
+def check_float(value: Any, name: str, *, low: float | None = None, high: float | None = None,
+                low_inclusive: bool = True) -> float:
+    """A finite real number in a range; returns it as ``float``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    if low is not None and (value < low or (not low_inclusive and value == low)):
+        op = ">=" if low_inclusive else ">"
+        raise ValueError(f"{name}: expected a number {op} {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name}: expected a number <= {high}, got {value}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
+    """``value`` must be one of ``choices``."""
+    choices = tuple(choices)
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name}: expected one of {listed}, got {value!r}")
+    return value
+
+
+def check_power_of_two(value: Any, name: str) -> int:
+    """A positive integer power of two (1, 2, 4, ...)."""
+    value = check_positive_int(value, name)
+    if value & (value - 1):
+        raise ValueError(f"{name}: expected a power of two, got {value}")
+    return value
