@@ -51,7 +51,7 @@ chromium:
 test: install-test kernel chromium
 	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=15 $(PYTEST_ARGS) \
 	  tests notebooks solutions \
-	  --nbval --nbval-current-env --nbval-cell-timeout=600 --sanitize-with tests/nbval_sanitize.cfg
+	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 notebooks: install-test kernel
 	$(BIN)/python -m course_lib notebooks --execute

@@ -266,7 +266,7 @@ def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode
         if cell.cell_type == "markdown" and found:
             current = found[-1]
         tags = [t for t in _tags(cell) if t != "raises-exception"]
-        if BEGIN in src:
+        if BEGIN in src or END in src:
             exercise = found[0] if (cell.cell_type == "code" and found) else current
             cell.source, _ = _strip_solution(cell.source if isinstance(cell.source, str) else "".join(cell.source),
                                              exercise, cell.cell_type == "markdown")

@@ -240,13 +240,14 @@ def gflops(flops: float, seconds: float) -> float:
 
 def loglog_slope(sizes, times) -> float:
     """Least-squares slope of ``log(times)`` against ``log(sizes)``: ~1 for O(N), ~2 for O(N^2)."""
-    x = np.log(np.asarray(sizes, dtype=float))
-    y = np.log(np.asarray(times, dtype=float))
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError(f"sizes, times: expected two equal-length sequences of >= 2 values, got {x.size} and {y.size}")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+    sizes = np.asarray(sizes, dtype=float)
+    times = np.asarray(times, dtype=float)
+    if sizes.shape != times.shape or sizes.size < 2:
+        raise ValueError(f"sizes, times: expected two equal-length sequences of >= 2 values, "
+                         f"got {sizes.size} and {times.size}")
+    if not (np.all(sizes > 0) and np.all(times > 0) and np.all(np.isfinite(sizes)) and np.all(np.isfinite(times))):
         raise ValueError("sizes, times: expected positive, finite values")
-    return float(np.polyfit(x, y, 1)[0])
+    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
 
 
 # --------------------------------------------------------------------------- roofline
@@ -260,8 +261,13 @@ def peak_gflops(dtype: str = "float32", n: int = 1024, repeat: int = 5) -> float
     a = rng.standard_normal((n, n)).astype(dtype)
     b = rng.standard_normal((n, n)).astype(dtype)
     out = np.empty((n, n), dtype)
-    t = measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
-    return gemm_flops(n, n, n) / t.min / 1e9
+    best = math.inf
+    t0 = time.perf_counter()
+    while True:  # best of >= repeat runs and >= 0.3 s, so one busy moment does not set the peak
+        best = min(best, measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1).min)
+        if time.perf_counter() - t0 > 0.3:
+            break
+    return gemm_flops(n, n, n) / best / 1e9
 
 
 @lru_cache(maxsize=None)
@@ -271,8 +277,13 @@ def copy_bandwidth(mbytes: int = 256, repeat: int = 5) -> float:
     n = check_positive_int(mbytes, "mbytes") * 1_000_000 // 8
     src = np.ones(n)
     dst = np.empty_like(src)
-    t = measure(np.copyto, dst, src, repeat=repeat, warmup=1, number=1)
-    return 2 * src.nbytes / t.min / 1e9
+    best = math.inf
+    t0 = time.perf_counter()
+    while True:
+        best = min(best, measure(np.copyto, dst, src, repeat=repeat, warmup=1, number=1).min)
+        if time.perf_counter() - t0 > 0.3:
+            break
+    return 2 * src.nbytes / best / 1e9
 
 
 def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:

@@ -112,7 +112,7 @@ timing.gemm_rate(256).keys()
 def show_rate(data, ax):
     ax.bar(["measured", "roofline bound"], [data["gflops"], data["bound_gflops"]], color=["tab:blue", "grey"])
     ax.set_ylabel("GFLOP/s")
-    ax.set_ylim(0, 1.15 * data["peak_gflops"])
+    ax.set_ylim(0, 1.15 * max(data["peak_gflops"], data["gflops"], data["bound_gflops"]))
     return (f"n = {data['n']}: {data['gflops']:.1f} GFLOP/s = {100 * data['fraction_of_peak']:.0f}% "
             f"of the measured peak; intensity {data['intensity']:.1f} FLOP/byte")
 

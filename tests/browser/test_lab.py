@@ -1,0 +1,169 @@
+"""A real JupyterLab in a real browser: open chapter 00, Run All, move the slider, and see the
+printed line and the plot change.
+
+The server gets a free loopback port, a token and config/runtime/data dirs in a temp folder; the
+notebook is a *copy* in that folder (JupyterLab autosaves, and the committed notebook must not
+change). Debian's /usr/bin/chromium is driven by Playwright's Python API (no browser download).
+Screenshots land in test-artifacts/browser/.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get_json(url: str, timeout: float = 5.0):
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback only)
+        return json.loads(r.read().decode())
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # server not up yet, element not there yet
+            last_exc = exc
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last_exc})")
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (make test installs Debian's chromium when apt-get is usable)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+    tmp = tmp_path_factory.mktemp("lab")
+    served = tmp / "course"
+    (served / "notebooks").mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / "00_setup.ipynb", served / "notebooks" / "00_setup.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ)
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython"),
+                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("JUPYTERLAB_SETTINGS_DIR", "settings")):
+        (tmp / sub).mkdir()
+        env[var] = str(tmp / sub)
+    # no "get notified about Jupyter news?" pop-up over the page
+    notify = tmp / "settings" / "@jupyterlab" / "apputils-extension"
+    notify.mkdir(parents=True)
+    (notify / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--ServerApp.token={token}", f"--ServerApp.root_dir={served}", "--ServerApp.open_browser=False",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(tmp / "server.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=served)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait(lambda: proc.poll() is None and _get_json(f"{base}/api/status?token={token}"), 90,
+              "the Jupyter server to answer /api/status")
+        yield {"base": base, "token": token, "tmp": tmp, "proc": proc}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _kernel_ready(base: str, token: str) -> bool:
+    kernels = _get_json(f"{base}/api/kernels?token={token}")
+    return any(k.get("execution_state") == "idle" and k.get("connections", 0) >= 1 for k in kernels)
+
+
+def _widget_text(page) -> str:
+    texts = page.locator(".jp-OutputArea-output pre").all_inner_texts()
+    hits = [t for t in texts if t.startswith("n = ") and "GFLOP/s" in t]
+    return hits[-1] if hits else ""
+
+
+def _widget_plot_src(page) -> str:
+    imgs = page.locator(".widget-output img, .jupyter-widgets-output-area img")
+    return imgs.last.get_attribute("src") if imgs.count() else ""
+
+
+def test_setup_notebook_runs_and_slider_updates(lab_server):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    base, token = lab_server["base"], lab_server["token"]
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(lab_server["tmp"] / "chromium-profile"), executable_path=CHROMIUM, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab/tree/notebooks/00_setup.ipynb?token={token}&reset")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
+            # A Run All clicked before the kernel is connected is silently dropped: wait for it.
+            _wait(lambda: _kernel_ready(base, token), 120, "an idle kernel with a connection")
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+            _wait(lambda: _widget_text(page), 180, "the slider panel's printed line after Run All")
+            _wait(lambda: not page.locator(".jp-InputPrompt", has_text="[*]").count()
+                  and _kernel_ready(base, token), 180, "all cells to finish")
+            before_text, before_img = _widget_text(page), _widget_plot_src(page)
+            page.locator(".widget-slider").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "00_setup_after_run_all.png"), full_page=False)
+            assert before_text.startswith("n = 256:"), before_text
+            assert before_img, "the slider panel shows no plot"
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+            assert not tracebacks, tracebacks[:1]
+
+            # Move the slider: focus its handle and press the arrow key (continuous_update=False
+            # sends the new value when the key is released).
+            handle = page.locator(".widget-slider .noUi-handle").first
+            handle.scroll_into_view_if_needed()
+            handle.click()
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowRight")
+
+            def settled():
+                readout = page.locator(".widget-readout").first.inner_text().strip()
+                text = _widget_text(page)
+                return readout != "256" and text.startswith(f"n = {readout}:") and text
+
+            after_text = _wait(settled, 120, "the printed line to follow the slider")
+            _wait(lambda: _widget_plot_src(page) not in ("", before_img), 60, "the plot to change")
+            readout = page.locator(".widget-readout").first.inner_text().strip()
+            assert after_text.startswith(f"n = {readout}:"), (after_text, readout)
+            assert readout != "256"
+            page.locator(".widget-slider").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "00_setup_after_slider.png"), full_page=False)
+        finally:
+            context.close()

@@ -1,0 +1,102 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from course_lib import backend
+
+
+def _run(code: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_gpu_detection_does_not_import_numba_and_sets_simulator():
+    r = _run("import sys, os; import course_lib.backend as b; "
+             "print('numba' in sys.modules, b.cuda_mode(), os.environ.get('NUMBA_ENABLE_CUDASIM'))")
+    assert r.returncode == 0, r.stderr
+    imported, mode, flag = r.stdout.split()
+    assert imported == "False"
+    if mode == "simulator":
+        assert flag == "1"
+    else:
+        assert mode == "gpu" and flag == "None"
+
+
+def test_simulator_runs_a_cuda_kernel_after_import():
+    if backend.gpu_available():
+        pytest.skip("a real GPU is present: the simulator path is not used here")
+    code = (
+        "import course_lib, numpy as np\n"
+        "from numba import cuda\n"
+        "@cuda.jit\n"
+        "def k(a):\n"
+        "    i = cuda.grid(1)\n"
+        "    if i < a.size: a[i] += i\n"
+        "a = np.zeros(40); k[2, 32](a); print(int(a.sum()))\n"
+    )
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(sum(range(40)))
+
+
+def test_importing_numba_first_is_reported():
+    r = _run("import warnings, numba; warnings.simplefilter('always')\nimport course_lib.backend as b; print(b.cuda_mode())",
+             {"COURSE_FORCE_SIMULATOR": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "unavailable"
+    assert "numba was imported before course_lib" in r.stderr
+
+
+def test_explicit_env_flag_is_respected():
+    r = _run("import course_lib.backend as b; print(b.cuda_mode())", {"NUMBA_ENABLE_CUDASIM": "1"})
+    assert r.stdout.strip() == "simulator"
+
+
+def test_report_has_the_promised_facts():
+    rep = backend.report()
+    for key in ("CPU", "cores", "numba threads", "BLAS", "BLAS threads", "CUDA", "CuPy", "MPI"):
+        assert key in rep
+    assert rep["cores"] >= 1
+    text = str(rep)
+    assert "CUDA" in text and text.count("\n") == len(rep) - 1
+    if not backend.gpu_available():
+        assert "simulator" in rep["CUDA"] or "unavailable" in rep["CUDA"]
+
+
+def test_set_threads_sets_numba_and_blas_together():
+    import numba
+    from threadpoolctl import threadpool_info
+
+    before = backend.get_threads()
+    try:
+        assert backend.set_threads(1) == 1
+        assert numba.get_num_threads() == 1
+        blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+        assert blas and all(n == 1 for n in blas)
+    finally:
+        backend.set_threads(before)
+
+
+def test_set_threads_bad_input():
+    import numba
+
+    with pytest.raises(ValueError, match="n: expected an integer >= 1, got 0"):
+        backend.set_threads(0)
+    with pytest.raises(ValueError, match=f"n: expected an integer <= {numba.config.NUMBA_NUM_THREADS}"):
+        backend.set_threads(numba.config.NUMBA_NUM_THREADS + 1)
+    with pytest.raises(TypeError, match="n: expected an integer, got str"):
+        backend.set_threads("2")
+
+
+def test_xp_and_mpi():
+    mod = backend.xp()
+    assert mod is np or backend.gpu_available()
+    ok, info = backend.mpi_available()
+    assert isinstance(ok, bool) and isinstance(info, str) and info
+    if ok:
+        assert os.path.exists(backend.mpiexec_path())
+    assert backend.cpu_count() >= 1
