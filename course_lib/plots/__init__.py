@@ -27,6 +27,11 @@ def roofline_plot(peak_gflops: float, bandwidth_gbs: float,
                   points: Iterable[tuple[float, float, str]] = (), ax=None,
                   intensity_range: tuple[float, float] = (0.01, 1000.0)):
     """Log-log roofline: ``min(peak, AI * bandwidth)`` and measured ``(AI, GFLOP/s, label)`` points."""
+    if not (peak_gflops > 0 and bandwidth_gbs > 0):
+        raise ValueError(f"peak_gflops, bandwidth_gbs: expected positive numbers, got {peak_gflops}, {bandwidth_gbs}")
+    lo, hi = intensity_range
+    if not 0 < lo < hi:
+        raise ValueError(f"intensity_range: expected 0 < low < high, got {intensity_range}")
     ax = new_axes(ax)
     ai = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 200)
     ax.loglog(ai, np.minimum(peak_gflops, ai * bandwidth_gbs), color="black", lw=2, label="roofline (measured)")
@@ -48,6 +53,9 @@ def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=N
     """Several series against ``sizes`` on log-log axes, each labelled with its fitted slope."""
     from ..timing import loglog_slope  # noqa: PLC0415
 
+    for name, ys in series.items():
+        if len(ys) != len(sizes):
+            raise ValueError(f"series[{name!r}]: expected {len(sizes)} values (one per size), got {len(ys)}")
     ax = new_axes(ax)
     for name, ys in series.items():
         label = f"{name} (slope {loglog_slope(sizes, ys):.2f})" if fit and len(sizes) >= 2 else name
@@ -62,6 +70,8 @@ def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=N
 def bar_compare(values: dict[str, float], ax=None, ylabel: str = "", reference: float | None = None,
                 reference_label: str = ""):
     """A labelled bar chart, optionally with a horizontal reference line (e.g. the measured peak)."""
+    if not values:
+        raise ValueError("values: expected a non-empty mapping of label -> number")
     ax = new_axes(ax)
     names = list(values)
     ax.bar(names, [values[n] for n in names], color="tab:blue")
