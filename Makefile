@@ -10,6 +10,8 @@ PORT ?= 8888
 # Timing sweeps shrink under this budget; deterministic outputs never depend on it.
 TEST_BUDGET ?= small
 PYTEST_ARGS ?=
+# two pytest workers; --dist loadfile keeps each notebook (one nbval kernel) on one worker
+PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: lab test install-lab install-test kernel chromium notebooks exercises grade bench report clean
@@ -24,7 +26,7 @@ $(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[dev,mpi]' 2>&1 | grep -v "is neither a file nor a directory" || true
-	$(BIN)/python -c "import course_lib, nbval, playwright, rattler, pytest, mpi4py"
+	$(BIN)/python -c "import course_lib, nbval, playwright, rattler, pytest, xdist, mpi4py"
 	touch $(VENV)/.lab-installed $@
 
 install-lab: $(VENV)/.lab-installed
@@ -49,7 +51,7 @@ chromium:
 	else echo "chromium is missing and apt-get is not usable here: the browser test will be skipped"; fi
 
 test: install-test kernel chromium
-	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=15 $(PYTEST_ARGS) \
+	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 	  tests notebooks solutions \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
