@@ -1,0 +1,133 @@
+"""Tests for course_lib.charlm: BPTT gradients vs finite differences, training lowers the loss,
+perplexity through every inference strategy, seeded sampling, bad inputs."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib import charlm, corpus, inference as inf
+
+
+def _model(vocab=6, nh=5, layers=2, seed=0):
+    p = inf.init_params(vocab, nh, vocab, layers=layers, seed=seed, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    for L in p.layers:
+        L.b[:] = rng.standard_normal(nh) * 0.2
+    p.c[:] = rng.standard_normal(vocab) * 0.2
+    return p
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_gradients_match_finite_differences(layers):
+    p = _model(layers=layers)
+    rng = np.random.default_rng(1)
+    X_ids = rng.integers(0, 6, size=(5, 3))
+    Y_ids = rng.integers(0, 6, size=(5, 3))
+    _, g = charlm.loss_and_grads(p, X_ids, Y_ids)
+    eps = 1e-6
+    named = [(f"layers[{l}].{n}", getattr(p.layers[l], n), getattr(g.layers[l], n))
+             for l in range(layers) for n in ("U", "W", "b")] + [("V", p.V, g.V), ("c", p.c, g.c)]
+    for name, arr, grad in named:
+        for idx in list(np.ndindex(arr.shape))[:: max(1, arr.size // 7)]:
+            old = arr[idx]
+            arr[idx] = old + eps
+            lp, _ = charlm.loss_and_grads(p, X_ids, Y_ids)
+            arr[idx] = old - eps
+            lm, _ = charlm.loss_and_grads(p, X_ids, Y_ids)
+            arr[idx] = old
+            num = (lp - lm) / (2 * eps)
+            assert grad[idx] == pytest.approx(num, rel=1e-5, abs=1e-8), (name, idx)
+
+
+def test_initial_loss_is_about_log_vocab():
+    p = inf.init_params(20, 8, 20, seed=0, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    loss, _ = charlm.loss_and_grads(p, rng.integers(0, 20, (10, 4)), rng.integers(0, 20, (10, 4)))
+    assert abs(loss - np.log(20)) < 0.3
+
+
+def test_uniform_model_has_perplexity_equal_to_vocab_for_every_strategy():
+    p = inf.init_params(9, 4, 9, layers=2, seed=0)
+    p.V[:] = 0.0  # every output is softmax(0) = uniform
+    ids = np.random.default_rng(0).integers(0, 9, 200)
+    for s in ("serial", "batched", "threads", "wavefront"):
+        assert charlm.perplexity(p, ids, T=16, strategy=s) == pytest.approx(9.0, rel=1e-5)
+
+
+def test_training_lowers_loss_and_perplexity_and_keeps_the_input():
+    text = corpus.load_text(20_000)
+    voc = corpus.Vocab.from_text(text)
+    ids = voc.encode(text)
+    tr, va = corpus.split(ids, 0.2)
+    p0 = inf.init_params(voc.size, 32, voc.size, seed=0, dtype=np.float64)
+    W_before = p0.layers[0].W.copy()
+    res = charlm.train(p0, tr, steps=60, T=16, B=16, lr=1e-2, seed=0, progress=False)
+    assert np.array_equal(p0.layers[0].W, W_before)
+    assert len(res.losses) == 60
+    assert res.final_loss < res.losses[0] - 0.5
+    assert charlm.perplexity(res.params, va, T=32) < charlm.perplexity(p0, va, T=32)
+    # strategies agree on the trained model (float32 copy)
+    p32 = res.params.astype(np.float32)
+    a = charlm.perplexity(p32, va, T=32, max_windows=20, strategy="batched")
+    b = charlm.perplexity(p32, va, T=32, max_windows=20, strategy="wavefront", workers=2)
+    assert a == pytest.approx(b, rel=1e-5)
+
+
+def test_training_is_reproducible():
+    ids = np.random.default_rng(0).integers(0, 5, 300)
+    p = inf.init_params(5, 6, 5, seed=0, dtype=np.float64)
+    a = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).losses
+    b = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).losses
+    assert a == b
+
+
+def test_sample_is_seeded_and_in_vocabulary():
+    voc = corpus.Vocab("abcde")
+    p = inf.init_params(5, 6, 5, seed=0, dtype=np.float64)
+    s1 = charlm.sample(p, voc, "ab", 40, seed=1)
+    assert s1 == charlm.sample(p, voc, "ab", 40, seed=1)
+    assert len(s1) == 40 and set(s1) <= set("abcde")
+    assert s1 != charlm.sample(p, voc, "ab", 40, seed=2)
+    assert charlm.sample(p, voc, "a", 0) == ""
+
+
+def test_unigram_perplexity():
+    assert charlm.unigram_perplexity(np.array([0, 1]), np.array([0, 1, 0, 1]), 2) == pytest.approx(2.0)
+
+
+def test_eval_windows():
+    X, Y = charlm.eval_windows(np.arange(11), 3)
+    assert X.shape == (3, 3)
+    np.testing.assert_array_equal(X[:, 1], [3, 4, 5])
+    np.testing.assert_array_equal(Y[:, 1], [4, 5, 6])
+    with pytest.raises(ValueError, match="at least T"):
+        charlm.eval_windows(np.arange(3), 5)
+
+
+def test_bad_inputs():
+    p = _model()
+    ok = np.zeros((3, 2), dtype=np.int64)
+    with pytest.raises(ValueError, match=r"X_ids: expected token ids in \[0, 6\)"):
+        charlm.loss_and_grads(p, ok + 6, ok)
+    with pytest.raises(ValueError, match="Y_ids: expected the shape of X_ids"):
+        charlm.loss_and_grads(p, ok, ok[:2])
+    with pytest.raises(ValueError, match="non-empty"):
+        charlm.loss_and_grads(p, ok[:0], ok[:0])
+    q = inf.init_params(4, 5, 6, dtype=np.float64)
+    with pytest.raises(ValueError, match="nx must equal vocab"):
+        charlm.loss_and_grads(q, ok, ok)
+    with pytest.raises(ValueError, match="ids: expected at least T"):
+        charlm.train(p, np.arange(5) % 6, T=8, progress=False)
+    with pytest.raises(ValueError, match="ids: expected token ids"):
+        charlm.train(p, np.arange(50), T=8, progress=False)
+    with pytest.raises(ValueError, match="steps"):
+        charlm.train(p, np.arange(50) % 6, steps=0, progress=False)
+    with pytest.raises(ValueError, match="vocab: expected 6"):
+        charlm.sample(p, corpus.Vocab("abc"), "a")
+    with pytest.raises(ValueError, match="prime"):
+        charlm.sample(p, corpus.Vocab("abcdef"), "")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        charlm.sample(p, corpus.Vocab("abcdef"), "z")
+    with pytest.raises(ValueError, match="temperature"):
+        charlm.sample(p, corpus.Vocab("abcdef"), "a", temperature=0.0)
+    with pytest.raises(ValueError, match="ids"):
+        charlm.perplexity(p, np.array([0, 1]), T=4)
