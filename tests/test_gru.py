@@ -1,0 +1,173 @@
+"""GRU cells: PyTorch layout, exact backward vs numerical gradients, MGRIT forward/backward == serial."""
+import numpy as np
+import pytest
+
+from course_lib import gru as G
+from course_lib.mgrit import MGRITDivergence
+
+
+def _problem(T=12, B=2, nx=3, nh=5, seed=0):
+    p = G.init_params(nx, nh, seed=seed, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    return p, rng.standard_normal((T, B, nx)), 0.3 * rng.standard_normal((B, nh)), rng.standard_normal((T, B, nh))
+
+
+def test_init_params_layout():
+    p = G.init_params(7, 4, seed=1)
+    assert p["W_ih"].shape == (12, 7) and p["W_hh"].shape == (12, 4)
+    assert p["b_ih"].shape == (12,) and p["b_hh"].shape == (12,) and p["W_ih"].dtype == np.float32
+    assert np.abs(p["W_hh"]).max() <= 0.5
+    assert np.array_equal(G.init_params(7, 4, seed=1)["W_hh"], p["W_hh"])
+
+
+def test_classic_cell_is_pytorch_formula():
+    p, X, h0, _ = _problem()
+    nh = 5
+    gi = X[0] @ p["W_ih"].T + p["b_ih"]
+    gh = h0 @ p["W_hh"].T + p["b_hh"]
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    r, z = sig(gi[:, :nh] + gh[:, :nh]), sig(gi[:, nh:2 * nh] + gh[:, nh:2 * nh])
+    n = np.tanh(gi[:, 2 * nh:] + r * gh[:, 2 * nh:])
+    np.testing.assert_allclose(G.gru_cell(p, gi, h0), z * h0 + (1 - z) * n, rtol=1e-12)
+    np.testing.assert_allclose(G.gru_cell(p, gi, h0, implicit=True, gamma=3.0),
+                               (h0 + 3 * (1 - z) * n) / (1 + 3 * (1 - z)), rtol=1e-12)
+
+
+def test_matches_torch_when_available():
+    torch = pytest.importorskip("torch")
+    p = G.init_params(4, 6, seed=2)
+    X = np.random.default_rng(1).standard_normal((7, 3, 4)).astype(np.float32)
+    g = torch.nn.GRU(4, 6)
+    with torch.no_grad():
+        for name, t in (("W_ih", g.weight_ih_l0), ("W_hh", g.weight_hh_l0), ("b_ih", g.bias_ih_l0), ("b_hh", g.bias_hh_l0)):
+            t.copy_(torch.tensor(p[name]))
+        out, _ = g(torch.tensor(X))
+    np.testing.assert_allclose(G.gru_forward(p, X), out.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("implicit,dt", [(False, 1.0), (True, 1.0), (True, 4.0), (False, 0.5)])
+def test_backward_matches_numerical_gradients(implicit, dt):
+    p, X, h0, W = _problem(T=8)
+    H = G.gru_forward(p, X, h0, implicit=implicit, dt=dt)
+    grads, dh0 = G.gru_backward(p, X, H, W, h0, implicit=implicit, dt=dt)
+
+    def loss(pp, hh):
+        return float((G.gru_forward(pp, X, hh, implicit=implicit, dt=dt) * W).sum())
+
+    eps = 1e-6
+    for k in G.PARAM_NAMES:
+        num = np.zeros_like(p[k])
+        for idx in np.ndindex(p[k].shape):
+            q = {kk: v.copy() for kk, v in p.items()}
+            q[k][idx] += eps
+            a = loss(q, h0)
+            q[k][idx] -= 2 * eps
+            num[idx] = (a - loss(q, h0)) / (2 * eps)
+        np.testing.assert_allclose(grads[k], num, rtol=1e-6, atol=1e-7, err_msg=k)
+    num = np.zeros_like(h0)
+    for idx in np.ndindex(h0.shape):
+        hh = h0.copy()
+        hh[idx] += eps
+        a = loss(p, hh)
+        hh[idx] -= 2 * eps
+        num[idx] = (a - loss(p, hh)) / (2 * eps)
+    np.testing.assert_allclose(dh0, num, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("levels,relax", [(2, "F"), (2, "FCF"), (3, "FCF")])
+def test_mgrit_forward_and_backward_equal_serial(levels, relax):
+    p, X, h0, W = _problem(T=32, seed=3)
+    H = G.gru_forward(p, X, h0, implicit=True)
+    Hm, hist = G.gru_forward(p, X, h0, implicit=True, solver="mgrit", m=2, levels=levels, relax=relax,
+                             max_iter=30, tol=1e-13, return_history=True)
+    np.testing.assert_allclose(Hm, H, atol=1e-11)
+    assert hist[-1] <= 1e-13
+    g, d = G.gru_backward(p, X, H, W, h0, implicit=True)
+    gm, dm, hb = G.gru_backward(p, X, H, W, h0, implicit=True, solver="mgrit", m=2, levels=levels, relax=relax,
+                                max_iter=30, tol=1e-13, return_history=True)
+    for k in g:
+        np.testing.assert_allclose(gm[k], g[k], atol=1e-9, err_msg=k)
+    np.testing.assert_allclose(dm, d, atol=1e-10)
+
+
+def test_mgrit_pads_sequences_not_fitting_the_hierarchy():
+    p, X, h0, W = _problem(T=13, seed=4)
+    H = G.gru_forward(p, X, h0, implicit=True)
+    Hm = G.gru_forward(p, X, h0, implicit=True, solver="mgrit", m=4, levels=2, max_iter=4, tol=0)
+    assert Hm.shape == H.shape
+    np.testing.assert_allclose(Hm, H, atol=1e-12)  # 16 padded steps: exact after 4 Parareal-like iterations
+    g, _ = G.gru_backward(p, X, H, W, h0, implicit=True)
+    gm, _ = G.gru_backward(p, X, H, W, h0, implicit=True, solver="mgrit", m=4, levels=2, max_iter=4, tol=0)
+    np.testing.assert_allclose(gm["W_hh"], g["W_hh"], atol=1e-10)
+
+
+def test_explicit_coarse_step_blows_up_implicit_does_not():
+    p = G.init_params(3, 8, seed=0)
+    X = np.random.default_rng(0).standard_normal((1024, 4, 3)).astype(np.float32)
+    exp_ = G.coarse_trajectory(p, X, implicit=False, M=16)
+    imp = G.coarse_trajectory(p, X, implicit=True, M=16)
+    assert not np.all(np.isfinite(exp_)) or np.abs(exp_).max() > 1e6
+    assert np.abs(imp).max() <= 1.0 + 1e-6
+    with pytest.raises(MGRITDivergence, match="diverged at iteration"):
+        G.gru_forward(p, X, implicit=False, solver="mgrit", m=16, levels=2, max_iter=5)
+
+
+def test_classifier_gradients_and_training_reduce_loss():
+    rng = np.random.default_rng(0)
+    p = G.init_classifier(3, 6, 3, seed=0, dtype=np.float64)
+    X = rng.standard_normal((10, 8, 3))
+    y = rng.integers(0, 3, size=8)
+    loss, g = G.classifier_loss(p, X, y, implicit=True)
+    q = {k: v.copy() for k, v in p.items()}
+    q["W_out"][1, 2] += 1e-6
+    a = G.classifier_loss(q, X, y, implicit=True, grad=False)
+    q["W_out"][1, 2] -= 2e-6
+    assert abs((a - G.classifier_loss(q, X, y, implicit=True, grad=False)) / 2e-6 - g["W_out"][1, 2]) < 1e-7
+    _, lm = G.classifier_loss(p, X, y, implicit=True, solver="mgrit", m=2, levels=2, max_iter=20, tol=1e-14)
+    np.testing.assert_allclose(lm["W_hh"], g["W_hh"], atol=1e-9)
+    trained, losses = G.train_classifier(p, X, y, epochs=15, batch=8, lr=0.05, implicit=True)
+    assert losses[-1] < losses[0]
+    assert G.classifier_predict(trained, X, implicit=True).shape == (8,)
+
+
+def test_bad_input_messages():
+    p, X, h0, W = _problem()
+    with pytest.raises(ValueError, match=r"X: expected shape .*nx=3.*got \(12, 2, 2\)"):
+        G.gru_forward(p, X[..., :2])
+    with pytest.raises(ValueError, match="h0: expected shape"):
+        G.gru_forward(p, X, h0[:, :3])
+    with pytest.raises(ValueError, match="solver: expected one of"):
+        G.gru_forward(p, X, solver="scan")
+    with pytest.raises(ValueError, match="m: the coarsening factor must be >= 2"):
+        G.gru_forward(p, X, solver="mgrit", m=1)
+    with pytest.raises(TypeError, match="only used with solver='mgrit'"):
+        G.gru_forward(p, X, m=4)
+    with pytest.raises(TypeError, match="unknown option"):
+        G.gru_forward(p, X, solver="mgrit", banana=1)
+    with pytest.raises(ValueError, match="params: missing W_hh"):
+        G.gru_forward({k: v for k, v in p.items() if k != "W_hh"}, X)
+    with pytest.raises(ValueError, match="dH: expected shape"):
+        G.gru_backward(p, X, G.gru_forward(p, X), W[:, :, :2])
+    with pytest.raises(ValueError, match="dt: expected a number > 0"):
+        G.gru_forward(p, X, dt=0.0)
+    with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
+        G.init_params(2, 2, dtype=np.int32)
+    pc = G.init_classifier(3, 5, 2)
+    with pytest.raises(ValueError, match=r"y: labels must be in \[0, 2\)"):
+        G.classifier_loss(pc, X.astype(np.float32), np.array([0, 5]))
+
+
+def test_more_bad_inputs():
+    p, X, h0, W = _problem()
+    with pytest.raises(ValueError, match="M: expected an integer >= 1"):
+        G.coarse_trajectory(p, X, implicit=True, M=0)
+    with pytest.raises(ValueError, match="n_classes: expected an integer >= 2"):
+        G.init_classifier(3, 4, 1)
+    pc = G.init_classifier(3, 5, 2)
+    with pytest.raises(ValueError, match="epochs: expected an integer >= 1"):
+        G.train_classifier(pc, X.astype(np.float32), np.zeros(2, dtype=int), epochs=0)
+    with pytest.raises(ValueError, match="X: expected a 3-D array"):
+        G.classifier_predict(pc, X[0])
+    with pytest.raises(TypeError, match="params: expected a dict"):
+        G.gru_forward([1, 2], X)
+    assert G.pad_to_hierarchy(100, 4, 3) == 112 and G.pad_to_hierarchy(16, 4, 2) == 16
