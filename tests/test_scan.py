@@ -1,0 +1,209 @@
+"""course_lib.scan: every method agrees with a float64 loop; backward vs finite differences; errors."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (before numba)
+from course_lib import scan
+
+CPU_METHODS = ("sequential", "hillis_steele", "blelloch", "chunked")
+
+
+@pytest.mark.parametrize("method", CPU_METHODS)
+@pytest.mark.parametrize("T", [1, 2, 3, 7, 64, 333])
+@pytest.mark.parametrize("B", [None, 3])
+def test_methods_agree_with_float64_loop(method, T, B):
+    a, x, h0 = scan.random_problem(T, 5, B, seed=T)
+    h = scan.linear_recurrence(a, x, h0, method=method)
+    ref = scan.recurrence_float64(a, x, h0)
+    assert h.shape == x.shape and h.dtype == np.float32
+    np.testing.assert_allclose(h, ref, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 3, 5, 17, 40])
+def test_chunked_any_split(chunks):
+    a, x, h0 = scan.random_problem(40, 3, seed=1, dtype="float64")
+    h = scan.linear_recurrence(a, x, h0, method="chunked", chunks=chunks)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
+
+
+def test_h0_defaults_to_zero_and_channels_method():
+    a, x, _ = scan.random_problem(50, 6, seed=2)
+    ref = scan.recurrence_float64(a, x, np.zeros(6, np.float32))
+    np.testing.assert_allclose(scan.linear_recurrence(a, x), ref, rtol=1e-5, atol=1e-5)
+    for blocks in (1, 2, 6):
+        np.testing.assert_allclose(scan.linear_recurrence_channels(a, x, blocks=blocks), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_subnormal_products_are_flushed_without_changing_h():
+    a, x, h0 = scan.random_problem(5000, 4, seed=3, low=0.01, high=0.1)
+    h = scan.linear_recurrence(a, x, h0, method="chunked", chunks=3)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-6)
+
+
+def test_combine_is_associative_not_commutative():
+    rng = np.random.default_rng(0)
+    p, q, r = ((rng.uniform(0.5, 1, 4), rng.standard_normal(4)) for _ in range(3))
+    for u, v in zip(scan.combine(scan.combine(p, q), r), scan.combine(p, scan.combine(q, r))):
+        np.testing.assert_allclose(u, v)
+    assert not np.allclose(scan.combine(p, q)[1], scan.combine(q, p)[1])
+    one = (np.ones(4), np.zeros(4))
+    for u, v in zip(scan.combine(one, p), p):
+        np.testing.assert_allclose(u, v)
+
+
+def test_counts_match_formulas_and_references():
+    assert (scan.scan_counts("sequential", 16).work, scan.scan_counts("sequential", 16).span) == (15, 15)
+    c = scan.scan_counts("blelloch", 16)
+    assert (c.work, c.span) == (30, 8)
+    c = scan.scan_counts("hillis_steele", 16)
+    assert (c.work, c.span) == (15 + 14 + 12 + 8, 4)
+    a, x, h0 = scan.random_problem(16, 2, seed=0)
+    assert scan.blelloch(a, x, h0)[1] == scan.scan_counts("blelloch", 16)
+    assert scan.hillis_steele(a, x, h0)[1] == scan.scan_counts("hillis_steele", 16)
+    assert scan.scan_counts("blelloch", 1).work == 0
+
+
+def test_closed_form_is_right_early_and_overflows_late():
+    a, x, h0 = scan.random_problem(4000, 2, seed=1, low=0.9, high=1.0)
+    h = scan.closed_form(a, x, h0)
+    ref = scan.recurrence_float64(a, x, h0)
+    np.testing.assert_allclose(h[:100], ref[:100], rtol=1e-3, atol=1e-3)
+    assert not np.isfinite(h[-1]).all()
+
+
+@pytest.mark.parametrize("method", ["sequential", "chunked", "blelloch"])
+def test_backward_matches_finite_differences(method):
+    rng = np.random.default_rng(0)
+    a, x, h0 = scan.random_problem(7, 3, 2, seed=4, dtype="float64")
+    w = rng.standard_normal(x.shape)
+
+    def loss(a_, x_, h0_):
+        return float((scan.linear_recurrence(a_, x_, h0_) * w).sum())
+
+    h = scan.linear_recurrence(a, x, h0)
+    ga, gx, gh0 = scan.linear_recurrence_backward(a, h, h0, w, method=method)
+    for arr, g in ((a, ga), (x, gx), (h0, gh0)):
+        num = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + 1e-6
+            up = loss(a, x, h0)
+            arr[idx] = old - 1e-6
+            dn = loss(a, x, h0)
+            arr[idx] = old
+            num[idx] = (up - dn) / 2e-6
+        np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
+
+
+def test_chunked_phases_and_choose_chunks():
+    a, x, h0 = scan.random_problem(1000, 8, seed=0)
+    ph = scan.chunked_phases(a, x, h0, chunks=4, repeat=1)
+    assert ph["chunks"] == 4
+    assert abs(ph["reduce_frac"] + ph["scan_frac"] + ph["expand_frac"] - 1) < 1e-9
+    assert scan.choose_chunks(100, 8, threads=2) == 1          # tiny problem stays serial
+    assert scan.choose_chunks(1 << 16, 128, threads=2) == 3     # p + 1 chunks
+    assert scan.choose_chunks(1 << 16, 128, threads=1) == 1
+
+
+def test_scan_sweep_returns_data():
+    d = scan.scan_sweep(T=2048, H=8, method="chunked", chunks=3, repeat=1)
+    assert d["chunks"] == 3 and d["max_rel_error"] < 1e-5 and d["seconds"] > 0
+    d = scan.scan_sweep(T=1024, H=4, method="channels", repeat=1)
+    assert d["chunks"] is None
+
+
+# --------------------------------------------------------------------------- bad input
+def test_bad_inputs():
+    a, x, h0 = scan.random_problem(8, 3, seed=0)
+    with pytest.raises(ValueError, match="x: expected shape"):
+        scan.linear_recurrence(a, x[:, :2])
+    with pytest.raises(ValueError, match="h0: expected shape"):
+        scan.linear_recurrence(a, x, np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="T .* must be >= 1"):
+        scan.linear_recurrence(a[:0], x[:0])
+    with pytest.raises(TypeError, match="a: expected a float32 or float64"):
+        scan.linear_recurrence(a.astype(int), x)
+    with pytest.raises(TypeError, match="x: expected the dtype of a"):
+        scan.linear_recurrence(a, x.astype(np.float64))
+    with pytest.raises(ValueError, match="a: expected a 2-D or 3-D"):
+        scan.linear_recurrence(a[0], x[0])
+    with pytest.raises(ValueError, match="chunks: expected an integer >= 1"):
+        scan.linear_recurrence(a, x, method="chunked", chunks=0)
+    with pytest.raises(ValueError, match="chunks: expected an integer <= 8"):
+        scan.linear_recurrence(a, x, method="chunked", chunks=9)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        scan.linear_recurrence(a, x, method="magic")
+    with pytest.raises(ValueError, match="opts: method 'sequential' accepts"):
+        scan.linear_recurrence(a, x, chunks=2)
+    with pytest.raises(ValueError, match="grad_h: expected shape"):
+        scan.linear_recurrence_backward(a, x, h0, x[:4])
+    with pytest.raises(ValueError, match="blocks: expected an integer <= 3"):
+        scan.linear_recurrence_channels(a, x, blocks=4)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        scan.scan_counts("cuda", 8)
+    with pytest.raises(ValueError, match="T: expected an integer >= 1"):
+        scan.choose_chunks(0)
+    with pytest.raises(ValueError, match="h0: contains"):
+        scan.hillis_steele(a, x, np.full(3, np.nan, np.float32))
+    with pytest.raises(ValueError, match="x: expected shape"):
+        scan.blelloch(a, x[:3])
+    with pytest.raises(ValueError, match="x: expected shape"):
+        scan.closed_form(a, x[:3])
+    with pytest.raises(ValueError, match="x: expected shape"):
+        scan.recurrence_float64(a, x[:3])
+    with pytest.raises(ValueError, match="x: expected shape"):
+        scan.chunked_phases(a, x[:3])
+    with pytest.raises(ValueError, match="method: expected one of"):
+        scan.scan_sweep(method="cuda")
+    with pytest.raises(TypeError, match="T: expected an integer"):
+        scan.random_problem(2.5, 3)
+
+
+def test_combine_rejects_non_pairs():
+    with pytest.raises(TypeError, match="q: expected a pair \\(a, b\\), got tuple of length 3"):
+        scan.combine((1.0, 2.0), (1.0, 2.0, 3.0))
+    with pytest.raises(TypeError, match="p: expected a pair"):
+        scan.combine(np.ones(2), (1.0, 2.0))
+
+
+def test_plots_draw_and_reject_bad_input():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib.plots import scan as scan_plots
+
+    fig = scan_plots.draw_scan_trees(8)
+    assert len(fig.axes) == 3 and "work 14 combines, span 6" in fig.axes[2].get_title()
+    ax = scan_plots.phase_split_bars({"seed": scan_plots.SEED_PHASES})
+    assert ax.get_xlabel() == "fraction of the scan's time"
+    d = scan.scan_sweep(T=1024, H=4, method="chunked", repeat=1)
+    _, ax2 = plt.subplots()
+    assert "speedup" in scan_plots.render_sweep(d, ax2)
+    plt.close("all")
+    with pytest.raises(ValueError, match="method: expected one of"):
+        scan_plots.draw_scan_tree("cuda", 8)
+    with pytest.raises(ValueError, match="T: expected an integer <= 64"):
+        scan_plots.draw_scan_tree("blelloch", 1000)
+
+
+def test_out_is_written_and_returned():
+    a, x, h0 = scan.random_problem(300, 4, B=2, seed=9)
+    ref = scan.recurrence_float64(a, x, h0)
+    for method in ("sequential", "chunked"):
+        out = np.full_like(x, np.nan)
+        h = scan.linear_recurrence(a, x, h0, method=method, out=out)
+        assert np.shares_memory(h, out) and h.shape == x.shape
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    out = np.empty_like(x)
+    scan.linear_recurrence_channels(a, x, h0, out=out)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="out: expected a 3-D array of shape \\(300, 2, 4\\)"):
+        scan.linear_recurrence(a, x, h0, out=np.empty((300, 4), np.float32))
+    with pytest.raises(TypeError, match="out: expected dtype float32"):
+        scan.linear_recurrence(a, x, h0, out=np.empty(x.shape))
+    with pytest.raises(ValueError, match="out: expected a C-contiguous"):
+        scan.linear_recurrence(a, x, h0, out=np.empty((300, 2, 8), np.float32)[:, :, ::2])
+    with pytest.raises(ValueError, match="opts: method 'blelloch' accepts no options"):
+        scan.linear_recurrence(a, x, h0, method="blelloch", out=np.empty_like(x))
