@@ -134,9 +134,10 @@ def check_array(
     contiguous : require C-contiguity (raise rather than silently copy).
     """
     arr = as_array(x, name)
-    if dtype == "float":
+    kind = dtype if isinstance(dtype, str) else None  # np.dtype("float64") == "float" is True in numpy
+    if kind == "float":
         check_dtype_float(arr, name)
-    elif dtype == "int":
+    elif kind == "int":
         if not np.issubdtype(arr.dtype, np.integer):
             raise TypeError(f"{name}: expected an integer array, got dtype {arr.dtype}")
     elif dtype is not None and arr.dtype != np.dtype(dtype):

@@ -28,6 +28,10 @@ def test_dtype_rules():
         v.check_array(np.zeros(3), "ids", dtype="int")
     with pytest.raises(TypeError, match="X: expected dtype float32, got float64"):
         v.check_array(np.zeros(3), "X", dtype=np.float32)
+    with pytest.raises(TypeError, match="X: expected dtype float64, got float32"):
+        v.check_array(np.zeros(3, np.float32), "X", dtype=np.float64)
+    with pytest.raises(TypeError, match="X: expected dtype float64, got float32"):
+        v.check_array(np.zeros(3, np.float32), "X", dtype=np.dtype("float64"))
     with pytest.raises(TypeError, match="X: expected an array, got None"):
         v.check_array(None, "X")
     with pytest.raises(TypeError, match="X: expected a numeric array"):

@@ -1,0 +1,84 @@
+"""Checks for worksheet 05 (threads and fusion): fused element-wise kernels of the backward pass."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
+
+from .core import Case, ExerciseFailed, check_function, passed
+
+__all__ = ["check_fused_hidden_delta", "check_output_delta_and_loss", "parfor_count",
+           "hidden_delta_reference", "output_delta_and_loss_reference"]
+
+
+def hidden_delta_reference(dz, r, h):
+    """``(dz + r) * (1 − h²)``: the gradient arriving at h_t (from ŷ_t and from step t+1), through tanh."""
+    return (dz + r) * (1.0 - h * h)
+
+
+def output_delta_and_loss_reference(z, y):
+    """``ŷ = tanh(z)``; returns ``(2 (ŷ − y)(1 − ŷ²), Σ (ŷ − y)²)``."""
+    yh = np.tanh(z)
+    e = yh - y
+    return 2.0 * e * (1.0 - yh * yh), float(np.sum(e * e))
+
+
+def _delta_cases(rng: np.random.Generator, i: int) -> Case:
+    shapes = [(1, 1), (3, 5), (16, 7), (33, 64), (128, 40)]
+    B, n = shapes[i % len(shapes)]
+    h = np.tanh(rng.standard_normal((B, n)))
+    return Case(kwargs=dict(dz=rng.standard_normal((B, n)), r=rng.standard_normal((B, n)), h=h),
+                label=f"dz, r, h of shape ({B}, {n})")
+
+
+def parfor_count(fn) -> int | None:
+    """How many loops numba parallelised in the compiled versions of ``fn`` (None when ``fn`` is
+    not a numba function compiled with ``parallel=True``)."""
+    if not hasattr(fn, "signatures") or not getattr(fn, "targetoptions", {}).get("parallel"):
+        return None
+    total = 0
+    for sig in fn.signatures:
+        diag = fn.get_metadata(sig).get("parfor_diagnostics")
+        if diag is not None:
+            total += len(diag.initial_parfors)
+    return total
+
+
+def check_fused_hidden_delta(student) -> str:
+    """Exercise 5.1: ``fused_hidden_delta(dz, r, h) -> (dz + r) * (1 - h**2)`` as one parallel numba loop."""
+    with warnings.catch_warnings():  # "no parallel transformation": we explain it better below
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        check_function(
+            "5.1", student, hidden_delta_reference, _delta_cases, n_cases=5, seed=5, quiet=True,
+            rtol=1e-12, atol=1e-12, time_axis=None,
+            hint="out[i, j] = (dz[i, j] + r[i, j]) * (1 - h[i, j] * h[i, j]) -- add first, then multiply.",
+        )
+    n_par = parfor_count(student)
+    if n_par is None:
+        raise ExerciseFailed(
+            "Exercise 5.1 failed:\n  the values are right, but fused_hidden_delta is not a numba function "
+            "compiled with parallel=True.\n  Hint: decorate it with @njit(parallel=True) and loop over rows with prange.")
+    if n_par == 0:
+        raise ExerciseFailed(
+            "Exercise 5.1 failed:\n  the values are right and the function is compiled with parallel=True, but numba "
+            "parallelised no loop (0 parfors): every element is computed by one thread.\n"
+            "  Hint: write the outer loop as `for i in prange(dz.shape[0]):` (from numba import prange).")
+    return passed("5.1", 5, 5)
+
+
+def _output_cases(rng: np.random.Generator, i: int) -> Case:
+    shapes = [(1, 1), (4, 3), (10, 17), (64, 32), (7, 128)]
+    N, n = shapes[i % len(shapes)]
+    return Case(kwargs=dict(z=2 * rng.standard_normal((N, n)), y=rng.uniform(-1, 1, (N, n))),
+                label=f"z, y of shape ({N}, {n})")
+
+
+def check_output_delta_and_loss(student) -> str:
+    """Exercise 5.2: ``output_delta_and_loss(z, y) -> (delta, loss)`` in one pass over the data."""
+    return check_function(
+        "5.2", student, output_delta_and_loss_reference, _output_cases, n_cases=5, seed=7,
+        output_names=["delta", "loss"], rtol=1e-9, atol=1e-12, time_axis=None,
+        hint="per element: yh = tanh(z); e = yh - y; loss += e*e; delta = 2*e*(1 - yh*yh). "
+             "The loss is the sum of squares (not the mean).",
+    )

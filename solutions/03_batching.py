@@ -1,0 +1,87 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Worksheet 03 · Batching
+#
+# Two exercises: a forward pass that moves a whole batch of sequences through the RNN with
+# matrix-matrix products, and the arithmetic intensity of one recurrent step -- the number that
+# says why batching pays. Write each function, run its cell, then run the check below it.
+
+# %%
+import numpy as np
+
+from course_lib import batching, rnn, timing
+from course_lib.checks import ch03
+
+# %% [markdown]
+# ## Exercise 3.1 · A batched forward pass
+#
+# `params` holds `Wxh (nx, nh)`, `Whh (nh, nh)`, `Why (nh, ny)`; `X` has shape `(T, B, nx)`:
+# T time steps of B sequences. Return `(H, Yhat)` with `H (T, B, nh)` and `Yhat (T, B, ny)`:
+#
+# $$h_t = \tanh(x_t W_{xh} + h_{t-1} W_{hh}), \qquad \hat y_t = \tanh(h_t W_{hy})$$
+#
+# where every $x_t$, $h_t$ is a `(B, ·)` block -- all sequences at once, one GEMM per product --
+# and $h_{-1}$ is `h0` (zeros of shape `(B, nh)` when `h0` is None). Bonus: compute
+# $x_t W_{xh}$ for all time steps with a single GEMM before the loop (reshape `X` to `(T*B, nx)`).
+
+# %%
+def batched_forward(params, X, h0=None):
+    """X (T, B, nx) -> (H (T, B, nh), Yhat (T, B, ny))."""
+    ### BEGIN SOLUTION
+    T, B, nx = X.shape
+    nh = params.Whh.shape[0]
+    pre = (X.reshape(T * B, nx) @ params.Wxh).reshape(T, B, nh)
+    H = np.empty((T, B, nh), dtype=X.dtype)
+    h = np.zeros((B, nh), dtype=X.dtype) if h0 is None else h0
+    for t in range(T):
+        h = np.tanh(pre[t] + h @ params.Whh)
+        H[t] = h
+    Yhat = np.tanh(H @ params.Why)
+    return H, Yhat
+    ### END SOLUTION
+
+# %%
+ch03.check_batched_forward(batched_forward)
+
+# %% [markdown]
+# ## Exercise 3.2 · Arithmetic intensity of one recurrent step
+#
+# One step $x_t W_{xh} + h_{t-1} W_{hh}$ for B sequences does $2B(n_x + n_h)n_h$ FLOPs. It must
+# read `Wxh`, `Whh`, `x_t (B, nx)` and `h_{t-1} (B, nh)` and write `h_t (B, nh)`, each once, at
+# `itemsize` bytes per number. Return FLOPs per byte.
+
+# %%
+def rnn_step_intensity(B, nx, nh, itemsize=4):
+    """FLOP per byte of one recurrent step for B sequences."""
+    ### BEGIN SOLUTION
+    flops = 2 * B * (nx + nh) * nh
+    moved = itemsize * (nx * nh + nh * nh + B * nx + 2 * B * nh)
+    return flops / moved
+    ### END SOLUTION
+
+# %%
+ch03.check_step_intensity(rnn_step_intensity)
+
+# %% [markdown]
+# ## Put it to use
+#
+# (This cell uses the course's `batching.rnn_step_intensity`, so it runs before you solve 3.2.)
+# From which batch size is one recurrent step at width 1000 compute-bound on this machine --
+# that is, above the roofline's ridge point?
+
+# %% tags=["nbval-ignore-output"]
+ridge = timing.peak_gflops() / timing.copy_bandwidth()
+B_cross = next(B for B in range(1, 100_000) if batching.rnn_step_intensity(B, 1000, 1000) >= ridge)
+print(f"ridge point {ridge:.1f} FLOP/byte: batches of B >= {B_cross} make the step compute-bound here")

@@ -1,0 +1,158 @@
+"""course_lib.fast_rnn: the fast training step computes what rnn.bptt_linear + rnn.sgd_step compute."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib import fast_rnn, rnn
+
+
+def _problem(T=6, B=4, nx=5, nh=7, ny=3, dtype=np.float64, seed=0):
+    p = rnn.init_params(nx, nh, ny, seed=seed + 1, dtype=dtype)
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (T, B, nx)).astype(dtype)
+    Y = rng.uniform(-1, 1, (T, B, ny)).astype(dtype)
+    return p, X, Y
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("with_h0", [False, True])
+@pytest.mark.parametrize("T", [1, 2, 6])
+def test_gradients_match_bptt_linear_float64(parallel, with_h0, T):
+    p, X, Y = _problem(T=T)
+    h0 = np.random.default_rng(9).uniform(-1, 1, (4, 7)) if with_h0 else None
+    ws = fast_rnn.make_workspace(T, 4, 5, 7, 3, np.float64, parallel_elementwise=parallel)
+    g, loss = fast_rnn.gradients(p, X, Y, workspace=ws, h0=h0)
+    ref = rnn.bptt_linear(p, X, Y, h0)
+    for name in ("Wxh", "Whh", "Why"):
+        assert _rel(getattr(g, name), getattr(ref, name)) < 1e-12, name
+    assert loss == pytest.approx(rnn.loss(rnn.forward(p, X, h0).Yhat, Y), rel=1e-12)
+
+
+def test_gradients_float32_within_float32_accuracy():
+    p, X, Y = _problem(T=8, B=16, nx=12, nh=20, ny=9, dtype=np.float32)
+    g, loss = fast_rnn.gradients(p, X, Y)
+    p64 = p.astype(np.float64)
+    ref = rnn.bptt_linear(p64, X.astype(np.float64), Y.astype(np.float64))
+    for name in ("Wxh", "Whh", "Why"):
+        assert getattr(g, name).dtype == np.float32
+        assert _rel(getattr(g, name), getattr(ref, name)) < 1e-5, name
+    assert loss == pytest.approx(rnn.loss(rnn.forward(p64, X.astype(np.float64)).Yhat, Y.astype(np.float64)), rel=1e-5)
+
+
+def test_train_step_equals_sgd_step_of_bptt_linear_and_keeps_inputs():
+    p, X, Y = _problem()
+    before = p.copy()
+    new, loss = fast_rnn.train_step(p, X, Y, 0.05)
+    ref = rnn.sgd_step(p, rnn.bptt_linear(p, X, Y), 0.05)
+    for name in ("Wxh", "Whh", "Why"):
+        np.testing.assert_allclose(getattr(new, name), getattr(ref, name), rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(getattr(p, name), getattr(before, name))  # not modified
+    assert isinstance(new, rnn.RNNParams)
+    assert loss > 0
+
+
+def test_inplace_updates_the_given_arrays_and_workspace_is_reused_over_steps():
+    p, X, Y = _problem(T=5, B=3)
+    ws = fast_rnn.make_workspace(5, 3, 5, 7, 3, np.float64)
+    ref = p.copy()
+    arrays = (p.Wxh, p.Whh, p.Why)
+    for _ in range(4):
+        out, _ = fast_rnn.train_step(p, X, Y, 0.1, workspace=ws, inplace=True)
+        ref = rnn.sgd_step(ref, rnn.bptt_linear(ref, X, Y), 0.1)
+        assert all(a is b for a, b in zip((out.Wxh, out.Whh, out.Why), arrays))
+    for name in ("Wxh", "Whh", "Why"):
+        np.testing.assert_allclose(getattr(p, name), getattr(ref, name), rtol=1e-10, atol=1e-12)
+
+
+def test_training_reduces_the_loss():
+    p, X, Y = _problem(T=5, B=8, dtype=np.float32)
+    ws = fast_rnn.make_workspace(5, 8, 5, 7, 3)
+    losses = []
+    for _ in range(30):
+        p, loss = fast_rnn.train_step(p, X, Y, 0.02, workspace=ws)
+        losses.append(loss)
+    assert losses[-1] < 0.7 * losses[0]
+
+
+def test_fast_tanh_float32_accuracy_and_saturation():
+    x = np.linspace(-20, 20, 100_001).astype(np.float32)
+    z = x.reshape(1, -1).copy()
+    fast_rnn._tanh_inplace(z)
+    assert np.max(np.abs(z[0] - np.tanh(x.astype(np.float64)))) < 1e-6
+    assert np.all(np.abs(z) <= 1.0)
+
+
+def test_numpy_step_matches_reference():
+    p, X, Y = _problem(T=4, B=3, nx=6, nh=6, ny=6)
+    step = fast_rnn.NumpyStep(4, 3, 6, 6, 6, np.float64)
+    ref = rnn.sgd_step(p, rnn.bptt_linear(p, X, Y), 0.1)
+    q, loss = step(p.copy(), X, Y, 0.1)
+    for name in ("Wxh", "Whh", "Why"):
+        np.testing.assert_allclose(getattr(q, name), getattr(ref, name), rtol=1e-12, atol=1e-14)
+    assert loss == pytest.approx(rnn.loss(rnn.forward(p, X).Yhat, Y), rel=1e-12)
+    with pytest.raises(ValueError, match="NumpyStep was made for"):
+        step(p.copy(), X[:, :2], Y[:, :2], 0.1)
+
+
+def test_step_flops_at_the_seed_size():
+    assert fast_rnn.step_flops(10, 1000, 1000, 1000, 1000) == 154 * 10**9
+    assert fast_rnn.step_flops(10, 1000, 1000, 1000, 1000, h0=True) == 158 * 10**9
+    with pytest.raises(ValueError, match="T"):
+        fast_rnn.step_flops(0, 1, 1, 1, 1)
+
+
+def test_workspace_size_and_bad_dtype():
+    ws = fast_rnn.make_workspace(2, 3, 4, 5, 6)
+    assert ws.H.shape == (2, 3, 5) and ws.D.shape == (2, 3, 6) and ws.tmp.shape == (3, 5)
+    assert ws.nbytes == 4 * (30 + 36 + 30 + 15 + 20 + 25 + 30)
+    with pytest.raises(TypeError, match="dtype"):
+        fast_rnn.make_workspace(2, 3, 4, 5, 6, np.int32)
+    with pytest.raises(ValueError, match="B"):
+        fast_rnn.make_workspace(2, 0, 4, 5, 6)
+    with pytest.raises(TypeError, match="parallel_elementwise"):
+        fast_rnn.make_workspace(2, 3, 4, 5, 6, parallel_elementwise="yes")
+
+
+def test_bad_inputs():
+    p, X, Y = _problem()
+    with pytest.raises(ValueError, match="X"):
+        fast_rnn.train_step(p, X[..., :4], Y, 0.1)
+    with pytest.raises(ValueError, match="Y"):
+        fast_rnn.train_step(p, X, Y[:5], 0.1)
+    with pytest.raises(TypeError, match="X: expected dtype float64"):
+        fast_rnn.train_step(p, X.astype(np.float32), Y, 0.1)
+    with pytest.raises(ValueError, match="lr"):
+        fast_rnn.train_step(p, X, Y, -1.0)
+    with pytest.raises(TypeError, match="params"):
+        fast_rnn.train_step((p.Wxh, p.Whh, p.Why), X, Y, 0.1)
+    with pytest.raises(ValueError, match="h0"):
+        fast_rnn.train_step(p, X, Y, 0.1, h0=np.zeros((4, 6)))
+    with pytest.raises(ValueError, match="workspace: made for"):
+        fast_rnn.train_step(p, X, Y, 0.1, workspace=fast_rnn.make_workspace(6, 5, 5, 7, 3, np.float64))
+    with pytest.raises(TypeError, match="workspace"):
+        fast_rnn.train_step(p, X, Y, 0.1, workspace={})
+    with pytest.raises(ValueError, match="n"):
+        fast_rnn.train_step(p, X, Y, 0.1, threads=10**6)
+    bad = X.copy()
+    bad[2, 1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"X: contains 1 non-finite value\(s\); the first is nan at index \(2, 1, 0\)"):
+        fast_rnn.train_step(p, bad, Y, 0.1)
+    bad = Y.copy()
+    bad[0, 0, 1] = np.inf
+    with pytest.raises(ValueError, match="Y: contains"):
+        fast_rnn.train_step(p, X, bad, 0.1)
+    huge = rnn.RNNParams(p.Wxh, p.Whh, p.Why * 1e300)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        fast_rnn.train_step(huge, X, Y * 1e300, 0.1)
+
+
+def test_non_contiguous_inputs_are_copied_not_misread():
+    p, X, Y = _problem()
+    Xf, Yf = np.asfortranarray(X), np.asfortranarray(Y)
+    g, _ = fast_rnn.gradients(p, Xf, Yf)
+    ref = rnn.bptt_linear(p, X, Y)
+    assert _rel(g.Whh, ref.Whh) < 1e-12
