@@ -4,8 +4,10 @@ Three layers, imports only point down:
 
 1. foundation -- :mod:`backend` (hardware, CUDA simulator decision, threads), :mod:`timing`,
    :mod:`validate`, :mod:`data`/:mod:`corpus` (data sets made in code or shipped with Python);
-2. methods    -- one module per idea (``rnn``, ``kernels``, ``fast_rnn``, ``inference``, ``scan``,
-   ``linear_rnn``, ``lstm``, ``autotune``, ``gru``, ``mgrit`` ...): pure functions on arrays;
+2. methods    -- one module per idea: ``rnn`` and ``gradcheck`` (ch. 01-02), ``batching`` (03),
+   ``kernels`` (04), ``fast_rnn``, ``profile``, ``jit`` (05), ``inference``, ``charlm``, ``mpi_infer`` (06),
+   ``scan``, ``scan_cuda``, ``linear_rnn`` (07), ``lstm``, ``lstm_lm``, ``autotune`` (08), ``gru``, ``mgrit``,
+   ``mgrit_mpi`` (09): pure functions on arrays;
 3. teaching front -- :mod:`checks` (graders), :mod:`plots`, :mod:`widgets`, :mod:`authoring`
    (``python -m course_lib ...``).
 
