@@ -81,10 +81,15 @@ def notebook_pairs(folder: str | Path, root: Path | None = None) -> list[tuple[P
 
 
 def read_py(path: Path):
-    """A jupytext py:percent file as an nbformat notebook."""
+    """A jupytext py:percent file as an nbformat notebook, with deterministic cell ids (derived
+    from each cell's position, type and source) so that re-executing does not churn the files."""
     import jupytext  # noqa: PLC0415
 
-    return jupytext.read(str(path), fmt="py:percent")
+    nb = jupytext.read(str(path), fmt="py:percent")
+    for i, cell in enumerate(nb.cells):
+        key = f"{i}|{cell.cell_type}|{_normal_source(cell)}".encode()
+        cell.id = hashlib.sha1(key).hexdigest()[:12]
+    return nb
 
 
 def read_ipynb(path: Path):
