@@ -1,0 +1,115 @@
+"""course_lib.autotune: measures once, caches per shape and machine, survives bad cache files."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from course_lib import autotune, lstm
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "c"))
+    autotune._MEMO.clear()
+    yield tmp_path / "c" / "lstm_autotune.json"
+    autotune._MEMO.clear()
+
+
+def test_cache_dir_honours_env(tmp_path, monkeypatch, cache):
+    assert autotune.cache_path() == cache
+    monkeypatch.delenv("COURSE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert autotune.cache_dir() == tmp_path / "xdg" / "parallel-rnns-course"
+
+
+def test_tune_measures_then_reads_cache(cache, monkeypatch):
+    d = autotune.tune(2, 8, 4, 5, "float32", threads=1, repeat=1, probe_steps=2)
+    assert d.measured_now and d.best in lstm.VARIANTS
+    assert set(d.table_ms) == set(lstm.VARIANTS) and all(ms > 0 for ms in d.table_ms.values())
+    assert d.best == min(d.table_ms, key=d.table_ms.get)
+    assert "picked" in d.table() and d.key == "B=2,H=8,nx=4,T=5,float32,threads=1"
+    data = json.loads(cache.read_text())
+    assert data["format"] == autotune.FORMAT
+    assert data["machines"][autotune.machine_id()][d.key]["best"] == d.best
+
+    calls = []
+    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: calls.append(1))
+    again = autotune.tune(2, 8, 4, 5, "float32", threads=1)
+    assert not again.measured_now and again.best == d.best and again.table_ms == d.table_ms and not calls
+    autotune._MEMO.clear()  # a new process: reads the file, still no measuring
+    again = autotune.tune(2, 8, 4, 5, "float32", threads=1)
+    assert not again.measured_now and again.best == d.best and not calls
+
+
+def test_force_remeasures_and_keys_differ(monkeypatch):
+    fake = {"B": 2, "H": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
+    calls = []
+    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: calls.append(k) or fake)
+    assert autotune.tune(2, 8, 4, 5, threads=1).best == "fused"
+    autotune.tune(2, 8, 4, 5, threads=1)
+    assert len(calls) == 1
+    autotune.tune(2, 8, 4, 5, threads=1, force=True)
+    assert len(calls) == 2
+    autotune.tune(2, 8, 4, 5, threads=2)          # another thread count is another key
+    autotune.tune(2, 8, 4, 5, "float64", threads=1)
+    assert len(calls) == 4
+    assert autotune.decide(2, 8, 4, 5, threads=1) == "fused" and len(calls) == 4
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps([1, 2]), json.dumps({"format": "other/9", "machines": {}}),
+                                     "\x00\x01"])
+def test_corrupt_or_foreign_cache_is_ignored_with_warning(cache, content, monkeypatch):
+    cache.parent.mkdir(parents=True)
+    cache.write_text(content)
+    fake = {"ms_per_step": {"naive": 2.0, "transposed": 1.0}, "best": "transposed"}
+    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: fake)
+    with pytest.warns(UserWarning, match="autotune: ignoring"):
+        d = autotune.tune(3, 8, 4, 5, threads=1)
+    assert d.best == "transposed" and d.measured_now
+    data = json.loads(cache.read_text())   # replaced by a valid file
+    assert data["format"] == autotune.FORMAT
+
+
+def test_other_machine_and_malformed_entries(cache, monkeypatch):
+    key = autotune.shape_key(3, 8, 4, 5, threads=1)
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps({"format": autotune.FORMAT, "machines": {
+        "someone-else": {key: {"best": "naive", "table_ms": {"naive": 0.1}}},
+        autotune.machine_id(): {"bad": {"best": "cudnn", "table_ms": {}}}}}))
+    with pytest.warns(UserWarning, match="malformed entry"):
+        assert autotune.load_cache() == {}
+    fake = {"ms_per_step": {"naive": 2.0, "fused": 1.0}, "best": "fused"}
+    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: fake)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert autotune.tune(3, 8, 4, 5, threads=1).best == "fused"   # not the other machine's 'naive'
+    data = json.loads(cache.read_text())
+    assert data["machines"]["someone-else"][key]["best"] == "naive"   # kept, not ours to delete
+
+
+def test_auto_uses_the_decision(monkeypatch):
+    fake = {"ms_per_step": {"naive": 2.0, "transposed": 1.0}, "best": "transposed"}
+    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: fake)
+    p = lstm.init_params(4, 8)
+    X = np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)
+    _, _, cache = lstm.lstm_forward(p, X, variant="auto", return_cache=True)
+    assert cache.variant == "transposed"
+
+
+def test_clear_cache(cache):
+    autotune.tune(2, 8, 4, 2, threads=1, repeat=1, probe_steps=1)
+    assert cache.exists()
+    autotune.clear_cache()
+    assert not cache.exists() and not autotune._MEMO
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
+        autotune.tune(0, 8, 4)
+    with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
+        autotune.shape_key(2, 8, 4, 5, "int8")
+    with pytest.raises(ValueError, match="variants: expected one of"):
+        autotune.tune(2, 8, 4, variants=("naive", "cudnn"))
+    with pytest.raises(ValueError, match="threads: expected an integer >= 1"):
+        autotune.decide(2, 8, 4, 5, threads=0)
