@@ -71,7 +71,7 @@ for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):
 # %% tags=["nbval-ignore-output"]
 print(f"cores: {backend.cpu_count()}, numba threads now: {backend.get_threads()}")
 n_threads_demo = timing.scaled(384, 128)
-scaling = profile.thread_scaling(profile.VARIANTS, n=n_threads_demo, repeat=2)
+scaling = profile.thread_scaling(profile.VARIANTS, n=n_threads_demo, repeat=5)
 for v in profile.VARIANTS:
     secs = ", ".join(f"{t} thr {s * 1e3:7.2f} ms" for t, s in zip(scaling["threads"], scaling["seconds"][v]))
     print(f"{v:<30} {secs}   speedup at {scaling['threads'][-1]} threads: {scaling['speedup'][v][-1]:.2f}x")
