@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import lstm
+from . import backend, lstm
 from .validate import check_choice, check_positive_int
 
 __all__ = ["Decision", "tune", "decide", "cache_dir", "cache_path", "load_cache", "clear_cache",
@@ -71,17 +71,6 @@ def cache_path() -> Path:
     return cache_dir() / _FILE
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
-
-
 def machine_id() -> str:
     """A short hash of what makes timings differ between computers: CPU model, core count,
     architecture, numpy version and BLAS."""
@@ -89,7 +78,7 @@ def machine_id() -> str:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
     except Exception:  # noqa: BLE001 - older numpy
         blas = "?"
-    text = f"{platform.machine()}|{_cpu_model()}|{os.cpu_count()}|numpy {np.__version__}|{blas}"
+    text = f"{platform.machine()}|{backend.cpu_model()}|{os.cpu_count()}|numpy {np.__version__}|{blas}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "mpi_available",
     "mpiexec_path",
     "cpu_count",
+    "cpu_model",
 ]
 
 
@@ -182,7 +183,8 @@ def mpi_available() -> tuple[bool, str]:
 
 
 # --------------------------------------------------------------------------- report
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
@@ -255,7 +257,7 @@ def report() -> Report:
     mpi_ok, mpi_info = mpi_available()
     return Report(
         {
-            "CPU": _cpu_model(),
+            "CPU": cpu_model(),
             "SIMD": _simd_flags(),
             "cores": cpu_count(),
             "numba threads": f"{numba.get_num_threads()} (max {numba.config.NUMBA_NUM_THREADS})",
