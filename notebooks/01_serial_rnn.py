@@ -234,3 +234,5 @@ print(f"{flops / 1e6:.1f} MFLOP of GEMMs -> {rate:.2f} GFLOP/s = {100 * rate / t
 #
 # Next: [02 · BPTT from O(N²) to O(N)](02_bptt.ipynb) -- how those gradients are computed, and why
 # one way is quadratic in the sequence length.
+#
+# Next: [02 · BPTT from O(N²) to O(N)](02_bptt.ipynb). Worksheet: `exercises/01_serial_rnn.ipynb`.

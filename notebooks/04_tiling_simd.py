@@ -322,3 +322,5 @@ widgets.sweep_panel(
 #   of k per pass) is what lifts `parallel_tiled` towards the roofline.
 # * The seed's Halide kernels ended about 3x behind NumPy's BLAS; the ratio we just measured is in
 #   §4. Chapter 05 adds threads, fusion and compile caching, and builds the fastest training step.
+#
+# Next: [05 · threads, fusion, JIT vs AOT](05_threads_fusion.ipynb). Worksheet: `exercises/04_tiling_simd.ipynb`.

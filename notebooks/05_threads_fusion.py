@@ -281,3 +281,5 @@ widgets.sweep_panel(
 # * Compile once, outside the loop; a compile cache makes even the first call cheap.
 #
 # Worksheet: `exercises/05_threads_fusion.ipynb` (fused kernels of the backward pass).
+#
+# Next: [06 · parallel inference](06_parallel_inference.ipynb).

@@ -394,3 +394,5 @@ panel
 # * Expand dominates reduce, and the scan of carries is negligible -- on the seed's GPU and here.
 # * GILR-LSTM, SRU and QRNN keep non-linearity between layers and linearity along time, so their
 #   forward *and* backward passes are scans; the remember-first task trains as well as an LSTM.
+#
+# Next: [08 · LSTM, data layout and an autotuner](08_lstm_layout.ipynb). Worksheet: `exercises/07_scan.ipynb`.

@@ -365,3 +365,5 @@ print("seed: serial classic, serial implicit and parallel implicit GRU 'make lit
 #   gradients good enough to train to the same accuracy.
 # - On 2 cores MGRIT is slower than the serial march (it does more work); the work/span model shows where
 #   the seed's 6.6× comes from -- hundreds of processors, few iterations, several levels.
+#
+# This is the last chapter. Worksheet: `exercises/09_mgrit.ipynb`; back to the [roadmap](00_setup.ipynb).
