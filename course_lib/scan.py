@@ -69,8 +69,9 @@ TINY = 1e-30  # running products below this are flushed to zero (subnormals are 
 def _validate(a, x, h0, name_a="a", name_x="x", name_h0="h0"):
     """Check shapes/dtypes; return a, x as (T, N) C-contiguous views, h0 as (N,), and the shape.
 
-    ``a`` and ``x`` are not scanned for NaN/inf: that would be two extra passes over memory
-    (as expensive as the recurrence itself); non-finite inputs simply propagate into ``h``."""
+    ``a`` and ``x`` are not scanned for NaN/inf here: that would be two extra passes over memory
+    (as expensive as the recurrence itself). Instead the result's last step is checked
+    (:func:`_check_result`), which catches every non-finite input and every overflow."""
     a = check_array(a, name_a, ndim=(2, 3), finite=False)
     dims: dict = {}
     pattern = ("T",) + tuple(f"d{i}" for i in range(1, a.ndim))
@@ -387,9 +388,19 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
     ``method``: "sequential" | "hillis_steele" | "blelloch" | "chunked" (opt ``chunks``, default
     :func:`choose_chunks`) | "cuda" (opts ``threads``, ``chunk`` -- see :mod:`course_lib.scan_cuda`).
     "sequential" and "chunked" also take ``out=``: a preallocated result array to write into.
-    Returns ``h`` with the shape and dtype of ``x``."""
+    Returns ``h`` with the shape and dtype of ``x``. NaN/inf in ``a`` or ``x``, or a recurrence
+    that overflows, raise ValueError naming the first time step and channel (see
+    :func:`_check_result`)."""
     check_choice(method, "method", METHODS)
     a2, x2, h02, shape = _validate(a, x, h0)
+    with np.errstate(over="ignore", invalid="ignore"):  # reported below, as a clear ValueError
+        h = _run(method, a2, x2, h02, opts, x)
+    _check_result(h, a2, x2, "a", "x")
+    return h.reshape(shape)
+
+
+def _run(method, a2, x2, h02, opts, x):
+    """Run ``method`` on validated ``(T, n)`` arrays; returns ``h (T, n)``."""
     T, n = a2.shape
     allowed = {"sequential": {"out"}, "chunked": {"chunks", "out"},
                "cuda": {"threads", "chunk"}}.get(method, set())
@@ -416,7 +427,28 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
         from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
 
         h = scan_cuda.linear_recurrence_cuda(a2, x2, h02, **opts)
-    return h.reshape(shape)
+    return h
+
+
+def _check_result(h, a, x, name_a, name_x, *, reversed_time=False):
+    """Raise ValueError if the recurrence produced NaN/inf, at O(channels) cost.
+
+    Only multiplications and additions happen, so a non-finite value never becomes finite
+    again (``0 * inf`` and ``0 * nan`` are NaN): the last time step is non-finite in a channel
+    exactly when some earlier one was. Only then is that channel searched for the first bad step.
+    """
+    last = h[-1]
+    if np.all(np.isfinite(last)):
+        return
+    c = int(np.argmin(np.isfinite(last)))
+    t = int(np.argmin(np.isfinite(h[:, c])))
+    T = h.shape[0]
+    step = T - 1 - t if reversed_time else t
+    culprit = "non-finite input" if not (np.isfinite(a[t, c]) and np.isfinite(x[t, c])) else \
+        "overflow: |a| > 1 made h grow without bound"
+    raise ValueError(
+        f"{name_a}, {name_x}: the recurrence became non-finite at time step {step}, channel {c} "
+        f"({name_a}={a[t, c]}, {name_x}={x[t, c]}): {culprit}")
 
 
 def _check_out(out, x):
@@ -440,6 +472,7 @@ def linear_recurrence_channels(a, x, h0=None, *, blocks: int | None = None, out=
     out = _check_out(out, x)
     h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
     _channels(a2, x2, h02, h, bounds)
+    _check_result(h, a2, x2, "a", "x")
     return h.reshape(shape)
 
 
@@ -457,8 +490,12 @@ def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", 
     a_next = np.empty_like(a2)
     a_next[:-1] = a2[1:]
     a_next[-1] = 0
-    g = linear_recurrence(np.ascontiguousarray(a_next[::-1]), np.ascontiguousarray(g2[::-1]),
-                          method=method, **opts)[::-1]
+    a_rev = np.ascontiguousarray(a_next[::-1])
+    g_rev = np.ascontiguousarray(g2[::-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        g_rev_out = _run(method, a_rev, g_rev, np.zeros_like(h02), opts, g_rev)
+    _check_result(g_rev_out, a_rev, g_rev, "a", "grad_h", reversed_time=True)
+    g = g_rev_out[::-1]
     h_prev = np.empty_like(h2)
     h_prev[0] = h02
     h_prev[1:] = h2[:-1]

@@ -207,3 +207,39 @@ def test_out_is_written_and_returned():
         scan.linear_recurrence(a, x, h0, out=np.empty((300, 2, 8), np.float32)[:, :, ::2])
     with pytest.raises(ValueError, match="opts: method 'blelloch' accepts no options"):
         scan.linear_recurrence(a, x, h0, method="blelloch", out=np.empty_like(x))
+
+
+# --------------------------------------------------------------------------- non-finite values
+@pytest.mark.parametrize("method", ["sequential", "chunked", "blelloch", "hillis_steele"])
+def test_non_finite_input_is_located_not_propagated(method):
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.5, 0.9, (64, 5)).astype(np.float32)
+    x = rng.standard_normal((64, 5)).astype(np.float32)
+    x[17, 3] = np.nan
+    with pytest.raises(ValueError, match=r"a, x: the recurrence became non-finite at time step 17, channel 3 "
+                                         r"\(a=[0-9.]+, x=nan\): non-finite input"):
+        scan.linear_recurrence(a, x, method=method, **({"chunks": 4} if method == "chunked" else {}))
+    a[40, 0] = np.inf
+    x[17, 3] = 0.0
+    with pytest.raises(ValueError, match="time step 40, channel 0 .*non-finite input"):
+        scan.linear_recurrence(a, x, method=method)
+
+
+def test_overflow_is_reported_with_a_reason():
+    a = np.full((3000, 2), 1.5, np.float32)
+    x = np.ones((3000, 2), np.float32)
+    with pytest.raises(ValueError, match=r"overflow: \|a\| > 1 made h grow without bound"):
+        scan.linear_recurrence(a, x)
+    with pytest.raises(ValueError, match="overflow"):
+        scan.linear_recurrence_channels(a, x)
+
+
+def test_backward_reports_non_finite_gradients_in_forward_time():
+    rng = np.random.default_rng(4)
+    a = rng.uniform(0.5, 0.9, (32, 3)).astype(np.float32)
+    x = rng.standard_normal((32, 3)).astype(np.float32)
+    h = scan.linear_recurrence(a, x)
+    g = rng.standard_normal((32, 3)).astype(np.float32)
+    g[9, 1] = np.inf
+    with pytest.raises(ValueError, match=r"a, grad_h: .*time step 9, channel 1 .*grad_h=inf"):
+        scan.linear_recurrence_backward(a, h, None, g)
