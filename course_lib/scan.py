@@ -53,6 +53,7 @@ __all__ = [
     "hillis_steele",
     "blelloch",
     "choose_chunks",
+    "block_steps",
     "chunked_phases",
     "scan_counts",
     "closed_form",
@@ -306,6 +307,68 @@ def _chunked(a, x, h0, h, bounds):
 
 
 @njit(cache=True, parallel=True)
+def _chunked_blocked(a, x, h0, h, p, L):
+    """The chunked scan, cache-blocked: time is cut into super-blocks of ``2L/3 + p L`` steps,
+    processed in order, each split into chunk 0 (``2L/3`` steps) and chunks 1..p (``L`` steps).
+
+    1. thread 0 scans chunk 0 from the carry while threads 1..p-1 reduce chunks 1..p-1;
+    2. the chunk carries are composed (serial, p steps);
+    3. threads 1..p-1 expand the chunks *they* reduced -- ``a`` and ``x`` are still in their
+       caches, so this pass costs no memory traffic but writing ``h`` -- and thread 0 expands
+       chunk p straight from memory.
+
+    Every element of ``a`` and ``x`` thus crosses the memory bus once (12 bytes per element with
+    ``h``, as in the serial loop), instead of twice for the chunks that are reduced and then
+    expanded. ``prange(p)`` hands iteration k to thread k (static schedule), which is what keeps
+    a reduced chunk and its expansion on the same core."""
+    T, n = a.shape
+    c0 = max(1, (2 * L) // 3)
+    S = c0 + p * L
+    carry = h0.copy()
+    A = np.empty((p + 1, n), a.dtype)
+    B = np.empty((p + 1, n), a.dtype)
+    starts = np.empty((p + 1, n), a.dtype)
+    bounds = np.empty(p + 2, np.int64)
+    s0 = 0
+    while s0 < T:
+        e0 = min(T, s0 + S)
+        bounds[0] = s0
+        bounds[1] = min(e0, s0 + c0)
+        for k in range(2, p + 2):
+            bounds[k] = min(e0, bounds[k - 1] + L)
+        for k in prange(p):
+            s, e = bounds[k], bounds[k + 1]
+            if e > s:
+                if k == 0:
+                    _expand_chunk(a[s:e], x[s:e], carry, h[s:e])
+                else:
+                    _reduce_chunk(a[s:e], x[s:e], A[k], B[k])
+        for j in range(n):
+            starts[1, j] = h[bounds[1] - 1, j]
+        for k in range(2, p + 1):
+            for j in range(n):
+                starts[k, j] = A[k - 1, j] * starts[k - 1, j] + B[k - 1, j]
+        for k in prange(p):
+            kk = np.int64(k)  # prange's index may be unsigned; keep the chunk index an int64
+            c = kk if kk > 0 else np.int64(p)
+            s, e = bounds[c], bounds[c + 1]
+            if e > s:
+                _expand_chunk(a[s:e], x[s:e], starts[c], h[s:e])
+        for j in range(n):
+            carry[j] = h[e0 - 1, j]
+        s0 = e0
+
+
+def block_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
+    """Steps per chunk of the cache-blocked scan: ``a`` and ``x`` of one chunk (``2 n itemsize``
+    bytes per step) fill about ``cache_bytes`` (1.5 MB: most of a 2 MB per-core L2). Measured on
+    a 2-core AVX-512 machine at H = 128: 0.5 MB blocks 1.41x serial, 1.5-4 MB blocks 1.5x."""
+    n = check_positive_int(n, "n")
+    itemsize = check_positive_int(itemsize, "itemsize")
+    return max(8, cache_bytes // (2 * n * itemsize))
+
+
+@njit(cache=True, parallel=True)
 def _channels(a, x, h0, h, bounds):
     """Parallel over channel blocks: each thread runs the whole time loop on its channels."""
     nb = bounds.shape[0] - 1
@@ -387,6 +450,9 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
 
     ``method``: "sequential" | "hillis_steele" | "blelloch" | "chunked" (opt ``chunks``, default
     :func:`choose_chunks`) | "cuda" (opts ``threads``, ``chunk`` -- see :mod:`course_lib.scan_cuda`).
+    "chunked" with ``chunks=C`` splits the whole sequence into C chunks (reduce -> carries ->
+    expand, the textbook structure); by default big problems run the cache-blocked version
+    (:func:`_chunked_blocked`, opt ``block`` = steps per chunk, default :func:`block_steps`).
     "sequential" and "chunked" also take ``out=``: a preallocated result array to write into.
     Returns ``h`` with the shape and dtype of ``x``. NaN/inf in ``a`` or ``x``, or a recurrence
     that overflows, raise ValueError naming the first time step and channel (see
@@ -402,7 +468,7 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
 def _run(method, a2, x2, h02, opts, x):
     """Run ``method`` on validated ``(T, n)`` arrays; returns ``h (T, n)``."""
     T, n = a2.shape
-    allowed = {"sequential": {"out"}, "chunked": {"chunks", "out"},
+    allowed = {"sequential": {"out"}, "chunked": {"chunks", "block", "out"},
                "cuda": {"threads", "chunk"}}.get(method, set())
     unknown = set(opts) - allowed
     if unknown:
@@ -416,13 +482,20 @@ def _run(method, a2, x2, h02, opts, x):
     elif method == "blelloch":
         h = blelloch(a2, x2, h02)[0]
     elif method == "chunked":
-        chunks = opts.get("chunks")
-        C = choose_chunks(T, n) if chunks is None else check_int(chunks, "chunks", low=1, high=T)
+        chunks, block = opts.get("chunks"), opts.get("block")
+        if chunks is not None and block is not None:
+            raise ValueError("opts: give chunks (one split of the whole sequence) or block "
+                             "(cache-blocked super-blocks), not both")
         h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
-        if C == 1:  # nothing to split: skip the parallel region's start-up cost
+        if block is not None:
+            block = check_int(block, "block", low=1)
+            _chunked_blocked(a2, x2, h02, h, backend.get_threads(), block)
+        elif chunks is not None:
+            _chunked(a2, x2, h02, h, _chunk_bounds(T, check_int(chunks, "chunks", low=1, high=T)))
+        elif choose_chunks(T, n) == 1:  # small problem or one thread: stay serial
             _sequential(a2, x2, h02, h)
-        else:
-            _chunked(a2, x2, h02, h, _chunk_bounds(T, C))
+        else:  # the default for big problems: cache-blocked, p = the numba thread count
+            _chunked_blocked(a2, x2, h02, h, backend.get_threads(), block_steps(n, a2.dtype.itemsize))
     else:
         from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
 

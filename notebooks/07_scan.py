@@ -158,6 +158,15 @@ print(f"the running product of a in (0.5, 0.9) is subnormal after ~150 steps; fl
       f"{c.ratio('no_flush', 'flush'):.1f}x faster here (design notes measured ~15x on AVX-512)")
 
 # %% [markdown]
+# One more trick decides whether the chunked scan can beat the serial loop at all. Count bytes:
+# the serial loop moves 12 per element (read $a$ and $x$, write $h$); a chunk that is reduced and
+# later expanded reads $a$ and $x$ *twice* -- 20 bytes. On a machine whose memory bus is the
+# limit, that extra traffic eats most of the parallel gain. So by default `method="chunked"`
+# runs **cache-blocked** (`_chunked_blocked`): time is cut into super-blocks of a couple of
+# thousand steps; inside each, every thread reduces a chunk small enough to stay in its own L2
+# cache, and then expands *the same chunk* while it is still there. Each element then crosses the
+# memory bus once, as in the serial loop. (`chunks=C` still runs the one-split textbook version.)
+#
 # Now the chunked scan against the serial loop over $T$, $H = 128$ float32, with the bytes it
 # must move (read $a$ and $x$, write $h$: 12 bytes per element) against this machine's measured
 # streaming bandwidth. All write into a preallocated `out=` array: a fresh result array is new

@@ -243,3 +243,36 @@ def test_backward_reports_non_finite_gradients_in_forward_time():
     g[9, 1] = np.inf
     with pytest.raises(ValueError, match=r"a, grad_h: .*time step 9, channel 1 .*grad_h=inf"):
         scan.linear_recurrence_backward(a, h, None, g)
+
+
+# --------------------------------------------------------------------------- cache-blocked chunked scan
+@pytest.mark.parametrize("T", [1, 2, 3, 7, 17, 64, 257])
+@pytest.mark.parametrize("block", [1, 2, 5, 16, 1000])
+def test_blocked_chunked_scan_equals_the_float64_loop(T, block):
+    rng = np.random.default_rng(T * 31 + block)
+    a = rng.uniform(-1, 1, (T, 2, 3))
+    x = rng.standard_normal((T, 2, 3))
+    h0 = rng.standard_normal((2, 3))
+    h = scan.linear_recurrence(a, x, h0, method="chunked", block=block)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
+
+
+def test_default_chunked_uses_the_blocked_scan_for_big_problems():
+    rng = np.random.default_rng(7)
+    T, n = 1 << 13, 128  # 2^20 elements: big enough to leave the serial path
+    a = rng.uniform(0.9, 1.0, (T, n)).astype(np.float32)
+    x = rng.standard_normal((T, n)).astype(np.float32)
+    ref = scan.recurrence_float64(a, x)
+    h = scan.linear_recurrence(a, x, method="chunked")
+    assert np.max(np.abs(h - ref)) / np.max(np.abs(ref)) < 1e-5
+    assert scan.block_steps(128, 4) == 1536 and scan.block_steps(1 << 20, 8) == 8
+
+
+def test_blocked_option_errors():
+    a = np.ones((8, 2), np.float32)
+    with pytest.raises(ValueError, match="block: expected an integer >= 1, got 0"):
+        scan.linear_recurrence(a, a, method="chunked", block=0)
+    with pytest.raises(ValueError, match="give chunks .* or block .*, not both"):
+        scan.linear_recurrence(a, a, method="chunked", block=4, chunks=2)
+    with pytest.raises(ValueError, match="n: expected an integer >= 1"):
+        scan.block_steps(0, 4)
