@@ -153,6 +153,10 @@ def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fal
 
     from nbclient import NotebookClient  # noqa: PLC0415
 
+    if not Path(cwd).is_dir():
+        raise ValueError(f"cwd: expected an existing directory to run the notebook in, got {cwd}")
+    if not hasattr(nb, "cells"):
+        raise TypeError(f"nb: expected an nbformat notebook, got {type(nb).__name__}")
     nb = copy.deepcopy(nb)
     old = {}
     for k, v in (env or {}).items():
@@ -175,6 +179,8 @@ def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int 
     """Write ``ipynb`` from ``py``: executed afresh, or (without ``execute``) keeping the
     outputs of unchanged cells. Returns the seconds it took."""
     t0 = time.perf_counter()
+    if not Path(py).is_file():
+        raise FileNotFoundError(f"py: expected a jupytext py:percent file, got {py} (missing)")
     nb = read_py(py)
     if execute:
         nb = execute_notebook(nb, py.parent, timeout=timeout)
@@ -200,6 +206,8 @@ def run_notebook_report(path: Path, timeout: int = 600) -> dict:
     """Execute a notebook headless (errors allowed) and summarise it for an instructor:
     seconds, checks passed, errors."""
     t0 = time.perf_counter()
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"path: expected a notebook file, got {path} (missing)")
     nb = read_ipynb(path)
     try:
         nb = execute_notebook(nb, path.parent, timeout=timeout, allow_errors=True)

@@ -131,3 +131,28 @@ def test_error_outputs():
     c.outputs = [nbformat.v4.new_output("error", ename="NotImplementedError", evalue="Exercise 1.1", traceback=[])]
     nb.cells = [c]
     assert authoring.error_outputs(nb) == [(0, "NotImplementedError", "Exercise 1.1")]
+
+
+def test_execution_helpers_bad_input(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    with pytest.raises(ValueError, match="cwd: expected an existing directory"):
+        authoring.execute_notebook(nb, tmp_path / "nope")
+    with pytest.raises(TypeError, match="nb: expected an nbformat notebook, got dict"):
+        authoring.execute_notebook({}, tmp_path)
+    with pytest.raises(FileNotFoundError, match="py: expected a jupytext py:percent file"):
+        authoring.sync_notebook(tmp_path / "01_x.py", tmp_path / "01_x.ipynb")
+    with pytest.raises(FileNotFoundError, match="path: expected a notebook file"):
+        authoring.run_notebook_report(tmp_path / "01_x.ipynb")
+
+
+def test_execute_and_report_on_a_tiny_notebook(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("print('Exercise 9.1 passed: 1/1 cases')"),
+                nbformat.v4.new_code_cell("raise NotImplementedError('Exercise 9.2')")]
+    nb.cells[1].metadata["tags"] = ["raises-exception"]
+    path = tmp_path / "09_tiny.ipynb"
+    nbformat.write(nb, path)
+    report = authoring.run_notebook_report(path, timeout=120)
+    assert report["checks_passed"] == 1
+    assert report["errors"] == ["cell 1: NotImplementedError"]
