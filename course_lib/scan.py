@@ -149,7 +149,8 @@ def closed_form(a, x, h0=None):
 # --------------------------------------------------------------------------- sequential (numba)
 @njit(cache=True)
 def _sequential(a, x, h0, h):
-    """h[t] = a[t] * h[t-1] + x[t] over (T, N); channels in the inner (vectorised) loop."""
+    """h[t] = a[t] * h[t-1] + x[t] over (T, N) from the carry ``h0``; channels in the inner
+    (vectorised) loop. The chunked scans use it to expand each chunk from its carry."""
     T, n = a.shape
     prev = h0.copy()
     for t in range(T):
@@ -266,20 +267,6 @@ def _reduce_chunk(a, x, A, B):
             B[j] = at[j] * B[j] + xt[j]
 
 
-@njit(cache=True)
-def _expand_chunk(a, x, start, h):
-    """Run the recurrence over one chunk from its carry ``start``."""
-    L, n = a.shape
-    prev = start.copy()
-    for t in range(L):
-        at = a[t]
-        xt = x[t]
-        ht = h[t]
-        for j in range(n):
-            prev[j] = at[j] * prev[j] + xt[j]
-            ht[j] = prev[j]
-
-
 @njit(cache=True, parallel=True)
 def _chunked(a, x, h0, h, bounds):
     """reduce every chunk but the last (chunk 0 is scanned outright: its carry in is h0) ->
@@ -291,7 +278,7 @@ def _chunked(a, x, h0, h, bounds):
     for c in prange(C):
         s, e = bounds[c], bounds[c + 1]
         if c == 0:
-            _expand_chunk(a[s:e], x[s:e], h0, h[s:e])
+            _sequential(a[s:e], x[s:e], h0, h[s:e])
         elif c < C - 1:
             _reduce_chunk(a[s:e], x[s:e], A[c], B[c])
     carry = np.empty((C, n), a.dtype)  # carry[c] = h just before chunk c
@@ -303,7 +290,7 @@ def _chunked(a, x, h0, h, bounds):
             carry[c, j] = A[c - 1, j] * carry[c - 1, j] + B[c - 1, j]
     for c in prange(1, C):
         s, e = bounds[c], bounds[c + 1]
-        _expand_chunk(a[s:e], x[s:e], carry[c], h[s:e])
+        _sequential(a[s:e], x[s:e], carry[c], h[s:e])
 
 
 @njit(cache=True, parallel=True)
@@ -340,7 +327,7 @@ def _chunked_blocked(a, x, h0, h, p, L):
             s, e = bounds[k], bounds[k + 1]
             if e > s:
                 if k == 0:
-                    _expand_chunk(a[s:e], x[s:e], carry, h[s:e])
+                    _sequential(a[s:e], x[s:e], carry, h[s:e])
                 else:
                     _reduce_chunk(a[s:e], x[s:e], A[k], B[k])
         for j in range(n):
@@ -353,7 +340,7 @@ def _chunked_blocked(a, x, h0, h, p, L):
             c = kk if kk > 0 else np.int64(p)
             s, e = bounds[c], bounds[c + 1]
             if e > s:
-                _expand_chunk(a[s:e], x[s:e], starts[c], h[s:e])
+                _sequential(a[s:e], x[s:e], starts[c], h[s:e])
         for j in range(n):
             carry[j] = h[e0 - 1, j]
         s0 = e0
@@ -434,7 +421,7 @@ def chunked_phases(a, x, h0=None, *, chunks: int | None = None, repeat: int = 3)
             carry[c] = A[c - 1] * carry[c - 1] + B[c - 1]
         t2 = time.perf_counter()
         for c in range(C):
-            _expand_chunk(a2[bounds[c]:bounds[c + 1]], x2[bounds[c]:bounds[c + 1]], carry[c],
+            _sequential(a2[bounds[c]:bounds[c + 1]], x2[bounds[c]:bounds[c + 1]], carry[c],
                           h[bounds[c]:bounds[c + 1]])
         t3 = time.perf_counter()
         for k, v in zip(best, (t1 - t0, t2 - t1, t3 - t2)):

@@ -71,11 +71,20 @@ def course(tmp_path):
     return tmp_path
 
 
-def test_build_never_destroys_student_work(course):
-    first = authoring.build_exercises(root=course)
-    target = course / "exercises" / "09_demo.ipynb"
-    assert [r.status for r in first] == ["written"] and target.exists()
+def test_build_writes_a_jupytext_pair(course):
+    assert [r.status for r in authoring.build_exercises(root=course)] == ["written"]
+    ipynb = course / "exercises" / "09_demo.ipynb"
+    py = ipynb.with_suffix(".py")
+    assert authoring.pair_problems(py, ipynb) == []
+    assert "jupytext_version" not in py.read_text(), "the .py must not depend on the jupytext version"
+    assert nbformat.read(ipynb, as_version=4).metadata["jupytext"] == {"formats": "ipynb,py:percent"}
     assert [r.status for r in authoring.build_exercises(root=course)] == ["unchanged"]
+
+
+def test_build_never_destroys_student_work(course):
+    authoring.build_exercises(root=course)
+    target = course / "exercises" / "09_demo.ipynb"
+    py = target.with_suffix(".py")
 
     # running the notebook (outputs only) does not count as an edit
     nb = nbformat.read(target, as_version=4)
@@ -83,7 +92,7 @@ def test_build_never_destroys_student_work(course):
     nbformat.write(nb, target)
     assert authoring.build_exercises(root=course)[0].status == "written"
 
-    # a student edit is detected: refused without --force
+    # a student edit in the .ipynb is detected: refused without --force
     nb = nbformat.read(target, as_version=4)
     nb.cells[4].source = nb.cells[4].source.replace("# YOUR CODE HERE", "return x + h  # my answer")
     nbformat.write(nb, target)
@@ -92,11 +101,22 @@ def test_build_never_destroys_student_work(course):
     assert refused[0].status.startswith("refused")
     assert target.read_text() == edited
 
-    # --force keeps a backup of exactly what the student had
+    # --force keeps a backup of exactly what the student had, both halves of the pair
+    py_before = py.read_text()
     forced = authoring.build_exercises(root=course, force=True)
     assert forced[0].status.startswith("overwritten") and forced[0].backup.exists()
     assert forced[0].backup.read_text() == edited
+    assert forced[0].backup.with_suffix(".py").read_text() == py_before
     assert "my answer" not in target.read_text()
+
+
+def test_an_edit_in_the_py_half_is_detected_too(course):
+    authoring.build_exercises(root=course)
+    py = course / "exercises" / "09_demo.py"
+    py.write_text(py.read_text().replace("# YOUR CODE HERE", "return x + h  # edited in an editor"))
+    edited = py.read_text()
+    assert authoring.build_exercises(root=course)[0].status.startswith("refused")
+    assert py.read_text() == edited
 
 
 def test_foreign_or_corrupt_worksheet_counts_as_edited(course):

@@ -12,11 +12,11 @@ def test_report_command(capsys):
 
 
 def test_exercises_build_leaves_committed_worksheets_unchanged(capsys):
-    before = {p: p.read_bytes() for p in (authoring.COURSE_ROOT / "exercises").glob("*.ipynb")}
+    before = {p: p.read_bytes() for p in (authoring.COURSE_ROOT / "exercises").glob("*.*")}
     assert cli.main(["exercises", "build"]) == 0
     out = capsys.readouterr().out
     assert "exercises/00_setup.ipynb: unchanged" in out
-    assert before == {p: p.read_bytes() for p in (authoring.COURSE_ROOT / "exercises").glob("*.ipynb")}
+    assert before == {p: p.read_bytes() for p in (authoring.COURSE_ROOT / "exercises").glob("*.*")}
 
 
 def test_grade_runs_a_worksheet_headless(capsys):

@@ -36,16 +36,19 @@ def test_pair_in_sync_with_outputs(folder, py, ipynb):
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
-def test_exercise_equals_build_of_solution(solution):
+def test_exercise_pair_equals_build_of_solution(solution):
     target = authoring.exercise_path(solution)
-    assert target.exists(), f"{target} is missing: python -m course_lib exercises build"
-    expected = nbformat.writes(authoring.build_exercise(authoring.read_ipynb(solution), solution.name)) + "\n"
-    assert target.read_text(encoding="utf-8") == expected, (
-        f"{target.name} differs from build(solutions/{solution.name}): run python -m course_lib exercises build")
+    for path, expected in zip((target, target.with_suffix(".py")), authoring.exercise_texts(solution)):
+        assert path.exists(), f"{path} is missing: python -m course_lib exercises build"
+        assert path.read_text(encoding="utf-8") == expected, (
+            f"{path.name} differs from build(solutions/{solution.name}): run python -m course_lib exercises build")
+    assert not authoring.pair_problems(target.with_suffix(".py"), target)
 
 
 def test_no_exercise_without_a_solution():
     assert {p.name for p in EXERCISES} == {p.name for p in SOLUTIONS}
+    pys = {p.stem for p in (ROOT / "exercises").glob("*.py")}
+    assert pys == {p.stem for p in SOLUTIONS}, "every worksheet is an .ipynb + .py pair, and nothing else"
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])

@@ -1,0 +1,116 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/02_bptt.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 02 · Backpropagation through time
+#
+# Write both backward passes of chapter 02 and measure their complexity. Each function gets
+# `params` (fields `Wxh (nx, nh)`, `Whh (nh, nh)`, `Why (nh, ny)`), `X (T, B, nx)`, `Y (T, B, ny)`
+# and `h0 (B, nh)`, and returns an `rnn.RNNParams(Wxh=dWxh, Whh=dWhh, Why=dWhy)` of the gradients
+# of $E = \sum_t\sum(\hat y_t - y_t)^2$.
+#
+# You may use `rnn.forward(params, X, h0)` (it returns a cache with `H (T, B, nh)`, the states
+# after each step, `Yhat (T, B, ny)`, and `H_prev`, the state each step started from:
+# `[h0, H[0], ..., H[T-2]]`). A wrong answer is reported with the gradient that is off and the
+# first time step where it goes wrong.
+
+# %%
+import time
+
+import numpy as np
+
+from course_lib import rnn
+from course_lib.checks import ch02
+
+# %% [markdown]
+# ## Exercise 2.1 · BPTT in one reverse sweep, O(T)
+#
+# Going from $t = T-1$ down to 0:
+# $\delta^o_t = 2(\hat y_t - y_t)(1-\hat y_t^2)$; $dh = \delta^o_t W_{hy}^\top + dh_{next}$;
+# $\delta_t = dh\,(1-h_t^2)$; add $h_t^\top\delta^o_t$ to `dWhy`, $x_t^\top\delta_t$ to `dWxh`,
+# $h_{t-1}^\top\delta_t$ to `dWhh`; then $dh_{next} = \delta_t W_{hh}^\top$.
+
+# %% tags=["solution", "raises-exception"]
+def bptt_linear(params, X, Y, h0=None):
+    """Gradients of E by one reverse sweep."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 2.1: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch02.check_bptt_linear(bptt_linear)
+
+# %% [markdown]
+# ## Exercise 2.2 · The WildML double loop, O(T²)
+#
+# For every output step $t$ (from $T-1$ down to 0): add $h_t^\top\delta^o_t$ to `dWhy`, start
+# $\delta = (\delta^o_t W_{hy}^\top)(1-h_t^2)$, then for $s = t, t-1, \dots$ down to
+# $\max(0, t - \text{truncate})$ (down to 0 when `truncate` is None): add $h_{s-1}^\top\delta$ to
+# `dWhh` and $x_s^\top\delta$ to `dWxh`, then push back: $\delta \leftarrow (\delta W_{hh}^\top)(1-h_{s-1}^2)$.
+
+# %% tags=["solution", "raises-exception"]
+def bptt_quadratic(params, X, Y, h0=None, truncate=None):
+    """Gradients of E by walking every output step's error back towards step 0."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 2.2: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch02.check_bptt_quadratic(bptt_quadratic)
+
+# %% [markdown]
+# ## Exercise 2.3 · Measure the complexity
+#
+# Write `time_bptt(bptt, params, X, Y, Ts)`: for each `T` in `Ts`, the time in **seconds** of one
+# call `bptt(params, X[:T], Y[:T])` (take the best of 3 calls to reduce noise). Return a list, one
+# time per `T`. The check times the course's two BPTT functions with your function and fits the
+# slope of log(time) against log(T): it must be close to 1 for the sweep and close to 2 for the
+# double loop.
+#
+# Which clock? `time.perf_counter()` is wall-clock time: on a busy machine a long call gets
+# interrupted by other programs and looks slower than it is. `time.process_time()` counts only the
+# CPU time of this process, so it measures the *work* -- the better choice for a complexity fit
+# on a shared computer.
+
+# %% tags=["solution", "raises-exception"]
+def time_bptt(bptt, params, X, Y, Ts):
+    """Best-of-3 seconds of bptt(params, X[:T], Y[:T]) for each T in Ts."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 2.3: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch02.check_complexity(time_bptt)
+
+# %% [markdown]
+# ## What the slopes look like
+#
+# The same measurement with the library's timing helper, plotted (times vary from run to run):
+
+# %% tags=["nbval-ignore-output"]
+import matplotlib.pyplot as plt
+
+from course_lib import plots, timing
+
+params = rnn.init_params(16, 16, 16, seed=0)
+rng = np.random.default_rng(0)
+X = rng.uniform(-1, 1, (96, 4, 16)).astype(np.float32)
+Y = rng.uniform(-1, 1, (96, 4, 16)).astype(np.float32)
+Ts = [12, 24, 48, 96]
+lin = [timing.measure(rnn.bptt_linear, params, X[:T], Y[:T], repeat=3).min for T in Ts]
+quad = [timing.measure(rnn.bptt_quadratic, params, X[:T], Y[:T], repeat=3).min for T in Ts]
+ax = plots.loglog_plot(Ts, {"bptt_linear": lin, "bptt_quadratic": quad}, xlabel="T", ylabel="seconds")
+ax.set_title("BPTT time vs T, measured now")
+plt.show()

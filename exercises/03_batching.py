@@ -1,0 +1,79 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/03_batching.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 03 · Batching
+#
+# Two exercises: a forward pass that moves a whole batch of sequences through the RNN with
+# matrix-matrix products, and the arithmetic intensity of one recurrent step -- the number that
+# says why batching pays. Write each function, run its cell, then run the check below it.
+
+# %%
+import numpy as np
+
+from course_lib import batching, rnn, timing
+from course_lib.checks import ch03
+
+# %% [markdown]
+# ## Exercise 3.1 · A batched forward pass
+#
+# `params` holds `Wxh (nx, nh)`, `Whh (nh, nh)`, `Why (nh, ny)`; `X` has shape `(T, B, nx)`:
+# T time steps of B sequences. Return `(H, Yhat)` with `H (T, B, nh)` and `Yhat (T, B, ny)`:
+#
+# $$h_t = \tanh(x_t W_{xh} + h_{t-1} W_{hh}), \qquad \hat y_t = \tanh(h_t W_{hy})$$
+#
+# where every $x_t$, $h_t$ is a `(B, ·)` block -- all sequences at once, one GEMM per product --
+# and $h_{-1}$ is `h0` (zeros of shape `(B, nh)` when `h0` is None). Bonus: compute
+# $x_t W_{xh}$ for all time steps with a single GEMM before the loop (reshape `X` to `(T*B, nx)`).
+
+# %% tags=["solution", "raises-exception"]
+def batched_forward(params, X, h0=None):
+    """X (T, B, nx) -> (H (T, B, nh), Yhat (T, B, ny))."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 3.1: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch03.check_batched_forward(batched_forward)
+
+# %% [markdown]
+# ## Exercise 3.2 · Arithmetic intensity of one recurrent step
+#
+# One step $x_t W_{xh} + h_{t-1} W_{hh}$ for B sequences does $2B(n_x + n_h)n_h$ FLOPs. It must
+# read `Wxh`, `Whh`, `x_t (B, nx)` and `h_{t-1} (B, nh)` and write `h_t (B, nh)`, each once, at
+# `itemsize` bytes per number. Return FLOPs per byte.
+
+# %% tags=["solution", "raises-exception"]
+def rnn_step_intensity(B, nx, nh, itemsize=4):
+    """FLOP per byte of one recurrent step for B sequences."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 3.2: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch03.check_step_intensity(rnn_step_intensity)
+
+# %% [markdown]
+# ## Put it to use
+#
+# (This cell uses the course's `batching.rnn_step_intensity`, so it runs before you solve 3.2.)
+# From which batch size is one recurrent step at width 1000 compute-bound on this machine --
+# that is, above the roofline's ridge point?
+
+# %% tags=["nbval-ignore-output"]
+ridge = timing.peak_gflops() / timing.copy_bandwidth()
+B_cross = next(B for B in range(1, 100_000) if batching.rnn_step_intensity(B, 1000, 1000) >= ridge)
+print(f"ridge point {ridge:.1f} FLOP/byte: batches of B >= {B_cross} make the step compute-bound here")

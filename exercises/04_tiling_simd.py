@@ -1,0 +1,116 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/04_tiling_simd.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 04 · A tiled matmul and a parallel matmul
+#
+# In the lecture notebook you climbed the matrix-multiply ladder. Now write two rungs yourself,
+# as numba functions:
+#
+# * **Exercise 4.1** -- a *tiled* matrix product: loops over `tile x tile x tile` blocks, with the
+#   ragged last block handled.
+# * **Exercise 4.2** -- a *parallel* matrix product with `prange`, where each thread owns whole
+#   rows of $C$. The check verifies the values **and** that numba really turned your loop into a
+#   parallel loop (it reads numba's parallel diagnostics, so a busy machine cannot fool it).
+#
+# Write the body, run the cell, then run the check below it. numba compiles a function on its
+# first call (a second or two); checks call your function on small matrices.
+
+# %%
+import numpy as np
+
+import course_lib  # first: decides numba's CUDA mode before numba is imported
+from course_lib import backend, kernels, timing
+from course_lib.checks import ch04
+from numba import njit, prange
+
+# %% [markdown]
+# ## Exercise 4.1 · A tiled matmul
+#
+# Write `tiled_matmul(A, B, tile)` for `A` of shape `(m, k)` and `B` of shape `(k, n)`, returning
+# `C` of shape `(m, n)` and `A`'s dtype. Loop over blocks: `i0` in steps of `tile` over the rows of
+# $C$, `p0` over $k$, `j0` over the columns; inside a block run the ikj loops (contiguous inner
+# loop over `j`). When a size is not a multiple of `tile`, the last block is smaller: stop each
+# block at `min(start + tile, size)`. Start from `C = np.zeros((m, n), A.dtype)`.
+
+# %% tags=["solution", "raises-exception"]
+@njit(cache=True)
+def tiled_matmul(A, B, tile):
+    """C (m, n) = A (m, k) @ B (k, n), computed tile x tile x tile block by block."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 4.1: replace this line with your code")
+    return C
+
+# %% tags=["raises-exception"]
+ch04.check_tiled_matmul(tiled_matmul)
+
+# %% [markdown]
+# ## Exercise 4.2 · A parallel matmul with `prange`
+#
+# Write `parallel_matmul(A, B)` with `@njit(parallel=True)`: the loop over the rows `i` of $C$ is a
+# `prange`, so numba hands different rows to different threads. Inside, use the ikj order. Each
+# iteration of the `prange` loop must write **only its own row** of $C$ -- two threads adding into
+# the same element at once would lose updates (a race).
+
+# %% tags=["solution", "raises-exception"]
+@njit(parallel=True)
+def parallel_matmul(A, B):
+    """C (m, n) = A (m, k) @ B (k, n), rows of C spread over threads with prange."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 4.2: replace this line with your code")
+    return C
+
+# %% tags=["raises-exception"]
+ch04.check_parallel_matmul(parallel_matmul)
+
+# %% [markdown]
+# ## How fast are they? (not graded)
+#
+# Time your kernels against the course's and numpy's, with 1 thread and with all threads
+# (`backend.set_threads` sets numba's and BLAS's threads together). On a shared or busy machine
+# the speedup from threads can be small -- that is why the check above looks at the compiled code
+# rather than at a stopwatch.
+
+# %% tags=["nbval-ignore-output"]
+n = timing.scaled(512, 128)
+rng = np.random.default_rng(0)
+A = rng.standard_normal((n, n)).astype(np.float32)
+B = rng.standard_normal((n, n)).astype(np.float32)
+flops = timing.gemm_flops(n, n, n)
+for threads in sorted({1, backend.cpu_count()}):
+    backend.set_threads(threads)
+    runs = {
+        "tiled_matmul (yours)": lambda: tiled_matmul(A, B, 64),
+        "parallel_matmul (yours)": lambda: parallel_matmul(A, B),
+        "kernels.matmul_parallel_tiled": lambda: kernels.matmul_parallel_tiled(A, B),
+        "numpy": lambda: A @ B,
+    }
+    try:
+        for name, run in runs.items():
+            t = timing.measure(run, repeat=3, warmup=1, number=1)
+            print(f"{threads} thread(s)  {name:<30} {flops / t.min / 1e9:7.1f} GFLOP/s")
+    except NotImplementedError:
+        print("solve the exercises first")
+        break
+backend.set_threads(backend.cpu_count())

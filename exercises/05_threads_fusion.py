@@ -1,0 +1,91 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/05_threads_fusion.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 05 · Fused element-wise kernels
+#
+# Besides its GEMMs, a training step does element-wise work on every one of its $T \cdot B \cdot n$
+# hidden and output values. Written as numpy expressions, each operation is a separate pass over
+# memory. Here you write the two element-wise pieces of the backward pass as **fused** numba
+# kernels: one loop, each number loaded once and stored once.
+
+# %%
+import numpy as np
+
+import course_lib  # first: it decides the CUDA backend before numba is imported
+from numba import njit, prange
+
+from course_lib import backend, timing
+from course_lib.checks import ch05
+
+# %% [markdown]
+# ## Exercise 5.1 · The hidden delta, fused and parallel
+#
+# Going backwards through step $t$, the gradient arriving at $h_t$ is the output's share `dz`
+# plus the future's share `r` ($= \Delta z_{t+1} W_{hh}^T$); through $h_t = \tanh(\cdot)$ it
+# becomes
+#
+# $$\Delta z_t = (dz + r) \odot (1 - h_t^2).$$
+#
+# Write `fused_hidden_delta(dz, r, h)` for 2-D arrays of the same shape `(B, n)`, returning a new
+# array, as a numba function compiled with `parallel=True` whose outer loop is a `prange` over
+# rows and whose inner loop does the whole formula for one element. The check verifies the values
+# and that numba really parallelised a loop.
+
+# %% tags=["solution", "raises-exception"]
+@njit(parallel=True, fastmath=True)
+def fused_hidden_delta(dz, r, h):
+    """(dz + r) * (1 - h**2), one pass, rows split across threads. All (B, n) -> (B, n)."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 5.1: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch05.check_fused_hidden_delta(fused_hidden_delta)
+
+# %% [markdown]
+# ## Exercise 5.2 · Output, loss and output delta in one pass
+#
+# From the output pre-activations `z (N, ny)` and the targets `y (N, ny)`: $\hat y = \tanh(z)$,
+# the loss $E = \sum (\hat y - y)^2$ and the output delta $2(\hat y - y)(1 - \hat y^2)$. The
+# separate-pass version reads and writes the arrays six or seven times. Write
+# `output_delta_and_loss(z, y)` returning `(delta, loss)` with a single loop over the elements
+# (a numba function; `math.tanh` or `np.tanh` on a scalar both work inside it).
+
+# %% tags=["solution", "raises-exception"]
+@njit(fastmath=True)
+def output_delta_and_loss(z, y):
+    """z, y (N, ny) -> (2 (tanh z - y)(1 - tanh² z), sum (tanh z - y)²)."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 5.2: replace this line with your code")
+
+# %% tags=["raises-exception"]
+ch05.check_output_delta_and_loss(output_delta_and_loss)
+
+# %% [markdown]
+# ## How much does fusion save?
+#
+# (Course code, so this runs before you solve anything.) `profile.fusion_comparison` times the
+# same element-wise work as separate numpy passes and as the course's fused kernels.
+
+# %% tags=["nbval-ignore-output"]
+from course_lib import profile
+
+fus = profile.fusion_comparison(B=timing.scaled(256, 64), n=256, T=10)
+print(f"separate passes {fus['separate_s'] * 1e3:.2f} ms, fused (1 thread) {fus['fused_1thread_s'] * 1e3:.2f} ms: "
+      f"{fus['fusion_speedup']:.2f}x; fused on {backend.get_threads()} thread(s): {fus['total_speedup']:.2f}x")
+print("seed (§4.9): loop fusion gave 'an almost 2x speed up'")
