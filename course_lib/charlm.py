@@ -17,12 +17,12 @@ Then inference: perplexity ``exp(loss)`` on held-out text (with any strategy of
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .corpus import Vocab, batch_windows, one_hot
+from .optim import Adam
 from .inference import Layer, Params, check_params, encode, predict, softmax
 from .validate import check_array, check_float, check_int, check_positive_int
 
@@ -158,23 +158,12 @@ def train(params: Params, ids, *, steps: int = 300, T: int = 32, B: int = 32, lr
 
 
 def _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses):
-    m = [np.zeros_like(a) for a in _flat(p)]
-    v = [np.zeros_like(a) for a in _flat(p)]
-    b1, b2, eps = 0.9, 0.999, 1e-8
+    opt = Adam(_flat(p), lr, clip=clip)
     for k in bar:
         X_ids, Y_ids = batch_windows(ids, T, B, rng)
         loss, g = loss_and_grads(p, X_ids, Y_ids)
         losses.append(loss)
-        gs = _flat(g)
-        norm = math.sqrt(sum(float(np.sum(a * a)) for a in gs))
-        scale = min(1.0, clip / (norm + 1e-12))
-        for a, ga, ma, va in zip(_flat(p), gs, m, v):
-            ga = ga * scale
-            ma *= b1
-            ma += (1 - b1) * ga
-            va *= b2
-            va += (1 - b2) * ga * ga
-            a -= lr * (ma / (1 - b1 ** k)) / (np.sqrt(va / (1 - b2 ** k)) + eps)
+        opt.step(_flat(g))
         if k % 25 == 0:
             bar.set_postfix(loss=f"{loss:.3f}")
 

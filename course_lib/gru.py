@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mgrit import MGRIT
+from .optim import Adam
 from .validate import check_array, check_choice, check_float, check_int, check_positive_int
 
 __all__ = [
@@ -366,21 +367,15 @@ def train_classifier(params, X, y, *, epochs: int = 3, batch: int = 32, lr: floa
     N = X.shape[1]
     rng = np.random.default_rng(seed)
     p = {k: v.copy() for k, v in params.items()}
-    mom = {k: np.zeros_like(v) for k, v in p.items()}
-    vel = {k: np.zeros_like(v) for k, v in p.items()}
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    losses, t = [], 0
+    names = list(p)
+    opt = Adam([p[k] for k in names], lr)
+    losses = []
     batches = [(e, s) for e in range(epochs) for s in range(0, N, batch)]
     order = {e: rng.permutation(N) for e in range(epochs)}
     it = progress(batches) if progress is not None else batches
     for e, s in it:
         idx = order[e][s:s + batch]
         loss, g = classifier_loss(p, X[:, idx], y[idx], implicit=implicit, dt=dt, solver=solver, **mgrit_opts)
-        t += 1
-        for k in p:
-            mom[k] = b1 * mom[k] + (1 - b1) * g[k]
-            vel[k] = b2 * vel[k] + (1 - b2) * g[k] ** 2
-            step = lr * (mom[k] / (1 - b1**t)) / (np.sqrt(vel[k] / (1 - b2**t)) + eps)
-            p[k] = (p[k] - step).astype(p[k].dtype)
+        opt.step([g[k] for k in names])
         losses.append(loss)
     return p, losses

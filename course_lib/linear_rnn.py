@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .optim import Adam
 from .scan import linear_recurrence, linear_recurrence_backward
 from .validate import check_array, check_choice, check_float, check_positive_int
 
@@ -306,8 +307,8 @@ def train_remember_first(kind: str, T: int, *, H: int = 16, nx: int = 4, batch: 
     params["w_out"] = np.random.default_rng(seed + 1).standard_normal(H) / np.sqrt(H)
     params["b_out"] = np.zeros(1)
     Xv, yv = remember_first_batch(T, 256, nx, np.random.default_rng(seed + 12345))
-    m = {n: np.zeros_like(v) for n, v in params.items()}
-    v2 = {n: np.zeros_like(v) for n, v in params.items()}
+    names = list(params)
+    opt = Adam([params[n] for n in names], lr)
     layer = {n: v for n, v in params.items() if n not in ("w_out", "b_out")}
     from tqdm.auto import tqdm  # noqa: PLC0415
 
@@ -323,10 +324,7 @@ def train_remember_first(kind: str, T: int, *, H: int = 16, nx: int = 4, batch: 
         grads = backward(kind, layer, cache, dHs, method=method)
         grads["w_out"] = Hs[-1].T @ dlogit
         grads["b_out"] = np.array([dlogit.sum()])
-        for n in params:  # Adam
-            m[n] = 0.9 * m[n] + 0.1 * grads[n]
-            v2[n] = 0.999 * v2[n] + 0.001 * grads[n] ** 2
-            params[n] -= lr * (m[n] / (1 - 0.9 ** step)) / (np.sqrt(v2[n] / (1 - 0.999 ** step)) + 1e-8)
+        opt.step([grads[n] for n in names])
         result.losses.append(loss)
         if step % eval_every == 0:
             Hv, _ = forward(kind, layer, Xv, method=method)

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import lstm
 from .corpus import batch_windows, one_hot
+from .optim import Adam
 from .validate import check_array, check_choice, check_float, check_positive_int
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
@@ -93,24 +94,13 @@ def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int 
     params = init_lm(V, H, seed=seed)
     rng = np.random.default_rng(seed)
     batches = [batch_windows(ids, T, B, rng) for _ in range(steps)]
-    m = [np.zeros_like(a) for a in _leaves(params)]
-    v = [np.zeros_like(a) for a in _leaves(params)]
-    b1, b2, eps = 0.9, 0.999, 1e-8
+    opt = Adam(_leaves(params), lr, clip=clip)
     losses = []
     t0 = time.perf_counter()
-    for k, (x_ids, y_ids) in enumerate(batches, start=1):
+    for x_ids, y_ids in batches:
         loss, grads = lm_loss_and_grads(params, x_ids, y_ids, variant)
         losses.append(loss)
-        gl = _leaves(grads)
-        norm = float(np.sqrt(sum(float(np.sum(g.astype(np.float64) ** 2)) for g in gl)))
-        scale = min(1.0, clip / (norm + 1e-12))
-        for a, g, mi, vi in zip(_leaves(params), gl, m, v):
-            g = g * scale
-            mi *= b1
-            mi += (1 - b1) * g
-            vi *= b2
-            vi += (1 - b2) * g * g
-            a -= lr * (mi / (1 - b1 ** k)) / (np.sqrt(vi / (1 - b2 ** k)) + eps)
+        opt.step(_leaves(grads))
     seconds = time.perf_counter() - t0
     return {"variant": variant, "losses": losses, "final_loss": losses[-1], "seconds": seconds,
             "tokens_per_s": steps * T * B / seconds, "H": H, "T": T, "B": B, "steps": steps}

@@ -1,0 +1,64 @@
+"""Adam, the optimiser every chapter's training loop shares (layer 2: methods).
+
+    opt = Adam([W, b], lr=1e-2, clip=5.0)   # the arrays are updated in place
+    for ...:
+        norm = opt.step([dW, db])            # returns the gradient norm before clipping
+
+Kingma & Ba's update with bias correction; ``clip`` rescales the gradients so that their global
+norm is at most ``clip``. A non-finite gradient stops training with a FloatingPointError
+instead of silently turning the weights into NaN.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .validate import check_float
+
+__all__ = ["Adam"]
+
+
+class Adam:
+    """Adam over a list of arrays, updated in place by :meth:`step`."""
+
+    def __init__(self, params: Sequence[np.ndarray], lr: float, *, b1: float = 0.9, b2: float = 0.999,
+                 eps: float = 1e-8, clip: float | None = None):
+        self.params = list(params)
+        if not self.params or not all(isinstance(p, np.ndarray) for p in self.params):
+            raise TypeError("params: expected a non-empty list of numpy arrays (updated in place)")
+        self.lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+        self.b1 = check_float(b1, "b1", low=0.0, high=1.0)
+        self.b2 = check_float(b2, "b2", low=0.0, high=1.0)
+        self.eps = check_float(eps, "eps", low=0.0, low_inclusive=False)
+        self.clip = None if clip is None else check_float(clip, "clip", low=0.0, low_inclusive=False)
+        self.m = [np.zeros_like(p) for p in self.params]
+        self.v = [np.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def step(self, grads: Sequence[np.ndarray]) -> float:
+        """One update from ``grads`` (same order and shapes as the params); returns the gradient
+        norm before clipping."""
+        grads = list(grads)
+        if len(grads) != len(self.params):
+            raise ValueError(f"grads: expected {len(self.params)} arrays (one per parameter), got {len(grads)}")
+        for i, (p, g) in enumerate(zip(self.params, grads)):
+            if np.shape(g) != p.shape:
+                raise ValueError(f"grads[{i}]: expected shape {p.shape}, got {np.shape(g)}")
+        norm = math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
+        if not math.isfinite(norm):
+            raise FloatingPointError(f"gradients are not finite (norm {norm}) at step {self.t + 1}: "
+                                     "training diverged -- try a smaller learning rate")
+        scale = 1.0 if self.clip is None else min(1.0, self.clip / (norm + 1e-12))
+        self.t += 1
+        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            if scale != 1.0:
+                g = g * scale
+            m *= self.b1
+            m += (1 - self.b1) * g
+            v *= self.b2
+            v += (1 - self.b2) * (g * g)
+            p -= self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)
+        return norm

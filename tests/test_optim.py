@@ -1,0 +1,45 @@
+import numpy as np
+import pytest
+
+from course_lib.optim import Adam
+
+
+def test_adam_matches_the_textbook_update_and_updates_in_place():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 2))
+    w_ref = w.copy()
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    opt = Adam([w], 0.1)
+    for t in range(1, 6):
+        g = rng.standard_normal((3, 2))
+        opt.step([g])
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        w_ref -= 0.1 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    np.testing.assert_allclose(w, w_ref, rtol=1e-12)
+    assert opt.params[0] is w
+
+
+def test_adam_minimises_a_quadratic_and_clips():
+    w = np.array([5.0, -3.0])
+    opt = Adam([w], 0.1, clip=1.0)
+    for _ in range(500):
+        norm = opt.step([2 * w])
+    assert np.all(np.abs(w) < 1e-2) and norm < 0.1
+
+
+def test_adam_bad_input():
+    w = np.zeros(3)
+    with pytest.raises(TypeError, match="params: expected a non-empty list of numpy arrays"):
+        Adam([], 0.1)
+    with pytest.raises(ValueError, match="lr: expected a number > 0"):
+        Adam([w], 0.0)
+    opt = Adam([w], 0.1)
+    with pytest.raises(ValueError, match="grads: expected 1 arrays"):
+        opt.step([w, w])
+    with pytest.raises(ValueError, match=r"grads\[0\]: expected shape \(3,\), got \(4,\)"):
+        opt.step([np.zeros(4)])
+    with pytest.raises(FloatingPointError, match="gradients are not finite .* smaller learning rate"):
+        opt.step([np.array([np.nan, 0, 0])])
+    assert np.all(w == 0), "a failed step must not touch the weights"
