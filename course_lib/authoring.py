@@ -167,6 +167,7 @@ def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fal
         os.environ[k] = v
     try:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
+                                record_timing=False,  # no timestamps: re-running must not churn the files
                                 resources={"metadata": {"path": str(cwd)}})
         client.execute()
     finally:
