@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from course_lib import rnn, timing  # noqa: E402
+from course_lib.models import rnn  # noqa: E402
+from course_lib.core import timing
 
 
 def main(argv=None) -> int:

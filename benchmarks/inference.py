@@ -1,4 +1,4 @@
-"""Softmax-RNN inference, every strategy of course_lib.inference side by side, in one run.
+"""Softmax-RNN inference, every strategy of course_lib.parallel.inference side by side, in one run.
 
     python benchmarks/inference.py            # three (B, L, H, T) configurations
     python benchmarks/inference.py --quick    # tiny sizes (smoke test, < 15 s)
@@ -26,7 +26,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib import backend, inference, timing  # noqa: E402
+from course_lib.core import backend, timing  # noqa: E402
+from course_lib.parallel import inference
 
 HEADER = (f"{'B':>5} {'L':>2} {'H':>4} {'T':>4}  {'strategy':<25} {'best':>10} {'seq/s':>10} {'GFLOP/s':>8} "
           f"{'% peak':>7} {'x batched':>9} {'max |dp|':>9}")

@@ -1,4 +1,4 @@
-"""Chapter 08 benchmark: LSTM forward+backward per time step, every variant and torch.nn.LSTM.
+"""Chapter 09 benchmark: LSTM forward+backward per time step, every variant and torch.nn.LSTM.
 
     python benchmarks/lstm.py            # (B=64, H=512, nx=512, T=100) and two other shapes
     python benchmarks/lstm.py --quick    # tiny shapes, < 15 s
@@ -30,7 +30,9 @@ def main(argv=None) -> int:
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from course_lib import autotune, lstm, timing
+    from course_lib.experiments import autotune
+    from course_lib.models import lstm
+    from course_lib.core import timing
 
     try:
         import torch

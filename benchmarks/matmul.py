@@ -1,11 +1,11 @@
-"""The numba matmul ladder (course_lib.kernels) against BLAS (numpy), measured in one run.
+"""The numba matmul ladder (course_lib.algorithms.matmul) against BLAS (numpy), measured in one run.
 
     python benchmarks/matmul.py                 # 1000^3 float32, 1 thread and all threads
     python benchmarks/matmul.py --n 1024        # the power-of-two size (conflict misses?)
     python benchmarks/matmul.py --quick         # tiny sizes (smoke test, < 15 s)
     python benchmarks/matmul.py --skip-slow     # leave out naive and tiled (seconds each at 1000)
 
-For each thread count (set with course_lib.backend.set_threads, which sets numba's and the BLAS
+For each thread count (set with course_lib.core.backend.set_threads, which sets numba's and the BLAS
 library's threads together) every kernel and numpy are timed *interleaved* (a, b, c, a, b, c...),
 so a noisy machine slows all columns alike. "% of BLAS" is the kernel's best rate over numpy's
 best rate at the same thread count, measured in the same loop.
@@ -25,7 +25,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib import backend, kernels, timing  # noqa: E402
+from course_lib.core import backend, timing  # noqa: E402
+from course_lib.algorithms import matmul
 
 HEADER = (f"{'kernel':<16} {'threads':>7} {'median':>10} {'best':>10} {'GFLOP/s':>9} "
           f"{'% of BLAS':>10} {'x numpy':>8}")
@@ -39,7 +40,7 @@ def run(n: int, threads: int, names: list[str], repeat: int, slow_repeat: int, d
     A = rng.standard_normal((n, n)).astype(dtype)
     B = rng.standard_normal((n, n)).astype(dtype)
     ref = A.astype(np.float64) @ B.astype(np.float64)
-    fns = {name: kernels.MATMUL_KERNELS[name] for name in names}
+    fns = {name: matmul.MATMUL_KERNELS[name] for name in names}
     fns["numpy"] = lambda A, B, out: np.matmul(A, B, out=out)
     outs = {name: np.empty((n, n), dtype) for name in fns}
     for name, f in fns.items():  # compile and warm up
@@ -84,7 +85,7 @@ def main(argv=None) -> int:
         ap.error("--n and --repeat must be >= 1")
     max_threads = backend.get_threads()
     threads = args.threads or sorted({1, max_threads})
-    names = [k for k in kernels.MATMUL_KERNELS if not (args.skip_slow and k in SLOW)]
+    names = [k for k in matmul.MATMUL_KERNELS if not (args.skip_slow and k in SLOW)]
     slow_repeat = repeat if args.quick else 1
     print(f"matmul ladder: ({n}, {n}) @ ({n}, {n}) {args.dtype}, {timing.gemm_flops(n, n, n) / 1e9:.2f} GFLOP "
           f"per product; {repeat} interleaved repeats ({'naive/tiled: ' + str(slow_repeat) if 'naive' in names else 'slow kernels skipped'})")

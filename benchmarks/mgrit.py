@@ -6,7 +6,7 @@
 Implicit GRU (the seed's parallel variant), float64, B = 16, m = 4, levels = 2, FCF relaxation,
 iterated until the C-point residual is below 1e-6. On a 2-core machine MGRIT is a *slowdown*:
 it does ~ (2-3) x iterations as many steps as the serial march and only 2 cores can share them.
-The modelled speedup (course_lib.mgrit.span_model: sequential steps on the critical path) is
+The modelled speedup (course_lib.algorithms.mgrit.span_model: sequential steps on the critical path) is
 printed beside the measurement for P = 16, 64, 256; the seed reports up to 6.6x (Moon & Cyr).
 """
 from __future__ import annotations
@@ -20,7 +20,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from course_lib import backend, gru, mgrit  # noqa: E402
+from course_lib.core import backend  # noqa: E402
+from course_lib.models import gru
+from course_lib.algorithms import mgrit
 
 SEED_SPEEDUP = 6.6  # seed 002 (slides): "up to 6.6x speedup over the Classic GRU"
 
@@ -83,7 +85,7 @@ def _run(quick: bool) -> int:
             assert np.array_equal(H_thr, H_mg), "threads must equal serial MGRIT"
             t_mpi = float("nan")
             if mpi_ok:
-                from course_lib import mgrit_mpi  # noqa: PLC0415
+                from course_lib.parallel import mgrit_mpi  # noqa: PLC0415
 
                 U, _, info = mgrit_mpi.launch({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True,
                                                "dt": 1.0}, T, ranks=2, timeout=300, **opts)

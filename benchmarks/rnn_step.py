@@ -3,7 +3,7 @@
     python benchmarks/rnn_step.py            # seed configuration: B=1000, nx=nh=ny=1000, T=10, float32
     python benchmarks/rnn_step.py --quick    # tiny sizes (smoke test, < 15 s)
 
-Columns: course_lib.fast_rnn.train_step; course_lib.rnn (bptt_linear + sgd_step, the reference);
+Columns: course_lib.models.fast_rnn.train_step; course_lib.models.rnn (bptt_linear + sgd_step, the reference);
 a careful plain-numpy step (one GEMM per phase, preallocated buffers, numpy ufuncs with out=);
 and, when torch imports, a torch step with explicit ops and a torch.nn.RNN step (autograd).
 Every step does the same maths (checked below: same loss). Timings are interleaved (a, b, c, a,
@@ -24,7 +24,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib import backend, fast_rnn, rnn, timing  # noqa: E402
+from course_lib.core import backend, timing  # noqa: E402
+from course_lib.models import fast_rnn, rnn
 
 HEADER = f"{'step':<26} {'median':>10} {'best':>10} {'GFLOP/s':>9} {'% of peak':>10} {'x fast':>8}"
 

@@ -1,4 +1,4 @@
-"""Benchmark: the linear recurrence h_t = a_t h_{t-1} + x_t, H = 128, float32 (chapter 07, seed 001).
+"""Benchmark: the linear recurrence h_t = a_t h_{t-1} + x_t, H = 128, float32 (chapter 08, seed 001).
 
     .venv/bin/python benchmarks/scan.py            # T = 2^16 and 2^20
     .venv/bin/python benchmarks/scan.py --quick    # tiny sizes, < 15 s
@@ -23,7 +23,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 
 import course_lib  # noqa: E402,F401  (before numba)
-from course_lib import backend, scan, timing  # noqa: E402
+from course_lib.core import backend, timing  # noqa: E402
+from course_lib.algorithms import scan
 from numba import njit, prange  # noqa: E402
 
 
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
 
             add("torch loop", torch_loop)
         if backend.gpu_available():
-            from course_lib import scan_cuda  # noqa: PLC0415
+            from course_lib.algorithms import scan_cuda  # noqa: PLC0415
 
             add("cuda reduce/scan/expand", lambda: scan_cuda.linear_recurrence_cuda(a, x, h0))
         seq = rows[0][1]

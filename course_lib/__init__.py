@@ -1,20 +1,52 @@
 """Parallel RNNs, hands-on -- the library behind the course notebooks.
 
-Three layers, imports only point down:
+Seven folders; each imports only from the folders above it (``tests/test_layers.py`` checks it from
+the code, and that there are no import cycles)::
 
-1. foundation -- :mod:`backend` (hardware, CUDA simulator decision, threads), :mod:`timing`,
-   :mod:`validate`, :mod:`data`/:mod:`corpus` (data sets made in code or shipped with Python);
-2. methods    -- one module per idea: ``rnn`` and ``gradcheck`` (ch. 01-02), ``batching`` (03),
-   ``kernels`` (04), ``fast_rnn``, ``profile``, ``jit`` (05), ``inference``, ``charlm``, ``mpi_infer`` (06),
-   ``scan``, ``scan_cuda``, ``linear_rnn`` (07), ``lstm``, ``lstm_lm``, ``autotune`` (08), ``gru``, ``mgrit``,
-   ``mgrit_mpi`` (09): pure functions on arrays;
-3. teaching front -- :mod:`checks` (graders), :mod:`plots`, :mod:`widgets`, :mod:`authoring`
-   (``python -m course_lib ...``).
+    core/         the machine and how to measure on it; knows nothing about RNNs
+    data/         data sets made in code or shipped with Python
+    algorithms/   model-agnostic parallel building blocks (matmul ladder, activations, scans, MGRIT, ...)
+    models/       one file per network: params dataclass, forward, backward, train
+    parallel/     strategies that spread a model over threads, ranks or a device
+    experiments/  measuring helpers the notebooks and benchmarks call; the autotuner
+    teaching/     checks (graders), claims (seed numbers), verdict lines, plots, widgets, authoring
 
-``backend`` is imported first, on purpose: it decides whether CUDA kernels run on a GPU or in
+A new chapter's code goes where its idea belongs: a way to compute something that does not care which
+network it serves goes in ``algorithms/``; a network in ``models/``; spreading a network over workers in
+``parallel/``; anything that times or compares in ``experiments/``; its grader in ``teaching/checks/``.
+
+One vocabulary everywhere:
+
+* ``method=``   chooses among ways of computing *the same numbers* (scan methods, LSTM layouts,
+  inference strategies, GRU serial vs MGRIT); all methods agree to round-off, and tests say so;
+* ``threads=``  is always a number of CPU threads (``core.backend.set_threads`` sets numba and BLAS together);
+* ``block=`` / ``grid=`` are CUDA launch sizes;
+* model parameters are a dataclass of named arrays (PyTorch's layout where a PyTorch twin exists);
+* every ``train*`` returns a :class:`core.results.TrainResult` (history, final params, seconds);
+* arrays are time-major ``(T, B, features)``; float32 by default, float64 accepted for checks;
+* a plain call computes; it never benchmarks, tunes or writes a file behind the caller's back.
+
+Chapter -> modules:
+
+====  ======================  =====================================================================
+ 00   setup                   core.backend, core.timing, teaching.widgets
+ 01   serial RNN              models.rnn, models.gradcheck, data.rotation
+ 02   BPTT                    models.rnn (bptt_quadratic / bptt_linear), experiments.bptt
+ 03   batching                experiments.batching, core.timing (roofline)
+ 04   tiling & SIMD           algorithms.matmul, experiments.matmul
+ 05   threads & fusion        models.fast_rnn, experiments.profile, experiments.jit
+ 06   Halide                  algorithms.halide_rnn, experiments.halide
+ 07   parallel inference      models.softmax_rnn, models.charlm, parallel.inference, parallel.mpi_infer
+ 08   linear recurrences      algorithms.scan, algorithms.scan_cuda, models.linear_rnn, experiments.scan
+ 09   LSTM & data layout      models.lstm, models.lstm_lm, experiments.lstm, experiments.autotune
+ 10   MGRIT                   algorithms.mgrit, models.gru, parallel.mgrit_mpi, data.activity
+ 11   Newton in time          algorithms.matrix_scan, algorithms.newton, models.mingru, parallel.deer
+====  ======================  =====================================================================
+
+``core.backend`` is imported first, on purpose: it decides whether CUDA kernels run on a GPU or in
 numba's CUDA simulator, and that must happen before numba is imported anywhere.
 """
-from . import backend  # noqa: F401  (must come first: sets NUMBA_ENABLE_CUDASIM)
+from .core import backend  # noqa: F401  (must come first: sets NUMBA_ENABLE_CUDASIM)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["backend", "__version__"]

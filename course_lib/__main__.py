@@ -19,14 +19,14 @@ import sys
 
 
 def _cmd_report(_args) -> int:
-    from . import backend
+    from .core import backend
 
     print(backend.report())
     return 0
 
 
 def _cmd_notebooks(args) -> int:
-    from . import authoring
+    from .teaching import authoring
 
     failed = 0
     for folder in authoring.FOLDERS:
@@ -45,7 +45,7 @@ def _cmd_notebooks(args) -> int:
 
 
 def _build(force: bool, only: str | None) -> int:
-    from . import authoring
+    from .teaching import authoring
 
     refused = 0
     for r in authoring.build_exercises(force=force, only=only):
@@ -62,7 +62,7 @@ def _cmd_exercises(args) -> int:
 
 
 def _cmd_grade(args) -> int:
-    from . import authoring
+    from .teaching import authoring
 
     folders = ["solutions"] + (["exercises"] if args.exercises else [])
     rows = []

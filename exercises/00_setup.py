@@ -27,8 +27,8 @@
 # %%
 import numpy as np
 
-from course_lib import timing
-from course_lib.checks import ch00
+from course_lib.core import timing
+from course_lib.teaching.checks import setup as setup_checks
 
 # %% [markdown]
 # ## Exercise 0.1 · Arithmetic intensity of a matrix product
@@ -44,7 +44,7 @@ def gemm_intensity(m, n, k, itemsize=4):
     raise NotImplementedError("Exercise 0.1: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch00.check_intensity(gemm_intensity)
+setup_checks.check_intensity(gemm_intensity)
 
 # %% [markdown]
 # Now put it to use (with the course's own `timing.gemm_intensity`, so this cell runs even before

@@ -22,13 +22,13 @@
 # You will write the pieces of the seed's RNN yourself: one time step, the whole forward pass,
 # the loss and a numerical gradient. Row vectors and time-major arrays throughout:
 # `X (T, B, nx)`, `h (B, nh)`, `Wxh (nx, nh)`, `Whh (nh, nh)`, `Why (nh, ny)`.
-# Each check compares your function with `course_lib.rnn` on several seeded cases.
+# Each check compares your function with `course_lib.models.rnn` on several seeded cases.
 
 # %%
 import numpy as np
 
-from course_lib import rnn
-from course_lib.checks import ch01
+from course_lib.models import rnn
+from course_lib.teaching.checks import serial_rnn as serial_rnn_checks
 
 # %% [markdown]
 # ## Exercise 1.1 · One forward step
@@ -42,7 +42,7 @@ def forward_step(x_t, h_prev, Wxh, Whh):
     raise NotImplementedError("Exercise 1.1: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch01.check_forward_step(forward_step)
+serial_rnn_checks.check_forward_step(forward_step)
 
 # %% [markdown]
 # ## Exercise 1.2 · The forward pass
@@ -58,7 +58,7 @@ def forward(params, X, h0):
     raise NotImplementedError("Exercise 1.2: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch01.check_forward(forward)
+serial_rnn_checks.check_forward(forward)
 
 # %% [markdown]
 # ## Exercise 1.3 · The loss
@@ -73,7 +73,7 @@ def loss(Yhat, Y):
     raise NotImplementedError("Exercise 1.3: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch01.check_loss(loss)
+serial_rnn_checks.check_loss(loss)
 
 # %% [markdown]
 # ## Exercise 1.4 · A numerical gradient
@@ -90,7 +90,7 @@ def numerical_gradient(f, W, eps=1e-6):
     raise NotImplementedError("Exercise 1.4: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch01.check_numerical_gradient(numerical_gradient)
+serial_rnn_checks.check_numerical_gradient(numerical_gradient)
 
 # %% [markdown]
 # ## Putting it together
@@ -100,7 +100,7 @@ ch01.check_numerical_gradient(numerical_gradient)
 # problem. They agree to about 1e-9.
 
 # %%
-from course_lib import gradcheck
+from course_lib.models import gradcheck
 
 p = rnn.init_params(3, 4, 2, seed=0, dtype=np.float64)
 rng = np.random.default_rng(0)

@@ -34,8 +34,8 @@ import time
 
 import numpy as np
 
-from course_lib import rnn
-from course_lib.checks import ch02
+from course_lib.models import rnn
+from course_lib.teaching.checks import bptt as bptt_checks
 
 # %% [markdown]
 # ## Exercise 2.1 · BPTT in one reverse sweep, O(T)
@@ -52,7 +52,7 @@ def bptt_linear(params, X, Y, h0=None):
     raise NotImplementedError("Exercise 2.1: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch02.check_bptt_linear(bptt_linear)
+bptt_checks.check_bptt_linear(bptt_linear)
 
 # %% [markdown]
 # ## Exercise 2.2 · The WildML double loop, O(T²)
@@ -69,7 +69,7 @@ def bptt_quadratic(params, X, Y, h0=None, truncate=None):
     raise NotImplementedError("Exercise 2.2: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch02.check_bptt_quadratic(bptt_quadratic)
+bptt_checks.check_bptt_quadratic(bptt_quadratic)
 
 # %% [markdown]
 # ## Exercise 2.3 · Measure the complexity
@@ -92,7 +92,7 @@ def time_bptt(bptt, params, X, Y, Ts):
     raise NotImplementedError("Exercise 2.3: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch02.check_complexity(time_bptt)
+bptt_checks.check_complexity(time_bptt)
 
 # %% [markdown]
 # ## What the slopes look like
@@ -102,7 +102,8 @@ ch02.check_complexity(time_bptt)
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
 
-from course_lib import plots, timing
+from course_lib.teaching import plots
+from course_lib.core import timing
 
 params = rnn.init_params(16, 16, 16, seed=0)
 rng = np.random.default_rng(0)

@@ -26,8 +26,10 @@
 # %%
 import numpy as np
 
-from course_lib import batching, rnn, timing
-from course_lib.checks import ch03
+from course_lib.experiments import batching
+from course_lib.models import rnn
+from course_lib.core import timing
+from course_lib.teaching.checks import batching as batching_checks
 
 # %% [markdown]
 # ## Exercise 3.1 · A batched forward pass
@@ -48,7 +50,7 @@ def batched_forward(params, X, h0=None):
     raise NotImplementedError("Exercise 3.1: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch03.check_batched_forward(batched_forward)
+batching_checks.check_batched_forward(batched_forward)
 
 # %% [markdown]
 # ## Exercise 3.2 · Arithmetic intensity of one recurrent step
@@ -64,7 +66,7 @@ def rnn_step_intensity(B, nx, nh, itemsize=4):
     raise NotImplementedError("Exercise 3.2: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch03.check_step_intensity(rnn_step_intensity)
+batching_checks.check_step_intensity(rnn_step_intensity)
 
 # %% [markdown]
 # ## Put it to use

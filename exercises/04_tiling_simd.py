@@ -35,8 +35,9 @@
 import numpy as np
 
 import course_lib  # first: decides numba's CUDA mode before numba is imported
-from course_lib import backend, kernels, timing
-from course_lib.checks import ch04
+from course_lib.core import backend, timing
+from course_lib.algorithms import matmul as kernels
+from course_lib.teaching.checks import tiling_simd as tiling_simd_checks
 from numba import njit, prange
 
 # %% [markdown]
@@ -60,7 +61,7 @@ def tiled_matmul(A, B, tile):
     return C
 
 # %% tags=["raises-exception"]
-ch04.check_tiled_matmul(tiled_matmul)
+tiling_simd_checks.check_tiled_matmul(tiled_matmul)
 
 # %% [markdown]
 # ## Exercise 4.2 · A parallel matmul with `prange`
@@ -82,7 +83,7 @@ def parallel_matmul(A, B):
     return C
 
 # %% tags=["raises-exception"]
-ch04.check_parallel_matmul(parallel_matmul)
+tiling_simd_checks.check_parallel_matmul(parallel_matmul)
 
 # %% [markdown]
 # ## How fast are they? (not graded)

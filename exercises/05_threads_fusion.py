@@ -30,8 +30,8 @@ import numpy as np
 import course_lib  # first: it decides the CUDA backend before numba is imported
 from numba import njit, prange
 
-from course_lib import backend, timing
-from course_lib.checks import ch05
+from course_lib.core import backend, timing
+from course_lib.teaching.checks import threads_fusion as threads_fusion_checks
 
 # %% [markdown]
 # ## Exercise 5.1 · The hidden delta, fused and parallel
@@ -55,7 +55,7 @@ def fused_hidden_delta(dz, r, h):
     raise NotImplementedError("Exercise 5.1: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch05.check_fused_hidden_delta(fused_hidden_delta)
+threads_fusion_checks.check_fused_hidden_delta(fused_hidden_delta)
 
 # %% [markdown]
 # ## Exercise 5.2 · Output, loss and output delta in one pass
@@ -74,7 +74,7 @@ def output_delta_and_loss(z, y):
     raise NotImplementedError("Exercise 5.2: replace this line with your code")
 
 # %% tags=["raises-exception"]
-ch05.check_output_delta_and_loss(output_delta_and_loss)
+threads_fusion_checks.check_output_delta_and_loss(output_delta_and_loss)
 
 # %% [markdown]
 # ## How much does fusion save?
@@ -83,7 +83,7 @@ ch05.check_output_delta_and_loss(output_delta_and_loss)
 # same element-wise work as separate numpy passes and as the course's fused kernels.
 
 # %% tags=["nbval-ignore-output"]
-from course_lib import profile
+from course_lib.experiments import profile
 
 fus = profile.fusion_comparison(B=timing.scaled(256, 64), n=256, T=10)
 print(f"separate passes {fus['separate_s'] * 1e3:.2f} ms, fused (1 thread) {fus['fused_1thread_s'] * 1e3:.2f} ms: "

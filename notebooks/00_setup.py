@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -29,7 +31,8 @@
 import numpy as np
 
 import course_lib
-from course_lib import backend, timing, plots, widgets, checks
+from course_lib.core import backend, timing
+from course_lib.teaching import plots, widgets, checks
 
 print(backend.report())
 
@@ -40,7 +43,7 @@ print(backend.report())
 #   `backend.set_threads(n)` sets numba's *and* the BLAS library's thread count together.
 # * **BLAS**: the library behind `A @ B`. Its GEMM is the yardstick: a careful RNN training step
 #   spends most of its time there, and we will compare our own kernels with it (chapter 04).
-# * **CUDA**: with no GPU, every CUDA kernel in the course (chapters 06, 07) runs in numba's
+# * **CUDA**: with no GPU, every CUDA kernel in the course (chapters 07, 07) runs in numba's
 #   *CUDA simulator* -- the same kernel code, executed thread by thread on the CPU. It is slow, so
 #   simulator examples are small, but the code you write is the code that would run on a GPU.
 #   `course_lib` makes this decision when it is imported, before numba is.

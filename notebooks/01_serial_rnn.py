@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -36,8 +38,10 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import course_lib
-from course_lib import rnn, data, gradcheck, timing
-from course_lib.plots import rnn as rnn_plots
+from course_lib.models import rnn, gradcheck
+from course_lib.data import rotation
+from course_lib.core import timing
+from course_lib.teaching.plots import rnn as rnn_plots
 
 # %% [markdown]
 # ## One forward pass, drawn step by step
@@ -76,15 +80,15 @@ plt.show()
 # The seed trains the RNN on CIFAR-10 pictures (grayscale, flattened): the input at step $t$ is
 # the image rotated $t$ times by 10° anti-clockwise, the target is the next rotation,
 # $y_t = x_{t+1}$. CIFAR-10 is a download, so this notebook uses small pictures drawn in code
-# (`data.shape_images`, 12×12 = 144 features); `data.load_cifar10(path)` reads the real data set
+# (`rotation.shape_images`, 12×12 = 144 features); `rotation.load_cifar10(path)` reads the real data set
 # from a folder you downloaded yourself, grayscale and truncated to 1000 features as in the seed.
 
 # %%
 SIZE, T, ANGLE, NH = 12, 6, 10.0, 144
-train_images = data.shape_images(64, SIZE, seed=1)
-test_images = data.shape_images(8, SIZE, seed=2)
-X, Y = data.rotation_sequences(train_images, T, ANGLE)
-X_test, Y_test = data.rotation_sequences(test_images, T, ANGLE)
+train_images = rotation.shape_images(64, SIZE, seed=1)
+test_images = rotation.shape_images(8, SIZE, seed=2)
+X, Y = rotation.rotation_sequences(train_images, T, ANGLE)
+X_test, Y_test = rotation.rotation_sequences(test_images, T, ANGLE)
 print("X", X.shape, X.dtype, " Y", Y.shape, f" pixel range {X.min():.2f} to {X.max():.2f}")
 print("Y[t] == X[t+1]:", np.array_equal(Y[:-1], X[1:]))
 
@@ -94,17 +98,17 @@ rnn_plots.image_strips({f"seq {b}: x_t": X[:, b] for b in range(3)} | {"seq 0: y
 plt.show()
 
 # %% [markdown]
-# The same task can be built from any grayscale pictures. `data.sample_images` cuts patches out of
+# The same task can be built from any grayscale pictures. `rotation.sample_images` cuts patches out of
 # the photo that ships inside matplotlib; with CIFAR-10 on disk (not needed here) it would be
 #
 # ```python
-# images = data.load_cifar10("~/data/cifar-10-batches-py", n_features=1024).reshape(-1, 32, 32)
-# X, Y = data.rotation_sequences(images[:1000], T=10, n_features=1000)   # the seed's 1000 features
+# images = rotation.load_cifar10("~/data/cifar-10-batches-py", n_features=1024).reshape(-1, 32, 32)
+# X, Y = rotation.rotation_sequences(images[:1000], T=10, n_features=1000)   # the seed's 1000 features
 # ```
 
 # %%
-photo = data.sample_images(2, SIZE, seed=0)
-Xp, _ = data.rotation_sequences(photo, T, ANGLE)
+photo = rotation.sample_images(2, SIZE, seed=0)
+Xp, _ = rotation.rotation_sequences(photo, T, ANGLE)
 rnn_plots.image_strips({"photo patch 0": Xp[:, 0], "photo patch 1": Xp[:, 1]}, (SIZE, SIZE),
                        title="the rotation task on patches of matplotlib's sample photo")
 plt.show()
@@ -174,7 +178,7 @@ plt.show()
 #
 # exact up to $O(\varepsilon^2)$. It needs two forward passes per weight, so it is only for small
 # networks, and it must run in **float64**: in float32 the difference of two nearly equal losses
-# keeps only a few correct digits. `course_lib.gradcheck` does it.
+# keeps only a few correct digits. `course_lib.models.gradcheck` does it.
 
 # %%
 small = rnn.init_params(nx=4, nh=5, ny=3, seed=3, dtype=np.float64)
@@ -192,7 +196,7 @@ for name, err in gradcheck.gradient_errors(analytic, numeric).items():
 # and **where** it starts to go wrong:
 
 # %%
-from course_lib.checks import ch02
+from course_lib.teaching.checks import bptt as bptt_checks
 
 def forgetful_bptt(params, X, Y, h0=None):
     c = rnn.forward(params, X, h0)
@@ -205,7 +209,7 @@ def forgetful_bptt(params, X, Y, h0=None):
         g.Whh += c.H_prev[t].T @ dpre
     return g
 
-print(ch02.diagnose_gradients(forgetful_bptt, rnn.bptt_linear, small, Xs, Ys))
+print(bptt_checks.diagnose_gradients(forgetful_bptt, rnn.bptt_linear, small, Xs, Ys))
 
 # %% [markdown]
 # ## How long does one training step take?

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -29,8 +31,10 @@ import matplotlib.pyplot as plt
 from threadpoolctl import threadpool_limits
 
 import course_lib
-from course_lib import rnn, gradcheck, timing, widgets, plots
-from course_lib.plots import rnn as rnn_plots
+from course_lib.models import rnn, gradcheck
+from course_lib.core import timing
+from course_lib.teaching import widgets, plots
+from course_lib.teaching.plots import rnn as rnn_plots
 
 # %% [markdown]
 # ## The gradient, step by step

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -31,8 +33,11 @@
 import numpy as np
 
 import course_lib
-from course_lib import batching, rnn, timing, plots, widgets
-from course_lib.plots import perf
+from course_lib.experiments import batching
+from course_lib.models import rnn
+from course_lib.core import timing
+from course_lib.teaching import plots, widgets
+from course_lib.teaching.plots import perf
 
 # %% [markdown]
 # ## A small drawn example

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -29,15 +31,16 @@
 # We will write each trick as a numba kernel, check it against numpy, and measure it *here*:
 # a ladder from the textbook triple loop to a packed, register-blocked, multi-threaded kernel,
 # with the machine's BLAS (what `A @ B` calls) as the yardstick. All kernels live in
-# [`course_lib/kernels.py`](../course_lib/kernels.py) -- open it next to this notebook.
+# [`course_lib/matmul.py`](../course_lib/matmul.py) -- open it next to this notebook.
 
 # %% tags=["nbval-ignore-output"]
 import numpy as np
 
 import course_lib  # first: decides numba's CUDA mode before numba is imported
-from course_lib import backend, kernels, timing
-from course_lib.plots import kernels as kplots
-from course_lib import plots, widgets
+from course_lib.core import backend, timing
+from course_lib.algorithms import matmul
+from course_lib.teaching.plots import matmul as kplots
+from course_lib.teaching import plots, widgets
 
 # sizes for the timing cells: the full budget uses the seed's sizes, CI (COURSE_BUDGET=small) smaller ones
 N_BIG = timing.scaled(1000, 256)          # the seed's layer size
@@ -98,24 +101,24 @@ rng = np.random.default_rng(0)
 A = rng.standard_normal((67, 45)).astype(np.float32)
 B = rng.standard_normal((45, 89)).astype(np.float32)
 reference = A.astype(np.float64) @ B.astype(np.float64)
-for name, kernel in kernels.MATMUL_KERNELS.items():
+for name, kernel in matmul.MATMUL_KERNELS.items():
     err = np.max(np.abs(kernel(A, B) - reference))
     print(f"{name:<15} max error vs numpy (float64) < 1e-4: {err < 1e-4}")
 
 # %% [markdown]
 # ## 3 · Did the compiler really use SIMD?
 #
-# "Vectorisable" is a promise; the machine code is the proof. `kernels.vector_instructions`
+# "Vectorisable" is a promise; the machine code is the proof. `matmul.vector_instructions`
 # compiles a kernel's core and counts floating-point multiply/add/FMA instructions that work on
 # packed vector registers (`xmm` = 128 bit, `ymm` = 256 bit = 8 float32, `zmm` = 512 bit = 16
 # float32) versus scalar ones. The ijk loops keep a running sum in strict order, which the
 # compiler may not reorder, so they stay scalar; the ikj loops vectorise. (Each kernel is
-recompiled for this, a second or two each, so we look at three of them.)
+# recompiled for this, a second or two each, so we look at three of them.)
 
 # %% tags=["nbval-ignore-output"]
 simd_info = {}
 for name in ("naive", "tiled_simd", "parallel_tiled"):
-    v = simd_info[name] = kernels.vector_instructions(name)
+    v = simd_info[name] = matmul.vector_instructions(name)
     print(f"{name:<15} vector ops {v['vector']:>3}, scalar ops {v['scalar']:>3}, widest register: {v['widest']}")
 
 # %% [markdown]
@@ -132,8 +135,8 @@ for name in ("naive", "tiled_simd", "parallel_tiled"):
 
 # %% tags=["nbval-ignore-output"]
 peak = timing.peak_gflops("float32")
-slow = kernels.ladder(N_SMALL, ["naive", "tiled", "ikj"], repeat=2)
-fast = kernels.ladder(N_BIG, ["ikj", "tiled_simd", "parallel", "parallel_tiled"], repeat=2)
+slow = matmul.ladder(N_SMALL, ["naive", "tiled", "ikj"], repeat=2)
+fast = matmul.ladder(N_BIG, ["ikj", "tiled_simd", "parallel", "parallel_tiled"], repeat=2)
 rows = [dict(r, n=N_SMALL) for r in slow] + [dict(r, n=N_BIG) for r in fast]
 print(f"{'kernel':<16}{'n':>6}{'time':>11}{'GFLOP/s':>10}{'% of BLAS':>11}{'% of peak':>11}")
 for r in rows:
@@ -195,8 +198,8 @@ ax.set_title("Ladder kernels against the measured roofline");
 # **GFLOP/s** (not time: 1024³ is 7% more work than 1000³).
 
 # %% tags=["nbval-ignore-output"]
-fast_pair = kernels.compare_sizes(PAIR_FAST, ("tiled_simd", "parallel_tiled", "numpy"), repeat=2)
-slow_pair = kernels.compare_sizes(PAIR_SLOW, ("naive", "tiled", "ikj"), repeat=1)
+fast_pair = matmul.compare_sizes(PAIR_FAST, ("tiled_simd", "parallel_tiled", "numpy"), repeat=2)
+slow_pair = matmul.compare_sizes(PAIR_SLOW, ("naive", "tiled", "ikj"), repeat=1)
 for pair, res in ((PAIR_SLOW, slow_pair), (PAIR_FAST, fast_pair)):
     for name, (a, b) in res.items():
         print(f"{name:<15} n={pair[0]}: {a:7.1f} GFLOP/s   n={pair[1]}: {b:7.1f} GFLOP/s   "
@@ -230,7 +233,7 @@ print("seed: 1024-wide layers cost about 0.5 s more per epoch than 1000-wide one
 # %% tags=["nbval-ignore-output"]
 tiles_i = (4, 16, 64, 128)
 tiles_j = (16, 64, 128, 512)
-grid = kernels.tile_sweep(N_SWEEP, tiles_i, tiles_j, tile_k=64, kernel="tiled_simd", repeat=2)
+grid = matmul.tile_sweep(N_SWEEP, tiles_i, tiles_j, tile_k=64, kernel="tiled_simd", repeat=2)
 kplots.tile_heatmap(grid, tiles_i, tiles_j, title=f"matmul_tiled_simd, n = {N_SWEEP}, tile_k = 64");
 a, b = np.unravel_index(np.nanargmax(grid), grid.shape)
 print(f"best tile here: {tiles_i[a]} rows x {tiles_j[b]} columns, {grid[a, b]:.1f} GFLOP/s")
@@ -242,7 +245,7 @@ print("seed: best tiling 64 rows x 16 columns (16 = one 512-bit SIMD vector of f
 # ## 8 · Tiling x SIMD x parallel: the seed's Figure 10
 #
 # The seed ran all 8 combinations of its three tricks. We do the same with numba kernels that
-# share one loop skeleton (`kernels.combination_kernel(tiled, simd, parallel)`):
+# share one loop skeleton (`matmul.combination_kernel(tiled, simd, parallel)`):
 #
 # * **simd** off: the inner loop is a strict-order dot product (scalar code); on: a contiguous
 #   update of a row of C with `fastmath` (vector code) -- §3 showed the difference in the machine code;
@@ -250,7 +253,7 @@ print("seed: best tiling 64 rows x 16 columns (16 = one 512-bit SIMD vector of f
 # * **parallel**: `prange` over blocks of rows.
 
 # %% tags=["nbval-ignore-output"]
-combos = kernels.time_combinations(N_COMBO, repeat=3, tile_i=64, tile_j=16, tile_k=64)
+combos = matmul.time_combinations(N_COMBO, repeat=3, tile_i=64, tile_j=16, tile_k=64)
 for r in combos:
     print(f"{r['name']:<26} {r['seconds'] * 1e3:8.1f} ms  {r['gflops']:6.2f} GFLOP/s  {r['speedup']:5.1f}x serial")
 kplots.combination_bars(combos, title=f"Tiling x SIMD x parallel, n = {N_COMBO} (seed Fig. 10)");
@@ -280,7 +283,7 @@ print(f"ours: SIMD gave at most {simd_gain:.1f}x, with {lanes} float32 lanes per
 #
 # ## 9 · Try it: tile sizes
 #
-# The slider panel calls `kernels.tile_rate(n, tile_i, tile_j, tile_k, kernel=...)` -- a plain
+# The slider panel calls `matmul.tile_rate(n, tile_i, tile_j, tile_k, kernel=...)` -- a plain
 # function you can call yourself: it times a tiled kernel with those tiles, and numpy at the same
 # size. Try the seed's 64 x 16, tiles of 1, and tiles as big as the matrix.
 
@@ -300,7 +303,7 @@ def tile_cost(n, tile_i, tile_j, tile_k, kernel):
 
 
 widgets.sweep_panel(
-    kernels.tile_rate,
+    matmul.tile_rate,
     controls={"kernel": ["tiled_simd", "parallel_tiled", "tiled"], "n": (64, 1024, 64, 256),
               "tile_i": (1, 256, 1, 64), "tile_j": (8, 1024, 8, 64), "tile_k": (8, 512, 8, 64)},
     render=show_tile_rate,

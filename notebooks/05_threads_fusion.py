@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -25,7 +27,7 @@
 # 3. **Where the time goes** (seed §4.10): the phase breakdown of one step.
 # 4. **JIT vs ahead-of-time** (seed Fig. 14): what compiling costs, and what a compile cache saves.
 #
-# The result is `course_lib.fast_rnn.train_step` -- open `course_lib/fast_rnn.py`: five ideas,
+# The result is `course_lib.models.fast_rnn.train_step` -- open `course_lib/fast_rnn.py`: five ideas,
 # each a few lines (one GEMM for the input projection of all time steps; preallocated
 # workspaces; fused element-wise kernels; BLAS with transposes as views; threads for BLAS and
 # numba together).
@@ -34,8 +36,12 @@
 import numpy as np
 
 import course_lib
-from course_lib import backend, fast_rnn, jit, kernels, plots, profile, rnn, timing, widgets
-from course_lib.plots import perf
+from course_lib.core import backend, timing
+from course_lib.models import fast_rnn, rnn
+from course_lib.experiments import jit, profile
+from course_lib.algorithms import matmul
+from course_lib.teaching import plots, widgets
+from course_lib.teaching.plots import perf
 
 # %% [markdown]
 # ## First: the same maths
@@ -92,7 +98,7 @@ perf.thread_scaling_plot(scaling);
 # at the two parallel rows with and without tiling.
 
 # %% tags=["nbval-ignore-output"]
-combos = kernels.time_combinations(timing.scaled(256, 128), repeat=3)
+combos = matmul.time_combinations(timing.scaled(256, 128), repeat=3)
 for r in combos:
     print(f"{r['name']:<26} {r['gflops']:7.2f} GFLOP/s   {r['speedup']:6.1f}x over serial")
 par = {r["name"]: r["gflops"] for r in combos}
@@ -282,4 +288,4 @@ widgets.sweep_panel(
 #
 # Worksheet: `exercises/05_threads_fusion.ipynb` (fused kernels of the backward pass).
 #
-# Next: [06 · parallel inference](06_parallel_inference.ipynb).
+# Next: [06 · parallel inference](07_parallel_inference.ipynb).

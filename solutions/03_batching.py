@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -21,8 +23,10 @@
 # %%
 import numpy as np
 
-from course_lib import batching, rnn, timing
-from course_lib.checks import ch03
+from course_lib.experiments import batching
+from course_lib.models import rnn
+from course_lib.core import timing
+from course_lib.teaching.checks import batching as batching_checks
 
 # %% [markdown]
 # ## Exercise 3.1 · A batched forward pass
@@ -53,7 +57,7 @@ def batched_forward(params, X, h0=None):
     ### END SOLUTION
 
 # %%
-ch03.check_batched_forward(batched_forward)
+batching_checks.check_batched_forward(batched_forward)
 
 # %% [markdown]
 # ## Exercise 3.2 · Arithmetic intensity of one recurrent step
@@ -72,7 +76,7 @@ def rnn_step_intensity(B, nx, nh, itemsize=4):
     ### END SOLUTION
 
 # %%
-ch03.check_step_intensity(rnn_step_intensity)
+batching_checks.check_step_intensity(rnn_step_intensity)
 
 # %% [markdown]
 # ## Put it to use

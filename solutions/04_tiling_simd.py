@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -30,8 +32,9 @@
 import numpy as np
 
 import course_lib  # first: decides numba's CUDA mode before numba is imported
-from course_lib import backend, kernels, timing
-from course_lib.checks import ch04
+from course_lib.core import backend, timing
+from course_lib.algorithms import matmul
+from course_lib.teaching.checks import tiling_simd as tiling_simd_checks
 from numba import njit, prange
 
 # %% [markdown]
@@ -66,7 +69,7 @@ def tiled_matmul(A, B, tile):
     return C
 
 # %%
-ch04.check_tiled_matmul(tiled_matmul)
+tiling_simd_checks.check_tiled_matmul(tiled_matmul)
 
 # %% [markdown]
 # ## Exercise 4.2 · A parallel matmul with `prange`
@@ -93,7 +96,7 @@ def parallel_matmul(A, B):
     return C
 
 # %%
-ch04.check_parallel_matmul(parallel_matmul)
+tiling_simd_checks.check_parallel_matmul(parallel_matmul)
 
 # %% [markdown]
 # ## How fast are they? (not graded)
@@ -114,7 +117,7 @@ for threads in sorted({1, backend.cpu_count()}):
     runs = {
         "tiled_matmul (yours)": lambda: tiled_matmul(A, B, 64),
         "parallel_matmul (yours)": lambda: parallel_matmul(A, B),
-        "kernels.matmul_parallel_tiled": lambda: kernels.matmul_parallel_tiled(A, B),
+        "matmul.matmul_parallel_tiled": lambda: matmul.matmul_parallel_tiled(A, B),
         "numpy": lambda: A @ B,
     }
     try:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from course_lib import activity as A
+from course_lib.data import activity as A
 
 
 @pytest.mark.parametrize("length", [128, 4096])

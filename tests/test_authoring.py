@@ -5,7 +5,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import authoring
+from course_lib.teaching import authoring
 
 SOLUTION_CELL = '''def forward_step(x, h):
     """one step"""
@@ -23,7 +23,7 @@ def make_solution_nb():
         nbformat.v4.new_code_cell("import numpy as np"),
         nbformat.v4.new_markdown_cell("## Exercise 9.1 · A step"),
         nbformat.v4.new_code_cell(SOLUTION_CELL),
-        nbformat.v4.new_code_cell("from course_lib.checks import ch00\nch00.check_intensity(forward_step)"),
+        nbformat.v4.new_code_cell("from course_lib.teaching.checks import setup_checks\nch00.check_intensity(forward_step)"),
         nbformat.v4.new_markdown_cell("Explain:\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION"),
         nbformat.v4.new_code_cell("# Exercise 9.2 in the cell itself\nanswer = 1\n### BEGIN SOLUTION\nanswer = 2\n### END SOLUTION"),
     ]

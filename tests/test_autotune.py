@@ -1,11 +1,12 @@
-"""course_lib.autotune: measures once, caches per shape and machine, survives bad cache files."""
+"""course_lib.experiments.autotune: measures once, caches per shape and machine, survives bad cache files."""
 import json
 import warnings
 
 import numpy as np
 import pytest
 
-from course_lib import autotune, lstm
+from course_lib.experiments import autotune
+from course_lib.models import lstm
 
 
 @pytest.fixture(autouse=True)

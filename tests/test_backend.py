@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from course_lib import backend
+from course_lib.core import backend
 
 
 def _run(code: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
@@ -15,7 +15,7 @@ def _run(code: str, env_extra: dict | None = None) -> subprocess.CompletedProces
 
 
 def test_gpu_detection_does_not_import_numba_and_sets_simulator():
-    r = _run("import sys, os; import course_lib.backend as b; "
+    r = _run("import sys, os; import course_lib.core.backend as b; "
              "print('numba' in sys.modules, b.cuda_mode(), os.environ.get('NUMBA_ENABLE_CUDASIM'))")
     assert r.returncode == 0, r.stderr
     imported, mode, flag = r.stdout.split()
@@ -44,7 +44,7 @@ def test_simulator_runs_a_cuda_kernel_after_import():
 
 
 def test_importing_numba_first_is_reported():
-    r = _run("import warnings, numba; warnings.simplefilter('always')\nimport course_lib.backend as b; print(b.cuda_mode())",
+    r = _run("import warnings, numba; warnings.simplefilter('always')\nimport course_lib.core.backend as b; print(b.cuda_mode())",
              {"COURSE_FORCE_SIMULATOR": "1"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "unavailable"
@@ -52,7 +52,7 @@ def test_importing_numba_first_is_reported():
 
 
 def test_explicit_env_flag_is_respected():
-    r = _run("import course_lib.backend as b; print(b.cuda_mode())", {"NUMBA_ENABLE_CUDASIM": "1"})
+    r = _run("import course_lib.core.backend as b; print(b.cuda_mode())", {"NUMBA_ENABLE_CUDASIM": "1"})
     assert r.stdout.strip() == "simulator"
 
 

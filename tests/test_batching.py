@@ -1,9 +1,11 @@
-"""course_lib.batching: unbatched == batched, counting formulas, measurement structure."""
+"""course_lib.experiments.batching: unbatched == batched, counting formulas, measurement structure."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib import batching, rnn, timing
+from course_lib.experiments import batching
+from course_lib.models import rnn
+from course_lib.core import timing
 
 
 @pytest.mark.parametrize("with_h0", [False, True])

@@ -1,10 +1,12 @@
-"""Tests for course_lib.charlm: BPTT gradients vs finite differences, training lowers the loss,
+"""Tests for course_lib.models.charlm: BPTT gradients vs finite differences, training lowers the loss,
 perplexity through every inference strategy, seeded sampling, bad inputs."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib import charlm, corpus, inference as inf
+from course_lib.models import charlm
+from course_lib.data import corpus
+from course_lib.parallel import inference as inf
 
 
 def _model(vocab=6, nh=5, layers=2, seed=0):

@@ -4,8 +4,8 @@ import time
 import numpy as np
 import pytest
 
-from course_lib import gradcheck, rnn
-from course_lib.checks import ExerciseFailed, ch01, ch02
+from course_lib.models import gradcheck, rnn
+from course_lib.teaching.checks import ExerciseFailed, serial_rnn as serial_rnn_checks, bptt as bptt_checks
 
 
 def _fwd(params, X, h0):
@@ -14,12 +14,12 @@ def _fwd(params, X, h0):
 
 
 def test_reference_answers_pass(capsys):
-    ch01.check_forward_step(lambda x_t, h_prev, Wxh, Whh: np.tanh(x_t @ Wxh + h_prev @ Whh))
-    ch01.check_forward(_fwd)
-    ch01.check_loss(rnn.loss)
-    ch01.check_numerical_gradient(gradcheck.numerical_gradient)
-    ch02.check_bptt_linear(rnn.bptt_linear)
-    ch02.check_bptt_quadratic(rnn.bptt_quadratic)
+    serial_rnn_checks.check_forward_step(lambda x_t, h_prev, Wxh, Whh: np.tanh(x_t @ Wxh + h_prev @ Whh))
+    serial_rnn_checks.check_forward(_fwd)
+    serial_rnn_checks.check_loss(rnn.loss)
+    serial_rnn_checks.check_numerical_gradient(gradcheck.numerical_gradient)
+    bptt_checks.check_bptt_linear(rnn.bptt_linear)
+    bptt_checks.check_bptt_quadratic(rnn.bptt_quadratic)
     out = capsys.readouterr().out
     for line in ("Exercise 1.1 passed: 5/5 cases", "Exercise 1.4 passed: 4/4 cases", "Exercise 2.1 passed: 5/5 cases",
                  "Exercise 2.2 passed: 6/6 cases"):
@@ -32,14 +32,14 @@ def test_forward_without_carrying_state_names_time_step_1():
         return H, np.tanh(H @ params.Why)
 
     with pytest.raises(ExerciseFailed, match=r"'H' differs.*time step 1"):
-        ch01.check_forward(bad)
+        serial_rnn_checks.check_forward(bad)
 
 
 def test_wrong_step_and_mean_loss():
     with pytest.raises(ExerciseFailed, match="Exercise 1.1 failed"):
-        ch01.check_forward_step(lambda x_t, h_prev, Wxh, Whh: np.tanh(x_t @ Wxh))
+        serial_rnn_checks.check_forward_step(lambda x_t, h_prev, Wxh, Whh: np.tanh(x_t @ Wxh))
     with pytest.raises(ExerciseFailed, match="a sum, not a mean"):
-        ch01.check_loss(lambda Yhat, Y: float(np.mean((Yhat - Y) ** 2)))
+        serial_rnn_checks.check_loss(lambda Yhat, Y: float(np.mean((Yhat - Y) ** 2)))
 
 
 def test_numerical_gradient_mistakes():
@@ -56,7 +56,7 @@ def test_numerical_gradient_mistakes():
         return g
 
     with pytest.raises(ExerciseFailed, match="twice too large"):
-        ch01.check_numerical_gradient(one_sided_2eps)
+        serial_rnn_checks.check_numerical_gradient(one_sided_2eps)
 
     def forgets_restore(f, W, eps=1e-6):
         g = gradcheck.numerical_gradient(f, W.copy(), eps)
@@ -64,7 +64,7 @@ def test_numerical_gradient_mistakes():
         return g
 
     with pytest.raises(ExerciseFailed, match="W was changed"):
-        ch01.check_numerical_gradient(forgets_restore)
+        serial_rnn_checks.check_numerical_gradient(forgets_restore)
 
 
 def _sweep(params, X, Y, h0=None, *, carry=True, whh_uses_h_t=False, why_sign=1.0):
@@ -82,12 +82,12 @@ def _sweep(params, X, Y, h0=None, *, carry=True, whh_uses_h_t=False, why_sign=1.
 
 
 def test_sweep_variant_passes():
-    ch02.check_bptt_linear(_sweep)
+    bptt_checks.check_bptt_linear(_sweep)
 
 
 def test_missing_carry_is_located_at_time_step_1():
     with pytest.raises(ExerciseFailed) as info:
-        ch02.check_bptt_linear(lambda p, X, Y, h0=None: _sweep(p, X, Y, h0, carry=False))
+        bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: _sweep(p, X, Y, h0, carry=False))
     msg = str(info.value)
     assert "gradient dWxh is wrong" in msg and "gradient dWhh is wrong" in msg and "dWhy" not in msg.split("\n")[1]
     assert "diverges at time step 1" in msg and "dh_next" in msg
@@ -95,7 +95,7 @@ def test_missing_carry_is_located_at_time_step_1():
 
 def test_wrong_state_in_dwhh_is_named():
     with pytest.raises(ExerciseFailed) as info:
-        ch02.check_bptt_linear(lambda p, X, Y, h0=None: _sweep(p, X, Y, h0, whh_uses_h_t=True))
+        bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: _sweep(p, X, Y, h0, whh_uses_h_t=True))
     msg = str(info.value)
     assert "gradient dWhh is wrong" in msg and "gradient dWxh" not in msg
     assert "diverges at time step 0" in msg and "h_(t-1)" in msg
@@ -103,21 +103,21 @@ def test_wrong_state_in_dwhh_is_named():
 
 def test_wrong_why_is_named():
     with pytest.raises(ExerciseFailed, match=r"(?s)gradient dWhy is wrong.*time step 0.*only dWhy"):
-        ch02.check_bptt_linear(lambda p, X, Y, h0=None: _sweep(p, X, Y, h0, why_sign=-1.0))
+        bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: _sweep(p, X, Y, h0, why_sign=-1.0))
 
 
 def test_quadratic_ignoring_truncate_fails_on_truncated_case():
     with pytest.raises(ExerciseFailed, match=r"case 4/6 .*truncate=0"):
-        ch02.check_bptt_quadratic(lambda p, X, Y, h0=None, truncate=None: rnn.bptt_quadratic(p, X, Y, h0))
+        bptt_checks.check_bptt_quadratic(lambda p, X, Y, h0=None, truncate=None: rnn.bptt_quadratic(p, X, Y, h0))
 
 
 def test_crashing_and_wrong_type_answers():
     with pytest.raises(ExerciseFailed, match="raised ZeroDivisionError"):
-        ch02.check_bptt_linear(lambda p, X, Y, h0=None: 1 / 0)
+        bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: 1 / 0)
     with pytest.raises(ExerciseFailed, match="expected an RNNParams"):
-        ch02.check_bptt_linear(lambda p, X, Y, h0=None: "grads")
+        bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: "grads")
     with pytest.raises(NotImplementedError):
-        ch02.check_bptt_linear(lambda p, X, Y, h0=None: (_ for _ in ()).throw(NotImplementedError("todo")))
+        bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: (_ for _ in ()).throw(NotImplementedError("todo")))
 
 
 def test_complexity_check():
@@ -132,8 +132,8 @@ def test_complexity_check():
             out.append(best)
         return out
 
-    assert "2.3 passed" in ch02.check_complexity(timer)
+    assert "2.3 passed" in bptt_checks.check_complexity(timer)
     with pytest.raises(ExerciseFailed, match="slope"):
-        ch02.check_complexity(lambda bptt, params, X, Y, Ts: [1e-3] * len(Ts))   # constant: slope 0
+        bptt_checks.check_complexity(lambda bptt, params, X, Y, Ts: [1e-3] * len(Ts))   # constant: slope 0
     with pytest.raises(ExerciseFailed, match="expected 4 times"):
-        ch02.check_complexity(lambda bptt, params, X, Y, Ts: [1e-3, 2e-3])
+        bptt_checks.check_complexity(lambda bptt, params, X, Y, Ts: [1e-3, 2e-3])

@@ -2,7 +2,7 @@ import subprocess
 import sys
 
 from course_lib import __main__ as cli
-from course_lib import authoring
+from course_lib.teaching import authoring
 
 
 def test_report_command(capsys):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from course_lib import corpus
+from course_lib.data import corpus
 
 
 def test_text_ships_with_python_and_is_deterministic():

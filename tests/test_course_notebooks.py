@@ -5,7 +5,7 @@ import re
 import nbformat
 import pytest
 
-from course_lib import authoring
+from course_lib.teaching import authoring
 
 ROOT = authoring.COURSE_ROOT
 PAIRS = [(folder, py, ipynb) for folder in authoring.FOLDERS for py, ipynb in authoring.notebook_pairs(folder)]

@@ -1,9 +1,9 @@
-"""course_lib.fast_rnn: the fast training step computes what rnn.bptt_linear + rnn.sgd_step compute."""
+"""course_lib.models.fast_rnn: the fast training step computes what rnn.bptt_linear + rnn.sgd_step compute."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib import fast_rnn, rnn
+from course_lib.models import fast_rnn, rnn
 
 
 def _problem(T=6, B=4, nx=5, nh=7, ny=3, dtype=np.float64, seed=0):

@@ -1,8 +1,8 @@
-"""course_lib.gradcheck: central differences."""
+"""course_lib.models.gradcheck: central differences."""
 import numpy as np
 import pytest
 
-from course_lib import gradcheck, rnn
+from course_lib.models import gradcheck, rnn
 
 
 def test_numerical_gradient_of_known_functions():

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from course_lib import gru as G
-from course_lib.mgrit import MGRITDivergence
+from course_lib.models import gru as G
+from course_lib.algorithms.mgrit import MGRITDivergence
 
 
 def _problem(T=12, B=2, nx=3, nh=5, seed=0):

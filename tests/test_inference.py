@@ -1,11 +1,12 @@
-"""Tests for course_lib.inference: every strategy agrees with the serial loop; schedule,
+"""Tests for course_lib.parallel.inference: every strategy agrees with the serial loop; schedule,
 scatter/gather and model properties; bad inputs give clear errors."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import course_lib  # noqa: F401  (switches numba's CUDA simulator on before numba loads)
-from course_lib import backend, inference as inf
+from course_lib.core import backend
+from course_lib.parallel import inference as inf
 
 
 def _problem(T=5, B=4, nx=6, nh=8, vocab=7, layers=2, seed=0, dtype=np.float32):
@@ -159,7 +160,7 @@ def test_predict_bad_inputs():
         inf.predict(p, X[:0])
     with pytest.raises(ValueError, match="empty"):
         inf.predict(p, X[:, :0], strategy="batched")
-    with pytest.raises(TypeError, match="params: expected a course_lib.inference.Params"):
+    with pytest.raises(TypeError, match="params: expected a course_lib.parallel.inference.Params"):
         inf.predict({"U": 1}, X)
     with pytest.raises(TypeError, match="X: expected a float32 or float64"):
         inf.predict(p, X.astype(np.int32))
@@ -237,7 +238,7 @@ def test_chapter_plots_draw():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from course_lib.plots import inference as iplots
+    from course_lib.teaching.plots import inference as iplots
 
     ax = iplots.dependency_graph(4, 2, color_diagonals=True)
     assert "2-layer" in ax.get_title()

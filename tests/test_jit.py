@@ -1,8 +1,8 @@
-"""course_lib.jit: compile times measured in fresh subprocesses (structure only: no timed asserts)."""
+"""course_lib.experiments.jit: compile times measured in fresh subprocesses (structure only: no timed asserts)."""
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib import jit
+from course_lib.experiments import jit
 
 
 def test_compile_times_toy_structure():

@@ -1,9 +1,9 @@
-"""course_lib.linear_rnn: GILR-LSTM, SRU, QRNN, serial LSTM -- gradients, scan methods, training."""
+"""course_lib.models.linear_rnn: GILR-LSTM, SRU, QRNN, serial LSTM -- gradients, scan methods, training."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401  (before numba)
-from course_lib import linear_rnn as L
+from course_lib.models import linear_rnn as L
 
 
 def _numgrad(kind, params, X, W, name):

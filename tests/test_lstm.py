@@ -1,15 +1,15 @@
-"""course_lib.lstm: agreement with torch.nn.LSTM and between variants, numerical gradients,
+"""course_lib.models.lstm: agreement with torch.nn.LSTM and between variants, numerical gradients,
 PyTorch-layout validation, the profiler and the measuring helpers."""
 import numpy as np
 import pytest
 
-from course_lib import lstm
+from course_lib.models import lstm
 
 
 @pytest.fixture(autouse=True)
 def _tmp_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "cache"))
-    from course_lib import autotune
+    from course_lib.experiments import autotune
     autotune._MEMO.clear()
 
 

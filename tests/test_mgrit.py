@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from course_lib import mgrit as M
+from course_lib.algorithms import mgrit as M
 
 
 def _nonlinear(m, n=4, seed=0):
@@ -145,7 +145,7 @@ def test_plots_draw_without_error():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from course_lib.plots import mgrit as mp
+    from course_lib.teaching.plots import mgrit as mp
 
     ax = mp.draw_two_level_cycle(nt=8, m=4)
     assert "Parareal" in ax.get_title()

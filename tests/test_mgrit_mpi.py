@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-from course_lib import backend, gru, mgrit
-from course_lib import mgrit_mpi as MP
+from course_lib.core import backend
+from course_lib.models import gru
+from course_lib.algorithms import mgrit
+from course_lib.parallel import mgrit_mpi as MP
 
 OK, WHY = backend.mpi_available()
 needs_mpi = pytest.mark.skipif(not OK, reason=f"needs MPI: {WHY}")

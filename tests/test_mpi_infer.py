@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib import backend, inference as inf
+from course_lib.core import backend
+from course_lib.parallel import inference as inf
 
 MPI_OK, MPI_WHY = backend.mpi_available()
 needs_mpi = pytest.mark.skipif(not MPI_OK, reason=f"MPI is not available: {MPI_WHY}")

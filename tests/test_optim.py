@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from course_lib.optim import Adam
+from course_lib.core.optim import Adam
 
 
 def test_adam_matches_the_textbook_update_and_updates_in_place():

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from course_lib import plots
+from course_lib.teaching import plots
 
 
 def test_roofline_plot_draws_roof_and_points():

@@ -1,9 +1,10 @@
-"""course_lib.profile: phased steps compute the reference update; breakdowns are well formed."""
+"""course_lib.experiments.profile: phased steps compute the reference update; breakdowns are well formed."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib import fast_rnn, profile, rnn
+from course_lib.models import fast_rnn, rnn
+from course_lib.experiments import profile
 
 
 def _problem(dtype=np.float64):
@@ -59,7 +60,7 @@ def test_thread_scaling_and_variant_time_shapes():
 
 
 def test_variant_time_restores_threads():
-    from course_lib import backend
+    from course_lib.core import backend
     before = backend.get_threads()
     profile.variant_time("blas matmul", 1, 16, repeat=1)
     assert backend.get_threads() == before

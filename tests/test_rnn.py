@@ -1,8 +1,8 @@
-"""course_lib.rnn: forward, loss, both BPTT algorithms vs numerical gradients, training, bad input."""
+"""course_lib.models.rnn: forward, loss, both BPTT algorithms vs numerical gradients, training, bad input."""
 import numpy as np
 import pytest
 
-from course_lib import gradcheck, rnn
+from course_lib.models import gradcheck, rnn
 
 SHAPES = [(1, 1, 2, 3, 2), (3, 2, 3, 4, 2), (6, 3, 4, 5, 3), (9, 2, 5, 3, 4)]
 

@@ -1,9 +1,9 @@
-"""course_lib.scan: every method agrees with a float64 loop; backward vs finite differences; errors."""
+"""course_lib.algorithms.scan: every method agrees with a float64 loop; backward vs finite differences; errors."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401  (before numba)
-from course_lib import scan
+from course_lib.algorithms import scan
 
 CPU_METHODS = ("sequential", "hillis_steele", "blelloch", "chunked")
 
@@ -172,7 +172,7 @@ def test_plots_draw_and_reject_bad_input():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from course_lib.plots import scan as scan_plots
+    from course_lib.teaching.plots import scan as scan_plots
 
     fig = scan_plots.draw_scan_trees(8)
     assert len(fig.axes) == 3 and "work 14 combines, span 6" in fig.axes[2].get_title()

@@ -1,9 +1,10 @@
-"""course_lib.scan_cuda: the CUDA kernels (numba's simulator without a GPU: tiny sizes)."""
+"""course_lib.algorithms.scan_cuda: the CUDA kernels (numba's simulator without a GPU: tiny sizes)."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401  (before numba)
-from course_lib import backend, scan, scan_cuda
+from course_lib.core import backend
+from course_lib.algorithms import scan, scan_cuda
 
 
 @pytest.mark.parametrize("T,C", [(1, 1), (2, 3), (8, 2), (32, 1)])

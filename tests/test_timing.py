@@ -3,7 +3,7 @@ import os
 import numpy as np
 import pytest
 
-from course_lib import timing
+from course_lib.core import timing
 
 
 def test_measure_counts_calls_and_reports_per_call():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from course_lib import validate as v
+from course_lib.core import validate as v
 
 
 def test_check_array_accepts_and_binds_dims():

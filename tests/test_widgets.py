@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import ipywidgets as W
 import pytest
 
-from course_lib import widgets
+from course_lib.teaching import widgets
 
 
 def test_within_budget_is_a_plain_function():

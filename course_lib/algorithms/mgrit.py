@@ -1,0 +1,459 @@
+"""MGRIT: multigrid reduction in time, generic over a user time step (layer 2: methods).
+
+After Falgout et al. (XBraid, 2014) and PyMGRIT (Hahne & Friedhoff); used for GRUs by Moon &
+Cyr (ICLR 2022, torchbraid). We solve the *all-at-once* system
+
+    A(u) = g:     u_0 = g_0,     u_i - Phi(u_{i-1}, i-1) = g_i      (i = 1 .. N)
+
+with ``g_0 = u0`` and ``g_i = 0`` on the fine grid (level 0, ``nt`` steps). Level ``l`` has a point
+every ``m**l`` fine steps; its C-points are every ``m``-th point of that level and are the points of
+level ``l + 1``. One iteration (a V-cycle over ``levels`` levels, FAS = full approximation storage):
+
+1. relax on level l: F-relaxation (march inside each C-interval from its C-point, all intervals
+   independent -> parallel), C-relaxation (update each C-point from the F-point before it), or
+   FCF = F, C, F;
+2. residual at the C-points ``r_j = g_jm - (u_jm - Phi(u_jm-1))``;
+3. restrict by injection ``uc = u[::m]`` and form the FAS right-hand side
+   ``gc_j = uc_j - Phi_c(uc_{j-1}) + r_j``;
+4. solve level l+1 (recursively; the coarsest level is a plain sequential march);
+5. correct the C-points ``u[::m] = uc`` and F-relax (this is the interpolation).
+
+With two levels and F-relaxation this *is* Parareal, and it is exact after at most ``nt / m``
+iterations. ``history`` holds the 2-norm of the fine-grid residual at the C-points after each
+iteration; the solve stops when it is below ``tol``.
+
+Public API
+----------
+``MGRIT(step, *, m=4, levels=2, relax="FCF", max_iter=10, tol=1e-8, cycle="V", coarse_step=None,
+workers=1, diverge_factor=1e4)`` with ``.solve(u0, nt) -> (U, history)``
+``MGRITDivergence`` -- raised (never NaN returned) when the iterations blow up
+``dahlquist_step(lam, dt)`` -- backward-Euler step of ``u' = lam u`` for every level
+``serial_solve(step, u0, nt)`` -- the reference sequential march
+``convergence_factor(history)`` -- geometric-mean residual reduction per iteration
+``convergence_table(ms, lam_dts, ...)`` / ``convergence_histories(...)`` -- data for tables, widgets
+``span_model(nt, *, m, levels, iters, P, relax)`` -- work/span (critical path) model in time steps
+"""
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from ..core.validate import check_choice, check_float, check_int, check_positive_int
+
+__all__ = [
+    "MGRIT",
+    "MGRITDivergence",
+    "hierarchy",
+    "serial_solve",
+    "dahlquist_step",
+    "dahlquist_exact_serial",
+    "convergence_factor",
+    "convergence_histories",
+    "convergence_table",
+    "span_model",
+    "speedup_model",
+    "f_relaxation",
+    "c_relaxation",
+    "two_level_iteration",
+]
+
+RELAXATIONS = ("F", "FCF", "FCFCF")
+CYCLES = ("V", "F")
+
+
+class MGRITDivergence(RuntimeError):
+    """MGRIT's iterations blew up (residual growing or non-finite states)."""
+
+
+# --------------------------------------------------------------------------- hierarchy
+def hierarchy(nt: int, m: int, levels: int) -> list[int]:
+    """Number of steps on each level, ``[nt, nt/m, nt/m**2, ...]``; raises a clear ValueError when
+    ``m < 2``, when ``nt`` is not a multiple of ``m**(levels-1)`` or when the coarsest level would
+    have fewer than 2 steps (2 coarse points after u0)."""
+    nt = check_positive_int(nt, "nt")
+    m = check_int(m, "m")
+    if m < 2:
+        raise ValueError(f"m: the coarsening factor must be >= 2 (a C-point every m steps), got {m}")
+    levels = check_int(levels, "levels", low=1)
+    if levels == 1:
+        return [nt]
+    factor = m ** (levels - 1)
+    if nt % factor:
+        up = -(-nt // factor) * factor
+        raise ValueError(
+            f"nt: {nt} steps do not fit a hierarchy with m={m} and levels={levels} (nt must be a "
+            f"multiple of m**(levels-1) = {factor}); pad the sequence to {up} steps or use fewer levels")
+    sizes = [nt // m**lv for lv in range(levels)]
+    if sizes[-1] < 2:
+        raise ValueError(
+            f"levels: {levels} levels with m={m} leave {sizes[-1]} coarse step(s) on the coarsest level "
+            f"for nt={nt}; need at least 2 (use fewer levels or a smaller m)")
+    return sizes
+
+
+def serial_solve(step: Callable, u0, nt: int) -> np.ndarray:
+    """The sequential reference: ``U[0] = u0``, ``U[i+1] = step(U[i], i, 0)``; shape (nt+1, *u0.shape)."""
+    nt = check_positive_int(nt, "nt")
+    u0 = np.asarray(u0)
+    U = np.empty((nt + 1,) + u0.shape, dtype=np.result_type(u0.dtype, np.float32))
+    U[0] = u0
+    for i in range(nt):
+        U[i + 1] = step(U[i], i, 0)
+    return U
+
+
+# --------------------------------------------------------------------------- the solver
+class MGRIT:
+    """Multigrid reduction in time for ``u_{i+1} = step(u_i, i, level)`` (see module docstring).
+
+    ``step(u, i, level) -> u``: advance a state (any shape) from point ``i`` to ``i + 1`` of level
+    ``level``'s grid (level 0: the fine grid; level l: a point every ``m**l`` fine steps). It must
+    return a new array. ``coarse_step`` (default ``step``) is used on levels >= 1.
+    ``workers > 1`` runs the F- and C-relaxation of the C-intervals in that many threads (same
+    arithmetic, same result). Iterations whose residual grows by more than ``diverge_factor`` over
+    the first one, or turns non-finite, raise :class:`MGRITDivergence`.
+    """
+
+    def __init__(self, step: Callable, *, m: int = 4, levels: int = 2, relax: str = "FCF",
+                 max_iter: int = 10, tol: float = 1e-8, cycle: str = "V",
+                 coarse_step: Callable | None = None, workers: int = 1, diverge_factor: float = 1e4):
+        if not callable(step):
+            raise TypeError(f"step: expected a callable step(u, i, level) -> u, got {type(step).__name__}")
+        if coarse_step is not None and not callable(coarse_step):
+            raise TypeError(f"coarse_step: expected a callable or None, got {type(coarse_step).__name__}")
+        self.m = check_int(m, "m")
+        if self.m < 2:
+            raise ValueError(f"m: the coarsening factor must be >= 2 (a C-point every m steps), got {m}")
+        self.levels = check_int(levels, "levels", low=1)
+        self.relax = check_choice(relax, "relax", RELAXATIONS)
+        self.max_iter = check_int(max_iter, "max_iter", low=1)
+        self.tol = check_float(tol, "tol", low=0.0)
+        self.cycle = check_choice(cycle, "cycle", CYCLES)
+        self.workers = check_positive_int(workers, "workers")
+        self.diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
+        self.step = step
+        self.coarse_step = coarse_step if coarse_step is not None else step
+        self._pool = None
+        self.iterations = 0
+        self.steps_taken = 0  # calls of step/coarse_step in the last solve (work)
+
+    # ------------------------------------------------------------------ helpers
+    def phi(self, level: int, u, i: int):
+        """One step on ``level`` from its point ``i``."""
+        self.steps_taken += 1
+        return (self.step if level == 0 else self.coarse_step)(u, i, level)
+
+    def _chunks(self, items: range) -> list[range]:
+        n = len(items)
+        w = min(self.workers, max(n, 1))
+        bounds = [items.start + (n * k) // w for k in range(w + 1)]
+        return [range(bounds[k], bounds[k + 1]) for k in range(w)]
+
+    def _run(self, fn, items: range) -> None:
+        if self.workers == 1 or len(items) < 2:
+            fn(items)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers)
+        list(self._pool.map(fn, self._chunks(items)))
+
+    # ------------------------------------------------------------------ relaxation pieces
+    def f_relax_intervals(self, level: int, U, G, intervals: range) -> None:
+        """F-relaxation of the C-intervals ``intervals`` of ``level``: from each C-point ``j*m``
+        march to the F-points ``j*m+1 .. j*m+m-1`` (in place)."""
+        m = self.m
+        for j in intervals:
+            for p in range(j * m + 1, j * m + m):
+                U[p] = self.phi(level, U[p - 1], p - 1) if G is None else self.phi(level, U[p - 1], p - 1) + G[p]
+
+    def c_relax_points(self, level: int, U, G, points: range) -> None:
+        """C-relaxation of the C-points ``j*m`` for ``j`` in ``points`` (j >= 1), in place."""
+        m = self.m
+        for j in points:
+            p = j * m
+            U[p] = self.phi(level, U[p - 1], p - 1) if G is None else self.phi(level, U[p - 1], p - 1) + G[p]
+
+    def c_residual_points(self, level: int, U, G, points: range, R) -> None:
+        """``R[j] = g_jm - (u_jm - Phi(u_jm-1))`` for ``j`` in ``points`` (j >= 1)."""
+        m = self.m
+        for j in points:
+            p = j * m
+            r = self.phi(level, U[p - 1], p - 1) - U[p]
+            R[j] = r if G is None else r + G[p]
+
+    def f_relax(self, level, U, G):
+        nc = (len(U) - 1) // self.m
+        self._run(lambda r: self.f_relax_intervals(level, U, G, r), range(nc))
+
+    def c_relax(self, level, U, G):
+        nc = (len(U) - 1) // self.m
+        self._run(lambda r: self.c_relax_points(level, U, G, r), range(1, nc + 1))
+
+    def c_residual(self, level, U, G):
+        nc = (len(U) - 1) // self.m
+        R = np.zeros((nc + 1,) + U.shape[1:], dtype=U.dtype)
+        if G is not None:
+            R[0] = G[0] - U[0]
+        self._run(lambda r: self.c_residual_points(level, U, G, r, R), range(1, nc + 1))
+        return R
+
+    def relax_level(self, level, U, G, skip_first_f=False):
+        """Apply the relaxation string (e.g. "FCF") on ``level``."""
+        for k, kind in enumerate(self.relax):
+            if kind == "F":
+                if not (k == 0 and skip_first_f):
+                    self.f_relax(level, U, G)
+            else:
+                self.c_relax(level, U, G)
+
+    def march(self, level, U, G) -> None:
+        """Sequential solve on the coarsest level: ``u_i = Phi(u_{i-1}) + g_i``."""
+        U[0] = G[0]
+        for p in range(1, len(U)):
+            U[p] = self.phi(level, U[p - 1], p - 1) + G[p]
+
+    # ------------------------------------------------------------------ FAS coarse-grid correction
+    def coarse_correction(self, level, U, R) -> None:
+        """Given C-point residuals ``R`` on ``level`` (after relaxation), restrict by injection,
+        solve level+1 (recursively) and correct the C-points of ``U`` (in place, no F-relax)."""
+        U[:: self.m] = self.correct_c_values(level, U[:: self.m].copy(), R)
+
+    def correct_c_values(self, level, Uc, R):
+        """FAS on the C-point values ``Uc`` (injected, modified in place and returned):
+        ``gc_j = uc_j - Phi_c(uc_{j-1}) + r_j``, then one cycle of level+1 on ``A_c(uc) = gc``."""
+        Gc = np.empty_like(Uc)
+        Gc[0] = Uc[0] + R[0]
+        for j in range(1, len(Uc)):
+            Gc[j] = Uc[j] - self.phi(level + 1, Uc[j - 1], j - 1) + R[j]
+        self.solve_level(level + 1, Uc, Gc)
+        return Uc
+
+    def solve_level(self, level, U, G) -> None:
+        """One cycle on ``level >= 1`` for ``A(U) = G`` (in place)."""
+        if level == self.levels - 1:
+            self.march(level, U, G)
+            return
+        self.relax_level(level, U, G)
+        R = self.c_residual(level, U, G)
+        if self.cycle == "F" and level + 1 < self.levels - 1:
+            self.coarse_correction(level, U, R)  # F-cycle: an extra visit of the coarser levels
+            self.f_relax(level, U, G)
+            R = self.c_residual(level, U, G)
+        self.coarse_correction(level, U, R)
+        self.f_relax(level, U, G)
+
+    # ------------------------------------------------------------------ driver
+    def check_hierarchy(self, nt: int) -> list[int]:
+        return hierarchy(nt, self.m, self.levels)
+
+    def solve(self, u0, nt: int):
+        """Solve ``nt`` fine steps from ``u0``. Returns ``(U, history)``: ``U`` of shape
+        ``(nt + 1, *u0.shape)`` (``U[0] = u0``) and the list of C-point residual norms, one per
+        iteration. Raises :class:`MGRITDivergence` instead of returning NaN."""
+        u0 = np.asarray(u0)
+        if u0.dtype.kind not in "fc":
+            u0 = u0.astype(np.float64)
+        if not np.all(np.isfinite(u0)):
+            raise ValueError("u0: contains non-finite values")
+        self.check_hierarchy(nt)
+        self.steps_taken = 0
+        U = np.empty((nt + 1,) + u0.shape, dtype=u0.dtype)
+        U[:] = u0  # initial guess: u0 everywhere
+        history: list[float] = []
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                if self.levels == 1:
+                    self.march_fine(U)
+                    history.append(0.0)
+                else:
+                    self._iterate(U, history)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+        self.iterations = len(history)
+        return U, history
+
+    def march_fine(self, U):
+        for p in range(1, len(U)):
+            U[p] = self.phi(0, U[p - 1], p - 1)
+
+    def _iterate(self, U, history):
+        R = None
+        for it in range(self.max_iter):
+            self.relax_level(0, U, None, skip_first_f=it > 0)
+            if R is None or self.relax != "F":
+                R = self.c_residual(0, U, None)
+            if self.cycle == "F" and self.levels > 2:
+                self.coarse_correction(0, U, R)
+                self.f_relax(0, U, None)
+                R = self.c_residual(0, U, None)
+            self.coarse_correction(0, U, R)
+            self.f_relax(0, U, None)
+            R = self.c_residual(0, U, None)
+            norm = float(np.sqrt(np.sum(np.abs(R.astype(np.float64)) ** 2)))
+            history.append(norm)
+            self.check_divergence(history, U)
+            if norm <= self.tol:
+                break
+
+    def check_divergence(self, history, U) -> None:
+        """Raise :class:`MGRITDivergence` with the iteration (and time point) where it blew up."""
+        k = len(history)
+        norm = history[-1]
+        if not math.isfinite(norm) or not np.all(np.isfinite(U)):
+            bad = np.nonzero(~np.isfinite(U.reshape(len(U), -1)).all(axis=1))[0]
+            where = f"; the first non-finite state is at time point {int(bad[0])}" if bad.size else ""
+            raise MGRITDivergence(
+                f"MGRIT diverged at iteration {k}: the residual is {norm}{where}. The coarse step is "
+                f"probably unstable for the coarse time step (e.g. an explicit GRU with gamma = m**level): "
+                f"use an implicit coarse step, a smaller m or fewer levels.")
+        if k >= 2 and norm > self.diverge_factor * max(history[0], self.tol) and norm > history[-2]:
+            raise MGRITDivergence(
+                f"MGRIT diverged at iteration {k}: the residual grew from {history[0]:.3g} (iteration 1) to "
+                f"{norm:.3g}, more than diverge_factor={self.diverge_factor:g} times. The coarse step is "
+                f"probably unstable: use an implicit coarse step, a smaller m or fewer levels.")
+
+
+# --------------------------------------------------------------------------- Dahlquist test problem
+def dahlquist_step(lam: float, dt: float, m: int = 4) -> Callable:
+    """Backward Euler for ``u' = lam u`` on every level: level l uses ``dt * m**l``.
+    ``step(u, i, level) = u / (1 - lam * dt * m**level)``."""
+    lam = check_float(lam, "lam")
+    dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
+    m = check_int(m, "m", low=2)
+
+    def step(u, i, level):
+        return u / (1.0 - lam * dt * m**level)
+
+    return step
+
+
+def dahlquist_exact_serial(lam: float, dt: float, u0: float, nt: int) -> np.ndarray:
+    """Closed form of the fine backward-Euler march: ``u_i = u0 / (1 - lam dt)**i``, shape (nt+1,)."""
+    nt = check_positive_int(nt, "nt")
+    return float(u0) / (1.0 - lam * dt) ** np.arange(nt + 1, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- convergence data
+def convergence_factor(history) -> float:
+    """Geometric mean of ``history[k+1] / history[k]`` over the iterations (stops at exact zero)."""
+    h = [x for x in history if x > 0]
+    if len(h) < 2:
+        return 0.0
+    return float((h[-1] / h[0]) ** (1.0 / (len(h) - 1)))
+
+
+def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: int = 2, relax: str = "FCF",
+                          nt: int = 256, lam_dt: float = -1.0, max_iter: int = 10, cycle: str = "V",
+                          tol: float = 1e-12) -> dict:
+    """Residual histories of MGRIT on Dahlquist (``lam * dt = lam_dt``, backward Euler) for each m:
+    ``{"ms": [...], "histories": {m: [...]}, "factors": {m: rho}}`` (plain data for plots/widgets)."""
+    check_choice(problem, "problem", ("dahlquist",))
+    lam_dt = check_float(lam_dt, "lam_dt", high=0.0)
+    out = {"ms": list(ms), "histories": {}, "factors": {}, "levels": levels, "relax": relax, "nt": nt,
+           "lam_dt": lam_dt}
+    for m in ms:
+        solver = MGRIT(dahlquist_step(lam_dt, 1.0, m), m=m, levels=levels, relax=relax, max_iter=max_iter,
+                       tol=tol, cycle=cycle)
+        _, hist = solver.solve(np.ones(1), nt)
+        out["histories"][m] = hist
+        out["factors"][m] = convergence_factor(hist)
+    return out
+
+
+def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, nt: int = 256, levels: int = 2,
+                      relax: str = "F", max_iter: int = 6) -> dict:
+    """Convergence factors on Dahlquist for each (m, lam*dt): ``{"ms", "lam_dts", "rho": (len(ms), len(lam_dts))}``."""
+    rho = np.zeros((len(ms), len(lam_dts)))
+    for a, m in enumerate(ms):
+        for b, ld in enumerate(lam_dts):
+            solver = MGRIT(dahlquist_step(ld, 1.0, m), m=m, levels=levels, relax=relax, max_iter=max_iter,
+                           tol=0.0)
+            _, hist = solver.solve(np.ones(1), nt)
+            rho[a, b] = convergence_factor(hist)
+    return {"ms": list(ms), "lam_dts": list(lam_dts), "rho": rho}
+
+
+# --------------------------------------------------------------------------- work / span model
+def span_model(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int = 1, relax: str = "FCF",
+               latency: float = 1.0) -> dict:
+    """Count sequential time steps on MGRIT's critical path with ``P`` processors.
+
+    Level l has ``N_l = nt / m**l`` steps and ``C_l = N_l / m`` C-intervals split into blocks over
+    ``min(P, C_l)`` processors. Per iteration and level (< coarsest), counted as :class:`MGRIT`
+    runs them: each F-sweep costs ``ceil(C_l/P) * (m-1)`` steps, each C-sweep or residual
+    ``ceil(C_l/P)`` steps plus ``latency`` (in step units) for the boundary exchange; restriction
+    forms ``gc`` with ``ceil(C_l/P)`` coarse steps; the interpolation is one more F-sweep. The
+    coarsest level is a sequential march of ``N_{L-1}`` steps. Returns ``{"span", "work", "serial", "speedup"}``
+    (``speedup = serial / span``, serial = ``nt`` steps). A model, not a measurement.
+    """
+    sizes = hierarchy(nt, m, levels)
+    P = check_positive_int(P, "P")
+    iters = check_positive_int(iters, "iters")
+    check_choice(relax, "relax", RELAXATIONS)
+    n_f = relax.count("F")
+    n_c = relax.count("C")
+    span = work = 0.0
+    for lv, n in enumerate(sizes[:-1]):
+        c = n // m
+        blk = math.ceil(c / P)
+        f_span, f_work = blk * (m - 1), c * (m - 1)
+        # level 0 skips the leading F (the last iteration ended with one) and reuses the residual
+        # for "F"; coarser levels run the full relaxation, a residual and the interpolating F-sweep.
+        nf = n_f if lv == 0 else n_f + 1
+        ncs = (n_c + 1 + (1 if n_c else 0)) if lv == 0 else n_c + 1
+        one_span = nf * f_span + ncs * (blk + latency) + blk  # F-sweeps + C-sweeps/residuals + gc
+        one_work = nf * f_work + ncs * c + c
+        span += one_span
+        work += one_work
+    span += sizes[-1]
+    work += sizes[-1]
+    if levels == 1:
+        span, work = float(nt), float(nt)
+        iters = 1
+    span *= iters
+    work *= iters
+    return {"span": span, "work": work, "serial": float(nt), "speedup": float(nt) / span}
+
+
+def speedup_model(nt: int, Ps, *, m: int = 4, levels: int = 2, iters: int = 2, relax: str = "FCF",
+                  latency: float = 1.0) -> np.ndarray:
+    """``span_model(...)["speedup"]`` for each P in ``Ps`` (array)."""
+    return np.array([span_model(nt, m=m, levels=levels, iters=iters, P=int(P), relax=relax,
+                                latency=latency)["speedup"] for P in Ps])
+
+
+# --------------------------------------------------------------------------- pieces for the worksheet
+def f_relaxation(step: Callable, U, m: int, level: int = 0) -> np.ndarray:
+    """A copy of ``U`` (N+1, ...) with every F-point recomputed from its interval's C-point:
+    ``U[j*m + k] = step(U[j*m + k - 1], j*m + k - 1, level)`` for k = 1 .. m-1."""
+    U = np.array(U, copy=True)
+    hierarchy(len(U) - 1, m, 2)
+    MGRIT(step, m=m).f_relax(level, U, None)
+    return U
+
+
+def c_relaxation(step: Callable, U, m: int, level: int = 0) -> np.ndarray:
+    """A copy of ``U`` with every C-point ``j*m`` (j >= 1) recomputed from the F-point before it."""
+    U = np.array(U, copy=True)
+    hierarchy(len(U) - 1, m, 2)
+    MGRIT(step, m=m).c_relax(level, U, None)
+    return U
+
+
+def two_level_iteration(step: Callable, coarse_step: Callable, U, m: int) -> np.ndarray:
+    """One two-level MGRIT iteration with F-relaxation (= one Parareal iteration) on a copy of ``U``:
+    F-relax, C-point residuals, FAS coarse solve (sequential, with ``coarse_step`` at level 1),
+    correct the C-points, F-relax."""
+    U = np.array(U, copy=True)
+    hierarchy(len(U) - 1, m, 2)
+    s = MGRIT(step, m=m, levels=2, relax="F", coarse_step=coarse_step)
+    s.f_relax(0, U, None)
+    R = s.c_residual(0, U, None)
+    s.coarse_correction(0, U, R)
+    s.f_relax(0, U, None)
+    return U

@@ -1,0 +1,286 @@
+"""The linear-recurrence scan as CUDA kernels (layer 2: methods), numba's CUDA target.
+
+Without a GPU these kernels run in numba's CUDA simulator (``import course_lib`` switches it on
+before numba is imported): the same code, one Python thread per CUDA thread -- correct but slow,
+so keep sizes tiny there (a 256-thread block with barriers takes about a second).
+
+Two things live here, structured like seed 001's kernels:
+
+1. **The teaching kernel** :func:`blelloch_block_kernel` -- one block per channel, one thread per
+   time step, Blelloch's up-sweep / down-sweep in shared memory. ``run_block_kernel`` launches it
+   (or a student's kernel with the same signature).
+2. **The three-kernel scan** for long sequences: ``reduce_kernel`` (each thread composes its
+   chunk of ``chunk`` steps serially -- the seed's "warp phase" -- then the block composes its
+   threads' pairs with a shared-memory tree -- the "block phase"), ``carry_kernel`` (scan of the
+   block carries; tiny) and ``expand_kernel`` (each block scans its threads' pairs from its carry,
+   then each thread re-runs its chunk writing ``h``). :func:`linear_recurrence_cuda` runs all
+   three; :func:`cuda_phases` times them separately.
+
+Layout: ``a, x, h`` are ``(T, N)`` (time-major, N channels); ``h0`` is ``(N,)``.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..core import backend  # noqa: F401  (must precede numba: decides GPU vs simulator)
+from ..core.validate import check_array, check_int, check_positive_int, check_power_of_two
+
+from numba import cuda, float64  # noqa: E402
+
+__all__ = [
+    "BLOCK_MAX",
+    "blelloch_block_kernel",
+    "run_block_kernel",
+    "reduce_kernel",
+    "carry_kernel",
+    "expand_kernel",
+    "linear_recurrence_cuda",
+    "cuda_phases",
+    "plan",
+]
+
+BLOCK_MAX = 1024  # shared arrays are sized at compile time: the largest block we allow
+
+# Host-side API, bound once: the simulator temporarily swaps this module's global ``cuda`` for a
+# fake per-kernel module while kernels run, so host code must not look it up through ``cuda.``.
+_to_device = cuda.to_device
+_device_array = cuda.device_array
+_synchronize = cuda.synchronize
+
+
+# --------------------------------------------------------------------------- shared-memory scan (device)
+@cuda.jit(device=True)
+def block_exclusive_scan(sa, sb, i, n):
+    """Blelloch exclusive scan of the pairs ``(sa[k], sb[k])``, ``k < n`` (n a power of two),
+    in place in shared memory, by the n threads of a block (``i`` = this thread). Afterwards
+    slot k holds the composition of slots 0..k-1 (the identity (1, 0) for k = 0).
+    Returns the composition of all n slots (the block total)."""
+    step = 1
+    while step < n:  # up-sweep: right child <- left o right
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            left = k - step
+            sb[k] = sa[k] * sb[left] + sb[k]
+            sa[k] = sa[k] * sa[left]
+        step *= 2
+        cuda.syncthreads()
+    tot_a = sa[n - 1]
+    tot_b = sb[n - 1]
+    cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:  # down-sweep: left <- parent, right <- parent o (old left)
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            left = k - step
+            ta = sa[left]
+            tb = sb[left]
+            sa[left] = sa[k]
+            sb[left] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    return tot_a, tot_b
+
+
+# --------------------------------------------------------------------------- 1. the teaching kernel
+@cuda.jit
+def blelloch_block_kernel(a, x, h0, h):
+    """One block per channel c (``blockIdx.x``), one thread per time step (``blockDim.x`` = T, a
+    power of two): load (a_t, x_t) into shared memory, exclusive Blelloch scan, then
+    ``h_t = a_t (A_t h0 + B_t) + x_t`` with (A_t, B_t) the composition of steps before t."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    cuda.syncthreads()
+    block_exclusive_scan(sa, sb, i, n)
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c]
+
+
+def run_block_kernel(kernel, a, x, h0=None):
+    """Launch a one-block-per-channel scan kernel ``kernel[C, T](a, x, h0, h)`` and return ``h``.
+
+    ``a, x``: ``(T, C)`` with T a power of two <= :data:`BLOCK_MAX` (T threads per block);
+    ``h0``: ``(C,)`` or None (zeros). Works for :func:`blelloch_block_kernel` and for a
+    student's kernel with the same signature."""
+    dims: dict = {}
+    a = check_array(a, "a", shape=("T", "C"), dims=dims)
+    x = check_array(x, "x", shape=("T", "C"), dims=dims)
+    T, C = a.shape
+    check_power_of_two(T, "block size (T)")
+    check_int(T, "block size (T)", high=BLOCK_MAX)
+    h0 = np.zeros(C) if h0 is None else check_array(h0, "h0", shape=(C,))
+    a64 = np.ascontiguousarray(a, np.float64)
+    x64 = np.ascontiguousarray(x, np.float64)
+    h = np.zeros((T, C), np.float64)
+    d_h = _to_device(h)
+    kernel[C, T](_to_device(a64), _to_device(x64), _to_device(np.asarray(h0, np.float64)), d_h)
+    _synchronize()
+    return d_h.copy_to_host().astype(a.dtype)
+
+
+# --------------------------------------------------------------------------- 2. reduce / carries / expand
+@cuda.jit
+def reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b):
+    """grid (blocks, N), block (threads,). Thread k of block b owns steps
+    ``[(b*threads + k)*chunk, ... + chunk)`` of channel ``blockIdx.y``: it composes them serially
+    (thread phase), stores its pair in ``thr_*``, then the block composes its threads' pairs
+    in shared memory (block phase) into ``blk_*[b]``."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    T = a.shape[0]
+    c = cuda.blockIdx.y
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    g = cuda.blockIdx.x * n + i
+    s = g * chunk
+    pa = 1.0
+    pb = 0.0
+    for t in range(s, min(s + chunk, T)):
+        pb = a[t, c] * pb + x[t, c]
+        pa = pa * a[t, c]
+        if abs(pa) < 1e-30:
+            pa = 0.0  # flush: subnormal products are slow on CPUs and GPUs alike
+    thr_a[g, c] = pa
+    thr_b[g, c] = pb
+    sa[i] = pa
+    sb[i] = pb
+    cuda.syncthreads()
+    step = 1
+    while step < n:  # tree reduce, left o right
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            left = k - step
+            sb[k] = sa[k] * sb[left] + sb[k]
+            sa[k] = sa[k] * sa[left]
+        step *= 2
+        cuda.syncthreads()
+    if i == 0:
+        blk_a[cuda.blockIdx.x, c] = sa[n - 1]
+        blk_b[cuda.blockIdx.x, c] = sb[n - 1]
+
+
+@cuda.jit
+def carry_kernel(blk_a, blk_b, h0, carry):
+    """One thread per channel: ``carry[b] = h`` just before block b (a short serial scan)."""
+    c = cuda.grid(1)
+    if c < h0.shape[0]:
+        prev = h0[c]
+        for b in range(blk_a.shape[0]):
+            carry[b, c] = prev
+            prev = blk_a[b, c] * prev + blk_b[b, c]
+
+
+@cuda.jit
+def expand_kernel(a, x, chunk, thr_a, thr_b, carry, h):
+    """Same grid as :func:`reduce_kernel`: the block scans its threads' pairs (exclusive Blelloch
+    in shared memory) to find each thread's starting h from the block carry, then every thread
+    runs the recurrence over its chunk writing ``h``."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    T = a.shape[0]
+    c = cuda.blockIdx.y
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    g = cuda.blockIdx.x * n + i
+    sa[i] = thr_a[g, c]
+    sb[i] = thr_b[g, c]
+    cuda.syncthreads()
+    block_exclusive_scan(sa, sb, i, n)
+    prev = sa[i] * carry[cuda.blockIdx.x, c] + sb[i]
+    s = g * chunk
+    for t in range(s, min(s + chunk, T)):
+        prev = a[t, c] * prev + x[t, c]
+        h[t, c] = prev
+
+
+def plan(T: int, threads: int | None = None, chunk: int | None = None) -> tuple[int, int, int]:
+    """``(threads, chunk, blocks)`` for the three-kernel scan: ``threads`` per block (a power of
+    two; default 32 in the simulator, 256 on a GPU, never more than needed), ``chunk`` steps per
+    thread (default: 4 in the simulator, 64 on a GPU), ``blocks`` along time to cover T."""
+    T = check_positive_int(T, "T")
+    sim = not backend.gpu_available()
+    if threads is None:
+        threads = min(32 if sim else 256, 1 << max(0, math.ceil(math.log2(T))))
+    threads = check_power_of_two(threads, "threads")
+    check_int(threads, "threads", high=BLOCK_MAX)
+    if chunk is None:
+        chunk = max(1, min(4 if sim else 64, math.ceil(T / threads)))
+    chunk = check_positive_int(chunk, "chunk")
+    blocks = math.ceil(T / (threads * chunk))
+    return threads, chunk, blocks
+
+
+def _launch(a, x, h0, threads, chunk, timer=None):
+    T, N = a.shape
+    threads, chunk, blocks = plan(T, threads, chunk)
+    d_a, d_x = _to_device(a), _to_device(x)
+    d_h0 = _to_device(h0)
+    thr_a = _device_array((blocks * threads, N), a.dtype)
+    thr_b = _device_array((blocks * threads, N), a.dtype)
+    blk_a = _device_array((blocks, N), a.dtype)
+    blk_b = _device_array((blocks, N), a.dtype)
+    carry = _device_array((blocks, N), a.dtype)
+    d_h = _device_array((T, N), a.dtype)
+    tick = timer or (lambda name: None)
+    _synchronize()
+    tick("start")
+    reduce_kernel[(blocks, N), threads](d_a, d_x, chunk, thr_a, thr_b, blk_a, blk_b)
+    _synchronize()
+    tick("reduce")
+    carry_kernel[max(1, math.ceil(N / 32)), 32](blk_a, blk_b, d_h0, carry)
+    _synchronize()
+    tick("scan")
+    expand_kernel[(blocks, N), threads](d_a, d_x, chunk, thr_a, thr_b, carry, d_h)
+    _synchronize()
+    tick("expand")
+    return d_h.copy_to_host()
+
+
+def linear_recurrence_cuda(a, x, h0=None, *, threads: int | None = None, chunk: int | None = None):
+    """``h_t = a_t h_{t-1} + x_t`` with the reduce / carry-scan / expand kernels. ``a, x``: ``(T, N)``.
+    On the simulator keep ``T * N`` to a few thousand. Returns ``h`` ``(T, N)`` (dtype of ``a``)."""
+    dims: dict = {}
+    a = check_array(a, "a", shape=("T", "N"), dims=dims, min_size={"T": 1})
+    x = check_array(x, "x", shape=("T", "N"), dims=dims)
+    if a.dtype != x.dtype:
+        raise TypeError(f"x: expected the dtype of a ({a.dtype}), got {x.dtype}")
+    h0 = np.zeros(a.shape[1], a.dtype) if h0 is None else check_array(h0, "h0", shape=(a.shape[1],))
+    return _launch(np.ascontiguousarray(a), np.ascontiguousarray(x), np.ascontiguousarray(h0, a.dtype),
+                   threads, chunk)
+
+
+def cuda_phases(a, x, h0=None, *, threads: int | None = None, chunk: int | None = None,
+                repeat: int = 1) -> dict:
+    """Time the three kernels separately (best of ``repeat``, after one warm-up launch).
+    Returns seconds and fractions per phase and ``mode`` ("gpu" or "simulator": simulator time
+    is Python threads on the CPU and says little about a GPU)."""
+    a = check_array(a, "a", ndim=2)
+    x = check_array(x, "x", shape=a.shape)
+    h0 = np.zeros(a.shape[1], a.dtype) if h0 is None else np.asarray(h0, a.dtype)
+    repeat = check_positive_int(repeat, "repeat")
+    best = {"reduce": np.inf, "scan": np.inf, "expand": np.inf}
+    for r in range(repeat + 1):
+        stamps = {}
+        _launch(a, x, h0, threads, chunk, timer=lambda name: stamps.__setitem__(name, time.perf_counter()))
+        if r == 0:
+            continue
+        prev = stamps["start"]
+        for k in best:
+            best[k] = min(best[k], stamps[k] - prev)
+            prev = stamps[k]
+    total = sum(best.values())
+    th, ch, bl = plan(a.shape[0], threads, chunk)
+    return {"mode": backend.cuda_mode(), "threads": th, "chunk": ch, "blocks": bl,
+            **{f"{k}_s": v for k, v in best.items()}, **{f"{k}_frac": v / total for k, v in best.items()}}

@@ -1,0 +1,7 @@
+"""core -- knows nothing about RNNs: the machine and how to measure on it.
+
+``backend`` (cores, SIMD, BLAS, threads, GPU or CUDA simulator), ``timing`` (measure, compare, the noise
+guard, FLOP and byte counts, the measured roofline), ``validate`` (argument checks that name the
+argument), ``optim`` (Adam), ``results`` (the one ``TrainResult``), ``mpi`` (the one ``mpiexec`` launcher).
+Imports nothing from the rest of ``course_lib``.
+"""

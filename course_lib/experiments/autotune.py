@@ -1,0 +1,207 @@
+"""Pick the fastest LSTM variant for a shape, once, and remember it (layer 2: methods; chapter 09).
+
+EcoRNN's "optimising once and for all": every cell of every layer and time step has the same
+shape, so a micro-benchmark of a few milliseconds decides the layout for a training run of hours.
+
+``tune(B, H, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
+``decide(...)``                        -> the variant name (what ``lstm_forward(variant="auto")`` uses)
+``cache_path()`` / ``load_cache()`` / ``clear_cache()``
+
+The decisions live in one JSON file, ``<cache dir>/lstm_autotune.json``, where the cache dir is
+``$COURSE_CACHE_DIR`` when set (tests and notebooks point it to a temporary folder), else
+``$XDG_CACHE_HOME/parallel-rnns-course``, else ``~/.cache/parallel-rnns-course``. Entries are keyed
+by shape, dtype, threads *and machine*, so a file copied from another computer is not trusted. A
+corrupt or foreign file is ignored with a warning (and replaced on the next save), never a crash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..core import backend
+from ..models import lstm
+from ..core.validate import check_choice, check_positive_int
+
+__all__ = ["Decision", "tune", "decide", "cache_dir", "cache_path", "load_cache", "clear_cache",
+           "machine_id", "shape_key", "current_threads", "FORMAT"]
+
+FORMAT = "course_lib.experiments.autotune/1"
+_FILE = "lstm_autotune.json"
+_MEMO: dict = {}  # in-process: (path, key) -> Decision, so "auto" in a training loop is free
+
+
+@dataclass
+class Decision:
+    """The autotuner's answer for one key: the fastest ``best`` variant and the measured table
+    ``table_ms`` (milliseconds per time step of a forward pass, per variant)."""
+
+    key: str
+    best: str
+    table_ms: dict
+    measured_now: bool = False
+    probe: dict = field(default_factory=dict)
+
+    def table(self) -> str:
+        """The table as text, fastest first, with each variant's ratio to the best."""
+        best = self.table_ms[self.best]
+        rows = [f"{'variant':<11} {'ms/step':>9} {'x best':>7}"]
+        for v, ms in sorted(self.table_ms.items(), key=lambda kv: kv[1]):
+            rows.append(f"{v:<11} {ms:>9.3f} {ms / best:>6.2f}x" + ("  <- picked" if v == self.best else ""))
+        return "\n".join(rows)
+
+
+# --------------------------------------------------------------------------- where and what
+def cache_dir() -> Path:
+    """``$COURSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/parallel-rnns-course``, else ``~/.cache/...``."""
+    env = os.environ.get("COURSE_CACHE_DIR", "").strip()
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "parallel-rnns-course"
+
+
+def cache_path() -> Path:
+    return cache_dir() / _FILE
+
+
+def machine_id() -> str:
+    """A short hash of what makes timings differ between computers: CPU model, core count,
+    architecture, numpy version and BLAS."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
+    except Exception:  # noqa: BLE001 - older numpy
+        blas = "?"
+    text = f"{platform.machine()}|{backend.cpu_model()}|{os.cpu_count()}|numpy {np.__version__}|{blas}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def current_threads() -> int:
+    """BLAS threads in use now (threadpoolctl), else numba's thread count."""
+    try:
+        from threadpoolctl import threadpool_info  # noqa: PLC0415
+
+        n = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+        if n:
+            return int(max(n))
+    except Exception:  # noqa: BLE001
+        pass
+    import numba  # noqa: PLC0415
+
+    return int(numba.get_num_threads())
+
+
+def shape_key(B: int, H: int, nx: int, T: int, dtype="float32", threads: int | None = None) -> str:
+    """``"B=64,H=512,nx=512,T=100,float32,threads=2"`` -- one cache entry per key and machine."""
+    for v, n in ((B, "B"), (H, "H"), (nx, "nx"), (T, "T")):
+        check_positive_int(v, n)
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    threads = current_threads() if threads is None else check_positive_int(threads, "threads")
+    return f"B={B},H={H},nx={nx},T={T},{dt.name},threads={threads}"
+
+
+# --------------------------------------------------------------------------- the file
+def load_cache(path: Path | None = None) -> dict:
+    """The entries for this machine, ``{key: {"best", "table_ms", ...}}``. A missing file is
+    empty; a corrupt or foreign one is ignored with a ``UserWarning``."""
+    path = Path(path) if path is not None else cache_path()
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"autotune: ignoring the unreadable cache file {path} ({type(exc).__name__}: {exc}); "
+                      f"it will be replaced", UserWarning, stacklevel=2)
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("machines"), dict):
+        warnings.warn(f"autotune: ignoring {path}: not a {FORMAT} cache file (foreign or old format); "
+                      f"it will be replaced", UserWarning, stacklevel=2)
+        return {}
+    entries = data["machines"].get(machine_id(), {})
+    good = {}
+    for key, e in entries.items() if isinstance(entries, dict) else ():
+        if (isinstance(e, dict) and e.get("best") in lstm.VARIANTS and isinstance(e.get("table_ms"), dict)
+                and all(v in lstm.VARIANTS and isinstance(ms, (int, float)) for v, ms in e["table_ms"].items())):
+            good[key] = e
+        else:
+            warnings.warn(f"autotune: ignoring a malformed entry {key!r} in {path}", UserWarning, stacklevel=2)
+    return good
+
+
+def _save_entry(path: Path, key: str, entry: dict) -> None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("machines"), dict):
+        data = {"format": FORMAT, "machines": {}}
+    mine = data["machines"].setdefault(machine_id(), {})
+    if not isinstance(mine, dict):
+        mine = data["machines"][machine_id()] = {}
+    mine[key] = entry
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)  # atomic: a crash never leaves half a file
+    except OSError as exc:
+        warnings.warn(f"autotune: could not write {path} ({exc}); the decision is kept in memory only",
+                      UserWarning, stacklevel=3)
+
+
+def clear_cache(path: Path | None = None) -> None:
+    """Delete the cache file and forget the in-process decisions."""
+    path = Path(path) if path is not None else cache_path()
+    _MEMO.clear()
+    if path.exists():
+        path.unlink()
+
+
+# --------------------------------------------------------------------------- deciding
+def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
+         variants=lstm.VARIANTS, force: bool = False, probe_steps: int = 10, repeat: int = 3,
+         path: Path | None = None) -> Decision:
+    """The fastest variant for ``X (T, B, nx)`` and ``H`` hidden units.
+
+    Reads the cache unless ``force=True``; otherwise times each variant's forward pass over
+    ``min(T, probe_steps)`` steps (interleaved, median of ``repeat``), keeps the fastest and saves
+    the table. ``threads`` is part of the key (default: the BLAS threads in use now); it does not
+    change the thread setting."""
+    key = shape_key(B, H, nx, T, dtype, threads)
+    variants = tuple(check_choice(v, "variants", lstm.VARIANTS) for v in variants)
+    if not variants:
+        raise ValueError("variants: expected at least one variant")
+    path = Path(path) if path is not None else cache_path()
+    if not force:
+        memo = _MEMO.get((str(path), key))
+        if memo is not None:
+            return Decision(memo.key, memo.best, dict(memo.table_ms), False, dict(memo.probe))
+        entry = load_cache(path).get(key)
+        if entry is not None:
+            d = Decision(key, entry["best"], dict(entry["table_ms"]), False, dict(entry.get("probe", {})))
+            _MEMO[(str(path), key)] = d
+            return d
+    steps = min(check_positive_int(T, "T"), check_positive_int(probe_steps, "probe_steps"))
+    t0 = time.perf_counter()
+    res = lstm.variant_times(B, H, nx, steps, variants=variants, dtype=np.dtype(dtype).name,
+                             repeat=check_positive_int(repeat, "repeat"))
+    probe = {"steps": steps, "repeat": repeat, "seconds": round(time.perf_counter() - t0, 4),
+             "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    d = Decision(key, res["best"], res["ms_per_step"], True, probe)
+    _save_entry(path, key, {"best": d.best, "table_ms": d.table_ms, "probe": probe})
+    _MEMO[(str(path), key)] = Decision(key, d.best, dict(d.table_ms), False, probe)
+    return d
+
+
+def decide(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:
+    """The variant ``lstm_forward(variant="auto")`` runs: cached, else measured once now."""
+    return tune(B, H, nx, T, dtype, threads).best

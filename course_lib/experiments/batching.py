@@ -1,0 +1,163 @@
+"""Batching: from matrix-vector to matrix-matrix products (layer 2: methods; chapter 03).
+
+An RNN that reads **one sequence at a time** computes ``h_t = tanh(x_t Wxh + h_{t-1} Whh)``
+with ``x_t`` and ``h_{t-1}`` single rows: a matrix-*vector* product (GEMV). Every weight is read
+from memory for two FLOPs -- about 0.5 FLOP/byte in float32 -- so the step is bandwidth-bound.
+Stacking ``B`` sequences as the rows of ``X_t (B, nx)`` turns the same work into a
+matrix-*matrix* product (GEMM): each weight, once in cache, is used ``B`` times, the intensity
+grows roughly like ``B/2`` FLOP/byte and the roofline lets the step run at the compute peak.
+The seed (Fig. 9) measured the training time per sample falling as the batch grew from 100 to 1000.
+
+``forward_one_at_a_time(params, X)``            the unbatched reference: a loop over sequences
+``rnn_step_flops(B, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
+``gemv_vs_gemm(n, B)``                          B GEMVs vs one GEMM, timed now
+``time_per_sample(batch_sizes, n, T)``          seed Fig. 9: training time per sequence vs batch size
+``batch_point(batch, width, T)``                one point of that curve (the widget's compute function)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import timing
+from ..models.rnn import RNNParams, _check_inputs, bptt_linear, init_params, sgd_step
+from ..core.validate import check_choice, check_int, check_positive_int
+
+__all__ = [
+    "forward_one_at_a_time",
+    "rnn_step_flops",
+    "rnn_step_bytes",
+    "rnn_step_intensity",
+    "gemv_vs_gemm",
+    "time_per_sample",
+    "batch_point",
+    "training_step",
+]
+
+
+def forward_one_at_a_time(params: RNNParams, X: np.ndarray, h0: np.ndarray | None = None):
+    """The forward pass with no batching: for every sequence b, for every step t, two GEMVs.
+
+    X (T, B, nx) -> (H (T, B, nh), Yhat (T, B, ny)); the same numbers as ``rnn.forward``,
+    computed with ``T * B * 3`` matrix-vector products instead of a few large GEMMs.
+    """
+    X, _, h0 = _check_inputs(params, X, None, h0)
+    T, B, _ = X.shape
+    H = np.empty((T, B, params.nh), params.dtype)
+    Yhat = np.empty((T, B, params.ny), params.dtype)
+    for b in range(B):
+        h = h0[b]
+        for t in range(T):
+            h = np.tanh(X[t, b] @ params.Wxh + h @ params.Whh)    # two GEMVs
+            H[t, b] = h
+            Yhat[t, b] = np.tanh(h @ params.Why)                  # a third
+    return H, Yhat
+
+
+# --------------------------------------------------------------------------- counting
+def rnn_step_flops(B: int, nx: int, nh: int) -> int:
+    """FLOPs of one recurrent step ``x_t Wxh + h_{t-1} Whh`` for ``B`` sequences: ``2 B (nx + nh) nh``."""
+    B, nx, nh = (check_positive_int(v, n) for v, n in ((B, "B"), (nx, "nx"), (nh, "nh")))
+    return 2 * B * (nx + nh) * nh
+
+
+def rnn_step_bytes(B: int, nx: int, nh: int, itemsize: int = 4) -> int:
+    """Bytes one recurrent step must move at least once: the weights ``Wxh (nx, nh)``,
+    ``Whh (nh, nh)``, the inputs ``x_t (B, nx)``, ``h_{t-1} (B, nh)`` and the output ``h_t (B, nh)``."""
+    B, nx, nh, itemsize = (check_positive_int(v, n) for v, n in
+                           ((B, "B"), (nx, "nx"), (nh, "nh"), (itemsize, "itemsize")))
+    return itemsize * (nx * nh + nh * nh + B * nx + 2 * B * nh)
+
+
+def rnn_step_intensity(B: int, nx: int, nh: int, itemsize: int = 4) -> float:
+    """Arithmetic intensity (FLOP/byte) of one recurrent step: flops / bytes. About ``B/2``
+    for ``B`` much smaller than ``n`` (float32): ~0.5 for one sequence, hundreds for B = 1000."""
+    return rnn_step_flops(B, nx, nh) / rnn_step_bytes(B, nx, nh, itemsize)
+
+
+# --------------------------------------------------------------------------- measuring
+def _gemv_loop(x: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:
+    for b in range(x.shape[0]):
+        np.matmul(x[b], W, out=out[b])
+
+
+def gemv_vs_gemm(n: int = 1000, B: int = 256, *, repeat: int = 3, seed: int = 0,
+                 dtype: str = "float32") -> dict:
+    """Time ``B`` separate ``(n,) @ (n, n)`` products against one ``(B, n) @ (n, n)`` product.
+
+    Same FLOPs (``2 B n²``), same result. Returns a dict with ``n, B, flops``, ``gemv_s``,
+    ``gemm_s`` (best of ``repeat``, interleaved), ``gemv_gflops``, ``gemm_gflops``, ``speedup``,
+    the intensities ``gemv_intensity`` (one vector) and ``gemm_intensity`` and the roofline's
+    bounds at those intensities, ``gemv_bound_gflops`` and ``gemm_bound_gflops``.
+    """
+    n = check_positive_int(n, "n", high=8192)
+    B = check_positive_int(B, "B", high=8192)
+    repeat = check_positive_int(repeat, "repeat")
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((n, n)).astype(dt)
+    x = rng.standard_normal((B, n)).astype(dt)
+    out1 = np.empty((B, n), dt)
+    out2 = np.empty((B, n), dt)
+    cmp = timing.compare(gemv=lambda: _gemv_loop(x, W, out1), gemm=lambda: np.matmul(x, W, out=out2),
+                         repeat=repeat, warmup=1)
+    flops = timing.gemm_flops(B, n, n)
+    t1, t2 = cmp.timings["gemv"].min, cmp.timings["gemm"].min
+    ai1 = timing.gemm_intensity(1, n, n, dt.itemsize)
+    ai2 = timing.gemm_intensity(B, n, n, dt.itemsize)
+    return {"n": n, "B": B, "flops": flops, "gemv_s": t1, "gemm_s": t2,
+            "gemv_gflops": flops / t1 / 1e9, "gemm_gflops": flops / t2 / 1e9, "speedup": t1 / t2,
+            "gemv_intensity": ai1, "gemm_intensity": ai2,
+            "gemv_bound_gflops": timing.roofline(ai1), "gemm_bound_gflops": timing.roofline(ai2),
+            "max_abs_diff": float(np.max(np.abs(out1 - out2)))}
+
+
+def training_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, method: str = "reference"):
+    """One training step on the batch ``X (T, B, nx)``: ``"reference"`` = ``rnn.bptt_linear`` +
+    ``rnn.sgd_step``; ``"fast"`` = :func:`course_lib.models.fast_rnn.train_step`. Returns new params."""
+    method = check_choice(method, "method", ("reference", "fast"))
+    if method == "fast":
+        from ..models import fast_rnn  # noqa: PLC0415
+
+        return fast_rnn.train_step(params, X, Y, lr)[0]
+    return sgd_step(params, bptt_linear(params, X, Y), lr)
+
+
+def batch_point(batch: int = 100, width: int = 256, T: int = 10, *, method: str = "reference",
+                repeat: int = 3, seed: int = 0) -> dict:
+    """Time one training step on ``batch`` sequences of ``T`` steps with ``nx = nh = ny = width``.
+
+    Returns ``batch, width, T, step_s`` (best of ``repeat``), ``per_sample_s = step_s / batch``,
+    ``gflops`` (the step's GEMM FLOPs / time), ``intensity`` (of one recurrent step) and
+    ``bound_gflops`` (the roofline at that intensity, from the measured peak and bandwidth).
+    """
+    batch = check_positive_int(batch, "batch", high=4096)
+    width = check_positive_int(width, "width", high=4096)
+    T = check_positive_int(T, "T", high=1000)
+    repeat = check_positive_int(repeat, "repeat")
+    seed = check_int(seed, "seed", low=0)
+    params = init_params(width, width, width, seed=seed)
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (T, batch, width)).astype(np.float32)
+    Y = rng.uniform(-1, 1, (T, batch, width)).astype(np.float32)
+    t = timing.measure(training_step, params, X, Y, 1e-4, method, repeat=repeat, warmup=1, number=1)
+    flops = 8 * T * batch * width * width * 2  # eight (B, n) x (n, n)-sized GEMMs per time step
+    ai = rnn_step_intensity(batch, width, width)
+    return {"batch": batch, "width": width, "T": T, "step_s": t.min, "per_sample_s": t.min / batch,
+            "gflops": flops / t.min / 1e9, "intensity": ai, "bound_gflops": timing.roofline(ai)}
+
+
+def time_per_sample(batch_sizes=(1, 10, 100, 1000), width: int = 256, T: int = 10, *,
+                    method: str = "reference", repeat: int = 3, seed: int = 0) -> dict:
+    """Seed Fig. 9: training time per sequence against the batch size.
+
+    Returns ``{"batch": array, "per_sample_s": array, "gflops": array, "intensity": array,
+    "bound_gflops": array, "width", "T"}``, one entry per batch size (see :func:`batch_point`).
+    """
+    sizes = [check_positive_int(b, "batch_sizes[i]", high=4096) for b in batch_sizes]
+    if not sizes:
+        raise ValueError("batch_sizes: expected at least one batch size, got none")
+    points = [batch_point(b, width, T, method=method, repeat=repeat, seed=seed) for b in sizes]
+    out = {k: np.array([p[k] for p in points]) for k in ("batch", "per_sample_s", "gflops", "intensity",
+                                                          "bound_gflops")}
+    out.update(width=width, T=T, method=method)
+    return out

@@ -1,0 +1,106 @@
+"""A character-level LSTM language model on the course corpus (layer 2: methods; chapter 09).
+
+The seed (EcoRNN, Fig. 4) compares training throughput of LSTM implementations on PTB and
+Wikitext-2 language modelling; this is the same experiment at laptop scale: one-hot characters
+``(T, B, V)`` -> :func:`course_lib.models.lstm.lstm_forward` -> a softmax head ``W_out (V, H)``, trained
+with Adam on the pydoc help text (:mod:`course_lib.data.corpus`). Every LSTM variant computes the
+same numbers, so the losses agree and only the tokens per second differ.
+
+``init_lm(V, H, seed)`` -> :class:`LMParams`
+``lm_loss_and_grads(params, X_ids, Y_ids, variant)`` -> (mean cross-entropy in nats, grads)
+``train_lm(ids, V, H=..., T=..., B=..., steps=..., variant=...)`` -> dict with losses and tokens/s
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import lstm
+from ..data.corpus import batch_windows, one_hot
+from ..core.optim import Adam
+from ..core.validate import check_array, check_choice, check_float, check_positive_int
+
+__all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
+
+
+@dataclass
+class LMParams:
+    """``lstm`` (PyTorch layout, nx = V) and the softmax head ``W_out (V, H)``, ``b_out (V,)``."""
+
+    lstm: lstm.LSTMParams
+    W_out: np.ndarray
+    b_out: np.ndarray
+
+
+def init_lm(V: int, H: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
+    """A character LM for a vocabulary of ``V`` symbols and ``H`` hidden units."""
+    V = check_positive_int(V, "V")
+    H = check_positive_int(H, "H")
+    p = lstm.init_params(V, H, seed=seed, dtype=dtype)
+    rng = np.random.default_rng(seed + 1000)
+    k = 1.0 / np.sqrt(H)
+    return LMParams(p, rng.uniform(-k, k, (V, H)).astype(dtype), np.zeros(V, dtype))
+
+
+def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, variant: str = "fused_pre"):
+    """Mean next-character cross-entropy (nats) of ``X_ids (T, B)`` predicting ``Y_ids (T, B)``
+    and the gradients as an :class:`LMParams` of arrays."""
+    X_ids = check_array(X_ids, "X_ids", ndim=2, dtype="int")
+    Y_ids = check_array(Y_ids, "Y_ids", shape=X_ids.shape, dtype="int")
+    V = params.W_out.shape[0]
+    T, B = X_ids.shape
+    X = one_hot(X_ids, V, dtype=params.W_out.dtype)
+    Hs, _, cache = lstm.lstm_forward(params.lstm, X, variant=variant, return_cache=True)
+    H2 = Hs.reshape(T * B, -1)
+    logits = H2 @ params.W_out.T + params.b_out                 # (T*B, V)
+    logits -= logits.max(axis=1, keepdims=True)
+    p = np.exp(logits)
+    p /= p.sum(axis=1, keepdims=True)
+    y = Y_ids.reshape(-1)
+    loss = float(-np.mean(np.log(p[np.arange(y.size), y] + 1e-30)))
+    dlogits = p
+    dlogits[np.arange(y.size), y] -= 1.0
+    dlogits /= y.size
+    dW_out = dlogits.T @ H2
+    db_out = dlogits.sum(axis=0)
+    dH = (dlogits @ params.W_out).reshape(Hs.shape)
+    g = lstm.lstm_backward(params.lstm, cache, dH)
+    return loss, LMParams(lstm.LSTMParams(g.W_ih, g.W_hh, g.b_ih, g.b_hh), dW_out, db_out)
+
+
+def _leaves(p: LMParams):
+    return [p.lstm.W_ih, p.lstm.W_hh, p.lstm.b_ih, p.lstm.b_hh, p.W_out, p.b_out]
+
+
+def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int = 40,
+             variant: str = "fused_pre", lr: float = 1e-2, clip: float = 5.0, seed: int = 0) -> dict:
+    """Adam on random windows of ``ids`` (the same windows for every variant at a given seed).
+
+    Returns ``{"variant", "losses", "final_loss", "seconds", "tokens_per_s"}``; ``tokens_per_s``
+    counts ``steps * T * B`` characters over the whole loop (forward, backward and update).
+    ``variant="auto"`` is resolved once by the autotuner before the clock starts."""
+    ids = check_array(ids, "ids", ndim=1, dtype="int")
+    V = check_positive_int(V, "V")
+    H, T, B = check_positive_int(H, "H"), check_positive_int(T, "T"), check_positive_int(B, "B")
+    steps = check_positive_int(steps, "steps")
+    lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+    variant = check_choice(variant, "variant", lstm.VARIANTS + ("auto",))
+    if variant == "auto":
+        from ..experiments.autotune import decide  # noqa: PLC0415
+
+        variant = decide(B, H, V, T, "float32")
+    params = init_lm(V, H, seed=seed)
+    rng = np.random.default_rng(seed)
+    batches = [batch_windows(ids, T, B, rng) for _ in range(steps)]
+    opt = Adam(_leaves(params), lr, clip=clip)
+    losses = []
+    t0 = time.perf_counter()
+    for x_ids, y_ids in batches:
+        loss, grads = lm_loss_and_grads(params, x_ids, y_ids, variant)
+        losses.append(loss)
+        opt.step(_leaves(grads))
+    seconds = time.perf_counter() - t0
+    return {"variant": variant, "losses": losses, "final_loss": losses[-1], "seconds": seconds,
+            "tokens_per_s": steps * T * B / seconds, "H": H, "T": T, "B": B, "steps": steps}

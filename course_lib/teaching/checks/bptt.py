@@ -1,0 +1,168 @@
+"""Checks for worksheet 02 (BPTT): the O(N) sweep, the O(N²) double loop, measured complexity.
+
+A wrong gradient is reported with *which* gradient (``Wxh``, ``Whh``, ``Why``) is off and the
+first time step where it goes wrong. That step is found by running both functions on the
+prefixes ``X[:1], X[:2], ...`` of the same sequence: if the gradients agree for every prefix up
+to length ``k`` and not for length ``k + 1``, the mistake first shows at time step ``k``
+(0-based) -- step 0 means the purely local terms are wrong; a later step means the error
+carried back from later steps is.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ...models import rnn
+from ...models.gradcheck import relative_error
+from .serial_rnn import random_problem
+from .core import ExerciseFailed, check_slope, passed
+
+__all__ = ["diagnose_gradients", "check_bptt_linear", "check_bptt_quadratic", "check_complexity",
+           "gradient_cases"]
+
+FIELDS = ("Wxh", "Whh", "Why")
+GRAD_SHAPES = [(1, 2, 3, 4, 2), (3, 2, 3, 4, 2), (5, 3, 4, 5, 3), (7, 1, 2, 6, 2), (6, 4, 5, 3, 4)]
+
+
+def gradient_cases(seed: int = 0, dtype=np.float64):
+    """The seeded problems the checks use: a list of ``(params, X, Y, h0)``."""
+    rng = np.random.default_rng(seed)
+    return [random_problem(rng, *shape, dtype=dtype) for shape in GRAD_SHAPES]
+
+
+def _grads(fn, params, X, Y, h0, **kw):
+    out = fn(params.copy(), X.copy(), Y.copy(), None if h0 is None else h0.copy(), **kw)
+    if isinstance(out, rnn.RNNParams):
+        return out
+    if isinstance(out, dict) and all(k in out for k in FIELDS):
+        return rnn.RNNParams(*(np.asarray(out[k]) for k in FIELDS))
+    if isinstance(out, (tuple, list)) and len(out) == 3:
+        return rnn.RNNParams(*(np.asarray(v) for v in out))
+    raise ExerciseFailed(f"expected an RNNParams(Wxh=..., Whh=..., Why=...) of gradients, got {type(out).__name__}")
+
+
+def _wrong_fields(got: rnn.RNNParams, ref: rnn.RNNParams, rtol: float) -> dict[str, str]:
+    wrong = {}
+    for name in FIELDS:
+        g, e = np.asarray(getattr(got, name)), getattr(ref, name)
+        if g.shape != e.shape:
+            wrong[name] = f"has shape {g.shape}, expected {e.shape}"
+            continue
+        if not np.all(np.isfinite(g)):
+            wrong[name] = "contains NaN or inf"
+            continue
+        err = relative_error(g, e)
+        if err > rtol:
+            wrong[name] = f"max relative error {err:.2e}"
+    return wrong
+
+
+def diagnose_gradients(student, reference, params, X, Y, h0=None, *, rtol: float = 1e-6, **kw) -> str | None:
+    """``None`` when ``student`` and ``reference`` give the same gradients, else a message naming
+    the wrong gradient(s) and the first time step (via prefixes of the sequence) where they go wrong."""
+    got = _grads(student, params, X, Y, h0, **kw)
+    ref = _grads(reference, params, X, Y, h0, **kw)
+    wrong = _wrong_fields(got, ref, rtol)
+    if not wrong:
+        return None
+    lines = [f"gradient d{name} is wrong: {why}" for name, why in wrong.items()]
+    T = X.shape[0]
+    first = None
+    for k in range(1, T + 1):
+        try:
+            w = _wrong_fields(_grads(student, params, X[:k], Y[:k], h0, **kw),
+                              _grads(reference, params, X[:k], Y[:k], h0, **kw), rtol)
+        except Exception:  # noqa: BLE001 - a crash on a prefix also marks the divergence
+            w = {"?": "raised"}
+        if w:
+            first = (k, w)
+            break
+    if first is not None:
+        k, w = first
+        names = ", ".join(f"d{n}" for n in w)
+        if k == 1:
+            lines.append(f"it diverges at time step 0: already with a sequence of length 1 ({names} wrong), "
+                         "so a local term is off -- the output error 2(ŷ-y)(1-ŷ²), the tanh derivative "
+                         "(1-h_t²), or an outer product (x_t^T, h_(t-1)^T, h_t^T)")
+        else:
+            lines.append(f"it diverges at time step {k - 1}: correct for sequences of length "
+                         f"{'1' if k == 2 else f'1..{k - 1}'}, "
+                         f"wrong from length {k} on ({names} wrong), so the error carried back from later "
+                         "steps is off -- check dh_next (= dpre_(t+1) Whh^T) and that it is added to dh_t")
+    if "Whh" in wrong and "Wxh" not in wrong:
+        lines.append("dWxh is right but dWhh is not: dWhh pairs dpre_t with h_(t-1) (h0 at t=0), not h_t")
+    if set(wrong) == {"Why"}:
+        lines.append("only dWhy is wrong: it is Σ_t h_t^T dO_t with dO_t = 2(ŷ_t-y_t)(1-ŷ_t²)")
+    return "\n  ".join(lines)
+
+
+def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) -> str:
+    if not callable(student):
+        raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
+    total = len(cases)
+    for i, (params, X, Y, h0, extra) in enumerate(cases, start=1):
+        label = f"T={X.shape[0]}, B={X.shape[1]}, nx={params.nx}, nh={params.nh}, ny={params.ny}"
+        if extra:
+            label += ", " + ", ".join(f"{k}={v}" for k, v in extra.items())
+        try:
+            msg = diagnose_gradients(student, reference, params, X, Y, h0, rtol=rtol, **extra)
+        except (NotImplementedError, ExerciseFailed):
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {exercise} failed on case {i}/{total} ({label}):\n"
+                                 f"  your function raised {type(exc).__name__}: {exc}") from exc
+        if msg:
+            raise ExerciseFailed(f"Exercise {exercise} failed on case {i}/{total} ({label}):\n  {msg}")
+    return passed(exercise, total, total)
+
+
+def check_bptt_linear(student) -> str:
+    """Exercise 2.1: ``bptt_linear(params, X, Y, h0)`` -> ``RNNParams`` of gradients, one reverse sweep."""
+    cases = [(p, X, Y, h0, {}) for p, X, Y, h0 in gradient_cases(0)]
+    return _check_grads("2.1", student, rnn.bptt_linear, cases, rtol=1e-7)
+
+
+def check_bptt_quadratic(student) -> str:
+    """Exercise 2.2: ``bptt_quadratic(params, X, Y, h0, truncate=None)``, the WildML double loop;
+    checked untruncated and with ``truncate`` = 0, 1, 2 against the reference."""
+    base = gradient_cases(1)
+    cases = [(p, X, Y, h0, {}) for p, X, Y, h0 in base[:3]]
+    cases += [(p, X, Y, h0, {"truncate": tr}) for (p, X, Y, h0), tr in zip(base[2:], (0, 1, 2))]
+    return _check_grads("2.2", student, rnn.bptt_quadratic, cases, rtol=1e-7)
+
+
+LINEAR_TS = (50, 100, 200, 400)
+QUADRATIC_TS = (12, 24, 48, 96)
+
+
+def check_complexity(time_bptt, *, B: int = 4, n: int = 16) -> str:
+    """Exercise 2.3: ``time_bptt(bptt, params, X, Y, Ts) -> list of seconds``, the time of
+    ``bptt(params, X[:T], Y[:T])`` for each T in ``Ts`` (it is called twice per function and the
+    faster of the two runs kept, with BLAS limited to one thread). The check times the course's two
+    BPTT functions with it and fits log-log slopes: ≈1 for the sweep, ≈2 for the double loop."""
+    rng = np.random.default_rng(0)
+    params = rnn.init_params(n, n, n, seed=0)
+    Tmax = max(max(LINEAR_TS), max(QUADRATIC_TS))
+    X = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
+    Y = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
+    results = {}
+    for name, fn, Ts, slope in (("bptt_linear", rnn.bptt_linear, LINEAR_TS, 1.0),
+                                ("bptt_quadratic", rnn.bptt_quadratic, QUADRATIC_TS, 2.0)):
+        with threadpool_limits(limits=1, user_api="blas"):  # tiny matrices: threads only add noise
+            runs = [np.asarray(time_bptt(fn, params, X, Y, list(Ts)), dtype=float).ravel() for _ in range(2)]
+        times = runs[0] if runs[0].shape != runs[1].shape else np.minimum(*runs)  # best of two: less noise
+        if times.shape != (len(Ts),):
+            raise ExerciseFailed(f"Exercise 2.3 failed:\n  expected {len(Ts)} times (one per T in {list(Ts)}), "
+                                 f"got {times.size}")
+        if np.any(times > 30):
+            raise ExerciseFailed("Exercise 2.3 failed:\n  some times are above 30 s: return seconds per call, "
+                                 "not a total over many repeats or milliseconds")
+        with contextlib.redirect_stdout(io.StringIO()):  # one success line for the whole exercise
+            check_slope(f"2.3 ({name})", Ts, times, slope, tol=0.45, what="time",
+                        hint=f"time {name}(params, X[:T], Y[:T]) for each T (take the best of a few "
+                             "repeats to reduce noise); a slope near 0 means the same T is timed every time")
+        results[name] = times
+    return passed("2.3", 2, 2)

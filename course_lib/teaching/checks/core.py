@@ -1,0 +1,318 @@
+"""Exercise graders (layer 3: teaching front).
+
+A check runs the student's function against the reference implementation on several small,
+seeded cases. On success it prints one stable line that nbval compares::
+
+    Exercise 1.2 passed: 5/5 cases
+
+On failure it raises :class:`ExerciseFailed` whose message says *what* is wrong: the case,
+which output (or which field, e.g. ``grads.Whh``), the first index where it differs -- read as
+a time step for time-major arrays -- the relative error, and a hint::
+
+    Exercise 2.1 failed on case 2/5 (X (6, 3, 4), Y (6, 3, 2)):
+      output 'Whh' differs from the reference: first at index (1, 3); max relative error 4.1e-01
+      got -0.0213, expected 0.0177 (rtol 1e-05, atol 1e-06); 9 of 16 entries differ
+      Hint: ...
+
+A ``NotImplementedError`` from an unsolved exercise is let through unchanged, so a fresh
+worksheet still runs top to bottom with only those errors.
+
+Typical use in a worksheet::
+
+    checks.check_function("1.2", my_forward, rnn.forward_step,
+                          cases=lambda rng, i: dict(x=rng.standard_normal((2, 3)), ...),
+                          n_cases=5, output_names=["h"])
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ...core.timing import loglog_slope
+
+__all__ = [
+    "ExerciseFailed",
+    "Passed",
+    "Case",
+    "compare_outputs",
+    "check_function",
+    "check_value",
+    "check_true",
+    "check_slope",
+    "passed",
+]
+
+
+class ExerciseFailed(AssertionError):
+    """Raised by a check when a student's answer is wrong; the message explains how."""
+
+
+class Passed(str):
+    """The success line, returned by checks. It is printed once by the check; as the last
+    expression of a cell it displays nothing more (so nbval sees one stable line)."""
+
+    def _ipython_display_(self):
+        pass
+
+
+@dataclasses.dataclass
+class Case:
+    """One test case: the arguments to call both functions with, and a short label."""
+
+    kwargs: dict
+    label: str = ""
+    args: tuple = ()
+
+
+def passed(exercise: str, n_ok: int | None = None, total: int | None = None) -> str:
+    """Print and return the stable success line."""
+    line = Passed(f"Exercise {exercise} passed" + (f": {n_ok}/{total} cases" if total is not None else ""))
+    print(line)
+    return line
+
+
+# --------------------------------------------------------------------------- comparing
+def _describe_arg(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{tuple(value.shape)}" if value.ndim else f"{value.item():.4g}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value).__name__
+    if isinstance(value, (int, float, str, bool)) or value is None:
+        return repr(value)
+    return type(value).__name__
+
+
+def _label(case: Case) -> str:
+    if case.label:
+        return case.label
+    parts = [_describe_arg(a) for a in case.args]
+    parts += [f"{k} {_describe_arg(v)}" for k, v in case.kwargs.items()]
+    return ", ".join(parts)
+
+
+def _flatten(value: Any, name: str) -> list[tuple[str, Any]]:
+    """Turn nested outputs (tuples, dicts, dataclasses) into (name, leaf) pairs."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = []
+        for f in dataclasses.fields(value):
+            out += _flatten(getattr(value, f.name), f"{name}.{f.name}" if name else f.name)
+        return out
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            out += _flatten(v, f"{name}[{k!r}]" if name else str(k))
+        return out
+    if isinstance(value, (tuple, list)) and not _is_numeric_sequence(value):
+        out = []
+        for i, v in enumerate(value):
+            out += _flatten(v, f"{name}[{i}]")
+        return out
+    return [(name, value)]
+
+
+def _is_numeric_sequence(value) -> bool:
+    return len(value) > 0 and all(isinstance(v, (int, float, np.number)) for v in value)
+
+
+def compare_outputs(got: Any, expected: Any, *, name: str = "output", rtol: float = 1e-5,
+                    atol: float = 1e-6, time_axis: int | None = 0, time_name: str = "time step") -> str | None:
+    """Return ``None`` when ``got`` matches ``expected`` (recursively), else a message saying
+    which part differs, where first (as a ``time_name`` along ``time_axis``), and by how much."""
+    got_leaves = _flatten(got, name)
+    exp_leaves = _flatten(expected, name)
+    if len(got_leaves) != len(exp_leaves):
+        return (f"'{name}' has the wrong structure: expected {len(exp_leaves)} part(s) "
+                f"({', '.join(n for n, _ in exp_leaves)}), got {len(got_leaves)}")
+    for (gname, g), (ename, e) in zip(got_leaves, exp_leaves):
+        msg = _compare_leaf(g, e, ename, rtol, atol, time_axis, time_name)
+        if msg:
+            return msg
+    return None
+
+
+def _compare_leaf(g, e, name, rtol, atol, time_axis, time_name) -> str | None:
+    if e is None or isinstance(e, (str, bool)):
+        if g != e:
+            return f"'{name}': expected {e!r}, got {g!r}"
+        return None
+    if isinstance(e, (int, np.integer)) and not isinstance(e, bool) and not isinstance(g, (float, np.floating)):
+        try:
+            if int(g) != int(e):
+                return f"'{name}': expected {e}, got {g}"
+        except (TypeError, ValueError):
+            return f"'{name}': expected the integer {e}, got {type(g).__name__} {g!r}"
+        return None
+    try:
+        garr = np.asarray(g)
+    except Exception:
+        return f"'{name}': expected an array-like, got {type(g).__name__}"
+    earr = np.asarray(e)
+    if garr.dtype == object:
+        return f"'{name}': expected a numeric array, got {type(g).__name__}"
+    if garr.shape != earr.shape:
+        return f"'{name}' has shape {tuple(garr.shape)}, expected {tuple(earr.shape)}"
+    if earr.size == 0:
+        return None
+    gf = garr.astype(np.float64)
+    ef = earr.astype(np.float64)
+    if not np.all(np.isfinite(gf)):
+        bad = np.unravel_index(int(np.argmin(np.isfinite(gf).ravel())), gf.shape) if gf.ndim else ()
+        where = _where(bad, time_axis, time_name)
+        return f"'{name}' contains NaN or inf, first at index {where}"
+    close = np.isclose(gf, ef, rtol=rtol, atol=atol)
+    if close.all():
+        return None
+    first = np.unravel_index(int(np.argmin(close.ravel())), gf.shape) if gf.ndim else ()
+    scale = max(float(np.max(np.abs(ef))), atol, 1e-300)
+    rel = float(np.max(np.abs(gf - ef))) / scale
+    n_bad = int(close.size - close.sum())
+    if gf.ndim == 0:
+        return (f"'{name}' differs from the reference: got {float(gf):.6g}, expected {float(ef):.6g}; "
+                f"relative error {rel:.2e} (rtol {rtol:g}, atol {atol:g})")
+    return (f"'{name}' differs from the reference: first at index {_where(first, time_axis, time_name)}; "
+            f"max relative error {rel:.2e}\n  got {gf[first]:.6g}, expected {ef[first]:.6g} "
+            f"(rtol {rtol:g}, atol {atol:g}); {n_bad} of {close.size} entries differ")
+
+
+def _where(index: tuple, time_axis: int | None, time_name: str) -> str:
+    idx = tuple(int(i) for i in index)
+    if time_axis is not None and len(idx) > max(time_axis, 0) and len(idx) >= 2:
+        return f"{idx} ({time_name} {idx[time_axis]})"
+    return str(idx)
+
+
+# --------------------------------------------------------------------------- checking
+def _as_cases(cases, n_cases: int, seed: int) -> list[Case]:
+    if callable(cases):
+        rng = np.random.default_rng(seed)
+        made = [cases(rng, i) for i in range(n_cases)]
+    else:
+        made = list(cases)
+    out = []
+    for c in made:
+        if isinstance(c, Case):
+            out.append(c)
+        elif isinstance(c, dict):
+            out.append(Case(kwargs=c))
+        else:
+            raise TypeError(f"cases: expected Case objects or dicts of keyword arguments, got {type(c).__name__}")
+    if not out:
+        raise ValueError("cases: expected at least one case, got none")
+    return out
+
+
+def _copy_args(case: Case) -> Case:
+    """Give each function its own copies, so an in-place student function cannot change
+    what the reference sees."""
+    def cp(v):
+        if isinstance(v, np.ndarray):
+            return v.copy()
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return dataclasses.replace(v, **{f.name: cp(getattr(v, f.name)) for f in dataclasses.fields(v)})
+        return v
+
+    return Case({k: cp(v) for k, v in case.kwargs.items()}, case.label, tuple(cp(a) for a in case.args))
+
+
+def check_function(
+    exercise: str,
+    student: Callable,
+    reference: Callable,
+    cases: Iterable | Callable,
+    *,
+    n_cases: int = 5,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    output_names: Sequence[str] | None = None,
+    time_axis: int | None = 0,
+    time_name: str = "time step",
+    hint: str = "",
+    quiet: bool = False,
+) -> str:
+    """Compare ``student(**case)`` with ``reference(**case)`` on every case.
+
+    ``cases`` is a list of dicts / :class:`Case` objects, or ``make_case(rng, i)`` called
+    ``n_cases`` times with a generator seeded by ``seed``. ``output_names`` names the parts
+    of a tuple result. Returns (and prints) the success line; raises :class:`ExerciseFailed`.
+    """
+    if not callable(student):
+        raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
+    case_list = _as_cases(cases, n_cases, seed)
+    total = len(case_list)
+    for i, case in enumerate(case_list, start=1):
+        expected = reference(*_copy_args(case).args, **_copy_args(case).kwargs)
+        mine = _copy_args(case)
+        try:
+            got = student(*mine.args, **mine.kwargs)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(
+                f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n"
+                f"  your function raised {type(exc).__name__}: {exc}" + (f"\n  Hint: {hint}" if hint else "")
+            ) from exc
+        if output_names is not None and isinstance(expected, tuple):
+            if not isinstance(got, tuple) or len(got) != len(expected):
+                n = len(got) if isinstance(got, tuple) else 1
+                raise ExerciseFailed(
+                    f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n"
+                    f"  expected a tuple of {len(expected)} outputs ({', '.join(output_names)}), got {n}"
+                )
+            got = dict(zip(output_names, got))
+            expected = dict(zip(output_names, expected))
+            name = ""
+        else:
+            name = output_names[0] if output_names else "output"
+        msg = compare_outputs(got, expected, name=name, rtol=rtol, atol=atol, time_axis=time_axis,
+                              time_name=time_name)
+        if msg:
+            raise ExerciseFailed(
+                f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n  {msg}"
+                + (f"\n  Hint: {hint}" if hint else "")
+            )
+    line = Passed(f"Exercise {exercise} passed: {total}/{total} cases")
+    if not quiet:
+        print(line)
+    return line
+
+
+def check_value(exercise: str, got: Any, expected: Any, *, name: str = "answer", rtol: float = 1e-5,
+                atol: float = 1e-6, time_axis: int | None = 0, hint: str = "") -> str:
+    """Compare one value (array, number, tuple, dataclass) with the expected one."""
+    if got is NotImplemented or got is Ellipsis:
+        raise NotImplementedError(f"Exercise {exercise}: not answered yet")
+    msg = compare_outputs(got, expected, name=name, rtol=rtol, atol=atol, time_axis=time_axis)
+    if msg:
+        raise ExerciseFailed(f"Exercise {exercise} failed:\n  {msg}" + (f"\n  Hint: {hint}" if hint else ""))
+    return passed(exercise)
+
+
+def check_true(exercise: str, condition: bool, message: str, *, hint: str = "") -> str:
+    """Pass when ``condition`` holds; otherwise fail with ``message``."""
+    if not condition:
+        raise ExerciseFailed(f"Exercise {exercise} failed:\n  {message}" + (f"\n  Hint: {hint}" if hint else ""))
+    return passed(exercise)
+
+
+def check_slope(exercise: str, sizes: Sequence[float], times: Sequence[float], expected: float, *,
+                tol: float = 0.35, what: str = "time", hint: str = "") -> str:
+    """Fit the log-log slope of ``times`` against ``sizes`` and require it near ``expected``
+    (e.g. 1 for O(N), 2 for O(N^2)). Prints the fitted slope rounded to the tolerance band."""
+    sizes = np.asarray(sizes, dtype=float)
+    times = np.asarray(times, dtype=float)
+    if sizes.shape != times.shape or sizes.size < 3:
+        raise ExerciseFailed(
+            f"Exercise {exercise} failed:\n  expected at least 3 (size, {what}) pairs of equal length, "
+            f"got {sizes.size} sizes and {times.size} {what}s")
+    if np.any(times <= 0) or np.any(sizes <= 0):
+        raise ExerciseFailed(f"Exercise {exercise} failed:\n  sizes and {what}s must be positive")
+    slope = loglog_slope(sizes, times)
+    if not math.isfinite(slope) or abs(slope - expected) > tol:
+        raise ExerciseFailed(
+            f"Exercise {exercise} failed:\n  the fitted log-log slope of {what} vs size is {slope:.2f}, "
+            f"expected {expected:g} +- {tol:g}" + (f"\n  Hint: {hint}" if hint else ""))
+    return passed(exercise)

@@ -1,0 +1,129 @@
+"""Checks for worksheet 01 (the serial RNN): forward step, forward pass, loss, numerical gradient."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...models import rnn
+from .core import Case, ExerciseFailed, check_function, passed
+
+__all__ = ["check_forward_step", "check_forward", "check_loss", "check_numerical_gradient", "random_problem"]
+
+
+def random_problem(rng: np.random.Generator, T: int, B: int, nx: int, nh: int, ny: int,
+                   dtype=np.float64, with_h0: bool = True):
+    """``params, X, Y, h0`` with values in a range where tanh is neither linear nor saturated."""
+    params = rnn.init_params(nx, nh, ny, seed=int(rng.integers(0, 2**31)), dtype=dtype)
+    X = rng.uniform(-1, 1, (T, B, nx)).astype(dtype)
+    Y = rng.uniform(-0.9, 0.9, (T, B, ny)).astype(dtype)
+    h0 = rng.uniform(-0.5, 0.5, (B, nh)).astype(dtype) if with_h0 else None
+    return params, X, Y, h0
+
+
+SHAPES = [(1, 1, 2, 3, 2), (4, 2, 3, 5, 2), (6, 3, 4, 4, 3), (5, 1, 2, 6, 1), (8, 4, 5, 7, 4)]
+
+
+def check_forward_step(student) -> str:
+    """Exercise 1.1: ``forward_step(x_t, h_prev, Wxh, Whh) -> h_t``, all row vectors."""
+    def case(rng, i):
+        _, B, nx, nh, _ = SHAPES[i]
+        p, X, _, h0 = random_problem(rng, *SHAPES[i])
+        return Case(dict(x_t=X[0], h_prev=h0, Wxh=p.Wxh, Whh=p.Whh), label=f"B={B}, nx={nx}, nh={nh}")
+
+    return check_function("1.1", student, rnn.forward_step, case, n_cases=len(SHAPES), output_names=["h_t"],
+                          time_axis=None,
+                          hint="h_t = tanh(x_t @ Wxh + h_prev @ Whh); rows are samples, so x_t comes first.")
+
+
+def _forward_ref(params, X, h0):
+    c = rnn.forward(params, X, h0)
+    return c.H, c.Yhat
+
+
+def check_forward(student) -> str:
+    """Exercise 1.2: ``forward(params, X, h0) -> (H, Yhat)``, both time-major."""
+    def case(rng, i):
+        T, B, nx, nh, ny = SHAPES[i]
+        p, X, _, h0 = random_problem(rng, *SHAPES[i])
+        return Case(dict(params=p, X=X, h0=h0), label=f"T={T}, B={B}, nx={nx}, nh={nh}, ny={ny}")
+
+    return check_function("1.2", student, _forward_ref, case, n_cases=len(SHAPES), output_names=["H", "Yhat"],
+                          hint="H[t] must be the state *after* reading X[t], starting from h0; "
+                               "Yhat[t] = tanh(H[t] @ Why). Wrong from time step 1 on usually means "
+                               "h is not carried from one step to the next.")
+
+
+def check_loss(student) -> str:
+    """Exercise 1.3: ``loss(Yhat, Y) -> float``: the seed's *sum* of squared errors."""
+    def case(rng, i):
+        T, B, _, _, ny = SHAPES[i]
+        return Case(dict(Yhat=rng.uniform(-1, 1, (T, B, ny)), Y=rng.uniform(-1, 1, (T, B, ny))),
+                    label=f"T={T}, B={B}, ny={ny}")
+
+    def wrapped(Yhat, Y):
+        out = student(Yhat, Y)
+        if np.ndim(out) != 0:
+            raise ExerciseFailed(f"Exercise 1.3: expected one number, got an array of shape {np.shape(out)}")
+        return float(out)
+
+    return check_function("1.3", wrapped, rnn.loss, case, n_cases=len(SHAPES), output_names=["E"],
+                          hint="E = sum over t, batch and outputs of (Yhat - Y)**2 -- a sum, not a mean.")
+
+
+# --------------------------------------------------------------------------- numerical gradient
+def _reference_numgrad(f, W, eps=1e-6):
+    from ...models.gradcheck import numerical_gradient  # noqa: PLC0415
+
+    return numerical_gradient(f, W, eps)
+
+
+def _test_functions():
+    return [
+        ("sum(W**2)", lambda W: float(np.sum(W ** 2))),
+        ("sum(sin(W) * W[::-1])", lambda W: float(np.sum(np.sin(W) * W[::-1]))),
+        ("prod(1 + W/4)", lambda W: float(np.prod(1 + W / 4))),
+    ]
+
+
+def check_numerical_gradient(student) -> str:
+    """Exercise 1.4: ``numerical_gradient(f, W, eps=1e-6)`` by central differences (float64).
+
+    Checked on simple functions of a matrix, on the RNN loss w.r.t. ``Whh``, and that ``W`` is
+    left unchanged afterwards.
+    """
+    rng = np.random.default_rng(1)
+    cases = []
+    for name, f in _test_functions():
+        W = rng.uniform(-1, 1, (3, 4))
+        cases.append((name, f, W))
+    p, X, Y, h0 = random_problem(rng, 4, 2, 3, 4, 2)
+
+    def rnn_loss(W):
+        q = rnn.RNNParams(p.Wxh, W, p.Why)
+        return rnn.loss(rnn.forward(q, X, h0).Yhat, Y)
+
+    cases.append(("the RNN loss E(Whh)", rnn_loss, p.Whh.copy()))
+    total = len(cases)
+    for i, (name, f, W) in enumerate(cases, start=1):
+        expected = _reference_numgrad(f, W.copy())
+        mine = W.copy()
+        got = student(f, mine, 1e-6)
+        if not np.array_equal(mine, W):
+            raise ExerciseFailed(
+                f"Exercise 1.4 failed on case {i}/{total} ({name}):\n  W was changed by your function "
+                f"(max change {np.max(np.abs(mine - W)):.3g}); restore each entry after perturbing it.")
+        got = np.asarray(got)
+        if got.shape != W.shape:
+            raise ExerciseFailed(f"Exercise 1.4 failed on case {i}/{total} ({name}):\n  the gradient has "
+                                 f"shape {got.shape}, expected {W.shape} (one entry per entry of W)")
+        err = np.abs(got - expected) / np.maximum(np.abs(expected), 1e-3)
+        if not np.all(err < 1e-4):
+            idx = np.unravel_index(int(np.argmax(err)), err.shape)
+            ratio = got[idx] / expected[idx] if expected[idx] != 0 else np.inf
+            hint = ("your values are twice too large: divide by 2*eps, not eps" if abs(ratio - 2) < 0.05 else
+                    "your values are half too small: divide by 2*eps (the two points are 2*eps apart)"
+                    if abs(ratio - 0.5) < 0.05 else
+                    "perturb one entry at a time: W[i] + eps and W[i] - eps, with f evaluated at each")
+            raise ExerciseFailed(
+                f"Exercise 1.4 failed on case {i}/{total} ({name}, W {W.shape}):\n  gradient entry {tuple(int(j) for j in idx)}"
+                f" is {got[idx]:.6g}, expected {expected[idx]:.6g} (relative error {err[idx]:.2e})\n  Hint: {hint}")
+    return passed("1.4", total, total)

@@ -1,0 +1,85 @@
+"""Plots shared by all chapters (layer 3: teaching front).
+
+Chapter-specific figures live in ``course_lib.teaching.plots.<topic>`` modules. Every function draws
+on an axis it is given (or a new one) and returns the axis, so notebooks can compose them.
+matplotlib is imported lazily.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["new_axes", "roofline_plot", "loglog_plot", "bar_compare"]
+
+
+def new_axes(ax=None, figsize=(6.0, 3.5)):
+    """Return ``ax`` or a fresh axis."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def roofline_plot(peak_gflops: float, bandwidth_gbs: float,
+                  points: Iterable[tuple[float, float, str]] = (), ax=None,
+                  intensity_range: tuple[float, float] = (0.01, 1000.0)):
+    """Log-log roofline: ``min(peak, AI * bandwidth)`` and measured ``(AI, GFLOP/s, label)`` points."""
+    if not (peak_gflops > 0 and bandwidth_gbs > 0):
+        raise ValueError(f"peak_gflops, bandwidth_gbs: expected positive numbers, got {peak_gflops}, {bandwidth_gbs}")
+    lo, hi = intensity_range
+    if not 0 < lo < hi:
+        raise ValueError(f"intensity_range: expected 0 < low < high, got {intensity_range}")
+    ax = new_axes(ax)
+    ai = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 200)
+    ax.loglog(ai, np.minimum(peak_gflops, ai * bandwidth_gbs), color="black", lw=2, label="roofline (measured)")
+    ridge = peak_gflops / bandwidth_gbs
+    ax.axvline(ridge, color="grey", ls=":", lw=1)
+    ax.annotate(f"ridge {ridge:.1f} FLOP/B", (ridge, peak_gflops), textcoords="offset points",
+                xytext=(5, -15), fontsize=8, color="grey")
+    for x, y, label in points:
+        ax.loglog([x], [y], "o", ms=7, label=label)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=None,
+                xlabel: str = "size", ylabel: str = "time (s)", fit: bool = True):
+    """Several series against ``sizes`` on log-log axes, each labelled with its fitted slope."""
+    from ...core.timing import loglog_slope  # noqa: PLC0415
+
+    for name, ys in series.items():
+        if len(ys) != len(sizes):
+            raise ValueError(f"series[{name!r}]: expected {len(sizes)} values (one per size), got {len(ys)}")
+    ax = new_axes(ax)
+    for name, ys in series.items():
+        label = f"{name} (slope {loglog_slope(sizes, ys):.2f})" if fit and len(sizes) >= 2 else name
+        ax.loglog(sizes, ys, "o-", label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def bar_compare(values: dict[str, float], ax=None, ylabel: str = "", reference: float | None = None,
+                reference_label: str = ""):
+    """A labelled bar chart, optionally with a horizontal reference line (e.g. the measured peak)."""
+    if not values:
+        raise ValueError("values: expected a non-empty mapping of label -> number")
+    ax = new_axes(ax)
+    names = list(values)
+    ax.bar(names, [values[n] for n in names], color="tab:blue")
+    for i, n in enumerate(names):
+        ax.annotate(f"{values[n]:.3g}", (i, values[n]), ha="center", va="bottom", fontsize=8)
+    if reference is not None:
+        ax.axhline(reference, color="tab:red", ls="--", label=reference_label or "reference")
+        ax.legend(fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.tick_params(axis="x", rotation=20)
+    return ax

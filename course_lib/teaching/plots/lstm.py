@@ -1,0 +1,144 @@
+"""Figures for chapter 09 (LSTM, data layout, autotuner). matplotlib is imported lazily."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import new_axes
+
+__all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "variant_bars"]
+
+
+def draw_cell(ax=None):
+    """The LSTM cell: the four gate blocks fed by [x_t, h_{t-1}] (one stacked GEMM), the cell
+    line c_{t-1} -> c_t on top and h_t leaving at the right."""
+    import matplotlib.patches as mp  # noqa: PLC0415
+
+    ax = new_axes(ax, figsize=(8.0, 4.2))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 6)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, color):
+        ax.add_patch(mp.FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", fc=color, ec="black"))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=10)
+
+    def op(x, y, text):
+        ax.add_patch(mp.Circle((x, y), 0.28, fc="white", ec="black"))
+        ax.text(x, y, text, ha="center", va="center", fontsize=11)
+
+    def arrow(x0, y0, x1, y1, **kw):
+        ax.annotate("", (x1, y1), (x0, y0), arrowprops=dict(arrowstyle="->", lw=1.3, **kw))
+
+    ax.add_patch(mp.FancyBboxPatch((1.2, 0.9), 7.2, 4.3, boxstyle="round,pad=0.1", fc="#f4f4f4", ec="grey"))
+    # one GEMM for the four gates
+    box(1.5, 1.2, 6.6, 0.7, r"one GEMM: $z = [x_t\,|\,h_{t-1}]\,[W_{ih}\,|\,W_{hh}]^T + b$   (B, 4H)", "#dbe9f6")
+    gates = [("i", r"$\sigma$", 2.0), ("f", r"$\sigma$", 3.6), ("g", r"$\tanh$", 5.2), ("o", r"$\sigma$", 6.8)]
+    for name, fn, x in gates:
+        box(x, 2.4, 0.9, 0.6, f"{fn}  {name}", "#fde7c8")
+        arrow(x + 0.45, 1.95, x + 0.45, 2.38)
+    # cell line
+    ax.plot([0.3, 9.7], [4.6, 4.6], color="black", lw=1.5)
+    ax.text(0.3, 4.8, r"$c_{t-1}$", fontsize=11)
+    ax.text(9.3, 4.8, r"$c_t$", fontsize=11)
+    op(4.05, 4.6, r"$\times$")    # f * c
+    op(5.65, 4.6, "+")            # + i*g
+    op(5.65, 3.7, r"$\times$")    # i * g
+    arrow(4.05, 3.02, 4.05, 4.32)
+    arrow(2.45, 3.02, 5.37, 3.7)
+    arrow(5.65, 3.02, 5.65, 3.42)
+    arrow(5.65, 3.98, 5.65, 4.32)
+    # output
+    box(7.9, 3.8, 0.9, 0.45, r"$\tanh$", "#fde7c8")
+    arrow(7.3, 4.6, 8.35, 4.27)
+    op(8.35, 3.3, r"$\times$")
+    arrow(7.25, 3.02, 8.07, 3.3)
+    arrow(8.35, 3.78, 8.35, 3.58)
+    arrow(8.63, 3.3, 9.7, 3.3)
+    ax.text(9.3, 3.45, r"$h_t$", fontsize=11)
+    # inputs
+    ax.text(0.2, 1.45, r"$x_t,\ h_{t-1}$", fontsize=11)
+    arrow(1.0, 1.55, 1.45, 1.55)
+    ax.text(5.0, 0.35, "element-wise part: one fused kernel over the (B, 4H) gates", ha="center", fontsize=9,
+            color="dimgrey")
+    ax.set_title("LSTM cell, gate order i, f, g, o (PyTorch layout)")
+    return ax
+
+
+def ratio_heatmap(Bs, Hs, ratio, ax=None, seed_point=(64, 512)):
+    """Heat map of ``ratio[iH, iB] = t(XW^T) / t(WX^T)`` (> 1: the transposed layout is faster)."""
+    ax = new_axes(ax, figsize=(6.0, 4.0))
+    r = np.asarray(ratio, dtype=float)
+    lim = max(float(np.max(np.abs(np.log2(r)))), 0.15)
+    im = ax.imshow(np.log2(r), cmap="RdBu", vmin=-lim, vmax=lim, origin="lower", aspect="auto")
+    ax.set_xticks(range(len(Bs)), [str(b) for b in Bs])
+    ax.set_yticks(range(len(Hs)), [str(h) for h in Hs])
+    for i in range(len(Hs)):
+        for j in range(len(Bs)):
+            dark = abs(np.log2(r[i, j])) > 0.6 * lim
+            ax.text(j, i, f"{r[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if dark else "black")
+    if seed_point and seed_point[0] in Bs and seed_point[1] in Hs:
+        ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
+            (list(Bs).index(seed_point[0]) - 0.5, list(Hs).index(seed_point[1]) - 0.5), 1, 1, fill=False,
+            ec="black", lw=2))
+    ax.set_xlabel("batch B  (X is B x H)")
+    ax.set_ylabel("hidden H  (W is 4H x H)")
+    ax.set_title("t(Y = X Wᵀ) / t(Yᵀ = W Xᵀ)\n> 1: transposed layout faster; box: the seed's 64 x 512", fontsize=10)
+    ax.figure.colorbar(im, ax=ax, label="log2 ratio")
+    return ax
+
+
+def profile_bars(profiles, ax=None, seed_share: float = 0.85):
+    """100%-stacked bars: the share of one step's time in GEMMs vs element-wise work, one bar
+    per profiled variant, labelled with the step time and the library calls per step."""
+    ax = new_axes(ax, figsize=(6.0, 3.5))
+    names = [p["variant"] for p in profiles]
+    gemm = np.array([100 * p["gemm_share"] for p in profiles])
+    ax.bar(names, gemm, label="GEMM", color="tab:blue")
+    ax.bar(names, 100 - gemm, bottom=gemm, label="element-wise", color="tab:orange")
+    for i, p in enumerate(profiles):
+        total = (p["gemm_s"] + p["elementwise_s"]) * 1e3
+        ax.annotate(f"{gemm[i]:.0f}% GEMM\n{total:.3g} ms, {p['calls_per_step']} calls", (i, 101),
+                    ha="center", va="bottom", fontsize=8)
+    ax.axhline(100 * seed_share, color="black", ls="--", lw=1, label=f"seed: {100 * seed_share:.0f}% (cuDNN)")
+    ax.set_ylabel("% of one time step")
+    ax.set_ylim(0, 125)
+    ax.set_title("where one step spends its time")
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def overhead_plot(data, ax=None):
+    """Microseconds per step per sample against batch size, one line per variant."""
+    ax = new_axes(ax)
+    for key, values in data.items():
+        if key in ("B", "H"):
+            continue
+        ax.loglog(data["B"], values, "o-", label=key)
+    from matplotlib.ticker import ScalarFormatter  # noqa: PLC0415
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ScalarFormatter())
+    ax.set_xlabel("batch size B")
+    ax.set_ylabel("µs per step per sample")
+    ax.set_title(f"per-call overhead matters at small batch (H = {data['H']})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def variant_bars(ms: dict, ax=None, title: str = "", ylabel: str = "ms per time step"):
+    """Bars of milliseconds per step per variant (lower is better), annotated with x vs the best."""
+    ax = new_axes(ax)
+    names = list(ms)
+    vals = [ms[n] for n in names]
+    best = min(vals)
+    colors = ["tab:green" if v == best else "tab:blue" for v in vals]
+    ax.bar(names, vals, color=colors)
+    for i, v in enumerate(vals):
+        ax.annotate(f"{v:.3g}\n{v / best:.2f}x", (i, v), ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, 1.3 * max(vals))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.tick_params(axis="x", rotation=15)
+    return ax

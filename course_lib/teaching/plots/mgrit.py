@@ -1,0 +1,95 @@
+"""Figures for chapter 10 (MGRIT): the two-level cycle, convergence histories, the work/span model."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import new_axes
+
+__all__ = ["draw_two_level_cycle", "plot_histories", "plot_speedup_model", "plot_coarse_blowup"]
+
+
+def draw_two_level_cycle(nt: int = 16, m: int = 4, ax=None):
+    """The fine grid (C- and F-points), the coarse grid, and the three phases of one iteration."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.0, 3.2))
+    t = np.arange(nt + 1)
+    fine_y, coarse_y = 1.0, 0.0
+    c = t[::m]
+    f = np.setdiff1d(t, c)
+    ax.plot([0, nt], [fine_y, fine_y], color="grey", lw=1)
+    ax.plot([0, nt], [coarse_y, coarse_y], color="grey", lw=1)
+    ax.plot(f, np.full(f.size, fine_y), "o", color="tab:blue", ms=6, label="F-points (fine)")
+    ax.plot(c, np.full(c.size, fine_y), "s", color="tab:red", ms=9, label="C-points (every m steps)")
+    ax.plot(c, np.full(c.size, coarse_y), "s", color="tab:red", ms=9, mfc="white")
+    for j in range(nt // m):  # F-relaxation arrows, one independent march per interval
+        ax.annotate("", xy=(j * m + m - 1, fine_y + 0.12), xytext=(j * m, fine_y + 0.12),
+                    arrowprops=dict(arrowstyle="->", color="tab:blue"))
+        ax.annotate("", xy=((j + 1) * m, coarse_y - 0.12), xytext=(j * m, coarse_y - 0.12),
+                    arrowprops=dict(arrowstyle="->", color="tab:green"))
+    for x in c:
+        ax.annotate("", xy=(x, coarse_y + 0.1), xytext=(x, fine_y - 0.1),
+                    arrowprops=dict(arrowstyle="<->", color="tab:purple", lw=0.8, ls="--"))
+    ax.text(nt + 0.5, fine_y, "level 0: fine grid\n1) F-relax, parallel per interval", va="center", fontsize=8)
+    ax.text(nt + 0.5, coarse_y, "level 1: coarse grid (dt*m)\n3) sequential coarse solve", va="center", fontsize=8)
+    ax.text(nt / 2, 0.5, "2) restrict residual (inject)   4) correct C-points, F-relax", ha="center",
+            fontsize=8, color="tab:purple", bbox=dict(fc="white", ec="none"))
+    ax.set_xlim(-0.5, nt + 8)
+    ax.set_xticks(list(range(0, nt + 1, m)))
+    ax.set_ylim(-0.5, 1.5)
+    ax.set_yticks([])
+    ax.set_xlabel(f"time point (nt = {nt}, m = {m})")
+    ax.set_title("one two-level MGRIT iteration (F-relaxation = Parareal)")
+    ax.legend(loc="upper left", fontsize=8, ncol=2)
+    return ax
+
+
+def plot_histories(histories: dict, ax=None, title: str = "", label_fmt: str = "m = {}"):
+    """Residual norm per iteration (log scale), one line per key of ``histories``."""
+    ax = new_axes(ax)
+    for key, hist in histories.items():
+        h = np.maximum(np.asarray(hist, dtype=float), 1e-17)
+        ax.semilogy(np.arange(1, len(h) + 1), h, "o-", label=label_fmt.format(key))
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("residual norm at C-points")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_speedup_model(Ps, curves: dict, *, seed_speedup: float | None = None, measured: dict | None = None,
+                       ax=None, title: str = "MGRIT work/span model (a model, not a measurement)"):
+    """Modelled speedup vs processors (log-log), the seed's reported speedup as a line, measured points."""
+    ax = new_axes(ax, figsize=(6.5, 4.0))
+    for label, sp in curves.items():
+        ax.loglog(Ps, sp, "-", label=f"model: {label}")
+    ax.loglog(Ps, Ps, ":", color="grey", label="ideal (P)")
+    if seed_speedup is not None:
+        ax.axhline(seed_speedup, color="tab:red", ls="--", label=f"seed: up to {seed_speedup}x (Moon & Cyr)")
+    for label, (P, s) in (measured or {}).items():
+        ax.loglog([P], [s], "k*", ms=12, label=f"measured here: {label}")
+    ax.set_xlabel("processors P")
+    ax.set_ylabel("speedup over the serial forward")
+    ax.set_ylim(0.05, max(Ps) * 1.5)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_coarse_blowup(explicit, implicit, *, M: int, ax=None):
+    """max |h| along the coarse grid for the explicit and the implicit coarse step (log scale)."""
+    ax = new_axes(ax)
+    for name, traj in (("explicit (classic) GRU step", explicit), ("implicit GRU step", implicit)):
+        mag = np.abs(np.asarray(traj, dtype=float)).reshape(len(traj), -1).max(axis=1)
+        mag = np.where(np.isfinite(mag) & (mag > 0), mag, np.nan)  # h0 = 0 and overflow are not drawn
+        ax.semilogy(np.arange(len(mag)), mag, "o-", ms=3, label=name)
+    ax.set_xlabel(f"coarse time point (every M = {M} fine steps, gamma = {M})")
+    ax.set_ylabel("max |h|")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("a coarse GRU step with gamma = m**level")
+    return ax

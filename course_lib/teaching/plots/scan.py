@@ -1,0 +1,136 @@
+"""Figures for chapter 08 (linear recurrences and the scan). matplotlib is imported lazily."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import new_axes
+
+__all__ = ["draw_scan_tree", "draw_scan_trees", "phase_split_bars", "render_sweep", "SEED_PHASES"]
+
+SEED_PHASES = {"reduce": 0.358, "scan": 0.004, "expand": 0.638}  # seed 001, K80, T = 524288, H = 128
+
+
+def _tree_edges(method: str, T: int):
+    """(levels, edges) of a scan's dependency graph: edges ((level, i) -> (level+1, j)); a node
+    at level+1 with two incoming edges is one combine."""
+    edges = []
+    if method == "sequential":
+        for t in range(1, T):
+            edges.append(((t - 1, t - 1), (t, t)))
+            edges.append(((0, t), (t, t)))
+        return T, edges, [f"step {t}" for t in range(T)]
+    if method == "hillis_steele":
+        levels = math.ceil(math.log2(T)) if T > 1 else 0
+        for d in range(levels):
+            s = 2 ** d
+            for i in range(T):
+                edges.append(((d, i), (d + 1, i)))
+                if i >= s:
+                    edges.append(((d, i - s), (d + 1, i)))
+        return levels + 1, edges, ["input"] + [f"offset {2 ** d}" for d in range(levels)]
+    # blelloch
+    levels = math.ceil(math.log2(T)) if T > 1 else 0
+    n = 2 ** levels
+    lev = 0
+    names = ["input"]
+    step = 1
+    while step < n:
+        for i in range(n):
+            edges.append(((lev, i), (lev + 1, i)))
+        for k in range(2 * step - 1, n, 2 * step):
+            edges.append(((lev, k - step), (lev + 1, k)))
+        names.append(f"up {step}")
+        lev += 1
+        step *= 2
+    step = n // 2
+    while step >= 1:
+        for i in range(n):
+            if not any(i == k - step for k in range(2 * step - 1, n, 2 * step)):
+                edges.append(((lev, i), (lev + 1, i)))
+        for k in range(2 * step - 1, n, 2 * step):
+            edges.append(((lev, k), (lev + 1, k - step)))   # left <- parent
+            edges.append(((lev, k - step), (lev + 1, k)))   # right <- parent o left
+        names.append(f"down {step}")
+        lev += 1
+        step //= 2
+    return lev + 1, edges, names
+
+
+def draw_scan_tree(method: str = "blelloch", T: int = 8, ax=None):
+    """Draw the dependency graph of a scan of length T (columns: elements, rows: parallel steps,
+    top to bottom); nodes with two inputs are combines (filled). Title: work and span."""
+    from ...algorithms.scan import scan_counts  # noqa: PLC0415
+    from ...core.validate import check_choice, check_int  # noqa: PLC0415
+
+    check_choice(method, "method", ("sequential", "hillis_steele", "blelloch"))
+    check_int(T, "T", low=1, high=64)
+    ax = new_axes(ax, figsize=(4.5, 4.0))
+    n_levels, edges, names = _tree_edges(method, T)
+    incoming: dict = {}
+    for (l0, i0), (l1, i1) in edges:
+        ax.plot([i0, i1], [-l0, -l1], color="tab:gray", lw=0.8, zorder=1)
+        incoming[(l1, i1)] = incoming.get((l1, i1), 0) + 1
+    width = T if method != "blelloch" else 2 ** (math.ceil(math.log2(T)) if T > 1 else 0)
+    for lev in range(n_levels):
+        for i in range(width):
+            if method == "sequential" and lev > 0 and i != lev:
+                continue
+            combine = incoming.get((lev, i), 0) >= 2
+            ax.scatter([i], [-lev], s=60, zorder=2, color="tab:orange" if combine else "white",
+                       edgecolors="black", linewidths=0.8)
+    c = scan_counts(method, T)
+    ax.set_title(f"{method.replace('_', '-')}: T={T}, work {c.work} combines, span {c.span} steps", fontsize=9)
+    ax.set_yticks([-lev for lev in range(n_levels)])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.set_xticks(range(width))
+    ax.set_xlabel("element (time step)")
+    ax.set_ylabel("parallel step")
+    return ax
+
+
+def draw_scan_trees(T: int = 8):
+    """The three scans side by side (sequential, Hillis-Steele, Blelloch); returns the figure."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    for ax, m in zip(axes, ("sequential", "hillis_steele", "blelloch")):
+        draw_scan_tree(m, T, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def phase_split_bars(splits: dict, ax=None):
+    """Stacked horizontal bars of reduce / scan / expand fractions. ``splits`` maps a label to a
+    dict with ``reduce``, ``scan``, ``expand`` fractions (the seed's split is :data:`SEED_PHASES`)."""
+    ax = new_axes(ax, figsize=(7, 0.6 + 0.5 * len(splits)))
+    colors = {"reduce": "tab:blue", "scan": "tab:orange", "expand": "tab:green"}
+    for row, (label, fr) in enumerate(splits.items()):
+        left = 0.0
+        for phase in ("reduce", "scan", "expand"):
+            v = fr[phase]
+            ax.barh(row, v, left=left, color=colors[phase], label=phase if row == 0 else None)
+            if v > 0.06:
+                ax.text(left + v / 2, row, f"{100 * v:.0f}%", ha="center", va="center", fontsize=8, color="white")
+            left += v
+    ax.set_yticks(range(len(splits)))
+    ax.set_yticklabels(list(splits), fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("fraction of the scan's time")
+    ax.set_title("reduce / scan-of-carries / expand")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return ax
+
+
+def render_sweep(data: dict, ax) -> str:
+    """Widget renderer for :func:`course_lib.algorithms.scan.scan_sweep`: bars of GB/s, method vs sequential."""
+    names = ["sequential", data["method"]]
+    vals = [data["sequential_gbs"], data["gbs"]]
+    ax.bar(names, vals, color=["tab:gray", "tab:blue"])
+    ax.set_ylabel("GB/s (12 bytes per element)")
+    ax.set_title(f"T={data['T']}, H={data['H']}")
+    extra = f", chunks={data['chunks']}" if data.get("chunks") else ""
+    return (f"{data['method']}: {1e3 * data['seconds']:.2f} ms ({data['gbs']:.1f} GB/s), sequential "
+            f"{1e3 * data['sequential_seconds']:.2f} ms -> speedup {data['speedup']:.2f}x{extra}; "
+            f"max rel. error {data['max_rel_error']:.1e}")

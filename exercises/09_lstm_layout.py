@@ -1,0 +1,110 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/09_lstm_layout.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 08 · A fused LSTM step, the transposed layout, a small autotuner
+#
+# Parameters are in PyTorch's layout: `W_ih (4H, nx)`, `W_hh (4H, H)`, `b_ih, b_hh (4H,)`, the
+# four gate blocks stacked in the order **i, f, g, o** (see `course_lib/lstm.py`). When a check
+# fails it tells you which gate differs first.
+
+# %%
+import time
+
+import numpy as np
+
+from course_lib.models import lstm
+from course_lib.teaching.checks import lstm_layout as lstm_layout_checks
+
+# %% [markdown]
+# ## Exercise 9.1 · One fused LSTM step
+#
+# Write `fused_step(x, h, c, params)` for `x (B, nx)`, `h, c (B, H)`:
+# compute all four gates with **one** stacked product,
+# $z = x W_{ih}^T + h W_{hh}^T + b_{ih} + b_{hh}$ of shape $(B, 4H)$, then
+# $i, f, o = \sigma(\cdot)$, $g = \tanh(\cdot)$ on the blocks, $c' = f c + i g$, $h' = o \tanh(c')$.
+# Return `(h_new, c_new, gates)` with `gates (B, 4H)` the *activated* `[i | f | g | o]`.
+
+# %% tags=["solution", "raises-exception"]
+def fused_step(x, h, c, params):
+    """One LSTM step in PyTorch's layout -> (h_new (B, H), c_new (B, H), gates (B, 4H))."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 9.1: replace this line with your code")
+
+# %% tags=["raises-exception"]
+lstm_layout_checks.check_fused_step(fused_step)
+
+# %% [markdown]
+# ## Exercise 9.2 · The transposed layout, $Z^T = W_{hh} h^T$
+#
+# EcoRNN's observation 2: keep the state transposed, `hT, cT (H, B)`, so the recurrent product
+# is `W_hh @ hT` — `(4H, H) @ (H, B)` — with no transpose of the weights. The input projection
+# of the step is already done: `preT (4H, B)` $= W_{ih} x^T + b_{ih} + b_{hh}$ (one column per
+# sample). Write `step_transposed(preT, hT, cT, W_hh)` returning `(hT_new, cT_new, gatesT)` with
+# `gatesT (4H, B)`: the gates are now blocks of **rows**.
+
+# %% tags=["solution", "raises-exception"]
+def step_transposed(preT, hT, cT, W_hh):
+    """One LSTM step with the state stored as (H, B) -> (hT_new, cT_new, gatesT (4H, B))."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 9.2: replace this line with your code")
+
+# %% tags=["raises-exception"]
+lstm_layout_checks.check_step_transposed(step_transposed)
+
+# %% [markdown]
+# ## Exercise 9.3 · A small autotuner
+#
+# Write `pick_fastest(candidates, repeat=3)`: `candidates` maps a name to a function of no
+# arguments. Call each once to warm up, then time `repeat` calls of each with
+# `time.perf_counter()`. Return `(best_name, table_ms)` where `table_ms[name]` is the median
+# time of one call **in milliseconds** and `best_name` the fastest.
+
+# %% tags=["solution", "raises-exception"]
+def pick_fastest(candidates, repeat=3):
+    """-> (name of the fastest candidate, {name: median milliseconds per call})."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 9.3: replace this line with your code")
+
+# %% tags=["raises-exception"]
+lstm_layout_checks.check_pick_fastest(pick_fastest)
+
+# %% [markdown]
+# ## Exercise 9.4 · Never measure twice
+#
+# "Optimising once and for all": write `cached_pick(cache, key, candidates)`. If `key` is in the
+# dict `cache`, return the stored name **without running anything**; otherwise measure with your
+# `pick_fastest`, store the winner under `key` and return it. (`course_lib.experiments.autotune` does the
+# same with a JSON file keyed by shape and machine.)
+
+# %% tags=["solution", "raises-exception"]
+def cached_pick(cache, key, candidates):
+    """The fastest candidate's name for ``key``, measured at most once per key."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 9.4: replace this line with your code")
+
+# %% tags=["raises-exception"]
+lstm_layout_checks.check_cached_pick(cached_pick)
+
+# %% [markdown]
+# ## Where this goes
+#
+# Give `cached_pick` the candidates `{v: lambda: lstm.lstm_forward(params, X, variant=v) for v
+# in lstm.VARIANTS}` and a key built from `(B, H, nx, T, dtype, threads)`, keep the dict in a JSON
+# file next to the machine's name, and you have `course_lib.experiments.autotune` — what
+# `lstm_forward(..., variant="auto")` uses.

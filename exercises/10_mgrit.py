@@ -1,0 +1,139 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/10_mgrit.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 09 · MGRIT by hand
+#
+# You will build the pieces of two-level MGRIT (= Parareal with F-relaxation) for a generic time step
+# `step(u, i, level) -> u`, then the implicit GRU step that makes coarse grids stable. Conventions (as
+# in `course_lib.algorithms.mgrit`): `U` has shape `(N + 1, *state)` and holds every time point, `U[0]` is the
+# initial value; point `p` is a **C-point** when `p % m == 0`, otherwise an **F-point**; `level` is 0 on
+# the fine grid and 1 on the coarse grid (points every `m` fine steps). Return new arrays, do not
+# modify `U` in place.
+#
+# The checks run your functions on Dahlquist's problem and a small nonlinear one, and tell you the
+# iteration and the time point where your solver first leaves the reference.
+
+# %%
+import numpy as np
+
+from course_lib.models import gru
+from course_lib.algorithms import mgrit
+from course_lib.teaching.checks import mgrit as mgrit_checks
+
+# %% [markdown]
+# ## Exercise 10.1 · F-relaxation
+#
+# For every C-interval `j` (points `j*m .. j*m + m - 1`) march from its C-point through its `m - 1`
+# F-points: `U[p] = step(U[p-1], p-1, 0)` for `p = j*m + 1 .. j*m + m - 1`. C-points stay as they are.
+# The intervals are independent -- this is the part that runs in parallel.
+
+# %% tags=["solution", "raises-exception"]
+def f_relax(step, U, m):
+    """F-relaxation on the fine grid; returns a new array shaped like U."""
+    U = np.array(U, dtype=float, copy=True)
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 10.1: replace this line with your code")
+    return U
+
+
+# %% tags=["raises-exception"]
+mgrit_checks.check_f_relax(f_relax)
+
+# %% [markdown]
+# ## Exercise 10.2 · C-relaxation
+#
+# Update every C-point after the first from the F-point just before it: `U[j*m] = step(U[j*m-1], j*m-1, 0)`
+# for `j = 1 .. N/m`. (F, C, F in a row is "FCF relaxation".)
+
+# %% tags=["solution", "raises-exception"]
+def c_relax(step, U, m):
+    """C-relaxation on the fine grid; returns a new array shaped like U."""
+    U = np.array(U, dtype=float, copy=True)
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 10.2: replace this line with your code")
+    return U
+
+
+# %% tags=["raises-exception"]
+mgrit_checks.check_c_relax(c_relax)
+
+# %% [markdown]
+# ## Exercise 10.3 · One two-level cycle (FAS)
+#
+# One iteration of two-level MGRIT with F-relaxation:
+#
+# 1. F-relax `U` (your `f_relax`, or the same loops);
+# 2. residual at the C-points: `r[j] = -(U[j*m] - step(U[j*m-1], j*m-1, 0))` for `j >= 1`, `r[0] = 0`;
+# 3. restrict by injection `uc = U[::m]` and build the coarse right-hand side
+#    `gc[j] = uc[j] - coarse_step(uc[j-1], j-1, 1) + r[j]` (`gc[0] = uc[0]`);
+# 4. coarse solve, sequentially: `v[0] = gc[0]`, `v[j] = coarse_step(v[j-1], j-1, 1) + gc[j]`;
+# 5. correct the C-points `U[::m] = v` and F-relax again.
+#
+# The check runs your cycle 4 times in a row and compares every iterate; then it checks the Parareal
+# property: after `N/m` cycles the result equals the serial solution.
+
+# %% tags=["solution", "raises-exception"]
+def two_level_cycle(step, coarse_step, U, m):
+    """One two-level MGRIT iteration (F-relaxation); returns the new iterate."""
+    U = np.array(U, dtype=float, copy=True)
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 10.3: replace this line with your code")
+    return U
+
+
+# %% tags=["raises-exception"]
+mgrit_checks.check_two_level_cycle(two_level_cycle)
+
+# %% [markdown]
+# ## Exercise 10.4 · The implicit GRU step
+#
+# PyTorch's layout: `W_ih (3H, nx)`, `W_hh (3H, H)`, `b_ih`, `b_hh (3H,)`, gate order r, z, n. With the
+# gates at the *old* state `h`:
+#
+# $r = \sigma(x W_{ir}^\top + b_{ir} + h W_{hr}^\top + b_{hr})$, $z = \sigma(\dots)$,
+# $n = \tanh(x W_{in}^\top + b_{in} + r \odot (h W_{hn}^\top + b_{hn}))$, and
+#
+# $$h_{new} = \frac{h + \gamma(1-z)\odot n}{1 + \gamma(1-z)} .$$
+#
+# `x` is `(B, nx)`, `h` is `(B, H)`; on MGRIT's level $\ell$ the step uses $\gamma = m^\ell$.
+
+# %% tags=["solution", "raises-exception"]
+def implicit_gru_step(params, x, h, gamma):
+    """One implicit GRU step -> (B, H)."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 10.4: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+mgrit_checks.check_implicit_gru_step(implicit_gru_step)
+
+# %% [markdown]
+# ## Put together
+#
+# The course's solver does what you just wrote, for any number of levels. How many iterations does
+# the implicit GRU need with F vs FCF relaxation on a 256-step sequence? (This cell uses the course's
+# own functions, so it runs even before you solve the exercises.)
+
+# %%
+p = gru.init_params(4, 16, seed=2, dtype=np.float64)
+X = np.random.default_rng(2).standard_normal((256, 4, 4))
+for relax in ("F", "FCF"):
+    _, hist = gru.gru_forward(p, X, implicit=True, solver="mgrit", m=4, levels=2, relax=relax, max_iter=12,
+                              tol=1e-8, return_history=True)
+    print(f"{relax:>3}: {len(hist)} iterations to residual {hist[-1]:.0e}")

@@ -1,0 +1,147 @@
+"""Worksheet 08 checks: pass the reference, and say which gate differs for wrong answers."""
+import time
+
+import numpy as np
+import pytest
+
+from course_lib.teaching.checks import lstm_layout as lstm_layout_checks
+from course_lib.teaching.checks.core import ExerciseFailed
+
+
+def _sig(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def good_step(x, h, c, params):
+    return lstm_layout_checks.reference_fused_step(x, h, c, params)
+
+
+def swapped_fg(x, h, c, params):
+    """Gate order i, g, f, o instead of i, f, g, o."""
+    H = h.shape[1]
+    z = x @ params.W_ih.T + h @ params.W_hh.T + params.b_ih + params.b_hh
+    i, g, f, o = _sig(z[:, :H]), np.tanh(z[:, H:2 * H]), _sig(z[:, 2 * H:3 * H]), _sig(z[:, 3 * H:])
+    c2 = f * c + i * g
+    return o * np.tanh(c2), c2, np.concatenate([i, f, g, o], axis=1)
+
+
+def tanh_on_o(x, h, c, params):
+    hn, cn, gates = lstm_layout_checks.reference_fused_step(x, h, c, params)
+    H = h.shape[1]
+    z = x @ params.W_ih.T + h @ params.W_hh.T + params.b_ih + params.b_hh
+    gates = gates.copy()
+    gates[:, 3 * H:] = np.tanh(z[:, 3 * H:])
+    return gates[:, 3 * H:] * np.tanh(cn), cn, gates
+
+
+def no_ih_bias(x, h, c, params):
+    H = h.shape[1]
+    z = x @ params.W_ih.T + h @ params.W_hh.T + params.b_hh
+    i, f, g, o = _sig(z[:, :H]), _sig(z[:, H:2 * H]), np.tanh(z[:, 2 * H:3 * H]), _sig(z[:, 3 * H:])
+    c2 = f * c + i * g
+    return o * np.tanh(c2), c2, np.concatenate([i, f, g, o], axis=1)
+
+
+def wrong_h(x, h, c, params):
+    hn, cn, gates = lstm_layout_checks.reference_fused_step(x, h, c, params)
+    H = h.shape[1]
+    return gates[:, 3 * H:] * cn, cn, gates
+
+
+def test_fused_step_passes(capsys):
+    assert lstm_layout_checks.check_fused_step(good_step) == "Exercise 9.1 passed: 5/5 cases"
+    assert "Exercise 9.1 passed: 5/5 cases" in capsys.readouterr().out
+
+
+def test_fused_step_names_the_gate():
+    with pytest.raises(ExerciseFailed, match=r"gate f \(columns \d+:\d+ of gates\) differs"):
+        lstm_layout_checks.check_fused_step(swapped_fg)
+    with pytest.raises(ExerciseFailed, match=r"gate o .* differs"):
+        lstm_layout_checks.check_fused_step(tanh_on_o)
+    with pytest.raises(ExerciseFailed, match=r"gate i .* differs"):
+        lstm_layout_checks.check_fused_step(no_ih_bias)
+    with pytest.raises(ExerciseFailed, match=r"all four gates match, so look at the update of h"):
+        lstm_layout_checks.check_fused_step(wrong_h)
+    with pytest.raises(ExerciseFailed, match="expected a tuple of 3 outputs"):
+        lstm_layout_checks.check_fused_step(lambda x, h, c, params: h)
+    with pytest.raises(ExerciseFailed, match="your function raised ZeroDivisionError"):
+        lstm_layout_checks.check_fused_step(lambda x, h, c, params: 1 / 0)
+
+
+def test_not_implemented_passes_through():
+    def todo(*a, **k):
+        raise NotImplementedError("Exercise 9.1")
+    with pytest.raises(NotImplementedError):
+        lstm_layout_checks.check_fused_step(todo)
+
+
+def test_transposed_step():
+    assert lstm_layout_checks.check_step_transposed(lstm_layout_checks.reference_step_transposed).startswith("Exercise 9.2 passed")
+
+    def not_transposed(preT, hT, cT, W_hh):
+        a, b, g = lstm_layout_checks.reference_step_transposed(preT, hT, cT, W_hh)
+        return a, b, g.T
+    with pytest.raises(ExerciseFailed, match=r"'gatesT' has shape"):
+        lstm_layout_checks.check_step_transposed(not_transposed)
+
+    def g_sigmoid(preT, hT, cT, W_hh):
+        H = hT.shape[0]
+        zT = W_hh @ hT + preT
+        gT = _sig(zT)
+        cn = gT[H:2 * H] * cT + gT[:H] * gT[2 * H:3 * H]
+        return gT[3 * H:] * np.tanh(cn), cn, gT
+    with pytest.raises(ExerciseFailed, match=r"gate g \(rows \d+:\d+ of gatesT\) differs"):
+        lstm_layout_checks.check_step_transposed(g_sigmoid)
+
+
+def _pick(candidates, repeat=3):
+    table = {}
+    for name, fn in candidates.items():
+        fn()
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        table[name] = float(np.median(ts)) * 1e3
+    return min(table, key=table.get), table
+
+
+def test_pick_fastest():
+    assert lstm_layout_checks.check_pick_fastest(_pick) == "Exercise 9.3 passed"
+
+    def seconds(candidates, repeat=3):
+        best, t = _pick(candidates, repeat)
+        return best, {k: v / 1e3 for k, v in t.items()}
+    with pytest.raises(ExerciseFailed, match="milliseconds"):
+        lstm_layout_checks.check_pick_fastest(seconds)
+
+    def slowest(candidates, repeat=3):
+        best, t = _pick(candidates, repeat)
+        return max(t, key=t.get), t
+    with pytest.raises(ExerciseFailed, match="your own table says 'fast'"):
+        lstm_layout_checks.check_pick_fastest(slowest)
+
+    def once(candidates, repeat=3):
+        return _pick(candidates, 1)
+    with pytest.raises(ExerciseFailed, match="expected at least repeat=3 timed runs"):
+        lstm_layout_checks.check_pick_fastest(once)
+
+
+def test_cached_pick():
+    def good(cache, key, candidates):
+        if key not in cache:
+            cache[key] = _pick(candidates)[0]
+        return cache[key]
+    assert lstm_layout_checks.check_cached_pick(good) == "Exercise 9.4 passed"
+
+    def always(cache, key, candidates):
+        cache[key] = _pick(candidates)[0]
+        return cache[key]
+    with pytest.raises(ExerciseFailed, match="measured again"):
+        lstm_layout_checks.check_cached_pick(always)
+
+    def forgets(cache, key, candidates):
+        return _pick(candidates)[0]
+    with pytest.raises(ExerciseFailed, match="expected the decision stored under"):
+        lstm_layout_checks.check_cached_pick(forgets)

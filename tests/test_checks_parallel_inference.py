@@ -1,0 +1,129 @@
+"""Worksheet 06 checks: the reference passes; deliberately wrong answers get precise messages."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib.parallel import inference as inf
+from course_lib.teaching.checks import ExerciseFailed, parallel_inference as parallel_inference_checks
+
+
+def test_references_pass(capsys):
+    parallel_inference_checks.check_wavefront_schedule(inf.wavefront_schedule)
+    parallel_inference_checks.check_softmax(inf.softmax)
+    parallel_inference_checks.check_batched_predict(inf.predict_batched)
+    parallel_inference_checks.check_split_batch(inf.split_batch)
+    parallel_inference_checks.check_gather_chunks(inf.gather_chunks)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["Exercise 7.1 passed: 6/6 cases", "Exercise 7.2 passed: 5/5 cases",
+                   "Exercise 7.3 passed: 5/5 cases", "Exercise 7.4 passed: 7/7 cases",
+                   "Exercise 7.5 passed: 5/5 cases"]
+
+
+def test_schedule_any_order_within_a_diagonal_passes():
+    parallel_inference_checks.check_wavefront_schedule(lambda T, L: [list(reversed(d)) for d in inf.wavefront_schedule(T, L)])
+
+
+def test_schedule_row_major_is_explained():
+    def row_by_row(T, L):  # one cell per step: the serial order
+        return [[(l, t)] for l in range(L) for t in range(T)]
+    with pytest.raises(ExerciseFailed, match="expected 6 diagonals \\(T \\+ L - 1\\), got 12"):
+        parallel_inference_checks.check_wavefront_schedule(row_by_row)
+
+
+def test_schedule_swapped_coordinates_are_explained():
+    def swapped(T, L):
+        return [[(t, l) for (l, t) in d] for d in inf.wavefront_schedule(T, L)]
+    with pytest.raises(ExerciseFailed, match="diagonal 1 should hold the cells") as e:
+        parallel_inference_checks.check_wavefront_schedule(swapped)
+    assert "missing" in str(e.value) and "Hint" in str(e.value)
+
+
+def test_naive_softmax_fails_on_large_logits():
+    def naive(o):
+        e = np.exp(o)
+        return e / e.sum(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        with pytest.raises(ExerciseFailed, match="(?s)case 4/5.*NaN or inf") as e:
+            parallel_inference_checks.check_softmax(naive)
+    assert "subtract the maximum" in str(e.value)
+
+
+def test_softmax_over_the_wrong_axis():
+    with pytest.raises(ExerciseFailed, match="'probs' differs"):
+        parallel_inference_checks.check_softmax(lambda o: inf.softmax(o, axis=0))
+
+
+def test_batched_predict_without_bias_is_caught():
+    def no_bias(params, X):
+        T, B, _ = X.shape
+        below = X
+        for L in params.layers:
+            h = np.zeros((B, L.W.shape[0]))
+            hs = []
+            for t in range(T):
+                h = np.tanh(below[t] @ L.U.T + h @ L.W.T)
+                hs.append(h)
+            below = np.stack(hs)
+        return inf.softmax(below @ params.V.T + params.c)
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 7.3 failed on case 1/5.*first at index \(0, 0, \d\) \(time step 0\)"):
+        parallel_inference_checks.check_batched_predict(no_bias)
+
+
+def test_batched_predict_wrong_shape():
+    with pytest.raises(ExerciseFailed, match="has shape"):
+        parallel_inference_checks.check_batched_predict(lambda params, X: inf.predict_batched(params, X)[0])
+
+
+def test_split_batch_mistakes():
+    def last_gets_rest(B, P):
+        counts = [B // P] * (P - 1) + [B - (B // P) * (P - 1)]
+        if P > B:
+            raise ValueError("P > B")
+        return counts, list(np.cumsum([0] + counts[:-1]))
+    with pytest.raises(ExerciseFailed, match=r"(?s)case 2/7 \(B=7, P=3\).*counts \[2, 2, 3\], expected \[3, 2, 2\]: the extra sequences should go to the first ranks"):
+        parallel_inference_checks.check_split_batch(last_gets_rest)
+
+    def floors(B, P):
+        return [B // P] * P, [r * (B // P) for r in range(P)]
+    def spread(B, P):
+        if P > B:
+            raise ValueError("P > B")
+        counts = [B // P] * (P - 1) + [B - (B // P) * (P - 1)]
+        return counts, [int(v) for v in np.cumsum([0] + counts[:-1])]
+    with pytest.raises(ExerciseFailed, match=r"(?s)case 6/7 \(B=100, P=7\).*differ by 2 \(balanced means at most 1\)"):
+        parallel_inference_checks.check_split_batch(lambda B, P: spread(B, P) if B == 100 else inf.split_batch(B, P))
+
+    with pytest.raises(ExerciseFailed, match="add up to 6, not B = 7: some sequences are lost"):
+        parallel_inference_checks.check_split_batch(floors)
+
+    def no_error(B, P):
+        base, extra = divmod(B, P)
+        counts = [base + (r < extra) for r in range(P)]
+        return counts, [int(v) for v in np.cumsum([0] + counts[:-1])]
+    with pytest.raises(ExerciseFailed, match="expected a ValueError: 4 ranks cannot share 3 sequences"):
+        parallel_inference_checks.check_split_batch(no_error)
+
+    def bad_offsets(B, P):
+        c, o = inf.split_batch(B, P)
+        return c, [0] + c[:-1]
+    with pytest.raises(ExerciseFailed, match=r"(?s)offsets \[0, 3, 2\].*\(first wrong at rank 2\)"):
+        parallel_inference_checks.check_split_batch(bad_offsets)
+
+
+def test_gather_on_the_wrong_axis():
+    with pytest.raises(ExerciseFailed, match="(?s)Exercise 7.5 failed on case 2/5.*has shape"):
+        parallel_inference_checks.check_gather_chunks(lambda chunks: np.concatenate(chunks, axis=0))
+
+
+def test_not_implemented_passes_through():
+    def todo(*a, **kw):
+        raise NotImplementedError("Exercise 6.x")
+    for check in (parallel_inference_checks.check_wavefront_schedule, parallel_inference_checks.check_softmax, parallel_inference_checks.check_batched_predict,
+                  parallel_inference_checks.check_split_batch, parallel_inference_checks.check_gather_chunks):
+        with pytest.raises(NotImplementedError):
+            check(todo)
+
+
+def test_run_split_under_mpi(capsys):
+    line = parallel_inference_checks.run_split_under_mpi(inf.split_batch, B=5, P=2)
+    assert "[3, 2]" in line

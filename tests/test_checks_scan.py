@@ -1,0 +1,253 @@
+"""Worksheet 07 checks: they pass the references and explain what is wrong with wrong answers,
+including CUDA kernels that are right only by luck (missing barrier, unwritten shared memory)."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (before numba)
+from numba import cuda, float64
+
+from course_lib.core import backend
+from course_lib.algorithms import scan, scan_cuda
+from course_lib.teaching.checks import scan as scan_checks
+from course_lib.teaching.checks.core import ExerciseFailed
+
+BLOCK_MAX = scan_cuda.BLOCK_MAX
+needs_sim = pytest.mark.skipif(backend.cuda_mode() != "simulator",
+                               reason="race tracing needs numba's CUDA simulator (a GPU is present)")
+
+
+def test_references_pass(capsys):
+    scan_checks.check_combine(scan.combine)
+    scan_checks.check_chunked_scan(lambda a, x, h0, chunks: scan.linear_recurrence(a, x, h0, method="chunked", chunks=chunks))
+    scan_checks.check_backward(scan.linear_recurrence_backward)
+    scan_checks.check_block_kernel(scan_cuda.blelloch_block_kernel)
+    out = capsys.readouterr().out
+    for ex, n in (("8.1", 5), ("8.2", 6), ("8.3", 5)):
+        assert f"Exercise {ex} passed: {n}/{n} cases" in out
+    assert "Exercise 8.4 passed" in out
+
+
+def test_combine_in_the_wrong_order_is_explained():
+    with pytest.raises(ExerciseFailed, match="(?s)Exercise 8.1 failed on case 1/5.*not commutative"):
+        scan_checks.check_combine(lambda p, q: (p[0] * q[0], p[0] * q[1] + p[1]))
+
+
+def test_chunked_scan_with_wrong_carries_is_explained():
+    def bad(a, x, h0, chunks):  # every chunk restarts from h0
+        bounds = np.linspace(0, a.shape[0], chunks + 1).astype(int)
+        h = np.empty_like(x)
+        for c in range(chunks):
+            s, e = bounds[c], bounds[c + 1]
+            h[s:e] = scan.linear_recurrence(a[s:e], x[s:e], h0)
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)'h' differs.*time step 4.*Hint: Chunk c must start"):
+        scan_checks.check_chunked_scan(bad)
+
+
+def test_backward_missing_shift_is_explained():
+    def bad(a, h, h0, grad_h):  # uses a_t instead of a_{t+1}
+        g = scan.linear_recurrence(np.ascontiguousarray(a[::-1]), np.ascontiguousarray(grad_h[::-1]))[::-1]
+        h_prev = np.concatenate([h0[None], h[:-1]])
+        return h_prev * g, g, a[0] * g[0]
+
+    with pytest.raises(ExerciseFailed, match="(?s)Exercise 8.3 failed on case 1/5.*'grad_a' differs"):
+        scan_checks.check_backward(bad)
+
+
+@cuda.jit
+def _no_first_barrier(a, x, h0, h):
+    """Correct Blelloch scan, except: no cuda.syncthreads() after loading shared memory."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c]
+
+
+@cuda.jit
+def _no_root_barrier(a, x, h0, h):
+    """Up-sweep, identity at the root, down-sweep -- but no barrier between the root write and the
+    first down-sweep level (thread 0 reads the root that thread n-1 writes)."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c]
+
+
+@cuda.jit
+def _reads_unwritten(a, x, h0, h):
+    """Right answer, but thread 0 reads slot -1 (never written) and then discards the value."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    prev_a = sa[i - 1]  # i = 0 reads the last slot of the array: garbage
+    if i == 0:
+        prev_a = 1.0
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c] + 0.0 * prev_a * 0.0
+
+
+@needs_sim
+def test_missing_first_barrier_is_caught():
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 2/6.*(race|no thread of this block has written)"):
+        scan_checks.check_block_kernel(_no_first_barrier)
+
+
+@needs_sim
+def test_missing_root_barrier_is_caught_even_when_the_output_is_right():
+    a, x, h0 = scan.random_problem(8, 1, seed=0, dtype="float64")
+    # the plain output may well be right (the simulator often runs thread n-1's write first) ...
+    scan_cuda.run_block_kernel(_no_root_barrier, a, x, h0)
+    # ... but the check sees the unsynchronised access every time
+    for _ in range(2):
+        with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed.*no cuda\.syncthreads\(\) in between"):
+            scan_checks.check_block_kernel(_no_root_barrier)
+
+
+@needs_sim
+def test_read_of_unwritten_shared_memory_is_caught_though_the_output_is_right():
+    a, x, h0 = scan.random_problem(8, 2, seed=0, dtype="float64")
+    h = scan_cuda.run_block_kernel(_reads_unwritten, a, x, h0)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12)  # right by luck
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/6.*read slot 1023 .*no thread of this block has written"):
+        scan_checks.check_block_kernel(_reads_unwritten)
+
+
+def test_wrong_formula_kernel_is_explained():
+    @cuda.jit
+    def no_h0(a, x, h0, h):
+        sa = cuda.shared.array(BLOCK_MAX, float64)
+        sb = cuda.shared.array(BLOCK_MAX, float64)
+        c = cuda.blockIdx.x
+        i = cuda.threadIdx.x
+        sa[i] = a[i, c]
+        sb[i] = x[i, c]
+        cuda.syncthreads()
+        n = cuda.blockDim.x
+        step = 1
+        while step < n:
+            k = (i + 1) * 2 * step - 1
+            if k < n:
+                sb[k] = sa[k] * sb[k - step] + sb[k]
+                sa[k] = sa[k] * sa[k - step]
+            step *= 2
+            cuda.syncthreads()
+        if i == n - 1:
+            sa[i] = 1.0
+            sb[i] = 0.0
+        cuda.syncthreads()
+        step = n // 2
+        while step >= 1:
+            k = (i + 1) * 2 * step - 1
+            if k < n:
+                ta = sa[k - step]
+                tb = sb[k - step]
+                sa[k - step] = sa[k]
+                sb[k - step] = sb[k]
+                sb[k] = ta * sb[k] + tb
+                sa[k] = ta * sa[k]
+            step //= 2
+            cuda.syncthreads()
+        h[i, c] = a[i, c] * sb[i] + x[i, c]  # forgot A * h0
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/6.*'h' differs.*Hint"):
+        scan_checks.check_block_kernel(no_h0)
+
+
+def test_not_a_kernel():
+    with pytest.raises(ExerciseFailed, match="expected a @cuda.jit kernel"):
+        scan_checks.check_block_kernel(None)
+
+
+@needs_sim
+def test_tracing_is_undone_after_the_check():
+    from numba.cuda.simulator import kernelapi
+
+    before = kernelapi.FakeCUDAShared.array
+    with scan_checks.traced_shared_memory():
+        assert kernelapi.FakeCUDAShared.array is not before
+    assert kernelapi.FakeCUDAShared.array is before

@@ -1,0 +1,123 @@
+"""Worksheet 04 checks: right answers pass, wrong ones fail with a precise message."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (first: decides numba's CUDA simulator flag)
+from course_lib.teaching.checks import ExerciseFailed, tiling_simd as tiling_simd_checks
+from numba import njit, prange
+
+
+@njit(cache=True)
+def good_tiled(A, B, tile):
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i0 in range(0, m, tile):
+        for p0 in range(0, k, tile):
+            for j0 in range(0, n, tile):
+                for i in range(i0, min(i0 + tile, m)):
+                    for p in range(p0, min(p0 + tile, k)):
+                        for j in range(j0, min(j0 + tile, n)):
+                            C[i, j] += A[i, p] * B[p, j]
+    return C
+
+
+def ragged_tiled(A, B, tile):
+    """Forgets the last, smaller tile."""
+    C = good_tiled(A, B, tile)
+    C[(A.shape[0] // tile) * tile:] = 0
+    return C
+
+
+@njit(parallel=True)
+def good_parallel(A, B):
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i in prange(m):
+        for p in range(k):
+            a = A[i, p]
+            for j in range(n):
+                C[i, j] += a * B[p, j]
+    return C
+
+
+@njit
+def serial_only(A, B):
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i in range(m):
+        for p in range(k):
+            for j in range(n):
+                C[i, j] += A[i, p] * B[p, j]
+    return C
+
+
+@njit(parallel=True)
+def parallel_without_prange(A, B):
+    return serial_only(A, B) + np.zeros((A.shape[0], B.shape[1]), A.dtype)
+
+
+@njit(parallel=True)
+def parallel_wrong_sum(A, B):
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i in prange(m):
+        for p in range(1, k):  # skips p = 0
+            for j in range(n):
+                C[i, j] += A[i, p] * B[p, j]
+    return C
+
+
+def test_tiled_passes(capsys):
+    assert tiling_simd_checks.check_tiled_matmul(good_tiled) == "Exercise 4.1 passed: 5/5 cases"
+    assert "Exercise 4.1 passed: 5/5 cases" in capsys.readouterr().out
+
+
+def test_tiled_ragged_edge_message():
+    with pytest.raises(ExerciseFailed, match=r"case 2/5 \(A \(13, 7\), B \(7, 10\), tile 4\)") as err:
+        tiling_simd_checks.check_tiled_matmul(ragged_tiled)
+    assert "first at index (12, 0) (row 12)" in str(err.value)
+    assert "the last tile is smaller" in str(err.value)
+
+
+def test_tiled_float64_and_not_implemented():
+    assert tiling_simd_checks.check_tiled_matmul(good_tiled, dtype=np.float64).startswith("Exercise 4.1 passed")
+
+    def todo(A, B, tile):
+        raise NotImplementedError("write me")
+    with pytest.raises(NotImplementedError):
+        tiling_simd_checks.check_tiled_matmul(todo)
+
+
+def test_parallel_passes_and_reports_structure(capsys):
+    assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
+    out = capsys.readouterr().out
+    assert "Exercise 4.2 passed: 5/5 cases" in out and "1 prange loop(s)" in out
+
+
+@pytest.mark.parametrize("fn,message", [
+    (serial_only, "compiled without parallel=True"),
+    (parallel_without_prange, "numba found no prange loop"),
+    (lambda A, B: A @ B, "plain Python function"),
+])
+def test_parallel_right_answer_but_not_parallel(fn, message):
+    with pytest.raises(ExerciseFailed, match="the results are right, but it does not run in parallel") as err:
+        tiling_simd_checks.check_parallel_matmul(fn)
+    assert message in str(err.value)
+
+
+def test_parallel_wrong_values_message():
+    with pytest.raises(ExerciseFailed, match=r"Exercise 4.2 failed on case 1/5") as err:
+        tiling_simd_checks.check_parallel_matmul(parallel_wrong_sum)
+    assert "differs from the reference" in str(err.value)
+
+
+def test_parallel_structure_counts_other_loops():
+    A = np.ones((4, 4), np.float32)
+    info = tiling_simd_checks.parallel_structure(parallel_without_prange, A, A)
+    assert info["parallel_option"] and info["prange_loops"] == 0 and info["other_parallel_loops"] >= 1
+    info = tiling_simd_checks.parallel_structure(good_parallel, A, A)
+    assert info["prange_loops"] == 1 and info["problem"] is None
