@@ -98,3 +98,68 @@ def test_budget_knob(monkeypatch):
     monkeypatch.setenv("COURSE_BUDGET", "huge")
     with pytest.raises(ValueError, match="COURSE_BUDGET: expected 'full' or 'small', got 'huge'"):
         timing.budget()
+
+
+# --------------------------------------------------------------------------- the noise guard
+def test_noise_flags_a_wide_spread_and_reads_cleanly_otherwise():
+    from course_lib.core.timing import _noise
+
+    calm = _noise([1.0, 1.01, 0.99, 1.0, 1.02], others=0.0)
+    assert calm.ok and calm.warning() == ""
+    wide = _noise([1.0, 2.0, 0.5, 3.0, 1.0], others=0.0)
+    assert not wide.ok and "spread" in wide.warning()
+
+
+def test_noise_flags_other_processes():
+    from course_lib.core.timing import _noise
+
+    busy = _noise([1.0] * 5, others=0.9)
+    assert not busy.ok and "other processes kept 0.9 core(s) busy" in busy.warning()
+
+
+def test_noise_add_and_merge():
+    from course_lib.core.timing import Noise
+
+    a = Noise().add(False, "never").add(True, "above the measured peak")
+    b = Noise(spread=0.1).add(True, "2 threads slower than 1")
+    m = a | b
+    assert m.reasons == ["above the measured peak", "2 threads slower than 1"] and not m.ok
+
+
+def test_measure_and_compare_carry_noise():
+    from course_lib.core import timing
+
+    t = timing.measure(lambda: sum(range(100)), repeat=5)
+    assert isinstance(t.noise, timing.Noise) and t.spread >= 0
+    c = timing.compare(a=lambda: sum(range(100)), b=lambda: sum(range(50)), repeat=5)
+    assert isinstance(c.noise, timing.Noise)
+    assert ("WARNING" in c.table()) == (not c.noise.ok)
+
+
+def test_a_busy_machine_is_detected():
+    """Another process spinning on every core while we measure must be seen."""
+    import multiprocessing as mp
+    import time as _time
+
+    from course_lib.core import timing
+
+    if timing._busy_cpu_seconds() is None:
+        pytest.skip("no /proc/stat on this OS")
+    stop = mp.Event()
+    procs = [mp.Process(target=_spin, args=(stop,)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        _time.sleep(0.2)
+        t = timing.measure(_time.sleep, 0.05, repeat=6, warmup=0)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join()
+    assert t.noise.others is not None and t.noise.others > timing.OTHERS_LIMIT
+    assert not t.noise.ok
+
+
+def _spin(stop):
+    while not stop.is_set():
+        pass

@@ -7,6 +7,12 @@ Every speed claim in the course is measured with these helpers on the reader's m
 ``gemm_flops(m, n, k)``, ``gemv_flops``, ``array_bytes(*arrays)``
 ``peak_gflops(dtype)`` / ``copy_bandwidth()`` / ``roofline(intensity)`` -- measured once per process
 ``budget()`` / ``scaled(full, small)`` -- the one knob that shrinks timing sweeps (``COURSE_BUDGET``)
+
+The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise` -- the spread
+of its repeats and the CPU time *other processes* took while it ran (from ``/proc/stat``, on Linux).
+A busy or unreliable run says so (``noise.ok`` is False, ``noise.warning()`` explains), and callers add
+the facts only they can judge (``noise.add(gflops > peak, "above the measured peak")``). Code that
+draws a conclusion from a measurement checks ``noise.ok`` first.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import numpy as np
 from .validate import check_int, check_positive_int, check_float
 
 __all__ = [
+    "Noise",
     "Timing",
     "Comparison",
     "measure",
@@ -59,13 +66,116 @@ def scaled(full, small):
     return small if budget() == "small" else full
 
 
+# --------------------------------------------------------------------------- the noise guard
+SPREAD_LIMIT = 0.3        # spread of the repeats (see _spread) above this: too wide to trust
+OTHERS_LIMIT = 0.25       # other processes used more than this many cores on average: busy
+
+
+@dataclass
+class Noise:
+    """Why a measurement should not be trusted (an empty list: nothing seen).
+
+    ``spread``  interquartile range / median of the repeats (with fewer than 4: (max - min) / median),
+    so one stray repeat does not condemn a run; ``others`` the average number of cores other
+    processes kept busy while it ran (None where the OS does not tell)."""
+
+    reasons: list[str] = field(default_factory=list)
+    spread: float = 0.0
+    others: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    def add(self, condition: bool, reason: str) -> "Noise":
+        """Record ``reason`` when ``condition`` holds (a fact only the caller can judge). Returns self."""
+        if condition and reason not in self.reasons:
+            self.reasons.append(reason)
+        return self
+
+    def __or__(self, other: "Noise") -> "Noise":
+        if not isinstance(other, Noise):
+            return NotImplemented
+        others = [o for o in (self.others, other.others) if o is not None]
+        merged = Noise(list(self.reasons), max(self.spread, other.spread), max(others) if others else None)
+        for r in other.reasons:
+            merged.add(True, r)
+        return merged
+
+    def warning(self) -> str:
+        """One line for the reader: empty when the run looks reliable."""
+        if self.ok:
+            return ""
+        return ("WARNING: this measurement is unreliable (" + "; ".join(self.reasons) +
+                "): no conclusion is drawn from it. Re-run the cell when the machine is quiet.")
+
+    def __str__(self) -> str:
+        return self.warning() or "measurement looks reliable"
+
+
+def _busy_cpu_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux ``/proc/stat``), else None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    ticks = [int(x) for x in fields[:8]]
+    busy = sum(ticks) - ticks[3] - ticks[4]  # minus idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+class _Watch:
+    """Wall time, this process's CPU time and the whole machine's busy CPU time over a block."""
+
+    def __enter__(self):
+        self.wall0, self.own0, self.busy0 = time.perf_counter(), time.process_time(), _busy_cpu_seconds()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall0
+        own = time.process_time() - self.own0
+        busy1 = _busy_cpu_seconds()
+        self.others = None
+        # /proc/stat ticks are 10 ms: only judge runs long enough for the count to mean something
+        if self.busy0 is not None and busy1 is not None and self.wall >= 0.2:
+            self.others = max(0.0, (busy1 - self.busy0 - own) / self.wall)
+        return False
+
+
+def _spread(times: list[float]) -> float:
+    med = statistics.median(times)
+    if med <= 0:
+        return 0.0
+    if len(times) >= 4:
+        q1, _, q3 = statistics.quantiles(times, n=4)
+        return (q3 - q1) / med
+    return (max(times) - min(times)) / med
+
+
+def _noise(times: list[float], others: float | None) -> Noise:
+    spread = _spread(times)
+    n = Noise(spread=spread, others=others)
+    n.add(len(times) >= 3 and spread > SPREAD_LIMIT,
+          f"repeats spread by {spread:.0%} of the median")
+    n.add(others is not None and others > OTHERS_LIMIT,
+          f"other processes kept {others:.1f} core(s) busy meanwhile" if others is not None else "")
+    return n
+
+
 # --------------------------------------------------------------------------- measuring
 @dataclass
 class Timing:
-    """Wall-clock times of repeated calls, in seconds."""
+    """Wall-clock times of repeated calls, in seconds; ``noise`` says whether to trust them."""
 
     times: list[float]
     number: int = 1  # calls per timed repeat
+    noise: Noise = field(default_factory=Noise)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range / median of the repeats (see :class:`Noise`)."""
+        return self.noise.spread
 
     @property
     def median(self) -> float:
@@ -123,12 +233,13 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
         number = _calls_per_repeat(call, min_time)
     number = check_positive_int(number, "number")
     times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        times.append((time.perf_counter() - t0) / number)
-    return Timing(times, number)
+    with _Watch() as w:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                call()
+            times.append((time.perf_counter() - t0) / number)
+    return Timing(times, number, _noise(times, w.others))
 
 
 @dataclass
@@ -138,6 +249,7 @@ class Comparison:
     timings: dict[str, Timing]
     baseline: str
     work: dict[str, float] = field(default_factory=dict)  # optional FLOPs or bytes per call
+    noise: Noise = field(default_factory=Noise)           # the whole run's (see :class:`Noise`)
 
     def ratio(self, name: str, to: str | None = None) -> float:
         """How many times slower ``name`` is than ``to`` (default: the baseline), by medians."""
@@ -161,6 +273,10 @@ class Comparison:
         return out
 
     def table(self) -> str:
+        """Median, min and ratio per function; a warning line under it when the run was unreliable."""
+        return self._table() + ("\n" + self.noise.warning() if not self.noise.ok else "")
+
+    def _table(self) -> str:
         width = max(len(n) for n in self.timings)
         lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}"]
         for row in self.rows():
@@ -197,12 +313,17 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **
         for _ in range(warmup):
             fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return Comparison({name: Timing(ts) for name, ts in times.items()}, baseline)
+    with _Watch() as w:
+        for _ in range(repeat):
+            for name, fn in fns.items():
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    timings = {name: Timing(ts, 1, _noise(ts, w.others)) for name, ts in times.items()}
+    noise = Noise(others=w.others)
+    for t in timings.values():
+        noise = noise | t.noise
+    return Comparison(timings, baseline, noise=noise)
 
 
 # --------------------------------------------------------------------------- counting

@@ -1,0 +1,70 @@
+"""The seed-claims registry: every quote is verbatim in its seed text and contains its value."""
+import re
+from pathlib import Path
+
+import pytest
+
+from course_lib.teaching import claims
+from course_lib.teaching.claims import CLAIMS, Claim, numbers_in
+
+SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _seed_text(seed: str) -> str:
+    files = sorted(SEEDS_DIR.glob(f"{seed}_*.txt"))
+    assert files, f"no seed text for {seed} in {SEEDS_DIR}"
+    return _norm(files[0].read_text())
+
+
+def test_registry_is_not_empty_and_well_formed():
+    assert len(CLAIMS) > 0
+    for cid, c in CLAIMS.items():
+        assert isinstance(c, Claim) and c.id == cid
+        assert c.seed in claims.SEEDS
+        assert c.quote.strip() and c.where.strip() and c.conditions.strip()
+
+
+@pytest.mark.skipif(not SEEDS_DIR.is_dir(), reason=f"the seed texts are not here ({SEEDS_DIR}); "
+                    "the registry is checked against them where the course is developed")
+@pytest.mark.parametrize("cid", sorted(c for c in CLAIMS if CLAIMS[c].seed != "beyond"))
+def test_quote_is_verbatim_in_the_seed_and_holds_the_value(cid):
+    c = CLAIMS[cid]
+    text = _seed_text(c.seed)
+    assert _norm(c.quote) in text, f"{cid}: quote not found verbatim in seed {c.seed}: {c.quote!r}"
+    vals = numbers_in(c.quote)
+    assert any(abs(v - c.value) <= 1e-9 * max(1.0, abs(c.value)) for v in vals), (
+        f"{cid}: value {c.value:g} is not written in its quote (numbers there: {vals})")
+
+
+@pytest.mark.parametrize("cid", sorted(c for c in CLAIMS if CLAIMS[c].seed == "beyond"))
+def test_claims_beyond_the_seeds_cite_their_source(cid):
+    assert CLAIMS[cid].source.strip()
+
+
+def test_numbers_in():
+    assert numbers_in("approx. 39x speedup on a 61 core") == [39.0, 61.0]
+    assert numbers_in("1,000 and 6.6 and 43%") == [1000.0, 6.6, 43.0]
+
+
+def test_lookup_errors_name_the_problem():
+    with pytest.raises(KeyError, match="no claim 'nope'"):
+        claims.claim("nope")
+    with pytest.raises(TypeError, match="claim id"):
+        claims.claim(39)
+
+
+def test_bad_entries_are_rejected():
+    good = dict(value=1.0, unit="x", seed="000", where="§1", conditions="c", quote="q 1")
+    assert claims._check_entry("a", good, "m").value == 1.0
+    with pytest.raises(ValueError, match="missing field"):
+        claims._check_entry("a", {k: v for k, v in good.items() if k != "quote"}, "m")
+    with pytest.raises(ValueError, match="seed must be one of"):
+        claims._check_entry("a", dict(good, seed="007"), "m")
+    with pytest.raises(ValueError, match="needs a 'source'"):
+        claims._check_entry("a", dict(good, seed="beyond"), "m")
+    with pytest.raises(TypeError, match="value must be a number"):
+        claims._check_entry("a", dict(good, value="39"), "m")
