@@ -23,9 +23,13 @@
 # network, over the time axis itself (with a scan for linear recurrences, with multigrid for
 # non-linear ones).
 #
-# Every number in this course is **measured live on your machine**. When a chapter says "batching
-# is 9x faster", it has just timed it; the number from the paper the chapter is built on is printed
-# beside it, labelled as the paper's. So before anything else, let us see what we are working with.
+# Every number in this course is **measured live on your machine**. When a chapter reports how much
+# faster batching is, it has just timed it; the number from the paper the chapter is built on is
+# printed beside it from the course's *claims registry* (`course_lib.teaching.claims`, every entry
+# quoted verbatim from the paper), and a **verdict line** computed from your measurements says whether
+# your machine agrees -- and if not, which measured fact explains why. When the machine was busy while
+# it measured, the verdict says so instead of drawing a conclusion. So before anything else, let us
+# see what we are working with.
 
 # %% tags=["nbval-ignore-output"]
 import numpy as np
@@ -43,7 +47,7 @@ print(backend.report())
 #   `backend.set_threads(n)` sets numba's *and* the BLAS library's thread count together.
 # * **BLAS**: the library behind `A @ B`. Its GEMM is the yardstick: a careful RNN training step
 #   spends most of its time there, and we will compare our own kernels with it (chapter 04).
-# * **CUDA**: with no GPU, every CUDA kernel in the course (chapters 07, 07) runs in numba's
+# * **CUDA**: with no GPU, every CUDA kernel in the course (chapters 07 and 08) runs in numba's
 #   *CUDA simulator* -- the same kernel code, executed thread by thread on the CPU. It is slow, so
 #   simulator examples are small, but the code you write is the code that would run on a GPU.
 #   `course_lib` makes this decision when it is imported, before numba is.
@@ -68,9 +72,8 @@ for (m, n, k) in [(1000, 1000, 1000), (1, 1000, 1000), (1000, 1000, 1)]:
 # %% [markdown]
 # The first line is the seed paper's layer size (chapter 03 uses it): a big square GEMM does
 # hundreds of FLOPs per byte. The second is a matrix-*vector* product, what an RNN does when it
-# processes **one sequence at a time**: half a FLOP per byte. No amount of clever code makes that
-# fast -- it is limited by memory bandwidth, which is why batching (chapter 03) is the first and
-# biggest win.
+# processes **one sequence at a time**: half a FLOP per byte. Its speed is set by how fast the
+# matrix can be *read*, not by arithmetic -- which is why batching (chapter 03) is the first big win.
 #
 # ## The roofline of this machine
 #
@@ -91,15 +94,62 @@ points = []
 for n in (64, 256, 1024):
     r = timing.gemm_rate(n)
     points.append((r["intensity"], r["gflops"], f"GEMM n={n}"))
-gemv = np.ones((2048, 2048), np.float32), np.ones(2048, np.float32)
-t = timing.measure(np.matmul, *gemv, repeat=5)
-points.append((timing.gemm_intensity(2048, 1, 2048), timing.gemv_flops(2048, 2048) / t.min / 1e9, "GEMV 2048"))
 ax = plots.roofline_plot(peak, bandwidth, points)
 ax.set_title("Roofline measured on this machine");
+above = [label for ai, g, label in points if g > 1.05 * timing.roofline(ai)]
+print("points above the roof:", above or "none")
 
 # %% [markdown]
-# The GEMV sits on the slanted, bandwidth-bound part of the roof; large GEMMs sit near the flat
-# compute-bound part. Small GEMMs fall below both: there is not enough work to hide the overheads.
+# ## Where the data lives: cache residency
+#
+# The slanted roof assumes every byte comes from main memory. But a matrix-vector product that is
+# called again and again on the **same** matrix finds it in a cache if it fits -- and the caches are
+# much faster than memory. The sizes of this machine's caches:
+
+# %%
+caches = backend.cache_sizes()
+print({k: f"{v >> 10} KiB" for k, v in caches.items()} or "the OS does not report cache sizes")
+
+# %% [markdown]
+# **Predict:** three GEMVs whose matrices take about 0.5 MB, 16 MB and 128 MB, each called repeatedly.
+# Dividing the bytes they touch by their time gives the bandwidth each *appears* to use. Which of
+# them can beat the streaming bandwidth measured above, and which cannot?
+
+# %% tags=["nbval-ignore-output"]
+l2, l3 = caches.get("L2"), caches.get("L3")
+gemvs = [timing.gemv_rate(m, k) for m, k in ((384, 384), (2048, 2048), (8192, 4096))]
+for g in gemvs:
+    where = ("fits in L2" if l2 and g["working_set"] <= l2 else "fits in L3" if l3 and g["working_set"] <= l3
+             else "larger than every cache" if l3 else "cache size unknown")
+    g["where"] = where
+    print(f"GEMV {g['m']:>5} x {g['k']:<5} {g['working_set'] / 1e6:7.1f} MB ({where:>23}): "
+          f"{g['gbs']:6.1f} GB/s = {g['gbs'] / bandwidth:4.1f}x the streaming bandwidth, {g['gflops']:5.1f} GFLOP/s")
+noise = gemvs[0]["noise"] | gemvs[1]["noise"] | gemvs[2]["noise"]
+if not noise.ok:
+    print(noise.warning())
+else:
+    for g in gemvs:
+        ratio = g["gbs"] / bandwidth
+        if ratio > 1.5 and g["where"].startswith("fits"):
+            why = "its matrix stays in the cache between calls, so it is not limited by main memory at all"
+        elif ratio > 1.5:
+            why = "faster than the copy loop although nothing fits: a product only reads, a copy reads and writes"
+        elif ratio >= 0.6:
+            why = "close to the streaming bandwidth: every call reads the matrix from main memory again"
+        else:
+            why = "well below the streaming bandwidth: overheads, not memory, set its pace"
+        print(f"  {g['m']} x {g['k']}: {why}.")
+
+# %% tags=["nbval-ignore-output"]
+ax = plots.roofline_plot(peak, bandwidth, points + [(g["intensity"], g["gflops"], f"GEMV {g['m']}x{g['k']} ({g['where']})")
+                                                    for g in gemvs])
+ax.set_title("GEMMs and GEMVs against the roof measured from main memory");
+
+# %% [markdown]
+# So the roofline's slanted part is a statement about data that comes from **main memory**. A
+# working set that fits in a cache lives under a higher roof (the cache's bandwidth). Chapter 03
+# meets this again: a batch of one sequence multiplies by $W_{hh}$ at every step, and whether
+# $W_{hh}$ fits in a cache decides how fast that is.
 #
 # ## Sliders: how widgets work in this course
 #
@@ -116,8 +166,12 @@ def show_rate(data, ax):
     ax.bar(["measured", "roofline bound"], [data["gflops"], data["bound_gflops"]], color=["tab:blue", "grey"])
     ax.set_ylabel("GFLOP/s")
     ax.set_ylim(0, 1.15 * max(data["peak_gflops"], data["gflops"], data["bound_gflops"]))
-    return (f"n = {data['n']}: {data['gflops']:.1f} GFLOP/s = {100 * data['fraction_of_peak']:.0f}% "
+    line = (f"n = {data['n']}: {data['gflops']:.1f} GFLOP/s = {100 * data['fraction_of_peak']:.0f}% "
             f"of the measured peak; intensity {data['intensity']:.1f} FLOP/byte")
+    if data["fraction_of_peak"] > 1.05:
+        line += ("  -- WARNING: above the peak measured earlier, so one of the two measurements was "
+                 "disturbed (a busy machine?): re-run both before trusting either")
+    return line
 
 panel = widgets.sweep_panel(
     timing.gemm_rate,
@@ -168,12 +222,14 @@ checks.check_function("0.0", timing.gemm_intensity, timing.gemm_intensity,
 # |---|---|---|---|
 # | 01 | serial RNN | forward pass, loss, the image-rotation task, gradient check | Han & Uboweja (seed 000) |
 # | 02 | BPTT O(N²) → O(N) | the double loop vs one reverse sweep; measured scaling | seed 000 |
-# | 03 | batching | GEMV → GEMM, arithmetic intensity, time per sample vs batch | seed 000 |
+# | 03 | batching | GEMV → GEMM, arithmetic intensity, cache residency, time per sample vs batch | seed 000 |
 # | 04 | tiling & SIMD | loop order, tiles, vector lanes, 1000 vs 1024, roofline | seed 000 |
 # | 05 | threads, fusion, JIT vs AOT | prange, fusion, compile cache, phase breakdown | seed 000 |
-# | 06 | parallel inference | batch, layer wavefront, MPI, a CUDA kernel | Pokharel & Mishra (seed 004) |
-# | 07 | linear recurrences & scan | Blelloch scan on CPU and as CUDA kernels; SRU/QRNN/GILR-LSTM | Wen & Tammineedi (seed 001) |
-# | 08 | LSTM & data layout | fused gates, $XW^T$ vs $WX^T$, call overhead, an autotuner | EcoRNN (seed 003) |
-# | 09 | MGRIT | parallel-in-time training of GRUs with multigrid | Moon & Cyr (seed 002) |
+# | 06 | Halide | the seed's own tool: one algorithm, many schedules | seed 000 |
+# | 07 | parallel inference | batch, layer wavefront, MPI, a CUDA kernel | Pokharel & Mishra (seed 004) |
+# | 08 | linear recurrences & scan | Blelloch scan on CPU and as CUDA kernels; SRU/QRNN/GILR-LSTM | Wen & Tammineedi (seed 001) |
+# | 09 | LSTM & data layout | fused gates, $XW^T$ vs $WX^T$, call overhead, an autotuner | EcoRNN (seed 003) |
+# | 10 | MGRIT | parallel-in-time training of GRUs with multigrid | Moon & Cyr (seed 002) |
+# | 11 | Newton in time | DEER, quasi-DEER and minGRU: nonlinear RNNs solved over the sequence | DEER, ELK, minGRU papers |
 #
 # Next: [01 · the serial RNN](01_serial_rnn.ipynb).

@@ -30,7 +30,7 @@
 # $W_{hy}\in\mathbb{R}^{n_h\times n_y}$ (`Wxh`, `Whh`, `Why` in the code), and the loss is the
 # seed's sum of squared errors over all steps: $E = \sum_t \sum (\hat y_t - y_t)^2$.
 #
-# Everything here lives in [`course_lib/rnn.py`](../course_lib/rnn.py) -- open it: it is short.
+# Everything here lives in [`course_lib/models/rnn.py`](../course_lib/models/rnn.py) -- open it: it is short.
 # Arrays are **time-major**: `X` is `(T, B, nx)`.
 
 # %%
@@ -46,7 +46,8 @@ from course_lib.teaching.plots import rnn as rnn_plots
 # %% [markdown]
 # ## One forward pass, drawn step by step
 #
-# A tiny network -- 2 inputs, 3 hidden units, 2 outputs -- reading a sequence of 4 steps. The
+# A tiny network -- 2 inputs, 3 hidden units, 2 outputs -- reading a sequence of 4 steps,
+# counted $t = 1 \dots 4$ as in the seed (the arrays are indexed from 0, so step $t$ is `X[t-1]`). The
 # state starts at $h_0 = 0$; each step mixes the new input with the previous state. The arrows
 # pointing right are the problem this whole course is about: step $t$ cannot start before step
 # $t-1$ has finished.
@@ -57,9 +58,9 @@ x_seq = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.5]], dtype=np.flo
 cache = rnn.forward(tiny, x_seq)
 print("X", x_seq.shape, "-> H", cache.H.shape, "Yhat", cache.Yhat.shape)
 h = np.zeros((1, 3), np.float32)
-for t in range(4):
-    h = rnn.forward_step(x_seq[t], h, tiny.Wxh, tiny.Whh)
-    print(f"t={t}: h = {np.round(h[0], 3)}   (same as forward: {np.allclose(h, cache.H[t])})")
+for t in range(1, 5):
+    h = rnn.forward_step(x_seq[t - 1], h, tiny.Wxh, tiny.Whh)
+    print(f"t={t}: h_{t} = {np.round(h[0], 3)}   (same as forward's H[{t - 1}]: {np.allclose(h, cache.H[t - 1])})")
 
 # %%
 rnn_plots.unrolled_rnn(x_seq[:, 0], cache.H[:, 0], cache.Yhat[:, 0])
@@ -138,11 +139,11 @@ result = rnn.train(params, X, Y, epochs=40, lr=1e-2, batch_size=8, seed=0)
 # %%
 trained = result.params
 test_loss = rnn.loss(rnn.predict(trained, X_test), Y_test) / X_test.shape[1]
-print(f"training loss per sequence: {result.history[0]:.1f} -> {result.history[-1]:.1f}")
+print(f"training loss per sequence: {result.history['loss'][0]:.1f} -> {result.history['loss'][-1]:.1f}")
 print(f"test loss per sequence: {test_loss:.1f} (copy-the-input {copy_loss:.1f}); beats copying: {test_loss < copy_loss}")
 
 # %%
-ax = rnn_plots.loss_curve(result.history, baseline=rnn.loss(X, Y) / X.shape[1], baseline_label="copy the input (train)")
+ax = rnn_plots.loss_curve(result.history["loss"], baseline=rnn.loss(X, Y) / X.shape[1], baseline_label="copy the input (train)")
 ax.set_title(f"training loss, {X.shape[1]} sequences of {T} steps, nh = {NH}")
 plt.show()
 
@@ -187,7 +188,8 @@ Xs = rng.uniform(-1, 1, (6, 2, 4))
 Ys = rng.uniform(-1, 1, (6, 2, 3))
 analytic = rnn.bptt_linear(small, Xs, Ys)
 numeric = gradcheck.rnn_numerical_gradients(small, Xs, Ys)
-for name, err in gradcheck.gradient_errors(analytic, numeric).items():
+errors = gradcheck.gradient_errors(analytic, numeric)
+for name, err in errors.items():
     print(f"d{name}: relative error below 1e-7: {err < 1e-7}")
 
 # %% [markdown]
@@ -211,32 +213,42 @@ def forgetful_bptt(params, X, Y, h0=None):
 
 print(bptt_checks.diagnose_gradients(forgetful_bptt, rnn.bptt_linear, small, Xs, Ys))
 
+# %% tags=["nbval-ignore-output"]
+print("largest relative error of the three gradients:", f"{max(errors.values()):.1e}")
+
 # %% [markdown]
 # ## How long does one training step take?
 #
-# A first measurement for the chapters to come (timing varies from run to run): one gradient
-# computation on the whole training set, and the share of this machine's GEMM peak it reaches.
-# It is far below the peak -- the matrices are tiny and the loop over time is in Python. Chapters
-# 03-05 fix that.
+# A first measurement for the chapters to come: one gradient computation on the whole training set,
+# and the share of this machine's GEMM peak (measured in the same process) that it reaches.
+# **Predict first:** the matrices here are 144 wide and the loop over time runs in Python -- near the
+# peak, or far below it?
 
 # %% tags=["nbval-ignore-output"]
 t = timing.measure(rnn.bptt_linear, trained, X, Y, repeat=5)
 flops = rnn.bptt_flops(T, X.shape[1], SIZE * SIZE, NH, SIZE * SIZE)
 rate = flops / t.median / 1e9
 print(f"one gradient (T={T}, B={X.shape[1]}, nx=ny={SIZE * SIZE}, nh={NH}): {t}")
-print(f"{flops / 1e6:.1f} MFLOP of GEMMs -> {rate:.2f} GFLOP/s = {100 * rate / timing.peak_gflops():.1f}% of this machine's GEMM peak")
+peak = timing.peak_gflops()
+share = rate / peak
+print(f"{flops / 1e6:.1f} MFLOP of GEMMs -> {rate:.2f} GFLOP/s = {100 * share:.1f}% of this machine's GEMM peak ({peak:.0f} GFLOP/s)")
+if not t.noise.ok:
+    print(t.noise.warning())
+elif share < 0.25:
+    print(f"Far below the peak: {T} small GEMMs per pass, each {X.shape[1]}x{NH} -- Python and call overhead, "
+          "not arithmetic, set the pace. Chapters 03-05 are about closing this gap.")
+else:
+    print("Closer to the peak than expected for matrices this small: this machine's BLAS handles small GEMMs well.")
 
 # %% [markdown]
 # ## What we learned
 #
 # * The RNN is three matrix products and two `tanh`s per step; only $h_{t-1} W_{hh}$ is truly
 #   sequential -- the input and output projections of all steps can be batched into single GEMMs.
-# * The seed's rotation task, built from pictures made in code, is learnable by a small RNN: it
-#   beats "copy the input" on pictures it never saw.
-# * Central differences in float64 confirm the hand-written gradients to ~1e-9; a wrong backward
-#   pass is caught with the gradient and the time step where it goes wrong.
+# * The seed's rotation task, built from pictures made in code, is learnable by a small RNN: the
+#   printed test loss says whether it beats "copy the input" on pictures it never saw.
+# * Central differences in float64 confirm the hand-written gradients (the printed relative errors);
+#   a wrong backward pass is caught with the gradient and the time step where it goes wrong.
 #
 # Next: [02 · BPTT from O(N²) to O(N)](02_bptt.ipynb) -- how those gradients are computed, and why
-# one way is quadratic in the sequence length.
-#
-# Next: [02 · BPTT from O(N²) to O(N)](02_bptt.ipynb). Worksheet: `exercises/01_serial_rnn.ipynb`.
+# one way is quadratic in the sequence length. Worksheet: `exercises/01_serial_rnn.ipynb`.

@@ -195,6 +195,46 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _parse_size(text: str) -> int | None:
+    text = text.strip().upper()
+    for suffix, mult in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
+        if text.endswith(suffix):
+            try:
+                return int(text[:-1]) * mult
+            except ValueError:
+                return None
+    return int(text) if text.isdigit() else None
+
+
+@lru_cache(maxsize=1)
+def cache_sizes() -> dict:
+    """Data-cache sizes in bytes of CPU 0: ``{"L1d": ..., "L2": ..., "L3": ...}`` (L3 usually shared).
+
+    Read from ``/sys/devices/system/cpu/cpu0/cache`` on Linux; an empty dict where the OS does not say."""
+    out = {}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        try:
+            with open(f"{base}/{entry}/level") as f:
+                level = f.read().strip()
+            with open(f"{base}/{entry}/type") as f:
+                kind = f.read().strip()
+            with open(f"{base}/{entry}/size") as f:
+                size = _parse_size(f.read())
+        except OSError:
+            continue
+        if kind == "Instruction" or size is None:
+            continue
+        out[f"L{level}d" if level == "1" else f"L{level}"] = size
+    return out
+
+
 def _simd_flags() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -263,6 +303,7 @@ def report() -> Report:
             "numba threads": f"{numba.get_num_threads()} (max {numba.config.NUMBA_NUM_THREADS})",
             "BLAS": blas,
             "BLAS threads": blas_threads,
+            "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
             "CUDA": cuda,
             "CuPy": cupy_state,
             "MPI": f"mpi4py + {mpi_info}" if mpi_ok else f"not available: {mpi_info}",

@@ -46,6 +46,7 @@ __all__ = [
     "loglog_slope",
     "gemm_intensity",
     "gemm_rate",
+    "gemv_rate",
 ]
 
 
@@ -422,6 +423,26 @@ def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
     peak = peak_gflops(dt.name)
     return {"n": n, "seconds": t.min, "gflops": rate, "intensity": ai,
             "bound_gflops": roofline(ai), "peak_gflops": peak, "fraction_of_peak": rate / peak}
+
+
+def gemv_rate(m: int, k: int, dtype: str = "float32", repeat: int = 7) -> dict:
+    """Measure ``(m, k) @ (k,)`` now, called over and over on the same arrays.
+
+    Returns m, k, seconds (best), GFLOP/s, ``working_set`` (bytes of the matrix and both vectors) and
+    ``gbs`` -- those bytes divided by the time: the bandwidth the product *appears* to use. When the
+    working set fits in a cache it stays there between calls, and ``gbs`` can exceed the streaming
+    bandwidth of main memory; when it does not, every call streams the matrix from memory again."""
+    m = check_positive_int(m, "m", high=1 << 15)
+    k = check_positive_int(k, "k", high=1 << 15)
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(m + k)
+    a = rng.standard_normal((m, k)).astype(dt)
+    x = rng.standard_normal(k).astype(dt)
+    y = np.empty(m, dt)
+    t = measure(np.matmul, a, x, out=y, repeat=repeat, warmup=2, min_time=5e-3)
+    ws = a.nbytes + x.nbytes + y.nbytes
+    return {"m": m, "k": k, "seconds": t.min, "gflops": gemv_flops(m, k) / t.min / 1e9, "working_set": ws,
+            "gbs": ws / t.min / 1e9, "intensity": gemm_intensity(m, 1, k, dt.itemsize), "noise": t.noise}
 
 
 def roofline(intensity, peak: float | None = None, bandwidth: float | None = None):

@@ -1,4 +1,4 @@
-"""The serial Elman RNN of seed 000, its loss, and backpropagation through time (layer 2: methods).
+"""The serial Elman RNN of seed 000, its loss, and backpropagation through time (models layer).
 
 Row-vector maths, time-major arrays, exactly as in the seed (Han & Uboweja, §2.1)::
 
@@ -21,10 +21,12 @@ Both return an :class:`RNNParams` holding the gradients (same field names as the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.results import TrainResult
 from ..core.validate import check_array, check_float, check_int, check_positive_int, FLOAT_DTYPES
 
 __all__ = [
@@ -44,8 +46,6 @@ __all__ = [
     "predict",
     "bptt_flops",
     "forward_flops",
-    "bptt_times",
-    "check_inputs",
 ]
 
 
@@ -111,23 +111,6 @@ class TrainingDiverged(FloatingPointError):
     """Raised by :func:`train` when the loss or the weights blow up."""
 
 
-@dataclass
-class TrainResult:
-    """What :func:`train` returns. Unpacks as ``params, history = train(...)``.
-
-    ``history``: the mean loss per sequence (``E / B``) over each epoch, one value per epoch,
-    preceded by the loss before training (so ``len(history) == epochs + 1``).
-    ``step_losses``: the loss per sequence of every mini-batch step.
-    """
-
-    params: RNNParams
-    history: list[float] = field(default_factory=list)
-    step_losses: list[float] = field(default_factory=list)
-
-    def __iter__(self):
-        return iter((self.params, self.history))
-
-
 # --------------------------------------------------------------------------- validation
 def _check_params(params) -> RNNParams:
     if not isinstance(params, RNNParams):
@@ -158,9 +141,6 @@ def _check_inputs(params: RNNParams, X, Y=None, h0=None):
         h0 = check_array(h0, "h0", shape=("B", "nh"), dims=dims)
         _same_dtype(h0, "h0", params)
     return X, Y, h0
-
-
-check_inputs = _check_inputs  # public name: other methods modules validate (params, X, Y, h0) the same way
 
 
 def _same_dtype(a: np.ndarray, name: str, params: RNNParams) -> None:
@@ -334,7 +314,10 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     sequences, with the gradient of ``E / batch_size`` (the loss per sequence), so ``lr`` does
     not depend on the batch size. A tqdm progress bar shows the running loss when ``progress``.
 
-    Returns a :class:`TrainResult` (``params, history = train(...)``). Raises
+    Returns a :class:`~course_lib.core.results.TrainResult` (``params, history = train(...)``) whose
+    ``history["loss"]`` is the mean loss per sequence (``E / B``) over each epoch, preceded by the loss
+    before training (``epochs + 1`` values), and ``history["step_loss"]`` the loss per sequence of every
+    mini-batch step. Raises
     :class:`TrainingDiverged` (a ``FloatingPointError``) with a hint to lower ``lr`` when the
     loss or the weights become non-finite, or the loss grows above ``explode_factor`` times
     its starting value.
@@ -350,7 +333,8 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     steps_per_epoch = math.ceil(N / batch_size)
 
     start = loss(forward(params, X).Yhat, Y) / N
-    result = TrainResult(params=params.copy(), history=[start])
+    t0 = time.perf_counter()
+    epoch_losses, step_losses = [start], []
     bar = None
     if progress:
         from tqdm.auto import tqdm  # noqa: PLC0415  (only needed for the bar)
@@ -362,7 +346,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
             f"training diverged at {where}: {what} (lr={lr:g}, starting loss {start:.4g} per sequence). "
             f"Try a smaller learning rate, e.g. lr={lr / 10:g}.")
 
-    p = result.params
+    p = params.copy()
     try:
         for epoch in range(epochs):
             order = rng.permutation(N)
@@ -379,20 +363,20 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
                 bad = _finite_params(p)
                 if bad is not None:
                     raise diverged(where, f"params.{bad} became non-finite")
-                result.step_losses.append(step_loss)
+                step_losses.append(step_loss)
                 total += step_loss * len(idx)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=f"{step_loss:.4g}")
-            result.history.append(total / N)
+            epoch_losses.append(total / N)
     finally:
         if bar is not None:
             bar.close()
-    result.params = p
-    return result
+    return TrainResult(p, {"loss": epoch_losses, "step_loss": step_losses}, time.perf_counter() - t0,
+                       {"epochs": epochs, "batch_size": batch_size, "lr": lr})
 
 
-# --------------------------------------------------------------------------- work and timing
+# --------------------------------------------------------------------------- work
 def forward_flops(T: int, B: int, nx: int, nh: int, ny: int) -> int:
     """GEMM FLOPs of :func:`forward`: ``2 T B (nx nh + nh nh + nh ny)``."""
     return 2 * T * B * (nx * nh + nh * nh + nh * ny)
@@ -421,30 +405,3 @@ def bptt_flops(T: int, B: int, nx: int, nh: int, ny: int, method: str = "linear"
             walk = sum(min(t + 1, truncate + 1) for t in range(T))
         return fwd + T * 2 * B * (2 * nh * ny) + walk * 2 * B * (2 * nh * nh + nx * nh)
     raise ValueError(f"method: expected 'linear' or 'quadratic', got {method!r}")
-
-
-def bptt_times(T: int, nh: int, *, B: int = 8, nx: int | None = None, ny: int | None = None,
-               repeat: int = 3, seed: int = 0) -> dict:
-    """Time :func:`bptt_linear` and :func:`bptt_quadratic` now, interleaved, at one (T, nh).
-
-    ``nx`` and ``ny`` default to ``nh``. Returns a dict with ``T, nh, B, linear_s, quadratic_s``
-    (best of ``repeat``), ``ratio`` (quadratic / linear time) and ``flop_ratio`` (the same
-    ratio of GEMM FLOPs). The compute function behind chapter 02's widget.
-    """
-    from ..core.timing import compare  # noqa: PLC0415
-
-    T = check_positive_int(T, "T", high=4096)
-    nh = check_positive_int(nh, "nh", high=4096)
-    B = check_positive_int(B, "B")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
-    ny = nh if ny is None else check_positive_int(ny, "ny")
-    params = init_params(nx, nh, ny, seed=seed)
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, B, nx)).astype(np.float32)
-    Y = rng.uniform(-1, 1, (T, B, ny)).astype(np.float32)
-    cmp = compare(linear=lambda: bptt_linear(params, X, Y), quadratic=lambda: bptt_quadratic(params, X, Y),
-                  repeat=repeat, warmup=1)
-    lin, quad = cmp.timings["linear"].min, cmp.timings["quadratic"].min
-    return {"T": T, "nh": nh, "B": B, "linear_s": lin, "quadratic_s": quad, "ratio": quad / lin,
-            "flop_ratio": bptt_flops(T, B, nx, nh, ny, "quadratic") / bptt_flops(T, B, nx, nh, ny, "linear")}
-

@@ -49,16 +49,24 @@ def roofline_plot(peak_gflops: float, bandwidth_gbs: float,
 
 
 def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=None,
-                xlabel: str = "size", ylabel: str = "time (s)", fit: bool = True):
-    """Several series against ``sizes`` on log-log axes, each labelled with its fitted slope."""
+                xlabel: str = "size", ylabel: str = "time (s)", fit: bool = True, fit_from: float | None = None):
+    """Several series against ``sizes`` on log-log axes, each labelled with its fitted slope.
+
+    ``fit_from``: fit each slope only over ``sizes >= fit_from`` (where the asymptote holds) and say so
+    in the label, so the legend shows the same slope the notebook prints."""
     from ...core.timing import loglog_slope  # noqa: PLC0415
 
     for name, ys in series.items():
         if len(ys) != len(sizes):
             raise ValueError(f"series[{name!r}]: expected {len(sizes)} values (one per size), got {len(ys)}")
     ax = new_axes(ax)
+    keep = [i for i, s in enumerate(sizes) if fit_from is None or s >= fit_from]
     for name, ys in series.items():
-        label = f"{name} (slope {loglog_slope(sizes, ys):.2f})" if fit and len(sizes) >= 2 else name
+        label = name
+        if fit and len(keep) >= 2:
+            slope = loglog_slope([sizes[i] for i in keep], [ys[i] for i in keep])
+            where = "" if fit_from is None else f" for {xlabel.split()[-1]} ≥ {fit_from:g}"
+            label = f"{name} (slope {slope:.2f}{where})"
         ax.loglog(sizes, ys, "o-", label=label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -55,7 +55,7 @@ def unrolled_rnn(X: np.ndarray, H: np.ndarray, Yhat: np.ndarray, ax=None, decima
     box(-1.4, 1.5, "h0\n" + "0", "#eeeeee")
     for t in range(T):
         x = 2.4 * t + 1.2
-        box(x, 0.0, f"x_{t}\n{vec(X[t])}", "#d6e9f8")
+        box(x, 0.0, f"x_{t + 1}\n{vec(X[t])}", "#d6e9f8")  # steps counted 1..T as in the seed
         box(x, 1.5, f"h_{t + 1}\n{vec(H[t])}", "#fde7c8")
         box(x, 3.0, f"ŷ_{t + 1}\n{vec(Yhat[t])}", "#d9f2d9")
         ax.annotate("", (x, 1.15), (x, 0.35), arrowprops=arrow)

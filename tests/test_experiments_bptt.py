@@ -1,0 +1,28 @@
+"""experiments.bptt: the O(T^2) vs O(T) timing helpers return data and validate their arguments."""
+import pytest
+
+from course_lib.core.timing import Noise
+from course_lib.experiments import bptt
+
+
+def test_bptt_times_returns_data():
+    d = bptt.bptt_times(4, 8, B=2, repeat=1)
+    assert set(d) >= {"T", "nh", "linear_s", "quadratic_s", "ratio", "flop_ratio", "noise"}
+    assert d["linear_s"] > 0 and d["quadratic_s"] > 0 and isinstance(d["noise"], Noise)
+    assert d["flop_ratio"] > 1
+    with pytest.raises(ValueError, match="T"):
+        bptt.bptt_times(0, 8)
+    with pytest.raises(ValueError, match="nh"):
+        bptt.bptt_times(4, 10**6)
+
+
+def test_scaling_and_slopes_from_synthetic_rows():
+    rows = [{"T": T, "linear_s": 1e-3 + 1e-4 * T, "quadratic_s": 1e-3 + 1e-5 * T * T} for T in (10, 100, 1000)]
+    s = bptt.fit_slopes(rows, t_min=100)
+    assert s["points"] == 2 and 0.9 < s["linear"] < 1.0 and 1.8 < s["quadratic"] < 2.0
+    with pytest.raises(ValueError, match="t_min"):
+        bptt.fit_slopes(rows, t_min=5000)
+    with pytest.raises(ValueError, match="Ts"):
+        bptt.scaling([8, 4], 8)
+    rows = bptt.scaling([2, 4], 4, B=2, repeat=1)
+    assert [r["T"] for r in rows] == [2, 4]
