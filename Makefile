@@ -41,7 +41,7 @@ lab: install-lab kernel
 	@echo "Starting JupyterLab on http://127.0.0.1:$(PORT)/lab -- open the URL with the token printed below."
 	@echo "Start with notebooks/00_setup.ipynb. Stop with Ctrl-C."
 	@echo ""
-	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG)
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser --ServerApp.root_dir="$(CURDIR)" --config="$(CURDIR)/jupyter_server_config.json" $(ROOT_FLAG)
 
 chromium:
 	@if [ -x /usr/bin/chromium ]; then echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null)"; \

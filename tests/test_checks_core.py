@@ -119,3 +119,32 @@ def test_chapter00_check_accepts_the_reference_and_rejects_a_classic_mistake():
     assert setup_checks.check_intensity(timing.gemm_intensity) == "Exercise 0.1 passed: 6/6 cases"
     with pytest.raises(checks.ExerciseFailed, match=r"(?s)Exercise 0.1 failed on case 1/6.*got 83.3333, expected 166.667.*Hint: FLOPs are 2"):
         setup_checks.check_intensity(lambda m, n, k, itemsize=4: m * n * k / (itemsize * (m * k + k * n + m * n)))
+
+
+def test_exercise_failed_renders_only_its_message_in_ipython():
+    from course_lib.teaching.checks.core import ExerciseFailed
+
+    err = ExerciseFailed("Exercise 1.1 failed on case 2/5:\n  'h' differs at time step 3\n  Hint: look at h0")
+    lines = err._render_traceback_()
+    assert len(lines) == 3 and "ExerciseFailed" in lines[0] and "Exercise 1.1 failed" in lines[0]
+    assert "Traceback" not in "".join(lines)
+
+
+def test_placeholder_errors_show_one_line_in_a_kernel():
+    """Run a failing check and an unsolved placeholder in a real kernel: one-line error outputs."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import numpy as np\nfrom course_lib.teaching import checks"),
+        nbformat.v4.new_code_cell("def f(x):\n    raise NotImplementedError('Exercise 9.9: replace this line with your code')\nf(1)"),
+        nbformat.v4.new_code_cell("checks.check_value('9.8', np.zeros(3), np.ones(3))"),
+        nbformat.v4.new_code_cell("raise NotImplementedError('something else')"),
+    ]
+    nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120).execute()
+    out = [c.outputs[0] for c in nb.cells[1:]]
+    assert out[0]["ename"] == "NotImplementedError" and len(out[0]["traceback"]) == 1
+    assert "Exercise 9.9" in out[0]["traceback"][0]
+    assert out[1]["ename"] == "ExerciseFailed" and len(out[1]["traceback"]) <= 4
+    assert not any("site-packages" in line or "course_lib/" in line for line in out[1]["traceback"])
+    assert len(out[2]["traceback"]) > 1  # other errors keep their traceback

@@ -62,3 +62,13 @@ def test_panel_bad_input():
         widgets.sweep_panel(lambda: 1, {})
     with pytest.raises(ValueError, match="cost, max_cost: give both or neither"):
         widgets.sweep_panel(lambda n: n, {"n": (1, 2, 1)}, cost=lambda n: n)
+
+
+def test_panel_plain_text_is_a_readable_placeholder():
+    pytest.importorskip("ipywidgets")
+    from course_lib.teaching import widgets
+
+    panel = widgets.sweep_panel(lambda n: {"n": n}, {"n": (1, 10, 1, 3)})
+    text = panel._repr_mimebundle_()["text/plain"]
+    assert "VBox" not in text and "run this cell" in text and "n" in text
+    assert "application/vnd.jupyter.widget-view+json" in panel._repr_mimebundle_()

@@ -22,9 +22,32 @@ ipywidgets and matplotlib are imported lazily, inside the functions.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
-__all__ = ["make_control", "sweep_panel", "within_budget"]
+__all__ = ["make_control", "sweep_panel", "within_budget", "placeholder_text"]
+
+
+def placeholder_text(names) -> str:
+    """What a panel shows where its widgets cannot be drawn (a notebook opened but not yet run)."""
+    return (f"[interactive panel with controls {', '.join(names)} -- run this cell (or Run All) "
+            "to move the sliders; they recompute live on your machine]")
+
+
+@lru_cache(maxsize=1)
+def _panel_class():
+    import ipywidgets as W  # noqa: PLC0415
+
+    class Panel(W.VBox):
+        """A VBox whose plain-text form is a readable placeholder instead of ``VBox(children=...)``."""
+
+        def _repr_mimebundle_(self, **kwargs):
+            bundle = super()._repr_mimebundle_(**kwargs)
+            if bundle is not None:
+                bundle["text/plain"] = placeholder_text(getattr(self, "controls", {}))
+            return bundle
+
+    return Panel
 
 
 def within_budget(values: Mapping[str, Any], cost: Callable[..., float] | None,
@@ -76,7 +99,8 @@ def sweep_panel(compute: Callable[..., Any], controls: Mapping[str, Any], *,
                 figsize: tuple[float, float] = (6.0, 3.2), title: str | None = None):
     """Sliders/dropdowns that call ``compute(**values)`` and show its result (see module doc).
 
-    Returns an ``ipywidgets.VBox``; ``panel.controls`` maps names to widgets,
+    Returns an ``ipywidgets.VBox`` whose plain-text form (what a notebook shows before it is run) is a
+    readable placeholder, not the widget's repr; ``panel.controls`` maps names to widgets,
     ``panel.output`` is the Output area and ``panel.refresh()`` recomputes.
     """
     if not callable(compute):
@@ -116,7 +140,7 @@ def sweep_panel(compute: Callable[..., Any], controls: Mapping[str, Any], *,
 
     for w in widgets.values():
         w.observe(refresh, names="value")
-    box = W.VBox([W.HBox(list(widgets.values())), out])
+    box = _panel_class()([W.HBox(list(widgets.values())), out])
     box.controls = widgets
     box.output = out
     box.refresh = refresh

@@ -63,7 +63,9 @@ def lab_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab")
     served = tmp / "course"
     (served / "notebooks").mkdir(parents=True)
-    shutil.copy(ROOT / "notebooks" / "00_setup.ipynb", served / "notebooks" / "00_setup.ipynb")
+    for name in ("00_setup.ipynb", "00_setup.py", "02_bptt.ipynb", "02_bptt.py"):
+        shutil.copy(ROOT / "notebooks" / name, served / "notebooks" / name)
+    shutil.copy(ROOT / "jupyter_server_config.json", served / "jupyter_server_config.json")  # as `make lab` uses it
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
@@ -78,7 +80,8 @@ def lab_server(tmp_path_factory):
     env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--ServerApp.token={token}", f"--ServerApp.root_dir={served}", "--ServerApp.open_browser=False",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           f"--config={served / 'jupyter_server_config.json'}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp / "server.log", "w")
@@ -112,6 +115,34 @@ def _widget_text(page) -> str:
 def _widget_plot_src(page) -> str:
     imgs = page.locator(".widget-output img, .jupyter-widgets-output-area img")
     return imgs.last.get_attribute("src") if imgs.count() else ""
+
+
+def test_unrun_notebook_is_readable_and_each_chapter_listed_once(lab_server):
+    """Opened without running: no raw ``VBox(children=...`` text where a slider panel will be, and the
+    file browser shows one entry per chapter (the jupytext ``.py`` twin is hidden)."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    base, token = lab_server["base"], lab_server["token"]
+    listing = _get_json(f"{base}/api/contents/notebooks?token={token}")
+    names = sorted(item["name"] for item in listing["content"])
+    assert names == ["00_setup.ipynb", "02_bptt.ipynb"], names
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(lab_server["tmp"] / "chromium-profile-unrun"), executable_path=CHROMIUM, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab/tree/notebooks/02_bptt.ipynb?token={token}&reset")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
+            _wait(lambda: page.locator(".jp-OutputArea-output").count() > 3, 60, "the stored outputs to render")
+            text = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            page.screenshot(path=str(ARTIFACTS / "02_bptt_unrun.png"), full_page=False)
+            assert "VBox(children=" not in text and "IntSlider(value=" not in text, text[-400:]
+            assert "run this cell" in text, "the slider panel's placeholder is not shown"
+        finally:
+            context.close()
 
 
 def test_setup_notebook_runs_and_slider_updates(lab_server):

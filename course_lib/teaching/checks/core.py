@@ -47,7 +47,41 @@ __all__ = [
 
 
 class ExerciseFailed(AssertionError):
-    """Raised by a check when a student's answer is wrong; the message explains how."""
+    """Raised by a check when a student's answer is wrong; the message explains how.
+
+    In Jupyter only the message is shown -- not a traceback through the grader's code, whose
+    frames say nothing useful to the student (and can give the answer away)."""
+
+    def _render_traceback_(self):  # IPython calls this instead of formatting a traceback
+        lines = str(self).splitlines() or [""]
+        return [f"\x1b[31mExerciseFailed\x1b[0m: {lines[0]}"] + lines[1:]
+
+
+def _placeholder_handler(shell, etype, value, tb, tb_offset=None):
+    """IPython handler: an unsolved exercise's ``NotImplementedError("Exercise N.k: ...")`` shows
+    as one line; any other NotImplementedError keeps its full traceback."""
+    text = str(value)
+    if text.startswith("Exercise "):
+        stb = [f"\x1b[33mNotImplementedError\x1b[0m: {text} (this exercise is still to do)"]
+    else:
+        stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    shell._showtraceback(etype, value, stb)  # IPython does not display what a custom handler returns
+    return stb
+
+
+def install_ipython_display() -> bool:
+    """Show unsolved-exercise placeholders as one line in a running IPython kernel (no-op elsewhere).
+
+    Called when the graders are imported; returns whether a kernel was found."""
+    try:
+        from IPython import get_ipython  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - IPython ships with Jupyter
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.set_custom_exc((NotImplementedError,), _placeholder_handler)
+    return True
 
 
 class Passed(str):
