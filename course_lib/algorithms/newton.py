@@ -1,0 +1,302 @@
+"""Newton's method over the whole sequence: DEER, quasi-DEER and a damped variant (layer 3: algorithms).
+
+A nonlinear recurrence ``h_t = f(h_{t-1}, x_t)`` (t = 1..T, ``h_0`` given) is the root of the
+residual over the *whole trajectory* ``H = (h_1, ..., h_T)``::
+
+    r(H)_t = h_t - f(h_{t-1}, x_t)
+
+Newton's method linearises ``f`` around the current guess. With ``J_t = df/dh (h_{t-1}, x_t)`` the
+update ``delta`` solves ``delta_t - J_t delta_{t-1} = -r_t`` (``delta_0 = 0``: h_0 is fixed), i.e.
+
+    delta_t = J_t delta_{t-1} - r_t            -- a *linear recurrence*: a scan (matrix_scan)
+
+Everything else in an iteration (``f`` and ``J`` at every t) is independent over t. This is DEER
+(Lim et al., ICLR 2024). Facts the chapter verifies:
+
+* after k iterations ``h_1 .. h_k`` are exact (h_1 depends only on the fixed h_0, and so on), so
+  *any* start reaches the serial answer after at most T iterations -- for every method below;
+* near the solution the convergence is quadratic, typically a handful of iterations;
+* ``method="quasi"`` keeps only ``diag(J_t)`` (quasi-DEER): an element-wise scan, O(T H) instead of
+  O(T H^3) per iteration, at the price of more (linearly converging) iterations;
+* ``method="damped"`` shrinks each Jacobian so that ``||J_t||_inf <= clip`` (a trust region in the
+  spirit of ELK, Gonzalez et al. 2024): products of the J's can no longer overflow, so the iteration
+  cannot blow up where full Newton does (unpredictable, chaotic dynamics), and the T-step bound still holds.
+
+How many iterations are needed tracks the system's largest Lyapunov exponent
+(:func:`lyapunov_exponent`): contracting systems (negative exponent) converge in a few, chaotic
+ones (positive) gain nothing (Gonzalez, Kozachkov et al., 2025).
+
+The module is generic: ``f(H_prev, X) -> H`` and ``jac(H_prev, X) -> J`` evaluate one step for all t
+at once (``H_prev`` ``(T, *batch, H)``, ``J`` ``(T, *batch, H, H)``, column convention
+``J[..., i, j] = d f_i / d h_j``); it never imports a model.
+
+Public API
+----------
+``solve(f, jac, h0, X, *, method="newton", tol=None, max_iter=None, ...)`` -> ``(H, history)``
+``NewtonDivergence`` (a FloatingPointError) -- raised, never NaN returned
+``newton_step(f, jac, h0, X, H, *, method="newton", ...)`` -> the next iterate (one step)
+``residual(f, h0, X, H)``, ``shift(h0, H)``
+``gradient(jac, H, h0, X, dH, *, vjp=None)`` -> ``(lam, dh0)`` or ``(vjp(...), dh0)``: implicit function theorem
+``lyapunov_exponent(jac, H, h0, X, *, seed=0)`` -> largest Lyapunov exponent along the trajectory
+``span_model(T, H, *, iters, P, method)`` -> work/span counts of DEER vs the sequential march
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from . import matrix_scan
+
+__all__ = [
+    "METHODS",
+    "NewtonDivergence",
+    "solve",
+    "newton_step",
+    "residual",
+    "shift",
+    "gradient",
+    "lyapunov_exponent",
+    "lyapunov_from_jacobians",
+    "span_model",
+]
+
+METHODS = ("newton", "quasi", "damped")
+DEFAULT_TOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5}
+
+
+class NewtonDivergence(FloatingPointError):
+    """The Newton iterations blew up (non-finite or exploding residual). The message names the
+    iteration and the residual; the fix is usually ``method="damped"`` (or ``"quasi"``)."""
+
+
+# --------------------------------------------------------------------------- helpers
+def shift(h0, H):
+    """``H_prev = (h_0, h_1, ..., h_{T-1})``: the state each step starts from."""
+    return np.concatenate([np.asarray(h0, dtype=H.dtype)[None], H[:-1]], axis=0)
+
+
+def residual(f: Callable, h0, X, H):
+    """``r_t = h_t - f(h_{t-1}, x_t)`` for all t at once, shape of ``H``."""
+    return H - f(shift(h0, H), X)
+
+
+def _norm(r) -> float:
+    return float(np.max(np.abs(r))) if r.size else 0.0
+
+
+def _jacobians(jac, jac_diag, Hprev, X, method, clip):
+    """The A_t of the Newton scan and its structure."""
+    if method == "quasi":
+        if jac_diag is not None:
+            D = np.asarray(jac_diag(Hprev, X))
+        else:
+            D = np.diagonal(np.asarray(jac(Hprev, X)), axis1=-2, axis2=-1)
+        if D.shape != Hprev.shape:
+            raise ValueError(f"jac_diag: expected shape {Hprev.shape} (one diagonal per step), got {D.shape}")
+        return np.ascontiguousarray(D, dtype=Hprev.dtype), "diagonal"
+    J = np.asarray(jac(Hprev, X))
+    want = Hprev.shape + (Hprev.shape[-1],)
+    if J.shape != want:
+        raise ValueError(f"jac: expected shape {want} (T, *batch, H, H), got {J.shape}")
+    J = J.astype(Hprev.dtype, copy=False)
+    if method == "damped":
+        norm = np.abs(J).sum(axis=-1).max(axis=-1)  # ||J_t||_inf per step and sequence
+        scale = np.minimum(1.0, clip / np.maximum(norm, 1e-300))
+        J = J * scale[..., None, None]
+    return np.ascontiguousarray(J), "full"
+
+
+def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton", jac_diag: Callable | None = None,
+                clip: float = 1.0, scan: str = "sequential"):
+    """One iteration from the guess ``H``: ``H + delta`` with ``delta_t = A_t delta_{t-1} - r_t``
+    (``A_t`` = J_t, diag(J_t) or the clipped J_t). Returns ``(H_new, r)`` (r: the residual of ``H``)."""
+    check_choice(method, "method", METHODS)
+    Hprev = shift(h0, H)
+    r = H - f(Hprev, X)
+    A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
+    with np.errstate(over="ignore", invalid="ignore"):
+        delta = matrix_scan.linear_recurrence(A, np.ascontiguousarray(-r), None, structure=structure, method=scan)
+    return H + delta, r
+
+
+# --------------------------------------------------------------------------- the solver
+def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: float | None = None,
+          max_iter: int | None = None, init=None, jac_diag: Callable | None = None, clip: float = 1.0,
+          scan: str = "sequential", diverge_factor: float = 1e8, callback: Callable | None = None):
+    """Solve ``h_t = f(h_{t-1}, x_t)``, t = 1..T, for the whole trajectory by Newton's method.
+
+    ``f(H_prev, X) -> (T, *batch, H)`` and ``jac(H_prev, X) -> (T, *batch, H, H)`` evaluate every step
+    at once (``X`` is passed through untouched; its first axis is time, length T).
+    ``h0`` ``(*batch, H)``; ``init`` the starting guess (default zeros, shape ``(T, *batch, H)``).
+    ``method``: ``"newton"`` (DEER), ``"quasi"`` (diag(J) only; ``jac_diag(H_prev, X) -> (T, *batch, H)``
+    if given, else the diagonal of ``jac``), ``"damped"`` (each J_t scaled to ``||J_t||_inf <= clip``).
+    ``tol``: stop when ``max |r| <= tol`` (default 1e-12 for float64, 1e-5 for float32);
+    ``max_iter``: default T (enough for an exact answer in exact arithmetic, any method).
+    ``scan``: the method of :func:`matrix_scan.linear_recurrence` for the Newton scan.
+    ``callback(k, H)`` is called with every iterate (k = 0 is ``init``).
+
+    Returns ``(H, history)``; ``history[k]`` = max-abs residual of iterate k (``history[0]``: the
+    start), so ``len(history) - 1`` iterations were done. Raises :class:`NewtonDivergence` when the
+    residual becomes non-finite or grows by more than ``diverge_factor``."""
+    if not callable(f):
+        raise TypeError(f"f: expected a callable f(H_prev, X), got {type(f).__name__}")
+    if not callable(jac):
+        raise TypeError(f"jac: expected a callable jac(H_prev, X), got {type(jac).__name__}")
+    if jac_diag is not None and not callable(jac_diag):
+        raise TypeError(f"jac_diag: expected a callable or None, got {type(jac_diag).__name__}")
+    check_choice(method, "method", METHODS)
+    check_choice(scan, "scan", matrix_scan.METHODS)
+    h0 = check_array(h0, "h0", ndim=(1, 2, 3))
+    try:
+        T = len(X)
+    except TypeError:
+        raise TypeError(f"X: expected an array with time on axis 0, got {type(X).__name__}") from None
+    if T < 1:
+        raise ValueError("X: expected at least one time step (axis 0), got 0")
+    dtype = h0.dtype
+    if init is None:
+        H = np.zeros((T,) + h0.shape, dtype=dtype)
+    else:
+        H = check_array(init, "init", shape=(T,) + h0.shape).astype(dtype, copy=True)
+    tol = DEFAULT_TOL.get(dtype, 1e-10) if tol is None else check_float(tol, "tol", low=0.0)
+    max_iter = T if max_iter is None else check_int(max_iter, "max_iter", low=0)
+    clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
+    diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
+    Hprev = shift(h0, H)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = H - f(Hprev, X)
+    if r.shape != H.shape:
+        raise ValueError(f"f: expected an output of shape {H.shape} (T, *batch, H), got {r.shape}")
+    history = [_norm(r)]
+    if not math.isfinite(history[0]):
+        raise NewtonDivergence("iteration 0: the residual of the starting guess is not finite "
+                               "(check init, h0 and X)")
+    if callback is not None:
+        callback(0, H)
+    for k in range(1, max_iter + 1):
+        if history[-1] <= tol:
+            break
+        A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                delta = matrix_scan.linear_recurrence(A, np.ascontiguousarray(-r), None,
+                                                      structure=structure, method=scan)
+        except (FloatingPointError, ValueError) as exc:
+            raise NewtonDivergence(
+                f"iteration {k}: the Newton scan overflowed (residual before it {history[-1]:.3g}): products of "
+                f"the Jacobians grow without bound -- the dynamics are unpredictable (positive Lyapunov "
+                f"exponent); try method='damped'. ({exc})") from None
+        H = H + delta
+        Hprev = shift(h0, H)
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = H - f(Hprev, X)
+        res = _norm(r)
+        history.append(res)
+        if not math.isfinite(res) or res > diverge_factor * max(history[0], 1.0):
+            raise NewtonDivergence(
+                f"iteration {k}: residual {res:.3g} (started at {history[0]:.3g}) -- method={method!r} diverged"
+                + ("; try method='damped' (clipped Jacobians)" if method != "damped" else "; try a smaller clip"))
+        if callback is not None:
+            callback(k, H)
+    return H, history
+
+
+# --------------------------------------------------------------------------- gradient (IFT)
+def gradient(jac: Callable, H, h0, X, dH, *, vjp: Callable | None = None, scan: str = "sequential"):
+    """Gradient of a loss ``L(H)`` through the converged trajectory, by the implicit function theorem.
+
+    ``r(H*) = 0`` defines ``H*``; the adjoint ``lam = dL/dH*`` (total) solves the *transposed*
+    linear recurrence through the same Jacobians, backward in time::
+
+        lam_T = dH_T,     lam_t = dH_t + J_{t+1}^T lam_{t+1}
+
+    -- one matrix scan on the reversed sequence. ``dH`` = ``dL/dH`` (direct, ``(T, *batch, H)``).
+    Returns ``(lam, dh0)`` with ``dh0 = J_1^T lam_1``; with ``vjp(H_prev, X, lam)`` (the model's
+    parameter vector-Jacobian product, all steps at once) returns ``(vjp(...), dh0)`` instead."""
+    if not callable(jac):
+        raise TypeError(f"jac: expected a callable jac(H_prev, X), got {type(jac).__name__}")
+    H = check_array(H, "H", ndim=(2, 3, 4))
+    dH = check_array(dH, "dH", shape=H.shape).astype(H.dtype, copy=False)
+    h0 = check_array(h0, "h0", shape=H.shape[1:])
+    Hprev = shift(h0, H)
+    J = np.asarray(jac(Hprev, X))
+    JT = np.swapaxes(J, -1, -2)
+    A_rev = np.empty_like(JT)
+    A_rev[0] = 0.0
+    A_rev[1:] = JT[:0:-1]  # reversed step s uses J_{T-s}^T (0-based: J[T-s])
+    lam = matrix_scan.linear_recurrence(np.ascontiguousarray(A_rev), np.ascontiguousarray(dH[::-1]), None,
+                                        structure="full", method=scan)[::-1]
+    dh0 = (JT[0] @ lam[0][..., None])[..., 0]
+    if vjp is not None:
+        return vjp(Hprev, X, lam), dh0
+    return np.ascontiguousarray(lam), dh0
+
+
+# --------------------------------------------------------------------------- predictability
+def lyapunov_from_jacobians(J, *, seed: int = 0) -> float:
+    """Largest Lyapunov exponent from the Jacobians ``J`` ``(T, *batch, H, H)`` of one trajectory:
+    push a random unit vector through ``J_1, J_2, ...``, renormalising each step, and average the
+    log growth (per step; averaged over the batch)."""
+    J = check_array(J, "J", ndim=(3, 4, 5))
+    T = J.shape[0]
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(J.shape[1:-1])
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+    total = np.zeros(J.shape[1:-2])
+    for t in range(T):
+        v = (J[t] @ v[..., None])[..., 0]
+        n = np.linalg.norm(v, axis=-1)
+        n = np.maximum(n, 1e-300)
+        total += np.log(n)
+        v /= n[..., None]
+    return float(np.mean(total) / T)
+
+
+def lyapunov_exponent(jac: Callable, H, h0, X, *, seed: int = 0, burn_in: int = 0) -> float:
+    """Largest Lyapunov exponent along the trajectory ``H`` (from ``h0``): negative = contracting
+    (perturbations die out, Newton converges in a few iterations), positive = chaotic.
+    ``burn_in`` first steps are pushed through but not counted."""
+    H = check_array(H, "H", ndim=(2, 3, 4))
+    h0 = check_array(h0, "h0", shape=H.shape[1:])
+    burn_in = check_int(burn_in, "burn_in", low=0, high=H.shape[0] - 1)
+    J = np.asarray(jac(shift(h0, H), X))
+    if burn_in:
+        rng = np.random.default_rng(seed)
+        v = rng.standard_normal(J.shape[1:-1])
+        for t in range(burn_in):
+            v = (J[t] @ v[..., None])[..., 0]
+            v /= np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
+        J = J[burn_in:]
+    return lyapunov_from_jacobians(J, seed=seed)
+
+
+# --------------------------------------------------------------------------- cost model
+def span_model(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton",
+               step_flops: float | None = None) -> dict:
+    """Work and critical path (flops) of ``iters`` DEER iterations on ``P`` processors vs the
+    sequential march, for one sequence of a GRU-sized step.
+
+    A step costs ``step_flops`` (default ``6 H^2 + 20 H``: the ``h W_hh^T`` GEMV plus gates).
+    Per iteration: f and its Jacobian at every t (parallel over t; the full Jacobian costs another
+    ``6 H^2``, the diagonal ``20 H``), the residual, and the Newton scan
+    (:func:`matrix_scan.work_span`, chunked: matrix-matrix combines, ``2 H^3`` each, for the full
+    Jacobian; ``2 H`` for the diagonal). It counts flops only: no memory traffic, no communication,
+    no latency per step. Returns ``{"serial", "work", "span", "speedup"}``."""
+    T = check_positive_int(T, "T")
+    H = check_positive_int(H, "H")
+    iters = check_positive_int(iters, "iters")
+    P = check_positive_int(P, "P")
+    check_choice(method, "method", METHODS)
+    c = 6.0 * H * H + 20.0 * H if step_flops is None else check_float(step_flops, "step_flops", low=0.0)
+    serial = c * T
+    jac_cost = 20.0 * H if method == "quasi" else 6.0 * H * H
+    structure = "diagonal" if method == "quasi" else "full"
+    per = math.ceil(T / min(P, T))
+    scan = matrix_scan.work_span(T, H, structure=structure, method="chunked", P=P)
+    it_work = T * (c + jac_cost + H) + scan["work"]
+    it_span = per * (c + jac_cost + H) + scan["span"]
+    work, span = iters * it_work, iters * it_span
+    return {"serial": serial, "work": work, "span": span, "speedup": serial / span}

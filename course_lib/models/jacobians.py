@@ -1,0 +1,244 @@
+"""Step functions and their analytic Jacobians, for Newton over the sequence (layer 4: models).
+
+DEER (course_lib.algorithms.newton) needs, for every time step at once, the step ``f(h_{t-1}, x_t)``
+and its Jacobian ``J_t = df/dh_{t-1}`` (column convention: ``J[..., i, j] = d h_t[i] / d h_{t-1}[j]``).
+
+Elman RNN (chapter 01, row-vector maths, ``XW = X Wxh`` precomputed)::
+
+    h_t = tanh(XW_t + h_{t-1} Whh)              J_t[i, j] = (1 - h_t[i]^2) Whh[j, i]
+
+GRU (chapters 09/10, PyTorch layout and gate order r, z, n; ``GI = X W_ih^T + b_ih`` precomputed,
+``gh = h W_hh^T + b_hh``, ``W_r, W_z, W_n`` the three row blocks of ``W_hh``)::
+
+    r = sigma(GI_r + gh_r)   z = sigma(GI_z + gh_z)   n = tanh(GI_n + r * gh_n)     a = gamma (1 - z)
+    classic:   h' = h + a (n - h)                  implicit:  h' = (h + a n) / (1 + a)
+
+    dr[i, j] = r_i (1 - r_i) W_r[i, j]      dz[i, j] = z_i (1 - z_i) W_z[i, j]
+    dn[i, j] = (1 - n_i^2) (dr[i, j] gh_n[i] + r_i W_n[i, j])
+    classic:   J = diag(1 - a) + a_i dn[i, j] - gamma (n_i - h_i) dz[i, j]
+    implicit:  J = diag(1 / (1 + a)) + a_i / (1 + a_i) dn[i, j] - gamma (n_i - h'_i) / (1 + a_i) dz[i, j]
+
+``diagonal=True`` returns only ``diag(J_t)`` (quasi-DEER) in ``O(H)`` per step.
+GRU parameters may be a dict (``p["W_hh"]``) or a dataclass (``p.W_hh``) with the fields
+``W_ih (3H, nx), W_hh (3H, H), b_ih (3H,), b_hh (3H,)``. The numba loops ``gru_serial_numba`` and
+``elman_serial_numba`` are the sequential baselines DEER has to beat.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from numba import njit
+
+from ..core.validate import check_array, check_float
+
+__all__ = [
+    "GRU_FIELDS",
+    "param",
+    "gru_input_projection",
+    "gru_gates",
+    "gru_step",
+    "gru_jacobian",
+    "gru_serial_numba",
+    "elman_step",
+    "elman_jacobian",
+    "elman_serial_numba",
+    "finite_difference_jacobian",
+]
+
+GRU_FIELDS = ("W_ih", "W_hh", "b_ih", "b_hh")
+
+
+def param(p, name: str) -> np.ndarray:
+    """``p[name]`` for a dict, ``p.name`` for a dataclass; a clear error otherwise."""
+    if isinstance(p, Mapping):
+        if name not in p:
+            raise ValueError(f"params: missing {name!r} (expected fields {', '.join(GRU_FIELDS)})")
+        return p[name]
+    if not hasattr(p, name):
+        raise TypeError(f"params: expected a dict or a dataclass with field {name!r}, got {type(p).__name__}")
+    return getattr(p, name)
+
+
+def _gru_weights(p):
+    W_ih, W_hh, b_ih, b_hh = (np.asarray(param(p, k)) for k in GRU_FIELDS)
+    dims: dict = {}
+    check_array(W_hh, "params.W_hh", shape=("3H", "H"), dims=dims)
+    if dims["3H"] != 3 * dims["H"]:
+        raise ValueError(f"params.W_hh: expected shape (3H, H), got {W_hh.shape}")
+    check_array(W_ih, "params.W_ih", shape=("3H", "nx"), dims=dims)
+    check_array(b_ih, "params.b_ih", shape=("3H",), dims=dims)
+    check_array(b_hh, "params.b_hh", shape=("3H",), dims=dims)
+    return W_ih, W_hh, b_ih, b_hh
+
+
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # the same formula as models.gru
+
+
+# --------------------------------------------------------------------------- GRU
+def gru_input_projection(params, X) -> np.ndarray:
+    """``GI = X W_ih^T + b_ih``: (T, B, nx) -> (T, B, 3H), one GEMM for all steps."""
+    W_ih, _, b_ih, _ = _gru_weights(params)
+    X = check_array(X, "X", ndim=(2, 3))
+    if X.shape[-1] != W_ih.shape[1]:
+        raise ValueError(f"X: expected {W_ih.shape[1]} features on the last axis, got shape {X.shape}")
+    return X @ W_ih.T + b_ih
+
+
+def gru_gates(params, Hprev, GI):
+    """``(r, z, n, gh)`` at the states ``Hprev`` (..., H) with input projections ``GI`` (..., 3H)."""
+    _, W_hh, _, b_hh = _gru_weights(params)
+    H = W_hh.shape[1]
+    gh = Hprev @ W_hh.T + b_hh
+    r = _sigmoid(GI[..., :H] + gh[..., :H])
+    z = _sigmoid(GI[..., H:2 * H] + gh[..., H:2 * H])
+    n = np.tanh(GI[..., 2 * H:] + r * gh[..., 2 * H:])
+    return r, z, n, gh
+
+
+def gru_step(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
+    """The GRU cell of :mod:`course_lib.models.gru` for all steps at once: ``f(h_{t-1}, x_t)``."""
+    r, z, n, _ = gru_gates(params, Hprev, GI)
+    a = gamma * (1.0 - z)
+    if implicit:
+        return (Hprev + a * n) / (1.0 + a)
+    return Hprev + a * (n - Hprev)
+
+
+def gru_jacobian(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0,
+                 diagonal: bool = False) -> np.ndarray:
+    """``J_t = d gru_step / d h_{t-1}``: ``(..., H, H)`` (or its diagonal ``(..., H)``), see the module doc."""
+    _, W_hh, _, _ = _gru_weights(params)
+    gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
+    H = W_hh.shape[1]
+    r, z, n, gh = gru_gates(params, Hprev, GI)
+    a = gamma * (1.0 - z)
+    ghn = gh[..., 2 * H:]
+    Wr, Wz, Wn = W_hh[:H], W_hh[H:2 * H], W_hh[2 * H:]
+    if implicit:
+        hnew = (Hprev + a * n) / (1.0 + a)
+        c_diag = 1.0 / (1.0 + a)
+        c_n = a / (1.0 + a)
+        c_z = -gamma * (n - hnew) / (1.0 + a)
+    else:
+        c_diag = 1.0 - a
+        c_n = a
+        c_z = -gamma * (n - Hprev)
+    sr = r * (1.0 - r)
+    sz = z * (1.0 - z)
+    sn = 1.0 - n * n
+    if diagonal:
+        dr = sr * np.diagonal(Wr)
+        dz = sz * np.diagonal(Wz)
+        dn = sn * (dr * ghn + r * np.diagonal(Wn))
+        return c_diag + c_n * dn + c_z * dz
+    dr = sr[..., :, None] * Wr  # (..., H, H)
+    dz = sz[..., :, None] * Wz
+    dn = sn[..., :, None] * (dr * ghn[..., :, None] + r[..., :, None] * Wn)
+    J = c_n[..., :, None] * dn + c_z[..., :, None] * dz
+    idx = np.arange(H)
+    J[..., idx, idx] += c_diag
+    return J
+
+
+@njit(cache=True)
+def _gru_loop(GI, W_hh, b_hh, h0, implicit, gamma, out):
+    T, B, H3 = GI.shape
+    H = H3 // 3
+    h = np.empty(H, dtype=GI.dtype)
+    gh = np.empty(H3, dtype=GI.dtype)
+    for b in range(B):
+        for i in range(H):
+            h[i] = h0[b, i]
+        for t in range(T):
+            for g in range(H3):
+                s = b_hh[g]
+                for j in range(H):
+                    s += W_hh[g, j] * h[j]
+                gh[g] = s
+            for i in range(H):
+                r = 0.5 * (1.0 + np.tanh(0.5 * (GI[t, b, i] + gh[i])))
+                z = 0.5 * (1.0 + np.tanh(0.5 * (GI[t, b, H + i] + gh[H + i])))
+                n = np.tanh(GI[t, b, 2 * H + i] + r * gh[2 * H + i])
+                a = gamma * (1.0 - z)
+                if implicit:
+                    out[t, b, i] = (h[i] + a * n) / (1.0 + a)
+                else:
+                    out[t, b, i] = h[i] + a * (n - h[i])
+            for i in range(H):
+                h[i] = out[t, b, i]
+
+
+def gru_serial_numba(params, X, h0=None, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
+    """The sequential GRU march as one compiled loop (the baseline; no Python per step) -> (T, B, H)."""
+    _, W_hh, _, b_hh = _gru_weights(params)
+    GI = np.ascontiguousarray(gru_input_projection(params, X))
+    if GI.ndim != 3:
+        raise ValueError(f"X: expected shape (T, B, nx), got {np.shape(X)}")
+    H = W_hh.shape[1]
+    h0 = np.zeros((GI.shape[1], H), GI.dtype) if h0 is None else check_array(h0, "h0", shape=(GI.shape[1], H))
+    gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
+    out = np.empty(GI.shape[:2] + (H,), dtype=GI.dtype)
+    _gru_loop(GI, np.ascontiguousarray(W_hh, dtype=GI.dtype), np.ascontiguousarray(b_hh, dtype=GI.dtype),
+              np.ascontiguousarray(h0, dtype=GI.dtype), bool(implicit), gamma, out)
+    return out
+
+
+# --------------------------------------------------------------------------- Elman RNN
+def elman_step(Whh, Hprev, XW) -> np.ndarray:
+    """``tanh(XW + H_prev Whh)`` for all steps at once (``XW = X Wxh``)."""
+    return np.tanh(XW + Hprev @ Whh)
+
+
+def elman_jacobian(Whh, Hprev, XW, *, diagonal: bool = False) -> np.ndarray:
+    """``J_t[i, j] = (1 - h_t[i]^2) Whh[j, i]``: ``(..., H, H)`` or the diagonal ``(..., H)``."""
+    Whh = check_array(Whh, "Whh", shape=("H", "H"))
+    h = np.tanh(XW + Hprev @ Whh)
+    s = 1.0 - h * h
+    if diagonal:
+        return s * np.diagonal(Whh)
+    return s[..., :, None] * Whh.T
+
+
+@njit(cache=True)
+def _elman_loop(XW, Whh, h0, out):
+    T, B, H = XW.shape
+    h = np.empty(H, dtype=XW.dtype)
+    for b in range(B):
+        for i in range(H):
+            h[i] = h0[b, i]
+        for t in range(T):
+            for i in range(H):
+                s = XW[t, b, i]
+                for j in range(H):
+                    s += h[j] * Whh[j, i]
+                out[t, b, i] = np.tanh(s)
+            for i in range(H):
+                h[i] = out[t, b, i]
+
+
+def elman_serial_numba(Wxh, Whh, X, h0=None) -> np.ndarray:
+    """The sequential Elman march as one compiled loop -> (T, B, H)."""
+    dims: dict = {}
+    Wxh = check_array(Wxh, "Wxh", shape=("nx", "H"), dims=dims)
+    Whh = check_array(Whh, "Whh", shape=("H", "H"), dims=dims)
+    X = check_array(X, "X", shape=("T", "B", "nx"), dims=dims)
+    XW = np.ascontiguousarray(X @ Wxh)
+    h0 = np.zeros((dims["B"], dims["H"]), XW.dtype) if h0 is None else check_array(h0, "h0", shape=(dims["B"], dims["H"]))
+    out = np.empty_like(XW)
+    _elman_loop(XW, np.ascontiguousarray(Whh, dtype=XW.dtype), np.ascontiguousarray(h0, dtype=XW.dtype), out)
+    return out
+
+
+# --------------------------------------------------------------------------- checking
+def finite_difference_jacobian(step, Hprev, eps: float = 1e-6) -> np.ndarray:
+    """Central differences of ``step(Hprev) -> (..., H)`` w.r.t. ``Hprev`` (..., H) -> (..., H, H) (float64)."""
+    Hprev = np.asarray(Hprev, dtype=np.float64)
+    H = Hprev.shape[-1]
+    J = np.empty(Hprev.shape + (H,))
+    for j in range(H):
+        e = np.zeros(H)
+        e[j] = eps
+        J[..., :, j] = (step(Hprev + e) - step(Hprev - e)) / (2 * eps)
+    return J

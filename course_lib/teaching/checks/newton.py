@@ -1,0 +1,162 @@
+"""Checks for worksheet 11 (Newton in time): the (A, b) combine, one Newton step as a scan, the GRU
+Jacobian, the log-space minGRU scan. Failures name the iteration, the time step, the gate and the entry."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...algorithms import matrix_scan, newton
+from ...models import gru, jacobians, mingru
+from .core import ExerciseFailed, check_function, passed
+
+__all__ = ["exercise_1", "exercise_2", "exercise_3", "exercise_4", "toy_system"]
+
+
+def _call(exercise, fn, *args):
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ExerciseFailed(f"Exercise {exercise}: your function raised {type(exc).__name__}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- 11.1
+def _combine_cases(rng, i):
+    H = (2, 3, 4, 1, 5)[i % 5]
+    batch = ((), (2,), (3,), (), (2,))[i % 5]
+    A1, A2 = (rng.standard_normal(batch + (H, H)) for _ in range(2))
+    b1, b2 = (rng.standard_normal(batch + (H,)) for _ in range(2))
+    return dict(p=(A1, b1), q=(A2, b2))
+
+
+def exercise_1(combine) -> str:
+    """Exercise 11.1: ``combine(p, q)`` for ``p = (A1, b1)`` then ``q = (A2, b2)`` -> ``(A2 A1, A2 b1 + b2)``
+    (``A`` may have leading batch axes)."""
+    return check_function("11.1", combine, matrix_scan.combine, _combine_cases, n_cases=5, rtol=1e-10, atol=1e-12,
+                          output_names=["A", "b"], time_axis=None,
+                          hint="apply p first: h -> A1 h + b1, then q: A2 (A1 h + b1) + b2. Matrix products "
+                               "do not commute -- the order is A2 @ A1; use A2 @ b1[..., None] for batched vectors.")
+
+
+# --------------------------------------------------------------------------- 11.2
+def toy_system(H: int = 3, scale: float = 1.2, seed: int = 0):
+    """``(f, jac)`` of ``h_t = tanh(h_{t-1} W^T + x_t)`` (column-convention Jacobian)."""
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((H, H)) * scale / np.sqrt(H)
+
+    def f(Hp, X):
+        return np.tanh(Hp @ W.T + X)
+
+    def jac(Hp, X):
+        return (1 - f(Hp, X) ** 2)[..., :, None] * W
+
+    return f, jac
+
+
+def exercise_2(newton_step, n_iter: int = 4) -> str:
+    """Exercise 11.2: ``newton_step(f, jac, h0, X, H) -> H_new``: one DEER iteration
+    (``delta_t = J_t delta_{t-1} - r_t``). Your step is iterated ``n_iter`` times from zero on three
+    problems; a failure names the iteration and the first wrong time step."""
+    problems = [(toy_system(3, 1.2, 0), 12, 2, 3), (toy_system(2, 0.6, 1), 9, 1, 2), (toy_system(4, 2.0, 2), 16, 3, 4)]
+    for case, ((f, jac), T, B, H_dim) in enumerate(problems, start=1):
+        rng = np.random.default_rng(case)
+        X = rng.standard_normal((T, B, H_dim))
+        h0 = 0.5 * rng.standard_normal((B, H_dim))
+        H_ref = np.zeros((T, B, H_dim))
+        H_you = H_ref.copy()
+        for it in range(1, n_iter + 1):
+            H_ref = newton.newton_step(f, jac, h0, X, H_ref)[0]
+            got = _call("11.2", newton_step, f, jac, h0.copy(), X.copy(), H_you.copy())
+            got = np.asarray(got, dtype=float)
+            if got.shape != H_ref.shape:
+                raise ExerciseFailed(f"Exercise 11.2 failed on problem {case}/3, iteration {it}: expected shape "
+                                     f"{H_ref.shape} (T, B, H), got {got.shape}")
+            bad = ~np.isclose(got, H_ref, rtol=1e-9, atol=1e-11)
+            if bad.any():
+                t, b, i = np.argwhere(bad)[0]
+                hint = ("the first state is already wrong: r_1 = h_1 - f(h0, x_1) uses h0, and delta_0 = 0"
+                        if t == 0 else
+                        "steps before t are right: check the recurrence delta_t = J_t delta_{t-1} - r_t "
+                        "(the minus sign, and J_t evaluated at h_{t-1})")
+                raise ExerciseFailed(
+                    f"Exercise 11.2 failed on problem {case}/3 (T={T}, B={B}, H={H_dim}), iteration {it}: "
+                    f"first wrong at time step {t} (batch {b}, unit {i}): got {got[t, b, i]:.6g}, expected "
+                    f"{H_ref[t, b, i]:.6g}; {int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
+            H_you = got
+    return passed("11.2", 3, 3)
+
+
+# --------------------------------------------------------------------------- 11.3
+_GATES = {"r": "the reset gate r (only W_hh's r rows are nonzero)",
+          "z": "the update gate z (only W_hh's z rows are nonzero)",
+          "n": "the candidate n (only W_hh's n rows are nonzero)",
+          "all": "the full GRU (all of W_hh)"}
+
+
+def _gate_params(which: str, seed: int):
+    p0 = gru.init_params(3, 4, seed=seed, dtype=np.float64)
+    p = {k: np.array(jacobians.param(p0, k)) * (3.0 if k == "W_hh" else 1.0) for k in jacobians.GRU_FIELDS}
+    if which != "all":
+        k = {"r": 0, "z": 1, "n": 2}[which]
+        W = np.zeros_like(p["W_hh"])
+        W[k * 4:(k + 1) * 4] = p["W_hh"][k * 4:(k + 1) * 4]
+        p["W_hh"] = W
+    return p
+
+
+def exercise_3(gru_jacobian) -> str:
+    """Exercise 11.3: ``gru_jacobian(params, h, gi) -> J`` (B, H, H), ``J[b, i, j] = d h'_i / d h_j`` of the
+    classic GRU cell ``h' = z h + (1 - z) n`` (models.gru). Checked against central finite differences
+    with one gate at a time depending on ``h``; a failure names the gate and the entry."""
+    n_ok = 0
+    for case, which in enumerate(("z", "n", "r", "all"), start=1):
+        p = _gate_params(which, case)
+        rng = np.random.default_rng(10 + case)
+        h = 0.8 * rng.standard_normal((2, 4))
+        gi = rng.standard_normal((2, 12))
+        fd = jacobians.finite_difference_jacobian(lambda hh: jacobians.gru_step(p, hh, gi), h)
+        got = np.asarray(_call("11.3", gru_jacobian, {k: v.copy() for k, v in p.items()}, h.copy(), gi.copy()),
+                         dtype=float)
+        if got.shape != fd.shape:
+            raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}: expected shape {fd.shape} (B, H, H), "
+                                 f"got {got.shape}")
+        bad = ~np.isclose(got, fd, rtol=1e-5, atol=1e-6)
+        if bad.any():
+            b, i, j = np.argwhere(bad)[0]
+            transposed = np.allclose(np.swapaxes(got, -1, -2), fd, rtol=1e-5, atol=1e-6)
+            hint = ("your J is transposed: J[b, i, j] is d h'_i / d h_j (row i = output unit)" if transposed else
+                    {"z": "d z_i/d h_j = z_i (1 - z_i) W_z[i, j]; h' depends on z through (h_i - n_i) dz",
+                     "n": "d n_i/d h_j = (1 - n_i^2) r_i W_n[i, j]; h' depends on n through (1 - z_i) dn",
+                     "r": "n = tanh(gi_n + r * gh_n): d n_i/d h_j gets (1 - n_i^2) gh_n[i] dr_i/dh_j",
+                     "all": "the diagonal term z_i (from z * h) plus the three gate paths"}[which])
+            raise ExerciseFailed(
+                f"Exercise 11.3 failed with {_GATES[which]}: gate {which!r}, first wrong entry "
+                f"J[b={b}, i={i}, j={j}] = {got[b, i, j]:.6g}, finite differences give {fd[b, i, j]:.6g}; "
+                f"{int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
+        n_ok += 1
+    return passed("11.3", n_ok, 4)
+
+
+# --------------------------------------------------------------------------- 11.4
+def exercise_4(log_scan) -> str:
+    """Exercise 11.4: ``log_scan(log_a, log_b) -> h`` (T, B, H): ``h_t = a_t h_{t-1} + b_t`` (h_0 = 0) from
+    the logs of positive coefficients, by two prefix sums (cumsum, logcumsumexp). Compared with a
+    float64 loop on minGRU coefficients; a failure names the time step."""
+    def ref(log_a, log_b):
+        a, b = np.exp(log_a), np.exp(log_b)
+        out, h = np.empty_like(a), np.zeros(a.shape[1:])
+        for t in range(a.shape[0]):
+            h = a[t] * h + b[t]
+            out[t] = h
+        return out
+
+    def cases(rng, i):
+        T = (5, 20, 64, 200)[i % 4]
+        p = mingru.init_params(("mingru", "minlstm")[i % 2], 3, 4, seed=i)
+        X = rng.standard_normal((T, 2, 3))
+        la, lb = mingru.log_coefficients(("mingru", "minlstm")[i % 2], p, X)
+        return dict(log_a=la, log_b=lb)
+
+    return check_function("11.4", log_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12,
+                          hint="a*_t = cumsum(log_a); h_t = exp(a*_t + logcumsumexp(log_b - a*)) with "
+                               "np.logaddexp.accumulate along axis 0 (time). Do not exponentiate a* alone: it underflows.")

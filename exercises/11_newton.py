@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
+# > This file was generated from `solutions/11_newton.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+
+# %% [markdown]
+# # Worksheet 11 · Newton in time by hand
+#
+# You will build DEER's pieces: the combine of two affine maps (the scan's operator), one Newton step
+# as a scan, the GRU's Jacobian, and minGRU's log-space scan. Conventions as in
+# `course_lib.algorithms.newton`: `H` is `(T, B, H)`, `H[t]` the state after input `X[t]`, `h0` `(B, H)`;
+# Jacobians use column convention, `J[..., i, j] = d h_t[i] / d h_{t-1}[j]`. The checks name the
+# iteration, the time step, the gate and the entry where your answer first differs.
+
+# %%
+import numpy as np
+
+from course_lib.algorithms import matrix_scan
+from course_lib.models import jacobians
+from course_lib.teaching.checks import newton as checks
+
+# %% [markdown]
+# ## Exercise 11.1 · The (A, b) combine
+#
+# `p = (A1, b1)` is the map `h -> A1 h + b1`. Return the pair for "first p, then q". `A` may carry
+# leading batch axes `(..., H, H)` and `b` `(..., H)`.
+
+# %% tags=["solution", "raises-exception"]
+def combine(p, q):
+    A1, b1 = p
+    A2, b2 = q
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.1: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+checks.exercise_1(combine)
+
+# %% [markdown]
+# ## Exercise 11.2 · One Newton step is a scan
+#
+# Given the guess `H`, form `H_prev = (h0, H[0], ..., H[T-2])`, the residual `r = H - f(H_prev, X)` and
+# the Jacobians `J = jac(H_prev, X)` `(T, B, H, H)`; solve `delta_t = J_t delta_{t-1} - r_t` (`delta_{-1} = 0`)
+# with `matrix_scan.linear_recurrence(J, -r)` and return `H + delta`.
+
+# %% tags=["solution", "raises-exception"]
+def newton_step(f, jac, h0, X, H):
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.2: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+checks.exercise_2(newton_step)
+
+# %% [markdown]
+# ## Exercise 11.3 · The GRU's Jacobian
+#
+# For the classic cell of `models.gru` (PyTorch layout, gates r, z, n; `gh = h W_hh^T + b_hh`) with
+# input projection `gi` `(B, 3H)` and state `h` `(B, H)`, return `J` `(B, H, H)`. With
+# `W_r, W_z, W_n` the row blocks of `W_hh`:
+# `dr = r(1-r) W_r`, `dz = z(1-z) W_z`, `dn = (1-n^2)(dr * gh_n + r W_n)` (row-wise), and
+# `J = diag(z) + (1 - z) dn + (h - n) dz`. `jacobians.gru_gates(params, h, gi)` gives `r, z, n, gh`.
+
+# %% tags=["solution", "raises-exception"]
+def gru_jacobian(params, h, gi):
+    r, z, n, gh = jacobians.gru_gates(params, h, gi)
+    H = h.shape[-1]
+    W = params["W_hh"]
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.3: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+checks.exercise_3(gru_jacobian)
+
+# %% [markdown]
+# ## Exercise 11.4 · minGRU's log-space scan
+#
+# `h_t = a_t h_{t-1} + b_t` with `h_{-1} = 0` and positive `a, b` given as logs. With
+# `a*_t = cumsum(log a)`: `h_t = exp(a*_t + logcumsumexp_{s<=t}(log b_s - a*_s))`.
+# `np.logaddexp.accumulate(x, axis=0)` is logcumsumexp.
+
+# %% tags=["solution", "raises-exception"]
+def log_scan(log_a, log_b):
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.4: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+checks.exercise_4(log_scan)

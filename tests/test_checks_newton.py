@@ -1,0 +1,89 @@
+"""The worksheet-11 checks accept the reference solutions and reject wrong ones with a precise message."""
+import numpy as np
+import pytest
+
+from course_lib.algorithms import matrix_scan, newton
+from course_lib.models import jacobians
+from course_lib.teaching.checks import newton as checks
+from course_lib.teaching.checks.core import ExerciseFailed
+
+
+def _good_step(f, jac, h0, X, H):
+    return newton.newton_step(f, jac, h0, X, H)[0]
+
+
+def _good_jac(params, h, gi):
+    return jacobians.gru_jacobian(params, h, gi)
+
+
+def _good_log_scan(log_a, log_b):
+    a_star = np.cumsum(log_a, axis=0)
+    return np.exp(a_star + np.logaddexp.accumulate(log_b - a_star, axis=0))
+
+
+def test_reference_solutions_pass(capsys):
+    checks.exercise_1(matrix_scan.combine)
+    checks.exercise_2(_good_step)
+    checks.exercise_3(_good_jac)
+    checks.exercise_4(_good_log_scan)
+    out = capsys.readouterr().out
+    for k in ("11.1", "11.2", "11.3", "11.4"):
+        assert f"Exercise {k} passed" in out
+
+
+@pytest.mark.parametrize("wrong,msg", [
+    (lambda p, q: (p[0] @ q[0], (q[0] @ p[1][..., None])[..., 0] + q[1]), r"11.1 failed(.|\n)*'A'"),
+    (lambda p, q: (q[0] @ p[0], p[1] + q[1]), r"11.1 failed(.|\n)*'b'"),
+])
+def test_combine_wrong_order_or_missing_product(wrong, msg):
+    with pytest.raises(ExerciseFailed, match=msg):
+        checks.exercise_1(wrong)
+
+
+def _plus_sign(f, jac, h0, X, H):
+    Hp = newton.shift(h0, H)
+    r = H - f(Hp, X)
+    return H + matrix_scan.linear_recurrence(jac(Hp, X), r)  # + r instead of - r
+
+
+def _jacobian_at_new_state(f, jac, h0, X, H):
+    Hp = newton.shift(h0, H)
+    r = H - f(Hp, X)
+    return H + matrix_scan.linear_recurrence(jac(H, X), -r)  # J evaluated at h_t, not h_{t-1}
+
+
+@pytest.mark.parametrize("wrong,msg", [
+    (_plus_sign, r"11.2 failed on problem 1/3 .*iteration 1: first wrong at time step 0"),
+    (_jacobian_at_new_state, r"11.2 failed on problem 1/3 .*iteration 2: first wrong at time step [1-9]"),
+])
+def test_newton_step_errors_name_iteration_and_time_step(wrong, msg):
+    with pytest.raises(ExerciseFailed, match=msg):
+        checks.exercise_2(wrong)
+
+
+def _no_reset_path(params, h, gi):
+    p = dict(params)
+    J = jacobians.gru_jacobian(p, h, gi)
+    H = h.shape[-1]
+    r, z, n, gh = jacobians.gru_gates(p, h, gi)
+    dr = (r * (1 - r))[..., :, None] * p["W_hh"][:H]
+    return J - ((1 - z) * (1 - n * n) * gh[..., 2 * H:])[..., :, None] * dr  # forgets dr * gh_n
+
+
+@pytest.mark.parametrize("wrong,msg", [
+    (lambda p, h, gi: np.swapaxes(jacobians.gru_jacobian(p, h, gi), -1, -2), r"gate 'z'.*J\[b=\d, i=\d, j=\d\](.|\n)*transposed"),
+    (_no_reset_path, r"reset gate r.*gate 'r'.*J\[b="),
+    (lambda p, h, gi: jacobians.gru_jacobian(p, h, gi) - np.eye(4) * 0.5, r"update gate z.*gate 'z'"),
+])
+def test_gru_jacobian_errors_name_gate_and_entry(wrong, msg):
+    with pytest.raises(ExerciseFailed, match=msg):
+        checks.exercise_3(wrong)
+
+
+@pytest.mark.parametrize("wrong,msg", [
+    (lambda log_a, log_b: np.exp(np.cumsum(log_a, 0) + np.cumsum(log_b, 0)), r"11.4 failed on case 1/4(.|\n)*time step"),
+    (lambda log_a, log_b: np.exp(np.logaddexp.accumulate(log_b, axis=0)), r"11.4 failed on case 1/4(.|\n)*time step 1"),
+])
+def test_log_scan_errors_name_time_step(wrong, msg):
+    with pytest.raises(ExerciseFailed, match=msg):
+        checks.exercise_4(wrong)

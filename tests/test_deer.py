@@ -1,0 +1,118 @@
+"""DEER on the course's GRU and Elman RNN: equals the serial models, the gradient equals BPTT."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from course_lib.models import gru, jacobians, rnn
+from course_lib.parallel import deer
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    p = gru.init_params(4, 6, seed=0, dtype=np.float64)
+    X = rng.standard_normal((40, 3, 4))
+    h0 = 0.3 * rng.standard_normal((3, 6))
+    return p, X, h0
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+@pytest.mark.parametrize("method", deer.METHODS)
+def test_gru_forward_equals_serial_gru(problem, implicit, method):
+    p, X, h0 = problem
+    H, hist = deer.gru_forward(p, X, h0, method=method, implicit=implicit, return_history=True)
+    np.testing.assert_allclose(H, gru.gru_forward(p, X, h0, implicit=implicit), atol=1e-10, rtol=0)
+    assert hist[-1] <= 1e-12
+
+
+@pytest.mark.parametrize("method", deer.METHODS)
+def test_exact_after_T_iterations_from_zero(problem, method):
+    p, X, h0 = problem
+    T = 10
+    H = deer.gru_forward(p, X[:T], h0, method=method, tol=0.0, max_iter=T)
+    np.testing.assert_allclose(H, gru.gru_forward(p, X[:T], h0), atol=1e-14, rtol=0)
+
+
+def test_chunked_scan_gives_the_same_trajectory(problem):
+    p, X, h0 = problem
+    a = deer.gru_forward(p, X, h0, scan="sequential")
+    b = deer.gru_forward(p, X, h0, scan="chunked")
+    np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_gradient_equals_bptt(problem, implicit):
+    p, X, h0 = problem
+    dH = np.random.default_rng(1).standard_normal((40, 3, 6))
+    g, dh0 = deer.gru_gradient(p, X, dH, h0, implicit=implicit)
+    Hs = gru.gru_forward(p, X, h0, implicit=implicit)
+    g_ref, dh0_ref = gru.gru_backward(p, X, Hs, dH, h0, implicit=implicit)
+    for k in g_ref:
+        np.testing.assert_allclose(g[k], g_ref[k], atol=1e-9, rtol=1e-9, err_msg=k)
+    np.testing.assert_allclose(dh0, dh0_ref, atol=1e-12)
+
+
+def test_gru_jacobian_matches_finite_differences(problem):
+    p, X, _ = problem
+    GI = jacobians.gru_input_projection(p, X[:5])
+    Hp = np.random.default_rng(2).standard_normal((5, 3, 6))
+    for implicit in (False, True):
+        step = lambda h: jacobians.gru_step(p, h, GI, implicit=implicit, gamma=2.0)  # noqa: E731
+        J = jacobians.gru_jacobian(p, Hp, GI, implicit=implicit, gamma=2.0)
+        np.testing.assert_allclose(J, jacobians.finite_difference_jacobian(step, Hp), atol=1e-8)
+        np.testing.assert_allclose(jacobians.gru_jacobian(p, Hp, GI, implicit=implicit, gamma=2.0, diagonal=True),
+                                   np.diagonal(J, axis1=-2, axis2=-1), atol=1e-15)
+
+
+def test_params_as_dataclass_work_too(problem):
+    p, X, h0 = problem
+
+    @dataclasses.dataclass
+    class GRUParams:
+        W_ih: np.ndarray
+        W_hh: np.ndarray
+        b_ih: np.ndarray
+        b_hh: np.ndarray
+
+    pd = GRUParams(**{k: p[k] for k in jacobians.GRU_FIELDS})
+    np.testing.assert_allclose(deer.gru_forward(pd, X, h0), deer.gru_forward(p, X, h0), atol=0)
+    np.testing.assert_allclose(jacobians.gru_serial_numba(pd, X, h0), gru.gru_forward(p, X, h0), atol=1e-14)
+
+
+@pytest.mark.parametrize("method", deer.METHODS)
+def test_elman_forward_equals_serial_rnn(method):
+    rp = rnn.init_params(4, 6, 2, seed=0, dtype=np.float64)
+    X = np.random.default_rng(3).standard_normal((30, 2, 4))
+    h0 = 0.1 * np.ones((2, 6))
+    np.testing.assert_allclose(deer.elman_forward(rp, X, h0, method=method), rnn.forward(rp, X, h0).H, atol=1e-10)
+    np.testing.assert_allclose(jacobians.elman_serial_numba(rp.Wxh, rp.Whh, X, h0), rnn.forward(rp, X, h0).H,
+                               atol=1e-14)
+
+
+def test_chaotic_gru_newton_diverges_clearly_damped_converges(problem):
+    p, _, _ = problem
+    p8 = dict(p, W_hh=8 * p["W_hh"])
+    X = np.random.default_rng(4).standard_normal((400, 2, 4))
+    assert deer.gru_lyapunov(p8, X) > 0 > deer.gru_lyapunov(p, X)
+    with pytest.raises(deer.NewtonDivergence, match=r"iteration \d+"):
+        deer.gru_forward(p8, X, method="newton")
+    H = deer.gru_forward(p8, X, method="damped")
+    np.testing.assert_allclose(H, gru.gru_forward(p8, X), atol=1e-10)
+
+
+@pytest.mark.parametrize("call,exc,name", [
+    (lambda p, X: deer.gru_forward(p, X[0]), ValueError, "X"),
+    (lambda p, X: deer.gru_forward(p, X, np.zeros((2, 6))), ValueError, "h0"),
+    (lambda p, X: deer.gru_forward(p, X, method="bfgs"), ValueError, "method"),
+    (lambda p, X: deer.gru_forward(p, X, gamma=0.0), ValueError, "gamma"),
+    (lambda p, X: deer.gru_forward(p, X[..., :3]), ValueError, "X"),
+    (lambda p, X: deer.gru_forward({"W_ih": p["W_ih"]}, X), ValueError, "params"),
+    (lambda p, X: deer.gru_forward(42, X), TypeError, "params"),
+    (lambda p, X: deer.gru_gradient(p, X, np.zeros((40, 3, 5))), ValueError, "dH"),
+    (lambda p, X: deer.elman_forward(p, X), TypeError, "params"),
+])
+def test_bad_inputs_name_the_argument(problem, call, exc, name):
+    p, X, _ = problem
+    with pytest.raises(exc, match=rf"^{name}"):
+        call(p, X)
