@@ -30,6 +30,7 @@ from .validate import check_int, check_positive_int, check_float
 
 __all__ = [
     "Noise",
+    "noise_from",
     "Timing",
     "Comparison",
     "measure",
@@ -74,15 +75,27 @@ OTHERS_LIMIT = 0.25       # other processes used more than this many cores on av
 
 @dataclass
 class Noise:
-    """Why a measurement should not be trusted (an empty list: nothing seen).
+    """Why a measurement should not be trusted (no reasons: nothing suspicious was seen).
 
     ``spread``  interquartile range / median of the repeats (with fewer than 4: (max - min) / median),
     so one stray repeat does not condemn a run; ``others`` the average number of cores other
-    processes kept busy while it ran (None where the OS does not tell)."""
+    processes kept busy while it ran (None where the OS does not tell). ``wide`` and ``busy`` say
+    whether those crossed their limits; ``notes`` are facts a caller added with :meth:`add`."""
 
-    reasons: list[str] = field(default_factory=list)
     spread: float = 0.0
     others: float | None = None
+    wide: bool = False
+    busy: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        out = []
+        if self.wide:
+            out.append(f"repeats spread by up to {self.spread:.0%} of the median")
+        if self.busy and self.others is not None:
+            out.append(f"other processes kept up to {self.others:.1f} core(s) busy meanwhile")
+        return out + self.notes
 
     @property
     def ok(self) -> bool:
@@ -90,16 +103,18 @@ class Noise:
 
     def add(self, condition: bool, reason: str) -> "Noise":
         """Record ``reason`` when ``condition`` holds (a fact only the caller can judge). Returns self."""
-        if condition and reason not in self.reasons:
-            self.reasons.append(reason)
+        if condition and reason not in self.notes:
+            self.notes.append(reason)
         return self
 
     def __or__(self, other: "Noise") -> "Noise":
+        """The worst of both: the larger spread and load, every note once."""
         if not isinstance(other, Noise):
             return NotImplemented
         others = [o for o in (self.others, other.others) if o is not None]
-        merged = Noise(list(self.reasons), max(self.spread, other.spread), max(others) if others else None)
-        for r in other.reasons:
+        merged = Noise(max(self.spread, other.spread), max(others) if others else None,
+                       self.wide or other.wide, self.busy or other.busy, list(self.notes))
+        for r in other.notes:
             merged.add(True, r)
         return merged
 
@@ -154,14 +169,11 @@ def _spread(times: list[float]) -> float:
     return (max(times) - min(times)) / med
 
 
-def _noise(times: list[float], others: float | None) -> Noise:
+def noise_from(times: list[float], others: float | None = None) -> Noise:
+    """The :class:`Noise` of a list of repeat times (and the load ``others`` measured meanwhile)."""
     spread = _spread(times)
-    n = Noise(spread=spread, others=others)
-    n.add(len(times) >= 3 and spread > SPREAD_LIMIT,
-          f"repeats spread by {spread:.0%} of the median")
-    n.add(others is not None and others > OTHERS_LIMIT,
-          f"other processes kept {others:.1f} core(s) busy meanwhile" if others is not None else "")
-    return n
+    return Noise(spread=spread, others=others, wide=len(times) >= 3 and spread > SPREAD_LIMIT,
+                 busy=others is not None and others > OTHERS_LIMIT)
 
 
 # --------------------------------------------------------------------------- measuring
@@ -240,7 +252,7 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
             for _ in range(number):
                 call()
             times.append((time.perf_counter() - t0) / number)
-    return Timing(times, number, _noise(times, w.others))
+    return Timing(times, number, noise_from(times, w.others))
 
 
 @dataclass
@@ -320,7 +332,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
-    timings = {name: Timing(ts, 1, _noise(ts, w.others)) for name, ts in times.items()}
+    timings = {name: Timing(ts, 1, noise_from(ts, w.others)) for name, ts in times.items()}
     noise = Noise(others=w.others)
     for t in timings.values():
         noise = noise | t.noise

@@ -137,7 +137,12 @@ def test_unrun_notebook_is_readable_and_each_chapter_listed_once(lab_server):
             page.goto(f"{base}/lab/tree/notebooks/02_bptt.ipynb?token={token}&reset")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
             _wait(lambda: page.locator(".jp-OutputArea-output").count() > 3, 60, "the stored outputs to render")
-            text = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            cells = page.locator(".jp-Notebook .jp-Cell")
+            texts = []
+            for i in range(cells.count()):  # JupyterLab renders cells lazily: visit each one
+                cells.nth(i).scroll_into_view_if_needed()
+                texts += cells.nth(i).locator(".jp-OutputArea-output").all_inner_texts()
+            text = " ".join(texts)
             page.screenshot(path=str(ARTIFACTS / "02_bptt_unrun.png"), full_page=False)
             assert "VBox(children=" not in text and "IntSlider(value=" not in text, text[-400:]
             assert "run this cell" in text, "the slider panel's placeholder is not shown"
