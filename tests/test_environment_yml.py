@@ -12,10 +12,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CONDA_ONLY = {"python", "pip"}
 EXTRAS_IN_ENV = ("mpi", "dev")
+CONDA_NAME = {"halide": "halide-python"}  # PyPI name -> conda-forge name where they differ
 
 
 def _pep508_name(req: str) -> str:
-    return re.split(r"[\s\[<>=!~;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    name = re.split(r"[\s\[<>=!~;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return CONDA_NAME.get(name, name)
 
 
 @pytest.fixture(scope="module")
@@ -72,4 +74,5 @@ def test_minimum_versions_agree(env, pyproject):
         m = re.match(r"^([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*>=\s*([0-9][^,;\s]*)", r)
         if m:
             name = m.group(1).lower().replace("_", "-")
+            name = CONDA_NAME.get(name, name)
             assert conda.get(name) == m.group(2), f"{name}: pyproject >={m.group(2)}, environment.yml >={conda.get(name)}"

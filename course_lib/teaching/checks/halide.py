@@ -1,0 +1,162 @@
+"""Checks for worksheet 06 (Halide): schedule the hidden-state product; fuse two stages into one.
+
+Exercise 6.1 -- ``check_hidden_schedule(my_schedule)``: ``my_schedule(stage)`` schedules a fresh
+``halide_rnn.HiddenStage`` (``h = tanh(P + h_prev W)``, two-stage definition). Passes when the
+numbers are right, the loop nest is vectorised and tiled, and its speed reaches ``min_fraction``
+of the course's best schedule *measured in the same run* (a ratio, retried; never an absolute time).
+
+Exercise 6.2 -- ``check_fused_backward(fused_backward)``: ``fused_backward(dH, dnext, WT, H)``
+returns one Func computing ``(dH + dnext WT) (1 - H²)`` as a single definition, so its pipeline
+makes one pass fewer than ``halide_rnn.backward_two_stage``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...algorithms import halide_rnn as H
+from ...core import timing
+from .core import ExerciseFailed, compare_outputs, passed
+
+__all__ = ["check_hidden_schedule", "check_fused_backward", "MIN_FRACTION", "SPEED_SHAPE"]
+
+MIN_FRACTION = 0.25       # of the course's best schedule's speed, measured alongside
+SPEED_SHAPE = (64, 512)   # (B rows, n): the timed hidden-state product is (B, n) @ (n, n)
+_SHAPES_61 = [(1, 1, 1), (5, 20, 33), (70, 37, 45), (64, 16, 32)]  # (B, n_in, n_out), tails of tiles
+_SHAPES_62 = [(1, 1), (5, 9), (70, 45), (33, 16)]                  # (B, n)
+
+
+def _fail(ex: str, msg: str, hint: str = "") -> ExerciseFailed:
+    return ExerciseFailed(f"Exercise {ex} failed:\n  {msg}" + (f"\n  Hint: {hint}" if hint else ""))
+
+
+def _require_halide(ex: str) -> None:
+    ok, why = H.available()
+    if not ok:
+        raise _fail(ex, f"Halide is not available here, so this exercise cannot be checked ({why})")
+
+
+def _compile_student_schedule(ex: str, schedule_fn):
+    stage = H.hidden_stage()
+    try:
+        schedule_fn(stage)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise _fail(ex, f"your schedule raised {type(exc).__name__}: {exc}",
+                    "schedule only the Funcs of the stage: stage.h and stage.prod (its update is "
+                    "stage.prod.update()), with the Vars stage.j, stage.i and the RDom stage.k.") from exc
+    try:
+        return H.compile_hidden(stage)
+    except Exception as exc:
+        raise _fail(ex, f"Halide could not compile your schedule: {type(exc).__name__}: {exc}",
+                    "a reduction's RVar (stage.k.x) cannot be parallel or vectorized; tile and vectorize "
+                    "the pure Vars stage.j and stage.i.") from exc
+
+
+def _loops_of(nest: str, func: str) -> list[str]:
+    """The loop lines of ``func``'s own pass (``produce func:`` up to the next produce/consume at its level)."""
+    lines = nest.splitlines()
+    out, inside, level = [], False, 0
+    for line in lines:
+        text = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if text == f"produce {func}:":
+            inside, level = True, indent
+            continue
+        if inside and indent <= level and text.startswith(("produce ", "consume ")):
+            inside = False
+        if inside and text.startswith(("for ", "parallel ", "vectorized ", "unrolled ")):
+            out.append(text)
+    return out
+
+
+def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, retries: int = 3) -> str:
+    """Exercise 6.1: a schedule for the hidden-state product (see the module doc)."""
+    ex = "6.1"
+    if not callable(schedule_fn):
+        raise _fail(ex, f"expected a function my_schedule(stage), got {type(schedule_fn).__name__}")
+    _require_halide(ex)
+    fn = _compile_student_schedule(ex, schedule_fn)
+    rng = np.random.default_rng(61)
+    for n_case, (B, n_in, n_out) in enumerate(_SHAPES_61, start=1):
+        P = rng.standard_normal((B, n_out)).astype(np.float32)
+        hp = rng.uniform(-1, 1, (B, n_in)).astype(np.float32)
+        W = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+        msg = compare_outputs(fn(P, hp, W), np.tanh(P + hp @ W), name="h", rtol=1e-4, atol=1e-5, time_axis=None)
+        if msg:
+            raise _fail(ex, f"wrong numbers on case {n_case}/{len(_SHAPES_61)} (B={B}, n_in={n_in}, "
+                            f"n_out={n_out}): {msg}",
+                        "a schedule never changes what is computed: did you change stage.h's or stage.prod's "
+                        "definition? Build a fresh stage and only call scheduling methods.")
+    nest = fn.loop_nest
+    if "vectorized" not in nest:
+        raise _fail(ex, "the loop nest has no 'vectorized' loop: your schedule does not use SIMD.\n"
+                        "  Your loop nest:\n" + _indent(nest),
+                    "vectorize the columns: e.g. stage.h.vectorize(ji, 16) after tiling, and "
+                    "stage.prod.vectorize(stage.j, 16); stage.prod.update().vectorize(stage.j, 16).")
+    h_loops = _loops_of(nest, "h")
+    split_i = any(" h_i." in ln for ln in h_loops)
+    split_j = any(" h_j." in ln and "vectorized" not in ln for ln in h_loops)
+    if not (split_i and split_j):
+        which = "the row loop h_i" if not split_i else "the column loop h_j (outside the vector lanes)"
+        raise _fail(ex, f"the output h is not tiled: {which} is not split into tiles.\n"
+                        "  The loops of h:\n" + _indent("\n".join(h_loops)),
+                    "stage.h.tile(stage.j, stage.i, jo, io, ji, ii, 16, 64, hl.TailStrategy.GuardWithIf), then "
+                    "stage.prod.compute_at(stage.h, jo).")
+    # speed: a ratio to the course's best schedule, measured now, best of a few tries
+    B, n = SPEED_SHAPE
+    P = rng.standard_normal((B, n)).astype(np.float32)
+    hp = rng.uniform(-1, 1, (B, n)).astype(np.float32)
+    W = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    best = H.compile_hidden(H.apply_schedule(H.hidden_stage(), "tiled+simd+parallel"))
+    fraction = 0.0
+    for _ in range(max(1, int(retries))):
+        cmp = timing.compare(repeat=7, warmup=1, baseline="course", course=lambda: best(P, hp, W),
+                             yours=lambda: fn(P, hp, W))
+        fraction = max(fraction, cmp.timings["course"].min / cmp.timings["yours"].min)
+        if fraction >= min_fraction:
+            return passed(ex, len(_SHAPES_61), len(_SHAPES_61))
+    raise _fail(ex, f"your schedule is right and vectorised, but slow: it reached {fraction:.2f} of the speed of "
+                    f"the course's best schedule measured alongside (B={B}, n={n}); at least {min_fraction:g} "
+                    f"is needed.",
+                "compute the accumulator per tile (stage.prod.compute_at(stage.h, jo)), loop the update as "
+                "k outermost (stage.prod.update().reorder(stage.j, stage.i, stage.k.x)) and parallelize "
+                "the row tiles (stage.h.parallel(io)).")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + ln for ln in text.splitlines())
+
+
+def check_fused_backward(build_fn) -> str:
+    """Exercise 6.2: ``build_fn(dH, dnext, WT, H) -> hl.Func``, one definition, one pass fewer."""
+    ex = "6.2"
+    if not callable(build_fn):
+        raise _fail(ex, f"expected a function fused_backward(dH, dnext, WT, H), got {type(build_fn).__name__}")
+    _require_halide(ex)
+    try:
+        fn = H.compile_func(build_fn, 4)
+    except NotImplementedError:
+        raise
+    except TypeError as exc:
+        raise _fail(ex, f"{exc}", "return the Func you defined, e.g. `return dpre`.") from exc
+    except Exception as exc:
+        raise _fail(ex, f"your function could not be built and compiled: {type(exc).__name__}: {exc}") from exc
+    rng = np.random.default_rng(62)
+    for n_case, (B, n) in enumerate(_SHAPES_62, start=1):
+        dH, dn = rng.standard_normal((B, n)).astype(np.float32), rng.standard_normal((B, n)).astype(np.float32)
+        WT = rng.standard_normal((n, n)).astype(np.float32)
+        Hc = rng.uniform(-1, 1, (B, n)).astype(np.float32)
+        msg = compare_outputs(fn(dH, dn, WT, Hc), (dH + dn @ WT) * (1 - Hc * Hc), name="dpre", rtol=1e-4,
+                              atol=1e-4, time_axis=None)
+        if msg:
+            raise _fail(ex, f"wrong numbers on case {n_case}/{len(_SHAPES_62)} (B={B}, n={n}): {msg}",
+                        "dpre[j, i] = (dH[j, i] + hl.sum(dnext[k, i] * WT[j, k])) * (1 - H[j, i] * H[j, i]) "
+                        "with k an hl.RDom over dnext's columns (dnext.dim(0).extent()).")
+    two = H.compile_func(H.backward_two_stage, 4).stages
+    if fn.stages >= two:
+        raise _fail(ex, f"your pipeline still makes {fn.stages} passes of its own (the two-stage version makes "
+                        f"{two}): nothing was fused.\n  Your loop nest:\n" + _indent(fn.loop_nest),
+                    "write the whole formula as ONE pure definition with an inline reduction (hl.sum), "
+                    "with no intermediate Func computed at root.")
+    return passed(ex, len(_SHAPES_62), len(_SHAPES_62))

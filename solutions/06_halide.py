@@ -1,0 +1,120 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Worksheet 06 · Scheduling Halide
+#
+# In chapter 06 the RNN step was written once as a Halide algorithm and run under many schedules.
+# Here you write a schedule yourself, and then fuse two stages of the backward step into one
+# definition. Both checks compile your Halide code and compare its numbers with numpy.
+
+# %%
+import numpy as np
+
+import course_lib  # noqa: F401
+from course_lib.algorithms import halide_rnn
+from course_lib.teaching.checks import halide as halide_checks
+
+HALIDE, WHY = halide_rnn.available()
+print("Halide available:", HALIDE)
+if HALIDE:
+    import halide as hl
+else:
+    print("The exercises cannot run here:", WHY)
+
+# %% [markdown]
+# ## Exercise 6.1 · A schedule for the hidden-state product
+#
+# `halide_rnn.hidden_stage()` returns the unscheduled algorithm of one forward step,
+#
+# $$h[j, i] = \tanh\Big(P[j, i] + \sum_k h_{prev}[k, i]\, W[j, k]\Big)$$
+#
+# in two stages: the accumulator `stage.prod` (pure definition `prod = 0`, update
+# `prod += h_prev * W` over the RDom `stage.k`) and the output `stage.h`. Halide indexes
+# `[column, row]`: `stage.j` is the column (contiguous in memory), `stage.i` the row.
+#
+# Write `my_schedule(stage)` that only *schedules* (never redefines) these Funcs so that
+#
+# * the output `h` is **tiled** (both its row and its column loop split into tiles),
+# * the columns are **vectorised** (SIMD),
+# * and one step runs at least a quarter as fast as the course's best schedule, measured in the same run.
+#
+# Useful calls: `stage.h.tile(j, i, jo, io, ji, ii, 16, 64, hl.TailStrategy.GuardWithIf)`,
+# `.vectorize(var[, lanes, tail])`, `.parallel(var)`, `stage.prod.compute_at(stage.h, jo)`,
+# `stage.prod.update().reorder(stage.j, stage.i, stage.k.x)` (innermost first). New loop
+# variables are `hl.Var("jo")` etc. `halide_rnn.loop_nest(name)` shows the course's schedules.
+
+# %%
+def my_schedule(stage):
+    """Schedule stage.h and stage.prod in place (tiled, vectorised, ideally parallel)."""
+    ### BEGIN SOLUTION
+    j, i, k = stage.j, stage.i, stage.k
+    jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
+    guard = hl.TailStrategy.GuardWithIf
+    stage.h.tile(j, i, jo, io, ji, ii, 16, 64, guard).vectorize(ji).parallel(io)
+    stage.prod.compute_at(stage.h, jo).vectorize(j, 16, guard)
+    stage.prod.update().reorder(j, i, k.x).vectorize(j, 16, guard)
+    ### END SOLUTION
+
+# %%
+if HALIDE:
+    halide_checks.check_hidden_schedule(my_schedule)
+
+# %% [markdown]
+# Look at the loop nest your schedule produced:
+
+# %% tags=["check"]
+if HALIDE:
+    print(halide_rnn.compile_hidden(halide_rnn.apply_schedule(halide_rnn.hidden_stage(), "serial")).loop_nest)
+    st = halide_rnn.hidden_stage()
+    my_schedule(st)
+    print(halide_rnn.compile_hidden(st).loop_nest)
+
+# %% [markdown]
+# ## Exercise 6.2 · Two stages into one definition
+#
+# The backward step is written in two stages in `halide_rnn.backward_two_stage`: first
+# `dh = dH + dnext · WT` (a pure definition plus an update, computed over the whole matrix), then
+# `dpre = dh * (1 - H²)` as a second pass. The seed (§4.9) instead wrote "a pure definition using a
+# single long expression".
+#
+# Write `fused_backward(dH, dnext, WT, H)` (the arguments are 2-D `hl.ImageParam`s, indexed
+# `[column, row]`) returning **one** Func with a single pure definition
+#
+# $$dpre[j, i] = \Big(dH[j, i] + \sum_k dnext[k, i]\, WT[j, k]\Big)\,(1 - H[j, i]^2)$$
+#
+# using an inline reduction `hl.sum(...)` over `k = hl.RDom([(0, dnext.dim(0).extent())])`.
+# The check compares the numbers with numpy and counts the passes of your pipeline's loop nest:
+# it must make one pass fewer than the two-stage version.
+
+# %%
+def fused_backward(dH, dnext, WT, H):
+    """One Func: (dH + dnext @ WT) * (1 - H**2), a single pure definition."""
+    ### BEGIN SOLUTION
+    j, i = hl.Var("j"), hl.Var("i")
+    k = hl.RDom([(0, dnext.dim(0).extent())], "k")
+    dpre = hl.Func("dpre")
+    dpre[j, i] = (dH[j, i] + hl.sum(dnext[k.x, i] * WT[j, k.x])) * (1 - H[j, i] * H[j, i])
+    return dpre
+    ### END SOLUTION
+
+# %%
+if HALIDE:
+    halide_checks.check_fused_backward(fused_backward)
+
+# %% tags=["check"]
+if HALIDE:
+    print("two stages:\n" + halide_rnn.compile_func(halide_rnn.backward_two_stage, 4).loop_nest)
+    print("fused:\n" + halide_rnn.compile_func(fused_backward, 4).loop_nest)

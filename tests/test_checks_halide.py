@@ -1,0 +1,113 @@
+"""Graders of worksheet 06 (Halide): each accepts the solution and rejects wrong ones with the right message."""
+import pytest
+
+from course_lib.algorithms import halide_rnn as H
+from course_lib.teaching.checks import ExerciseFailed
+from course_lib.teaching.checks import halide as C
+
+ok, why = H.available()
+pytestmark = pytest.mark.skipif(not ok, reason=f"halide unavailable: {why}")
+hl = H._hl() if ok else None
+
+
+# --------------------------------------------------------------------------- 6.1
+def good_schedule(s):
+    jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
+    s.h.tile(s.j, s.i, jo, io, ji, ii, 16, 64, hl.TailStrategy.GuardWithIf).vectorize(ji).parallel(io)
+    s.prod.compute_at(s.h, jo).vectorize(s.j, 16, hl.TailStrategy.GuardWithIf)
+    s.prod.update().reorder(s.j, s.i, s.k.x).vectorize(s.j, 16, hl.TailStrategy.GuardWithIf)
+
+
+def test_61_accepts_solution(capsys):
+    assert C.check_hidden_schedule(good_schedule) == "Exercise 6.1 passed: 4/4 cases"
+
+
+def test_61_rejects_unscheduled():
+    with pytest.raises(ExerciseFailed, match="no 'vectorized' loop"):
+        C.check_hidden_schedule(lambda s: None)
+
+
+def test_61_rejects_vectorised_but_untiled():
+    def rows_only(s):
+        s.h.vectorize(s.j, 16, hl.TailStrategy.GuardWithIf).parallel(s.i)
+        s.prod.compute_at(s.h, s.i)
+
+    with pytest.raises(ExerciseFailed, match="not tiled: the row loop h_i"):
+        C.check_hidden_schedule(rows_only)
+
+
+def test_61_rejects_illegal_schedule_and_changed_algorithm():
+    with pytest.raises(ExerciseFailed, match="could not compile|your schedule raised"):
+        C.check_hidden_schedule(lambda s: s.prod.update().parallel(s.k.x))
+
+    def changes_definition(s):
+        s.h[s.j, s.i] = s.h[s.j, s.i] * 2  # an update definition: different numbers
+        good_schedule(s)
+
+    with pytest.raises(ExerciseFailed, match="wrong numbers|your schedule raised"):
+        C.check_hidden_schedule(changes_definition)
+
+
+def test_61_rejects_slow_with_ratio_message():
+    with pytest.raises(ExerciseFailed, match="of the speed of the course's best schedule"):
+        C.check_hidden_schedule(good_schedule, min_fraction=1e6, retries=1)
+
+
+def test_61_rejects_non_function():
+    with pytest.raises(ExerciseFailed, match="expected a function"):
+        C.check_hidden_schedule(42)
+
+
+# --------------------------------------------------------------------------- 6.2
+def fused(dH, dnext, WT, Hc):
+    j, i = hl.Var("j"), hl.Var("i")
+    k = hl.RDom([(0, dnext.dim(0).extent())], "k")
+    dpre = hl.Func("dpre")
+    dpre[j, i] = (dH[j, i] + hl.sum(dnext[k.x, i] * WT[j, k.x])) * (1 - Hc[j, i] * Hc[j, i])
+    return dpre
+
+
+def test_62_accepts_solution():
+    assert C.check_fused_backward(fused) == "Exercise 6.2 passed: 4/4 cases"
+
+
+def test_62_rejects_two_stages():
+    with pytest.raises(ExerciseFailed, match="still makes 2 passes"):
+        C.check_fused_backward(H.backward_two_stage)
+
+
+def test_62_rejects_wrong_numbers():
+    def no_tanh_factor(dH, dnext, WT, Hc):
+        j, i = hl.Var("j"), hl.Var("i")
+        k = hl.RDom([(0, dnext.dim(0).extent())], "k")
+        f = hl.Func("dpre")
+        f[j, i] = dH[j, i] + hl.sum(dnext[k.x, i] * WT[j, k.x])
+        return f
+
+    def transposed(dH, dnext, WT, Hc):
+        j, i = hl.Var("j"), hl.Var("i")
+        k = hl.RDom([(0, dnext.dim(0).extent())], "k")
+        f = hl.Func("dpre")
+        f[j, i] = (dH[j, i] + hl.sum(dnext[k.x, i] * WT[k.x, j])) * (1 - Hc[j, i] * Hc[j, i])
+        return f
+
+    for wrong in (no_tanh_factor, transposed):
+        with pytest.raises(ExerciseFailed, match="wrong numbers on case"):
+            C.check_fused_backward(wrong)
+
+
+def test_62_rejects_not_a_func():
+    with pytest.raises(ExerciseFailed, match="expected a function returning an hl.Func"):
+        C.check_fused_backward(lambda dH, dnext, WT, Hc: None)
+    with pytest.raises(ExerciseFailed, match="expected a function"):
+        C.check_fused_backward("dpre")
+
+
+def test_unsolved_exercise_passes_not_implemented_through():
+    def todo(*args):
+        raise NotImplementedError
+
+    with pytest.raises(NotImplementedError):
+        C.check_hidden_schedule(todo)
+    with pytest.raises(NotImplementedError):
+        C.check_fused_backward(todo)
