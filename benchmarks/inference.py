@@ -1,4 +1,4 @@
-"""Softmax-RNN inference, every strategy of course_lib.parallel.inference side by side, in one run.
+"""Softmax-RNN inference, every method of course_lib.parallel.inference side by side, in one run.
 
     python benchmarks/inference.py            # three (B, L, H, T) configurations
     python benchmarks/inference.py --quick    # tiny sizes (smoke test, < 15 s)
@@ -7,9 +7,9 @@ For each configuration: sequences per second of serial (one sequence at a time, 
 few sequences), batched (BLAS with all its threads, and with one thread: the one-core baseline), threads (P workers over the batch), wavefront (threads over the cells
 of each anti-diagonal), MPI (``mpiexec -n P``: the slowest rank's scatter + compute + gather, and
 separately the whole launch with process start-up), CUDA (only on a real GPU: the simulator is
-far too slow to time), and ``torch.nn.RNN`` + linear + softmax when torch imports (same weights:
-torch's ``weight_ih``/``weight_hh`` use the same column-vector convention as the seed).
-GFLOP/s counts the GEMM FLOPs of the pass (``inference.inference_flops``); "% of peak" refers to
+far too slow to time), and ``torch.nn.RNN`` + linear + softmax when torch imports (same weights,
+``SoftmaxRNNParams.to_torch``: torch's ``weight_ih``/``weight_hh`` use the seed's column-vector layout).
+GFLOP/s counts the GEMM FLOPs of the pass (``softmax_rnn.flops``); "% of peak" refers to
 a 1024^3 sgemm measured in the same process. Every column is checked against batched.
 
 Goal (issue 5): batched >= 10x serial per sequence at B >= 64; threads/MPI reach >= 1.3x
@@ -27,9 +27,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import course_lib  # noqa: E402,F401  (first: backend decisions)
 from course_lib.core import backend, timing  # noqa: E402
-from course_lib.parallel import inference
+from course_lib.core.mpi import MPIFailed  # noqa: E402
+from course_lib.models import softmax_rnn  # noqa: E402
+from course_lib.parallel import inference  # noqa: E402
 
-HEADER = (f"{'B':>5} {'L':>2} {'H':>4} {'T':>4}  {'strategy':<25} {'best':>10} {'seq/s':>10} {'GFLOP/s':>8} "
+HEADER = (f"{'B':>5} {'L':>2} {'H':>4} {'T':>4}  {'method':<25} {'best':>10} {'seq/s':>10} {'GFLOP/s':>8} "
           f"{'% peak':>7} {'x batched':>9} {'max |dp|':>9}")
 
 
@@ -40,21 +42,13 @@ def torch_predict(params, X, threads):
     except Exception:
         return None
     torch.set_num_threads(threads)
-    L, H = params.n_layers, params.nh
-    rnn = torch.nn.RNN(params.nx, H, num_layers=L, nonlinearity="tanh", bias=True)
-    with torch.no_grad():
-        for l, layer in enumerate(params.layers):
-            getattr(rnn, f"weight_ih_l{l}").copy_(torch.from_numpy(layer.U))
-            getattr(rnn, f"weight_hh_l{l}").copy_(torch.from_numpy(layer.W))
-            getattr(rnn, f"bias_ih_l{l}").copy_(torch.from_numpy(layer.b))
-            getattr(rnn, f"bias_hh_l{l}").zero_()
-    V, c = torch.from_numpy(params.V), torch.from_numpy(params.c)
+    rnn, linear = params.to_torch()
     Xt = torch.from_numpy(X)
 
     @torch.inference_mode()
     def run():
         hs, _ = rnn(Xt)
-        return torch.softmax(hs @ V.T + c, dim=-1).numpy()
+        return torch.softmax(linear(hs), dim=-1).numpy()
 
     return run
 
@@ -67,17 +61,17 @@ def _one_thread(fn, *args):
 
 
 def bench_config(B, L, H, T, *, nx, vocab, P, repeat, serial_seqs, peak):
-    params = inference.init_params(nx, H, vocab, layers=L, seed=0)
+    params = softmax_rnn.init_params(nx, H, vocab, layers=L, seed=0)
     X = np.random.default_rng(1).standard_normal((T, B, nx)).astype(np.float32)
-    flops = inference.inference_flops(T, B, nx, H, vocab, L)
-    ref = inference.predict_batched(params, X)
+    flops = softmax_rnn.flops(T, B, nx, H, vocab, L)
+    ref = softmax_rnn.forward(params, X)
     Xs = np.ascontiguousarray(X[:, :serial_seqs])
     fns = {
-        f"serial ({serial_seqs} seqs)": (lambda: inference.predict_serial(params, Xs), serial_seqs, None),
-        "batched": (lambda: inference.predict_batched(params, X), B, ref),
-        "batched (1 BLAS thread)": (lambda: _one_thread(inference.predict_batched, params, X), B, ref),
-        f"threads (P={P})": (lambda: inference.predict_threads(params, X, workers=P), B, ref),
-        f"wavefront (P={P})": (lambda: inference.predict_wavefront(params, X, workers=P), B, ref),
+        f"serial ({serial_seqs} seqs)": (lambda: softmax_rnn.forward(params, Xs, method="serial"), serial_seqs, None),
+        "batched": (lambda: softmax_rnn.forward(params, X), B, ref),
+        "batched (1 BLAS thread)": (lambda: _one_thread(softmax_rnn.forward, params, X), B, ref),
+        f"threads (P={P})": (lambda: inference.predict_threads(params, X, threads=P), B, ref),
+        f"wavefront (P={P})": (lambda: inference.predict_wavefront(params, X, threads=P), B, ref),
     }
     tp = torch_predict(params, X, backend.cpu_count())
     if tp is not None:
@@ -95,18 +89,20 @@ def bench_config(B, L, H, T, *, nx, vocab, P, repeat, serial_seqs, peak):
     ok, why = backend.mpi_available()
     if ok and P <= B:
         try:
-            res = inference.run_mpi(params, X, P=P, repeat=repeat)
-            t = res.phase("scatter") + res.phase("compute") + res.phase("gather")
+            res = inference.run_mpi(params, X, ranks=P, repeat=repeat)
+            t = res.in_job
             diff = float(np.max(np.abs(res.probs - ref)))
             rate = flops / t / 1e9
             rows.append((f"mpi (P={P}, in-job)", t, B / t, rate, 100 * rate / peak, t_batched / t, diff))
             rows.append((f"mpi (P={P}, whole launch)", res.wall, B / res.wall, flops / res.wall / 1e9,
                          100 * flops / res.wall / 1e9 / peak, t_batched / res.wall, diff))
-        except inference.MPIFailed as exc:
+        except MPIFailed as exc:
             print(f"  mpi failed: {exc}")
     elif not ok:
         rows.append((f"mpi (skipped: {why[:30]})", float("nan"), float("nan"), float("nan"), float("nan"),
                      float("nan"), float("nan")))
+    if not cmp.noise.ok:
+        print("  " + cmp.noise.warning())
     for name, t, sps, rate, pct, x, diff in rows:
         print(f"{B:>5} {L:>2} {H:>4} {T:>4}  {name:<25} {timing._fmt_seconds(t) if t == t else '-':>10} "
               f"{sps:>10.4g} {rate:>8.2f} {pct:>6.1f}% {x:>8.2f}x {diff:>9.1e}")

@@ -14,18 +14,19 @@
 # ---
 
 # %% [markdown]
-# # Worksheet 06 · Parallel inference
+# # Worksheet 07 · Parallel inference
 #
 # You will write the pieces of the chapter's parallel inference engine: the layer-wavefront
 # schedule, a numerically stable softmax, batched softmax inference for a stacked RNN, and the
 # scatter/gather that shares a batch between $P$ MPI ranks. Each check compares your function
-# with `course_lib.parallel.inference` on several seeded cases and says exactly what differs.
+# with the course's own (`course_lib.models.softmax_rnn` and `course_lib.parallel.inference`) on
+# several seeded cases and says exactly what differs.
 
 # %%
 import numpy as np
 
 import course_lib
-from course_lib.core import backend
+from course_lib.models import softmax_rnn
 from course_lib.parallel import inference
 from course_lib.teaching.checks import parallel_inference as parallel_inference_checks
 
@@ -91,7 +92,7 @@ parallel_inference_checks.check_softmax(softmax)
 # * every layer starts from $h = 0$; layer 0 reads `X[t]`, layer $l$ reads layer $l-1$'s state at step $t$;
 # * return `softmax(h_top @ V.T + c)` for every step: shape `(T, B, vocab)`.
 #
-# You may use your `softmax` from 6.2.
+# You may use your `softmax` from 7.2.
 
 # %%
 def batched_predict(params, X):
@@ -167,9 +168,9 @@ def data_parallel_predict(params, X, P):
 
 
 def check_data_parallel():
-    params = inference.init_params(5, 7, 6, layers=2, seed=1, dtype=np.float64)
+    params = softmax_rnn.init_params(5, 7, 6, layers=2, seed=1, dtype=np.float64)
     X = np.random.default_rng(2).standard_normal((6, 10, 5))
-    ref = inference.predict_serial(params, X)
+    ref = softmax_rnn.forward(params, X, method="serial")
     for P in (1, 3, 10):
         err = float(np.max(np.abs(data_parallel_predict(params, X, P) - ref)))
         print(f"P={P:>2}: max |p - p_serial| < 1e-12: {err < 1e-12}")
@@ -182,5 +183,5 @@ check_data_parallel()
 # *your* `split_batch` returns (through `Scatterv`), run batched inference and gather the results,
 # which are compared with serial inference. Without MPI the cell says so.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "check"]
 parallel_inference_checks.run_split_under_mpi(split_batch, B=7, P=2)

@@ -12,6 +12,6 @@ def test_inference_benchmark_quick():
                          capture_output=True, text=True, timeout=180, cwd=ROOT,
                          env=dict(os.environ, COURSE_BUDGET="small"))
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "strategy" in out.stdout and "seq/s" in out.stdout and "x batched" in out.stdout
+    assert "method" in out.stdout and "seq/s" in out.stdout and "x batched" in out.stdout
     for name in ("serial", "batched", "threads", "wavefront"):
         assert name in out.stdout

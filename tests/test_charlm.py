@@ -1,12 +1,14 @@
-"""Tests for course_lib.models.charlm: BPTT gradients vs finite differences, training lowers the loss,
-perplexity through every inference strategy, seeded sampling, bad inputs."""
+"""Tests for course_lib.models.charlm: BPTT gradients vs finite differences, training lowers the loss and
+returns a TrainResult, perplexity (batched, serial or any predict function), seeded sampling, bad inputs.
+Perplexity through the parallel methods is tested in test_experiments_inference.py."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib.models import charlm
+from course_lib.core.results import TrainResult
 from course_lib.data import corpus
-from course_lib.parallel import inference as inf
+from course_lib.models import charlm
+from course_lib.models import softmax_rnn as inf
 
 
 def _model(vocab=6, nh=5, layers=2, seed=0):
@@ -47,12 +49,24 @@ def test_initial_loss_is_about_log_vocab():
     assert abs(loss - np.log(20)) < 0.3
 
 
-def test_uniform_model_has_perplexity_equal_to_vocab_for_every_strategy():
+def test_uniform_model_has_perplexity_equal_to_vocab():
     p = inf.init_params(9, 4, 9, layers=2, seed=0)
     p.V[:] = 0.0  # every output is softmax(0) = uniform
     ids = np.random.default_rng(0).integers(0, 9, 200)
-    for s in ("serial", "batched", "threads", "wavefront"):
-        assert charlm.perplexity(p, ids, T=16, strategy=s) == pytest.approx(9.0, rel=1e-5)
+    assert charlm.perplexity(p, ids, T=16) == pytest.approx(9.0, rel=1e-5)
+    serial = lambda params, X: inf.forward(params, X, method="serial")  # noqa: E731
+    assert charlm.perplexity(p, ids, T=16, predict=serial) == pytest.approx(9.0, rel=1e-5)
+
+
+def test_perplexity_of_probabilities():
+    probs = np.full((2, 3, 4), 0.25)
+    assert charlm.perplexity_of(probs, np.zeros((2, 3), np.int64)) == pytest.approx(4.0)
+    probs[..., 1] = 1.0
+    assert charlm.perplexity_of(probs, np.ones((2, 3), np.int64)) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="targets: expected shape"):
+        charlm.perplexity_of(probs, np.ones((3, 2), np.int64))
+    with pytest.raises(ValueError, match=r"targets: expected token ids in \[0, 4\)"):
+        charlm.perplexity_of(probs, np.full((2, 3), 4))
 
 
 def test_training_lowers_loss_and_perplexity_and_keeps_the_input():
@@ -63,22 +77,21 @@ def test_training_lowers_loss_and_perplexity_and_keeps_the_input():
     p0 = inf.init_params(voc.size, 32, voc.size, seed=0, dtype=np.float64)
     W_before = p0.layers[0].W.copy()
     res = charlm.train(p0, tr, steps=60, T=16, B=16, lr=1e-2, seed=0, progress=False)
+    assert isinstance(res, TrainResult) and isinstance(res.params, inf.SoftmaxRNNParams)
     assert np.array_equal(p0.layers[0].W, W_before)
-    assert len(res.losses) == 60
-    assert res.final_loss < res.losses[0] - 0.5
+    losses = res.history["loss"]
+    assert len(losses) == 60 and res.seconds > 0 and res.info["steps"] == 60
+    assert res.final("loss") < losses[0] - 0.5
     assert charlm.perplexity(res.params, va, T=32) < charlm.perplexity(p0, va, T=32)
-    # strategies agree on the trained model (float32 copy)
-    p32 = res.params.astype(np.float32)
-    a = charlm.perplexity(p32, va, T=32, max_windows=20, strategy="batched")
-    b = charlm.perplexity(p32, va, T=32, max_windows=20, strategy="wavefront", workers=2)
-    assert a == pytest.approx(b, rel=1e-5)
+    params, history = res  # unpacks like every TrainResult
+    assert params is res.params and history is res.history
 
 
 def test_training_is_reproducible():
     ids = np.random.default_rng(0).integers(0, 5, 300)
     p = inf.init_params(5, 6, 5, seed=0, dtype=np.float64)
-    a = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).losses
-    b = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).losses
+    a = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).history["loss"]
+    b = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).history["loss"]
     assert a == b
 
 
@@ -133,3 +146,5 @@ def test_bad_inputs():
         charlm.sample(p, corpus.Vocab("abcdef"), "a", temperature=0.0)
     with pytest.raises(ValueError, match="ids"):
         charlm.perplexity(p, np.array([0, 1]), T=4)
+    with pytest.raises(TypeError, match="predict"):
+        charlm.perplexity(p, np.arange(50) % 6, T=4, predict="batched")

@@ -1,16 +1,17 @@
-"""Worksheet 06 checks: the reference passes; deliberately wrong answers get precise messages."""
+"""Worksheet 07 checks: the reference passes; deliberately wrong answers get precise messages."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
+from course_lib.models import softmax_rnn
 from course_lib.parallel import inference as inf
 from course_lib.teaching.checks import ExerciseFailed, parallel_inference as parallel_inference_checks
 
 
 def test_references_pass(capsys):
     parallel_inference_checks.check_wavefront_schedule(inf.wavefront_schedule)
-    parallel_inference_checks.check_softmax(inf.softmax)
-    parallel_inference_checks.check_batched_predict(inf.predict_batched)
+    parallel_inference_checks.check_softmax(softmax_rnn.softmax)
+    parallel_inference_checks.check_batched_predict(softmax_rnn.forward)
     parallel_inference_checks.check_split_batch(inf.split_batch)
     parallel_inference_checks.check_gather_chunks(inf.gather_chunks)
     out = capsys.readouterr().out.splitlines()
@@ -50,7 +51,7 @@ def test_naive_softmax_fails_on_large_logits():
 
 def test_softmax_over_the_wrong_axis():
     with pytest.raises(ExerciseFailed, match="'probs' differs"):
-        parallel_inference_checks.check_softmax(lambda o: inf.softmax(o, axis=0))
+        parallel_inference_checks.check_softmax(lambda o: softmax_rnn.softmax(o, axis=0))
 
 
 def test_batched_predict_without_bias_is_caught():
@@ -64,14 +65,14 @@ def test_batched_predict_without_bias_is_caught():
                 h = np.tanh(below[t] @ L.U.T + h @ L.W.T)
                 hs.append(h)
             below = np.stack(hs)
-        return inf.softmax(below @ params.V.T + params.c)
+        return softmax_rnn.softmax(below @ params.V.T + params.c)
     with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 7.3 failed on case 1/5.*first at index \(0, 0, \d\) \(time step 0\)"):
         parallel_inference_checks.check_batched_predict(no_bias)
 
 
 def test_batched_predict_wrong_shape():
     with pytest.raises(ExerciseFailed, match="has shape"):
-        parallel_inference_checks.check_batched_predict(lambda params, X: inf.predict_batched(params, X)[0])
+        parallel_inference_checks.check_batched_predict(lambda params, X: softmax_rnn.forward(params, X)[0])
 
 
 def test_split_batch_mistakes():
@@ -117,7 +118,7 @@ def test_gather_on_the_wrong_axis():
 
 def test_not_implemented_passes_through():
     def todo(*a, **kw):
-        raise NotImplementedError("Exercise 6.x")
+        raise NotImplementedError("Exercise 7.x")
     for check in (parallel_inference_checks.check_wavefront_schedule, parallel_inference_checks.check_softmax, parallel_inference_checks.check_batched_predict,
                   parallel_inference_checks.check_split_batch, parallel_inference_checks.check_gather_chunks):
         with pytest.raises(NotImplementedError):

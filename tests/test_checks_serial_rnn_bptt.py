@@ -137,3 +137,126 @@ def test_complexity_check():
         bptt_checks.check_complexity(lambda bptt, params, X, Y, Ts: [1e-3] * len(Ts))   # constant: slope 0
     with pytest.raises(ExerciseFailed, match="expected 4 times"):
         bptt_checks.check_complexity(lambda bptt, params, X, Y, Ts: [1e-3, 2e-3])
+
+
+# --------------------------------------------------------------------------- holes closed (issue 17)
+def test_forward_that_modifies_its_input_is_rejected():
+    def in_place(params, X, h0):
+        X *= 1.0  # harmless values, but the caller's array is written
+        X[0] = X[0]
+        H, Yhat = _fwd(params, X, h0)
+        X[-1] = 0.0
+        return H, Yhat
+
+    with pytest.raises(ExerciseFailed, match="changed its input X in place"):
+        serial_rnn_checks.check_forward(in_place)
+
+    def h0_in_place(params, X, h0):
+        H, Yhat = _fwd(params, X, h0)
+        h0[...] = H[-1]
+        return H, Yhat
+
+    with pytest.raises(ExerciseFailed, match="changed its input h0 in place"):
+        serial_rnn_checks.check_forward(h0_in_place)
+
+
+def _one_sided(f, W, eps=1e-6):
+    g = np.zeros_like(W)
+    base = f(W)
+    for idx in np.ndindex(W.shape):
+        old = W[idx]
+        W[idx] = old + eps
+        g[idx] = (f(W) - base) / eps
+        W[idx] = old
+    return g
+
+
+def _backward_diff_half(f, W, eps=1e-6):
+    g = np.zeros_like(W)
+    for idx in np.ndindex(W.shape):
+        old = W[idx]
+        W[idx] = old + eps
+        up = f(W)
+        W[idx] = old - 2 * eps   # wrong second point: central about old - eps/2
+        down = f(W)
+        W[idx] = old
+        g[idx] = (up - down) / (3 * eps)
+    return g
+
+
+def test_one_sided_differences_are_caught_by_their_order():
+    with pytest.raises(ExerciseFailed, match=r"(?s)one-sided difference.*shrinks only like eps"):
+        serial_rnn_checks.check_numerical_gradient(_one_sided)
+    with pytest.raises(ExerciseFailed, match=r"(?s)shrinks .*x when eps halves.*central difference"):
+        serial_rnn_checks.check_numerical_gradient(_backward_diff_half)
+
+
+def _sweep_overwriting(field):
+    def bptt(p, X, Y, h0=None):
+        c = rnn.forward(p, X, h0)
+        dO = rnn.output_error(c.Yhat, Y)
+        g = {k: np.zeros_like(getattr(p, k)) for k in ("Wxh", "Whh", "Why")}
+        dh_next = np.zeros_like(c.H[0])
+        for t in range(X.shape[0] - 1, -1, -1):
+            dpre = (dO[t] @ p.Why.T + dh_next) * (1 - c.H[t] ** 2)
+            terms = {"Wxh": X[t].T @ dpre, "Whh": c.H_prev[t].T @ dpre, "Why": c.H[t].T @ dO[t]}
+            for k, v in terms.items():
+                g[k] = v if k == field else g[k] + v
+            dh_next = dpre @ p.Whh.T
+        return rnn.RNNParams(g["Wxh"], g["Whh"], g["Why"])
+    return bptt
+
+
+@pytest.mark.parametrize("field", ["Wxh", "Why"])
+def test_overwritten_accumulation_is_named(field):
+    with pytest.raises(ExerciseFailed, match=rf"d{field} equals the term of time step 0 alone: it is overwritten"):
+        bptt_checks.check_bptt_linear(_sweep_overwriting(field))
+
+
+def test_truncation_mistakes_name_truncate():
+    with pytest.raises(ExerciseFailed, match=r"ignores truncate.*truncate=k keeps"):
+        bptt_checks.check_bptt_quadratic(lambda p, X, Y, h0=None, truncate=None: rnn.bptt_quadratic(p, X, Y, h0))
+    with pytest.raises(ExerciseFailed, match=r"walks one step too far: with truncate=0"):
+        bptt_checks.check_bptt_quadratic(
+            lambda p, X, Y, h0=None, truncate=None: rnn.bptt_quadratic(p, X, Y, h0, truncate=None if truncate is None
+                                                                          else truncate + 1))
+    with pytest.raises(ExerciseFailed, match=r"stops one step early: with truncate=1"):
+        bptt_checks.check_bptt_quadratic(
+            lambda p, X, Y, h0=None, truncate=None: rnn.bptt_quadratic(p, X, Y, h0, truncate=truncate - 1 if truncate
+                                                                          else truncate))
+
+
+def test_complexity_rejects_totals_milliseconds_and_unsliced_targets():
+    def cumulative(bptt, params, X, Y, Ts):
+        out, t0 = [], time.perf_counter()
+        for T in Ts:
+            bptt(params, X[:T], Y[:T])
+            out.append(time.perf_counter() - t0)
+        return out
+
+    with pytest.raises(ExerciseFailed, match="running total"):
+        bptt_checks.check_complexity(cumulative)
+
+    def millis(bptt, params, X, Y, Ts):
+        out = []
+        for T in Ts:
+            t0 = time.perf_counter()
+            bptt(params, X[:T], Y[:T])
+            out.append((time.perf_counter() - t0) * 1e3)
+        return out
+
+    with pytest.raises(ExerciseFailed, match="not milliseconds"):
+        bptt_checks.check_complexity(millis)
+
+    with pytest.raises(ExerciseFailed, match=r"raised ValueError.*slice both X and Y"):
+        bptt_checks.check_complexity(lambda bptt, params, X, Y, Ts: [bptt(params, X[:T], Y) or 1.0 for T in Ts])
+
+
+def test_float64_result_passes_with_a_note(capsys):
+    serial_rnn_checks.check_forward(lambda params, X, h0: tuple(a.astype(np.float64) for a in _fwd(params, X, h0)))
+    # the worksheet's cases are float64 already: the note appears only where the reference is float32
+    from course_lib.teaching.checks import check_function
+
+    line = check_function("9.9", lambda x: x.astype(np.float64) * 2, lambda x: x * 2,
+                          [dict(x=np.ones(3, np.float32))], time_axis=None)
+    assert "float64 where the reference is float32" in line

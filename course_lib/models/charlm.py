@@ -1,36 +1,43 @@
-"""A character-level language model: the real task behind chapter 07 (layer 2: methods).
+"""A character-level language model: the real task behind chapter 07 (models layer).
 
-The network is the stacked softmax RNN of :mod:`course_lib.parallel.inference` (column-vector parameters
+The network is the stacked softmax RNN of :mod:`course_lib.models.softmax_rnn` (column-vector parameters
 ``U, W, b`` per layer, ``V, c`` at the output), trained on Python's own help text
 (:mod:`course_lib.data.corpus`) with backpropagation through time -- the O(T) reverse sweep of
 chapter 02, adapted to a softmax output and the cross-entropy loss::
 
     loss = -1/(T B) sum_{t,b} log y[t, b, target]       d loss / d o = (y - onehot(target)) / (T B)
 
-Then inference: perplexity ``exp(loss)`` on held-out text (with any strategy of
-:func:`course_lib.parallel.inference.predict`) and sampled text.
+Then inference: perplexity ``exp(loss)`` on held-out text and sampled text.
 
-``loss_and_grads(params, X_ids, Y_ids)`` -> (loss, grads as a Params)
-``train(params, ids, steps=, T=, B=, lr=, seed=)`` -> :class:`TrainResult` (tqdm progress bar)
-``perplexity(params, ids, T=, strategy=)``, ``unigram_perplexity(train_ids, ids, vocab_size)``
+``loss_and_grads(params, X_ids, Y_ids)`` -> (loss, grads as a SoftmaxRNNParams)
+``train(params, ids, steps=, T=, B=, lr=, seed=)`` -> :class:`course_lib.core.results.TrainResult`
+    (``history["loss"]``: the loss of every step; tqdm progress bar)
+``perplexity(params, ids, T=, max_windows=, predict=)``, ``perplexity_of(probs, targets)``,
+``unigram_perplexity(train_ids, ids, vocab_size)``, ``eval_windows(ids, T)``
 ``sample(params, vocab, prime, n, seed=, temperature=)`` -> str
+
+``perplexity`` runs the batched forward pass unless given another ``predict(params, X)``; the
+parallel methods of :mod:`course_lib.parallel.inference` are plugged in by
+:func:`course_lib.experiments.inference.perplexity_by_method`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
 
 import numpy as np
 
-from ..data.corpus import Vocab, batch_windows, one_hot
 from ..core.optim import Adam
-from ..parallel.inference import Layer, Params, check_params, encode, predict, softmax
+from ..core.results import TrainResult
 from ..core.validate import check_array, check_float, check_int, check_positive_int
+from ..data.corpus import Vocab, batch_windows, one_hot
+from .softmax_rnn import (Layer, SoftmaxRNNParams, check_params, encode, forward, hidden_states, output_probs,
+                          softmax, step)
 
-__all__ = ["forward", "loss_and_grads", "TrainResult", "train", "perplexity", "unigram_perplexity", "sample",
+__all__ = ["loss_and_grads", "train", "perplexity", "perplexity_of", "unigram_perplexity", "sample",
            "eval_windows"]
 
 
-def _check_ids(params: Params, ids, name: str) -> np.ndarray:
+def _check_ids(params: SoftmaxRNNParams, ids, name: str) -> np.ndarray:
     ids = check_array(ids, name, ndim=2, dtype="int", finite=False)
     if ids.size == 0:
         raise ValueError(f"{name}: expected a non-empty (T, B) array of token ids, got shape {ids.shape}")
@@ -39,31 +46,13 @@ def _check_ids(params: Params, ids, name: str) -> np.ndarray:
     return ids
 
 
-def forward(params: Params, X: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """Batched forward pass keeping every layer's states: ``X (T, B, nx)`` ->
-    (``hs``: list of ``(T, B, H)`` per layer, probabilities ``(T, B, vocab)``)."""
-    T, B, _ = X.shape
-    hs, below = [], X
-    for L in params.layers:
-        H = L.W.shape[0]
-        Z = (below.reshape(T * B, -1) @ L.U.T + L.b).reshape(T, B, H)
-        Hs = np.empty_like(Z)
-        h = np.zeros((B, H), Z.dtype)
-        for t in range(T):
-            h = np.tanh(Z[t] + h @ L.W.T)
-            Hs[t] = h
-        hs.append(Hs)
-        below = Hs
-    return hs, softmax(below @ params.V.T + params.c)
-
-
-def loss_and_grads(params: Params, X_ids, Y_ids) -> tuple[float, Params]:
+def loss_and_grads(params: SoftmaxRNNParams, X_ids, Y_ids) -> tuple[float, SoftmaxRNNParams]:
     """Mean cross-entropy of predicting ``Y_ids (T, B)`` from ``X_ids (T, B)`` and its gradient.
 
     BPTT with one reverse sweep per layer, top layer first: the gradient reaching layer ``l``'s
     state at step ``t`` is what comes from above (the output, or layer ``l+1`` through ``U``)
     plus what comes from step ``t+1`` through ``W``. Returns ``(loss, grads)`` where ``grads`` is
-    a :class:`~course_lib.parallel.inference.Params` with the same shapes as ``params``.
+    a :class:`~course_lib.models.softmax_rnn.SoftmaxRNNParams` with the same shapes as ``params``.
     """
     params = check_params(params)
     X_ids = _check_ids(params, X_ids, "X_ids")
@@ -76,7 +65,8 @@ def loss_and_grads(params: Params, X_ids, Y_ids) -> tuple[float, Params]:
     dt = params.dtype
     T, B = X_ids.shape
     X = one_hot(X_ids, params.vocab, dtype=dt)
-    hs, probs = forward(params, X)
+    hs = hidden_states(params, X)
+    probs = output_probs(params, hs[-1])
     picked = np.take_along_axis(probs, Y_ids[..., None], axis=-1)[..., 0]
     loss = float(-np.mean(np.log(np.maximum(picked, np.finfo(dt).tiny))))
 
@@ -102,35 +92,23 @@ def loss_and_grads(params: Params, X_ids, Y_ids) -> tuple[float, Params]:
         grads[l] = Layer(flat.T @ inputs.reshape(T * B, -1), flat.T @ H_prev.reshape(T * B, -1), dA.sum(axis=(0, 1)))
         if l > 0:
             d_above = dA @ L.U
-    return loss, Params(grads, dV, dc)
+    return loss, SoftmaxRNNParams(grads, dV, dc)
 
 
-@dataclass
-class TrainResult:
-    """Trained parameters and the loss of every step."""
-
-    params: Params
-    losses: list = field(default_factory=list)
-
-    @property
-    def final_loss(self) -> float:
-        """Mean loss of the last 10% of steps (a smoothed 'where training ended')."""
-        k = max(1, len(self.losses) // 10)
-        return float(np.mean(self.losses[-k:]))
-
-
-def _flat(p: Params) -> list[np.ndarray]:
+def _flat(p: SoftmaxRNNParams) -> list[np.ndarray]:
     out = []
     for L in p.layers:
         out += [L.U, L.W, L.b]
     return out + [p.V, p.c]
 
 
-def train(params: Params, ids, *, steps: int = 300, T: int = 32, B: int = 32, lr: float = 3e-3,
+def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, B: int = 32, lr: float = 3e-3,
           seed: int = 0, clip: float = 5.0, progress: bool = True) -> TrainResult:
     """Adam on random windows of ``ids`` (1-D token ids); gradients clipped to global norm ``clip``.
 
-    ``params`` is not modified: a trained copy is returned in the :class:`TrainResult`.
+    ``params`` is not modified: a trained copy is returned in the :class:`~course_lib.core.results.TrainResult`,
+    with ``history["loss"]`` (the mean cross-entropy of every step, nats per character), ``seconds``
+    and ``info`` (``steps``, ``T``, ``B``, ``lr``). ``result.final("loss")`` is the mean of the last 10%.
     """
     params = check_params(params)
     ids = check_array(ids, "ids", ndim=1, dtype="int", finite=False)
@@ -152,9 +130,10 @@ def train(params: Params, ids, *, steps: int = 300, T: int = 32, B: int = 32, lr
     from threadpoolctl import threadpool_limits  # noqa: PLC0415
 
     bar = tqdm(range(1, steps + 1), desc="training", disable=not progress, mininterval=0.5)
+    t0 = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):  # small GEMMs: one BLAS thread is faster
         _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses)
-    return TrainResult(p, losses)
+    return TrainResult(p, {"loss": losses}, time.perf_counter() - t0, {"steps": steps, "T": T, "B": B, "lr": lr})
 
 
 def _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses):
@@ -183,17 +162,33 @@ def eval_windows(ids, T: int, max_windows: int | None = None) -> tuple[np.ndarra
     return np.ascontiguousarray(X), np.ascontiguousarray(Y)
 
 
-def perplexity(params: Params, ids, *, T: int = 64, max_windows: int | None = None,
-               strategy: str = "batched", **opts) -> float:
+def perplexity_of(probs, targets) -> float:
+    """``exp(mean cross-entropy)`` of probabilities ``probs (T, B, vocab)`` for the token ids
+    ``targets (T, B)`` that came next."""
+    probs = check_array(probs, "probs", ndim=3)
+    targets = check_array(targets, "targets", shape=probs.shape[:2], dtype="int", finite=False)
+    if targets.min() < 0 or targets.max() >= probs.shape[2]:
+        raise ValueError(f"targets: expected token ids in [0, {probs.shape[2]}), got min {targets.min()}, "
+                         f"max {targets.max()}")
+    picked = np.take_along_axis(probs, targets[..., None], axis=-1)[..., 0].astype(np.float64)
+    return float(np.exp(-np.mean(np.log(np.maximum(picked, 1e-30)))))
+
+
+def perplexity(params: SoftmaxRNNParams, ids, *, T: int = 64, max_windows: int | None = None,
+               predict=None) -> float:
     """``exp(mean cross-entropy)`` of next-character prediction on ``ids`` (1-D), evaluated on
-    consecutive windows of ``T`` characters (each starts from a zero state) as one batch, with
-    :func:`course_lib.parallel.inference.predict` and the given ``strategy``."""
+    consecutive windows of ``T`` characters (each starts from a zero state) as one batch.
+
+    ``predict(params, X) -> probs`` computes the probabilities; default: the batched forward pass
+    :func:`course_lib.models.softmax_rnn.forward`."""
     params = check_params(params)
+    if predict is None:
+        predict = forward
+    elif not callable(predict):
+        raise TypeError(f"predict: expected a function (params, X) -> probabilities, got {type(predict).__name__}")
     X_ids, Y_ids = eval_windows(ids, T, max_windows)
     X = encode(X_ids, params.vocab, dtype=params.dtype)
-    probs = predict(params, X, strategy=strategy, **opts)
-    picked = np.take_along_axis(probs, Y_ids[..., None], axis=-1)[..., 0].astype(np.float64)
-    return float(np.exp(-np.mean(np.log(np.maximum(picked, 1e-30)))))
+    return perplexity_of(predict(params, X), Y_ids)
 
 
 def unigram_perplexity(train_ids, ids, vocab_size: int) -> float:
@@ -206,7 +201,7 @@ def unigram_perplexity(train_ids, ids, vocab_size: int) -> float:
     return float(np.exp(-np.mean(logp[ids])))
 
 
-def sample(params: Params, vocab: Vocab, prime: str = "\n", n: int = 200, *, seed: int = 0,
+def sample(params: SoftmaxRNNParams, vocab: Vocab, prime: str = "\n", n: int = 200, *, seed: int = 0,
            temperature: float = 1.0) -> str:
     """Feed ``prime`` through the network, then draw ``n`` characters one at a time from
     ``softmax(o / temperature)`` with ``np.random.default_rng(seed)``. Returns only the new text."""
@@ -222,21 +217,14 @@ def sample(params: Params, vocab: Vocab, prime: str = "\n", n: int = 200, *, see
     rng = np.random.default_rng(check_int(seed, "seed", low=0))
     dt = params.dtype
     hs = [np.zeros(L.W.shape[0], dt) for L in params.layers]
-
-    def step(token: int) -> np.ndarray:
-        below = np.zeros(params.vocab, dt)
-        below[token] = 1.0
-        for l, L in enumerate(params.layers):
-            hs[l] = np.tanh(L.b + L.W @ hs[l] + L.U @ below)
-            below = hs[l]
-        return params.c + params.V @ below
+    eye = np.eye(params.vocab, dtype=dt)          # row k: the one-hot character k
 
     for token in vocab.encode(prime):
-        o = step(int(token))
+        o = step(params, eye[int(token)], hs)
     out = []
     for _ in range(n):
         p = softmax((o / temperature).astype(np.float64))
         token = int(rng.choice(params.vocab, p=p))
         out.append(token)
-        o = step(token)
+        o = step(params, eye[token], hs)
     return vocab.decode(np.asarray(out, dtype=np.int64))

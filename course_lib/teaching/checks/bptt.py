@@ -99,6 +99,47 @@ def diagnose_gradients(student, reference, params, X, Y, h0=None, *, rtol: float
     return "\n  ".join(lines)
 
 
+def _step_terms(params, X, Y, h0):
+    """Each time step's own contribution to the three weight gradients (from the exact sweep)."""
+    c = rnn.forward(params, X, h0)
+    dO = rnn.output_error(c.Yhat, Y)
+    T = X.shape[0]
+    dpre = np.empty_like(c.H)
+    dh_next = np.zeros_like(c.H[0])
+    for t in range(T - 1, -1, -1):
+        dpre[t] = (dO[t] @ params.Why.T + dh_next) * (1 - c.H[t] ** 2)
+        dh_next = dpre[t] @ params.Whh.T
+    return {"Wxh": [X[t].T @ dpre[t] for t in range(T)], "Whh": [c.H_prev[t].T @ dpre[t] for t in range(T)],
+            "Why": [c.H[t].T @ dO[t] for t in range(T)]}
+
+
+def _recognise(student, reference, params, X, Y, h0, extra) -> str:
+    """A common mistake recognised from the student's numbers, or ""."""
+    got = _grads(student, params, X, Y, h0, **extra)
+    if X.shape[0] > 1:
+        terms = _step_terms(params, X, Y, h0)
+        for name in FIELDS:
+            g = np.asarray(getattr(got, name))
+            for t in (0, X.shape[0] - 1):
+                if g.shape == terms[name][t].shape and np.allclose(g, terms[name][t], rtol=1e-7, atol=1e-12):
+                    return (f"d{name} equals the term of time step {t} alone: it is overwritten (=) in the loop "
+                            "instead of accumulated (+=) over the time steps")
+    if "truncate" in extra:
+        k = extra["truncate"]
+        for other, what in ((None, "ignores truncate: it equals the untruncated gradient"),
+                            (k + 1, f"walks one step too far: with truncate={k} it equals the reference's truncate={k + 1}"),
+                            (k - 1 if k > 0 else None, f"stops one step early: with truncate={k} it equals the "
+                                                         f"reference's truncate={k - 1}")):
+            if other is None and what.startswith("stops"):
+                continue
+            ref = _grads(reference, params, X, Y, h0, truncate=other) if other is not None else \
+                _grads(reference, params, X, Y, h0)
+            if not _wrong_fields(got, ref, 1e-9):
+                return (f"your walk {what} -- truncate=k keeps the steps s = t, t-1, ..., t-k "
+                        "(k+1 of them) for each output step t")
+    return ""
+
+
 def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) -> str:
     if not callable(student):
         raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
@@ -115,6 +156,12 @@ def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) ->
             raise ExerciseFailed(f"Exercise {exercise} failed on case {i}/{total} ({label}):\n"
                                  f"  your function raised {type(exc).__name__}: {exc}") from exc
         if msg:
+            try:
+                known = _recognise(student, reference, params, X, Y, h0, extra)
+            except Exception:  # noqa: BLE001 - the general diagnosis stands on its own
+                known = ""
+            if known:
+                msg = known
             raise ExerciseFailed(f"Exercise {exercise} failed on case {i}/{total} ({label}):\n  {msg}")
     return passed(exercise, total, total)
 
@@ -138,31 +185,64 @@ LINEAR_TS = (50, 100, 200, 400)
 QUADRATIC_TS = (12, 24, 48, 96)
 
 
+def _student_times(time_bptt, fn, params, X, Y, Ts) -> np.ndarray:
+    try:
+        out = time_bptt(fn, params, X, Y, list(Ts))
+    except (NotImplementedError, ExerciseFailed):
+        raise
+    except Exception as exc:
+        hint = (" -- did you slice both X and Y to the first T steps (X[:T], Y[:T])?"
+                if isinstance(exc, ValueError) and ("Y" in str(exc) or "shape" in str(exc)) else "")
+        raise ExerciseFailed(f"Exercise 2.3 failed:\n  your time_bptt raised {type(exc).__name__}: {exc}{hint}") from exc
+    times = np.asarray(out, dtype=float).ravel()
+    if times.shape != (len(Ts),):
+        raise ExerciseFailed(f"Exercise 2.3 failed:\n  expected {len(Ts)} times (one per T in {list(Ts)}), got {times.size}")
+    if not np.all(np.isfinite(times)) or np.any(times <= 0):
+        raise ExerciseFailed(f"Exercise 2.3 failed:\n  every time must be a positive number of seconds, got {times.tolist()}")
+    return times
+
+
 def check_complexity(time_bptt, *, B: int = 4, n: int = 16) -> str:
     """Exercise 2.3: ``time_bptt(bptt, params, X, Y, Ts) -> list of seconds``, the time of
-    ``bptt(params, X[:T], Y[:T])`` for each T in ``Ts`` (it is called twice per function and the
-    faster of the two runs kept, with BLAS limited to one thread). The check times the course's two
-    BPTT functions with it and fits log-log slopes: ≈1 for the sweep, ≈2 for the double loop."""
+    ``bptt(params, X[:T], Y[:T])`` for each T in ``Ts``. The check times the course's two BPTT
+    functions with it and fits log-log slopes: ≈1 for the sweep, ≈2 for the double loop. It also
+    checks that the times are in seconds (against its own timing of the longest run) and that each
+    T is timed on its own (Ts given longest first must give decreasing times, not a running total)."""
+    import time as _time  # noqa: PLC0415
+
     rng = np.random.default_rng(0)
     params = rnn.init_params(n, n, n, seed=0)
     Tmax = max(max(LINEAR_TS), max(QUADRATIC_TS))
     X = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
     Y = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
-    results = {}
     for name, fn, Ts, slope in (("bptt_linear", rnn.bptt_linear, LINEAR_TS, 1.0),
                                 ("bptt_quadratic", rnn.bptt_quadratic, QUADRATIC_TS, 2.0)):
         with threadpool_limits(limits=1, user_api="blas"):  # tiny matrices: threads only add noise
-            runs = [np.asarray(time_bptt(fn, params, X, Y, list(Ts)), dtype=float).ravel() for _ in range(2)]
-        times = runs[0] if runs[0].shape != runs[1].shape else np.minimum(*runs)  # best of two: less noise
-        if times.shape != (len(Ts),):
-            raise ExerciseFailed(f"Exercise 2.3 failed:\n  expected {len(Ts)} times (one per T in {list(Ts)}), "
-                                 f"got {times.size}")
-        if np.any(times > 30):
-            raise ExerciseFailed("Exercise 2.3 failed:\n  some times are above 30 s: return seconds per call, "
-                                 "not a total over many repeats or milliseconds")
+            runs = [_student_times(time_bptt, fn, params, X, Y, Ts) for _ in range(2)]
+            times = np.minimum(*runs)  # best of two: less noise
+            backwards = _student_times(time_bptt, fn, params, X, Y, Ts[::-1])
+            ref = []
+            for _ in range(3):
+                t0 = _time.perf_counter()
+                fn(params, X[:Ts[-1]], Y[:Ts[-1]])
+                ref.append(_time.perf_counter() - t0)
+        ratio = times[-1] / min(ref)
+        if ratio > 30:
+            raise ExerciseFailed(
+                f"Exercise 2.3 failed ({name}):\n  your time for T = {Ts[-1]} is {times[-1]:.4g}, about {ratio:.0f}x what "
+                f"one call takes ({min(ref):.2e} s): return seconds per call -- not milliseconds, and not a total "
+                "over several repeats")
+        if ratio < 1 / 30:
+            raise ExerciseFailed(
+                f"Exercise 2.3 failed ({name}):\n  your time for T = {Ts[-1]} is {times[-1]:.3g}, about {1 / ratio:.0f}x "
+                f"less than one call takes ({min(ref):.2e} s): time the whole call bptt(params, X[:T], Y[:T]), in seconds")
+        if backwards[0] < backwards[-1]:
+            raise ExerciseFailed(
+                f"Exercise 2.3 failed ({name}):\n  with Ts = {list(Ts[::-1])} (longest first) your times grow "
+                f"({backwards[0]:.3g} s ... {backwards[-1]:.3g} s): each looks like a running total. Start the clock "
+                "afresh for every T.")
         with contextlib.redirect_stdout(io.StringIO()):  # one success line for the whole exercise
             check_slope(f"2.3 ({name})", Ts, times, slope, tol=0.45, what="time",
                         hint=f"time {name}(params, X[:T], Y[:T]) for each T (take the best of a few "
                              "repeats to reduce noise); a slope near 0 means the same T is timed every time")
-        results[name] = times
     return passed("2.3", 2, 2)

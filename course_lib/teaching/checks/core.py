@@ -266,20 +266,27 @@ def check_function(
     time_name: str = "time step",
     hint: str = "",
     quiet: bool = False,
+    inputs_unchanged: bool = False,
 ) -> str:
     """Compare ``student(**case)`` with ``reference(**case)`` on every case.
 
     ``cases`` is a list of dicts / :class:`Case` objects, or ``make_case(rng, i)`` called
     ``n_cases`` times with a generator seeded by ``seed``. ``output_names`` names the parts
-    of a tuple result. Returns (and prints) the success line; raises :class:`ExerciseFailed`.
+    of a tuple result. ``inputs_unchanged``: fail when the student's function modified one of its
+    array arguments in place. Returns (and prints) the success line; raises :class:`ExerciseFailed`.
+
+    The one dtype rule of the course: a float64 result where the reference returns float32 passes
+    (the numbers are right) with a note on the success line -- it moves twice the bytes.
     """
     if not callable(student):
         raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
     case_list = _as_cases(cases, n_cases, seed)
     total = len(case_list)
+    notes = []
     for i, case in enumerate(case_list, start=1):
         expected = reference(*_copy_args(case).args, **_copy_args(case).kwargs)
         mine = _copy_args(case)
+        pristine = _copy_args(case)
         try:
             got = student(*mine.args, **mine.kwargs)
         except NotImplementedError:
@@ -289,6 +296,15 @@ def check_function(
                 f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n"
                 f"  your function raised {type(exc).__name__}: {exc}" + (f"\n  Hint: {hint}" if hint else "")
             ) from exc
+        if inputs_unchanged:
+            changed = _changed_inputs(mine, pristine)
+            if changed:
+                raise ExerciseFailed(
+                    f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n  your function changed its "
+                    f"input {changed} in place; work on a copy (or into a new array) and leave the inputs as they were")
+        note = _dtype_note(got, expected)
+        if note and note not in notes:
+            notes.append(note)
         if output_names is not None and isinstance(expected, tuple):
             if not isinstance(got, tuple) or len(got) != len(expected):
                 n = len(got) if isinstance(got, tuple) else 1
@@ -308,10 +324,37 @@ def check_function(
                 f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n  {msg}"
                 + (f"\n  Hint: {hint}" if hint else "")
             )
-    line = Passed(f"Exercise {exercise} passed: {total}/{total} cases")
+    line = Passed(f"Exercise {exercise} passed: {total}/{total} cases" + "".join(f" ({n})" for n in notes))
     if not quiet:
         print(line)
     return line
+
+
+def _changed_inputs(after: Case, before: Case) -> str:
+    """Name of the first array argument whose values differ after the call ("" if none)."""
+    pairs = [(f"argument {k + 1}", a, b) for k, (a, b) in enumerate(zip(after.args, before.args))]
+    pairs += [(name, after.kwargs[name], before.kwargs[name]) for name in before.kwargs]
+    for name, a, b in pairs:
+        for sub_a, sub_b, label in _arrays_in(a, b, name):
+            if sub_a.shape != sub_b.shape or not np.array_equal(sub_a, sub_b, equal_nan=True):
+                return label
+    return ""
+
+
+def _arrays_in(a, b, name):
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        yield a, b, name
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+        for f in dataclasses.fields(a):
+            yield from _arrays_in(getattr(a, f.name), getattr(b, f.name), f"{name}.{f.name}")
+
+
+def _dtype_note(got, expected) -> str:
+    gs = [g for g in (got if isinstance(got, tuple) else (got,)) if isinstance(g, np.ndarray)]
+    es = [e for e in (expected if isinstance(expected, tuple) else (expected,)) if isinstance(e, np.ndarray)]
+    if any(g.dtype == np.float64 and e.dtype == np.float32 for g, e in zip(gs, es)):
+        return "note: your result is float64 where the reference is float32 -- right numbers, twice the bytes"
+    return ""
 
 
 def check_value(exercise: str, got: Any, expected: Any, *, name: str = "answer", rtol: float = 1e-5,

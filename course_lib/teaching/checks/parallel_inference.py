@@ -1,10 +1,12 @@
-"""Checks for worksheet 06 (parallel inference): wavefront schedule, stable softmax, batched
-softmax inference, scatter/gather of a batch over P ranks."""
+"""Checks for worksheet 07 (parallel inference): wavefront schedule, stable softmax, batched
+softmax inference, scatter/gather of a batch over P ranks. References: :mod:`course_lib.models.softmax_rnn`
+and :mod:`course_lib.parallel.inference`."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...core import backend
+from ...models import softmax_rnn
 from ...parallel import inference
 from .core import ExerciseFailed, Passed, check_function, compare_outputs, passed
 
@@ -73,7 +75,7 @@ def _softmax_cases(rng, i):
 def check_softmax(student) -> str:
     """Exercise 7.2: a numerically stable ``softmax(o)`` along the last axis."""
     return check_function(
-        "7.2", student, lambda o: inference.softmax(o, axis=-1), _softmax_cases, n_cases=5,
+        "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5,
         rtol=1e-5, atol=1e-7, output_names=["probs"], time_axis=None,
         hint="subtract the maximum of each row (keepdims=True) before np.exp: the result is the same, "
              "but exp never overflows and the largest term is exactly 1.",
@@ -84,7 +86,7 @@ def check_softmax(student) -> str:
 def _predict_cases(rng, i):
     sizes = [(1, 1, 3, 4, 5, 1), (4, 3, 5, 6, 7, 1), (6, 2, 4, 8, 5, 2), (3, 5, 2, 3, 4, 3), (8, 4, 6, 5, 9, 2)]
     T, B, nx, nh, vocab, L = sizes[i]
-    params = inference.init_params(nx, nh, vocab, layers=L, seed=int(rng.integers(1000)), dtype=np.float64)
+    params = softmax_rnn.init_params(nx, nh, vocab, layers=L, seed=int(rng.integers(1000)), dtype=np.float64)
     for layer in params.layers:  # non-zero biases, so forgetting b shows
         layer.b[:] = rng.standard_normal(nh) * 0.5
     params.c[:] = rng.standard_normal(vocab)
@@ -95,7 +97,7 @@ def _predict_cases(rng, i):
 def check_batched_predict(student) -> str:
     """Exercise 7.3: ``batched_predict(params, X)`` -> probabilities ``(T, B, vocab)``."""
     return check_function(
-        "7.3", student, inference.predict_batched, _predict_cases, n_cases=5, seed=6,
+        "7.3", student, softmax_rnn.forward, _predict_cases, n_cases=5, seed=6,
         rtol=1e-6, atol=1e-9, output_names=["probs"],
         hint="with a batch of row vectors, a = x U^T + h W^T + b; the layer above reads this layer's h; "
              "the state starts at zero for every layer; y = softmax(h V^T + c) of the top layer.",
@@ -175,10 +177,10 @@ def run_split_under_mpi(split_batch, *, B: int = 7, P: int = 2, timeout: float =
         line = f"MPI is not available here ({why}); your counts {list(counts)} were checked without it."
         print(line)
         return Passed(line)
-    params = inference.init_params(6, 8, 5, layers=2, seed=3)
+    params = softmax_rnn.init_params(6, 8, 5, layers=2, seed=3)
     X = np.random.default_rng(4).standard_normal((5, B, 6)).astype(np.float32)
-    res = inference.run_mpi(params, X, P=P, counts=list(counts), timeout=timeout)
-    ref = inference.predict_serial(params, X)
+    res = inference.run_mpi(params, X, ranks=P, counts=list(counts), timeout=timeout)
+    ref = softmax_rnn.forward(params, X, method="serial")
     msg = compare_outputs(res.probs, ref, name="probs", rtol=1e-4, atol=1e-6)
     if msg:
         raise ExerciseFailed(f"Under mpiexec -n {P} with counts {list(counts)}:\n  {msg}")

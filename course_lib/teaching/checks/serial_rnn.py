@@ -47,7 +47,7 @@ def check_forward(student) -> str:
         return Case(dict(params=p, X=X, h0=h0), label=f"T={T}, B={B}, nx={nx}, nh={nh}, ny={ny}")
 
     return check_function("1.2", student, _forward_ref, case, n_cases=len(SHAPES), output_names=["H", "Yhat"],
-                          hint="H[t] must be the state *after* reading X[t], starting from h0; "
+                          inputs_unchanged=True, hint="H[t] must be the state *after* reading X[t], starting from h0; "
                                "Yhat[t] = tanh(H[t] @ Why). Wrong from time step 1 on usually means "
                                "h is not carried from one step to the next.")
 
@@ -126,4 +126,26 @@ def check_numerical_gradient(student) -> str:
             raise ExerciseFailed(
                 f"Exercise 1.4 failed on case {i}/{total} ({name}, W {W.shape}):\n  gradient entry {tuple(int(j) for j in idx)}"
                 f" is {got[idx]:.6g}, expected {expected[idx]:.6g} (relative error {err[idx]:.2e})\n  Hint: {hint}")
+    _check_second_order(student, total)
     return passed("1.4", total, total)
+
+
+def _check_second_order(student, total: int) -> None:
+    """Central differences are exact to O(eps²), one-sided ones only to O(eps): with eps = 1e-2 on
+    sum(sin(W)) (exact gradient cos(W)) the first is off by ~eps²/6 relative, the second by ~eps/2."""
+    W = np.linspace(-1.2, 1.3, 12).reshape(3, 4)
+    exact = np.cos(W)
+    f = lambda V: float(np.sum(np.sin(V)))  # noqa: E731
+    errs = []
+    for eps in (1e-2, 5e-3):
+        got = np.asarray(student(f, W.copy(), eps), dtype=float)
+        errs.append(float(np.max(np.abs(got - exact) / np.abs(exact))))
+    shrink = errs[0] / max(errs[1], 1e-300)
+    if errs[0] > 1e-4:
+        kind = ("a one-sided difference (f(W+eps) - f(W)) / eps: its error shrinks only like eps"
+                if 1.6 < shrink < 2.5 else "not a central difference")
+        raise ExerciseFailed(
+            f"Exercise 1.4 failed on case {total + 1}/{total + 1} (sum(sin(W)) with eps = 1e-2, exact gradient cos(W)):\n"
+            f"  relative error {errs[0]:.1e} at eps = 1e-2 and {errs[1]:.1e} at eps = 5e-3 (shrinks {shrink:.1f}x when "
+            f"eps halves; a central difference shrinks 4x) -- this looks like {kind}.\n"
+            "  Hint: (f(W + eps) - f(W - eps)) / (2 eps) is exact up to O(eps²).")

@@ -78,31 +78,48 @@ def wavefront_plot(schedule: Sequence[Sequence[tuple[int, int]]], ax=None):
 
 
 def speedup_plot(xs: Sequence[float], series: dict, ax=None, xlabel: str = "", title: str = "",
-                 ideal: Sequence[float] | None = None, logx: bool = True, model: dict | None = None):
-    """Speedup curves (measured, solid) against ``xs``; optional ideal line and dashed model curves."""
-    ax = new_axes(ax)
+                 ideal: Sequence[float] | None = None, logx: bool = True, logy: bool = False,
+                 model: dict | None = None):
+    """Speedup curves (measured: solid with markers) against ``xs``; optional ideal line (dotted) and
+    model curves (``{name: (xs, ys)}``, dashed). The legend sits outside the axes, so it hides no point;
+    the y axis always shows 1 (no speedup) and every point. ``logy`` (base 2) suits ratios that span
+    several powers of two (a 2x gain and a 2x loss lie equally far from 1)."""
+    ax = new_axes(ax, figsize=(7.5, 3.8))
+    ys_all = [1.0]
     for name, ys in series.items():
-        ax.plot(xs, ys, "o-", label=name)
+        ax.plot(xs, ys, "o-", label=name, zorder=3)
+        ys_all += [float(y) for y in ys]
     for name, (mx, my) in (model or {}).items():
-        ax.plot(mx, my, "--", label=name)
+        ax.plot(mx, my, "--", label=name, zorder=2)
+        ys_all += [float(y) for y in my]
     if ideal is not None:
-        ax.plot(xs, ideal, ":", color="grey", label="ideal")
+        ax.plot(xs, ideal, ":", color="grey", label="ideal", zorder=1)
+        ys_all += [float(y) for y in ideal]
     ax.axhline(1.0, color="black", lw=0.8)
     if logx:
         ax.set_xscale("log", base=2)
+    lo, hi = min(ys_all), max(ys_all)
+    if logy:
+        ax.set_yscale("log", base=2)
+        ax.set_ylim(lo / 1.3, hi * 1.3)
+    else:
+        ax.set_ylim(min(0.0, lo), hi * 1.1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("speedup (x)")
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
 def phase_bars(phases: dict, ax=None, title: str = "", unit: float = 1e-3, unit_label: str = "ms"):
-    """A stacked horizontal bar per label: ``{label: {phase: seconds}}``."""
-    ax = new_axes(ax, figsize=(6.5, 0.6 * len(phases) + 1.4))
+    """A stacked horizontal bar per label: ``{label: {phase: seconds}}``, its total written at its end.
+    The axis extends past the longest bar and the legend sits outside, so no bar is cut or covered."""
+    ax = new_axes(ax, figsize=(7.5, 0.6 * len(phases) + 1.4))
     labels = list(phases)
+    if not labels:
+        raise ValueError("phases: expected at least one {label: {phase: seconds}} entry, got none")
     names = []
     for d in phases.values():
         for k in d:
@@ -113,8 +130,11 @@ def phase_bars(phases: dict, ax=None, title: str = "", unit: float = 1e-3, unit_
         w = np.array([phases[lab].get(k, 0.0) / unit for lab in labels])
         ax.barh(labels, w, left=left, label=k)
         left += w
+    for i, total in enumerate(left):
+        ax.text(total, i, f" {total:.3g} {unit_label}", va="center", fontsize=8)
+    ax.set_xlim(0, 1.25 * float(left.max()) if left.max() > 0 else 1.0)
     ax.set_xlabel(f"time ({unit_label})")
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax

@@ -1,0 +1,324 @@
+"""The stacked softmax RNN of chapter 07 (seed 004): parameters and the single-core forward passes.
+
+The model is the seed's pseudocode, stacked ``L`` layers deep, in the **column-vector**
+convention of the seed (layer ``l`` reads the hidden state of layer ``l-1``; layer 0 reads ``x``)::
+
+    a[l, t] = b_l + W_l h[l, t-1] + U_l h[l-1, t]        h[-1, t] = x[t],  h[l, -1] = 0
+    h[l, t] = tanh(a[l, t])
+    o[t]    = c + V h[L-1, t]
+    y[t]    = softmax(o[t])
+
+Shapes: ``U_l (H, n_in)``, ``W_l (H, H)``, ``b_l (H,)``, ``V (vocab, H)``, ``c (vocab,)`` -- the
+layout of ``torch.nn.RNN`` (``weight_ih_l{l}``, ``weight_hh_l{l}``) followed by a ``torch.nn.Linear``
+(:meth:`SoftmaxRNNParams.from_torch` / :meth:`~SoftmaxRNNParams.to_torch`). Inputs are time-major
+``X (T, B, nx)``; outputs are probabilities ``(T, B, vocab)``. With a batch of row vectors the same
+maths reads ``A = X U^T + H W^T + b`` -- that is how the batched code is written.
+
+``init_params(nx, nh, vocab, layers=, seed=, dtype=)``  -> :class:`SoftmaxRNNParams`
+``forward(params, X, method="batched"|"serial")``      -> probabilities ``(T, B, vocab)``
+``hidden_states(params, X)``                           -> every layer's states, ``[(T, B, H)] * L``
+``step(params, x, h)``                                 one time step of one sequence (the seed's loop body)
+``cell_step``, ``output_probs``, ``softmax``, ``encode``, ``one_hot``, ``flops``
+
+The parallel strategies over threads, ranks and a GPU are in :mod:`course_lib.parallel.inference`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.validate import check_array, check_choice, check_int, check_positive_int
+from ..data.corpus import one_hot as _one_hot
+
+__all__ = [
+    "Layer",
+    "SoftmaxRNNParams",
+    "METHODS",
+    "init_params",
+    "check_params",
+    "check_inputs",
+    "encode",
+    "one_hot",
+    "softmax",
+    "step",
+    "cell_step",
+    "output_probs",
+    "hidden_states",
+    "forward",
+    "batched_core",
+    "flops",
+]
+
+METHODS = ("serial", "batched")
+
+
+# --------------------------------------------------------------------------- parameters
+@dataclass
+class Layer:
+    """One recurrent layer: ``U (H, n_in)``, ``W (H, H)``, ``b (H,)`` (``torch.nn.RNN``'s
+    ``weight_ih``, ``weight_hh`` and ``bias_ih + bias_hh``)."""
+
+    U: np.ndarray
+    W: np.ndarray
+    b: np.ndarray
+
+
+@dataclass
+class SoftmaxRNNParams:
+    """A stacked softmax RNN: ``layers[l]`` (a :class:`Layer`), output ``V (vocab, H)``, ``c (vocab,)``.
+
+    Also holds gradients (same shapes) in :func:`course_lib.models.charlm.loss_and_grads`."""
+
+    layers: list
+    V: np.ndarray
+    c: np.ndarray
+
+    @property
+    def nx(self) -> int:
+        return int(self.layers[0].U.shape[1])
+
+    @property
+    def nh(self) -> int:
+        return int(self.layers[-1].W.shape[0])
+
+    @property
+    def vocab(self) -> int:
+        return int(self.V.shape[0])
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def dtype(self):
+        return self.V.dtype
+
+    def astype(self, dtype) -> "SoftmaxRNNParams":
+        """A copy with every array cast to ``dtype``."""
+        dt = np.dtype(dtype)
+        return SoftmaxRNNParams([Layer(L.U.astype(dt), L.W.astype(dt), L.b.astype(dt)) for L in self.layers],
+                                self.V.astype(dt), self.c.astype(dt))
+
+    def arrays(self) -> dict:
+        """Flat ``{"U0": .., "W0": .., "b0": .., ..., "V": .., "c": ..}`` (for ``np.savez``)."""
+        out = {}
+        for i, L in enumerate(self.layers):
+            out[f"U{i}"], out[f"W{i}"], out[f"b{i}"] = L.U, L.W, L.b
+        out["V"], out["c"] = self.V, self.c
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "SoftmaxRNNParams":
+        """Inverse of :meth:`arrays` (accepts an ``np.load`` result)."""
+        n = sum(1 for k in arrays.keys() if k.startswith("U"))
+        layers = [Layer(np.asarray(arrays[f"U{i}"]), np.asarray(arrays[f"W{i}"]), np.asarray(arrays[f"b{i}"]))
+                  for i in range(n)]
+        return cls(layers, np.asarray(arrays["V"]), np.asarray(arrays["c"]))
+
+    @classmethod
+    def from_torch(cls, rnn, linear) -> "SoftmaxRNNParams":
+        """Copy a ``torch.nn.RNN(nonlinearity="tanh")`` and the ``torch.nn.Linear`` on top of it.
+
+        Same layout, so no transposes: ``U_l = weight_ih_l{l}``, ``W_l = weight_hh_l{l}``,
+        ``b_l = bias_ih_l{l} + bias_hh_l{l}``, ``V = linear.weight``, ``c = linear.bias``."""
+        if getattr(rnn, "nonlinearity", "tanh") != "tanh" or getattr(rnn, "batch_first", False):
+            raise ValueError("rnn: expected a time-major torch.nn.RNN with nonlinearity='tanh'")
+        get = lambda m, n: getattr(m, n).detach().cpu().numpy().copy()  # noqa: E731
+        layers = []
+        for l in range(rnn.num_layers):
+            b = get(rnn, f"bias_ih_l{l}") + get(rnn, f"bias_hh_l{l}") if rnn.bias else \
+                np.zeros(rnn.hidden_size, get(rnn, f"weight_hh_l{l}").dtype)
+            layers.append(Layer(get(rnn, f"weight_ih_l{l}"), get(rnn, f"weight_hh_l{l}"), b))
+        return check_params(cls(layers, get(linear, "weight"), get(linear, "bias")))
+
+    def to_torch(self):
+        """``(torch.nn.RNN, torch.nn.Linear)`` with these weights (``bias_hh`` zero); imports torch.
+
+        ``softmax(linear(rnn(X)[0]), -1)`` then equals :func:`forward` to float round-off."""
+        import torch  # noqa: PLC0415 - optional, only here
+
+        check_params(self)
+        dt = torch.float64 if self.dtype == np.float64 else torch.float32
+        rnn = torch.nn.RNN(self.nx, self.nh, num_layers=self.n_layers, nonlinearity="tanh", bias=True).to(dt)
+        linear = torch.nn.Linear(self.nh, self.vocab).to(dt)
+        with torch.no_grad():
+            for l, L in enumerate(self.layers):
+                getattr(rnn, f"weight_ih_l{l}").copy_(torch.from_numpy(np.ascontiguousarray(L.U)))
+                getattr(rnn, f"weight_hh_l{l}").copy_(torch.from_numpy(np.ascontiguousarray(L.W)))
+                getattr(rnn, f"bias_ih_l{l}").copy_(torch.from_numpy(np.ascontiguousarray(L.b)))
+                getattr(rnn, f"bias_hh_l{l}").zero_()
+            linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(self.V)))
+            linear.bias.copy_(torch.from_numpy(np.ascontiguousarray(self.c)))
+        return rnn, linear
+
+
+def init_params(nx: int, nh: int, vocab: int, *, layers: int = 1, seed: int = 0,
+                dtype=np.float32) -> SoftmaxRNNParams:
+    """Random parameters: entries ~ U(-1/sqrt(n_in), 1/sqrt(n_in)), biases zero.
+
+    ``nx`` input features, ``nh`` hidden units per layer, ``vocab`` output classes, ``layers`` deep.
+    """
+    nx = check_positive_int(nx, "nx")
+    nh = check_positive_int(nh, "nh")
+    vocab = check_positive_int(vocab, "vocab")
+    layers = check_positive_int(layers, "layers")
+    seed = check_int(seed, "seed", low=0)
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    rng = np.random.default_rng(seed)
+
+    def uni(shape, fan_in):
+        s = 1.0 / math.sqrt(fan_in)
+        return rng.uniform(-s, s, size=shape).astype(dt)
+
+    out = []
+    n_in = nx
+    for _ in range(layers):
+        out.append(Layer(uni((nh, n_in), n_in), uni((nh, nh), nh), np.zeros(nh, dt)))
+        n_in = nh
+    return SoftmaxRNNParams(out, uni((vocab, nh), nh), np.zeros(vocab, dt))
+
+
+def check_params(params, name: str = "params") -> SoftmaxRNNParams:
+    """Validate a :class:`SoftmaxRNNParams`: consistent layer sizes and one float dtype. Returns it."""
+    if not isinstance(params, SoftmaxRNNParams):
+        raise TypeError(f"{name}: expected a course_lib.models.softmax_rnn.SoftmaxRNNParams (from init_params), "
+                        f"got {type(params).__name__}")
+    if not params.layers:
+        raise ValueError(f"{name}.layers: expected at least one layer, got none")
+    dt = params.V.dtype
+    n_in = params.layers[0].U.shape[1] if np.ndim(params.layers[0].U) == 2 else None
+    for i, L in enumerate(params.layers):
+        dims: dict = {}
+        U = check_array(L.U, f"{name}.layers[{i}].U", shape=("H", n_in), dims=dims)
+        check_array(L.W, f"{name}.layers[{i}].W", shape=("H", "H"), dims=dims)
+        check_array(L.b, f"{name}.layers[{i}].b", shape=("H",), dims=dims)
+        for nm, arr in (("U", L.U), ("W", L.W), ("b", L.b)):
+            if arr.dtype != dt:
+                raise TypeError(f"{name}.layers[{i}].{nm}: expected dtype {dt} (the dtype of V), got {arr.dtype}")
+        n_in = U.shape[0]
+    check_array(params.V, f"{name}.V", shape=(None, n_in))
+    check_array(params.c, f"{name}.c", shape=(params.V.shape[0],))
+    if params.c.dtype != dt:
+        raise TypeError(f"{name}.c: expected dtype {dt} (the dtype of V), got {params.c.dtype}")
+    return params
+
+
+def check_inputs(params: SoftmaxRNNParams, X, name: str = "X") -> np.ndarray:
+    """Validate time-major inputs ``X (T, B, nx)`` (non-empty) against ``params``; cast to its dtype."""
+    X = check_array(X, name, shape=("T", "B", params.nx))
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name}: expected at least one time step and one sequence, got shape {X.shape} (empty)")
+    return X.astype(params.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- pieces
+def one_hot(ids, vocab_size: int, dtype=np.float32) -> np.ndarray:
+    """One-hot features ``(...,) -> (..., vocab_size)`` (:func:`course_lib.data.corpus.one_hot`)."""
+    return _one_hot(ids, vocab_size, dtype=dtype)
+
+
+def encode(ids, vocab_size: int, dtype=np.float32) -> np.ndarray:
+    """Token ids ``(T, B)`` (or ``(T,)`` for one sequence) -> one-hot inputs ``X (T, B, vocab_size)``.
+
+    Raises ValueError for ids outside ``[0, vocab_size)`` and for empty sequences.
+    """
+    ids = check_array(ids, "ids", ndim=(1, 2), dtype="int", finite=False)
+    if ids.ndim == 1:
+        ids = ids[:, None]
+    if ids.size == 0:
+        raise ValueError(f"ids: expected a non-empty (T, B) array of token ids, got shape {ids.shape}")
+    return _one_hot(ids, vocab_size, dtype=dtype)
+
+
+def softmax(o, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax: ``exp(o - max o) / sum exp(o - max o)`` along ``axis``."""
+    o = check_array(o, "o")
+    z = o - o.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
+    """The seed's loop body for ONE sequence, column vectors: ``x (nx,)``; ``h`` the list of the
+    layers' states ``(H,)``, updated in place to step ``t``. Returns the logits ``o (vocab,)``.
+    No validation (it runs once per character; callers validate)."""
+    below = x
+    for l, L in enumerate(params.layers):
+        h[l] = np.tanh(L.b + L.W @ h[l] + L.U @ below)      # a = b + W h[t-1] + U x[t]; h = tanh(a)
+        below = h[l]
+    return params.c + params.V @ below                       # o = c + V h
+
+
+def cell_step(layer: Layer, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """One cell for a batch of rows: ``tanh(x U^T + h W^T + b)``; ``x (B, n_in)``, ``h (B, H)`` -> ``(B, H)``."""
+    return np.tanh(x @ layer.U.T + h @ layer.W.T + layer.b)
+
+
+def output_probs(params: SoftmaxRNNParams, h: np.ndarray) -> np.ndarray:
+    """``softmax(h V^T + c)`` for ``h (..., H)`` -> ``(..., vocab)``."""
+    return softmax(h @ params.V.T + params.c)
+
+
+# --------------------------------------------------------------------------- forward passes
+def _serial(params: SoftmaxRNNParams, X: np.ndarray) -> np.ndarray:
+    T, B, _ = X.shape
+    Y = np.empty((T, B, params.vocab), params.dtype)
+    for s in range(B):                      # one sequence,
+        h = [np.zeros(L.W.shape[0], params.dtype) for L in params.layers]
+        for t in range(T):                  # one time step,
+            Y[t, s] = softmax(step(params, X[t, s], h))   # one layer at a time (GEMV)
+    return Y
+
+
+def _states(params: SoftmaxRNNParams, X: np.ndarray) -> list[np.ndarray]:
+    """No validation: layer by layer, the input projection of all T steps is one GEMM."""
+    T, B, _ = X.shape
+    out, below = [], X
+    for L in params.layers:
+        H = L.W.shape[0]
+        Z = (below.reshape(T * B, -1) @ L.U.T + L.b).reshape(T, B, H)
+        hs = np.empty_like(Z)
+        h = np.zeros((B, H), Z.dtype)
+        WT = L.W.T
+        for t in range(T):
+            h = np.tanh(Z[t] + h @ WT)
+            hs[t] = h
+        out.append(hs)
+        below = hs
+    return out
+
+
+def batched_core(params: SoftmaxRNNParams, X: np.ndarray) -> np.ndarray:
+    """:func:`forward` with ``method="batched"`` and no validation (for workers that validated already)."""
+    return output_probs(params, _states(params, X)[-1])
+
+
+def hidden_states(params: SoftmaxRNNParams, X) -> list[np.ndarray]:
+    """Every layer's states for inputs ``X (T, B, nx)``: a list of ``L`` arrays ``(T, B, H)`` (training needs them)."""
+    params = check_params(params)
+    return _states(params, check_inputs(params, X))
+
+
+def forward(params: SoftmaxRNNParams, X, *, method: str = "batched") -> np.ndarray:
+    """Probabilities ``(T, B, vocab)`` for inputs ``X (T, B, nx)``, on one core.
+
+    ``method="serial"``: the seed's loop verbatim -- one sequence, one time step, one layer at a
+    time, matrix-*vector* products. ``method="batched"``: all ``B`` sequences at once (GEMM): per
+    layer ``Z = X U^T + b`` for every step, then ``h_t = tanh(Z_t + h_{t-1} W^T)``, then
+    ``softmax(h V^T + c)``. Both give the same numbers to float round-off.
+    """
+    method = check_choice(method, "method", METHODS)
+    params = check_params(params)
+    X = check_inputs(params, X)
+    return _serial(params, X) if method == "serial" else batched_core(params, X)
+
+
+def flops(T: int, B: int, nx: int, nh: int, vocab: int, layers: int = 1) -> int:
+    """Matrix-product FLOPs of one forward pass: ``2 T B (H nx + (L-1) H^2 + L H^2 + vocab H)``."""
+    T, B, nx, nh, vocab, layers = (check_positive_int(v, n) for v, n in
+                                   ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (vocab, "vocab"), (layers, "layers")))
+    return 2 * T * B * (nh * nx + (layers - 1) * nh * nh + layers * nh * nh + vocab * nh)

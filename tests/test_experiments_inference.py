@@ -1,0 +1,118 @@
+"""Tests for course_lib.experiments.inference (chapter 07's measurements) and seed 004's goals:
+the measuring helpers return consistent, agreeing data with a noise verdict; bad inputs name the argument."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib.core import backend
+from course_lib.core.timing import Noise
+from course_lib.experiments import inference as ex
+from course_lib.models import charlm, softmax_rnn
+from course_lib.teaching.claims import seed004
+
+MPI_OK, _ = backend.mpi_available()
+SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+
+def test_problem_is_seeded():
+    p, X = ex.problem(3, 2, T=4, nh=5, nx=3, vocab=4)
+    q, Y = ex.problem(3, 2, T=4, nh=5, nx=3, vocab=4)
+    assert X.shape == (4, 3, 3) and X.dtype == np.float32 and p.n_layers == 2
+    np.testing.assert_array_equal(X, Y)
+    np.testing.assert_array_equal(p.layers[1].W, q.layers[1].W)
+
+
+def test_measure_methods_returns_consistent_data():
+    methods = ("serial", "batched", "threads", "wavefront") + (("mpi",) if MPI_OK else ())
+    d = ex.measure_methods(B=4, layers=2, methods=methods, T=4, nh=8, nx=4, vocab=5, repeat=2, threads=2)
+    assert set(d["seconds"]) == set(methods) == set(d["speedup"]) == set(d["seq_per_s"])
+    assert d["speedup"]["serial"] == 1.0
+    assert all(t > 0 for t in d["seconds"].values())
+    assert d["seq_per_s"]["batched"] == pytest.approx(4 / d["seconds"]["batched"])
+    assert max(d["max_diff"].values()) < 1e-5
+    assert isinstance(d["noise"], Noise)
+
+
+def test_measure_methods_bad_inputs():
+    with pytest.raises(ValueError, match="methods"):
+        ex.measure_methods(methods=("nope",))
+    with pytest.raises(ValueError, match="methods"):
+        ex.measure_methods(methods="serial")
+    with pytest.raises(ValueError, match="B"):
+        ex.measure_methods(B=10**6)
+    with pytest.raises(ValueError, match="sizes"):
+        ex.batch_sweep([])
+
+
+def test_sweeps_have_one_entry_per_size_and_a_model():
+    by_B = ex.batch_sweep([1, 3], methods=("serial", "batched"), T=3, nh=4, nx=3, vocab=3, repeat=1)
+    assert [d["B"] for d in by_B] == [1, 3]
+    ls = ex.layer_sweep([1, 3], B=2, T=4, nh=4, nx=3, vocab=3, threads=2, repeat=1)
+    assert ls["layers"] == [1, 3] and len(ls["measured"]) == 2
+    assert ls["model"][0] == 1.0 and ls["model"][1] == pytest.approx(12 / 8)  # work_span(4, 3, 2)
+    with pytest.raises(ValueError, match="depths"):
+        ex.layer_sweep([0])
+
+
+def test_wavefront_costs():
+    c = ex.wavefront_costs(B=4, nh=8, threads=2, repeat=3)
+    assert c["cell"] > 0 and c["handoff"] > 0 and c["threads"] == 2 and isinstance(c["noise"], Noise)
+
+
+def test_worker_sweep():
+    w = ex.worker_sweep([1, 2], B=6, layers=1, T=3, nh=4, nx=3, vocab=3, repeat=1, mpi=MPI_OK)
+    assert w["P"] == [1, 2] and len(w["threads"]) == 2 and w["t_batched"] > 0
+    if MPI_OK:
+        assert len(w["mpi"]) == 2 and set(w["mpi_runs"]) == {1, 2}
+        assert w["mpi_runs"][2].counts == [3, 3]
+    with pytest.raises(ValueError, match="Ps"):
+        ex.worker_sweep([7], B=6)
+
+
+def test_cuda_run_measures_only_on_a_gpu():
+    r = ex.cuda_run(B=2, layers=1, T=2, nh=4, nx=3, vocab=3, repeat=1)
+    assert r["mode"] == backend.cuda_mode()
+    if backend.gpu_available():
+        assert r["measured"] and r["max_diff"] < 1e-4
+    else:
+        assert not r["measured"] and r["comparison"] is None  # nothing invented without a GPU
+
+
+def test_perplexity_is_the_same_through_every_method():
+    p = softmax_rnn.init_params(9, 6, 9, layers=2, seed=0)
+    ids = np.random.default_rng(0).integers(0, 9, 300)
+    methods = ("serial", "batched", "threads", "wavefront", "cuda") + (("mpi",) if MPI_OK else ())
+    ppl = ex.perplexity_by_method(p, ids, methods, T=8, max_windows=4, threads=2, ranks=2)
+    assert set(ppl) == set(methods)
+    ref = charlm.perplexity(p, ids, T=8, max_windows=4)
+    for m, v in ppl.items():
+        assert v == pytest.approx(ref, rel=1e-5), m
+    with pytest.raises(TypeError, match="workers"):
+        ex.perplexity_by_method(p, ids, ("threads",), workers=2)
+    with pytest.raises(ValueError, match="methods"):
+        ex.perplexity_by_method(p, ids, ())
+
+
+@pytest.mark.skipif(not SEEDS_DIR.is_dir(), reason=f"the seed texts are not here ({SEEDS_DIR})")
+def test_seed004_goals_are_verbatim_and_hold_no_invented_number():
+    text = re.sub(r"\s+", " ", next(SEEDS_DIR.glob("004_*.txt")).read_text())
+    for gid, g in seed004.GOALS.items():
+        assert re.sub(r"\s+", " ", g["quote"]) in text, gid
+    assert seed004.ENTRIES == {}  # the proposal reports no measurement
+
+
+def test_goal_verdict_outcomes():
+    v = seed004.goal_verdict("004.goal.openmp", holds=True, ours="1.5x")
+    assert v.outcome == "agrees" and "Holds here" in v and "Achieve speedup" in v
+    v = seed004.goal_verdict("004.goal.openmp", holds=np.bool_(False), ours="0.8x",
+                             reasons=[(False, "not this"), (True, "2 cores")])
+    assert v.outcome == "opposite" and v.reason == "2 cores"
+    v = seed004.goal_verdict("004.goal.openmp", holds=True, ours="1.5x", noise=Noise().add(True, "busy"))
+    assert v.outcome == "unreliable" and "No verdict: busy" in v
+    with pytest.raises(TypeError, match="holds"):
+        seed004.goal_verdict("004.goal.openmp", holds=1.5, ours="")
+    with pytest.raises(KeyError, match="gid"):
+        seed004.goal("004.nope")
