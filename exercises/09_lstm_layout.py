@@ -17,10 +17,10 @@
 # > This file was generated from `solutions/09_lstm_layout.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
 
 # %% [markdown]
-# # Worksheet 08 · A fused LSTM step, the transposed layout, a small autotuner
+# # Worksheet 09 · A fused LSTM step, the transposed layout, a small autotuner
 #
 # Parameters are in PyTorch's layout: `W_ih (4H, nx)`, `W_hh (4H, H)`, `b_ih, b_hh (4H,)`, the
-# four gate blocks stacked in the order **i, f, g, o** (see `course_lib/lstm.py`). When a check
+# four gate blocks stacked in the order **i, f, g, o** (see `course_lib/models/lstm.py`). When a check
 # fails it tells you which gate differs first.
 
 # %%
@@ -104,7 +104,7 @@ lstm_layout_checks.check_cached_pick(cached_pick)
 # %% [markdown]
 # ## Where this goes
 #
-# Give `cached_pick` the candidates `{v: lambda: lstm.lstm_forward(params, X, variant=v) for v
-# in lstm.VARIANTS}` and a key built from `(B, H, nx, T, dtype, threads)`, keep the dict in a JSON
+# Give `cached_pick` the candidates `{m: lambda m=m: lstm.lstm_forward(params, X, method=m) for m
+# in lstm.METHODS}` and a key built from `(B, H, nx, T, dtype, threads)`, keep the dict in a JSON
 # file next to the machine's name, and you have `course_lib.experiments.autotune` — what
-# `lstm_forward(..., variant="auto")` uses.
+# `autotune.best_method(...)` answers and `autotune.lstm_forward_tuned(params, X)` runs.

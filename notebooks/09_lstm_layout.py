@@ -14,26 +14,38 @@
 # ---
 
 # %% [markdown]
-# # 08 · LSTM, data layout and an autotuner — "optimising once and for all"
+# # 09 · LSTM, data layout and an autotuner — "optimising once and for all"
 #
 # Seed 003 is **EcoRNN** (Zheng & Pekhimenko), which builds on the classic GPU optimisations of
 # **Appleyard, Kočiský & Blunsom 2016** ("Optimizing Performance of Recurrent Neural Networks on
-# GPUs"). Its three observations, which we re-measure on this CPU:
+# GPUs"). It makes three observations on a GPU, which we re-measure on this CPU:
 #
-# 1. **The fully-connected layers (GEMMs) dominate** an LSTM: > 85 % of cuDNN's time is in `sgemm`.
+# 1. **The fully-connected layers (GEMMs) dominate** an LSTM: most of cuDNN's compute time is in `sgemm`.
 # 2. **Data layout matters**: $Y = XW^T$ and $Y^T = WX^T$ are the same product, yet at
-#    $X: 64\times512$, $W: 2048\times512$ the second ran almost 2× faster on their GPU.
-# 3. **Many small launches cost**: the framework default launched ≈ 5× more kernels than cuDNN.
-#    Appleyard et al.'s cure: stack the four gates into one GEMM, precompute the input
-#    projection of all steps in one big GEMM, fuse the element-wise work into one kernel.
+#    $X: 64\times512$, $W: 2048\times512$ the second ran almost twice as fast on their GPU, because it
+#    hit the cache far more often.
+# 3. **Many small launches cost**: the framework default paid several times more `cudaLaunch`
+#    overhead than cuDNN. Appleyard et al.'s cure: stack the four gates into one GEMM, precompute
+#    the input projection of all steps in one big GEMM, fuse the element-wise work into one kernel.
 #
 # And the idea in the title: every cell of every layer and time step has the *same shape*, so a
 # micro-benchmark of a few milliseconds can pick the best implementation for a training run of
-# hours — an **autotuner**.
+# hours — an **autotuner**. The seed's numbers, from the course's claims registry:
+
+# %%
+from course_lib.teaching.claims import CLAIMS, show
+
+print(show("003.obs1.gemm_share", "003.fig2a.launch_overhead", "003.fig3.hit_rate_WXt",
+           "003.fig3.hit_rate_XWt", "003.summary.vs_default", "003.summary.vs_cudnn"))
+
+# %% [markdown]
+# The code: [`course_lib/models/lstm.py`](../course_lib/models/lstm.py) (the layer, computed four ways),
+# [`course_lib/models/lstm_lm.py`](../course_lib/models/lstm_lm.py) (a character LM),
+# [`course_lib/experiments/lstm.py`](../course_lib/experiments/lstm.py) (every measurement below) and
+# [`course_lib/experiments/autotune.py`](../course_lib/experiments/autotune.py).
 #
-# The code is in [`course_lib/lstm.py`](../course_lib/lstm.py) (the variants, the profiler),
-# [`course_lib/autotune.py`](../course_lib/autotune.py) and
-# [`course_lib/lstm_lm.py`](../course_lib/lstm_lm.py) (a character LM for the throughput test).
+# This chapter is about layout and library calls, not threads (chapter 05 did threads): every
+# measurement runs with **one** thread, so two threads fighting over a busy machine do not blur it.
 
 # %%
 import os
@@ -45,12 +57,16 @@ os.environ["COURSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="course_autotune_")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib.experiments import autotune
+from course_lib.core import backend, timing
 from course_lib.data import corpus
-from course_lib.models import lstm, lstm_lm
-from course_lib.core import timing
+from course_lib.experiments import autotune
+from course_lib.experiments import lstm as E
+from course_lib.models import lstm
 from course_lib.teaching import widgets
 from course_lib.teaching.plots import lstm as lplots
+from course_lib.teaching.verdict import verdict
+
+backend.set_threads(1)
 
 try:
     import torch
@@ -62,7 +78,8 @@ except ImportError:
 # ## The LSTM cell
 #
 # One step on a batch, row-vector maths as in the rest of the course, parameters in **PyTorch's
-# layout** so weights move between `torch.nn.LSTM` and our code unchanged:
+# layout** so weights move between `torch.nn.LSTM` and our code unchanged
+# (`LSTMParams.from_torch(module)`, `params.to_torch()`):
 #
 # $$z = x_t W_{ih}^T + h_{t-1} W_{hh}^T + b_{ih} + b_{hh} = [\,z_i \mid z_f \mid z_g \mid z_o\,] \in \mathbb{R}^{B\times 4H}$$
 # $$i, f, o = \sigma(z_i), \sigma(z_f), \sigma(z_o), \quad g = \tanh(z_g), \quad c_t = f\odot c_{t-1} + i\odot g, \quad h_t = o \odot \tanh(c_t)$$
@@ -85,26 +102,30 @@ for name in ("W_ih", "W_hh", "b_ih", "b_hh"):
 # %%
 bad = lstm.LSTMParams(params.W_ih.T.copy(), params.W_hh, params.b_ih, params.b_hh)
 try:
-    lstm.lstm_forward(bad, np.zeros((3, 2, 8), np.float32), variant="fused")
+    lstm.lstm_forward(bad, np.zeros((3, 2, 8), np.float32), method="fused")
 except ValueError as err:
     print("ValueError:", err)
 
 # %% [markdown]
 # ## Four ways to compute the same thing
 #
-# | variant | per time step | library calls / step |
+# `lstm_forward(params, X, method=...)` takes one of `lstm.METHODS`; a plain call uses `fused_pre`
+# and never measures anything.
+#
+# | method | per time step | library calls / step |
 # |---|---|---|
-# | `naive` | one GEMM per gate and operand (8), ~26 separate numpy element-wise passes | ~34 |
-# | `fused` | `[x_t | h] [W_ih | W_hh]^T`: **one** GEMM, **one** fused numba kernel (+ 2 copies) | 4 |
-# | `fused_pre` | the input GEMM of *all* T steps done up front as one big GEMM; per step `h W_hhᵀ` + kernel | 2 |
+# | `naive` | one GEMM per gate and operand (8), separate numpy element-wise passes | 34 |
+# | `fused` | concatenate $x_t$ and $h$, one GEMM with the stacked weights, **one** fused numba kernel (+ 2 copies) | 4 |
+# | `fused_pre` | the input GEMM of *all* T steps done up front as one big GEMM; per step $h W_{hh}^T$ + kernel | 2 |
 # | `transposed` | as `fused_pre` with the state stored as $h^T$ (H, B): $Z^T = W_{hh} h^T$ — the seed's layout | 2 |
 #
 # The fused kernel makes one pass over the $(B, 4H)$ gates: it adds the bias or projection,
 # applies σ/tanh, and updates $c$ and $h$ — every number is read once and written once. In
-# float32 it uses a rational approximation of tanh (a few float32 ulps) so that LLVM can
-# vectorise the loop; float64 uses the exact `np.tanh`.
+# float32 it uses the course's `fast_tanh` / `fast_sigmoid` (`course_lib.algorithms.activations`:
+# a rational approximation within a few float32 ulps) so that LLVM can vectorise the loop;
+# float64 uses the exact tanh.
 #
-# All variants agree to round-off, with each other and with `torch.nn.LSTM` (float64):
+# All methods agree to round-off, with each other and with `torch.nn.LSTM` (float64):
 
 # %%
 T, B, nx, H = 6, 4, 5, 7
@@ -112,20 +133,16 @@ p64 = lstm.init_params(nx, H, seed=1, dtype=np.float64)
 rng = np.random.default_rng(0)
 X = rng.standard_normal((T, B, nx))
 h0, c0 = rng.standard_normal((B, H)), rng.standard_normal((B, H))
-ref, (hT_ref, cT_ref) = lstm.lstm_forward(p64, X, h0, c0, variant="naive")
-for v in lstm.VARIANTS:
-    out, (hT, cT) = lstm.lstm_forward(p64, X, h0, c0, variant=v)
-    print(f"{v:11s} max |H - naive| < 1e-12: {np.abs(out - ref).max() < 1e-12}   "
+ref, (hT_ref, cT_ref) = lstm.lstm_forward(p64, X, h0, c0, method="naive")
+for m in lstm.METHODS:
+    out, (hT, cT) = lstm.lstm_forward(p64, X, h0, c0, method=m)
+    print(f"{m:11s} max |H - naive| < 1e-12: {np.abs(out - ref).max() < 1e-12}   "
           f"h_T == H[-1]: {np.array_equal(hT, out[-1])}")
 
 # %% tags=["nbval-ignore-output"]
 if HAVE_TORCH:
-    m = torch.nn.LSTM(nx, H).double()
     with torch.no_grad():
-        for tname, arr in (("weight_ih_l0", p64.W_ih), ("weight_hh_l0", p64.W_hh),
-                           ("bias_ih_l0", p64.b_ih), ("bias_hh_l0", p64.b_hh)):
-            getattr(m, tname).copy_(torch.from_numpy(arr))
-        out_t, _ = m(torch.from_numpy(X), (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]))
+        out_t, _ = p64.to_torch()(torch.from_numpy(X), (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]))
     print(f"torch.nn.LSTM vs ours: max |difference| = {np.abs(out_t.numpy() - ref).max():.1e}")
 else:
     print("torch is not installed: skipping the comparison with torch.nn.LSTM")
@@ -135,18 +152,18 @@ else:
 # `lstm_forward(..., return_cache=True)`) is checked against numerical gradients in float64:
 
 # %%
-_, _, cache = lstm.lstm_forward(p64, X, h0, c0, variant="fused_pre", return_cache=True)
-W = rng.standard_normal((T, B, H))            # loss = sum(W * H)
-grads = lstm.lstm_backward(p64, cache, W)
+_, _, cache = lstm.lstm_forward(p64, X, h0, c0, method="fused_pre", return_cache=True)
+Wl = rng.standard_normal((T, B, H))            # loss = sum(Wl * H)
+grads = lstm.lstm_backward(p64, cache, Wl)
 eps, worst = 1e-6, 0.0
 for name in ("W_ih", "W_hh", "b_ih"):
     arr = getattr(p64, name)
     for idx in [(0,) * arr.ndim, tuple(s - 1 for s in arr.shape)]:
         old = arr[idx]
         arr[idx] = old + eps
-        up = np.sum(W * lstm.lstm_forward(p64, X, h0, c0, variant="fused")[0])
+        up = np.sum(Wl * lstm.lstm_forward(p64, X, h0, c0, method="fused")[0])
         arr[idx] = old - eps
-        down = np.sum(W * lstm.lstm_forward(p64, X, h0, c0, variant="fused")[0])
+        down = np.sum(Wl * lstm.lstm_forward(p64, X, h0, c0, method="fused")[0])
         arr[idx] = old
         num = (up - down) / (2 * eps)
         worst = max(worst, abs(num - getattr(grads, name)[idx]) / max(1e-3, abs(num)))
@@ -155,98 +172,241 @@ print(f"worst relative error, analytic vs numerical gradient < 1e-5: {worst < 1e
 # %% [markdown]
 # ## Observation 1 · where does a step spend its time?
 #
-# `lstm.profile_step` times every library call of one step separately and sorts them into GEMMs
-# and element-wise work; it also counts the calls — the CPU analogue of the seed's
-# `cudaLaunch` count. The shape is the seed's LSTM: B = 64, H = nx = 512.
+# The seed profiled cuDNN and found most of the compute time in matrix multiplies. `E.profile_step`
+# times every library call of one step separately and sorts them into GEMMs and element-wise work;
+# it also counts the calls — the CPU analogue of the seed's kernel launches. The shape is the
+# seed's LSTM: B = 64, H = nx = 512.
+#
+# **Predict:** in the `naive` step (8 small GEMMs, 26 separate numpy passes), what share of the time
+# is GEMM? And after fusion (`fused_pre`: one GEMM, one kernel)? Does fusion raise the share, or
+# does it mostly shrink the whole step?
 
 # %% tags=["nbval-ignore-output"]
 B_PROF, H_PROF = 64, 512
-profiles = [lstm.profile_step(B_PROF, H_PROF, variant=v, repeat=timing.scaled(5, 3)) for v in lstm.VARIANTS]
-print(f"{'variant':11s} {'calls/step':>10s} {'GEMM ms':>8s} {'elem ms':>8s} {'GEMM share':>10s}")
+profiles = [E.profile_step(B_PROF, H_PROF, method=m, repeat=timing.scaled(9, 5)) for m in lstm.METHODS]
+prof = {p["method"]: p for p in profiles}
+print(f"{'method':11s} {'calls/step':>10s} {'GEMM ms':>8s} {'elem ms':>8s} {'GEMM share':>10s}")
 for p in profiles:
-    print(f"{p['variant']:11s} {p['calls_per_step']:>10d} {p['gemm_s'] * 1e3:>8.3f} "
+    print(f"{p['method']:11s} {p['calls_per_step']:>10d} {p['gemm_s'] * 1e3:>8.3f} "
           f"{p['elementwise_s'] * 1e3:>8.3f} {100 * p['gemm_share']:>9.0f}%")
-print(f"calls per step, naive / fused_pre: {profiles[0]['calls_per_step'] / profiles[2]['calls_per_step']:.0f}x"
-      f"   (seed: the framework default made 5x more cudaLaunch calls than cuDNN)")
-print("seed: > 85% of cuDNN's LSTM time is in sgemm")
-lplots.profile_bars(profiles)
+lplots.profile_bars(profiles, seed_share=CLAIMS["003.obs1.gemm_share"].value / 100)
 plt.show()
+noise1 = profiles[0]["noise"]
+for p in profiles[1:]:
+    noise1 = noise1 | p["noise"]
+pre, nai = prof["fused_pre"], prof["naive"]
+t_pre, t_nai = pre["gemm_s"] + pre["elementwise_s"], nai["gemm_s"] + nai["elementwise_s"]
+print(verdict("003.obs1.gemm_share", 100 * pre["gemm_share"], pivot=None, within=1.2, noise=noise1,
+              here=f"fused_pre step, B = {B_PROF}, H = nx = {H_PROF}, 1 thread",
+              reasons=[(pre["elementwise_s"] > pre["gemm_s"],
+                        "the one element-wise kernel outweighs the one GEMM at this shape")]))
+if noise1.ok:
+    if nai["gemm_share"] > 0.8:
+        print(f"naive is already {nai['gemm_share']:.0%} GEMM here: fusion did not make the step 'all GEMM'; what it "
+              f"changed is the calls per step ({nai['calls_per_step']} -> {pre['calls_per_step']}) and the step time "
+              f"({t_nai / t_pre:.1f}x shorter)")
+    else:
+        print(f"fusion raised the GEMM share from {nai['gemm_share']:.0%} (naive) to {pre['gemm_share']:.0%} "
+              f"and made the step {t_nai / t_pre:.1f}x shorter")
 
 # %% [markdown]
-# ## Observation 2 · $XW^T$ versus $WX^T$
+# ## Observation 2 · $XW^T$ versus $WX^T$: the runtime
 #
 # Same FLOPs ($2 \cdot 64 \cdot 2048 \cdot 512$), one BLAS call each — only the layout differs.
-# numpy passes `W.T` to BLAS as a transpose flag, no copy; which operand the BLAS kernel streams
-# through its cache blocks is what changes.
+# numpy passes `W.T` to BLAS as a transpose flag, no copy.
+#
+# **Predict:** will the seed's layout $Y^T = WX^T$ be faster with this machine's BLAS too?
 
 # %% tags=["nbval-ignore-output"]
-seed_case = lstm.layout_gemm_times(64, 512, 512, repeat=timing.scaled(15, 7))
+peak = timing.peak_gflops()
+seed_case = E.layout_gemm_times(64, 512, 512, repeat=timing.scaled(15, 7))
+noise2 = seed_case["comparison"].noise
+noise2.add(max(seed_case["gflops_XWt"], seed_case["gflops_WXt"]) > 1.1 * peak, "faster than the measured GEMM peak")
 print(f"Y  = X Wᵀ : {seed_case['XWt_s'] * 1e6:7.1f} µs  ({seed_case['gflops_XWt']:.0f} GFLOP/s)")
 print(f"Yᵀ = W Xᵀ : {seed_case['WXt_s'] * 1e6:7.1f} µs  ({seed_case['gflops_WXt']:.0f} GFLOP/s)")
-print(f"ratio t(XWᵀ)/t(WXᵀ) here: {seed_case['ratio']:.2f}    seed (Titan Xp, cuBLAS): ~2 "
-      f"(cache hit rate 50% vs 10%)")
-print(f"GEMM peak measured here: {timing.peak_gflops():.0f} GFLOP/s")
+print(f"GEMM peak measured here: {peak:.0f} GFLOP/s (1 thread)")
+
+
+def layout_line(what, r, noise):
+    """One computed line: which layout won, by how much, against the seed's 'almost twice as fast'."""
+    if "003.fig3.runtime" in CLAIMS:
+        return verdict("003.fig3.runtime", r, here=what, noise=noise,
+                       reasons=[(0.9 < r < 1.1, "both layouts run at the same speed here (see the next section: "
+                                                "a BLAS packs both operands into cache-sized panels)")])
+    if not noise.ok:
+        return f"{what}: {noise.warning()}"
+    side = ("Yᵀ = W Xᵀ faster: the seed's direction" if r > 1.1 else "Y = X Wᵀ faster: the opposite of the seed"
+            if r < 1 / 1.1 else "no real difference, unlike the seed")
+    return (f"Seed 003, Fig. 3b: Yᵀ = W Xᵀ 'almost twice as fast' (Titan Xp, cuBLAS). Here ({what}): "
+            f"t(X Wᵀ) / t(W Xᵀ) = {r:.2f} -- {side}.")
+
+
+print(layout_line("BLAS sgemm, 1 thread", seed_case["ratio"], noise2))
+
+# %% [markdown]
+# ## Observation 2 · the utilisation half: what the cache does
+#
+# The seed explains its result with the right half of Fig. 3: the transposed product hit the cache
+# much more often (numbers above). Why would the *order* of operands change the hit rate?
+# Write each product as the plain loop nest that produces its output row by row, one dot product
+# per element:
+#
+# * $Y = XW^T$: for each of the B rows of X, stream **all of W** ($4H \times n_x$) past it;
+# * $Y^T = WX^T$: for each of the 4H rows of W, stream **all of X** ($B \times n_x$) past it.
+#
+# The streamed operand hits in a cache level only if *all* of it fits there (otherwise each line is
+# evicted before its next use). At the seed's shape, X is small and W is large. Hardware counters
+# would measure this directly (`perf stat -e cache-references,cache-misses`); the code asks for them
+# and says whether it got them. Where it did not, the hit rates are **modelled** from the bytes each
+# loop nest moves through each cache level of this machine — and then the loop nests are timed, to
+# see whether the model's prediction shows up in the clock.
+#
+# **Predict:** which cache level separates the two layouts on this machine?
+
+# %% tags=["nbval-ignore-output"]
+counters, why_not = E.hardware_counters(64, 512, 512, reps=timing.scaled(10, 3))
+model = E.layout_traffic_model(64, 512, 512)
+print(f"X: {model['bytes_X'] // 1024} KiB, W: {model['bytes_W'] // 1024} KiB")
+for lvl, row in model["levels"].items():
+    print(f"{lvl:3s} ({row['size'] // 1024:6d} KiB): "
+          + "   ".join(f"{name} hit {100 * row[k]['hit_rate']:3.0f}%, fetches {row[k]['bytes_from_below'] / 2**20:6.1f} MiB"
+                       for k, name in (("XWt", "X Wᵀ"), ("WXt", "W Xᵀ"))))
+if counters is not None:
+    print("MEASURED with perf stat: hit rate "
+          + ", ".join(f"{k} {100 * v:.0f}%" for k, v in counters["hit_rate"].items()))
+else:
+    print(f"hardware counters: not available here ({why_not}); the hit rates above are MODELLED, not measured")
+lplots.hit_rate_bars(model, seed={"XWt": CLAIMS["003.fig3.hit_rate_XWt"].value,
+                                  "WXt": CLAIMS["003.fig3.hit_rate_WXt"].value},
+                     source="measured" if counters is not None else "modelled")
+plt.show()
+
+# %% tags=["nbval-ignore-output"]
+split = [lvl for lvl, row in model["levels"].items() if row["XWt"]["inner_fits"] != row["WXt"]["inner_fits"]]
+L = split[0] if split else next(iter(model["levels"]))
+row = model["levels"][L]
+for key, cid in (("XWt", "003.fig3.hit_rate_XWt"), ("WXt", "003.fig3.hit_rate_WXt")):
+    r = row[key]
+    streamed = "W" if key == "XWt" else "X"
+    print(verdict(cid, 100 * r["hit_rate"], pivot=None, within=1.5, here=f"modelled, {L} of this CPU",
+                  reasons=[(r["inner_fits"], f"all of {streamed} fits in {L}, so after the first pass every "
+                                             "re-read of it hits"),
+                           (not r["inner_fits"] and r["hit_rate"] > 0.4,
+                            "the model counts every line load: the row held fixed is re-used from L1 on every dot "
+                            f"product (half the loads hit), while the streamed {streamed} misses every time")]))
+
+# %% [markdown]
+# The model predicts which loop nest must fetch more from beyond that cache level. Does the clock
+# agree? `E.loop_order_times` runs the two loop nests (the same numba code, operands swapped, no BLAS);
+# then compare with the BLAS numbers above.
+
+# %% tags=["nbval-ignore-output"]
+loops = E.loop_order_times(64, 512, 512, repeat=timing.scaled(7, 3))
+noise3 = loops["comparison"].noise
+print(f"plain loop nest: X Wᵀ {loops['XWt_s'] * 1e3:.2f} ms, W Xᵀ {loops['WXt_s'] * 1e3:.2f} ms, "
+      f"same numbers: {loops['agree']}")
+print(layout_line("plain loop nest, 1 thread", loops["ratio"], noise3))
+if noise2.ok and noise3.ok:
+    predicted = bool(split)
+    seen = loops["ratio"] > 1.1
+    print(("The model predicted a faster W Xᵀ (its streamed operand stays in " + L + ")" if predicted else
+           "The model predicted no difference (both operands fit, or neither, in every level)")
+          + (", and the loop nest measured it." if predicted == seen else ", but the loop nest did not show it."))
+    blas_flat = 0.9 < seed_case["ratio"] < 1.1
+    print("BLAS: " + ("both layouts alike -- it copies (packs) blocks of both operands into cache-sized panels "
+                      "before multiplying, so which one is 'streamed' no longer depends on the layout flag."
+                      if blas_flat else f"the layouts differ by {max(seed_case['ratio'], 1 / seed_case['ratio']):.2f}x "
+                      "even with packing; the BLAS picks a different kernel for each transpose flag."))
 
 # %% [markdown]
 # The seed measured one shape. A sweep over batch and hidden size around it shows where (and
-# whether) the transposed layout wins on this CPU — the autotuner's job is to not have to guess.
+# whether) the transposed layout wins with this machine's BLAS — the autotuner's job is to not have
+# to guess.
 
 # %% tags=["nbval-ignore-output"]
 BS = timing.scaled([16, 32, 64, 128, 256], [16, 64, 256])
 HS = timing.scaled([128, 256, 512, 1024], [128, 512])
-ratios = np.array([[lstm.layout_gemm_times(b, h, repeat=5)["ratio"] for b in BS] for h in HS])
+cells = [[E.layout_gemm_times(b, h, repeat=5) for b in BS] for h in HS]
+ratios = np.array([[c["ratio"] for c in row] for row in cells])
+noise4 = cells[0][0]["comparison"].noise
+for c in (c for row in cells for c in row):
+    noise4 = noise4 | c["comparison"].noise
 lplots.ratio_heatmap(BS, HS, ratios)
 plt.show()
-print(f"transposed layout faster in {int((ratios > 1.05).sum())} of {ratios.size} cells, "
-      f"slower in {int((ratios < 0.95).sum())}")
+print(noise4.warning() or f"transposed layout faster (by > 5%) in {int((ratios > 1.05).sum())} of {ratios.size} "
+      f"cells, slower in {int((ratios < 0.95).sum())}")
 
 # %% [markdown]
 # ## Observation 3 · library-call overhead against batch size
 #
-# Per step, `naive` makes ~34 calls, `fused_pre` and `transposed` 2. Each call has a fixed cost (Python, numpy
-# dispatch, BLAS set-up) of about a microsecond or more. At small batch the work per call is tiny
-# and that fixed cost dominates; at large batch the GEMMs do.
+# Per step, `naive` makes 34 calls, `fused_pre` and `transposed` 2. Each call has a fixed cost
+# (Python, numpy dispatch, BLAS set-up). At small batch the work per call is tiny and that fixed
+# cost weighs most; at large batch the GEMMs do. The seed compares the *overhead* (time spent
+# launching), not the number of launches. At B = 1 the work per call is smallest, so the time ratio
+# naive / fused_pre there is our closest analogue.
+#
+# **Predict:** will the ratio at B = 1 be nearer the call-count ratio, or the seed's overhead ratio?
 
 # %% tags=["nbval-ignore-output"]
-ov = lstm.overhead_vs_batch(timing.scaled([1, 4, 16, 64, 256], [1, 16, 256]), H=128,
-                            variants=("naive", "fused_pre", "transposed"), T=timing.scaled(20, 10))
+ov = E.overhead_vs_batch(timing.scaled([1, 4, 16, 64, 256], [1, 16, 256]), H=128,
+                         methods=("naive", "fused_pre", "transposed"), T=timing.scaled(20, 10))
 lplots.overhead_plot(ov)
 plt.show()
 for b, tn, tf, tt in zip(ov["B"], ov["naive"], ov["fused_pre"], ov["transposed"]):
     print(f"B = {b:4d}: naive / fused_pre = {tn / tf:5.1f}x   naive / transposed = {tn / tt:5.1f}x")
+calls = {m: E.profile_step(1, 128, method=m, repeat=1)["calls_per_step"] for m in ("naive", "fused_pre")}
+calls_ratio = calls["naive"] / calls["fused_pre"]
+r1 = ov["naive"][0] / ov["fused_pre"][0]
+print(f"calls per step, naive / fused_pre: {calls_ratio:.0f}x (a count, the same on every machine)")
+print(verdict("003.fig2a.launch_overhead", r1, here=f"B = {ov['B'][0]}, H = 128, time naive / fused_pre, 1 thread",
+              noise=ov["noise"],
+              reasons=[(r1 > 5 and calls_ratio > 5, f"naive makes {calls_ratio:.0f}x the calls of fused_pre, and "
+                                                     "a numpy call costs about as much as a tiny GEMM here"),
+                       (r1 < 5, "fused_pre's two calls are each more expensive than a numpy ufunc (a GEMM call "
+                                "and a numba kernel call), so the time ratio stays below the call ratio")]))
 
 # %% [markdown]
-# ## The variants side by side
+# ## The methods side by side
 #
 # Forward and forward + backward at the seed's shape (B = 64, H = nx = 512), T steps, per step.
 # (`benchmarks/lstm.py` runs more shapes and puts `torch.nn.LSTM` in the same table.)
+#
+# **Predict:** which method is fastest end to end here — and is it the seed's transposed layout?
 
 # %% tags=["nbval-ignore-output"]
 T_RUN = timing.scaled(20, 8)
-fwd = lstm.variant_times(64, 512, 512, T_RUN, repeat=3)
-both = lstm.variant_times(64, 512, 512, T_RUN, backward=True, repeat=3)
+fwd = E.method_times(64, 512, 512, T_RUN, repeat=3)
+both = E.method_times(64, 512, 512, T_RUN, backward=True, repeat=3)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-lplots.variant_bars(fwd["ms_per_step"], axes[0], title="forward")
-lplots.variant_bars(both["ms_per_step"], axes[1], title="forward + backward")
+
+
+def flag(noise):
+    """A plot title's suffix when the noise guard says the run is unreliable."""
+    return "" if noise.ok else "  (unreliable run: see the warning)"
+
+
+lplots.method_bars(fwd["ms_per_step"], axes[0], title="forward" + flag(fwd["comparison"].noise))
+lplots.method_bars(both["ms_per_step"], axes[1], title="forward + backward" + flag(both["comparison"].noise))
 fig.tight_layout()
 plt.show()
-gemm_flop = timing.gemm_flops(64, 4 * 512, 512) * 2   # x W_ih^T and h W_hh^T per step
-for v, ms in fwd["ms_per_step"].items():
+gemm_flop = 2 * timing.gemm_flops(64, 4 * 512, 512)   # x W_ih^T and h W_hh^T per step
+for m, ms in fwd["ms_per_step"].items():
     rate = gemm_flop / (ms * 1e-3) / 1e9
-    print(f"{v:11s} forward {ms:7.3f} ms/step = {rate:6.1f} GFLOP/s ({100 * rate / timing.peak_gflops():4.0f}% "
-          f"of peak)   fwd+bwd {both['ms_per_step'][v]:7.3f} ms/step")
-print(f"fastest fwd+bwd here: {both['best']}, "
-      f"{both['ms_per_step']['naive'] / both['ms_per_step'][both['best']]:.1f}x faster than naive "
-      f"(seed: EcoRNN up to 3x over MXNet's default and 1.5x over cuDNN)")
+    print(f"{m:11s} forward {ms:7.3f} ms/step = {rate:6.1f} GFLOP/s ({100 * rate / peak:4.0f}% "
+          f"of peak)   fwd+bwd {both['ms_per_step'][m]:7.3f} ms/step")
+noise5 = fwd["comparison"].noise | both["comparison"].noise
+print(noise5.warning() or f"fastest here: forward {fwd['best']}, forward + backward {both['best']} "
+      f"({both['ms_per_step']['naive'] / both['ms_per_step'][both['best']]:.1f}x faster than naive)")
 
 # %% [markdown]
 # ## The autotuner decides
 #
-# `autotune.tune(B, H, nx, T, dtype, threads)` times every variant's forward pass for a few steps,
+# `autotune.tune(B, H, nx, T, dtype, threads)` times every method's forward pass for a few steps,
 # keeps the fastest and writes the decision to a JSON file under the cache directory
 # (`$COURSE_CACHE_DIR`, else `~/.cache/parallel-rnns-course`), keyed by shape, dtype, threads and
-# machine. `lstm_forward(..., variant="auto")` asks it. A second request for the same key reads
-# the cache and measures nothing; `force=True` measures again.
+# machine. You ask for it explicitly: `autotune.best_method(...)` returns the name to pass as
+# `method=`, and `autotune.lstm_forward_tuned(params, X)` does both. A second request for the same
+# key reads the cache and measures nothing; `force=True` measures again.
 
 # %% tags=["nbval-ignore-output"]
 decision = autotune.tune(64, 512, 512, 100, "float32", force=True)
@@ -258,16 +418,55 @@ print(f"(measured in {decision.probe['seconds']:.2f} s, stored in {autotune.cach
 again = autotune.tune(64, 512, 512, 100, "float32")
 print("second call measured again:", again.measured_now)
 print("same decision as the first call:", again.best == decision.best)
-print("'auto' agrees with 'naive' to round-off:",
-      np.allclose(lstm.lstm_forward(p64, X, h0, c0, variant="auto")[0], ref, atol=1e-12))
+print("the tuned forward agrees with 'naive' to round-off:",
+      np.allclose(autotune.lstm_forward_tuned(p64, X, h0, c0)[0], ref, atol=1e-12))
+
+# %% [markdown]
+# **The seed's layout, isolated and end to end.** The transposed layout changes more than one GEMM:
+# its fused kernel walks the gates along the batch (rows of B values) instead of along 4H, and the
+# results are copied back to the caller's (T, B, H) layout at the end. The next cell puts the
+# isolated-GEMM ratio, the end-to-end ratio and the autotuner's choice side by side, and picks the
+# explanation from the measurements.
+
+# %% tags=["nbval-ignore-output"]
+g_r = seed_case["ratio"]                                             # > 1: transposed GEMM faster
+e_r = fwd["ms_per_step"]["fused_pre"] / fwd["ms_per_step"]["transposed"]   # > 1: transposed faster end to end
+ew_r = prof["transposed"]["elementwise_s"] / prof["fused_pre"]["elementwise_s"]
+
+
+def word(r):
+    return "faster" if r > 1.05 else "slower" if r < 1 / 1.05 else "about as fast"
+
+
+noise6 = noise2 | fwd["comparison"].noise
+if not noise6.ok:
+    print(noise6.warning())
+else:
+    print(f"isolated GEMM: the transposed layout is {word(g_r)} ({g_r:.2f}x)")
+    print(f"end to end (forward per step): transposed is {word(e_r)} than fused_pre ({e_r:.2f}x)")
+    print(f"the autotuner picked: {decision.best}")
+    reasons = [(noise1.ok and ew_r > 1.2, f"its gate kernel is {ew_r:.1f}x slower than fused_pre's: each row holds only B = 64 "
+                            "values, short vectors instead of rows of 4H = 2048"),
+               (g_r < 1 / 1.05, "its recurrent GEMM is already slower in isolation"),
+               (e_r < 1 / 1.05, "the copies back to the (T, B, H) layout after the loop")]
+    if g_r > 1.05 and e_r < 1 / 1.05:
+        print("so the layout that wins the isolated GEMM loses end to end: "
+              + next((t for c, t in reasons if c), "no measured fact here explains it"))
+    elif e_r > 1.05:
+        print("so the seed's layout also wins end to end here")
+    else:
+        print("so the layout decides little here: the GEMM is the same work either way")
 
 # %% [markdown]
 # ## Training a character-level language model
 #
-# The seed's Fig. 4 compares training throughput (PTB, Wikitext-2) of MXNet's default LSTM,
-# cuDNN and EcoRNN. Our laptop-sized version: a character LM on the pydoc help text (the
-# course corpus, as in chapter 07), one-hot input → LSTM → softmax, Adam. Every variant sees the
-# same batches, so the losses agree and only the speed differs.
+# The seed's Fig. 4 compares training throughput (PTB, Wikitext-2) of MXNet's default LSTM, cuDNN
+# and EcoRNN. Our laptop-sized version: a character LM on the pydoc help text (the course corpus,
+# as in chapter 07), one-hot input → LSTM → softmax, Adam. Every method sees the same batches, so
+# the losses agree and only the speed differs. `naive` plays the framework default (many small
+# calls).
+#
+# **Predict:** how much more throughput than `naive` will the fastest method give at this small size?
 
 # %%
 text = corpus.load_text(200_000)
@@ -276,59 +475,58 @@ ids = vocab.encode(text)
 LM = dict(H=128, T=32, B=32, steps=20, seed=0)
 print(f"{len(text)} characters, vocabulary {vocab.size}; {LM['steps']} steps of {LM['T']} x {LM['B']} characters")
 
-# %% [markdown]
-# These GEMMs are small ($32 \times 128$ by $128 \times 512$), where a second BLAS thread mostly
-# adds synchronisation (and on a busy machine it can stall badly), so every variant trains with
-# one BLAS thread: the comparison is about the LSTM code, not about threads.
-
 # %% tags=["nbval-ignore-output"]
-from threadpoolctl import threadpool_limits
-
-with threadpool_limits(1):
-    runs = {v: lstm_lm.train_lm(ids, vocab.size, variant=v, **LM)
-            for v in ("naive", "fused", "fused_pre", "transposed", "auto")}
-for v, r in runs.items():
-    print(f"{v:11s} ({r['variant']:10s}) {r['tokens_per_s']:8.0f} tokens/s   {r['seconds']:.2f} s")
-best_v = max(runs, key=lambda v: runs[v]["tokens_per_s"])
-print(f"fastest: {best_v}, {runs[best_v]['tokens_per_s'] / runs['naive']['tokens_per_s']:.1f}x the naive "
-      f"throughput (seed, Fig. 4: EcoRNN vs MXNet default up to ~3x)")
-lplots.variant_bars({v: r["tokens_per_s"] for v, r in runs.items()}, ylabel="tokens / s (higher is better)",
-                    title="char-LM training throughput")
+lm = E.lm_throughput(ids, vocab.size, repeat=timing.scaled(3, 1), **LM)
+tps = lm["tokens_per_s"]
+for m, v in tps.items():
+    print(f"{m:11s} {v:8.0f} tokens/s")
+lplots.method_bars(tps, ylabel="tokens / s (higher is better)", higher_is_better=True,
+                   title="char-LM training throughput" + flag(lm["comparison"].noise))
 plt.show()
+lm_prof = E.profile_step(LM["B"], LM["H"], vocab.size, method="naive", repeat=3)
+gain = tps[lm["best"]] / tps["naive"]
+print(verdict("003.summary.vs_default", gain, here=f"char LM, H = {LM['H']}, T = B = {LM['T']}, "
+              f"{lm['best']} vs naive, 1 thread", noise=lm["comparison"].noise,
+              reasons=[(lm_prof["gemm_share"] > 0.7,
+                        f"naive already spends {lm_prof['gemm_share']:.0%} of a step in GEMMs here, which fusion "
+                        "does not shrink; the seed's GPU also paid a launch cost per kernel"),
+                       (gain > 3, "a numpy call's overhead is large next to these small GEMMs")]))
 
 # %%
-finals = [round(r["final_loss"], 2) for r in runs.values()]
-print(f"loss after {LM['steps']} steps: {finals[0]:.2f} nats (started at {runs['naive']['losses'][0]:.2f}; "
+finals = {m: round(losses[-1], 2) for m, losses in lm["loss"].items()}
+print(f"loss after {LM['steps']} steps: {finals['naive']:.2f} nats (started at {lm['loss']['naive'][0]:.2f}; "
       f"ln V = {np.log(vocab.size):.2f})")
-print("all variants reach the same loss:", len(set(finals)) == 1)
+print("all methods reach the same loss:", len(set(finals.values())) == 1)
 
 # %% [markdown]
-# ## Try it: batch, hidden size and variant
+# ## Try it: batch, hidden size and method
 #
-# Milliseconds per forward step of the chosen variant next to `naive` (nx = H). Watch the gap
-# grow as B shrinks (call overhead) and shrink as H grows (the GEMMs take over).
+# Milliseconds per forward step of the chosen method next to `naive` (nx = H). Move B down (call
+# overhead grows in importance) and H up (the GEMMs take over) and watch the ratio.
 
 # %% tags=["nbval-ignore-output"]
 def _render(data, ax):
-    lplots.variant_bars(data["ms_per_step"], ax, title=f"B = {data['B']}, H = {data['H']}")
-    v = data["variant"]
-    return f"{v}: {data['ms_per_step'][v]:.3f} ms/step, {data['gflops'][v]:.1f} GFLOP/s"
+    lplots.method_bars(data["ms_per_step"], ax, title=f"B = {data['B']}, H = {data['H']}")
+    m = data["method"]
+    return f"{m}: {data['ms_per_step'][m]:.3f} ms/step, {data['gflops'][m]:.1f} GFLOP/s"
 
 
-widgets.sweep_panel(lstm.widget_compute,
-                    {"B": (1, 256, 1, 64), "H": (32, 1024, 32, 256), "variant": list(lstm.VARIANTS[1:])},
-                    render=_render, cost=lambda B, H, variant: B * H * H, max_cost=256 * 1024 * 1024)
+widgets.sweep_panel(E.widget_compute,
+                    {"B": (1, 256, 1, 64), "H": (32, 1024, 32, 256), "method": list(lstm.METHODS[1:])},
+                    render=_render, cost=lambda B, H, method: B * H * H, max_cost=256 * 1024 * 1024)
 
 # %% [markdown]
 # ## What we learned
 #
-# * The GEMMs are the LSTM: once the element-wise work is fused into one pass, nearly all of a
-#   step is matrix multiplication — the seed's observation 1, measured above on this CPU.
-# * Stacking the four gates and precomputing the input projection cut a step from ~34 library
-#   calls to 2; that matters most at small batch, where a call's fixed cost dominates.
-# * $XW^T$ vs $WX^T$ is the same arithmetic in a different layout; whether it helps depends on
-#   the BLAS, the machine and the shape (the heat map) — so measure rather than guess.
-# * Because every step has the same shape, a few milliseconds of measuring decide the variant for
-#   the whole run: `variant="auto"` caches that decision per shape and machine.
+# * Where a step's time goes is measured, not assumed: the profile above says how much of each
+#   method is GEMM on this machine; fusion's sure effect is fewer library calls per step (34 → 2).
+# * $XW^T$ vs $WX^T$ is the same arithmetic in a different layout. In a plain loop nest the layout
+#   decides which operand is re-read, and the cache model says in which level that shows; a BLAS
+#   packs its operands into cache-sized panels, which can take that decision away from the layout.
+#   The lines printed under each measurement say what happened on this machine.
+# * A faster GEMM is not a faster layer: the rest of the step moves with the layout too, which is
+#   why the autotuner times the whole forward pass.
+# * Because every step has the same shape, a few milliseconds of measuring decide the method for
+#   the whole run — once per shape and machine, and only when asked (`autotune.best_method`).
 #
-# Next: [09 · MGRIT](10_mgrit.ipynb) — parallel in time.
+# Next: [10 · MGRIT](10_mgrit.ipynb) — parallel in time. Worksheet: `exercises/09_lstm_layout.ipynb`.

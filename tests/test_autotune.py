@@ -1,11 +1,13 @@
 """course_lib.experiments.autotune: measures once, caches per shape and machine, survives bad cache files."""
 import json
+import re
 import warnings
 
 import numpy as np
 import pytest
 
 from course_lib.experiments import autotune
+from course_lib.experiments import lstm as lstm_experiments
 from course_lib.models import lstm
 
 
@@ -26,8 +28,8 @@ def test_cache_dir_honours_env(tmp_path, monkeypatch, cache):
 
 def test_tune_measures_then_reads_cache(cache, monkeypatch):
     d = autotune.tune(2, 8, 4, 5, "float32", threads=1, repeat=1, probe_steps=2)
-    assert d.measured_now and d.best in lstm.VARIANTS
-    assert set(d.table_ms) == set(lstm.VARIANTS) and all(ms > 0 for ms in d.table_ms.values())
+    assert d.measured_now and d.best in lstm.METHODS
+    assert set(d.table_ms) == set(lstm.METHODS) and all(ms > 0 for ms in d.table_ms.values())
     assert d.best == min(d.table_ms, key=d.table_ms.get)
     assert "picked" in d.table() and d.key == "B=2,H=8,nx=4,T=5,float32,threads=1"
     data = json.loads(cache.read_text())
@@ -35,7 +37,7 @@ def test_tune_measures_then_reads_cache(cache, monkeypatch):
     assert data["machines"][autotune.machine_id()][d.key]["best"] == d.best
 
     calls = []
-    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: calls.append(1))
     again = autotune.tune(2, 8, 4, 5, "float32", threads=1)
     assert not again.measured_now and again.best == d.best and again.table_ms == d.table_ms and not calls
     autotune._MEMO.clear()  # a new process: reads the file, still no measuring
@@ -46,7 +48,7 @@ def test_tune_measures_then_reads_cache(cache, monkeypatch):
 def test_force_remeasures_and_keys_differ(monkeypatch):
     fake = {"B": 2, "H": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
     calls = []
-    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: calls.append(k) or fake)
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: calls.append(k) or fake)
     assert autotune.tune(2, 8, 4, 5, threads=1).best == "fused"
     autotune.tune(2, 8, 4, 5, threads=1)
     assert len(calls) == 1
@@ -55,7 +57,7 @@ def test_force_remeasures_and_keys_differ(monkeypatch):
     autotune.tune(2, 8, 4, 5, threads=2)          # another thread count is another key
     autotune.tune(2, 8, 4, 5, "float64", threads=1)
     assert len(calls) == 4
-    assert autotune.decide(2, 8, 4, 5, threads=1) == "fused" and len(calls) == 4
+    assert autotune.best_method(2, 8, 4, 5, threads=1) == "fused" and len(calls) == 4
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps([1, 2]), json.dumps({"format": "other/9", "machines": {}}),
@@ -64,7 +66,7 @@ def test_corrupt_or_foreign_cache_is_ignored_with_warning(cache, content, monkey
     cache.parent.mkdir(parents=True)
     cache.write_text(content)
     fake = {"ms_per_step": {"naive": 2.0, "transposed": 1.0}, "best": "transposed"}
-    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: fake)
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
     with pytest.warns(UserWarning, match="autotune: ignoring"):
         d = autotune.tune(3, 8, 4, 5, threads=1)
     assert d.best == "transposed" and d.measured_now
@@ -81,7 +83,7 @@ def test_other_machine_and_malformed_entries(cache, monkeypatch):
     with pytest.warns(UserWarning, match="malformed entry"):
         assert autotune.load_cache() == {}
     fake = {"ms_per_step": {"naive": 2.0, "fused": 1.0}, "best": "fused"}
-    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: fake)
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert autotune.tune(3, 8, 4, 5, threads=1).best == "fused"   # not the other machine's 'naive'
@@ -89,13 +91,35 @@ def test_other_machine_and_malformed_entries(cache, monkeypatch):
     assert data["machines"]["someone-else"][key]["best"] == "naive"   # kept, not ours to delete
 
 
-def test_auto_uses_the_decision(monkeypatch):
+def test_tuned_forward_uses_the_decision(monkeypatch, cache):
     fake = {"ms_per_step": {"naive": 2.0, "transposed": 1.0}, "best": "transposed"}
-    monkeypatch.setattr(lstm, "variant_times", lambda *a, **k: fake)
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
     p = lstm.init_params(4, 8)
     X = np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)
-    _, _, cache = lstm.lstm_forward(p, X, variant="auto", return_cache=True)
-    assert cache.variant == "transposed"
+    H, _, c = autotune.lstm_forward_tuned(p, X, return_cache=True)
+    assert c.method == "transposed" and cache.exists()
+    np.testing.assert_array_equal(H, lstm.lstm_forward(p, X, method="transposed")[0])
+    assert autotune.best_method(3, 8, 4, 5, "float32") == "transposed"
+    with pytest.raises(ValueError, match="X: expected a 3-D array"):
+        autotune.lstm_forward_tuned(p, X[0])
+
+
+@pytest.mark.parametrize("entry, why", [
+    ({"best": "fused", "table_ms": {"fused": 1.0}, "probe": [1, 2]}, "probe: expected a dict"),
+    ({"best": "fused", "table_ms": {"naive": 1.0}}, "best: 'fused' is not one of the measured"),
+    ({"best": "naive", "table_ms": {"naive": True}}, "expected a positive number"),
+    ({"best": "naive", "table_ms": {"naive": -1.0}}, "expected a positive number"),
+    ({"best": "naive", "table_ms": {}}, "non-empty dict"),
+    ("naive", "expected a dict"),
+])
+def test_load_cache_rejects_malformed_entries(cache, entry, why):
+    """issue 18: a non-dict probe, a best missing from its times, boolean or non-positive times."""
+    cache.parent.mkdir(parents=True)
+    good = {"best": "fused", "table_ms": {"fused": 1.0, "naive": 2.0}, "probe": {"steps": 2}}
+    cache.write_text(json.dumps({"format": autotune.FORMAT, "machines": {
+        autotune.machine_id(): {"bad": entry, "good": good}}}))
+    with pytest.warns(UserWarning, match="malformed entry 'bad'.*" + re.escape(why)):
+        assert autotune.load_cache() == {"good": good}
 
 
 def test_clear_cache(cache):
@@ -110,7 +134,9 @@ def test_bad_input():
         autotune.tune(0, 8, 4)
     with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
         autotune.shape_key(2, 8, 4, 5, "int8")
-    with pytest.raises(ValueError, match="variants: expected one of"):
-        autotune.tune(2, 8, 4, variants=("naive", "cudnn"))
+    with pytest.raises(ValueError, match="methods: expected one of"):
+        autotune.tune(2, 8, 4, methods=("naive", "cudnn"))
+    with pytest.raises(ValueError, match="methods: expected at least one"):
+        autotune.tune(2, 8, 4, methods=())
     with pytest.raises(ValueError, match="threads: expected an integer >= 1"):
-        autotune.decide(2, 8, 4, 5, threads=0)
+        autotune.best_method(2, 8, 4, 5, threads=0)

@@ -12,6 +12,6 @@ def test_lstm_benchmark_quick(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=ROOT,
                          env=dict(os.environ, COURSE_BUDGET="small", COURSE_CACHE_DIR=str(tmp_path)))
     assert out.returncode == 0, out.stderr[-2000:]
-    for text in ("naive", "fused_pre", "transposed", "auto picks", "naive/auto", "GEMM peak here",
-                 "goal 'auto' >= 2x faster than 'naive'", "seed (EcoRNN"):
+    for text in ("naive", "fused_pre", "transposed", "tuned is", "naive/tuned", "GEMM peak here",
+                 "goal 'tuned' >= 2x faster than 'naive'", "seed (EcoRNN"):
         assert text in out.stdout, text

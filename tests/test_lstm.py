@@ -1,16 +1,9 @@
-"""course_lib.models.lstm: agreement with torch.nn.LSTM and between variants, numerical gradients,
-PyTorch-layout validation, the profiler and the measuring helpers."""
+"""course_lib.models.lstm: agreement with torch.nn.LSTM and between methods, numerical gradients,
+PyTorch-layout validation; a plain call never measures or writes a file."""
 import numpy as np
 import pytest
 
 from course_lib.models import lstm
-
-
-@pytest.fixture(autouse=True)
-def _tmp_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "cache"))
-    from course_lib.experiments import autotune
-    autotune._MEMO.clear()
 
 
 def _problem(T=5, B=3, nx=4, H=6, dtype=np.float64, seed=0):
@@ -33,17 +26,46 @@ def test_init_params_pytorch_layout_and_range():
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 2e-6)])
-def test_variants_agree(dtype, tol):
+def test_methods_agree(dtype, tol):
     p, X, h0, c0 = _problem(T=7, B=4, nx=5, H=8, dtype=dtype)
-    ref, (hr, cr) = lstm.lstm_forward(p, X, h0, c0, variant="naive")
+    ref, (hr, cr) = lstm.lstm_forward(p, X, h0, c0, method="naive")
     assert ref.shape == (7, 4, 8) and ref.dtype == dtype
-    for v in lstm.VARIANTS + ("auto",):
-        H, (hT, cT) = lstm.lstm_forward(p, X, h0, c0, variant=v)
+    for v in lstm.METHODS:
+        H, (hT, cT) = lstm.lstm_forward(p, X, h0, c0, method=v)
         np.testing.assert_allclose(H, ref, atol=tol, err_msg=v)
         np.testing.assert_allclose(hT, hr, atol=tol, err_msg=v)
         np.testing.assert_allclose(cT, cr, atol=tol, err_msg=v)
         np.testing.assert_array_equal(hT, H[-1])
+    default, _ = lstm.lstm_forward(p, X, h0, c0)
+    np.testing.assert_array_equal(default, lstm.lstm_forward(p, X, h0, c0, method="fused_pre")[0])
 
+
+def test_plain_call_never_measures_or_writes(tmp_path, monkeypatch):
+    """issue 11: the default is a fixed method; no autotuner, no cache file, no "auto"."""
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    import sys
+    before = set(sys.modules)
+    p, X, h0, c0 = _problem(dtype=np.float32)
+    _, _, cache = lstm.lstm_forward(p, X, h0, c0, return_cache=True)
+    assert cache.method == "fused_pre"
+    assert list(tmp_path.iterdir()) == []
+    assert not any(m.startswith("course_lib.experiments") for m in set(sys.modules) - before)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        lstm.lstm_forward(p, X, method="auto")
+
+
+def test_fast_activations_accuracy_float32():
+    """The float32 kernels use activations.fast_tanh/fast_sigmoid: a few ulp from float64 tanh."""
+    p, X, h0, c0 = _problem(T=30, B=8, nx=16, H=32, dtype=np.float64, seed=3)
+    X *= 3.0  # drive the gates into saturation too
+    ref, (_, c64) = lstm.lstm_forward(p, X, h0, c0, method="fused_pre")
+    p32 = lstm.LSTMParams(*(a.astype(np.float32) for a in (p.W_ih, p.W_hh, p.b_ih, p.b_hh)))
+    for m in ("fused", "fused_pre", "transposed"):
+        out, (_, c32) = lstm.lstm_forward(p32, X.astype(np.float32), h0.astype(np.float32),
+                                          c0.astype(np.float32), method=m)
+        assert np.abs(out - ref).max() < 2e-5, m
+        assert np.abs(c32 - c64).max() < 1e-4, m
 
 def test_matches_torch_lstm_forward_and_backward():
     torch = pytest.importorskip("torch")
@@ -62,8 +84,8 @@ def test_matches_torch_lstm_forward_and_backward():
     dcT = np.random.default_rng(9).standard_normal((3, 5))
     ((out * torch.from_numpy(dH)).sum() + (hT[0] * torch.from_numpy(dhT)).sum()
      + (cT[0] * torch.from_numpy(dcT)).sum()).backward()
-    for v in lstm.VARIANTS:
-        H, (h, c), cache = lstm.lstm_forward(p, X, h0[None], c0[None], variant=v, return_cache=True)
+    for v in lstm.METHODS:
+        H, (h, c), cache = lstm.lstm_forward(p, X, h0[None], c0[None], method=v, return_cache=True)
         np.testing.assert_allclose(H, out.detach().numpy(), atol=1e-12)
         np.testing.assert_allclose(c, cT.detach().numpy()[0], atol=1e-12)
         g = lstm.lstm_backward(p, cache, dH, dhT, dcT)
@@ -73,32 +95,33 @@ def test_matches_torch_lstm_forward_and_backward():
             np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-10, err_msg=v)
 
 
-def test_float32_close_to_torch():
+def test_float32_close_to_torch_and_round_trip():
     torch = pytest.importorskip("torch")
     p, X, _, _ = _problem(T=20, B=8, nx=16, H=32, dtype=np.float32)
-    m = torch.nn.LSTM(16, 32)
+    m = p.to_torch()
+    assert isinstance(m, torch.nn.LSTM) and m.weight_hh_l0.dtype == torch.float32
     with torch.no_grad():
-        for name, arr in (("weight_ih_l0", p.W_ih), ("weight_hh_l0", p.W_hh),
-                          ("bias_ih_l0", p.b_ih), ("bias_hh_l0", p.b_hh)):
-            getattr(m, name).copy_(torch.from_numpy(arr))
         out, _ = m(torch.from_numpy(X))
-    for v in lstm.VARIANTS:
-        np.testing.assert_allclose(lstm.lstm_forward(p, X, variant=v)[0], out.numpy(), atol=5e-6, err_msg=v)
-    assert lstm.LSTMParams.from_torch(m).W_hh.shape == (128, 32)
+    for v in lstm.METHODS:
+        np.testing.assert_allclose(lstm.lstm_forward(p, X, method=v)[0], out.numpy(), atol=5e-6, err_msg=v)
+    back = lstm.LSTMParams.from_torch(m)
+    for name in ("W_ih", "W_hh", "b_ih", "b_hh"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(p, name))
+    assert lstm.init_params(3, 2, dtype=np.float64).to_torch().weight_ih_l0.dtype == torch.float64
 
 
-@pytest.mark.parametrize("variant", lstm.VARIANTS)
-def test_numerical_gradients(variant):
+@pytest.mark.parametrize("method", lstm.METHODS)
+def test_numerical_gradients(method):
     p, X, h0, c0 = _problem(T=4, B=2, nx=3, H=4)
     rng = np.random.default_rng(1)
     W = rng.standard_normal((4, 2, 4))
     wh, wc = rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
 
     def loss():
-        H, (hT, cT) = lstm.lstm_forward(p, X, h0, c0, variant=variant)
+        H, (hT, cT) = lstm.lstm_forward(p, X, h0, c0, method=method)
         return np.sum(W * H) + np.sum(wh * hT) + np.sum(wc * cT)
 
-    _, _, cache = lstm.lstm_forward(p, X, h0, c0, variant=variant, return_cache=True)
+    _, _, cache = lstm.lstm_forward(p, X, h0, c0, method=method, return_cache=True)
     g = lstm.lstm_backward(p, cache, W, wh, wc)
     eps = 1e-6
     for name, arr, grad in (("W_ih", p.W_ih, g.W_ih), ("W_hh", p.W_hh, g.W_hh), ("b_ih", p.b_ih, g.b_ih),
@@ -112,7 +135,7 @@ def test_numerical_gradients(variant):
             down = loss()
             arr[idx] = old
             num[idx] = (up - down) / (2 * eps)
-        np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-8, err_msg=f"{variant}: d{name}")
+        np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-8, err_msg=f"{method}: d{name}")
 
 
 def test_lstm_step_returns_gates():
@@ -130,7 +153,7 @@ def test_transposed_W_ih_names_pytorch_layout():
     p, X, _, _ = _problem()
     bad = lstm.LSTMParams(p.W_ih.T.copy(), p.W_hh, p.b_ih, p.b_hh)
     with pytest.raises(ValueError, match=r"W_ih: expected PyTorch layout \(4\*H, nx\) = \(24, 4\).*transposed"):
-        lstm.lstm_forward(bad, X, variant="fused")
+        lstm.lstm_forward(bad, X, method="fused")
 
 
 def test_transposed_W_hh_names_pytorch_layout():
@@ -158,8 +181,8 @@ def test_wrong_nx_and_state_shapes():
         lstm.lstm_forward(p, X, h0[:, :5], c0)
     with pytest.raises(ValueError, match=r"c0: expected shape \(B, H\) = \(3, 6\)"):
         lstm.lstm_forward(p, X, h0, c0[:2])
-    with pytest.raises(ValueError, match="variant: expected one of"):
-        lstm.lstm_forward(p, X, variant="cudnn")
+    with pytest.raises(ValueError, match="method: expected one of"):
+        lstm.lstm_forward(p, X, method="cudnn")
     with pytest.raises(TypeError, match="params: expected LSTMParams"):
         lstm.lstm_forward({"W_ih": 1}, X)
     with pytest.raises(ValueError, match="X: expected a 3-D array"):
@@ -168,7 +191,7 @@ def test_wrong_nx_and_state_shapes():
 
 def test_backward_bad_input():
     p, X, h0, c0 = _problem()
-    _, _, cache = lstm.lstm_forward(p, X, h0, c0, variant="fused", return_cache=True)
+    _, _, cache = lstm.lstm_forward(p, X, h0, c0, method="fused", return_cache=True)
     with pytest.raises(ValueError, match="dH: expected shape"):
         lstm.lstm_backward(p, cache, np.zeros((5, 3, 7)))
     with pytest.raises(TypeError, match="cache: expected the LSTMCache"):
@@ -182,36 +205,3 @@ def test_init_params_bad_input():
         lstm.init_params(3, 0)
     with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
         lstm.init_params(3, 2, dtype=np.int32)
-
-
-# --------------------------------------------------------------------------- measuring helpers
-def test_profile_step_counts_calls():
-    naive = lstm.profile_step(4, 8, variant="naive", repeat=1)
-    pre = lstm.profile_step(4, 8, variant="fused_pre", repeat=1)
-    tr = lstm.profile_step(4, 8, variant="transposed", repeat=1)
-    fu = lstm.profile_step(4, 8, variant="fused", repeat=1)
-    assert naive["calls_per_step"] == 34 and pre["calls_per_step"] == 2 and tr["calls_per_step"] == 2
-    assert fu["calls_per_step"] == 4
-    assert sum(k == "gemm" for k, _, _ in naive["ops"]) == 8
-    for r in (naive, pre, tr, fu):
-        assert 0 < r["gemm_share"] < 1 or r["gemm_share"] == 1
-        assert r["gemm_s"] > 0 and r["elementwise_s"] > 0
-    with pytest.raises(ValueError, match="variant: expected one of"):
-        lstm.profile_step(4, 8, variant="auto")
-
-
-def test_layout_gemm_times_and_variant_times():
-    r = lstm.layout_gemm_times(4, 8, repeat=2)
-    assert r["XWt_s"] > 0 and r["WXt_s"] > 0 and r["ratio"] == pytest.approx(r["XWt_s"] / r["WXt_s"])
-    v = lstm.variant_times(2, 8, 4, 3, repeat=1, backward=True)
-    assert set(v["ms_per_step"]) == set(lstm.VARIANTS) and v["best"] in lstm.VARIANTS
-    o = lstm.overhead_vs_batch([1, 2], H=8, T=2, repeat=1)
-    assert o["B"] == [1, 2] and len(o["naive"]) == 2 and all(t > 0 for t in o["fused_pre"])
-    w = lstm.widget_compute(B=2, H=8, variant="transposed", T=2)
-    assert set(w["ms_per_step"]) == {"naive", "transposed"}
-    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
-        lstm.layout_gemm_times(0, 8)
-    with pytest.raises(ValueError, match="variants: expected one of"):
-        lstm.variant_times(2, 8, 4, variants=("naive", "cudnn"))
-    with pytest.raises(ValueError, match="variant: expected one of"):
-        lstm.step_time(2, 8, 4, variant="x")

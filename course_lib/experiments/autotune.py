@@ -1,10 +1,17 @@
-"""Pick the fastest LSTM variant for a shape, once, and remember it (layer 2: methods; chapter 09).
+"""Pick the fastest LSTM method for a shape, once, and remember it (experiments layer; chapter 09).
 
 EcoRNN's "optimising once and for all": every cell of every layer and time step has the same
 shape, so a micro-benchmark of a few milliseconds decides the layout for a training run of hours.
+The model never asks for this by itself (``lstm_forward`` computes with the method it is given);
+you ask for it explicitly::
+
+    method = autotune.best_method(B, H, nx, T, "float32")      # measured once, then cached
+    lstm.lstm_forward(params, X, method=method)
+    autotune.lstm_forward_tuned(params, X)                     # the same in one call
 
 ``tune(B, H, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
-``decide(...)``                        -> the variant name (what ``lstm_forward(variant="auto")`` uses)
+``best_method(...)``                   -> the method name of that decision
+``lstm_forward_tuned(params, X, ...)`` -> ``lstm.lstm_forward`` with the tuned method
 ``cache_path()`` / ``load_cache()`` / ``clear_cache()``
 
 The decisions live in one JSON file, ``<cache dir>/lstm_autotune.json``, where the cache dir is
@@ -27,21 +34,22 @@ from pathlib import Path
 import numpy as np
 
 from ..core import backend
+from ..core.validate import check_array, check_choice, check_positive_int
 from ..models import lstm
-from ..core.validate import check_choice, check_positive_int
+from . import lstm as lstm_experiments
 
-__all__ = ["Decision", "tune", "decide", "cache_dir", "cache_path", "load_cache", "clear_cache",
-           "machine_id", "shape_key", "current_threads", "FORMAT"]
+__all__ = ["Decision", "tune", "best_method", "lstm_forward_tuned", "cache_dir", "cache_path", "load_cache",
+           "clear_cache", "machine_id", "shape_key", "current_threads", "FORMAT"]
 
 FORMAT = "course_lib.experiments.autotune/1"
 _FILE = "lstm_autotune.json"
-_MEMO: dict = {}  # in-process: (path, key) -> Decision, so "auto" in a training loop is free
+_MEMO: dict = {}  # in-process: (path, key) -> Decision, so asking inside a training loop is free
 
 
 @dataclass
 class Decision:
-    """The autotuner's answer for one key: the fastest ``best`` variant and the measured table
-    ``table_ms`` (milliseconds per time step of a forward pass, per variant)."""
+    """The autotuner's answer for one key: the fastest ``best`` method and the measured table
+    ``table_ms`` (milliseconds per time step of a forward pass, per method)."""
 
     key: str
     best: str
@@ -50,9 +58,9 @@ class Decision:
     probe: dict = field(default_factory=dict)
 
     def table(self) -> str:
-        """The table as text, fastest first, with each variant's ratio to the best."""
+        """The table as text, fastest first, with each method's ratio to the best."""
         best = self.table_ms[self.best]
-        rows = [f"{'variant':<11} {'ms/step':>9} {'x best':>7}"]
+        rows = [f"{'method':<11} {'ms/step':>9} {'x best':>7}"]
         for v, ms in sorted(self.table_ms.items(), key=lambda kv: kv[1]):
             rows.append(f"{v:<11} {ms:>9.3f} {ms / best:>6.2f}x" + ("  <- picked" if v == self.best else ""))
         return "\n".join(rows)
@@ -129,12 +137,33 @@ def load_cache(path: Path | None = None) -> dict:
     entries = data["machines"].get(machine_id(), {})
     good = {}
     for key, e in entries.items() if isinstance(entries, dict) else ():
-        if (isinstance(e, dict) and e.get("best") in lstm.VARIANTS and isinstance(e.get("table_ms"), dict)
-                and all(v in lstm.VARIANTS and isinstance(ms, (int, float)) for v, ms in e["table_ms"].items())):
+        why = _entry_problem(e)
+        if why is None:
             good[key] = e
         else:
-            warnings.warn(f"autotune: ignoring a malformed entry {key!r} in {path}", UserWarning, stacklevel=2)
+            warnings.warn(f"autotune: ignoring a malformed entry {key!r} in {path} ({why})", UserWarning,
+                          stacklevel=2)
     return good
+
+
+def _entry_problem(e) -> str | None:
+    """``None`` for a well-formed entry, else what is wrong with it."""
+    if not isinstance(e, dict):
+        return f"expected a dict, got {type(e).__name__}"
+    table = e.get("table_ms")
+    if not isinstance(table, dict) or not table:
+        return "table_ms: expected a non-empty dict"
+    for m, ms in table.items():
+        if m not in lstm.METHODS:
+            return f"table_ms: unknown method {m!r}"
+        # bool is an int in Python: true/false are not times
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not (0 < ms < float("inf")):
+            return f"table_ms[{m!r}]: expected a positive number of milliseconds, got {ms!r}"
+    if e.get("best") not in table:
+        return f"best: {e.get('best')!r} is not one of the measured methods {sorted(table)}"
+    if "probe" in e and not isinstance(e["probe"], dict):
+        return f"probe: expected a dict, got {type(e['probe']).__name__}"
+    return None
 
 
 def _save_entry(path: Path, key: str, entry: dict) -> None:
@@ -168,18 +197,18 @@ def clear_cache(path: Path | None = None) -> None:
 
 # --------------------------------------------------------------------------- deciding
 def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
-         variants=lstm.VARIANTS, force: bool = False, probe_steps: int = 10, repeat: int = 3,
+         methods=lstm.METHODS, force: bool = False, probe_steps: int = 10, repeat: int = 3,
          path: Path | None = None) -> Decision:
-    """The fastest variant for ``X (T, B, nx)`` and ``H`` hidden units.
+    """The fastest method for ``X (T, B, nx)`` and ``H`` hidden units.
 
-    Reads the cache unless ``force=True``; otherwise times each variant's forward pass over
+    Reads the cache unless ``force=True``; otherwise times each method's forward pass over
     ``min(T, probe_steps)`` steps (interleaved, median of ``repeat``), keeps the fastest and saves
     the table. ``threads`` is part of the key (default: the BLAS threads in use now); it does not
     change the thread setting."""
     key = shape_key(B, H, nx, T, dtype, threads)
-    variants = tuple(check_choice(v, "variants", lstm.VARIANTS) for v in variants)
-    if not variants:
-        raise ValueError("variants: expected at least one variant")
+    methods = tuple(check_choice(m, "methods", lstm.METHODS) for m in methods)
+    if not methods:
+        raise ValueError("methods: expected at least one method")
     path = Path(path) if path is not None else cache_path()
     if not force:
         memo = _MEMO.get((str(path), key))
@@ -192,8 +221,8 @@ def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | 
             return d
     steps = min(check_positive_int(T, "T"), check_positive_int(probe_steps, "probe_steps"))
     t0 = time.perf_counter()
-    res = lstm.variant_times(B, H, nx, steps, variants=variants, dtype=np.dtype(dtype).name,
-                             repeat=check_positive_int(repeat, "repeat"))
+    res = lstm_experiments.method_times(B, H, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
+                                        repeat=check_positive_int(repeat, "repeat"))
     probe = {"steps": steps, "repeat": repeat, "seconds": round(time.perf_counter() - t0, 4),
              "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
     d = Decision(key, res["best"], res["ms_per_step"], True, probe)
@@ -202,6 +231,16 @@ def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | 
     return d
 
 
-def decide(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:
-    """The variant ``lstm_forward(variant="auto")`` runs: cached, else measured once now."""
+def best_method(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:
+    """The fastest method for this shape here: cached, else measured once now (and cached)."""
     return tune(B, H, nx, T, dtype, threads).best
+
+
+def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = False):
+    """:func:`course_lib.models.lstm.lstm_forward` with :func:`best_method` for ``X``'s shape and dtype
+    (the first call for a shape measures and writes the cache file; later calls only read it)."""
+    X = check_array(X, "X", ndim=3)
+    lstm.check_params(params, X.shape[2])
+    T, B, nx = X.shape
+    method = best_method(B, params.nh, nx, T, params.dtype)
+    return lstm.lstm_forward(params, X, h0, c0, method=method, return_cache=return_cache)

@@ -1,14 +1,14 @@
-"""A character-level LSTM language model on the course corpus (layer 2: methods; chapter 09).
+"""A character-level LSTM language model on the course corpus (models layer; chapter 09).
 
 The seed (EcoRNN, Fig. 4) compares training throughput of LSTM implementations on PTB and
 Wikitext-2 language modelling; this is the same experiment at laptop scale: one-hot characters
 ``(T, B, V)`` -> :func:`course_lib.models.lstm.lstm_forward` -> a softmax head ``W_out (V, H)``, trained
-with Adam on the pydoc help text (:mod:`course_lib.data.corpus`). Every LSTM variant computes the
+with Adam on the pydoc help text (:mod:`course_lib.data.corpus`). Every LSTM method computes the
 same numbers, so the losses agree and only the tokens per second differ.
 
 ``init_lm(V, H, seed)`` -> :class:`LMParams`
-``lm_loss_and_grads(params, X_ids, Y_ids, variant)`` -> (mean cross-entropy in nats, grads)
-``train_lm(ids, V, H=..., T=..., B=..., steps=..., variant=...)`` -> dict with losses and tokens/s
+``lm_loss_and_grads(params, X_ids, Y_ids, method)`` -> (mean cross-entropy in nats, grads)
+``train_lm(ids, V, H=..., T=..., B=..., steps=..., method=...)`` -> :class:`~course_lib.core.results.TrainResult`
 """
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import lstm
-from ..data.corpus import batch_windows, one_hot
 from ..core.optim import Adam
+from ..core.results import TrainResult
 from ..core.validate import check_array, check_choice, check_float, check_positive_int
+from ..data.corpus import batch_windows, one_hot
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
 
@@ -44,7 +45,7 @@ def init_lm(V: int, H: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
     return LMParams(p, rng.uniform(-k, k, (V, H)).astype(dtype), np.zeros(V, dtype))
 
 
-def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, variant: str = "fused_pre"):
+def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre"):
     """Mean next-character cross-entropy (nats) of ``X_ids (T, B)`` predicting ``Y_ids (T, B)``
     and the gradients as an :class:`LMParams` of arrays."""
     X_ids = check_array(X_ids, "X_ids", ndim=2, dtype="int")
@@ -52,7 +53,7 @@ def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, variant: str = "fused_pre"
     V = params.W_out.shape[0]
     T, B = X_ids.shape
     X = one_hot(X_ids, V, dtype=params.W_out.dtype)
-    Hs, _, cache = lstm.lstm_forward(params.lstm, X, variant=variant, return_cache=True)
+    Hs, _, cache = lstm.lstm_forward(params.lstm, X, method=method, return_cache=True)
     H2 = Hs.reshape(T * B, -1)
     logits = H2 @ params.W_out.T + params.b_out                 # (T*B, V)
     logits -= logits.max(axis=1, keepdims=True)
@@ -75,22 +76,20 @@ def _leaves(p: LMParams):
 
 
 def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int = 40,
-             variant: str = "fused_pre", lr: float = 1e-2, clip: float = 5.0, seed: int = 0) -> dict:
-    """Adam on random windows of ``ids`` (the same windows for every variant at a given seed).
+             method: str = "fused_pre", lr: float = 1e-2, clip: float = 5.0, seed: int = 0) -> TrainResult:
+    """Adam on random windows of ``ids`` (the same windows for every method at a given seed).
 
-    Returns ``{"variant", "losses", "final_loss", "seconds", "tokens_per_s"}``; ``tokens_per_s``
-    counts ``steps * T * B`` characters over the whole loop (forward, backward and update).
-    ``variant="auto"`` is resolved once by the autotuner before the clock starts."""
+    Returns a :class:`~course_lib.core.results.TrainResult`: ``params`` (:class:`LMParams`), ``history``
+    ``{"loss": [mean cross-entropy per step]}``, ``seconds`` of the whole loop (forward, backward and
+    update) and ``info`` ``{"method", "tokens_per_s", "H", "T", "B", "steps"}``; ``tokens_per_s`` counts
+    ``steps * T * B`` characters over ``seconds``. (For the fastest method on this machine ask
+    :func:`course_lib.experiments.autotune.best_method` and pass its answer.)"""
     ids = check_array(ids, "ids", ndim=1, dtype="int")
     V = check_positive_int(V, "V")
     H, T, B = check_positive_int(H, "H"), check_positive_int(T, "T"), check_positive_int(B, "B")
     steps = check_positive_int(steps, "steps")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-    variant = check_choice(variant, "variant", lstm.VARIANTS + ("auto",))
-    if variant == "auto":
-        from ..experiments.autotune import decide  # noqa: PLC0415
-
-        variant = decide(B, H, V, T, "float32")
+    method = check_choice(method, "method", lstm.METHODS)
     params = init_lm(V, H, seed=seed)
     rng = np.random.default_rng(seed)
     batches = [batch_windows(ids, T, B, rng) for _ in range(steps)]
@@ -98,9 +97,10 @@ def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int 
     losses = []
     t0 = time.perf_counter()
     for x_ids, y_ids in batches:
-        loss, grads = lm_loss_and_grads(params, x_ids, y_ids, variant)
+        loss, grads = lm_loss_and_grads(params, x_ids, y_ids, method)
         losses.append(loss)
         opt.step(_leaves(grads))
     seconds = time.perf_counter() - t0
-    return {"variant": variant, "losses": losses, "final_loss": losses[-1], "seconds": seconds,
-            "tokens_per_s": steps * T * B / seconds, "H": H, "T": T, "B": B, "steps": steps}
+    return TrainResult(params, {"loss": losses}, seconds,
+                       {"method": method, "tokens_per_s": steps * T * B / seconds, "H": H, "T": T, "B": B,
+                        "steps": steps})

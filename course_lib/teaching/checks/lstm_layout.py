@@ -1,11 +1,11 @@
-"""Checks for worksheet 08 (LSTM, data layout, an autotuner).
+"""Checks for worksheet 09 (LSTM, data layout, an autotuner).
 
-* 8.1 ``fused_step(x, h, c, params) -> (h_new, c_new, gates)``: one LSTM step, PyTorch layout,
+* 9.1 ``fused_step(x, h, c, params) -> (h_new, c_new, gates)``: one LSTM step, PyTorch layout,
   ``gates (B, 4H)`` the activated [i | f | g | o];
-* 8.2 ``step_transposed(preT, hT, cT, W_hh) -> (hT_new, cT_new, gatesT)``: the same step with
+* 9.2 ``step_transposed(preT, hT, cT, W_hh) -> (hT_new, cT_new, gatesT)``: the same step with
   the state stored transposed, ``(H, B)``, computed as ``Z^T = W_hh h^T``;
-* 8.3 ``pick_fastest(candidates, repeat=3) -> (best_name, table_ms)``: a tiny autotuner;
-* 8.4 ``cached_pick(cache, key, candidates) -> best_name``: never measures a key twice.
+* 9.3 ``pick_fastest(candidates, repeat=3) -> (best_name, table_ms)``: a tiny autotuner;
+* 9.4 ``cached_pick(cache, key, candidates) -> best_name``: never measures a key twice.
 
 Failures say which gate (i, f, g or o) differs first, and where.
 """
@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ...algorithms.activations import sigmoid
 from ...models import lstm
 from .core import Case, ExerciseFailed, compare_outputs, passed
 
@@ -33,8 +34,7 @@ def reference_step_transposed(preT, hT, cT, W_hh):
     ``W_hh (4H, H)`` -> ``(hT', cT', gatesT (4H, B))``."""
     zT = W_hh @ hT + preT
     H = hT.shape[0]
-    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
-    gT = np.concatenate([sig(zT[:2 * H]), np.tanh(zT[2 * H:3 * H]), sig(zT[3 * H:])], axis=0)
+    gT = np.concatenate([sigmoid(zT[:2 * H]), np.tanh(zT[2 * H:3 * H]), sigmoid(zT[3 * H:])], axis=0)
     c_new = gT[H:2 * H] * cT + gT[:H] * gT[2 * H:3 * H]
     h_new = gT[3 * H:] * np.tanh(c_new)
     return h_new, c_new, gT

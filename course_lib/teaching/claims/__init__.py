@@ -66,10 +66,11 @@ class Claim:
 
 
 _NUM = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:\.\d+)?")
+_WORD_NUMBERS = {"twice": 2.0, "thrice": 3.0, "half": 0.5}
 
 
 def numbers_in(text: str) -> list[float]:
-    """Every number written in ``text`` ("39x" -> 39, "1,000" -> 1000, "6.6" -> 6.6)."""
+    """Every number written in ``text`` ("39x" -> 39, "1,000" -> 1000, "6.6" -> 6.6, "twice" -> 2)."""
     out = []
     for m in _NUM.finditer(text):
         s = m.group(0).replace(",", "")
@@ -77,6 +78,7 @@ def numbers_in(text: str) -> list[float]:
             out.append(float(s))
         except ValueError:
             continue
+    out += [v for w, v in _WORD_NUMBERS.items() if re.search(rf"\b{w}\b", text, re.IGNORECASE)]
     return out
 
 

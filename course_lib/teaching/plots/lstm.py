@@ -5,7 +5,7 @@ import numpy as np
 
 from . import new_axes
 
-__all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "variant_bars"]
+__all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "method_bars", "hit_rate_bars"]
 
 
 def draw_cell(ax=None):
@@ -88,11 +88,12 @@ def ratio_heatmap(Bs, Hs, ratio, ax=None, seed_point=(64, 512)):
     return ax
 
 
-def profile_bars(profiles, ax=None, seed_share: float = 0.85):
+def profile_bars(profiles, ax=None, seed_share: float | None = None):
     """100%-stacked bars: the share of one step's time in GEMMs vs element-wise work, one bar
-    per profiled variant, labelled with the step time and the library calls per step."""
-    ax = new_axes(ax, figsize=(6.0, 3.5))
-    names = [p["variant"] for p in profiles]
+    per profiled method, labelled with the step time and the library calls per step; ``seed_share``
+    (a fraction, from the claims registry) is drawn as a dashed line."""
+    ax = new_axes(ax, figsize=(7.0, 3.5))
+    names = [p["method"] for p in profiles]
     gemm = np.array([100 * p["gemm_share"] for p in profiles])
     ax.bar(names, gemm, label="GEMM", color="tab:blue")
     ax.bar(names, 100 - gemm, bottom=gemm, label="element-wise", color="tab:orange")
@@ -100,45 +101,81 @@ def profile_bars(profiles, ax=None, seed_share: float = 0.85):
         total = (p["gemm_s"] + p["elementwise_s"]) * 1e3
         ax.annotate(f"{gemm[i]:.0f}% GEMM\n{total:.3g} ms, {p['calls_per_step']} calls", (i, 101),
                     ha="center", va="bottom", fontsize=8)
-    ax.axhline(100 * seed_share, color="black", ls="--", lw=1, label=f"seed: {100 * seed_share:.0f}% (cuDNN)")
+    if seed_share is not None:
+        ax.axhline(100 * seed_share, color="black", ls="--", lw=1, label=f"seed: {100 * seed_share:.0f}% (cuDNN)")
     ax.set_ylabel("% of one time step")
     ax.set_ylim(0, 125)
     ax.set_title("where one step spends its time")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: hides no bar
+    ax.figure.tight_layout()
     return ax
 
 
 def overhead_plot(data, ax=None):
-    """Microseconds per step per sample against batch size, one line per variant."""
+    """Microseconds per step per sample against batch size, one line per method."""
     ax = new_axes(ax)
     for key, values in data.items():
-        if key in ("B", "H"):
+        if key in ("B", "H", "noise"):
             continue
         ax.loglog(data["B"], values, "o-", label=key)
-    from matplotlib.ticker import ScalarFormatter  # noqa: PLC0415
+    from matplotlib.ticker import FuncFormatter  # noqa: PLC0415
 
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(ScalarFormatter())
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers on both log axes, major and minor ticks alike
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(plain)
+    ax.tick_params(axis="both", which="minor", labelsize=7)
     ax.set_xlabel("batch size B")
     ax.set_ylabel("µs per step per sample")
-    ax.set_title(f"per-call overhead matters at small batch (H = {data['H']})")
+    ax.set_title(f"time per step per sample against batch size (H = {data['H']})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
 
 
-def variant_bars(ms: dict, ax=None, title: str = "", ylabel: str = "ms per time step"):
-    """Bars of milliseconds per step per variant (lower is better), annotated with x vs the best."""
+def method_bars(values: dict, ax=None, title: str = "", ylabel: str = "ms per time step",
+                higher_is_better: bool = False):
+    """Bars of one number per method (default: ms per step, lower is better), the best in green,
+    each annotated with its value and its ratio to the best."""
     ax = new_axes(ax)
-    names = list(ms)
-    vals = [ms[n] for n in names]
-    best = min(vals)
+    names = list(values)
+    vals = [values[n] for n in names]
+    best = max(vals) if higher_is_better else min(vals)
     colors = ["tab:green" if v == best else "tab:blue" for v in vals]
     ax.bar(names, vals, color=colors)
     for i, v in enumerate(vals):
-        ax.annotate(f"{v:.3g}\n{v / best:.2f}x", (i, v), ha="center", va="bottom", fontsize=8)
-    ax.set_ylim(0, 1.3 * max(vals))
+        rel = best / v if higher_is_better else v / best
+        ax.annotate(f"{v:.3g}\n{rel:.2f}x{' slower' if rel > 1.005 else ''}", (i, v), ha="center",
+                    va="bottom", fontsize=8)
+    ax.set_ylim(0, 1.35 * max(vals))  # room for the labels: no bar or label cut at the top
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.tick_params(axis="x", rotation=15)
+    return ax
+
+
+def hit_rate_bars(model, ax=None, seed: dict | None = None, source: str = "modelled"):
+    """Fig. 3's utilisation half: modelled hit rate of ``Y = X W^T`` and ``Y^T = W X^T`` in each cache
+    level (``model`` from :func:`course_lib.experiments.lstm.layout_traffic_model`), with the seed's
+    measured GPU hit rates (``seed = {"XWt": %, "WXt": %}``, from the claims registry) as a separate group."""
+    ax = new_axes(ax, figsize=(7.0, 3.5))
+    groups = [f"{lvl}\n{model['levels'][lvl]['size'] // 1024} KiB" for lvl in model["levels"]]
+    xwt = [100 * model["levels"][lvl]["XWt"]["hit_rate"] for lvl in model["levels"]]
+    wxt = [100 * model["levels"][lvl]["WXt"]["hit_rate"] for lvl in model["levels"]]
+    if seed:
+        groups.append("seed\n(GPU, measured)")
+        xwt.append(seed["XWt"])
+        wxt.append(seed["WXt"])
+    x = np.arange(len(groups))
+    for off, vals, label, color in ((-0.2, xwt, "Y = X Wᵀ", "tab:orange"), (0.2, wxt, "Yᵀ = W Xᵀ", "tab:blue")):
+        ax.bar(x + off, vals, 0.38, label=label, color=color)
+        for xi, v in zip(x + off, vals):
+            ax.annotate(f"{v:.0f}%", (xi, v), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, groups)
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("cache hit rate (%)")
+    ax.set_title(f"X {model['B']}x{model['nx']}, W {4 * model['H']}x{model['nx']}: "
+                 f"hit rate per cache level (this machine: {source})", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.figure.tight_layout()
     return ax

@@ -1,0 +1,101 @@
+"""course_lib.experiments.lstm: the chapter 09 measuring helpers return well-formed tables (no timed
+assertions), the Fig. 3 traffic model counts what it says, and bad input names the argument."""
+import numpy as np
+import pytest
+
+from course_lib.experiments import lstm as E
+from course_lib.models import lstm
+
+
+def test_profile_step_counts_calls():
+    naive = E.profile_step(4, 8, method="naive", repeat=1)
+    pre = E.profile_step(4, 8, method="fused_pre", repeat=1)
+    tr = E.profile_step(4, 8, method="transposed", repeat=1)
+    fu = E.profile_step(4, 8, method="fused", repeat=1)
+    assert naive["calls_per_step"] == 34 and pre["calls_per_step"] == 2 and tr["calls_per_step"] == 2
+    assert fu["calls_per_step"] == 4 and naive["method"] == "naive"
+    assert sum(k == "gemm" for k, _, _ in naive["ops"]) == 8
+    for r in (naive, pre, tr, fu):
+        assert 0 < r["gemm_share"] <= 1
+        assert r["gemm_s"] > 0 and r["elementwise_s"] > 0
+    with pytest.raises(ValueError, match="method: expected one of"):
+        E.profile_step(4, 8, method="auto")
+
+
+def test_method_times_step_time_overhead_widget():
+    v = E.method_times(2, 8, 4, 3, repeat=1, backward=True)
+    assert set(v["ms_per_step"]) == set(lstm.METHODS) and v["best"] in lstm.METHODS
+    assert v["best"] == min(v["ms_per_step"], key=v["ms_per_step"].get)
+    assert set(v["comparison"].timings) == set(lstm.METHODS)
+    assert E.step_time(2, 8, 4, 2, method="fused", repeat=1) > 0
+    o = E.overhead_vs_batch([1, 2], H=8, T=2, repeat=1)
+    assert o["B"] == [1, 2] and len(o["naive"]) == 2 and all(t > 0 for t in o["fused_pre"])
+    assert hasattr(o["noise"], "ok") and hasattr(E.profile_step(2, 4, repeat=1)["noise"], "ok")
+    w = E.widget_compute(B=2, H=8, method="transposed", T=2)
+    assert set(w["ms_per_step"]) == {"naive", "transposed"} and set(w["gflops"]) == {"naive", "transposed"}
+
+
+def test_layout_gemm_and_loop_order_times():
+    r = E.layout_gemm_times(4, 8, repeat=2)
+    assert r["XWt_s"] > 0 and r["WXt_s"] > 0 and r["ratio"] == pytest.approx(r["XWt_s"] / r["WXt_s"])
+    q = E.loop_order_times(3, 5, 7, repeat=2)
+    assert q["agree"] and q["ratio"] == pytest.approx(q["XWt_s"] / q["WXt_s"])
+
+
+def test_rowdot_is_a_product_with_the_second_operand_transposed():
+    rng = np.random.default_rng(0)
+    A, Bm = rng.standard_normal((5, 9)).astype(np.float32), rng.standard_normal((7, 9)).astype(np.float32)
+    out = np.empty((5, 7), np.float32)
+    E._rowdot(A, Bm, out)
+    np.testing.assert_allclose(out, A @ Bm.T, rtol=1e-5, atol=1e-5)
+
+
+def test_traffic_model_at_the_seed_shape():
+    """X 64x512 (128 KiB) fits a 1 MiB cache, W 2048x512 (4 MiB) does not: W X^T re-reads X from cache,
+    X W^T re-reads W from below -- 64 times the bytes; with a 32 MiB cache both fit."""
+    m = E.layout_traffic_model(64, 512, 512, caches={"L1d": 48 * 1024, "L2": 1 << 20, "L3": 32 << 20})
+    assert m["modelled"] and m["bytes_X"] == 64 * 512 * 4 and m["bytes_W"] == 2048 * 512 * 4
+    L1, L2, L3 = (m["levels"][k] for k in ("L1d", "L2", "L3"))
+    assert not L2["XWt"]["inner_fits"] and L2["WXt"]["inner_fits"]
+    assert L2["XWt"]["hit_rate"] == pytest.approx(0.5, abs=0.01) and L2["WXt"]["hit_rate"] > 0.99
+    # X W^T: X once + W once per row of X; W X^T: W once + X once
+    assert L2["XWt"]["bytes_from_below"] == m["bytes_X"] + 64 * m["bytes_W"]
+    assert L2["WXt"]["bytes_from_below"] == m["bytes_X"] + m["bytes_W"]
+    assert L3["XWt"]["hit_rate"] == L3["WXt"]["hit_rate"] > 0.99
+    assert L1["XWt"]["hit_rate"] < 0.51 and L1["WXt"]["hit_rate"] < 0.51
+    with pytest.raises(ValueError, match="caches"):
+        E.layout_traffic_model(64, 512, caches={"L2": 0})
+
+
+def test_counters_measure_or_say_why_not():
+    res, why = E.hardware_counters(2, 4, 4, reps=1, timeout=60)
+    assert (res is None and why) or (set(res["hit_rate"]) == {"XWt", "WXt"} and why == "")
+
+
+def test_parse_perf_skips_unsupported_counters():
+    text = ("123456,,cache-references,1000,100.00,,\n"
+            "<not supported>,,cache-misses,0,100.00,,\n"
+            "77,,L1-dcache-loads,1000,100.00,,\n")
+    assert E._parse_perf(text) == {"cache-references": 123456.0, "L1-dcache-loads": 77.0}
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
+        E.layout_gemm_times(0, 8)
+    with pytest.raises(ValueError, match="methods: expected one of"):
+        E.method_times(2, 8, 4, methods=("naive", "cudnn"))
+    with pytest.raises(ValueError, match="methods: expected at least one"):
+        E.method_times(2, 8, 4, methods=())
+    with pytest.raises(ValueError, match="method: expected one of"):
+        E.step_time(2, 8, 4, method="x")
+    with pytest.raises(ValueError, match="nx: expected an integer >= 1"):
+        E.loop_order_times(2, 8, 0)
+    with pytest.raises(ValueError, match="reps: expected an integer >= 1"):
+        E.hardware_counters(2, 8, reps=0)
+
+
+def test_lm_throughput_same_losses_for_every_method():
+    ids = np.arange(300) % 5
+    r = E.lm_throughput(ids, 5, methods=("naive", "fused_pre"), H=6, T=4, B=3, steps=3)
+    assert set(r["tokens_per_s"]) == {"naive", "fused_pre"} and r["best"] in r["tokens_per_s"]
+    np.testing.assert_allclose(r["loss"]["naive"], r["loss"]["fused_pre"], rtol=1e-4)
