@@ -26,7 +26,9 @@ $(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[dev,mpi]' 2>&1 | grep -v "is neither a file nor a directory" || true
-	$(BIN)/python -c "import course_lib, nbval, playwright, rattler, pytest, xdist, mpi4py"
+	$(BIN)/python -c "import course_lib, nbval, playwright, rattler, pytest, xdist, mpi4py, nbgrader"
+	@# nbgrader (for the export test) ships a JupyterLab extension; students' labs do not have it
+	-$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
 	touch $(VENV)/.lab-installed $@
 
 install-lab: $(VENV)/.lab-installed

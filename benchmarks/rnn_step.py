@@ -25,65 +25,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import course_lib  # noqa: E402,F401  (first: backend decisions)
 from course_lib.core import backend, timing  # noqa: E402
-from course_lib.models import fast_rnn, rnn
+from course_lib.models import fast_rnn, rnn  # noqa: E402
+from course_lib.experiments.profile import torch_steps  # noqa: E402
 
 HEADER = f"{'step':<26} {'median':>10} {'best':>10} {'GFLOP/s':>9} {'% of peak':>10} {'x fast':>8}"
-
-
-# --------------------------------------------------------------------------- torch steps
-def torch_steps(p, X, Y, lr, threads):
-    """(explicit-ops step, nn.RNN step) as zero-argument callables, or None without torch."""
-    try:
-        import torch  # noqa: PLC0415
-    except Exception:  # torch is optional (extra 'bench')
-        return None
-    torch.set_num_threads(threads)
-    Xt, Yt = torch.from_numpy(X), torch.from_numpy(Y)
-    W = [torch.from_numpy(w.copy()) for w in (p.Wxh, p.Whh, p.Why)]
-    T, B, _ = X.shape
-
-    @torch.no_grad()
-    def explicit():
-        Wxh, Whh, Why = W
-        H = torch.matmul(Xt.reshape(T * B, -1), Wxh).reshape(T, B, -1)
-        torch.tanh_(H[0])
-        for t in range(1, T):
-            H[t].addmm_(H[t - 1], Whh).tanh_()
-        Yh = torch.tanh(H.reshape(T * B, -1) @ Why)
-        e = Yh - Yt.reshape(T * B, -1)
-        loss = float((e * e).sum())
-        D = 2 * e * (1 - Yh * Yh)
-        DZ = (D @ Why.T).reshape(T, B, -1)
-        DZ[T - 1].mul_(1 - H[T - 1] * H[T - 1])
-        for t in range(T - 2, -1, -1):
-            DZ[t].addmm_(DZ[t + 1], Whh.T).mul_(1 - H[t] * H[t])
-        H2, DZ2 = H.reshape(T * B, -1), DZ.reshape(T * B, -1)
-        gy = H2.T @ D
-        gh = H[:-1].reshape((T - 1) * B, -1).T @ DZ[1:].reshape((T - 1) * B, -1)
-        gx = Xt.reshape(T * B, -1).T @ DZ2
-        Wxh.sub_(lr * gx)
-        Whh.sub_(lr * gh)
-        Why.sub_(lr * gy)
-        return loss
-
-    nx, nh, ny = p.nx, p.nh, p.ny
-    cell = torch.nn.RNN(nx, nh, nonlinearity="tanh", bias=False)
-    out_layer = torch.nn.Linear(nh, ny, bias=False)
-    with torch.no_grad():
-        cell.weight_ih_l0.copy_(torch.from_numpy(p.Wxh.T.copy()))
-        cell.weight_hh_l0.copy_(torch.from_numpy(p.Whh.T.copy()))
-        out_layer.weight.copy_(torch.from_numpy(p.Why.T.copy()))
-    opt = torch.optim.SGD(list(cell.parameters()) + list(out_layer.parameters()), lr=lr)
-
-    def module():
-        opt.zero_grad(set_to_none=True)
-        H, _ = cell(Xt)
-        loss = ((torch.tanh(out_layer(H)) - Yt) ** 2).sum()
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-
-    return explicit, module
 
 
 # --------------------------------------------------------------------------- main
@@ -117,7 +62,7 @@ def main(argv=None) -> int:
               "numpy": fast_rnn.NumpyStep(T, B, n, n, n)(p0.copy(), X, Y, lr)[1]}
 
     ws = fast_rnn.make_workspace(T, B, n, n, n)
-    ws_par = fast_rnn.make_workspace(T, B, n, n, n, parallel_elementwise=True)
+    ws_par = fast_rnn.make_workspace(T, B, n, n, n, method="prange")
     pf, pp, pn, pr = p0.copy(), p0.copy(), p0.copy(), [p0.copy()]
     np_step = fast_rnn.NumpyStep(T, B, n, n, n)
 
@@ -132,7 +77,7 @@ def main(argv=None) -> int:
     }
     ts = torch_steps(p0, X, Y, lr, threads)
     if ts is not None:
-        fns["torch explicit ops"], fns["torch.nn.RNN"] = ts
+        fns.update(ts)
         losses["torch explicit ops"] = None
     else:
         print("(torch is not installed: torch columns skipped; pip install -e '.[bench]')")
@@ -141,23 +86,22 @@ def main(argv=None) -> int:
     C = np.empty_like(A)
     gemm_reps = max(1, int(0.2 * flops / timing.gemm_flops(1000, 1000, 1000)))
 
-    single: list[float] = []  # every GEMM timed on its own: the best one is the peak
-
     def gemm():
         for _ in range(gemm_reps):
-            t = time.perf_counter()
             np.matmul(A, Bm, out=C)
-            single.append(time.perf_counter() - t)
 
     keys = list(fns)
     t0 = time.perf_counter()
     cmp = timing.compare(repeat=repeat, warmup=1, **{k: fns[k] for k in keys}, gemm_peak=gemm)
     wall = time.perf_counter() - t0
-    peak = timing.gemm_flops(1000, 1000, 1000) / min(single) / 1e9
-    typical = gemm_reps * timing.gemm_flops(1000, 1000, 1000) / cmp.timings["gemm_peak"].median / 1e9
+    block = gemm_reps * timing.gemm_flops(1000, 1000, 1000)
+    peak = block / cmp.timings["gemm_peak"].min / 1e9
+    typical = block / cmp.timings["gemm_peak"].median / 1e9
 
-    print(f"GEMM peak measured in this run (1000^3 float32, best single product of {len(single)}): {peak:.1f} GFLOP/s "
-          f"(median rate over {gemm_reps}-product blocks: {typical:.1f})")
+    print(f"GEMM peak measured in this run (1000^3 float32, best block of {gemm_reps} products): {peak:.1f} GFLOP/s "
+          f"(median block: {typical:.1f})")
+    if not cmp.noise.ok:
+        print(cmp.noise.warning())
     print()
     print(HEADER)
     fast_best = cmp.timings["fast_rnn.train_step"].min

@@ -1,35 +1,44 @@
-"""Benchmark: the linear recurrence h_t = a_t h_{t-1} + x_t, H = 128, float32 (chapter 08, seed 001).
+"""Benchmark: the linear recurrence h_t = a_t h_{t-1} + x_t, float32 (chapter 08, seed 001; issue 13).
 
-    .venv/bin/python benchmarks/scan.py            # T = 2^16 and 2^20
-    .venv/bin/python benchmarks/scan.py --quick    # tiny sizes, < 15 s
+    .venv/bin/python benchmarks/scan.py            # full: H = 128 table, the issue-13 goals, the crossover map
+    .venv/bin/python benchmarks/scan.py --quick    # tiny sizes, < 30 s (a smoke test: goals not judged)
 
-For each T: sequential numba, chunked on 1 thread and on all threads, parallel over channels,
-the numpy references (Blelloch / Hillis-Steele) where feasible, a torch loop when torch imports,
-and the CUDA kernels on a GPU when present. Each row: time, GB/s (12 bytes per element: read a
-and x, write h) and % of the streaming bandwidth measured in this process by a numba kernel that
-does the same traffic (h = a + x), the faster of its 1-thread and all-thread runs.
-Goal (issue 6): chunked on all cores >= 70% of that streaming bandwidth and >= 1.6x the
-sequential scan on 2 cores.
+Everything is measured in this one process with course_lib.core.timing.compare (interleaved repeats;
+medians), and every table ends with the run's noise verdict -- on a shared machine the numbers move.
+
+1. H = 128 table, for each T: sequential numba loop, chunked on 1 thread and on all threads, parallel
+   over channels, the numpy references (Blelloch / Hillis-Steele) where feasible, a torch loop when
+   torch imports, and the CUDA kernels when a GPU is present. Each row: time, GB/s (12 bytes per
+   element: read a and x, write h), % of the streaming bandwidth measured here by a numba kernel
+   with the same traffic (h = a + x; the faster of its 1- and all-thread runs), x sequential.
+2. Issue 13's goals, each printed with "met" / "not met":
+   H = 1, T = 2^22: chunked >= 4x the sequential loop on 2 threads and >= 2.5x on 1 thread;
+   H <= 8 (T * H = 2^22): chunked never slower than the sequential loop;
+   H = 128, T = 2^20: chunked >= 90% of the 2-thread streaming bandwidth.
+3. The crossover map: for T and H from 1 to 512 (T * H <= 2^24), which of sequential / over channels /
+   over time wins, with its speed-up over the sequential loop.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-import course_lib  # noqa: E402,F401  (before numba)
+import course_lib  # noqa: E402,F401  (before numba's CUDA import)
+from course_lib.algorithms import scan  # noqa: E402
 from course_lib.core import backend, timing  # noqa: E402
-from course_lib.algorithms import scan
+from course_lib.experiments import scan as xscan  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
 
 @njit(parallel=True, cache=True)
 def _stream(a, x, h):
+    """The bandwidth reference: the recurrence's memory traffic (read a, x; write h), no dependency."""
     T = a.shape[0]
     for t in prange(T):
         at = a[t]
@@ -39,66 +48,53 @@ def _stream(a, x, h):
             ht[j] = at[j] + xt[j]
 
 
-def _best(fn, repeat):
-    fn()
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+@njit(cache=True)
+def _register_loop(a, x, h0, h):
+    """The serial loop for one channel with its carry in a register (no array in the chain): the
+    fastest a one-lane loop can be, shown beside ``method="sequential"`` for honesty."""
+    c = h0[0]
+    for t in range(a.shape[0]):
+        c = a[t, 0] * c + x[t, 0]
+        h[t, 0] = c
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test, < 15 s)")
-    ap.add_argument("--H", type=int, default=128)
-    args = ap.parse_args(argv)
-    sizes = [2 ** 11, 2 ** 13] if args.quick else [2 ** 16, 2 ** 20]
-    repeat = 2 if args.quick else 5
-    H = args.H
-    p = backend.cpu_count()
-    try:
-        import torch  # noqa: PLC0415
-    except Exception:  # torch is optional
-        torch = None
-    print(f"# linear recurrence, H={H}, float32, {p} cores, numba threads {backend.get_threads()}, "
-          f"CUDA: {backend.cuda_mode()}, torch: {'yes' if torch is not None else 'no'}")
-    print(f"# np.copyto bandwidth: {timing.copy_bandwidth():.1f} GB/s (one read + one write per byte)")
-    header = f"{'T':>8}  {'method':<28} {'time':>10} {'GB/s':>7} {'% stream':>9} {'x seq':>7} {'max err':>9}"
-    print(header)
+def _on(n, fn):
+    def run():
+        old = numba.get_num_threads()
+        numba.set_num_threads(n)
+        try:
+            return fn()
+        finally:
+            numba.set_num_threads(old)
+    return run
+
+
+def _stream_gbs(a, x, h, repeat):
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    c = timing.compare(repeat=repeat, **{f"{n}": _on(n, lambda: _stream(a, x, h)) for n in (1, p)})
+    nbytes = 3 * a.nbytes
+    return {int(k): nbytes / t.median / 1e9 for k, t in c.timings.items()}, c.noise
+
+
+def table_h128(sizes, H, repeat, torch):
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    print(f"\n## 1. H = {H}, float32")
+    print(f"{'T':>8}  {'method':<30} {'time':>10} {'GB/s':>7} {'% stream':>9} {'x seq':>7} {'max err':>9}")
     for T in sizes:
         a, x, h0 = scan.random_problem(T, H, seed=0)
         nbytes = 3 * a.nbytes
         h = np.empty_like(a)
-        stream_s = _best(lambda: _stream(a, x, h), repeat)
-        backend.set_threads(1)
-        stream1_s = _best(lambda: _stream(a, x, h), repeat)
-        backend.set_threads(p)
-        stream_gbs = nbytes / min(stream_s, stream1_s) / 1e9  # the reference: the faster of the two
-        ref = scan.linear_recurrence(a, x, h0)
-        rows = []
-
-        def add(name, fn, threads=p):
-            backend.set_threads(threads)
-            try:
-                sec = _best(fn, repeat)
-                err = float(np.max(np.abs(fn() - ref)) / max(1.0, float(np.max(np.abs(ref)))))
-            finally:
-                backend.set_threads(p)
-            rows.append((name, sec, err))
-
-        # the numba methods write into a preallocated h, like the stream kernel (a fresh result
-        # array costs page faults, which threads cannot share out); the references allocate
-        add("sequential (numba)", lambda: scan.linear_recurrence(a, x, h0, out=h), threads=1)
-        add("sequential, new h each call", lambda: scan.linear_recurrence(a, x, h0), threads=1)
-        add("chunked, 1 thread", lambda: scan.linear_recurrence(a, x, h0, method="chunked", chunks=p + 1, out=h),
-            threads=1)
-        add(f"chunked, {p} threads", lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
-        add(f"over channels, {p} threads", lambda: scan.linear_recurrence_channels(a, x, h0, out=h))
+        stream, s_noise = _stream_gbs(a, x, h, repeat)
+        best_stream = max(stream.values())
+        ref = scan.recurrence_float64(a, x, h0)
+        fns = {"sequential (numba)": lambda: scan.linear_recurrence(a, x, h0, out=h),
+               "sequential, new h each call": lambda: scan.linear_recurrence(a, x, h0),
+               "chunked, 1 thread": _on(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h)),
+               f"chunked, {p} threads": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h),
+               f"over channels, {p} threads": lambda: scan.linear_recurrence(a, x, h0, method="channels", out=h)}
         if T <= 2 ** 16:
-            add("blelloch (numpy ref.)", lambda: scan.linear_recurrence(a, x, h0, method="blelloch"))
-            add("hillis-steele (numpy ref.)", lambda: scan.linear_recurrence(a, x, h0, method="hillis_steele"))
+            fns["blelloch (numpy ref.)"] = lambda: scan.linear_recurrence(a, x, h0, method="blelloch")
+            fns["hillis-steele (numpy ref.)"] = lambda: scan.linear_recurrence(a, x, h0, method="hillis_steele")
         if torch is not None and T <= 2 ** 16:
             ta, tx = torch.from_numpy(a), torch.from_numpy(x)
 
@@ -110,24 +106,126 @@ def main(argv=None) -> int:
                     out[t] = prev
                 return out.numpy()
 
-            add("torch loop", torch_loop)
+            fns["torch loop"] = torch_loop
         if backend.gpu_available():
-            from course_lib.algorithms import scan_cuda  # noqa: PLC0415
+            fns["cuda reduce/scan/expand"] = lambda: scan.linear_recurrence(a, x, h0, method="cuda")
+        errs = {}
+        for name, fn in fns.items():
+            out = fn()
+            out = h if out is None else out
+            errs[name] = float(np.max(np.abs(out - ref)) / max(1.0, float(np.max(np.abs(ref)))))
+        c = timing.compare(repeat=repeat, **fns)
+        for n, gbs in stream.items():
+            print(f"{T:>8}  {f'stream h=a+x, {n} thread(s)':<30} {1e3 * nbytes / gbs / 1e9:>8.2f}ms {gbs:>7.1f} "
+                  f"{100 * gbs / best_stream:>8.0f}%")
+        for name, t in c.timings.items():
+            gbs = nbytes / t.median / 1e9
+            print(f"{T:>8}  {name:<30} {1e3 * t.median:>8.2f}ms {gbs:>7.1f} {100 * gbs / best_stream:>8.0f}% "
+                  f"{c.speedup(name):>6.2f}x {errs[name]:>9.1e}")
+        like = c.timings[f"over channels, {p} threads"].median / c.timings[f"chunked, {p} threads"].median
+        print(f"# T={T}: like-for-like with seed 001 (its serial kernel is parallel over channels): "
+              f"chunked / channels = {like:.2f}x")
+        noise = c.noise | s_noise
+        if not noise.ok:
+            print("# " + noise.warning())
 
-            add("cuda reduce/scan/expand", lambda: scan_cuda.linear_recurrence_cuda(a, x, h0))
-        seq = rows[0][1]
-        for name, sec in ((f"stream h=a+x, {p} threads", stream_s), ("stream h=a+x, 1 thread", stream1_s)):
-            print(f"{T:>8}  {name:<28} {1e3 * sec:>8.2f}ms {nbytes / sec / 1e9:>7.1f} "
-                  f"{100 * nbytes / sec / 1e9 / stream_gbs:>8.0f}% {'':>7} {'':>9}")
-        for name, sec, err in rows:
-            gbs = nbytes / sec / 1e9
-            print(f"{T:>8}  {name:<28} {1e3 * sec:>8.2f}ms {gbs:>7.1f} {100 * gbs / stream_gbs:>8.0f}% "
-                  f"{seq / sec:>6.2f}x {err:>9.1e}")
-        chunk_row = rows[3]
-        gbs = nbytes / chunk_row[1] / 1e9
-        print(f"# T={T}: chunked on {p} threads reaches {100 * gbs / stream_gbs:.0f}% of streaming "
-              f"(goal >= 70%) and {seq / chunk_row[1]:.2f}x sequential (goal >= 1.6x on 2 cores)")
-    print("# seed 001 (K80 GPU): ~50x kernel speedup over a serial-over-time kernel; 104 GB/s = 43% of 240 GB/s at T=65536")
+
+def goals(quick, repeat):
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    T1 = 2 ** 14 if quick else 2 ** 22
+    print(f"\n## 2. Issue 13 goals (measured in this process; {p} numba threads available)")
+    a, x, h0 = scan.random_problem(T1, 1, seed=0)
+    h = np.empty_like(a)
+    fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=h),
+           "register loop (1 channel)": lambda: _register_loop(a, x, h0, h),
+           "chunked, 1 thread": _on(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))}
+    for n in range(2, p + 1):
+        fns[f"chunked, {n} threads"] = _on(n, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
+    c = timing.compare(repeat=repeat, **fns)
+    nbytes = 3 * a.nbytes
+    print(f"H = 1, T = {T1}, lanes per channel {scan.choose_lanes(1, 4)}:")
+    for name, t in c.timings.items():
+        print(f"  {name:<28} {1e3 * t.median:>8.2f} ms {nbytes / t.median / 1e9:>6.1f} GB/s {c.speedup(name):>6.2f}x sequential")
+    verdicts = []
+    if p >= 2:
+        verdicts.append(("H=1: chunked on 2 threads >= 4x sequential", c.speedup("chunked, 2 threads") >= 4.0))
+    verdicts.append(("H=1: chunked on 1 thread >= 2.5x sequential", c.speedup("chunked, 1 thread") >= 2.5))
+    noise = c.noise
+    for H in (1, 2, 4, 8):
+        T = max(16, T1 // H)
+        a, x, h0 = scan.random_problem(T, H, seed=1)
+        h = np.empty_like(a)
+        cc = timing.compare(repeat=repeat, sequential=lambda: scan.linear_recurrence(a, x, h0, out=h),
+                            chunked=lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
+        noise = noise | cc.noise
+        print(f"H = {H}, T = {T}: chunked {cc.speedup('chunked'):.2f}x sequential "
+              f"(lanes {scan.choose_lanes(H, 4)}, time chunks {scan.choose_chunks(T, H)})")
+        verdicts.append((f"H={H}: chunked not slower than sequential", cc.speedup("chunked") >= 0.95))
+    T = 2 ** 14 if quick else 2 ** 20
+    a, x, h0 = scan.random_problem(T, 128, seed=2)
+    h = np.empty_like(a)
+    stream, s_noise = _stream_gbs(a, x, h, repeat)
+    cc = timing.compare(repeat=repeat, chunked=lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
+    gbs = 3 * a.nbytes / cc.timings["chunked"].median / 1e9
+    ref = stream[p]
+    print(f"H = 128, T = {T}: chunked {gbs:.1f} GB/s = {100 * gbs / ref:.0f}% of the {p}-thread stream ({ref:.1f} GB/s)")
+    verdicts.append((f"H=128: chunked >= 90% of the {p}-thread streaming bandwidth", gbs >= 0.9 * ref))
+    noise = noise | cc.noise | s_noise
+    for text, ok in verdicts:
+        print(f"  [{'met' if ok else 'NOT met'}{'' if not quick else ', quick sizes: not judged'}] {text}")
+    if not noise.ok:
+        print("# " + noise.warning())
+
+
+def crossover_map(quick, repeat):
+    Ts = [2 ** k for k in ((6, 10, 14) if quick else (4, 7, 10, 13, 16, 19, 22))]
+    Hs = [1, 8, 64] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    data = xscan.crossover(Ts, Hs, repeat=repeat, max_elements=1 << (16 if quick else 24))
+    print("\n## 3. Crossover map: the fastest of S = sequential, C = over channels, T = over time (x sequential)")
+    corner = "H / T"
+    print(f"{corner:>6} " + " ".join(f"{'2^' + str(int(np.log2(T))):>8}" for T in Ts))
+    for H in Hs:
+        cells = []
+        for T in Ts:
+            cell = data["cells"].get((T, H))
+            if cell is None:
+                cells.append(f"{'.':>8}")
+            else:
+                w = cell["winner"]
+                cells.append(f"{ {'sequential': 'S', 'channels': 'C', 'chunked': 'T'}[w] } {cell['speedup'][w]:>5.2f}")
+        print(f"{H:>6} " + " ".join(f"{c:>8}" for c in cells))
+    if not data["noise"].ok:
+        print("# " + data["noise"].warning())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test, < 30 s)")
+    ap.add_argument("--H", type=int, default=128)
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table,goals,map")
+    args = ap.parse_args(argv)
+    sizes = [2 ** 11, 2 ** 13] if args.quick else [2 ** 16, 2 ** 20]
+    repeat = 2 if args.quick else 5
+    skip = set(filter(None, args.skip.split(",")))
+    try:
+        import torch  # noqa: PLC0415
+    except Exception:  # torch is optional
+        torch = None
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    print(f"# linear recurrence, float32, {backend.cpu_count()} cores ({backend.cpu_model()}), numba threads {p}, "
+          f"CUDA: {backend.cuda_mode()}, torch: {'yes' if torch is not None else 'no'}")
+    print(f"# np.copyto bandwidth: {timing.copy_bandwidth():.1f} GB/s (one read + one write per byte)")
+    if "table" not in skip:
+        table_h128(sizes, args.H, repeat, torch)
+    if "goals" not in skip:
+        goals(args.quick, repeat)
+    if "map" not in skip:
+        crossover_map(args.quick, 3 if not args.quick else 2)
+    from course_lib.teaching.claims import claim  # noqa: PLC0415
+
+    k = claim("001.summary.kernel_speedup")
+    b = claim("001.bandwidth.fraction")
+    print(f"# seed 001 ({k.conditions}): {k.formatted()} kernel speed-up; bandwidth {b.formatted()} of peak")
     return 0
 
 

@@ -29,19 +29,25 @@ One vocabulary everywhere:
 Chapter -> modules:
 
 ====  ======================  =====================================================================
- 00   setup                   core.backend, core.timing, teaching.widgets
+ 00   setup                   core.backend, core.timing, teaching.widgets, teaching.claims, teaching.verdict
  01   serial RNN              models.rnn, models.gradcheck, data.rotation
  02   BPTT                    models.rnn (bptt_quadratic / bptt_linear), experiments.bptt
- 03   batching                experiments.batching, core.timing (roofline)
+ 03   batching                experiments.batching, core.timing (roofline, cache residency)
  04   tiling & SIMD           algorithms.matmul, experiments.matmul
- 05   threads & fusion        models.fast_rnn, experiments.profile, experiments.jit
+ 05   threads & fusion        models.fast_rnn, algorithms.activations, experiments.profile, experiments.jit
  06   Halide                  algorithms.halide_rnn, experiments.halide
- 07   parallel inference      models.softmax_rnn, models.charlm, parallel.inference, parallel.mpi_infer
+ 07   parallel inference      models.softmax_rnn, models.charlm, parallel.inference, parallel.mpi_infer,
+                              experiments.inference
  08   linear recurrences      algorithms.scan, algorithms.scan_cuda, models.linear_rnn, experiments.scan
  09   LSTM & data layout      models.lstm, models.lstm_lm, experiments.lstm, experiments.autotune
- 10   MGRIT                   algorithms.mgrit, models.gru, parallel.mgrit_mpi, data.activity
- 11   Newton in time          algorithms.matrix_scan, algorithms.newton, models.mingru, parallel.deer
+ 10   MGRIT                   algorithms.mgrit, models.gru, parallel.mgrit_mpi, data.activity, experiments.mgrit
+ 11   Newton in time          algorithms.matrix_scan, algorithms.newton, models.jacobians, models.mingru,
+                              parallel.deer, experiments.newton
+ 12   which parallelism when  experiments.cost_model, parallel.cluster
 ====  ======================  =====================================================================
+
+Instructors: ``teaching.authoring`` (``python -m course_lib exercises build``, ``grade``) and
+``teaching.nbgrader_export`` (``python -m course_lib export --nbgrader DIR``).
 
 ``core.backend`` is imported first, on purpose: it decides whether CUDA kernels run on a GPU or in
 numba's CUDA simulator, and that must happen before numba is imported anywhere.

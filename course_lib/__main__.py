@@ -11,6 +11,12 @@
   grade [--exercises] [--only NN]
                                  run the solution worksheets (and the exercise worksheets) headless
                                  and print a pass/fail table
+  export --nbgrader DIR [--only NN[,MM]] [--force] [--points N.k=P ...]
+                                 write an nbgrader course (DIR/source/NN_slug/ from solutions/,
+                                 DIR/nbgrader_config.py): checks become autograded test cells,
+                                 1 point per exercise unless --points says otherwise. A DIR that
+                                 is not empty is refused without --force, which rewrites only
+                                 the exported chapters' source notebooks (gradebook.db, submitted/ kept)
 """
 from __future__ import annotations
 
@@ -50,7 +56,7 @@ def _build(force: bool, only: str | None) -> int:
     refused = 0
     for r in authoring.build_exercises(force=force, only=only):
         print(f"exercises/{r.path.name}: {r.status}")
-        refused += r.status.startswith("refused")
+        refused += r.status.startswith(("refused", "failed"))
     return 1 if refused else 0
 
 
@@ -83,6 +89,38 @@ def _cmd_grade(args) -> int:
     return 0 if all(r["status"] != "FAIL" for r in rows) else 1
 
 
+def _points_arg(text: str) -> tuple[str, float]:
+    exercise, sep, value = text.partition("=")
+    try:
+        if not sep or not exercise.strip():
+            raise ValueError
+        points = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected EXERCISE=POINTS such as 1.2=3, got {text!r}") from None
+    return exercise.strip(), int(points) if points.is_integer() else points
+
+
+def _cmd_export(args) -> int:
+    from .teaching import nbgrader_export
+
+    try:
+        r = nbgrader_export.export_nbgrader(args.nbgrader, only=args.only, force=args.force,
+                                            points=dict(args.points or []))
+    except (FileExistsError, ValueError, TypeError) as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 2
+    for name, exercises in r.assignments.items():
+        total = sum(exercises.values())
+        print(f"source/{name}/{name}.ipynb: {len(exercises)} exercises, {total:g} points "
+              f"({', '.join(f'{k}: {v:g}' for k, v in exercises.items())})")
+    print(f"nbgrader_config.py: {r.config}")
+    for w in r.warnings:
+        print(f"warning: {w}")
+    print(f"nbgrader course in {r.root}; next, from there (course environment active): "
+          "nbgrader generate_assignment NN_slug")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -104,6 +142,14 @@ def main(argv=None) -> int:
     p.add_argument("--only", help="only worksheets whose name contains this")
     p.add_argument("--timeout", type=int, default=600)
     p.set_defaults(fn=_cmd_grade)
+    p = sub.add_parser("export", help="write the worksheets as an nbgrader course")
+    p.add_argument("--nbgrader", required=True, metavar="DIR", help="the nbgrader course folder to write")
+    p.add_argument("--only", help="only chapters whose name contains this (comma-separated for several)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty DIR: rewrites only the exported chapters' source notebooks")
+    p.add_argument("--points", action="append", type=_points_arg, metavar="N.k=P",
+                   help="points of exercise N.k (default 1); repeat for several")
+    p.set_defaults(fn=_cmd_export)
     args = parser.parse_args(argv)
     return args.fn(args)
 

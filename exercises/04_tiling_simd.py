@@ -36,7 +36,7 @@ import numpy as np
 
 import course_lib  # first: decides numba's CUDA mode before numba is imported
 from course_lib.core import backend, timing
-from course_lib.algorithms import matmul as kernels
+from course_lib.algorithms import matmul
 from course_lib.teaching.checks import tiling_simd as tiling_simd_checks
 from numba import njit, prange
 
@@ -104,14 +104,16 @@ for threads in sorted({1, backend.cpu_count()}):
     runs = {
         "tiled_matmul (yours)": lambda: tiled_matmul(A, B, 64),
         "parallel_matmul (yours)": lambda: parallel_matmul(A, B),
-        "kernels.matmul_parallel_tiled": lambda: kernels.matmul_parallel_tiled(A, B),
+        "matmul.matmul_parallel_tiled": lambda: matmul.matmul_parallel_tiled(A, B),
         "numpy": lambda: A @ B,
     }
     try:
-        for name, run in runs.items():
-            t = timing.measure(run, repeat=3, warmup=1, number=1)
-            print(f"{threads} thread(s)  {name:<30} {flops / t.min / 1e9:7.1f} GFLOP/s")
+        cmp = timing.compare(repeat=3, warmup=1, **runs)
     except NotImplementedError:
         print("solve the exercises first")
         break
+    for name in runs:
+        print(f"{threads} thread(s)  {name:<30} {flops / cmp.timings[name].min / 1e9:7.1f} GFLOP/s")
+    if not cmp.noise.ok:
+        print(cmp.noise.warning())
 backend.set_threads(backend.cpu_count())

@@ -17,7 +17,7 @@
 # > This file was generated from `solutions/09_lstm_layout.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
 
 # %% [markdown]
-# # Worksheet 09 · A fused LSTM step, the transposed layout, a small autotuner
+# # Worksheet 09 · A fused LSTM step, the transposed layout, a small autotuner, one GEMM per step
 #
 # Parameters are in PyTorch's layout: `W_ih (4H, nx)`, `W_hh (4H, H)`, `b_ih, b_hh (4H,)`, the
 # four gate blocks stacked in the order **i, f, g, o** (see `course_lib/models/lstm.py`). When a check
@@ -100,6 +100,31 @@ def cached_pick(cache, key, candidates):
 
 # %% tags=["raises-exception"]
 lstm_layout_checks.check_cached_pick(cached_pick)
+
+# %% [markdown]
+# ## Exercise 9.5 · One GEMM per step (a speed exercise)
+#
+# The per-gate step (`lstm.lstm_forward(method="naive")`) makes **8** matrix products per time step:
+# one per gate for `x` and one per gate for `h`. Write `forward_one_gemm(params, X, h0, c0)` for
+# `X (T, B, nx)`, `h0, c0 (B, H)` returning `H (T, B, H)` (every step's `h`) with
+#
+# * the input projection of **all** steps as one product before the loop:
+#   `pre = X W_ih^T + b_ih + b_hh`, shape `(T, B, 4H)` (reshape `X` to `(T*B, nx)`);
+# * **one** product per step: `z = pre[t] + h W_hh^T`, then the gates as column blocks of `z`.
+#
+# The check compares your numbers with `lstm.lstm_forward`, *counts* the matrix products your
+# function makes with `W_ih` and `W_hh` (exactly one per step, nothing that grows with `B`), and times
+# it against the per-gate step in the same run: at least `lstm_layout_checks.MIN_SPEEDUP` times
+# faster on your machine (a ratio, not a time). Leave the inputs unchanged.
+
+# %% tags=["solution", "raises-exception"]
+def forward_one_gemm(params, X, h0, c0):
+    """H (T, B, H) of an LSTM layer with one matrix product per time step."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 9.5: replace this line with your code")
+
+# %% tags=["raises-exception"]
+lstm_layout_checks.check_forward_one_gemm(forward_one_gemm)
 
 # %% [markdown]
 # ## Where this goes

@@ -20,7 +20,8 @@
 # # Worksheet 11 · Newton in time by hand
 #
 # You will build DEER's pieces: the combine of two affine maps (the scan's operator), one Newton step
-# as a scan, the GRU's Jacobian, and minGRU's log-space scan. Conventions as in
+# as a scan, the GRU's Jacobian, minGRU's log-space scan, and a quasi-DEER step that must beat full Newton in
+# time. Conventions as in
 # `course_lib.algorithms.newton`: `H` is `(T, B, H)`, `H[t]` the state after input `X[t]`, `h0` `(B, H)`;
 # Jacobians use column convention, `J[..., i, j] = d h_t[i] / d h_{t-1}[j]`. The checks name the
 # iteration, the time step, the gate and the entry where your answer first differs.
@@ -28,7 +29,7 @@
 # %%
 import numpy as np
 
-from course_lib.algorithms import matrix_scan
+from course_lib.algorithms import matrix_scan, scan
 from course_lib.models import jacobians
 from course_lib.teaching.checks import newton as checks
 
@@ -101,3 +102,26 @@ def log_scan(log_a, log_b):
 
 # %% tags=["raises-exception"]
 checks.exercise_4(log_scan)
+
+# %% [markdown]
+# ## Exercise 11.5 · Quasi-DEER as one element-wise scan (a speed exercise)
+#
+# Full Newton (your 11.2 step) scans `(H, H)` Jacobians: O(T·H³) work and O(T·H²) memory. Quasi-DEER
+# keeps only their diagonals `d_t = diag(J_t)`, and the scan becomes element-wise,
+# `delta_t = d_t * delta_{t-1} - r_t` -- O(T·H) work and memory, the linear recurrence of chapter 08.
+# Write `quasi_step(f, jac_diag, h0, X, H)`, where `jac_diag(H_prev, X)` returns the diagonals
+# `(T, B, H)`: form `H_prev` and `r` as in 11.2, scan with `scan.linear_recurrence(d, -r)`
+# (`course_lib.algorithms.scan`, element-wise over `(T, B, H)`) and return `H + delta`.
+#
+# The check compares three iterations with the course's quasi step, counts the memory your step
+# needs in bytes per state element (full matrices need `8 H`), and times it against one full Newton
+# step at `H = 48` in the same run: at least `checks.MIN_SPEEDUP` times faster on your machine.
+
+# %% tags=["solution", "raises-exception"]
+def quasi_step(f, jac_diag, h0, X, H):
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.5: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+checks.exercise_5(quasi_step)

@@ -121,10 +121,12 @@ for threads in sorted({1, backend.cpu_count()}):
         "numpy": lambda: A @ B,
     }
     try:
-        for name, run in runs.items():
-            t = timing.measure(run, repeat=3, warmup=1, number=1)
-            print(f"{threads} thread(s)  {name:<30} {flops / t.min / 1e9:7.1f} GFLOP/s")
+        cmp = timing.compare(repeat=3, warmup=1, **runs)
     except NotImplementedError:
         print("solve the exercises first")
         break
+    for name in runs:
+        print(f"{threads} thread(s)  {name:<30} {flops / cmp.timings[name].min / 1e9:7.1f} GFLOP/s")
+    if not cmp.noise.ok:
+        print(cmp.noise.warning())
 backend.set_threads(backend.cpu_count())

@@ -92,7 +92,13 @@ parallel_inference_checks.check_softmax(softmax)
 # * every layer starts from $h = 0$; layer 0 reads `X[t]`, layer $l$ reads layer $l-1$'s state at step $t$;
 # * return `softmax(h_top @ V.T + c)` for every step: shape `(T, B, vocab)`.
 #
-# You may use your `softmax` from 7.2.
+# You may use your `softmax` from 7.2. This is also a **speed exercise**: the point of batching is
+# that one matrix product per layer and step serves all $B$ sequences. After the numbers, the check
+# *counts* the matrix products your function makes with `U`, `W` and `V` (they must not grow with
+# $B$, and grow only linearly with $T$), then times your function against the course's serial loop
+# (one sequence at a time, matrix-vector products) in the same run: it must be at least
+# `parallel_inference_checks.MIN_SPEEDUP` times faster on your machine. Do not change `params` or
+# `X` in place.
 
 # %%
 def batched_predict(params, X):

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Worksheet 07 · Linear recurrences in parallel
+# # Worksheet 08 · Linear recurrences in parallel
 #
 # The recurrence $h_t = a_t \odot h_{t-1} + x_t$ is a chain of affine maps. Composing two of them
 # gives another one, so the whole chain can be evaluated as a **scan** -- in pieces, in parallel,
@@ -199,6 +199,6 @@ scan_checks.check_block_kernel(my_scan_kernel)
 # * `combine` is all a scan needs: any grouping of the pairs gives the same $h$.
 # * The chunked scan does the serial work twice (reduce, then expand) plus a short serial scan of
 #   `chunks` carries -- the price of parallelism over time; the course version
-#   (`course_lib/scan.py`, `_chunked`) is the same three phases in numba with `prange`.
+#   (`course_lib/algorithms/scan.py`, `_chunked_par`) is the same three phases in numba with `prange`.
 # * The backward pass costs one more scan, in reverse.
-# * Your kernel is the "block phase" of the seed's GPU scan (`course_lib/scan_cuda.py`).
+# * Your kernel is the "block phase" of the seed's GPU scan (`course_lib/algorithms/scan_cuda.py`).

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Worksheet 09 · MGRIT by hand
+# # Worksheet 10 · MGRIT by hand
 #
 # You will build the pieces of two-level MGRIT (= Parareal with F-relaxation) for a generic time step
 # `step(u, i, level) -> u`, then the implicit GRU step that makes coarse grids stable. Conventions (as
@@ -121,8 +121,8 @@ mgrit_checks.check_two_level_cycle(two_level_cycle)
 # %% [markdown]
 # ## Exercise 10.4 · The implicit GRU step
 #
-# PyTorch's layout: `W_ih (3H, nx)`, `W_hh (3H, H)`, `b_ih`, `b_hh (3H,)`, gate order r, z, n. With the
-# gates at the *old* state `h`:
+# `params` is a `gru.GRUParams` in PyTorch's layout: `params.W_ih (3H, nx)`, `params.W_hh (3H, H)`,
+# `params.b_ih`, `params.b_hh (3H,)`, gate order r, z, n. With the gates at the *old* state `h`:
 #
 # $r = \sigma(x W_{ir}^\top + b_{ir} + h W_{hr}^\top + b_{hr})$, $z = \sigma(\dots)$,
 # $n = \tanh(x W_{in}^\top + b_{in} + r \odot (h W_{hn}^\top + b_{hn}))$, and
@@ -136,8 +136,8 @@ def implicit_gru_step(params, x, h, gamma):
     """One implicit GRU step -> (B, H)."""
     ### BEGIN SOLUTION
     H = h.shape[-1]
-    gi = x @ params["W_ih"].T + params["b_ih"]
-    gh = h @ params["W_hh"].T + params["b_hh"]
+    gi = x @ params.W_ih.T + params.b_ih
+    gh = h @ params.W_hh.T + params.b_hh
     r = 1.0 / (1.0 + np.exp(-(gi[:, :H] + gh[:, :H])))
     z = 1.0 / (1.0 + np.exp(-(gi[:, H:2 * H] + gh[:, H:2 * H])))
     n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
@@ -160,6 +160,6 @@ mgrit_checks.check_implicit_gru_step(implicit_gru_step)
 p = gru.init_params(4, 16, seed=2, dtype=np.float64)
 X = np.random.default_rng(2).standard_normal((256, 4, 4))
 for relax in ("F", "FCF"):
-    _, hist = gru.gru_forward(p, X, implicit=True, solver="mgrit", m=4, levels=2, relax=relax, max_iter=12,
+    _, hist = gru.gru_forward(p, X, implicit=True, method="mgrit", m=4, levels=2, relax=relax, max_iter=12,
                               tol=1e-8, return_history=True)
     print(f"{relax:>3}: {len(hist)} iterations to residual {hist[-1]:.0e}")

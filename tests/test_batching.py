@@ -4,7 +4,7 @@ import pytest
 
 import course_lib  # noqa: F401
 from course_lib.experiments import batching
-from course_lib.models import rnn
+from course_lib.models import fast_rnn, rnn
 from course_lib.core import timing
 
 
@@ -39,6 +39,29 @@ def test_gemv_vs_gemm_same_result_and_fields():
     assert r["flops"] == timing.gemm_flops(8, 64, 64)
     assert r["gemm_intensity"] > r["gemv_intensity"]
     assert r["gemv_bound_gflops"] <= r["gemm_bound_gflops"] + 1e-9
+    assert r["w_bytes"] == 64 * 64 * 4 and r["w_level"] in ("L1d", "L2", "L3", "DRAM")
+
+
+def test_cache_level_and_sizes():
+    caches = {"L1d": 32 * 1024, "L2": 1024**2, "L3": 32 * 1024**2}
+    assert batching.cache_level(1000, caches) == "L1d"
+    assert batching.cache_level(4 * 1000 * 1000, caches) == "L3"
+    assert batching.cache_level(64 * 1024**2, caches) == "DRAM"
+    assert batching.cache_level(10, {}) == "DRAM"
+    assert all(isinstance(v, int) and v > 0 for v in batching.cache_sizes().values())
+    with pytest.raises(ValueError, match="nbytes"):
+        batching.cache_level(-1, caches)
+
+
+def test_gemv_residency_structure_and_threads_restored():
+    from course_lib.core import backend
+    before = backend.get_threads()
+    r = batching.gemv_residency((16, 64), repeat=1)
+    assert backend.get_threads() == before
+    assert r["n"] == [16, 64] and r["working_set"][1] == 4 * (64 * 64 + 2 * 64)
+    assert all(g > 0 for g in r["gflops"]) and all(b > 0 for b in r["gbps"]) and r["dram_gbps"] > 0
+    with pytest.raises(ValueError, match="sizes"):
+        batching.gemv_residency(())
 
 
 @pytest.mark.parametrize("method", ["reference", "fast"])
@@ -49,6 +72,7 @@ def test_time_per_sample_structure(method):
     assert r["intensity"][1] > r["intensity"][0]
     d = batching.batch_point(2, 8, T=2, repeat=1)
     assert d["per_sample_s"] == pytest.approx(d["step_s"] / 2)
+    assert d["flops"] == fast_rnn.step_flops(2, 2, 8, 8, 8)
 
 
 def test_training_step_methods_agree():

@@ -1,4 +1,4 @@
-"""Smoke test: benchmarks/scan.py --quick runs and prints its side-by-side table (no timed assertions)."""
+"""Smoke test: benchmarks/scan.py --quick runs and prints its tables (no timed assertions)."""
 import os
 import subprocess
 import sys
@@ -13,5 +13,6 @@ def test_scan_benchmark_quick():
                          env=dict(os.environ, COURSE_BUDGET="small"))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "method" in out.stdout and "GB/s" in out.stdout and "% stream" in out.stdout and "x seq" in out.stdout
-    for name in ("sequential (numba)", "chunked, 1 thread", "over channels", "stream h=a+x", "seed 001"):
-        assert name in out.stdout
+    for name in ("sequential (numba)", "chunked, 1 thread", "over channels", "stream h=a+x", "seed 001",
+                 "Issue 13 goals", "Crossover map", "like-for-like", "register loop"):
+        assert name in out.stdout, name

@@ -111,3 +111,26 @@ def test_unsolved_exercise_passes_not_implemented_through():
         C.check_hidden_schedule(todo)
     with pytest.raises(NotImplementedError):
         C.check_fused_backward(todo)
+
+
+# --------------------------------------------------------------------------- issue 17: crashes and slow schedules named
+def test_62_runtime_error_is_explained_not_raised():
+    def out_of_bounds(dH, dnext, WT, Hc):
+        j, i = hl.Var("j"), hl.Var("i")
+        k = hl.RDom([(0, dnext.dim(0).extent())], "k")
+        f = hl.Func("dpre")
+        f[j, i] = (dH[j, i] + hl.sum(dnext[i, k.x] * WT[j, k.x])) * (1 - Hc[j, i] * Hc[j, i])
+        return f
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)compiled but failed when run on case \d/4.*Hint: index every input"):
+        C.check_fused_backward(out_of_bounds)
+
+
+def test_61_slow_message_names_what_the_nest_lacks():
+    def serial_scalar_update(s):
+        jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
+        s.h.tile(s.j, s.i, jo, io, ji, ii, 16, 64, hl.TailStrategy.GuardWithIf).vectorize(ji)
+        s.prod.compute_at(s.h, jo)
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)no loop is parallel.*loop over k\) is scalar"):
+        C.check_hidden_schedule(serial_scalar_update, min_fraction=1e6, retries=1)

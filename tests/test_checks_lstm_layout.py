@@ -145,3 +145,99 @@ def test_cached_pick():
         return _pick(candidates)[0]
     with pytest.raises(ExerciseFailed, match="expected the decision stored under"):
         lstm_layout_checks.check_cached_pick(forgets)
+
+
+# --------------------------------------------------------------------------- issue 17
+from course_lib.models import lstm  # noqa: E402
+
+
+def test_pick_fastest_rejects_the_total_of_three_calls():
+    def total(candidates, repeat=3):
+        table = {}
+        for name, fn in candidates.items():
+            fn()
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            table[name] = (time.perf_counter() - t0) * 1e3   # three calls, not one
+        return min(table, key=table.get), table
+    with pytest.raises(ExerciseFailed, match="that is the total of the calls, not the time of one call"):
+        lstm_layout_checks.check_pick_fastest(total)
+
+
+def test_pick_fastest_names_seconds_and_non_numbers():
+    def seconds(candidates, repeat=3):
+        best, t = _pick(candidates, repeat)
+        return best, {k: v / 1e3 for k, v in t.items()}
+    with pytest.raises(ExerciseFailed, match="that is the time in seconds"):
+        lstm_layout_checks.check_pick_fastest(seconds)
+    with pytest.raises(ExerciseFailed, match="expected a number"):
+        lstm_layout_checks.check_pick_fastest(lambda c, repeat=3: ("fast", {k: "3 ms" for k in _pick(c)[1]}))
+
+
+def test_fused_step_in_place_and_float64_note(capsys):
+    def in_place(x, h, c, params):
+        hn, cn, g = lstm_layout_checks.reference_fused_step(x, h, c, params)
+        c[:] = cn
+        return hn, cn, g
+    with pytest.raises(ExerciseFailed, match="changed its input c in place"):
+        lstm_layout_checks.check_fused_step(in_place)
+    line = lstm_layout_checks.check_fused_step(
+        lambda x, h, c, p: tuple(a.astype(np.float64) for a in lstm_layout_checks.reference_fused_step(x, h, c, p)))
+    assert "passed: 5/5 cases" in line and "float64 where the inputs are float32" in line
+
+
+def forward_one_gemm(params, X, h0, c0):
+    T, B, nx = X.shape
+    n = h0.shape[1]
+    pre = (X.reshape(T * B, nx) @ params.W_ih.T + (params.b_ih + params.b_hh)).reshape(T, B, 4 * n)
+    H = np.empty((T, B, n), X.dtype)
+    h, c = h0, c0
+    for t in range(T):
+        z = pre[t] + h @ params.W_hh.T
+        s = _sig(z)
+        c = s[:, n:2 * n] * c + s[:, :n] * np.tanh(z[:, 2 * n:3 * n])
+        h = s[:, 3 * n:] * np.tanh(c)
+        H[t] = h
+    return H
+
+
+def test_one_gemm_solution_passes(capsys):
+    assert lstm_layout_checks.check_forward_one_gemm(forward_one_gemm) == "Exercise 9.5 passed: 4/4 cases"
+
+
+def test_one_gemm_rejects_the_per_gate_step():
+    with pytest.raises(ExerciseFailed, match="makes 8 matrix products per time step"):
+        lstm_layout_checks.check_forward_one_gemm(lambda p, X, h0, c0: lstm.lstm_forward(p, X, h0, c0, method="naive")[0])
+
+
+def test_one_gemm_rejects_the_input_projection_inside_the_loop():
+    def two_per_step(params, X, h0, c0):
+        T, B, _ = X.shape
+        n = h0.shape[1]
+        H = np.empty((T, B, n), X.dtype)
+        h, c = h0, c0
+        for t in range(T):
+            z = X[t] @ params.W_ih.T + h @ params.W_hh.T + params.b_ih + params.b_hh
+            s = _sig(z)
+            c = s[:, n:2 * n] * c + s[:, :n] * np.tanh(z[:, 2 * n:3 * n])
+            h = s[:, 3 * n:] * np.tanh(c)
+            H[t] = h
+        return H
+    with pytest.raises(ExerciseFailed, match=r"(?s)makes 2 matrix products per time step.*before the loop"):
+        lstm_layout_checks.check_forward_one_gemm(two_per_step)
+
+
+def test_one_gemm_rejects_zero_initial_state_and_slow_elementwise():
+    with pytest.raises(ExerciseFailed, match=r"(?s)'H' differs.*time step 0.*starts at h0, c0"):
+        lstm_layout_checks.check_forward_one_gemm(
+            lambda p, X, h0, c0: forward_one_gemm(p, X, np.zeros_like(h0), np.zeros_like(c0)))
+
+    def slow(params, X, h0, c0):
+        H = forward_one_gemm(params, X, h0, c0)
+        out = np.empty_like(H)
+        for idx in np.ndindex(H.shape):
+            out[idx] = float(H[idx]) + 0.0
+        return out
+    with pytest.raises(ExerciseFailed, match=r"(?s)speed test.*as fast as the course's per-gate step"):
+        lstm_layout_checks.check_forward_one_gemm(slow, retries=1)

@@ -1,4 +1,4 @@
-"""The worksheet-09 checks pass the reference and explain wrong answers (iteration, time point)."""
+"""The worksheet-10 checks pass the reference and explain wrong answers (iteration, time point)."""
 import numpy as np
 import pytest
 
@@ -13,7 +13,7 @@ def test_reference_solutions_pass(capsys):
     mgrit_checks.check_c_relax(lambda step, U, m: mgrit.c_relaxation(step, U, m))
     mgrit_checks.check_two_level_cycle(mgrit.two_level_iteration)
     mgrit_checks.check_implicit_gru_step(lambda params, x, h, gamma: gru.gru_cell(
-        params, x @ params["W_ih"].T + params["b_ih"], h, implicit=True, gamma=gamma))
+        params, x @ params.W_ih.T + params.b_ih, h, implicit=True, gamma=gamma))
     out = capsys.readouterr().out
     for k in ("10.1", "10.2", "10.3", "10.4"):
         assert f"Exercise {k} passed" in out
@@ -66,7 +66,7 @@ def test_two_level_cycle_wrong_on_second_iteration():
 
 def test_explicit_instead_of_implicit_gru_step():
     def explicit(params, x, h, gamma):
-        return gru.gru_cell(params, x @ params["W_ih"].T + params["b_ih"], h, implicit=False, gamma=gamma)
+        return gru.gru_cell(params, x @ params.W_ih.T + params.b_ih, h, implicit=False, gamma=gamma)
     with pytest.raises(ExerciseFailed, match=r"Exercise 10.4 failed on case 1/5 \(B=2, nx=3, H=4, gamma=1.0\)(.|\n)*gates at the old h"):
         mgrit_checks.check_implicit_gru_step(explicit)
 

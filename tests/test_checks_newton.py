@@ -87,3 +87,68 @@ def test_gru_jacobian_errors_name_gate_and_entry(wrong, msg):
 def test_log_scan_errors_name_time_step(wrong, msg):
     with pytest.raises(ExerciseFailed, match=msg):
         checks.exercise_4(wrong)
+
+
+# --------------------------------------------------------------------------- issue 17: 11.5 and holes
+from course_lib.algorithms import scan  # noqa: E402
+
+
+def _quasi(f, jac_diag, h0, X, H):
+    Hp = np.concatenate([h0[None], H[:-1]])
+    r = H - f(Hp, X)
+    return H + scan.linear_recurrence(jac_diag(Hp, X), -r)
+
+
+def test_quasi_step_passes(capsys):
+    assert checks.exercise_5(_quasi) == "Exercise 11.5 passed: 2/2 cases"
+
+
+def test_quasi_step_with_full_matrices_is_caught_by_its_memory():
+    def full(f, jac_diag, h0, X, H):
+        Hp = np.concatenate([h0[None], H[:-1]])
+        r = H - f(Hp, X)
+        J = jac_diag(Hp, X)[..., :, None] * np.eye(H.shape[-1])
+        return H + matrix_scan.linear_recurrence(J, -r)
+    with pytest.raises(ExerciseFailed, match=r"(?s)bytes of memory per state element at H=64.*you built matrices"):
+        checks.exercise_5(full)
+
+
+@pytest.mark.parametrize("wrong,msg", [
+    (lambda f, jd, h0, X, H: f(np.concatenate([h0[None], H[:-1]]), X), r"time step 1(.|\n)*Picard"),
+    (lambda f, jd, h0, X, H: H + scan.linear_recurrence(jd(H, X), -(H - f(np.concatenate([h0[None], H[:-1]]), X))),
+     r"iteration 2: first wrong at time step [1-9]"),
+    (lambda f, jd, h0, X, H: None, "returned None"),
+])
+def test_quasi_step_wrong_numbers_are_named(wrong, msg):
+    with pytest.raises(ExerciseFailed, match=msg):
+        checks.exercise_5(wrong)
+
+
+def test_quasi_step_slow_loop_fails_the_speed_ratio():
+    def slow(f, jac_diag, h0, X, H):
+        Hp = np.concatenate([h0[None], H[:-1]])
+        r, d = H - f(Hp, X), jac_diag(Hp, X)
+        delta, prev = np.empty_like(H), np.zeros_like(H[0])
+        for t in range(len(H)):
+            for b in range(H.shape[1]):
+                for i in range(H.shape[2]):
+                    prev[b, i] = d[t, b, i] * prev[b, i] - r[t, b, i]
+            delta[t] = prev
+        return H + delta
+    with pytest.raises(ExerciseFailed, match=r"(?s)speed test.*as fast as one full Newton step"):
+        checks.exercise_5(slow, retries=1)
+
+
+def test_non_array_results_are_explained_not_raised():
+    with pytest.raises(ExerciseFailed, match="expected the new guess H"):
+        checks.exercise_2(lambda f, jac, h0, X, H: {"H": H})
+    with pytest.raises(ExerciseFailed, match=r"expected J \(B, H, H\) as a numeric array"):
+        checks.exercise_3(lambda p, h, gi: "J")
+
+
+def test_log_scan_in_place_is_rejected():
+    def in_place(log_a, log_b):
+        np.cumsum(log_a, axis=0, out=log_a)
+        return np.exp(log_a + np.logaddexp.accumulate(log_b - log_a, axis=0))
+    with pytest.raises(ExerciseFailed, match="changed its input log_a in place"):
+        checks.exercise_4(in_place)

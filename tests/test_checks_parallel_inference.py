@@ -128,3 +128,97 @@ def test_not_implemented_passes_through():
 def test_run_split_under_mpi(capsys):
     line = parallel_inference_checks.run_split_under_mpi(inf.split_batch, B=5, P=2)
     assert "[3, 2]" in line
+
+
+# --------------------------------------------------------------------------- issue 17: 7.3 as a speed exercise, holes
+def _batched(params, X):
+    T, B, _ = X.shape
+    below = X
+    for layer in params.layers:
+        h = np.zeros((B, layer.W.shape[0]), X.dtype)
+        states = []
+        for t in range(T):
+            h = np.tanh(below[t] @ layer.U.T + h @ layer.W.T + layer.b)
+            states.append(h)
+        below = np.stack(states)
+    return softmax_rnn.softmax(below @ params.V.T + params.c)
+
+
+def test_batched_predict_solution_passes_numbers_counts_and_speed(capsys):
+    assert parallel_inference_checks.check_batched_predict(_batched) == "Exercise 7.3 passed: 5/5 cases"
+
+
+def test_batched_predict_per_sequence_loop_is_counted():
+    def per_sequence(params, X):
+        return np.concatenate([_batched(params, X[:, b:b + 1]) for b in range(X.shape[1])], axis=1)
+    with pytest.raises(ExerciseFailed, match=r"(?s)makes 102 matrix products for a batch of B=6 sequences but 17 "
+                                             r"for B=1.*loops over the sequences"):
+        parallel_inference_checks.check_batched_predict(per_sequence)
+
+
+def test_batched_predict_recomputing_the_prefix_is_counted():
+    def prefix(params, X):
+        return np.stack([_batched(params, X[:t + 1])[-1] for t in range(X.shape[0])])
+    with pytest.raises(ExerciseFailed, match="grows faster than T"):
+        parallel_inference_checks.check_batched_predict(prefix)
+
+
+def test_batched_predict_slow_elementwise_work_fails_the_speed_ratio():
+    def slow(params, X):
+        probs = _batched(params, X)
+        out = np.empty_like(probs)
+        for t in range(probs.shape[0]):        # per-sequence softmax, recomputed per entry: right numbers, no speed
+            for b in range(probs.shape[1]):
+                for v in range(probs.shape[2]):
+                    out[t, b, v] = softmax_rnn.softmax(np.log(probs[t, b]))[v]
+        return out
+    with pytest.raises(ExerciseFailed, match=r"(?s)speed test.*as fast as the course's serial loop.*at least 3x"):
+        parallel_inference_checks.check_batched_predict(slow, retries=1)
+
+
+def test_batched_predict_in_place_change_is_named():
+    def clobbers(params, X):
+        out = _batched(params, X)
+        params.layers[0].b += 1.0
+        return out
+    with pytest.raises(ExerciseFailed, match=r"changed its input params.layers\[0\].b in place"):
+        parallel_inference_checks.check_batched_predict(clobbers)
+
+
+def test_count_products_sees_every_spelling():
+    W = parallel_inference_checks.counted(np.ones((3, 4)))
+    x = np.ones((2, 3))
+    n, _ = parallel_inference_checks.count_products(
+        lambda: (x @ W, np.matmul(x, W), np.dot(x, W), W.T.dot(np.ones(3)), np.einsum("ij,jk->ik", x, W),
+                 x @ np.concatenate([W, W], axis=1)))
+    assert n == 6
+
+
+def test_schedule_crash_is_explained_not_raised():
+    def crashes(T, L):
+        return [[(l, d - l) for l in range(L) if 0 <= d - l < T] for d in range(T + L - 1)][: T * L][T + L]
+    with pytest.raises(ExerciseFailed, match=r"(?s)case \d/6 .*your function raised IndexError.*Hint: cell \(l, t\)"):
+        parallel_inference_checks.check_wavefront_schedule(crashes)
+
+
+def test_schedule_cells_must_be_pairs():
+    with pytest.raises(ExerciseFailed, match=r"every cell must be a pair \(l, t\); got \(0, 0, 0\)"):
+        parallel_inference_checks.check_wavefront_schedule(
+            lambda T, L: [[(l, t, 0) for l, t in d] for d in inf.wavefront_schedule(T, L)])
+
+
+def test_softmax_in_place_is_rejected_and_float64_gets_a_note(capsys):
+    def in_place(o):
+        o -= o.max(axis=-1, keepdims=True)
+        np.exp(o, out=o)
+        o /= o.sum(axis=-1, keepdims=True)
+        return o
+    with pytest.raises(ExerciseFailed, match="changed its input o in place"):
+        parallel_inference_checks.check_softmax(in_place)
+    line = parallel_inference_checks.check_softmax(lambda o: softmax_rnn.softmax(o.astype(np.float64)))
+    assert "passed: 5/5 cases" in line and "float64" in line
+
+
+def test_split_batch_malformed_parts_are_explained():
+    with pytest.raises(ExerciseFailed, match=r"expected \(counts, offsets\) as two lists of integers"):
+        parallel_inference_checks.check_split_batch(lambda B, P: (B // P, 0))

@@ -31,3 +31,24 @@ def test_bad_command_line():
     assert r.returncode == 2 and "invalid choice: 'destroy'" in r.stderr
     r = subprocess.run([sys.executable, "-m", "course_lib"], capture_output=True, text=True)
     assert r.returncode == 2 and "required" in r.stderr
+
+
+def test_export_nbgrader_command(tmp_path, capsys):
+    course = tmp_path / "course"
+    assert cli.main(["export", "--nbgrader", str(course), "--only", "00,01", "--points", "1.4=2"]) == 0
+    out = capsys.readouterr().out
+    assert "source/00_setup/00_setup.ipynb: 1 exercises, 1 points (0.1: 1)" in out
+    assert "source/01_serial_rnn/01_serial_rnn.ipynb: 4 exercises, 5 points" in out and "1.4: 2" in out
+    assert "nbgrader_config.py: written" in out
+    assert (course / "source" / "01_serial_rnn" / "01_serial_rnn.ipynb").is_file()
+    (course / "gradebook.db").write_bytes(b"grades")
+    assert cli.main(["export", "--nbgrader", str(course), "--only", "00"]) == 2  # not empty: refused
+    assert "not empty" in capsys.readouterr().err
+    assert cli.main(["export", "--nbgrader", str(course), "--only", "00", "--force"]) == 0
+    assert "nbgrader_config.py: kept" in capsys.readouterr().out
+    assert (course / "gradebook.db").read_bytes() == b"grades"
+    assert cli.main(["export", "--nbgrader", str(tmp_path / "new"), "--only", "77_nope"]) == 2
+    assert "no chapter matches '77_nope'" in capsys.readouterr().err
+    r = subprocess.run([sys.executable, "-m", "course_lib", "export", "--nbgrader", str(tmp_path / "x"),
+                        "--points", "1.4"], capture_output=True, text=True)
+    assert r.returncode == 2 and "expected EXERCISE=POINTS such as 1.2=3, got '1.4'" in r.stderr

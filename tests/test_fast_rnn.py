@@ -18,13 +18,13 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
-@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("method", fast_rnn.ELEMENTWISE_METHODS)
 @pytest.mark.parametrize("with_h0", [False, True])
 @pytest.mark.parametrize("T", [1, 2, 6])
-def test_gradients_match_bptt_linear_float64(parallel, with_h0, T):
+def test_gradients_match_bptt_linear_float64(method, with_h0, T):
     p, X, Y = _problem(T=T)
     h0 = np.random.default_rng(9).uniform(-1, 1, (4, 7)) if with_h0 else None
-    ws = fast_rnn.make_workspace(T, 4, 5, 7, 3, np.float64, parallel_elementwise=parallel)
+    ws = fast_rnn.make_workspace(T, 4, 5, 7, 3, np.float64, method=method)
     g, loss = fast_rnn.gradients(p, X, Y, workspace=ws, h0=h0)
     ref = rnn.bptt_linear(p, X, Y, h0)
     for name in ("Wxh", "Whh", "Why"):
@@ -78,12 +78,47 @@ def test_training_reduces_the_loss():
     assert losses[-1] < 0.7 * losses[0]
 
 
-def test_fast_tanh_float32_accuracy_and_saturation():
+@pytest.mark.parametrize("method", fast_rnn.ELEMENTWISE_METHODS)
+def test_fused_tanh_float32_accuracy_and_saturation(method):
+    # the step's tanh is course_lib.algorithms.activations.fast_tanh (a float32 rational approximation)
     x = np.linspace(-20, 20, 100_001).astype(np.float32)
     z = x.reshape(1, -1).copy()
-    fast_rnn._tanh_inplace(z)
+    fast_rnn.fused_kernels(method).tanh_inplace(z)
     assert np.max(np.abs(z[0] - np.tanh(x.astype(np.float64)))) < 1e-6
     assert np.all(np.abs(z) <= 1.0)
+
+
+def test_serial_and_prange_twins_agree():
+    rng = np.random.default_rng(3)
+    z, r, h = (rng.standard_normal((37, 53)).astype(np.float32) for _ in range(3))
+    s, p = fast_rnn.fused_kernels("serial"), fast_rnn.fused_kernels("prange")
+    a, b = z.copy(), z.copy()
+    s.add_tanh_backward(a, r, h)
+    p.add_tanh_backward(b, r, h)
+    np.testing.assert_array_equal(a, b)
+    a, b = z.copy(), z.copy()
+    assert s.output_delta_loss(a, r) == pytest.approx(p.output_delta_loss(b, r), rel=1e-6)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="method"):
+        fast_rnn.fused_kernels("cuda")
+
+
+def test_twins_are_one_body_compiled_serial_and_parallel():
+    s, p = fast_rnn.fused_kernels("serial"), fast_rnn.fused_kernels("prange")
+    assert s.add_tanh.py_func.__code__ is p.add_tanh.py_func.__code__
+    assert not s.add_tanh.targetoptions.get("parallel") and p.add_tanh.targetoptions.get("parallel")
+
+
+def test_fused_kernels_vectorise():
+    # the machine code of every float32 kernel, both twins, has packed (SIMD) floating-point instructions
+    from numba import typeof
+    from course_lib.experiments.matmul import simd_ops
+
+    a = typeof(np.zeros((2, 2), np.float32))
+    for method in fast_rnn.ELEMENTWISE_METHODS:
+        k = fast_rnn.fused_kernels(method)
+        for kernel, args in ((k.add_tanh, (a, a)), (k.output_delta_loss, (a, a)), (k.add_tanh_backward, (a, a, a))):
+            assert simd_ops(kernel, args)["vector"] > 0, (method, kernel)
 
 
 def test_numpy_step_matches_reference():
@@ -113,8 +148,8 @@ def test_workspace_size_and_bad_dtype():
         fast_rnn.make_workspace(2, 3, 4, 5, 6, np.int32)
     with pytest.raises(ValueError, match="B"):
         fast_rnn.make_workspace(2, 0, 4, 5, 6)
-    with pytest.raises(TypeError, match="parallel_elementwise"):
-        fast_rnn.make_workspace(2, 3, 4, 5, 6, parallel_elementwise="yes")
+    with pytest.raises(ValueError, match="method"):
+        fast_rnn.make_workspace(2, 3, 4, 5, 6, method="threads")
 
 
 def test_bad_inputs():

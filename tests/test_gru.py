@@ -1,9 +1,13 @@
-"""GRU cells: PyTorch layout, exact backward vs numerical gradients, MGRIT forward/backward == serial."""
+"""GRU cells: GRUParams in PyTorch layout, exact backward vs numerical gradients, MGRIT forward/backward == serial,
+the classifier and its TrainResult."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 from course_lib.models import gru as G
 from course_lib.algorithms.mgrit import MGRITDivergence
+from course_lib.core.results import TrainResult
 
 
 def _problem(T=12, B=2, nx=3, nh=5, seed=0):
@@ -14,17 +18,32 @@ def _problem(T=12, B=2, nx=3, nh=5, seed=0):
 
 def test_init_params_layout():
     p = G.init_params(7, 4, seed=1)
-    assert p["W_ih"].shape == (12, 7) and p["W_hh"].shape == (12, 4)
-    assert p["b_ih"].shape == (12,) and p["b_hh"].shape == (12,) and p["W_ih"].dtype == np.float32
-    assert np.abs(p["W_hh"]).max() <= 0.5
-    assert np.array_equal(G.init_params(7, 4, seed=1)["W_hh"], p["W_hh"])
+    assert isinstance(p, G.GRUParams) and (p.nx, p.nh, p.dtype) == (7, 4, np.float32)
+    assert p.W_ih.shape == (12, 7) and p.W_hh.shape == (12, 4)
+    assert p.b_ih.shape == (12,) and p.b_hh.shape == (12,) and p.W_ih.dtype == np.float32
+    assert np.abs(p.W_hh).max() <= 0.5
+    assert np.array_equal(G.init_params(7, 4, seed=1).W_hh, p.W_hh)
+    q = p.copy()
+    q.W_hh[0, 0] += 1
+    assert q.W_hh[0, 0] != p.W_hh[0, 0] and p.astype(np.float64).dtype == np.float64
+
+
+def test_params_read_like_the_old_dict_for_the_transition():
+    p = G.init_params(3, 2)
+    assert list(p) == list(p.keys()) == ["W_ih", "W_hh", "b_ih", "b_hh"]
+    assert p["W_hh"] is p.W_hh and dict(p)["b_ih"] is p.b_ih
+    with pytest.raises(KeyError, match="params: GRUParams has no field 'W_out'"):
+        p["W_out"]
+    d = dict(p, W_hh=2 * p.W_hh)  # a dict with the four names is still accepted by the functions
+    X = np.ones((3, 1, 3), dtype=np.float32)
+    np.testing.assert_allclose(G.gru_forward(d, X), G.gru_forward(dataclasses.replace(p, W_hh=2 * p.W_hh), X))
 
 
 def test_classic_cell_is_pytorch_formula():
     p, X, h0, _ = _problem()
     nh = 5
-    gi = X[0] @ p["W_ih"].T + p["b_ih"]
-    gh = h0 @ p["W_hh"].T + p["b_hh"]
+    gi = X[0] @ p.W_ih.T + p.b_ih
+    gh = h0 @ p.W_hh.T + p.b_hh
     sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
     r, z = sig(gi[:, :nh] + gh[:, :nh]), sig(gi[:, nh:2 * nh] + gh[:, nh:2 * nh])
     n = np.tanh(gi[:, 2 * nh:] + r * gh[:, 2 * nh:])
@@ -37,12 +56,15 @@ def test_matches_torch_when_available():
     torch = pytest.importorskip("torch")
     p = G.init_params(4, 6, seed=2)
     X = np.random.default_rng(1).standard_normal((7, 3, 4)).astype(np.float32)
-    g = torch.nn.GRU(4, 6)
+    g = p.to_torch()
     with torch.no_grad():
-        for name, t in (("W_ih", g.weight_ih_l0), ("W_hh", g.weight_hh_l0), ("b_ih", g.bias_ih_l0), ("b_hh", g.bias_hh_l0)):
-            t.copy_(torch.tensor(p[name]))
         out, _ = g(torch.tensor(X))
     np.testing.assert_allclose(G.gru_forward(p, X), out.numpy(), atol=1e-5)
+    back = G.GRUParams.from_torch(g)
+    for name in ("W_ih", "W_hh", "b_ih", "b_hh"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(p, name))
+    p64 = G.init_params(4, 6, seed=2, dtype=np.float64)
+    assert next(p64.to_torch().parameters()).dtype == torch.float64
 
 
 @pytest.mark.parametrize("implicit,dt", [(False, 1.0), (True, 1.0), (True, 4.0), (False, 0.5)])
@@ -55,15 +77,16 @@ def test_backward_matches_numerical_gradients(implicit, dt):
         return float((G.gru_forward(pp, X, hh, implicit=implicit, dt=dt) * W).sum())
 
     eps = 1e-6
-    for k in G.PARAM_NAMES:
-        num = np.zeros_like(p[k])
-        for idx in np.ndindex(p[k].shape):
-            q = {kk: v.copy() for kk, v in p.items()}
-            q[k][idx] += eps
+    assert isinstance(grads, G.GRUParams)
+    for k in ("W_ih", "W_hh", "b_ih", "b_hh"):
+        num = np.zeros_like(getattr(p, k))
+        for idx in np.ndindex(num.shape):
+            q = p.copy()
+            getattr(q, k)[idx] += eps
             a = loss(q, h0)
-            q[k][idx] -= 2 * eps
+            getattr(q, k)[idx] -= 2 * eps
             num[idx] = (a - loss(q, h0)) / (2 * eps)
-        np.testing.assert_allclose(grads[k], num, rtol=1e-6, atol=1e-7, err_msg=k)
+        np.testing.assert_allclose(getattr(grads, k), num, rtol=1e-6, atol=1e-7, err_msg=k)
     num = np.zeros_like(h0)
     for idx in np.ndindex(h0.shape):
         hh = h0.copy()
@@ -78,27 +101,27 @@ def test_backward_matches_numerical_gradients(implicit, dt):
 def test_mgrit_forward_and_backward_equal_serial(levels, relax):
     p, X, h0, W = _problem(T=32, seed=3)
     H = G.gru_forward(p, X, h0, implicit=True)
-    Hm, hist = G.gru_forward(p, X, h0, implicit=True, solver="mgrit", m=2, levels=levels, relax=relax,
+    Hm, hist = G.gru_forward(p, X, h0, implicit=True, method="mgrit", m=2, levels=levels, relax=relax,
                              max_iter=30, tol=1e-13, return_history=True)
     np.testing.assert_allclose(Hm, H, atol=1e-11)
     assert hist[-1] <= 1e-13
     g, d = G.gru_backward(p, X, H, W, h0, implicit=True)
-    gm, dm, hb = G.gru_backward(p, X, H, W, h0, implicit=True, solver="mgrit", m=2, levels=levels, relax=relax,
+    gm, dm, hb = G.gru_backward(p, X, H, W, h0, implicit=True, method="mgrit", m=2, levels=levels, relax=relax,
                                 max_iter=30, tol=1e-13, return_history=True)
-    for k in g:
-        np.testing.assert_allclose(gm[k], g[k], atol=1e-9, err_msg=k)
+    for k in ("W_ih", "W_hh", "b_ih", "b_hh"):
+        np.testing.assert_allclose(getattr(gm, k), getattr(g, k), atol=1e-9, err_msg=k)
     np.testing.assert_allclose(dm, d, atol=1e-10)
 
 
 def test_mgrit_pads_sequences_not_fitting_the_hierarchy():
     p, X, h0, W = _problem(T=13, seed=4)
     H = G.gru_forward(p, X, h0, implicit=True)
-    Hm = G.gru_forward(p, X, h0, implicit=True, solver="mgrit", m=4, levels=2, max_iter=4, tol=0)
+    Hm = G.gru_forward(p, X, h0, implicit=True, method="mgrit", m=4, levels=2, max_iter=4, tol=0)
     assert Hm.shape == H.shape
     np.testing.assert_allclose(Hm, H, atol=1e-12)  # 16 padded steps: exact after 4 Parareal-like iterations
     g, _ = G.gru_backward(p, X, H, W, h0, implicit=True)
-    gm, _ = G.gru_backward(p, X, H, W, h0, implicit=True, solver="mgrit", m=4, levels=2, max_iter=4, tol=0)
-    np.testing.assert_allclose(gm["W_hh"], g["W_hh"], atol=1e-10)
+    gm, _ = G.gru_backward(p, X, H, W, h0, implicit=True, method="mgrit", m=4, levels=2, max_iter=4, tol=0)
+    np.testing.assert_allclose(gm.W_hh, g.W_hh, atol=1e-10)
 
 
 def test_explicit_coarse_step_blows_up_implicit_does_not():
@@ -109,7 +132,7 @@ def test_explicit_coarse_step_blows_up_implicit_does_not():
     assert not np.all(np.isfinite(exp_)) or np.abs(exp_).max() > 1e6
     assert np.abs(imp).max() <= 1.0 + 1e-6
     with pytest.raises(MGRITDivergence, match="diverged at iteration"):
-        G.gru_forward(p, X, implicit=False, solver="mgrit", m=16, levels=2, max_iter=5)
+        G.gru_forward(p, X, implicit=False, method="mgrit", m=16, levels=2, max_iter=5)
 
 
 def test_classifier_gradients_and_training_reduce_loss():
@@ -117,17 +140,25 @@ def test_classifier_gradients_and_training_reduce_loss():
     p = G.init_classifier(3, 6, 3, seed=0, dtype=np.float64)
     X = rng.standard_normal((10, 8, 3))
     y = rng.integers(0, 3, size=8)
+    assert isinstance(p, G.GRUClassifierParams) and p.n_classes == 3 and len(p.arrays()) == 6
     loss, g = G.classifier_loss(p, X, y, implicit=True)
-    q = {k: v.copy() for k, v in p.items()}
-    q["W_out"][1, 2] += 1e-6
+    assert isinstance(g, G.GRUClassifierParams)
+    q = p.copy()
+    q.W_out[1, 2] += 1e-6
     a = G.classifier_loss(q, X, y, implicit=True, grad=False)
-    q["W_out"][1, 2] -= 2e-6
-    assert abs((a - G.classifier_loss(q, X, y, implicit=True, grad=False)) / 2e-6 - g["W_out"][1, 2]) < 1e-7
-    _, lm = G.classifier_loss(p, X, y, implicit=True, solver="mgrit", m=2, levels=2, max_iter=20, tol=1e-14)
-    np.testing.assert_allclose(lm["W_hh"], g["W_hh"], atol=1e-9)
-    trained, losses = G.train_classifier(p, X, y, epochs=15, batch=8, lr=0.05, implicit=True)
-    assert losses[-1] < losses[0]
-    assert G.classifier_predict(trained, X, implicit=True).shape == (8,)
+    q.W_out[1, 2] -= 2e-6
+    assert abs((a - G.classifier_loss(q, X, y, implicit=True, grad=False)) / 2e-6 - g.W_out[1, 2]) < 1e-7
+    _, lm = G.classifier_loss(p, X, y, implicit=True, method="mgrit", m=2, levels=2, max_iter=20, tol=1e-14)
+    np.testing.assert_allclose(lm.gru.W_hh, g.gru.W_hh, atol=1e-9)
+    res = G.train_classifier(p, X, y, epochs=15, batch=8, lr=0.05, implicit=True)
+    assert isinstance(res, TrainResult) and res.seconds > 0 and res.info["method"] == "serial"
+    losses = res.history["loss"]
+    assert len(losses) == len(res.history["epoch"]) == 15 and losses[-1] < losses[0]
+    assert np.array_equal(p.W_out, G.init_classifier(3, 6, 3, seed=0, dtype=np.float64).W_out)  # input untouched
+    assert G.classifier_predict(res.params, X, implicit=True).shape == (8,)
+    res_m = G.train_classifier(p, X, y, epochs=2, batch=8, lr=0.05, clip=1.0, implicit=True, method="mgrit",
+                               m=2, levels=2, max_iter=2)
+    assert res_m.info["mgrit_opts"] == {"m": 2, "levels": 2, "max_iter": 2} and res_m.info["clip"] == 1.0
 
 
 def test_bad_input_messages():
@@ -136,16 +167,18 @@ def test_bad_input_messages():
         G.gru_forward(p, X[..., :2])
     with pytest.raises(ValueError, match="h0: expected shape"):
         G.gru_forward(p, X, h0[:, :3])
-    with pytest.raises(ValueError, match="solver: expected one of"):
-        G.gru_forward(p, X, solver="scan")
+    with pytest.raises(ValueError, match="method: expected one of"):
+        G.gru_forward(p, X, method="scan")
     with pytest.raises(ValueError, match="m: the coarsening factor must be >= 2"):
-        G.gru_forward(p, X, solver="mgrit", m=1)
-    with pytest.raises(TypeError, match="only used with solver='mgrit'"):
+        G.gru_forward(p, X, method="mgrit", m=1)
+    with pytest.raises(TypeError, match="only used with method='mgrit'"):
         G.gru_forward(p, X, m=4)
     with pytest.raises(TypeError, match="unknown option"):
-        G.gru_forward(p, X, solver="mgrit", banana=1)
+        G.gru_forward(p, X, method="mgrit", banana=1)
     with pytest.raises(ValueError, match="params: missing W_hh"):
-        G.gru_forward({k: v for k, v in p.items() if k != "W_hh"}, X)
+        G.gru_forward({k: p[k] for k in p if k != "W_hh"}, X)
+    with pytest.raises(ValueError, match=r"params.W_hh: expected shape \(15, 5\)"):
+        G.gru_forward(dataclasses.replace(p, W_hh=p.W_hh[:, :4]), X)
     with pytest.raises(ValueError, match="dH: expected shape"):
         G.gru_backward(p, X, G.gru_forward(p, X), W[:, :, :2])
     with pytest.raises(ValueError, match="dt: expected a number > 0"):
@@ -168,6 +201,10 @@ def test_more_bad_inputs():
         G.train_classifier(pc, X.astype(np.float32), np.zeros(2, dtype=int), epochs=0)
     with pytest.raises(ValueError, match="X: expected a 3-D array"):
         G.classifier_predict(pc, X[0])
-    with pytest.raises(TypeError, match="params: expected a dict"):
+    with pytest.raises(TypeError, match="params: expected GRUParams"):
         G.gru_forward([1, 2], X)
+    with pytest.raises(TypeError, match="params: expected GRUClassifierParams"):
+        G.classifier_predict(p, X)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        G.train_classifier(pc, X.astype(np.float32), np.zeros(2, dtype=int), method="fast")
     assert G.pad_to_hierarchy(100, 4, 3) == 112 and G.pad_to_hierarchy(16, 4, 2) == 16

@@ -1,61 +1,77 @@
-"""course_lib.models.linear_rnn: GILR-LSTM, SRU, QRNN, serial LSTM -- gradients, scan methods, training."""
+"""course_lib.models.linear_rnn: GILR-LSTM, SRU, QRNN, serial LSTM -- params dataclasses, gradients,
+scan methods, training (TrainResult)."""
 import numpy as np
 import pytest
 
 import course_lib  # noqa: F401  (before numba)
+from course_lib.core.results import TrainResult
 from course_lib.models import linear_rnn as L
 
 
-def _numgrad(kind, params, X, W, name):
-    arr = X if name == "X" else params[name]
+def _numgrad(params, X, W, name):
+    arr = X if name == "X" else params.fields()[name]
     num = np.zeros_like(arr)
     for idx in np.ndindex(arr.shape):
         old = arr[idx]
         arr[idx] = old + 1e-6
-        up = (L.forward(kind, params, X)[0] * W).sum()
+        up = (L.forward(params, X)[0] * W).sum()
         arr[idx] = old - 1e-6
-        dn = (L.forward(kind, params, X)[0] * W).sum()
+        dn = (L.forward(params, X)[0] * W).sum()
         arr[idx] = old
         num[idx] = (up - dn) / 2e-6
     return num
 
 
-@pytest.mark.parametrize("kind", L.LAYERS)
-def test_gradients_match_finite_differences(kind):
+@pytest.mark.parametrize("layer", L.LAYERS)
+def test_gradients_match_finite_differences(layer):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((5, 2, 3))
-    params = L.init_params(kind, 3, 4, k=3, seed=1)
-    Hs, cache = L.forward(kind, params, X)
+    params = L.init_params(layer, 3, 4, k=3, seed=1)
+    assert params.layer == layer and params.H == 4 and params.nx == 3
+    Hs, cache = L.forward(params, X)
     assert Hs.shape == (5, 2, 4)
     W = rng.standard_normal(Hs.shape)
-    grads = L.backward(kind, params, cache, W)
-    assert set(grads) == set(params) | {"X"}
-    for name in list(params) + ["X"]:
-        np.testing.assert_allclose(grads[name], _numgrad(kind, params, X, W, name), rtol=1e-5, atol=1e-7,
-                                   err_msg=f"{kind}: d/d{name}")
+    grads, dX = L.backward(params, cache, W)
+    assert type(grads) is type(params) and set(grads.fields()) == set(params.fields())
+    for name in params.fields():
+        np.testing.assert_allclose(grads.fields()[name], _numgrad(params, X, W, name), rtol=1e-5, atol=1e-7,
+                                   err_msg=f"{layer}: d/d{name}")
+    np.testing.assert_allclose(dX, _numgrad(params, X, W, "X"), rtol=1e-5, atol=1e-7, err_msg=f"{layer}: d/dX")
 
 
-@pytest.mark.parametrize("kind", ["gilr_lstm", "sru", "qrnn"])
-@pytest.mark.parametrize("method", ["blelloch", "chunked", "hillis_steele"])
-def test_any_scan_method_gives_the_same_layer(kind, method):
+@pytest.mark.parametrize("layer", ["gilr_lstm", "sru", "qrnn"])
+@pytest.mark.parametrize("method", ["blelloch", "chunked", "hillis_steele", "channels"])
+def test_any_scan_method_gives_the_same_layer(layer, method):
     X = np.random.default_rng(1).standard_normal((9, 2, 3))
-    params = L.init_params(kind, 3, 4, seed=2)
-    H1, c1 = L.forward(kind, params, X)
-    H2, c2 = L.forward(kind, params, X, method=method)
+    params = L.init_params(layer, 3, 4, seed=2)
+    H1, c1 = L.forward(params, X)
+    H2, c2 = L.forward(params, X, method=method)
     np.testing.assert_allclose(H2, H1, rtol=1e-10, atol=1e-12)
     W = np.ones_like(H1)
-    g1, g2 = L.backward(kind, params, c1, W), L.backward(kind, params, c2, W, method=method)
-    for n in g1:
-        np.testing.assert_allclose(g2[n], g1[n], rtol=1e-9, atol=1e-11)
+    (g1, d1), (g2, d2) = L.backward(params, c1, W), L.backward(params, c2, W, method=method)
+    for n in g1.fields():
+        np.testing.assert_allclose(g2.fields()[n], g1.fields()[n], rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(d2, d1, rtol=1e-9, atol=1e-11)
+
+
+def test_params_dataclasses():
+    p = L.init_params("qrnn", 2, 3, k=4, seed=0)
+    assert isinstance(p, L.QRNNParams) and p.k == 4 and p.nx == 2 and p.W.shape == (8, 9)
+    q = p.copy()
+    q.W[0, 0] += 1
+    assert p.W[0, 0] != q.W[0, 0] and q.k == 4
+    z = L.init_params("gilr_lstm", 2, 3).zeros_like()
+    assert isinstance(z, L.GILRParams) and not any(v.any() for v in z.fields().values())
+    assert list(L.init_params("lstm", 2, 3).fields()) == ["W", "U", "b"]
 
 
 def test_qrnn_is_causal():
     X = np.random.default_rng(2).standard_normal((8, 1, 2))
     params = L.init_params("qrnn", 2, 3, k=2, seed=0)
-    H1 = L.forward("qrnn", params, X)[0]
+    H1 = L.forward(params, X)[0]
     X2 = X.copy()
     X2[5:] += 1.0
-    H2 = L.forward("qrnn", params, X2)[0]
+    H2 = L.forward(params, X2)[0]
     np.testing.assert_allclose(H1[:5], H2[:5])
 
 
@@ -66,34 +82,38 @@ def test_remember_first_batch():
     assert np.all(X[0, :, 1:] == 0)
 
 
-@pytest.mark.parametrize("kind", ["gilr_lstm", "lstm"])
-def test_training_reaches_100_percent_on_short_sequences(kind):
-    res = L.train_remember_first(kind, 8, H=8, max_steps=300, progress=False)
-    assert res.converged and res.steps <= 300 and res.accuracies[-1][1] == 1.0
-    assert res.losses[-1] < res.losses[0]
+@pytest.mark.parametrize("layer", ["gilr_lstm", "lstm"])
+def test_training_reaches_100_percent_on_short_sequences(layer):
+    res = L.train_remember_first(layer, 8, H=8, max_epochs=30)
+    assert isinstance(res, TrainResult) and isinstance(res.params, L.ClassifierParams)
+    assert res.info["converged"] and res.history["val_accuracy"][-1] == 1.0
+    assert res.info["epochs"] == len(res.history["epoch"]) <= 30
+    assert res.info["steps"] == res.info["epochs"] * 512 // 32
+    assert res.history["loss"][-1] < res.history["loss"][0] and res.seconds > 0
+    assert res.params.layer == layer
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="kind: expected one of"):
+    with pytest.raises(ValueError, match="layer: expected one of"):
         L.init_params("gru", 2, 3)
     with pytest.raises(ValueError, match="H: expected an integer >= 1"):
         L.init_params("sru", 2, 0)
     params = L.init_params("sru", 3, 4)
     with pytest.raises(ValueError, match="X: expected shape \\(T, B, 3\\)"):
-        L.forward("sru", params, np.zeros((4, 2, 5)))
+        L.forward(params, np.zeros((4, 2, 5)))
     with pytest.raises(ValueError, match="X: expected a 3-D array"):
-        L.forward("sru", params, np.zeros((4, 3)))
-    with pytest.raises(TypeError, match="params: expected a dict"):
-        L.forward("sru", [1, 2], np.zeros((4, 2, 3)))
-    with pytest.raises(ValueError, match="params: expected the keys"):
-        L.forward("lstm", {"U": 1}, np.zeros((4, 2, 3)))
-    _, cache = L.forward("sru", params, np.zeros((4, 2, 3)))
+        L.forward(params, np.zeros((4, 3)))
+    with pytest.raises(TypeError, match="params: expected a layer's params"):
+        L.forward({"W": 1}, np.zeros((4, 2, 3)))
+    _, cache = L.forward(params, np.zeros((4, 2, 3)))
     with pytest.raises(ValueError, match="dHs: expected shape"):
-        L.backward("sru", params, cache, np.zeros((3, 2, 4)))
+        L.backward(params, cache, np.zeros((3, 2, 4)))
     with pytest.raises(TypeError, match="rng: expected a numpy Generator"):
         L.remember_first_batch(4, 2, 3, 0)
     with pytest.raises(ValueError, match="lr: expected a number > 0"):
-        L.train_remember_first("sru", 4, lr=0.0, progress=False)
+        L.train_remember_first("sru", 4, lr=0.0)
+    with pytest.raises(ValueError, match="max_epochs: expected an integer >= 1"):
+        L.train_remember_first("sru", 4, max_epochs=0)
 
 
 def test_classifier_loss_and_its_errors():

@@ -1,8 +1,10 @@
-"""MGRIT: exactness (Parareal), Dahlquist vs the exact serial solution, threads == serial, bad input."""
+"""MGRIT: exactness (Parareal), Dahlquist vs the exact serial solution, threads == serial, the one
+iteration loop over any partition, the work count vs the span model, divergence, bad input."""
 import numpy as np
 import pytest
 
 from course_lib.algorithms import mgrit as M
+from course_lib.experiments import mgrit as XM
 
 
 def _nonlinear(m, n=4, seed=0):
@@ -79,27 +81,55 @@ def test_threads_equal_serial_bit_for_bit(cycle):
     step = _nonlinear(m, seed=5)
     kw = dict(m=m, levels=3, relax="FCF", max_iter=4, tol=0.0, cycle=cycle)
     U1, h1 = M.MGRIT(step, **kw).solve(np.ones(4), nt)
-    U2, h2 = M.MGRIT(step, workers=2, **kw).solve(np.ones(4), nt)
+    U2, h2 = M.MGRIT(step, threads=2, **kw).solve(np.ones(4), nt)
     assert np.array_equal(U1, U2)
     np.testing.assert_allclose(h1, h2, rtol=1e-12)
 
 
 def test_fcf_converges_faster_than_f_and_table_shape():
-    table = M.convergence_table(ms=(2, 4), lam_dts=(-0.1, -1.0), nt=64, max_iter=4)
+    table = XM.convergence_table(ms=(2, 4), lam_dts=(-0.1, -1.0), nt=64, max_iter=4)
     assert table["rho"].shape == (2, 2) and np.all(table["rho"] < 1)
-    d = M.convergence_histories(ms=(4,), relax="F", nt=64, max_iter=4, lam_dt=-0.5)
-    e = M.convergence_histories(ms=(4,), relax="FCF", nt=64, max_iter=4, lam_dt=-0.5)
+    d = XM.convergence_histories(ms=(4,), relax="F", nt=64, max_iter=4, lam_dt=-0.5)
+    e = XM.convergence_histories(ms=(4,), relax="FCF", nt=64, max_iter=4, lam_dt=-0.5)
     assert e["factors"][4] < d["factors"][4]
 
 
 def test_span_model_counts():
     one = M.span_model(64, m=4, levels=2, iters=1, P=1, relax="F")
-    # interp F (48) + residual (16 + latency; reused next iteration) + gc (16) + coarse march (16)
-    assert one["span"] == 48 + 17 + 16 + 16
+    # first iteration only: leading F (48) + first residual (16 + latency);
+    # every iteration: interp F (48) + residual (16 + latency; reused next iteration) + gc (16) + coarse march (16)
+    assert one["span"] == (48 + 17) + 48 + 17 + 16 + 16
     big = M.span_model(4096, m=4, levels=3, iters=2, P=256)
     assert big["speedup"] > 1 > M.span_model(4096, m=4, levels=2, iters=2, P=1)["speedup"]
-    sp = M.speedup_model(4096, [1, 4, 16, 64], m=4, levels=3, iters=2)
+    sp = XM.speedup_model(4096, [1, 4, 16, 64], m=4, levels=3, iters=2)
     assert np.all(np.diff(sp) > 0)
+
+
+@pytest.mark.parametrize("levels,relax,iters", [(2, "F", 3), (2, "FCF", 2), (3, "FCF", 2), (4, "FCFCF", 1)])
+def test_span_model_work_is_the_counted_work(levels, relax, iters):
+    nt, m = 256, 4
+    s = M.MGRIT(M.dahlquist_step(-1.0, 1.0, m), m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
+    s.solve(np.ones(1), nt)
+    assert s.steps_taken == M.span_model(nt, m=m, levels=levels, iters=iters, relax=relax)["work"]
+    assert XM.counted_work(nt, m=m, levels=levels, relax=relax, iters=iters) == s.steps_taken / nt
+    # one processor: the span is the work plus one latency per exchange
+    one = M.span_model(nt, m=m, levels=levels, iters=iters, relax=relax, P=1, latency=0.0)
+    assert one["span"] == one["work"]
+
+
+def test_one_loop_over_a_partition_of_one_process():
+    # the base Partition (everything local, serial map) gives the threaded solver's answer bit for bit
+    m, nt = 4, 64
+    step = _nonlinear(m, seed=7)
+    kw = dict(m=m, levels=3, relax="FCF", max_iter=3, tol=0.0)
+    U1, h1 = M.MGRIT(step, **kw).solve(np.ones(4), nt)
+    s = M.MGRIT(step, **kw)
+    seen = []
+    U2, h2 = s.iterate(np.ones(4), nt, M.Partition(nt // m), status=seen.append)
+    assert np.array_equal(U1, U2) and h1 == h2 and seen == ["iteration 1", "iteration 2", "iteration 3"]
+    with pytest.raises(ValueError, match="partition: made for 4 C-intervals, the fine grid has 16"):
+        s.iterate(np.ones(4), nt, M.Partition(4))
+    assert [list(r) for r in M.ThreadPartition(10, 3).chunks(range(1, 11))] == [[1, 2, 3], [4, 5, 6], [7, 8, 9, 10]]
 
 
 def test_diverging_iterations_raise_clearly():
@@ -112,6 +142,19 @@ def test_diverging_iterations_raise_clearly():
 
     with pytest.raises(M.MGRITDivergence, match="diverged at iteration"):
         M.MGRIT(fine, m=4, levels=2, relax="F", max_iter=20, tol=0.0, coarse_step=coarse).solve(np.ones(1), 256)
+
+
+def test_huge_first_residual_is_divergence_even_if_it_then_shrinks():
+    # the coarse step amplifies by 1e6 per step: iteration 1 is astronomically wrong, later ones shrink
+    # from there -- a solver that only watched the growth *between* iterations would return garbage
+    def fine(u, i, level):
+        return 0.5 * u + 1.0
+
+    def coarse(u, i, level):
+        return -1e6 * u + 1.0
+
+    with pytest.raises(M.MGRITDivergence, match=r"diverged at iteration 1: the residual grew from .* \(the relaxed initial guess\)"):
+        M.MGRIT(fine, m=4, levels=2, relax="F", max_iter=5, tol=0.0, coarse_step=coarse).solve(np.ones(1), 64)
 
 
 def test_bad_input_messages():
@@ -133,7 +176,9 @@ def test_bad_input_messages():
     with pytest.raises(ValueError, match="nt: expected an integer >= 1"):
         M.hierarchy(0, 4, 2)
     with pytest.raises(ValueError, match="lam_dt: expected a number <= 0"):
-        M.convergence_histories(lam_dt=1.0)
+        XM.convergence_histories(lam_dt=1.0)
+    with pytest.raises(ValueError, match="threads: expected an integer >= 1"):
+        M.MGRIT(step, threads=0)
     with pytest.raises(ValueError, match="dt: expected a number > 0"):
         M.dahlquist_step(-1.0, 0.0)
     with pytest.raises(ValueError, match="P: expected an integer >= 1"):
@@ -149,11 +194,11 @@ def test_plots_draw_without_error():
 
     ax = mp.draw_two_level_cycle(nt=8, m=4)
     assert "Parareal" in ax.get_title()
-    d = M.convergence_histories(ms=(2, 4), nt=32, max_iter=3)
+    d = XM.convergence_histories(ms=(2, 4), nt=32, max_iter=3)
     ax = mp.plot_histories(d["histories"])
     assert ax.get_ylabel() == "residual norm at C-points"
     Ps = [1, 4, 16]
-    ax = mp.plot_speedup_model(Ps, {"x": M.speedup_model(64, Ps)}, seed_speedup=6.6, measured={"here": (2, 0.2)})
+    ax = mp.plot_speedup_model(Ps, {"x": XM.speedup_model(64, Ps)}, seed_speedup=6.6, measured={"here": (2, 0.2)})
     assert "model" in ax.get_title()
     ax = mp.plot_coarse_blowup(np.array([[0.0], [1e3], [np.inf]]), np.array([[0.0], [0.5], [0.6]]), M=16)
     assert len(ax.get_lines()) == 2
@@ -173,11 +218,11 @@ def test_more_bad_inputs():
     with pytest.raises(ValueError, match="m: the coarsening factor must be >= 2"):
         M.two_level_iteration(step, step, np.ones((9, 1)), 1)
     with pytest.raises(ValueError, match="m: expected an integer >= 2, got 1"):
-        M.convergence_table(ms=(1,), lam_dts=(-1.0,))
+        XM.convergence_table(ms=(1,), lam_dts=(-1.0,))
     with pytest.raises(ValueError, match="P: expected an integer >= 1"):
-        M.speedup_model(64, [0])
+        XM.speedup_model(64, [0])
     with pytest.raises(ValueError, match="problem: expected one of"):
-        M.convergence_histories(problem="heat")
+        XM.convergence_histories(problem="heat")
     assert M.convergence_factor([]) == 0.0 and M.convergence_factor([1.0, 0.1, 0.01]) == pytest.approx(0.1)
 
 

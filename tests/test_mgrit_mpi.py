@@ -1,10 +1,12 @@
-"""MGRIT over 2 MPI ranks equals the serial MGRIT; failing / hanging ranks are named."""
+"""MGRIT over 2 MPI ranks runs the same iteration loop as the one-process solver and equals it bit for bit;
+failing / hanging / diverging ranks are named through core.mpi's MPIFailed."""
 import numpy as np
 import pytest
 
-from course_lib.core import backend
-from course_lib.models import gru
 from course_lib.algorithms import mgrit
+from course_lib.core import backend
+from course_lib.core.mpi import MPIFailed
+from course_lib.models import gru
 from course_lib.parallel import mgrit_mpi as MP
 
 OK, WHY = backend.mpi_available()
@@ -19,51 +21,96 @@ def test_block_range_covers_everything():
         assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
 
 
+def test_rank_partition_is_a_partition_and_the_loop_is_shared():
+    # no MPI needed: a fake one-rank communicator drives the same MGRIT.iterate as the threads
+    class OneRank:
+        def Get_rank(self):
+            return 0
+
+        def Get_size(self):
+            return 1
+
+        def gather(self, x, root=0):
+            return [x]
+
+        def scatter(self, x, root=0):
+            return x[0]
+
+    part = MP.RankPartition(OneRank(), 16, 4)
+    assert isinstance(part, mgrit.Partition) and part.points == range(0, 65) and part.cpoints == range(1, 17)
+    step = mgrit.dahlquist_step(-1.0, 0.1, 4)
+    kw = dict(m=4, levels=3, relax="FCF", max_iter=3, tol=0.0)
+    part.allreduce = lambda x, op="sum": float(x)
+    U, h = mgrit.MGRIT(step, **kw).iterate(np.ones(1), 64, part)
+    Us, hs = mgrit.MGRIT(step, **kw).solve(np.ones(1), 64)
+    assert np.array_equal(U, Us) and h == hs
+    assert "def _iterate" not in open(MP.__file__).read() and "for it in range" not in open(MP.__file__).read()
+
+
 @needs_mpi
-@pytest.mark.parametrize("relax,levels", [("F", 2), ("FCF", 3)])
-def test_two_ranks_equal_serial_dahlquist(relax, levels):
-    U, hist, info = MP.launch(DAHL, 64, ranks=2, m=4, levels=levels, relax=relax, max_iter=4, tol=0.0, timeout=60)
-    Us, hs = mgrit.MGRIT(mgrit.dahlquist_step(-1.0, 0.1, 4), m=4, levels=levels, relax=relax, max_iter=4,
-                         tol=0.0).solve(np.ones(1), 64)
+@pytest.mark.parametrize("relax,levels,cycle", [("F", 2, "V"), ("FCF", 3, "V"), ("FCF", 3, "F")])
+def test_two_ranks_equal_serial_dahlquist(relax, levels, cycle):
+    U, hist, info = MP.solve(DAHL, 64, ranks=2, m=4, levels=levels, relax=relax, cycle=cycle, max_iter=4, tol=0.0,
+                             timeout=60)
+    s = mgrit.MGRIT(mgrit.dahlquist_step(-1.0, 0.1, 4), m=4, levels=levels, relax=relax, cycle=cycle, max_iter=4,
+                    tol=0.0)
+    Us, hs = s.solve(np.ones(1), 64)
     assert np.array_equal(U, Us)
     np.testing.assert_allclose(hist, hs, rtol=1e-12)
-    assert info["ranks"] == 2
+    assert info["ranks"] == 2 and info["steps"] == s.steps_taken and info["solve_times"] == []
 
 
 @needs_mpi
-def test_two_ranks_equal_serial_gru():
+def test_two_ranks_equal_serial_gru_and_time_their_solve():
     p = gru.init_params(3, 6, seed=0, dtype=np.float64)
     X = np.random.default_rng(0).standard_normal((32, 2, 3))
     h0 = np.zeros((2, 6))
-    U, hist, _ = MP.launch({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True, "dt": 1.0}, 32,
-                           ranks=2, m=4, levels=2, relax="FCF", max_iter=3, tol=0.0, timeout=60)
-    Hs, hs = gru.gru_forward(p, X, h0, implicit=True, solver="mgrit", m=4, levels=2, relax="FCF", max_iter=3,
+    U, hist, info = MP.solve({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True, "dt": 1.0}, 32,
+                             ranks=2, m=4, levels=2, relax="FCF", max_iter=3, tol=0.0, repeat=2, timeout=60)
+    Hs, hs = gru.gru_forward(p, X, h0, implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=3,
                              tol=0.0, return_history=True)
-    np.testing.assert_allclose(U[1:], Hs, rtol=0, atol=1e-14)
+    assert np.array_equal(U[1:], Hs)
+    assert len(info["solve_times"]) == 2 and all(t > 0 for t in info["solve_times"])
+
+
+@needs_mpi
+def test_diverging_explicit_gru_stops_every_rank_with_the_message():
+    p = gru.init_params(3, 8, seed=0, dtype=np.float64)
+    X = np.random.default_rng(1).standard_normal((1024, 4, 3))
+    with pytest.raises(MPIFailed, match=r"(?s)failed rank\(s\): \[0, 1\].*MGRITDivergence: MGRIT diverged at iteration 1"):
+        MP.solve({"kind": "gru", "params": p, "X": X, "h0": None, "implicit": False}, 1024, ranks=2, m=16, levels=2,
+                 max_iter=5, timeout=60)
 
 
 @needs_mpi
 def test_failing_rank_is_named():
-    with pytest.raises(MP.MPIRankError, match=r"rank\(s\) \[1\] failed"):
-        MP.launch(DAHL, 64, ranks=2, fail_rank=1, timeout=60)
+    with pytest.raises(MPIFailed, match=r"failed rank\(s\): \[1\]") as e:
+        MP.solve(DAHL, 64, ranks=2, fail_rank=1, timeout=60)
+    assert e.value.failed_ranks == [1] and "injected failure" in e.value.states[1]
 
 
 @needs_mpi
 def test_hanging_rank_times_out_and_is_named():
-    with pytest.raises(MP.MPIRankError, match=r"timed out after 3 s(.|\n)*rank 1: hanging"):
-        MP.launch(DAHL, 64, ranks=2, hang_rank=1, timeout=3)
+    with pytest.raises(MPIFailed, match=r"(?s)timed out after 3 s.*rank 1: hanging"):
+        MP.solve(DAHL, 64, ranks=2, hang_rank=1, timeout=3)
 
 
 def test_bad_input_messages():
-    if not OK:
-        with pytest.raises(RuntimeError, match="MPI is not available"):
-            MP.launch(DAHL, 64)
-        return
     with pytest.raises(ValueError, match="ranks: 8 ranks for 4 C-intervals"):
-        MP.launch(DAHL, 16, ranks=8, m=4)
+        MP.solve(DAHL, 16, ranks=8, m=4)
     with pytest.raises(ValueError, match="m: the coarsening factor must be >= 2"):
-        MP.launch(DAHL, 16, m=1)
+        MP.solve(DAHL, 16, m=1)
     with pytest.raises(ValueError, match="problem\\['kind'\\]: expected one of"):
-        MP.launch({"kind": "lstm"}, 16)
+        MP.solve({"kind": "lstm"}, 16)
     with pytest.raises(ValueError, match="levels: the MPI solver needs levels >= 2"):
-        MP.launch(DAHL, 16, levels=1)
+        MP.solve(DAHL, 16, levels=1)
+    with pytest.raises(ValueError, match="cycle: expected one of"):
+        MP.solve(DAHL, 16, cycle="W")
+    with pytest.raises(TypeError, match="problem\\['params'\\]: expected GRUParams"):
+        MP.solve({"kind": "gru", "params": {}, "X": np.zeros((16, 1, 2))}, 16)
+    p = gru.init_params(2, 3)
+    with pytest.raises(ValueError, match="problem\\['X'\\]: expected shape"):
+        MP.solve({"kind": "gru", "params": p, "X": np.zeros((12, 1, 2))}, 16)
+    if not OK:
+        with pytest.raises(MPIFailed, match="MPI is not available"):
+            MP.solve(DAHL, 64)

@@ -33,37 +33,65 @@ def test_reference_phased_with_h0():
     np.testing.assert_allclose(new.Whh, ref.Whh, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("kind", ["reference", "fast"])
-def test_profile_step_percentages(kind):
-    r = profile.profile_step(kind, T=3, B=8, n=16, repeat=2)
-    assert r["kind"] == kind
+@pytest.mark.parametrize("method", ["reference", "fast"])
+def test_profile_step_percentages(method):
+    r = profile.profile_step(method, T=3, B=8, n=16, repeat=2)
+    assert r["method"] == method
     assert set(r["percent"]) == set(profile.PHASES)
     assert sum(r["percent"].values()) == pytest.approx(100.0)
     assert r["total_s"] > 0
-    if kind == "fast":
+    if method == "fast":
         assert r["seconds"]["loss"] < 1e-3 and r["seconds"]["saving intermediates"] < 1e-3
 
 
-def test_seed_percentages_add_up_to_the_seeds_total():
-    assert sum(profile.SEED_PERCENT.values()) == pytest.approx(100.02, abs=0.01)
-    assert tuple(profile.SEED_PERCENT) == profile.PHASES
+def test_phases_are_the_seeds_ten_rows():
+    from course_lib.teaching.claims import CLAIMS
+    from course_lib.teaching.claims.seed000_perf import S410_PHASES
+
+    assert tuple(S410_PHASES) == profile.PHASES
+    rows = [CLAIMS[S410_PHASES[p]] for p in profile.PHASES]
+    assert [c.where for c in rows] == [f"§4.10, row {i}" for i in range(1, 11)]
+    assert sum(c.value for c in rows) == pytest.approx(100.02, abs=0.01)  # the seed's rows add to 100.02
 
 
-def test_thread_scaling_and_variant_time_shapes():
+def test_thread_scaling_and_workload_time_shapes():
     r = profile.thread_scaling(["blas matmul", "fused element-wise", "fast step"], threads=[1], n=32, repeat=1)
     assert r["threads"] == [1]
     assert set(r["seconds"]) == {"blas matmul", "fused element-wise", "fast step"}
     assert all(s == [1.0] for s in r["speedup"].values())
-    d = profile.variant_time("numpy step", 1, 16, repeat=1)
+    assert all(b > 0 for b in r["working_set"].values())
+    d = profile.workload_time("numpy step", 1, 16, repeat=1)
     assert d["gflops"] > 0 and d["threads"] == 1
-    assert profile.variant_time("fused element-wise", 1, 16, repeat=1)["gflops"] is None
+    assert profile.workload_time("fused element-wise", 1, 16, repeat=1)["gflops"] is None
 
 
-def test_variant_time_restores_threads():
+def test_workload_time_and_thread_scaling_restore_threads():
     from course_lib.core import backend
     before = backend.get_threads()
-    profile.variant_time("blas matmul", 1, 16, repeat=1)
+    profile.workload_time("blas matmul", 1, 16, repeat=1)
     assert backend.get_threads() == before
+    profile.thread_scaling(["blas matmul"], threads=[1], n=16, repeat=1)
+    assert backend.get_threads() == before
+
+
+def test_framework_vs_numpy_structure():
+    r = profile.framework_vs_numpy((4, 8), T=3, repeat=1)
+    assert r["sizes"] == [4, 8] and r["methods"][:2] == ["numpy", "numba"]
+    assert set(r["methods"]) <= set(profile.FRAMEWORK_METHODS)
+    for m in r["methods"]:
+        assert len(r["seconds"][m]) == 2 and r["call_overhead_s"][m] > 0
+    assert r["vs_numpy"]["numpy"] == [1.0, 1.0]
+    with pytest.raises(ValueError, match="sizes"):
+        profile.framework_vs_numpy(())
+
+
+def test_torch_steps_compute_the_same_loss():
+    pytest.importorskip("torch")
+    p, X, Y = _problem(np.float32)
+    steps = profile.torch_steps(p, X, Y, 0.0)
+    ref = rnn.loss(rnn.forward(p, X).Yhat, Y)
+    for f in steps.values():
+        assert f() == pytest.approx(ref, rel=1e-4)
 
 
 def test_fusion_comparison_results_agree():
@@ -73,15 +101,15 @@ def test_fusion_comparison_results_agree():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(ValueError, match="method"):
         profile.profile_step("slow")
     with pytest.raises(ValueError, match="n"):
         profile.profile_step("fast", n=0)
-    with pytest.raises(ValueError, match="variant"):
-        profile.variant_time("gpu")
+    with pytest.raises(ValueError, match="workload"):
+        profile.workload_time("gpu")
     with pytest.raises(ValueError, match="threads"):
         profile.thread_scaling(["blas matmul"], threads=[0], n=16)
-    with pytest.raises(ValueError, match="variants"):
+    with pytest.raises(ValueError, match="workloads"):
         profile.thread_scaling([], n=16)
     with pytest.raises(ValueError, match="B"):
         profile.fusion_comparison(B=0)

@@ -5,7 +5,7 @@ import pytest
 import course_lib  # noqa: F401  (before numba)
 from course_lib.algorithms import scan
 
-CPU_METHODS = ("sequential", "hillis_steele", "blelloch", "chunked")
+CPU_METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked")
 
 
 @pytest.mark.parametrize("method", CPU_METHODS)
@@ -30,13 +30,14 @@ def test_h0_defaults_to_zero_and_channels_method():
     a, x, _ = scan.random_problem(50, 6, seed=2)
     ref = scan.recurrence_float64(a, x, np.zeros(6, np.float32))
     np.testing.assert_allclose(scan.linear_recurrence(a, x), ref, rtol=1e-5, atol=1e-5)
-    for blocks in (1, 2, 6):
-        np.testing.assert_allclose(scan.linear_recurrence_channels(a, x, blocks=blocks), ref, rtol=1e-5, atol=1e-5)
+    for groups in (1, 2, 6):
+        np.testing.assert_allclose(scan.linear_recurrence(a, x, method="channels", groups=groups), ref, rtol=1e-5, atol=1e-5)
 
 
-def test_subnormal_products_are_flushed_without_changing_h():
+@pytest.mark.parametrize("opts", [{"chunks": 3}, {"lanes": 16}, {"lanes": 4, "chunk": 700}, {"lanes": 1, "chunk": 700}])
+def test_subnormal_products_are_flushed_without_changing_h(opts):
     a, x, h0 = scan.random_problem(5000, 4, seed=3, low=0.01, high=0.1)
-    h = scan.linear_recurrence(a, x, h0, method="chunked", chunks=3)
+    h = scan.linear_recurrence(a, x, h0, method="chunked", **opts)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-6)
 
 
@@ -95,21 +96,21 @@ def test_backward_matches_finite_differences(method):
         np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
 
 
-def test_chunked_phases_and_choose_chunks():
+def test_phase_steps_and_choose_chunks():
     a, x, h0 = scan.random_problem(1000, 8, seed=0)
-    ph = scan.chunked_phases(a, x, h0, chunks=4, repeat=1)
-    assert ph["chunks"] == 4
-    assert abs(ph["reduce_frac"] + ph["scan_frac"] + ph["expand_frac"] - 1) < 1e-9
+    steps = scan.phase_steps(a, x, h0, chunks=4)
+    assert steps["chunks"] == 4
+    for p in ("reduce", "scan", "expand", "expand"):  # a phase may run again: same numbers
+        steps[p]()
+    np.testing.assert_allclose(steps["result"](), scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
     assert scan.choose_chunks(100, 8, threads=2) == 1          # tiny problem stays serial
     assert scan.choose_chunks(1 << 16, 128, threads=2) == 3     # p + 1 chunks
     assert scan.choose_chunks(1 << 16, 128, threads=1) == 1
 
 
-def test_scan_sweep_returns_data():
-    d = scan.scan_sweep(T=2048, H=8, method="chunked", chunks=3, repeat=1)
-    assert d["chunks"] == 3 and d["max_rel_error"] < 1e-5 and d["seconds"] > 0
-    d = scan.scan_sweep(T=1024, H=4, method="channels", repeat=1)
-    assert d["chunks"] is None
+def test_choose_lanes():
+    assert [scan.choose_lanes(n, 4) for n in (1, 2, 3, 4, 5, 8, 128)] == [16, 8, 4, 4, 1, 1, 1]
+    assert [scan.choose_lanes(n, 8) for n in (1, 2, 3)] == [8, 4, 1]
 
 
 # --------------------------------------------------------------------------- bad input
@@ -137,8 +138,12 @@ def test_bad_inputs():
         scan.linear_recurrence(a, x, chunks=2)
     with pytest.raises(ValueError, match="grad_h: expected shape"):
         scan.linear_recurrence_backward(a, x, h0, x[:4])
-    with pytest.raises(ValueError, match="blocks: expected an integer <= 3"):
-        scan.linear_recurrence_channels(a, x, blocks=4)
+    with pytest.raises(ValueError, match="groups: expected an integer <= 3"):
+        scan.linear_recurrence(a, x, method="channels", groups=4)
+    with pytest.raises(ValueError, match="lanes: expected a power of two, got 3"):
+        scan.linear_recurrence(a, x, method="chunked", lanes=3)
+    with pytest.raises(ValueError, match="opts: method 'cuda' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
+        scan.linear_recurrence(a, x, method="cuda", threads=4)
     with pytest.raises(ValueError, match="method: expected one of"):
         scan.scan_counts("cuda", 8)
     with pytest.raises(ValueError, match="T: expected an integer >= 1"):
@@ -152,9 +157,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="x: expected shape"):
         scan.recurrence_float64(a, x[:3])
     with pytest.raises(ValueError, match="x: expected shape"):
-        scan.chunked_phases(a, x[:3])
-    with pytest.raises(ValueError, match="method: expected one of"):
-        scan.scan_sweep(method="cuda")
+        scan.phase_steps(a, x[:3], chunks=2)
+    with pytest.raises(ValueError, match="chunks: expected an integer <= 8"):
+        scan.phase_steps(a, x, chunks=9)
     with pytest.raises(TypeError, match="T: expected an integer"):
         scan.random_problem(2.5, 3)
 
@@ -172,13 +177,15 @@ def test_plots_draw_and_reject_bad_input():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from course_lib.experiments import scan as xscan
     from course_lib.teaching.plots import scan as scan_plots
 
     fig = scan_plots.draw_scan_trees(8)
     assert len(fig.axes) == 3 and "work 14 combines, span 6" in fig.axes[2].get_title()
-    ax = scan_plots.phase_split_bars({"seed": scan_plots.SEED_PHASES})
+    ax = scan_plots.phase_split_bars({"seed": scan_plots.seed_phases()})
     assert ax.get_xlabel() == "fraction of the scan's time"
-    d = scan.scan_sweep(T=1024, H=4, method="chunked", repeat=1)
+    assert abs(sum(scan_plots.seed_phases().values()) - 1) < 1e-9
+    d = xscan.scan_sweep(T=1024, H=4, method="chunked", repeat=1)
     _, ax2 = plt.subplots()
     assert "speedup" in scan_plots.render_sweep(d, ax2)
     plt.close("all")
@@ -191,14 +198,11 @@ def test_plots_draw_and_reject_bad_input():
 def test_out_is_written_and_returned():
     a, x, h0 = scan.random_problem(300, 4, B=2, seed=9)
     ref = scan.recurrence_float64(a, x, h0)
-    for method in ("sequential", "chunked"):
+    for method in ("sequential", "chunked", "channels"):
         out = np.full_like(x, np.nan)
         h = scan.linear_recurrence(a, x, h0, method=method, out=out)
         assert np.shares_memory(h, out) and h.shape == x.shape
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
-    out = np.empty_like(x)
-    scan.linear_recurrence_channels(a, x, h0, out=out)
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="out: expected a 3-D array of shape \\(300, 2, 4\\)"):
         scan.linear_recurrence(a, x, h0, out=np.empty((300, 4), np.float32))
     with pytest.raises(TypeError, match="out: expected dtype float32"):
@@ -210,19 +214,24 @@ def test_out_is_written_and_returned():
 
 
 # --------------------------------------------------------------------------- non-finite values
-@pytest.mark.parametrize("method", ["sequential", "chunked", "blelloch", "hillis_steele"])
+@pytest.mark.parametrize("method", ["sequential", "chunked", "blelloch", "hillis_steele", "channels", "lanes"])
 def test_non_finite_input_is_located_not_propagated(method):
     rng = np.random.default_rng(3)
     a = rng.uniform(0.5, 0.9, (64, 5)).astype(np.float32)
     x = rng.standard_normal((64, 5)).astype(np.float32)
     x[17, 3] = np.nan
+    opts = {"chunked": {"chunks": 4}, "lanes": {"lanes": 8, "chunk": 20}}.get(method, {})
+    method = "chunked" if method == "lanes" else method
     with pytest.raises(ValueError, match=r"a, x: the recurrence became non-finite at time step 17, channel 3 "
                                          r"\(a=[0-9.]+, x=nan\): non-finite input"):
-        scan.linear_recurrence(a, x, method=method, **({"chunks": 4} if method == "chunked" else {}))
+        scan.linear_recurrence(a, x, method=method, **opts)
     a[40, 0] = np.inf
     x[17, 3] = 0.0
     with pytest.raises(ValueError, match="time step 40, channel 0 .*non-finite input"):
-        scan.linear_recurrence(a, x, method=method)
+        scan.linear_recurrence(a, x, method=method, **opts)
+    a[40, 0] = np.nan  # a NaN in a (not x) must not vanish in a flushed product
+    with pytest.raises(ValueError, match="time step 40, channel 0 .*non-finite input"):
+        scan.linear_recurrence(a, x, method=method, **opts)
 
 
 def test_overflow_is_reported_with_a_reason():
@@ -230,8 +239,9 @@ def test_overflow_is_reported_with_a_reason():
     x = np.ones((3000, 2), np.float32)
     with pytest.raises(ValueError, match=r"overflow: \|a\| > 1 made h grow without bound"):
         scan.linear_recurrence(a, x)
-    with pytest.raises(ValueError, match="overflow"):
-        scan.linear_recurrence_channels(a, x)
+    for opts in ({"method": "channels"}, {"method": "chunked", "lanes": 16}, {"method": "chunked", "chunk": 100}):
+        with pytest.raises(ValueError, match="overflow"):
+            scan.linear_recurrence(a, x, **opts)
 
 
 def test_backward_reports_non_finite_gradients_in_forward_time():
@@ -247,14 +257,40 @@ def test_backward_reports_non_finite_gradients_in_forward_time():
 
 # --------------------------------------------------------------------------- cache-blocked chunked scan
 @pytest.mark.parametrize("T", [1, 2, 3, 7, 17, 64, 257])
-@pytest.mark.parametrize("block", [1, 2, 5, 16, 1000])
-def test_blocked_chunked_scan_equals_the_float64_loop(T, block):
-    rng = np.random.default_rng(T * 31 + block)
+@pytest.mark.parametrize("chunk", [1, 2, 5, 16, 1000])
+@pytest.mark.parametrize("lanes", [1, 2, 8])
+def test_blocked_chunked_scan_equals_the_float64_loop(T, chunk, lanes):
+    rng = np.random.default_rng(T * 31 + chunk)
     a = rng.uniform(-1, 1, (T, 2, 3))
     x = rng.standard_normal((T, 2, 3))
     h0 = rng.standard_normal((2, 3))
-    h = scan.linear_recurrence(a, x, h0, method="chunked", block=block)
+    h = scan.linear_recurrence(a, x, h0, method="chunked", chunk=chunk, lanes=lanes)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 2e-5), ("float64", 1e-12)])
+@pytest.mark.parametrize("H", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("T", [1, 5, 33, 4097, 20000])
+def test_simd_lanes_equal_the_float64_loop(dtype, tol, H, T):
+    """The default chunked scan on one thread (SIMD lanes over time for few channels), on two
+    threads with small chunks, and many lanes: every size and dtype, against the float64 loop."""
+    a, x, h0 = scan.random_problem(T, H, seed=T + H, dtype=dtype, low=-1.0, high=1.0)
+    ref = scan.recurrence_float64(a, x, h0)
+    for opts in ({}, {"chunk": 999}, {"lanes": 64, "chunk": 4000}):
+        h = scan.linear_recurrence(a, x, h0, method="chunked", **opts)
+        assert h.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(h, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("method", ["chunked", "channels"])
+def test_backward_through_the_parallel_scans(method):
+    a, x, h0 = scan.random_problem(3000, 2, seed=8, dtype="float64")
+    h = scan.linear_recurrence(a, x, h0)
+    g = np.random.default_rng(1).standard_normal(h.shape)
+    ref = scan.linear_recurrence_backward(a, h, h0, g)
+    for opts in ({}, {"chunk": 500}) if method == "chunked" else ({},):
+        for u, v in zip(scan.linear_recurrence_backward(a, h, h0, g, method=method, **opts), ref):
+            np.testing.assert_allclose(u, v, rtol=1e-11, atol=1e-11)
 
 
 def test_default_chunked_uses_the_blocked_scan_for_big_problems():
@@ -265,14 +301,14 @@ def test_default_chunked_uses_the_blocked_scan_for_big_problems():
     ref = scan.recurrence_float64(a, x)
     h = scan.linear_recurrence(a, x, method="chunked")
     assert np.max(np.abs(h - ref)) / np.max(np.abs(ref)) < 1e-5
-    assert scan.block_steps(128, 4) == 1536 and scan.block_steps(1 << 20, 8) == 8
+    assert scan.chunk_steps(128, 4) == 1536 and scan.chunk_steps(1 << 20, 8) == 8
 
 
 def test_blocked_option_errors():
     a = np.ones((8, 2), np.float32)
-    with pytest.raises(ValueError, match="block: expected an integer >= 1, got 0"):
-        scan.linear_recurrence(a, a, method="chunked", block=0)
-    with pytest.raises(ValueError, match="give chunks .* or block .*, not both"):
-        scan.linear_recurrence(a, a, method="chunked", block=4, chunks=2)
+    with pytest.raises(ValueError, match="chunk: expected an integer >= 1, got 0"):
+        scan.linear_recurrence(a, a, method="chunked", chunk=0)
+    with pytest.raises(ValueError, match="give chunks .* or chunk/lanes .*, not both"):
+        scan.linear_recurrence(a, a, method="chunked", chunk=4, chunks=2)
     with pytest.raises(ValueError, match="n: expected an integer >= 1"):
-        scan.block_steps(0, 4)
+        scan.chunk_steps(0, 4)

@@ -14,17 +14,17 @@ def test_teaching_kernel_matches_loop(T, C):
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("T,N,threads,chunk", [(1, 1, None, None), (37, 2, 4, 2), (100, 1, 8, 3), (64, 2, 2, 40)])
-def test_three_kernel_scan_matches_loop(T, N, threads, chunk):
+@pytest.mark.parametrize("T,N,block,chunk", [(1, 1, None, None), (37, 2, 4, 2), (100, 1, 8, 3), (64, 2, 2, 40)])
+def test_three_kernel_scan_matches_loop(T, N, block, chunk):
     a, x, h0 = scan.random_problem(T, N, seed=T)
-    h = scan.linear_recurrence(a, x, h0, method="cuda", threads=threads, chunk=chunk)
+    h = scan.linear_recurrence(a, x, h0, method="cuda", block=block, chunk=chunk)
     assert h.dtype == np.float32 and h.shape == (T, N)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
 
 
 def test_three_kernel_scan_batched_shape_through_linear_recurrence():
     a, x, h0 = scan.random_problem(20, 2, B=2, seed=0)
-    h = scan.linear_recurrence(a, x, h0, method="cuda", threads=4, chunk=2)
+    h = scan.linear_recurrence(a, x, h0, method="cuda", block=4, chunk=2)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
 
 
@@ -33,16 +33,18 @@ def test_backward_with_cuda_method():
     h = scan.linear_recurrence(a, x, h0)
     g = np.random.default_rng(0).standard_normal(h.shape)
     ref = scan.linear_recurrence_backward(a, h, h0, g)
-    got = scan.linear_recurrence_backward(a, h, h0, g, method="cuda", threads=2, chunk=2)
+    got = scan.linear_recurrence_backward(a, h, h0, g, method="cuda", block=2, chunk=2)
     for u, v in zip(got, ref):
         np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12)
 
 
-def test_phases_and_plan():
+def test_phase_steps_and_plan():
     a, x, h0 = scan.random_problem(40, 1, seed=0)
-    ph = scan_cuda.cuda_phases(a, x, h0, threads=4, chunk=4)
-    assert ph["mode"] == backend.cuda_mode() and ph["blocks"] == 3
-    assert abs(ph["reduce_frac"] + ph["scan_frac"] + ph["expand_frac"] - 1) < 1e-9
+    steps = scan_cuda.phase_steps(a, x, h0, block=4, chunk=4)
+    assert (steps["block"], steps["chunk"], steps["grid"]) == (4, 4, 3)
+    for p in ("reduce", "scan", "expand", "expand"):
+        steps[p]()
+    np.testing.assert_allclose(steps["result"](), scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
     assert scan_cuda.plan(100, 8, 5) == (8, 5, 3)
 
 
@@ -50,8 +52,10 @@ def test_bad_inputs():
     a, x, h0 = scan.random_problem(6, 2, seed=0)
     with pytest.raises(ValueError, match="block size \\(T\\): expected a power of two, got 6"):
         scan_cuda.run_block_kernel(scan_cuda.blelloch_block_kernel, a, x, h0)
-    with pytest.raises(ValueError, match="threads: expected a power of two, got 3"):
-        scan_cuda.linear_recurrence_cuda(a, x, h0, threads=3)
+    with pytest.raises(ValueError, match="block: expected a power of two, got 3"):
+        scan_cuda.linear_recurrence_cuda(a, x, h0, block=3)
+    with pytest.raises(ValueError, match="block: expected an integer <= 1024"):
+        scan_cuda.plan(100, block=2048)
     with pytest.raises(ValueError, match="chunk: expected an integer >= 1"):
         scan_cuda.linear_recurrence_cuda(a, x, h0, chunk=0)
     with pytest.raises(ValueError, match="x: expected shape"):
@@ -59,7 +63,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="h0: expected shape"):
         scan_cuda.linear_recurrence_cuda(a, x, h0[:1])
     with pytest.raises(ValueError, match="x: expected shape"):
-        scan_cuda.cuda_phases(a, x[:3])
+        scan_cuda.phase_steps(a, x[:3])
+    with pytest.raises(TypeError, match="x: expected the dtype of a"):
+        scan_cuda.linear_recurrence_cuda(a, x.astype(np.float64))
     with pytest.raises(ValueError, match="T: expected an integer >= 1"):
         scan_cuda.plan(0)
 

@@ -60,7 +60,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.validate import check_array, check_float, check_int
+from ..core.validate import check_array, check_callable, check_choice, check_float, check_int, check_positive_int
 
 __all__ = [
     "Schedule",
@@ -156,6 +156,21 @@ class Schedule:
     compile: str = "once"
     figure: str = ""
     description: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name: expected a non-empty string, got {self.name!r}")
+        if self.tile is not None:
+            if not isinstance(self.tile, (tuple, list)) or len(self.tile) != 2:
+                raise ValueError(f"tile: expected (rows, cols) or None, got {self.tile!r}")
+            object.__setattr__(self, "tile", tuple(check_positive_int(v, "tile", high=4096) for v in self.tile))
+        if self.vector is not None:
+            object.__setattr__(self, "vector", check_positive_int(self.vector, "vector", high=256))
+        for flag in ("parallel", "fused"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag}: expected True or False, got {getattr(self, flag)!r}")
+        check_choice(self.elementwise, "elementwise", ("inside", "rows"))
+        check_choice(self.compile, "compile", ("once", "per_call"))
 
     def key(self) -> tuple:
         """What the compiled code depends on (the name and the words do not)."""
@@ -495,6 +510,7 @@ def _run_step(fns: dict, Wxh, Whh, Why, X, Y, lr: float):
 
 def step_flops(T: int, B: int, nx: int, nh: int, ny: int) -> int:
     """Multiply-add FLOPs of one step as computed here (2 per term of every product)."""
+    T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     fwd = 2 * T * B * (nx * nh + nh * nh + nh * ny)
     bwd = 2 * T * B * (ny * nh + nh * nh)
     grads = 2 * T * B * (nx * nh + nh * nh + nh * ny)
@@ -505,6 +521,7 @@ def step_flops(T: int, B: int, nx: int, nh: int, ny: int) -> int:
 def capture_stderr(fn: Callable[[], object]) -> str:
     """Run ``fn()`` and return what it wrote to file descriptor 2 (Halide's ``print_loop_nest``
     writes there from C++, past Python's ``sys.stderr``)."""
+    check_callable(fn, "fn", "a function of no arguments")
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
@@ -591,12 +608,21 @@ def apply_schedule(stage: HiddenStage, schedule) -> HiddenStage:
 
 
 def compile_hidden(stage: HiddenStage) -> Callable:
-    """``fn(P, h_prev, W) -> h`` (numpy float32 in and out) from a scheduled :class:`HiddenStage`."""
+    """``fn(P, h_prev, W) -> h`` (numpy float32 in and out) from a scheduled :class:`HiddenStage`;
+    ``P (B, nh)``, ``h_prev (B, k)``, ``W (k, nh)``, checked on every call (``h = tanh(P + h_prev W)``)."""
+    if not isinstance(stage, HiddenStage):
+        raise TypeError(f"stage: expected a HiddenStage (from hidden_stage()), got {type(stage).__name__}")
     hl = stage.hl
     cb = hl.Pipeline(stage.h).compile_to_callable([stage.P, stage.h_prev, stage.W],
                                                    hl.get_jit_target_from_environment())
 
     def run(P, h_prev, W):
+        dims: dict = {}
+        P = check_array(P, "P", shape=("B", "nh"), dims=dims)
+        h_prev = check_array(h_prev, "h_prev", shape=("B", "k"), dims=dims)
+        W = check_array(W, "W", shape=("k", "nh"), dims=dims)
+        if min(P.shape) < 1:
+            raise ValueError(f"P: expected a non-empty (B, nh) array, got shape {P.shape}")
         P = np.ascontiguousarray(P, np.float32)
         out = np.empty_like(P)
         cb(P, np.ascontiguousarray(h_prev, np.float32), np.ascontiguousarray(W, np.float32), out)
@@ -615,6 +641,9 @@ def backward_two_stage(dH, dnext, WT, H):
     Arguments are ``hl.ImageParam``s (2-D float32); returns the output Func ``dpre``.
     """
     hl = _hl()
+    for v, n in ((dH, "dH"), (dnext, "dnext"), (WT, "WT"), (H, "H")):
+        if not isinstance(v, hl.ImageParam) or v.dimensions() != 2:
+            raise TypeError(f"{n}: expected a 2-D hl.ImageParam, got {type(v).__name__}")
     j, i = hl.Var("j"), hl.Var("i")
     k = hl.RDom([(0, dnext.dim(0).extent())], "k")
     dh = hl.Func("dh")
@@ -653,6 +682,8 @@ def count_stages(loop_nest_text: str) -> int:
     """How many stages of a loop nest are computed as passes of their own: ``produce`` blocks that
     sit in no loop of another stage. A stage computed inside its consumer's loops (an inline
     ``hl.sum``, a ``compute_at``) is fused into that consumer's pass and is not counted."""
+    if not isinstance(loop_nest_text, str):
+        raise TypeError(f"loop_nest_text: expected the text of a loop nest (str), got {type(loop_nest_text).__name__}")
     loops = ("for ", "parallel ", "vectorized ", "unrolled ", "serial ")
     stack: list[tuple[int, bool]] = []
     count = 0

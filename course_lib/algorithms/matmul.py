@@ -1,7 +1,7 @@
-"""Matrix-multiply kernels in numba, as a ladder, and fused element-wise RNN kernels (layer 2).
+"""Matrix-multiply kernels in numba, as a ladder (algorithms layer; chapters 04 and 05).
 
-Chapter 04 climbs this ladder; chapter 05 adds threads and fusion. Every rung computes the same
-``C (m, n) = A (m, k) @ B (k, n)`` and is checked against numpy in ``tests/test_kernels.py``.
+Chapter 04 climbs this ladder; chapter 05 adds threads. Every rung computes the same
+``C (m, n) = A (m, k) @ B (k, n)`` and is checked against numpy in ``tests/test_matmul.py``.
 
 =========================  =======================================================================
 ``matmul_naive``           ijk: the textbook triple loop. The inner loop is a dot product that walks
@@ -19,6 +19,9 @@ Chapter 04 climbs this ladder; chapter 05 adds threads and fusion. Every rung co
                            loaded and stored once per 8 multiply-adds), ``fastmath``.
 =========================  =======================================================================
 
+The serial and ``prange`` versions are written out separately on purpose: the pair *is* chapter 04's
+lesson (seed Fig. 10's eight combinations of tiling, SIMD and parallel: :func:`combination_kernel`).
+
 All public functions validate their inputs (2-D float32/float64 arrays of the same dtype, matching
 inner dimensions). Non-contiguous inputs are **copied** to C order first (one extra pass over the
 input, documented, never a silent wrong answer); an ``out=`` array must be C-contiguous with the
@@ -27,22 +30,18 @@ right shape and dtype (it cannot be copied), otherwise ``ValueError``. Tile size
 (``matmul_parallel_tiled``: 64 rows, 512 columns, 256 values of k, clipped to the matrix).
 
 The numba cores (``_*`` functions) are ``@njit(cache=True)`` and take an output array; the public
-wrappers are plain Python so their error messages are ordinary Python exceptions.
-
-Helpers for the notebook (plain functions that return data, used by widgets and benchmarks):
-``gflops_of``, ``ladder``, ``tile_sweep``, ``compare_sizes``, ``tile_rate``, ``COMBINATIONS`` / ``combination_kernel`` /
-``time_combinations`` (seed Fig. 10: tiling x vectorisation x parallel), ``vector_instructions``.
+wrappers are plain Python so their error messages are ordinary Python exceptions. ``KERNEL_CORES``
+names the core of each rung (for looking at its machine code). Timing them is
+:mod:`course_lib.experiments.matmul`'s job.
 """
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 import numpy as np
 from numba import njit, prange
 
-from ..core.timing import gemm_flops, measure
-from ..core.validate import check_array, check_int, check_positive_int, check_same_shape
+from ..core.validate import check_array, check_int, check_positive_int
 
 __all__ = [
     "matmul_naive",
@@ -52,26 +51,15 @@ __all__ = [
     "matmul_parallel",
     "matmul_parallel_tiled",
     "MATMUL_KERNELS",
-    "tanh_backward",
-    "tanh_backward_parallel",
-    "output_delta",
-    "output_delta_parallel",
+    "TILED_KERNELS",
+    "KERNEL_CORES",
     "COMBINATIONS",
     "combination_kernel",
-    "time_combinations",
-    "gflops_of",
-    "ladder",
-    "tile_sweep",
-    "vector_instructions",
-    "compare_sizes",
-    "tile_rate",
     "combination_name",
     "DEFAULT_TILE",
 ]
 
 DEFAULT_TILE = 64
-MR = 4  # rows of C updated together by the micro-kernel of matmul_parallel_tiled
-KU = 8  # values of k folded into each load/store of C by that micro-kernel
 
 
 # =========================================================================== numba cores
@@ -426,79 +414,12 @@ MATMUL_KERNELS: dict[str, Callable] = {
 """The ladder, slowest first: name -> ``f(A, B) -> C``."""
 
 TILED_KERNELS = ("tiled", "tiled_simd", "parallel_tiled")
+"""The rungs that take tile sizes ``(A, B, tile_i, tile_j, tile_k)``."""
 
-
-# =========================================================================== element-wise RNN
-@njit(cache=True, fastmath=True)
-def _tanh_backward(dh, h, out):
-    for i in range(out.size):
-        out[i] = dh[i] * (1 - h[i] * h[i])
-
-
-@njit(cache=True, fastmath=True, parallel=True)
-def _tanh_backward_par(dh, h, out):
-    for i in prange(out.size):
-        out[i] = dh[i] * (1 - h[i] * h[i])
-
-
-@njit(cache=True, fastmath=True)
-def _output_delta(yhat, y, out):
-    for i in range(out.size):
-        out[i] = 2 * (yhat[i] - y[i]) * (1 - yhat[i] * yhat[i])
-
-
-@njit(cache=True, fastmath=True, parallel=True)
-def _output_delta_par(yhat, y, out):
-    for i in prange(out.size):
-        out[i] = 2 * (yhat[i] - y[i]) * (1 - yhat[i] * yhat[i])
-
-
-def _check_pair(x, x_name, y, y_name, out):
-    """Same-shape, same-dtype float arrays; returns flat contiguous views and the flat output."""
-    x = check_array(x, x_name, dtype="float")
-    y = check_array(y, y_name, dtype="float")
-    check_same_shape(x, x_name, y, y_name)
-    if y.dtype != x.dtype:
-        raise ValueError(f"{y_name}: expected the same dtype as {x_name} ({x.dtype}), got {y.dtype}")
-    if out is None:
-        out = np.empty(x.shape, dtype=x.dtype)
-    else:
-        out = check_array(out, "out", shape=x.shape, dtype=x.dtype, finite=False, contiguous=True)
-    xf = np.ascontiguousarray(x).reshape(-1)  # documented copy of non-contiguous inputs
-    yf = np.ascontiguousarray(y).reshape(-1)
-    return xf, yf, out
-
-
-def tanh_backward(dh, h, *, out=None):
-    """Gradient through ``h = tanh(z)``: ``dz = dh * (1 - h**2)``. dh, h: same shape -> dz.
-
-    ``out`` may be ``dh`` itself (in place). Serial twin of :func:`tanh_backward_parallel`.
-    """
-    dhf, hf, out = _check_pair(dh, "dh", h, "h", out)
-    _tanh_backward(dhf, hf, out.reshape(-1))
-    return out
-
-
-def tanh_backward_parallel(dh, h, *, out=None):
-    """:func:`tanh_backward` with ``prange`` over the elements."""
-    dhf, hf, out = _check_pair(dh, "dh", h, "h", out)
-    _tanh_backward_par(dhf, hf, out.reshape(-1))
-    return out
-
-
-def output_delta(yhat, y, *, out=None):
-    """Output delta of ``L = sum (yhat - y)**2`` with ``yhat = tanh(z)``:
-    ``dz = 2 (yhat - y) (1 - yhat**2)``. yhat, y: same shape -> dz (same shape)."""
-    yf, tf, out = _check_pair(yhat, "yhat", y, "y", out)
-    _output_delta(yf, tf, out.reshape(-1))
-    return out
-
-
-def output_delta_parallel(yhat, y, *, out=None):
-    """:func:`output_delta` with ``prange`` over the elements."""
-    yf, tf, out = _check_pair(yhat, "yhat", y, "y", out)
-    _output_delta_par(yf, tf, out.reshape(-1))
-    return out
+KERNEL_CORES = {"naive": (_naive, 0), "ikj": (_ikj, 0), "tiled": (_tiled, 3), "tiled_simd": (_tiled_simd, 3),
+                "parallel": (_tiled_parallel_simd, 3), "parallel_tiled": (_micro_rows, 6)}
+"""Rung name -> (its numba core, how many int arguments follow the three arrays). The core of
+``parallel_tiled`` is its micro-kernel (the loop that must vectorise)."""
 
 
 # =========================================================================== seed Fig. 10
@@ -550,210 +471,3 @@ def combination_kernel(tiled: bool, simd: bool, parallel: bool, tile_i: int = 64
     kernel.__name__ = "matmul_" + combination_name(tiled, simd, parallel).replace(" + ", "_")
     kernel.__doc__ = f"Seed Fig. 10 combination: {combination_name(tiled, simd, parallel)}."
     return kernel
-
-
-def _operands(n: int, dtype: str, seed: int, m: int | None = None, k: int | None = None):
-    rng = np.random.default_rng(seed)
-    m = n if m is None else m
-    k = n if k is None else k
-    A = rng.standard_normal((m, k)).astype(dtype)
-    B = rng.standard_normal((k, n)).astype(dtype)
-    return A, B
-
-
-def time_combinations(n: int, *, dtype: str = "float32", repeat: int = 3, seed: int = 0,
-                      tile_i: int = 64, tile_j: int = 16, tile_k: int = 64) -> list[dict]:
-    """Time the 8 combinations of seed Fig. 10 on ``(n, n) @ (n, n)``, interleaved.
-
-    Returns one dict per combination: tiled, simd, parallel, name, seconds (median), gflops,
-    speedup (over the all-off serial kernel).
-    """
-    n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
-    A, B = _operands(n, dtype, seed)
-    C = np.empty((n, n), dtype)
-    kernels = {c: combination_kernel(*c, tile_i=tile_i, tile_j=tile_j, tile_k=tile_k) for c in COMBINATIONS}
-    for f in kernels.values():  # compile + warm up
-        f(A, B, out=C)
-    times = {c: [] for c in COMBINATIONS}
-    for _ in range(repeat):
-        for c, f in kernels.items():
-            t0 = time.perf_counter()
-            f(A, B, out=C)
-            times[c].append(time.perf_counter() - t0)
-    flops = gemm_flops(n, n, n)
-    base = float(np.median(times[COMBINATIONS[0]]))
-    rows = []
-    for c in COMBINATIONS:
-        t = float(np.median(times[c]))
-        rows.append({"tiled": c[0], "simd": c[1], "parallel": c[2], "name": combination_name(*c),
-                     "seconds": t, "gflops": flops / t / 1e9, "speedup": base / t})
-    return rows
-
-
-# =========================================================================== measuring helpers
-def _kernel(kernel) -> Callable:
-    if callable(kernel):
-        return kernel
-    if kernel == "numpy":
-        return lambda A, B, out=None: np.matmul(A, B, out=out)
-    if kernel not in MATMUL_KERNELS:
-        raise ValueError(f"kernel: expected one of {', '.join(MATMUL_KERNELS)}, 'numpy' or a callable, got {kernel!r}")
-    return MATMUL_KERNELS[kernel]
-
-
-def gflops_of(kernel="tiled_simd", n: int = 256, *, dtype: str = "float32", repeat: int = 3,
-              seed: int = 0, **tiles) -> float:
-    """GFLOP/s of ``kernel`` (a name in :data:`MATMUL_KERNELS`, ``"numpy"`` or a callable) on
-    ``(n, n) @ (n, n)``; best of ``repeat`` runs after one warm-up. ``tiles``: tile_i/tile_j/tile_k."""
-    n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
-    f = _kernel(kernel)
-    A, B = _operands(n, dtype, seed)
-    C = np.empty((n, n), dtype)
-    t = measure(f, A, B, out=C, repeat=repeat, warmup=1, number=1, **tiles)
-    return gemm_flops(n, n, n) / t.min / 1e9
-
-
-def ladder(n: int, kernels=None, *, dtype: str = "float32", repeat: int = 3, seed: int = 0) -> list[dict]:
-    """Time each kernel (default: all of :data:`MATMUL_KERNELS`, then numpy) on ``(n, n) @ (n, n)``.
-
-    Returns one dict per kernel: name, seconds (best of ``repeat``), gflops, pct_of_blas
-    (100 * gflops / numpy's gflops, numpy measured in the same call), max_abs_err vs numpy
-    (in float64).
-    """
-    n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
-    names = list(MATMUL_KERNELS) if kernels is None else list(kernels)
-    if "numpy" not in names:
-        names.append("numpy")
-    A, B = _operands(n, dtype, seed)
-    ref = A.astype(np.float64) @ B.astype(np.float64)
-    flops = gemm_flops(n, n, n)
-    rows = []
-    for name in names:
-        f = _kernel(name)
-        C = np.empty((n, n), dtype)
-        t = measure(f, A, B, out=C, repeat=repeat, warmup=1, number=1)
-        rows.append({"name": name if isinstance(name, str) else getattr(name, "__name__", "kernel"),
-                     "seconds": t.min, "gflops": flops / t.min / 1e9,
-                     "max_abs_err": float(np.max(np.abs(C - ref))) if n else 0.0})
-    blas = next(r for r in rows if r["name"] == "numpy")["gflops"]
-    for r in rows:
-        r["pct_of_blas"] = 100.0 * r["gflops"] / blas
-    return rows
-
-
-def tile_sweep(n: int, tiles_i=(8, 16, 32, 64, 128), tiles_j=(16, 32, 64, 128, 256), *,
-               tile_k: int = 64, kernel="tiled_simd", dtype: str = "float32", repeat: int = 2,
-               seed: int = 0) -> np.ndarray:
-    """GFLOP/s of a tiled kernel over a grid of tile sizes: array (len(tiles_i), len(tiles_j)).
-
-    Tile sizes larger than ``n`` are reported as NaN (not run). For the heat map and the widget.
-    """
-    n = check_positive_int(n, "n", high=4096)
-    name = kernel if isinstance(kernel, str) else None
-    if name is not None and name not in TILED_KERNELS:
-        raise ValueError(f"kernel: expected one of {', '.join(TILED_KERNELS)}, got {kernel!r}")
-    check_positive_int(tile_k, "tile_k")
-    tiles_i = [check_positive_int(t, "tiles_i") for t in tiles_i]
-    tiles_j = [check_positive_int(t, "tiles_j") for t in tiles_j]
-    f = _kernel(kernel)
-    A, B = _operands(n, dtype, seed)
-    C = np.empty((n, n), dtype)
-    f(A, B, out=C)  # compile once
-    grid = np.full((len(tiles_i), len(tiles_j)), np.nan)
-    for a, ti in enumerate(tiles_i):
-        for b, tj in enumerate(tiles_j):
-            if ti > n or tj > n or tile_k > n:
-                continue
-            t = measure(f, A, B, ti, tj, min(tile_k, n), out=C, repeat=repeat, warmup=0, number=1)
-            grid[a, b] = gemm_flops(n, n, n) / t.min / 1e9
-    return grid
-
-
-def vector_instructions(kernel: str, dtype: str = "float32") -> dict:
-    """Count SIMD and scalar floating-point multiply/add/FMA instructions in the machine code
-    numba generates for the core of a ladder kernel (``"parallel_tiled"``: its micro-kernel).
-
-    Returns ``{"vector": count, "scalar": count, "widest": "zmm" | "ymm" | "xmm" | None}``
-    (zmm = 512-bit, ymm = 256-bit, xmm = 128-bit registers). The core is recompiled without the
-    on-disk cache (numba cannot show the assembly of cached code), which takes a second or two.
-    A structural check that the compiler really emitted SIMD code.
-    """
-    from numba import typeof  # noqa: PLC0415
-
-    cores = {"naive": (_naive, 0), "ikj": (_ikj, 0), "tiled": (_tiled, 3), "tiled_simd": (_tiled_simd, 3),
-             "parallel": (_tiled_parallel_simd, 3), "parallel_tiled": (_micro_rows, 6)}
-    if kernel not in cores:
-        raise ValueError(f"kernel: expected one of {', '.join(cores)}, got {kernel!r}")
-    disp, n_ints = cores[kernel]
-    arr = typeof(np.zeros((2, 2), dtype=np.dtype(dtype)))
-    sig = (arr, arr, arr) + (typeof(1),) * n_ints
-    opts = {k: v for k, v in disp.targetoptions.items() if k not in ("cache", "nopython")}
-    fresh = njit(**opts)(disp.py_func)
-    fresh.compile(sig)
-    asm = "\n".join(fresh.inspect_asm().values())
-    regs = ("zmm", "ymm", "xmm")
-    vec = scal = 0
-    widest = None
-    for line in asm.splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        op = parts[0]
-        if not op.startswith(("vfmadd", "vfnmadd", "vmul", "vadd", "mul", "add")):
-            continue
-        if op.endswith(("ps", "pd")):
-            vec += 1
-            reg = next((r for r in regs if r in line), None)
-            if reg and (widest is None or regs.index(reg) < regs.index(widest)):
-                widest = reg
-        elif op.endswith(("ss", "sd")):
-            scal += 1
-    return {"vector": vec, "scalar": scal, "widest": widest}
-
-
-def compare_sizes(sizes=(1000, 1024), kernels=("ikj", "tiled_simd", "parallel_tiled", "numpy"), *,
-                  dtype: str = "float32", repeat: int = 3, seed: int = 0) -> dict:
-    """GFLOP/s of each kernel at each size in ``sizes`` (e.g. 1000 and the power of two 1024).
-
-    Returns ``{name: (rate at sizes[0], rate at sizes[1], ...)}``; sizes are timed alternately
-    (repeat by repeat) so a slow moment of a shared machine hits both.
-    """
-    sizes = tuple(check_positive_int(s, "sizes", high=4096) for s in sizes)
-    if len(sizes) < 2:
-        raise ValueError(f"sizes: expected at least two sizes, got {sizes}")
-    repeat = check_positive_int(repeat, "repeat")
-    fns = {name: _kernel(name) for name in kernels}
-    ops = {s: _operands(s, dtype, seed) for s in sizes}
-    outs = {s: np.empty((s, s), dtype) for s in sizes}
-    best = {(name, s): np.inf for name in fns for s in sizes}
-    for name, f in fns.items():
-        for s in sizes:
-            f(*ops[s], out=outs[s])  # compile / warm up
-    for _ in range(repeat):
-        for name, f in fns.items():
-            for s in sizes:
-                t0 = time.perf_counter()
-                f(*ops[s], out=outs[s])
-                best[(name, s)] = min(best[(name, s)], time.perf_counter() - t0)
-    return {name: tuple(gemm_flops(s, s, s) / best[(name, s)] / 1e9 for s in sizes) for name in fns}
-
-
-def tile_rate(n: int = 256, tile_i: int = 64, tile_j: int = 64, tile_k: int = 64, *,
-              kernel: str = "tiled_simd", repeat: int = 2) -> dict:
-    """For the tile-size widget: GFLOP/s of a tiled kernel and of numpy on ``(n, n) @ (n, n)``.
-
-    Tiles larger than ``n`` are clipped to ``n``. Returns ``{"n", "tiles": (ti, tj, tk), "kernel",
-    "ours", "numpy", "pct_of_blas"}``.
-    """
-    n = check_positive_int(n, "n", high=4096)
-    if kernel not in TILED_KERNELS:
-        raise ValueError(f"kernel: expected one of {', '.join(TILED_KERNELS)}, got {kernel!r}")
-    tiles = tuple(min(check_positive_int(t, nm), n) for t, nm in
-                  ((tile_i, "tile_i"), (tile_j, "tile_j"), (tile_k, "tile_k")))
-    ours = gflops_of(kernel, n, repeat=repeat, tile_i=tiles[0], tile_j=tiles[1], tile_k=tiles[2])
-    blas = gflops_of("numpy", n, repeat=repeat)
-    return {"n": n, "tiles": tiles, "kernel": kernel, "ours": ours, "numpy": blas,
-            "pct_of_blas": 100.0 * ours / blas}

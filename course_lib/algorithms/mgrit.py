@@ -1,7 +1,7 @@
-"""MGRIT: multigrid reduction in time, generic over a user time step (layer 2: methods).
+"""MGRIT: multigrid reduction in time, generic over a user time step (algorithms layer).
 
 After Falgout et al. (XBraid, 2014) and PyMGRIT (Hahne & Friedhoff); used for GRUs by Moon &
-Cyr (ICLR 2022, torchbraid). We solve the *all-at-once* system
+Cyr (seed 002, torchbraid). We solve the *all-at-once* system
 
     A(u) = g:     u_0 = g_0,     u_i - Phi(u_{i-1}, i-1) = g_i      (i = 1 .. N)
 
@@ -22,20 +22,37 @@ With two levels and F-relaxation this *is* Parareal, and it is exact after at mo
 iterations. ``history`` holds the 2-norm of the fine-grid residual at the C-points after each
 iteration; the solve stops when it is below ``tol``.
 
+One iteration loop, two ways to share the work
+----------------------------------------------
+The fine-level iteration (:meth:`MGRIT.iterate`) is written once, against a small
+:class:`Partition` interface: which C-intervals and C-points this process works on, ``map`` (run a
+piece of work over them), ``exchange`` (fetch the F-point before my first C-point), ``allreduce``,
+``coarse_correct`` (C-values and residuals in, corrected C-values out) and ``gather``.
+:class:`ThreadPartition` (here) runs the intervals in CPU threads of one process;
+``course_lib.parallel.mgrit_mpi.RankPartition`` gives each MPI rank a block of them. Both run the
+same arithmetic, so they return the same ``U`` (bit for bit).
+
 Public API
 ----------
 ``MGRIT(step, *, m=4, levels=2, relax="FCF", max_iter=10, tol=1e-8, cycle="V", coarse_step=None,
-workers=1, diverge_factor=1e4)`` with ``.solve(u0, nt) -> (U, history)``
+threads=1, diverge_factor=1e4)`` with ``.solve(u0, nt) -> (U (nt+1, *u0.shape), history)`` and
+``.iterate(u0, nt, partition, status=None)`` (the one loop; ``.steps_taken`` counts the steps)
+``Partition`` / ``ThreadPartition`` -- how the fine C-intervals are shared out
 ``MGRITDivergence`` -- raised (never NaN returned) when the iterations blow up
-``dahlquist_step(lam, dt)`` -- backward-Euler step of ``u' = lam u`` for every level
+``hierarchy(nt, m, levels)`` -- steps per level, with clear errors
 ``serial_solve(step, u0, nt)`` -- the reference sequential march
+``dahlquist_step(lam, dt, m)`` / ``dahlquist_exact_serial(lam, dt, u0, nt)`` -- the test problem
 ``convergence_factor(history)`` -- geometric-mean residual reduction per iteration
-``convergence_table(ms, lam_dts, ...)`` / ``convergence_histories(...)`` -- data for tables, widgets
 ``span_model(nt, *, m, levels, iters, P, relax)`` -- work/span (critical path) model in time steps
+``f_relaxation``, ``c_relaxation``, ``two_level_iteration`` -- the pieces of the worksheet
+
+Sweeps over these (convergence tables, histories for widgets, speedup curves) live in
+``course_lib.experiments.mgrit``.
 """
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -46,18 +63,19 @@ from ..core.validate import check_choice, check_float, check_int, check_positive
 __all__ = [
     "MGRIT",
     "MGRITDivergence",
+    "Partition",
+    "ThreadPartition",
     "hierarchy",
     "serial_solve",
     "dahlquist_step",
     "dahlquist_exact_serial",
     "convergence_factor",
-    "convergence_histories",
-    "convergence_table",
     "span_model",
-    "speedup_model",
     "f_relaxation",
     "c_relaxation",
     "two_level_iteration",
+    "RELAXATIONS",
+    "CYCLES",
 ]
 
 RELAXATIONS = ("F", "FCF", "FCFCF")
@@ -105,6 +123,76 @@ def serial_solve(step: Callable, u0, nt: int) -> np.ndarray:
     return U
 
 
+# --------------------------------------------------------------------------- sharing the fine level
+class Partition:
+    """How the fine level's ``nc`` C-intervals are shared out -- the interface :meth:`MGRIT.iterate`
+    is written against. Interval ``j`` holds the points ``j*m .. j*m + m - 1``; C-point ``j*m``.
+
+    ``intervals``  the C-intervals this process F-relaxes (a ``range``)
+    ``cpoints``    the C-points ``j >= 1`` this process C-relaxes and computes residuals for
+    ``points``     the time points this process owns (``range``; for the non-finite check)
+    ``map(fn, items)``          run ``fn(sub_range)`` over ``items`` (here: in threads)
+    ``exchange(U, m)``          make ``U[cpoints.start*m - 1]`` current (a neighbour's F-point)
+    ``allreduce(x, op)``        combine a float over all processes (``op`` "sum" or "min")
+    ``coarse_correct(U, R, m, correct)``  ``U[::m] = correct(U[::m], R)`` for the C-points owned here
+    ``gather(U)``               the whole ``U`` where the result is wanted (None elsewhere)
+
+    This class is the one-process version: everything is local and ``map`` runs serially."""
+
+    def __init__(self, nc: int):
+        self.nc = check_positive_int(nc, "nc")
+        self.intervals = range(nc)
+        self.cpoints = range(1, nc + 1)
+        self.points = None  # every point
+
+    def map(self, fn: Callable, items: range) -> None:
+        fn(items)
+
+    def exchange(self, U, m: int) -> None:
+        return None
+
+    def allreduce(self, x: float, op: str = "sum") -> float:
+        return float(x)
+
+    def coarse_correct(self, U, R, m: int, correct: Callable) -> None:
+        U[::m] = correct(U[::m].copy(), R)
+
+    def gather(self, U):
+        return U
+
+    def close(self) -> None:
+        return None
+
+
+class ThreadPartition(Partition):
+    """All intervals in this process, each ``map`` split into ``threads`` contiguous chunks run by a
+    thread pool (same arithmetic as one thread, so the same result)."""
+
+    def __init__(self, nc: int, threads: int = 1):
+        super().__init__(nc)
+        self.threads = check_positive_int(threads, "threads")
+        self._pool = None
+
+    def chunks(self, items: range) -> list[range]:
+        n = len(items)
+        w = min(self.threads, max(n, 1))
+        bounds = [items.start + (n * k) // w for k in range(w + 1)]
+        return [range(bounds[k], bounds[k + 1]) for k in range(w)]
+
+    def map(self, fn: Callable, items: range) -> None:
+        if self.threads == 1 or len(items) < 2:
+            fn(items)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads)
+        list(self._pool.map(fn, self.chunks(items)))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
 # --------------------------------------------------------------------------- the solver
 class MGRIT:
     """Multigrid reduction in time for ``u_{i+1} = step(u_i, i, level)`` (see module docstring).
@@ -112,14 +200,16 @@ class MGRIT:
     ``step(u, i, level) -> u``: advance a state (any shape) from point ``i`` to ``i + 1`` of level
     ``level``'s grid (level 0: the fine grid; level l: a point every ``m**l`` fine steps). It must
     return a new array. ``coarse_step`` (default ``step``) is used on levels >= 1.
-    ``workers > 1`` runs the F- and C-relaxation of the C-intervals in that many threads (same
-    arithmetic, same result). Iterations whose residual grows by more than ``diverge_factor`` over
-    the first one, or turns non-finite, raise :class:`MGRITDivergence`.
+    ``threads > 1`` runs the relaxations of the C-intervals in that many CPU threads (same
+    arithmetic, same result). An iteration whose residual exceeds ``diverge_factor`` times the
+    residual of the relaxed initial guess, or turns non-finite, raises :class:`MGRITDivergence`. After a solve,
+    ``iterations`` is the number of iterations and ``steps_taken`` the number of calls of
+    ``step``/``coarse_step`` made by this process (the work).
     """
 
     def __init__(self, step: Callable, *, m: int = 4, levels: int = 2, relax: str = "FCF",
                  max_iter: int = 10, tol: float = 1e-8, cycle: str = "V",
-                 coarse_step: Callable | None = None, workers: int = 1, diverge_factor: float = 1e4):
+                 coarse_step: Callable | None = None, threads: int = 1, diverge_factor: float = 1e4):
         if not callable(step):
             raise TypeError(f"step: expected a callable step(u, i, level) -> u, got {type(step).__name__}")
         if coarse_step is not None and not callable(coarse_step):
@@ -132,33 +222,24 @@ class MGRIT:
         self.max_iter = check_int(max_iter, "max_iter", low=1)
         self.tol = check_float(tol, "tol", low=0.0)
         self.cycle = check_choice(cycle, "cycle", CYCLES)
-        self.workers = check_positive_int(workers, "workers")
+        self.threads = check_positive_int(threads, "threads")
         self.diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
         self.step = step
         self.coarse_step = coarse_step if coarse_step is not None else step
-        self._pool = None
+        self._run = Partition(1).map  # how coarse levels share their intervals (set per solve)
+        self._lock = threading.Lock()
         self.iterations = 0
-        self.steps_taken = 0  # calls of step/coarse_step in the last solve (work)
+        self.steps_taken = 0
+        self._baseline = math.nan
 
     # ------------------------------------------------------------------ helpers
     def phi(self, level: int, u, i: int):
         """One step on ``level`` from its point ``i``."""
-        self.steps_taken += 1
         return (self.step if level == 0 else self.coarse_step)(u, i, level)
 
-    def _chunks(self, items: range) -> list[range]:
-        n = len(items)
-        w = min(self.workers, max(n, 1))
-        bounds = [items.start + (n * k) // w for k in range(w + 1)]
-        return [range(bounds[k], bounds[k + 1]) for k in range(w)]
-
-    def _run(self, fn, items: range) -> None:
-        if self.workers == 1 or len(items) < 2:
-            fn(items)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers)
-        list(self._pool.map(fn, self._chunks(items)))
+    def _count(self, n: int) -> None:
+        with self._lock:
+            self.steps_taken += n
 
     # ------------------------------------------------------------------ relaxation pieces
     def f_relax_intervals(self, level: int, U, G, intervals: range) -> None:
@@ -168,6 +249,7 @@ class MGRIT:
         for j in intervals:
             for p in range(j * m + 1, j * m + m):
                 U[p] = self.phi(level, U[p - 1], p - 1) if G is None else self.phi(level, U[p - 1], p - 1) + G[p]
+        self._count(len(intervals) * (m - 1))
 
     def c_relax_points(self, level: int, U, G, points: range) -> None:
         """C-relaxation of the C-points ``j*m`` for ``j`` in ``points`` (j >= 1), in place."""
@@ -175,6 +257,7 @@ class MGRIT:
         for j in points:
             p = j * m
             U[p] = self.phi(level, U[p - 1], p - 1) if G is None else self.phi(level, U[p - 1], p - 1) + G[p]
+        self._count(len(points))
 
     def c_residual_points(self, level: int, U, G, points: range, R) -> None:
         """``R[j] = g_jm - (u_jm - Phi(u_jm-1))`` for ``j`` in ``points`` (j >= 1)."""
@@ -183,7 +266,9 @@ class MGRIT:
             p = j * m
             r = self.phi(level, U[p - 1], p - 1) - U[p]
             R[j] = r if G is None else r + G[p]
+        self._count(len(points))
 
+    # ------------------------------------------------------------------ coarse levels (one process)
     def f_relax(self, level, U, G):
         nc = (len(U) - 1) // self.m
         self._run(lambda r: self.f_relax_intervals(level, U, G, r), range(nc))
@@ -200,12 +285,11 @@ class MGRIT:
         self._run(lambda r: self.c_residual_points(level, U, G, r, R), range(1, nc + 1))
         return R
 
-    def relax_level(self, level, U, G, skip_first_f=False):
-        """Apply the relaxation string (e.g. "FCF") on ``level``."""
-        for k, kind in enumerate(self.relax):
+    def relax_level(self, level, U, G):
+        """Apply the relaxation string (e.g. "FCF") on ``level >= 1``."""
+        for kind in self.relax:
             if kind == "F":
-                if not (k == 0 and skip_first_f):
-                    self.f_relax(level, U, G)
+                self.f_relax(level, U, G)
             else:
                 self.c_relax(level, U, G)
 
@@ -214,11 +298,11 @@ class MGRIT:
         U[0] = G[0]
         for p in range(1, len(U)):
             U[p] = self.phi(level, U[p - 1], p - 1) + G[p]
+        self._count(len(U) - 1)
 
-    # ------------------------------------------------------------------ FAS coarse-grid correction
     def coarse_correction(self, level, U, R) -> None:
-        """Given C-point residuals ``R`` on ``level`` (after relaxation), restrict by injection,
-        solve level+1 (recursively) and correct the C-points of ``U`` (in place, no F-relax)."""
+        """Given C-point residuals ``R`` on ``level``, restrict by injection, solve level+1 and
+        correct the C-points of ``U`` (in place, no F-relax)."""
         U[:: self.m] = self.correct_c_values(level, U[:: self.m].copy(), R)
 
     def correct_c_values(self, level, Uc, R):
@@ -228,6 +312,7 @@ class MGRIT:
         Gc[0] = Uc[0] + R[0]
         for j in range(1, len(Uc)):
             Gc[j] = Uc[j] - self.phi(level + 1, Uc[j - 1], j - 1) + R[j]
+        self._count(len(Uc) - 1)
         self.solve_level(level + 1, Uc, Gc)
         return Uc
 
@@ -245,77 +330,119 @@ class MGRIT:
         self.coarse_correction(level, U, R)
         self.f_relax(level, U, G)
 
-    # ------------------------------------------------------------------ driver
-    def check_hierarchy(self, nt: int) -> list[int]:
-        return hierarchy(nt, self.m, self.levels)
+    # ------------------------------------------------------------------ the fine level, shared out
+    def _fine_f(self, U, part: Partition) -> None:
+        part.map(lambda r: self.f_relax_intervals(0, U, None, r), part.intervals)
 
+    def _fine_c(self, U, part: Partition) -> None:
+        part.exchange(U, self.m)
+        part.map(lambda r: self.c_relax_points(0, U, None, r), part.cpoints)
+
+    def _fine_residual(self, U, part: Partition):
+        part.exchange(U, self.m)
+        R = np.zeros((part.nc + 1,) + U.shape[1:], dtype=U.dtype)
+        part.map(lambda r: self.c_residual_points(0, U, None, r, R), part.cpoints)
+        return R
+
+    def _fine_correct(self, U, R, part: Partition) -> None:
+        part.coarse_correct(U, R, self.m, lambda Uc, Rc: self.correct_c_values(0, Uc, Rc))
+        self._fine_f(U, part)
+
+    def iterate(self, u0, nt: int, part: Partition, status: Callable | None = None):
+        """THE iteration loop (levels >= 2), for any :class:`Partition` of the fine level.
+
+        Returns ``(part.gather(U), history)``; ``U`` has shape ``(nt + 1, *u0.shape)``."""
+        sizes = hierarchy(nt, self.m, self.levels)
+        if self.levels < 2:
+            raise ValueError("levels: the iteration needs levels >= 2 (levels=1 is the serial march)")
+        if part.nc != sizes[1]:
+            raise ValueError(f"partition: made for {part.nc} C-intervals, the fine grid has {sizes[1]}")
+        u0 = np.asarray(u0)
+        self.steps_taken = 0
+        U = np.empty((nt + 1,) + u0.shape, dtype=u0.dtype)
+        U[:] = u0  # initial guess: u0 everywhere
+        history: list[float] = []
+        R = None
+        with np.errstate(over="ignore", invalid="ignore"):
+            for it in range(self.max_iter):
+                if status is not None:
+                    status(f"iteration {it + 1}")
+                for k, kind in enumerate(self.relax):
+                    if kind == "F":
+                        if not (k == 0 and it > 0):  # the previous iteration ended with an F-sweep
+                            self._fine_f(U, part)
+                    else:
+                        self._fine_c(U, part)
+                if R is None or self.relax != "F":  # with "F" alone, U has not changed since the last residual
+                    R = self._fine_residual(U, part)
+                if it == 0:  # the yardstick for divergence: the residual of the relaxed initial guess
+                    self._baseline = math.sqrt(part.allreduce(self._sumsq(R, part), "sum"))
+                if self.cycle == "F" and self.levels > 2:
+                    self._fine_correct(U, R, part)  # F-cycle: an extra visit of the coarser levels
+                    R = self._fine_residual(U, part)
+                self._fine_correct(U, R, part)
+                R = self._fine_residual(U, part)
+                history.append(math.sqrt(part.allreduce(self._sumsq(R, part), "sum")))
+                self._check_divergence(history, U, part)
+                if history[-1] <= self.tol:
+                    break
+        self.iterations = len(history)
+        return part.gather(U), history
+
+    @staticmethod
+    def _sumsq(R, part: Partition) -> float:
+        return float(np.sum(np.abs(R[part.cpoints.start:part.cpoints.stop].astype(np.float64)) ** 2))
+
+    def _check_divergence(self, history, U, part: Partition) -> None:
+        """Raise :class:`MGRITDivergence` with the iteration (and time point) where it blew up; every
+        process takes the same decision (the inputs are all-reduced)."""
+        k = len(history)
+        norm = history[-1]
+        mine = U if part.points is None else U[part.points.start:part.points.stop]
+        offset = 0 if part.points is None else part.points.start
+        flat = mine.reshape(len(mine), -1)
+        bad = np.nonzero(~np.isfinite(flat).all(axis=1))[0]
+        first = part.allreduce(float(offset + bad[0]) if bad.size else math.inf, "min")
+        if not math.isfinite(norm) or math.isfinite(first):
+            where = f"; the first non-finite state is at time point {int(first)}" if math.isfinite(first) else ""
+            raise MGRITDivergence(
+                f"MGRIT diverged at iteration {k}: the residual is {norm:.3g}{where}. The coarse step is "
+                f"probably unstable for the coarse time step (e.g. an explicit GRU with gamma = m**level): "
+                f"use an implicit coarse step, a smaller m or fewer levels.")
+        base = self._baseline if math.isfinite(self._baseline) else 0.0
+        if norm > self.diverge_factor * max(base, self.tol, 1e-8):
+            raise MGRITDivergence(
+                f"MGRIT diverged at iteration {k}: the residual grew from {base:.3g} (the relaxed initial "
+                f"guess) to {norm:.3g}, more than diverge_factor={self.diverge_factor:g} times. The coarse "
+                f"step is probably unstable: use an implicit coarse step, a smaller m or fewer levels.")
+
+    # ------------------------------------------------------------------ driver
     def solve(self, u0, nt: int):
-        """Solve ``nt`` fine steps from ``u0``. Returns ``(U, history)``: ``U`` of shape
-        ``(nt + 1, *u0.shape)`` (``U[0] = u0``) and the list of C-point residual norms, one per
-        iteration. Raises :class:`MGRITDivergence` instead of returning NaN."""
+        """Solve ``nt`` fine steps from ``u0`` in this process (``threads`` CPU threads). Returns
+        ``(U, history)``: ``U`` of shape ``(nt + 1, *u0.shape)`` (``U[0] = u0``) and the C-point
+        residual norm after each iteration. Raises :class:`MGRITDivergence` instead of returning NaN."""
         u0 = np.asarray(u0)
         if u0.dtype.kind not in "fc":
             u0 = u0.astype(np.float64)
         if not np.all(np.isfinite(u0)):
             raise ValueError("u0: contains non-finite values")
-        self.check_hierarchy(nt)
-        self.steps_taken = 0
-        U = np.empty((nt + 1,) + u0.shape, dtype=u0.dtype)
-        U[:] = u0  # initial guess: u0 everywhere
-        history: list[float] = []
+        sizes = hierarchy(nt, self.m, self.levels)
+        if self.levels == 1:
+            self.steps_taken = 0
+            U = np.empty((nt + 1,) + u0.shape, dtype=u0.dtype)
+            U[0] = u0
+            for p in range(1, nt + 1):
+                U[p] = self.phi(0, U[p - 1], p - 1)
+            self.steps_taken = nt
+            self.iterations = 1
+            return U, [0.0]
+        part = ThreadPartition(sizes[1], self.threads)
+        self._run = part.map  # the coarse levels share the same threads
         try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                if self.levels == 1:
-                    self.march_fine(U)
-                    history.append(0.0)
-                else:
-                    self._iterate(U, history)
+            return self.iterate(u0, nt, part)
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
-        self.iterations = len(history)
-        return U, history
-
-    def march_fine(self, U):
-        for p in range(1, len(U)):
-            U[p] = self.phi(0, U[p - 1], p - 1)
-
-    def _iterate(self, U, history):
-        R = None
-        for it in range(self.max_iter):
-            self.relax_level(0, U, None, skip_first_f=it > 0)
-            if R is None or self.relax != "F":
-                R = self.c_residual(0, U, None)
-            if self.cycle == "F" and self.levels > 2:
-                self.coarse_correction(0, U, R)
-                self.f_relax(0, U, None)
-                R = self.c_residual(0, U, None)
-            self.coarse_correction(0, U, R)
-            self.f_relax(0, U, None)
-            R = self.c_residual(0, U, None)
-            norm = float(np.sqrt(np.sum(np.abs(R.astype(np.float64)) ** 2)))
-            history.append(norm)
-            self.check_divergence(history, U)
-            if norm <= self.tol:
-                break
-
-    def check_divergence(self, history, U) -> None:
-        """Raise :class:`MGRITDivergence` with the iteration (and time point) where it blew up."""
-        k = len(history)
-        norm = history[-1]
-        if not math.isfinite(norm) or not np.all(np.isfinite(U)):
-            bad = np.nonzero(~np.isfinite(U.reshape(len(U), -1)).all(axis=1))[0]
-            where = f"; the first non-finite state is at time point {int(bad[0])}" if bad.size else ""
-            raise MGRITDivergence(
-                f"MGRIT diverged at iteration {k}: the residual is {norm}{where}. The coarse step is "
-                f"probably unstable for the coarse time step (e.g. an explicit GRU with gamma = m**level): "
-                f"use an implicit coarse step, a smaller m or fewer levels.")
-        if k >= 2 and norm > self.diverge_factor * max(history[0], self.tol) and norm > history[-2]:
-            raise MGRITDivergence(
-                f"MGRIT diverged at iteration {k}: the residual grew from {history[0]:.3g} (iteration 1) to "
-                f"{norm:.3g}, more than diverge_factor={self.diverge_factor:g} times. The coarse step is "
-                f"probably unstable: use an implicit coarse step, a smaller m or fewer levels.")
+            part.close()
+            self._run = Partition(1).map
 
 
 # --------------------------------------------------------------------------- Dahlquist test problem
@@ -338,44 +465,12 @@ def dahlquist_exact_serial(lam: float, dt: float, u0: float, nt: int) -> np.ndar
     return float(u0) / (1.0 - lam * dt) ** np.arange(nt + 1, dtype=np.float64)
 
 
-# --------------------------------------------------------------------------- convergence data
 def convergence_factor(history) -> float:
     """Geometric mean of ``history[k+1] / history[k]`` over the iterations (stops at exact zero)."""
     h = [x for x in history if x > 0]
     if len(h) < 2:
         return 0.0
     return float((h[-1] / h[0]) ** (1.0 / (len(h) - 1)))
-
-
-def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: int = 2, relax: str = "FCF",
-                          nt: int = 256, lam_dt: float = -1.0, max_iter: int = 10, cycle: str = "V",
-                          tol: float = 1e-12) -> dict:
-    """Residual histories of MGRIT on Dahlquist (``lam * dt = lam_dt``, backward Euler) for each m:
-    ``{"ms": [...], "histories": {m: [...]}, "factors": {m: rho}}`` (plain data for plots/widgets)."""
-    check_choice(problem, "problem", ("dahlquist",))
-    lam_dt = check_float(lam_dt, "lam_dt", high=0.0)
-    out = {"ms": list(ms), "histories": {}, "factors": {}, "levels": levels, "relax": relax, "nt": nt,
-           "lam_dt": lam_dt}
-    for m in ms:
-        solver = MGRIT(dahlquist_step(lam_dt, 1.0, m), m=m, levels=levels, relax=relax, max_iter=max_iter,
-                       tol=tol, cycle=cycle)
-        _, hist = solver.solve(np.ones(1), nt)
-        out["histories"][m] = hist
-        out["factors"][m] = convergence_factor(hist)
-    return out
-
-
-def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, nt: int = 256, levels: int = 2,
-                      relax: str = "F", max_iter: int = 6) -> dict:
-    """Convergence factors on Dahlquist for each (m, lam*dt): ``{"ms", "lam_dts", "rho": (len(ms), len(lam_dts))}``."""
-    rho = np.zeros((len(ms), len(lam_dts)))
-    for a, m in enumerate(ms):
-        for b, ld in enumerate(lam_dts):
-            solver = MGRIT(dahlquist_step(ld, 1.0, m), m=m, levels=levels, relax=relax, max_iter=max_iter,
-                           tol=0.0)
-            _, hist = solver.solve(np.ones(1), nt)
-            rho[a, b] = convergence_factor(hist)
-    return {"ms": list(ms), "lam_dts": list(lam_dts), "rho": rho}
 
 
 # --------------------------------------------------------------------------- work / span model
@@ -388,43 +483,43 @@ def span_model(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int =
     runs them: each F-sweep costs ``ceil(C_l/P) * (m-1)`` steps, each C-sweep or residual
     ``ceil(C_l/P)`` steps plus ``latency`` (in step units) for the boundary exchange; restriction
     forms ``gc`` with ``ceil(C_l/P)`` coarse steps; the interpolation is one more F-sweep. The
-    coarsest level is a sequential march of ``N_{L-1}`` steps. Returns ``{"span", "work", "serial", "speedup"}``
-    (``speedup = serial / span``, serial = ``nt`` steps). A model, not a measurement.
+    coarsest level is a sequential march of ``N_{L-1}`` steps. Returns ``{"span", "work", "serial",
+    "speedup"}`` (``speedup = serial / span``, serial = ``nt`` steps; ``work`` = all steps, exactly
+    the count :attr:`MGRIT.steps_taken` makes for a V-cycle of ``iters`` iterations). A model, not a
+    measurement: every step costs the same, communication costs ``latency`` steps, nothing else.
     """
     sizes = hierarchy(nt, m, levels)
     P = check_positive_int(P, "P")
     iters = check_positive_int(iters, "iters")
     check_choice(relax, "relax", RELAXATIONS)
+    latency = check_float(latency, "latency", low=0.0)
     n_f = relax.count("F")
     n_c = relax.count("C")
     span = work = 0.0
+    first_span = first_work = 0.0  # the first iteration also runs the leading F-sweep (and, for "F", a residual)
     for lv, n in enumerate(sizes[:-1]):
         c = n // m
         blk = math.ceil(c / P)
         f_span, f_work = blk * (m - 1), c * (m - 1)
-        # level 0 skips the leading F (the last iteration ended with one) and reuses the residual
-        # for "F"; coarser levels run the full relaxation, a residual and the interpolating F-sweep.
+        # after the first iteration, level 0 skips the leading F (the last iteration ended with one)
+        # and reuses the residual for "F"; coarser levels run the full relaxation, a residual and the interpolating F-sweep.
         nf = n_f if lv == 0 else n_f + 1
         ncs = (n_c + 1 + (1 if n_c else 0)) if lv == 0 else n_c + 1
         one_span = nf * f_span + ncs * (blk + latency) + blk  # F-sweeps + C-sweeps/residuals + gc
         one_work = nf * f_work + ncs * c + c
+        if lv == 0:
+            first_span = f_span + ((blk + latency) if n_c == 0 else 0.0)
+            first_work = f_work + (c if n_c == 0 else 0)
         span += one_span
         work += one_work
     span += sizes[-1]
     work += sizes[-1]
     if levels == 1:
-        span, work = float(nt), float(nt)
+        span, work, first_span, first_work = float(nt), float(nt), 0.0, 0.0
         iters = 1
-    span *= iters
-    work *= iters
+    span = span * iters + first_span
+    work = work * iters + first_work
     return {"span": span, "work": work, "serial": float(nt), "speedup": float(nt) / span}
-
-
-def speedup_model(nt: int, Ps, *, m: int = 4, levels: int = 2, iters: int = 2, relax: str = "FCF",
-                  latency: float = 1.0) -> np.ndarray:
-    """``span_model(...)["speedup"]`` for each P in ``Ps`` (array)."""
-    return np.array([span_model(nt, m=m, levels=levels, iters=iters, P=int(P), relax=relax,
-                                latency=latency)["speedup"] for P in Ps])
 
 
 # --------------------------------------------------------------------------- pieces for the worksheet

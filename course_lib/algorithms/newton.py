@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import as_array, check_array, check_choice, check_float, check_int, check_positive_int
 from . import matrix_scan
 
 __all__ = [
@@ -75,12 +75,36 @@ class NewtonDivergence(FloatingPointError):
 # --------------------------------------------------------------------------- helpers
 def shift(h0, H):
     """``H_prev = (h_0, h_1, ..., h_{T-1})``: the state each step starts from."""
+    H = _check_states(H, "H")
+    h0 = check_array(h0, "h0", shape=H.shape[1:], dtype=None)
+    if h0.dtype.kind not in "iuf":
+        raise TypeError(f"h0: expected a real array, got dtype {h0.dtype}")
+    return _shift(h0, H)
+
+
+def _shift(h0, H):
     return np.concatenate([np.asarray(h0, dtype=H.dtype)[None], H[:-1]], axis=0)
 
 
 def residual(f: Callable, h0, X, H):
     """``r_t = h_t - f(h_{t-1}, x_t)`` for all t at once, shape of ``H``."""
-    return H - f(shift(h0, H), X)
+    if not callable(f):
+        raise TypeError(f"f: expected a function f(H_prev, X) -> H, got {type(f).__name__}")
+    H = _check_states(H, "H")
+    X = as_array(X, "X")
+    if X.ndim < 1 or X.shape[0] != H.shape[0]:
+        raise ValueError(f"X: expected T = {H.shape[0]} steps on axis 0 like H, got shape {tuple(X.shape)}")
+    out = f(shift(h0, H), X)
+    if np.shape(out) != H.shape:
+        raise ValueError(f"f: expected f(H_prev, X) to return the shape of H {H.shape}, got {np.shape(out)}")
+    return H - out
+
+
+def _check_states(H, name: str) -> np.ndarray:
+    H = check_array(H, name, ndim=(1, 2, 3, 4))
+    if H.shape[0] < 1:
+        raise ValueError(f"{name}: expected at least one time step (axis 0), got shape {tuple(H.shape)}")
+    return H
 
 
 def _norm(r) -> float:
@@ -114,7 +138,7 @@ def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton",
     """One iteration from the guess ``H``: ``H + delta`` with ``delta_t = A_t delta_{t-1} - r_t``
     (``A_t`` = J_t, diag(J_t) or the clipped J_t). Returns ``(H_new, r)`` (r: the residual of ``H``)."""
     check_choice(method, "method", METHODS)
-    Hprev = shift(h0, H)
+    Hprev = _shift(h0, H)
     r = H - f(Hprev, X)
     A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -165,7 +189,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     max_iter = T if max_iter is None else check_int(max_iter, "max_iter", low=0)
     clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
     diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
-    Hprev = shift(h0, H)
+    Hprev = _shift(h0, H)
     with np.errstate(over="ignore", invalid="ignore"):
         r = H - f(Hprev, X)
     if r.shape != H.shape:
@@ -190,7 +214,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
                 f"the Jacobians grow without bound -- the dynamics are unpredictable (positive Lyapunov "
                 f"exponent); try method='damped'. ({exc})") from None
         H = H + delta
-        Hprev = shift(h0, H)
+        Hprev = _shift(h0, H)
         with np.errstate(over="ignore", invalid="ignore"):
             r = H - f(Hprev, X)
         res = _norm(r)
@@ -221,7 +245,7 @@ def gradient(jac: Callable, H, h0, X, dH, *, vjp: Callable | None = None, scan: 
     H = check_array(H, "H", ndim=(2, 3, 4))
     dH = check_array(dH, "dH", shape=H.shape).astype(H.dtype, copy=False)
     h0 = check_array(h0, "h0", shape=H.shape[1:])
-    Hprev = shift(h0, H)
+    Hprev = _shift(h0, H)
     J = np.asarray(jac(Hprev, X))
     JT = np.swapaxes(J, -1, -2)
     A_rev = np.empty_like(JT)
@@ -262,7 +286,7 @@ def lyapunov_exponent(jac: Callable, H, h0, X, *, seed: int = 0, burn_in: int = 
     H = check_array(H, "H", ndim=(2, 3, 4))
     h0 = check_array(h0, "h0", shape=H.shape[1:])
     burn_in = check_int(burn_in, "burn_in", low=0, high=H.shape[0] - 1)
-    J = np.asarray(jac(shift(h0, H), X))
+    J = np.asarray(jac(_shift(h0, H), X))
     if burn_in:
         rng = np.random.default_rng(seed)
         v = rng.standard_normal(J.shape[1:-1])

@@ -1,4 +1,4 @@
-"""Linear recurrences in parallel: the scan (layer 2: methods). Seed 001, Martin & Cundy 2018, Blelloch 1990.
+"""Linear recurrences in parallel: the scan (algorithms layer). Seed 001, Martin & Cundy 2018, Blelloch 1990.
 
 The recurrence, element-wise over channels::
 
@@ -15,55 +15,70 @@ commutative (order matters). ``h_t`` is the ``b`` part of ``(1, h0) o (a_0, x_0)
 Public API
 ----------
 ``combine(p, q)``                       the operator on pairs of arrays
-``linear_recurrence(a, x, h0=None, *, method="sequential", **opts)`` -> h
-    methods: "sequential" (numba loop), "hillis_steele", "blelloch" (readable numpy references,
-    see :func:`hillis_steele` / :func:`blelloch` for their work/span counts), "chunked"
-    (numba, parallel over time chunks: reduce -> scan the carries -> expand), "cuda"
-    (:mod:`course_lib.algorithms.scan_cuda`: reduce/scan/expand kernels).
+``linear_recurrence(a, x, h0=None, *, method="sequential", **opts)`` -> h; ``method`` is one of
+    ``"sequential"``    the numba loop over time, channels in the inner (vectorised) loop;
+    ``"channels"``      parallel over channels: each thread runs the whole time loop on a group
+                        of channels (opt ``groups``) -- seed 001's "serial kernel" is this one;
+    ``"hillis_steele"``, ``"blelloch"``  readable numpy references (:func:`hillis_steele`,
+                        :func:`blelloch` count their work and span);
+    ``"chunked"``       parallel over *time*: reduce chunks -> scan the carries -> expand, on
+                        threads and, for few channels, on SIMD lanes too (see below);
+    ``"cuda"``          :mod:`course_lib.algorithms.scan_cuda`'s reduce/scan/expand kernels
+                        (opts ``block``, ``chunk``).
 ``linear_recurrence_backward(a, h, h0, grad_h, *, method=...)`` -> (grad_a, grad_x, grad_h0)
-``linear_recurrence_channels(a, x, h0=None, *, blocks=None)`` parallel over channels instead
-``choose_chunks(T, N, threads)``       the split "chunked" uses by default
+``phase_steps(a, x, h0=None, *, chunks)``   the chunked scan's three phases as separate callables
+``choose_chunks(T, N, threads)``, ``choose_lanes(N, itemsize)``, ``chunk_steps(N, itemsize)``
+                                        the splits ``"chunked"`` uses by default
 ``scan_counts(method, T)``             combines (work) and parallel steps (span) of each method
 ``closed_form(a, x, h0)``              cumprod/cumsum formula -- overflows: a cautionary tale
 ``recurrence_float64(a, x, h0)``       plain float64 loop, the reference
-``scan_sweep(T, H, method, chunks, threads, seed)`` data for the chapter's slider panel
+``random_problem(T, H, B=None, ...)``  a seeded test problem
+
+**SIMD lanes over time.** With one channel the serial loop is one dependent multiply-add per
+step: the core waits for the previous result and its vector units sit idle. ``"chunked"`` then
+gives each SIMD lane its own stretch of time: ``log2 K`` doubling passes over contiguous memory
+turn the pairs into windows of ``K`` steps (``(A_t, B_t) = p_{t-K+1} o ... o p_t``), after which
+``h_t = A_t h_{t-K} + B_t`` -- the same recurrence with stride ``K``, i.e. ``K`` independent chains
+that the vectorised channel loop runs side by side, one per lane. Threads then split time as well.
 
 Shapes: ``a, x`` are ``(T, H)`` or ``(T, B, H)`` (time-major); ``h0`` has the shape of one
-time step (``(H,)`` or ``(B, H)``); ``h`` has the shape of ``x``.
+time step (``(H,)`` or ``(B, H)``); ``h`` has the shape of ``x``. Every method returns the float64
+loop's values to round-off; running products below ``TINY`` are flushed to zero (subnormal
+numbers are many times slower), and a result that turns NaN/inf raises ValueError naming the
+first time step and channel.
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 
 from ..core import backend
-from ..core.validate import check_array, check_choice, check_int, check_positive_int
+from ..core.validate import check_array, check_choice, check_int, check_positive_int, check_power_of_two
 
 __all__ = [
     "METHODS",
+    "TINY",
     "ScanCounts",
     "combine",
     "linear_recurrence",
     "linear_recurrence_backward",
-    "linear_recurrence_channels",
     "hillis_steele",
     "blelloch",
     "choose_chunks",
-    "block_steps",
-    "chunked_phases",
+    "choose_lanes",
+    "chunk_steps",
+    "phase_steps",
     "scan_counts",
     "closed_form",
     "recurrence_float64",
-    "scan_sweep",
     "random_problem",
 ]
 
-METHODS = ("sequential", "hillis_steele", "blelloch", "chunked", "cuda")
-TINY = 1e-30  # running products below this are flushed to zero (subnormals are ~15x slower)
+METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked", "cuda")
+TINY = 1e-30  # running products below this are flushed to zero (subnormal arithmetic is slow)
 
 
 # --------------------------------------------------------------------------- validation
@@ -252,8 +267,9 @@ def blelloch(a, x, h0=None):
 # --------------------------------------------------------------------------- chunked (numba, parallel)
 @njit(cache=True)
 def _reduce_chunk(a, x, A, B):
-    """Compose the pairs of one chunk: A = prod a, B = the chunk's h when it starts from 0.
-    Loops from 0 over sliced rows (faster than range(s, e) with a run-time start)."""
+    """Compose the pairs of one chunk ``(L, n)``: ``A = prod a`` (flushed to 0 below TINY; NaN stays
+    NaN), ``B`` = the chunk's last h when it starts from 0. Loops from 0 over sliced rows (faster
+    than range(s, e) with a run-time start)."""
     L, n = a.shape
     for j in range(n):
         A[j] = 1.0
@@ -263,14 +279,51 @@ def _reduce_chunk(a, x, A, B):
         xt = x[t]
         for j in range(n):
             p = A[j] * at[j]
-            A[j] = p if abs(p) > TINY else 0.0  # flush: subnormal products are very slow
+            A[j] = p if not (abs(p) < TINY) else 0.0  # flush: subnormal products are very slow
             B[j] = at[j] * B[j] + xt[j]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _chunked(a, x, h0, h, bounds):
-    """reduce every chunk but the last (chunk 0 is scanned outright: its carry in is h0) ->
-    scan the chunk carries (serial, C steps) -> expand chunks 1.. from their carries."""
+    """The textbook split, serial: reduce every chunk but the last -> scan the chunk carries ->
+    expand every chunk from its carry. (:func:`_chunked_par` is the same on threads.)"""
+    C = bounds.shape[0] - 1
+    n = a.shape[1]
+    A = np.empty((C, n), a.dtype)
+    B = np.empty((C, n), a.dtype)
+    carry = np.empty((C, n), a.dtype)
+    _phase_reduce(a, x, bounds, A, B)
+    _phase_carries(A, B, h0, carry)
+    _phase_expand(a, x, bounds, carry, h)
+
+
+@njit(cache=True)
+def _phase_reduce(a, x, bounds, A, B):
+    for c in range(bounds.shape[0] - 2):
+        s, e = bounds[c], bounds[c + 1]
+        _reduce_chunk(a[s:e], x[s:e], A[c], B[c])
+
+
+@njit(cache=True)
+def _phase_carries(A, B, h0, carry):
+    """carry[c] = h just before chunk c (a serial scan over the C chunks)."""
+    carry[0] = h0
+    for c in range(1, carry.shape[0]):
+        for j in range(carry.shape[1]):
+            carry[c, j] = A[c - 1, j] * carry[c - 1, j] + B[c - 1, j]
+
+
+@njit(cache=True)
+def _phase_expand(a, x, bounds, carry, h):
+    for c in range(bounds.shape[0] - 1):
+        s, e = bounds[c], bounds[c + 1]
+        _sequential(a[s:e], x[s:e], carry[c], h[s:e])
+
+
+@njit(cache=True, parallel=True)
+def _chunked_par(a, x, h0, h, bounds):
+    """The textbook split on threads: reduce every chunk but the last (chunk 0 is scanned outright:
+    its carry in is h0) -> scan the chunk carries (serial, C steps) -> expand chunks 1.. in parallel."""
     C = bounds.shape[0] - 1
     n = a.shape[1]
     A = np.empty((C, n), a.dtype)
@@ -293,10 +346,159 @@ def _chunked(a, x, h0, h, bounds):
         _sequential(a[s:e], x[s:e], carry[c], h[s:e])
 
 
+# --------------------------------------------------------------------------- SIMD lanes over time
+LANE_TILE = 8192  # elements per tile of the lane kernels: 4 scratch arrays of 32 KB (float32) stay in L2
+
+
+@njit(cache=True)
+def _level(sA, sB, dA, dB, d, N):
+    """One doubling pass over a tile of N elements: ``(dA, dB)[i] = (sA, sB)[i-d] o (sA, sB)[i]``
+    for ``i >= d`` (a copy below). Written over slices so that numba vectorises it."""
+    z = sA.dtype.type(0)
+    for i in range(min(d, N)):
+        dA[i] = sA[i]
+        dB[i] = sB[i]
+    if d >= N:
+        return
+    ar = sA[d:N]
+    al = sA[:N - d]
+    br = sB[d:N]
+    bl = sB[:N - d]
+    oa = dA[d:N]
+    ob = dB[d:N]
+    for i in range(N - d):
+        p = ar[i] * al[i]
+        oa[i] = p if not (abs(p) < TINY) else z
+        ob[i] = ar[i] * bl[i] + br[i]
+
+
+@njit(cache=True)
+def _windows(a, x, n, W, scratch):
+    """Windows of ``K = W / n`` steps for a flat tile ``a, x (N,)`` of n channels: returns arrays
+    (A, B) with ``(A, B)[i]`` = the composition of the pairs of the last K steps up to element i,
+    truncated at the tile start. ``scratch (4, >= N)``. ``log2 K`` passes of :func:`_level`."""
+    N = a.shape[0]
+    d = n
+    lev = 0
+    while d < W:
+        if lev == 0:
+            _level(a, x, scratch[0], scratch[1], d, N)
+        elif lev % 2 == 1:
+            _level(scratch[0], scratch[1], scratch[2], scratch[3], d, N)
+        else:
+            _level(scratch[2], scratch[3], scratch[0], scratch[1], d, N)
+        lev += 1
+        d *= 2
+    if lev == 0:
+        return a, x
+    if lev % 2 == 1:
+        return scratch[0][:N], scratch[1][:N]
+    return scratch[2][:N], scratch[3][:N]
+
+
+@njit(cache=True)
+def _lanes_scan(a, x, carry, h, n, K, scratch, prev):
+    """Scan the flat range ``a, x -> h`` (``T * n`` elements, time-major) from ``carry (n,)`` with
+    ``K`` SIMD lanes per channel, tile by tile: windows of K steps (:func:`_windows`), then
+    ``h_t = A_t h_{t-K} + B_t`` row by row (rows of ``W = K n`` elements, each lane its own chain,
+    run by the vectorised :func:`_sequential`). Leaves ``carry`` = the last step's h."""
+    W = K * n
+    tile = max(W, (LANE_TILE // W) * W)
+    total = a.shape[0]
+    s = 0
+    while s < total:
+        e = min(total, s + tile)
+        N = e - s
+        A, B = _windows(a[s:e], x[s:e], n, W, scratch)
+        for k in range(W):
+            prev[k] = carry[k % n]
+        R = N // W
+        if R:
+            _sequential(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), prev, h[s:s + R * W].reshape(R, W))
+            if R * W < N:
+                for k in range(W):
+                    prev[k] = h[s + R * W - W + k]
+        o = R * W
+        for k in range(N - o):
+            h[s + o + k] = A[o + k] * prev[k] + B[o + k]
+        for j in range(n):
+            carry[j] = h[e - n + j]
+        s = e
+
+
+@njit(cache=True)
+def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out):
+    """Compose all pairs of the flat range ``a, x`` (``L * n`` elements) into ``(A_out, B_out) (n,)``
+    with K lanes per channel: windows per tile, then every lane composes its chain over the rows
+    (:func:`_reduce_chunk`), and the lanes that hold each channel's last step give the tile's pair."""
+    W = K * n
+    tile = max(W, (LANE_TILE // W) * W)
+    total = a.shape[0]
+    for j in range(n):
+        A_out[j] = 1.0
+        B_out[j] = 0.0
+    s = 0
+    while s < total:
+        e = min(total, s + tile)
+        N = e - s
+        A, B = _windows(a[s:e], x[s:e], n, W, scratch)
+        R = N // W
+        if R:
+            _reduce_chunk(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), PA, PB)
+        else:
+            for k in range(W):
+                PA[k] = 1.0
+                PB[k] = 0.0
+        o = R * W
+        for k in range(N - o):
+            p = A[o + k] * PA[k]
+            PA[k] = p if not (abs(p) < TINY) else 0.0
+            PB[k] = A[o + k] * PB[k] + B[o + k]
+        for j in range(n):
+            k = (N - n + j) % W
+            p = PA[k] * A_out[j]
+            B_out[j] = PA[k] * B_out[j] + PB[k]
+            A_out[j] = p if not (abs(p) < TINY) else 0.0
+        s = e
+
+
+@njit(cache=True)
+def _lanes(a, x, h0, h, K):
+    """One thread, K lanes per channel, over the whole ``(T, n)`` problem."""
+    T, n = a.shape
+    W = K * n
+    scratch = np.empty((4, max(W, (LANE_TILE // W) * W)), a.dtype)
+    prev = np.empty(W, a.dtype)
+    carry = h0.copy()
+    _lanes_scan(a.reshape(T * n), x.reshape(T * n), carry, h.reshape(T * n), n, K, scratch, prev)
+
+
+@njit(cache=True)
+def _chunk_scan(a, x, carry, h, K, scratch, prev):
+    """Scan one chunk ``(L, n)`` from ``carry``: the channel loop (K = 1) or K lanes."""
+    if K == 1:
+        _sequential(a, x, carry, h)
+    else:
+        L, n = a.shape
+        c = carry.copy()
+        _lanes_scan(a.reshape(L * n), x.reshape(L * n), c, h.reshape(L * n), n, K, scratch, prev)
+
+
+@njit(cache=True)
+def _chunk_reduce(a, x, A, B, K, scratch, PA, PB):
+    """Compose one chunk ``(L, n)`` into ``(A, B) (n,)``: the channel loop (K = 1) or K lanes."""
+    if K == 1:
+        _reduce_chunk(a, x, A, B)
+    else:
+        L, n = a.shape
+        _lanes_reduce(a.reshape(L * n), x.reshape(L * n), n, K, scratch, PA, PB, A, B)
+
+
 @njit(cache=True, parallel=True)
-def _chunked_blocked(a, x, h0, h, p, L):
-    """The chunked scan, cache-blocked: time is cut into super-blocks of ``2L/3 + p L`` steps,
-    processed in order, each split into chunk 0 (``2L/3`` steps) and chunks 1..p (``L`` steps).
+def _chunked_blocked(a, x, h0, h, p, L, K):
+    """The chunked scan on ``p`` threads, cache-blocked: time is cut into super-blocks of
+    ``2L/3 + p L`` steps, processed in order, each split into chunk 0 (``2L/3`` steps) and chunks
+    1..p (``L`` steps).
 
     1. thread 0 scans chunk 0 from the carry while threads 1..p-1 reduce chunks 1..p-1;
     2. the chunk carries are composed (serial, p steps);
@@ -305,10 +507,14 @@ def _chunked_blocked(a, x, h0, h, p, L):
        chunk p straight from memory.
 
     Every element of ``a`` and ``x`` thus crosses the memory bus once (12 bytes per element with
-    ``h``, as in the serial loop), instead of twice for the chunks that are reduced and then
-    expanded. ``prange(p)`` hands iteration k to thread k (static schedule), which is what keeps
-    a reduced chunk and its expansion on the same core."""
+    ``h``, as in the serial loop). ``prange(p)`` hands iteration k to thread k (static schedule),
+    which keeps a reduced chunk and its expansion on the same core. Inside a chunk each thread
+    runs the channel loop (``K = 1``) or ``K`` SIMD lanes per channel (:func:`_lanes_scan`)."""
     T, n = a.shape
+    W = K * n
+    tile = max(W, (LANE_TILE // W) * W)
+    scratch = np.empty((p, 4, tile), a.dtype)
+    lane = np.empty((p, 3, W), a.dtype)  # prev, PA, PB per thread
     c0 = max(1, (2 * L) // 3)
     S = c0 + p * L
     carry = h0.copy()
@@ -327,9 +533,9 @@ def _chunked_blocked(a, x, h0, h, p, L):
             s, e = bounds[k], bounds[k + 1]
             if e > s:
                 if k == 0:
-                    _sequential(a[s:e], x[s:e], carry, h[s:e])
+                    _chunk_scan(a[s:e], x[s:e], carry, h[s:e], K, scratch[k], lane[k, 0])
                 else:
-                    _reduce_chunk(a[s:e], x[s:e], A[k], B[k])
+                    _chunk_reduce(a[s:e], x[s:e], A[k], B[k], K, scratch[k], lane[k, 1], lane[k, 2])
         for j in range(n):
             starts[1, j] = h[bounds[1] - 1, j]
         for k in range(2, p + 1):
@@ -340,24 +546,36 @@ def _chunked_blocked(a, x, h0, h, p, L):
             c = kk if kk > 0 else np.int64(p)
             s, e = bounds[c], bounds[c + 1]
             if e > s:
-                _sequential(a[s:e], x[s:e], starts[c], h[s:e])
+                _chunk_scan(a[s:e], x[s:e], starts[c], h[s:e], K, scratch[kk], lane[kk, 0])
         for j in range(n):
             carry[j] = h[e0 - 1, j]
         s0 = e0
 
 
-def block_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
+def chunk_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
     """Steps per chunk of the cache-blocked scan: ``a`` and ``x`` of one chunk (``2 n itemsize``
-    bytes per step) fill about ``cache_bytes`` (1.5 MB: most of a 2 MB per-core L2). Measured on
-    a 2-core AVX-512 machine at H = 128: 0.5 MB blocks 1.41x serial, 1.5-4 MB blocks 1.5x."""
+    bytes per step) fill about ``cache_bytes`` (1.5 MB: most of a 2 MB per-core L2)."""
     n = check_positive_int(n, "n")
     itemsize = check_positive_int(itemsize, "itemsize")
     return max(8, cache_bytes // (2 * n * itemsize))
 
 
+def choose_lanes(n: int, itemsize: int = 4) -> int:
+    """SIMD lanes per channel for ``method="chunked"``: with ``n`` channels of ``itemsize`` bytes
+    the channel loop fills ``n * itemsize`` bytes of a 64-byte (AVX-512) vector. Up to 16 bytes
+    (float32: H <= 4) the loop is latency-bound and the vector mostly idle, so each channel gets
+    the largest power of two ``<= 64 / (n * itemsize)`` lanes over time; wider rows already fill
+    the vector (1: no lanes). Lanes are a power of two: the windows double in length."""
+    n = check_positive_int(n, "n")
+    itemsize = check_positive_int(itemsize, "itemsize")
+    if n * itemsize > 16:
+        return 1
+    return 1 << int(math.log2(64 // (n * itemsize)))
+
+
 @njit(cache=True, parallel=True)
 def _channels(a, x, h0, h, bounds):
-    """Parallel over channel blocks: each thread runs the whole time loop on its channels."""
+    """Parallel over channel groups: each thread runs the whole time loop on its channels."""
     nb = bounds.shape[0] - 1
     T = a.shape[0]
     for b in prange(nb):
@@ -372,12 +590,12 @@ def _channels(a, x, h0, h, bounds):
 
 
 def choose_chunks(T: int, N: int = 1, threads: int | None = None) -> int:
-    """Number of time chunks for ``method="chunked"``.
+    """Number of time chunks (threads that split time) for ``method="chunked"``.
 
     Small problems (fewer than 2^20 elements -- about a millisecond of serial work -- or under
-    64 steps per chunk) stay serial (1 chunk): starting threads would cost more than they save. Otherwise ``threads + 1``
-    chunks: chunk 0 is scanned outright while the other threads reduce theirs, then ``threads``
-    chunks are expanded -- both phases keep every thread busy (see :func:`chunked_phases`)."""
+    64 steps per chunk) stay on one thread (1 chunk): starting threads would cost more than they
+    save. Otherwise ``threads + 1`` chunks: chunk 0 is scanned outright while the other threads
+    reduce theirs, then ``threads`` chunks are expanded -- both phases keep every thread busy."""
     T = check_positive_int(T, "T")
     N = check_positive_int(N, "N")
     p = backend.get_threads() if threads is None else check_positive_int(threads, "threads")
@@ -397,53 +615,55 @@ def _chunk_bounds(T: int, C: int) -> np.ndarray:
     return np.concatenate([[0], rest]).astype(np.int64)
 
 
-def chunked_phases(a, x, h0=None, *, chunks: int | None = None, repeat: int = 3) -> dict:
-    """Time the chunked scan's phases separately, serially (one thread, for the split):
-    reduce (all chunks but the last), scan of the chunk carries, expand. Returns seconds per phase
-    and their fractions (compare with the seed's GPU split 35.8% / 0.4% / 63.8%)."""
-    a2, x2, h02, _ = _validate(a, x, h0)
+def phase_steps(a, x, h0=None, *, chunks: int) -> dict:
+    """The textbook chunked scan's three phases as separate zero-argument callables, on one thread,
+    over preallocated buffers (so that each can be timed on its own -- see
+    :func:`course_lib.experiments.scan.chunked_phases`):
+
+    ``"reduce"``  compose chunks 0..C-2 into pairs ``(A_c, B_c)``;
+    ``"scan"``    the carries: h just before each chunk (C serial steps);
+    ``"expand"``  every chunk from its carry, writing h;
+    ``"result"``  returns h, shaped like ``x`` (valid after the three phases ran in order).
+    Also ``"chunks"``: C. Each phase may be called repeatedly (it recomputes the same numbers)."""
+    a2, x2, h02, shape = _validate(a, x, h0)
     T, n = a2.shape
-    C = choose_chunks(T, n) if chunks is None else check_int(chunks, "chunks", low=1, high=T)
-    C = max(C, 2) if T >= 2 else 1
+    C = check_int(chunks, "chunks", low=1, high=T)
     bounds = _chunk_bounds(T, C)
     A = np.empty((C, n), a2.dtype)
     B = np.empty((C, n), a2.dtype)
-    h = np.empty_like(a2)
     carry = np.empty((C, n), a2.dtype)
-    best = {"reduce": np.inf, "scan": np.inf, "expand": np.inf}
-    for _ in range(repeat + 1):
-        t0 = time.perf_counter()
-        for c in range(C - 1):
-            _reduce_chunk(a2[bounds[c]:bounds[c + 1]], x2[bounds[c]:bounds[c + 1]], A[c], B[c])
-        t1 = time.perf_counter()
-        carry[0] = h02
-        for c in range(1, C):
-            carry[c] = A[c - 1] * carry[c - 1] + B[c - 1]
-        t2 = time.perf_counter()
-        for c in range(C):
-            _sequential(a2[bounds[c]:bounds[c + 1]], x2[bounds[c]:bounds[c + 1]], carry[c],
-                          h[bounds[c]:bounds[c + 1]])
-        t3 = time.perf_counter()
-        for k, v in zip(best, (t1 - t0, t2 - t1, t3 - t2)):
-            best[k] = min(best[k], v)
-    total = sum(best.values())
-    return {"chunks": C, **{f"{k}_s": v for k, v in best.items()},
-            **{f"{k}_frac": v / total for k, v in best.items()}}
+    h = np.empty_like(a2)
+    return {"chunks": C,
+            "reduce": lambda: _phase_reduce(a2, x2, bounds, A, B),
+            "scan": lambda: _phase_carries(A, B, h02, carry),
+            "expand": lambda: _phase_expand(a2, x2, bounds, carry, h),
+            "result": lambda: h.reshape(shape)}
 
 
 # --------------------------------------------------------------------------- public entry points
-def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
-    """``h_t = a_t * h_{t-1} + x_t`` for all t. ``a, x``: ``(T, H)`` or ``(T, B, H)``, float32/64.
+_OPTS = {"sequential": {"out"}, "channels": {"groups", "out"},
+         "chunked": {"chunks", "chunk", "lanes", "out"}, "cuda": {"block", "chunk"}}
 
-    ``method``: "sequential" | "hillis_steele" | "blelloch" | "chunked" (opt ``chunks``, default
-    :func:`choose_chunks`) | "cuda" (opts ``threads``, ``chunk`` -- see :mod:`course_lib.algorithms.scan_cuda`).
-    "chunked" with ``chunks=C`` splits the whole sequence into C chunks (reduce -> carries ->
-    expand, the textbook structure); by default big problems run the cache-blocked version
-    (:func:`_chunked_blocked`, opt ``block`` = steps per chunk, default :func:`block_steps`).
-    "sequential" and "chunked" also take ``out=``: a preallocated result array to write into.
-    Returns ``h`` with the shape and dtype of ``x``. NaN/inf in ``a`` or ``x``, or a recurrence
-    that overflows, raise ValueError naming the first time step and channel (see
-    :func:`_check_result`)."""
+
+def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
+    """``h_t = a_t * h_{t-1} + x_t`` for all t. ``a, x``: ``(T, H)`` or ``(T, B, H)``, float32/64;
+    ``h0``: one step's shape or None (zeros). Returns ``h`` with the shape and dtype of ``x``.
+
+    ``method`` (all give the float64 loop's numbers to round-off; module docstring):
+
+    * ``"sequential"``; ``"channels"`` (opt ``groups``: channel groups, default the numba thread
+      count); ``"hillis_steele"``; ``"blelloch"``;
+    * ``"chunked"``: by default cache-blocked over the numba threads (opt ``chunk`` = steps per
+      chunk, default :func:`chunk_steps`) with ``lanes`` SIMD lanes per channel (default
+      :func:`choose_lanes`; 1 = the channel loop); small problems or one thread run the lanes on
+      one thread. ``chunks=C`` runs the textbook split into C chunks instead (reduce -> carries ->
+      expand over the whole sequence, on threads, no lanes);
+    * ``"cuda"`` (opts ``block`` = CUDA threads per block, ``chunk`` = steps per CUDA thread;
+      :mod:`course_lib.algorithms.scan_cuda`).
+
+    ``"sequential"``, ``"channels"`` and ``"chunked"`` take ``out=``: a preallocated C-contiguous
+    result array to write into. NaN/inf in ``a`` or ``x``, or a recurrence that overflows, raise
+    ValueError naming the first time step and channel (see :func:`_check_result`)."""
     check_choice(method, "method", METHODS)
     a2, x2, h02, shape = _validate(a, x, h0)
     with np.errstate(over="ignore", invalid="ignore"):  # reported below, as a clear ValueError
@@ -455,34 +675,42 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
 def _run(method, a2, x2, h02, opts, x):
     """Run ``method`` on validated ``(T, n)`` arrays; returns ``h (T, n)``."""
     T, n = a2.shape
-    allowed = {"sequential": {"out"}, "chunked": {"chunks", "block", "out"},
-               "cuda": {"threads", "chunk"}}.get(method, set())
+    allowed = _OPTS.get(method, set())
     unknown = set(opts) - allowed
     if unknown:
         raise ValueError(f"opts: method {method!r} accepts {sorted(allowed) or 'no options'}, got {sorted(unknown)}")
     out = _check_out(opts.get("out"), x)
-    if method == "sequential":
+    if method in ("sequential", "channels", "chunked"):
         h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
+    if method == "sequential":
         _sequential(a2, x2, h02, h)
+    elif method == "channels":
+        groups = opts.get("groups")
+        nb = backend.get_threads() if groups is None else check_int(groups, "groups", low=1, high=n)
+        _channels(a2, x2, h02, h, np.linspace(0, n, min(nb, n) + 1).round().astype(np.int64))
     elif method == "hillis_steele":
         h = hillis_steele(a2, x2, h02)[0]
     elif method == "blelloch":
         h = blelloch(a2, x2, h02)[0]
     elif method == "chunked":
-        chunks, block = opts.get("chunks"), opts.get("block")
-        if chunks is not None and block is not None:
-            raise ValueError("opts: give chunks (one split of the whole sequence) or block "
-                             "(cache-blocked super-blocks), not both")
-        h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
-        if block is not None:
-            block = check_int(block, "block", low=1)
-            _chunked_blocked(a2, x2, h02, h, backend.get_threads(), block)
-        elif chunks is not None:
-            _chunked(a2, x2, h02, h, _chunk_bounds(T, check_int(chunks, "chunks", low=1, high=T)))
-        elif choose_chunks(T, n) == 1:  # small problem or one thread: stay serial
-            _sequential(a2, x2, h02, h)
-        else:  # the default for big problems: cache-blocked, p = the numba thread count
-            _chunked_blocked(a2, x2, h02, h, backend.get_threads(), block_steps(n, a2.dtype.itemsize))
+        chunks, chunk, lanes = opts.get("chunks"), opts.get("chunk"), opts.get("lanes")
+        if chunks is not None and (chunk is not None or lanes is not None):
+            raise ValueError("opts: give chunks (the textbook split of the whole sequence) or chunk/lanes "
+                             "(the cache-blocked scan), not both")
+        if chunks is not None:
+            bounds = _chunk_bounds(T, check_int(chunks, "chunks", low=1, high=T))
+            (_chunked_par if backend.get_threads() > 1 else _chunked)(a2, x2, h02, h, bounds)
+            return h
+        K = choose_lanes(n, a2.dtype.itemsize) if lanes is None else check_power_of_two(lanes, "lanes")
+        L = chunk_steps(n, a2.dtype.itemsize) if chunk is None else check_int(chunk, "chunk", low=1)
+        p = backend.get_threads()
+        if chunk is None and choose_chunks(T, n) == 1:  # small problem or one thread: no threads
+            if K == 1:
+                _sequential(a2, x2, h02, h)
+            else:
+                _lanes(a2, x2, h02, h, K)
+        else:
+            _chunked_blocked(a2, x2, h02, h, p, L, K)
     else:
         from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
 
@@ -521,21 +749,6 @@ def _check_out(out, x):
     return out
 
 
-def linear_recurrence_channels(a, x, h0=None, *, blocks: int | None = None, out=None):
-    """The same recurrence, parallel over *channels*: ``blocks`` groups of channels (default: the
-    numba thread count), each running the whole time loop. Same shapes as :func:`linear_recurrence`."""
-    a2, x2, h02, shape = _validate(a, x, h0)
-    n = a2.shape[1]
-    nb = backend.get_threads() if blocks is None else check_int(blocks, "blocks", low=1, high=n)
-    nb = min(nb, n)
-    bounds = np.linspace(0, n, nb + 1).round().astype(np.int64)
-    out = _check_out(out, x)
-    h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
-    _channels(a2, x2, h02, h, bounds)
-    _check_result(h, a2, x2, "a", "x")
-    return h.reshape(shape)
-
-
 def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", **opts):
     """Gradients of a loss L through ``h = linear_recurrence(a, x, h0)``, by the reverse scan::
 
@@ -543,14 +756,14 @@ def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", 
         dL/da_t = h_{t-1} g_t,   dL/dx_t = g_t,   dL/dh0 = a_0 g_0
 
     ``a, h, grad_h``: ``(T, H)`` or ``(T, B, H)``; ``h0``: one step's shape or None (zeros).
-    Returns ``(grad_a, grad_x, grad_h0)``; ``method`` runs the reverse scan (any of :data:`METHODS`)."""
+    Returns ``(grad_a, grad_x, grad_h0)``; ``method`` (and ``opts``) run the reverse scan, any of
+    :data:`METHODS` -- the backward pass is the same scan, so it gets the same parallelism."""
     check_choice(method, "method", METHODS)
     a2, h2, h02, shape = _validate(a, h, h0, "a", "h", "h0")
     _, g2, _, _ = _validate(a, grad_h, None, "a", "grad_h")
-    a_next = np.empty_like(a2)
-    a_next[:-1] = a2[1:]
-    a_next[-1] = 0
-    a_rev = np.ascontiguousarray(a_next[::-1])
+    a_rev = np.empty_like(a2)  # a_{t+1}, reversed in time
+    a_rev[0] = 0
+    a_rev[1:] = a2[:0:-1]
     g_rev = np.ascontiguousarray(g2[::-1])
     with np.errstate(over="ignore", invalid="ignore"):
         g_rev_out = _run(method, a_rev, g_rev, np.zeros_like(h02), opts, g_rev)
@@ -563,45 +776,3 @@ def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", 
     grad_h0 = a2[0] * g[0]
     return (np.ascontiguousarray(grad_a).reshape(shape), np.ascontiguousarray(g).reshape(shape),
             grad_h0.reshape(shape[1:]))
-
-
-# --------------------------------------------------------------------------- slider data
-def scan_sweep(T: int = 4096, H: int = 128, method: str = "chunked", chunks: int = 0,
-               threads: int = 0, seed: int = 0, repeat: int = 3) -> dict:
-    """Time one method against the sequential loop at (T, H) float32. ``chunks=0``/``threads=0``
-    mean "automatic"/"all". Returns times, GB/s (12 bytes per element) and the max error."""
-    check_choice(method, "method", ("sequential", "chunked", "channels", "blelloch", "hillis_steele"))
-    T = check_positive_int(T, "T", high=1 << 22)
-    H = check_positive_int(H, "H", high=4096)
-    chunks = check_int(chunks, "chunks", low=0, high=T)
-    import numba  # noqa: PLC0415
-
-    threads = check_int(threads, "threads", low=0, high=int(numba.config.NUMBA_NUM_THREADS))
-    a, x, h0 = random_problem(T, H, seed=seed)
-    old = backend.get_threads()
-    try:
-        if threads:
-            numba.set_num_threads(threads)
-        if method == "channels":
-            fn = lambda: linear_recurrence_channels(a, x, h0)  # noqa: E731
-        else:
-            opts = {"chunks": chunks} if (method == "chunked" and chunks) else {}
-            fn = lambda: linear_recurrence(a, x, h0, method=method, **opts)  # noqa: E731
-        ref = lambda: linear_recurrence(a, x, h0)  # noqa: E731
-        fn(), ref()
-        t_m = min(_time(fn) for _ in range(repeat))
-        t_s = min(_time(ref) for _ in range(repeat))
-        err = float(np.max(np.abs(fn() - ref())) / max(1.0, float(np.max(np.abs(ref())))))
-    finally:
-        numba.set_num_threads(old)
-    nbytes = 3 * a.nbytes
-    return {"T": T, "H": H, "method": method, "seconds": t_m, "sequential_seconds": t_s,
-            "speedup": t_s / t_m, "gbs": nbytes / t_m / 1e9, "sequential_gbs": nbytes / t_s / 1e9,
-            "max_rel_error": err,
-            "chunks": (chunks or choose_chunks(T, H)) if method == "chunked" else None}
-
-
-def _time(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0

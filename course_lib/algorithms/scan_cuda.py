@@ -1,4 +1,4 @@
-"""The linear-recurrence scan as CUDA kernels (layer 2: methods), numba's CUDA target.
+"""The linear-recurrence scan as CUDA kernels (algorithms layer), numba's CUDA target.
 
 Without a GPU these kernels run in numba's CUDA simulator (``import course_lib`` switches it on
 before numba is imported): the same code, one Python thread per CUDA thread -- correct but slow,
@@ -9,19 +9,21 @@ Two things live here, structured like seed 001's kernels:
 1. **The teaching kernel** :func:`blelloch_block_kernel` -- one block per channel, one thread per
    time step, Blelloch's up-sweep / down-sweep in shared memory. ``run_block_kernel`` launches it
    (or a student's kernel with the same signature).
-2. **The three-kernel scan** for long sequences: ``reduce_kernel`` (each thread composes its
+2. **The three-kernel scan** for long sequences: ``reduce_kernel`` (each CUDA thread composes its
    chunk of ``chunk`` steps serially -- the seed's "warp phase" -- then the block composes its
    threads' pairs with a shared-memory tree -- the "block phase"), ``carry_kernel`` (scan of the
    block carries; tiny) and ``expand_kernel`` (each block scans its threads' pairs from its carry,
    then each thread re-runs its chunk writing ``h``). :func:`linear_recurrence_cuda` runs all
-   three; :func:`cuda_phases` times them separately.
+   three; :func:`phase_steps` hands them out one by one (``course_lib.experiments.scan.cuda_phases``
+   times them).
 
-Layout: ``a, x, h`` are ``(T, N)`` (time-major, N channels); ``h0`` is ``(N,)``.
+Launch sizes use the course's CUDA vocabulary: ``block`` = CUDA threads per block, ``grid`` =
+blocks (here ``(grid, N)``: blocks along time, one row of blocks per channel); ``chunk`` = time
+steps per CUDA thread. Layout: ``a, x, h`` are ``(T, N)`` (time-major, N channels); ``h0`` is ``(N,)``.
 """
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -38,7 +40,7 @@ __all__ = [
     "carry_kernel",
     "expand_kernel",
     "linear_recurrence_cuda",
-    "cuda_phases",
+    "phase_steps",
     "plan",
 ]
 
@@ -133,8 +135,8 @@ def run_block_kernel(kernel, a, x, h0=None):
 # --------------------------------------------------------------------------- 2. reduce / carries / expand
 @cuda.jit
 def reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b):
-    """grid (blocks, N), block (threads,). Thread k of block b owns steps
-    ``[(b*threads + k)*chunk, ... + chunk)`` of channel ``blockIdx.y``: it composes them serially
+    """Launched ``[(grid, N), block]``. Thread k of block b owns steps
+    ``[(b*block + k)*chunk, ... + chunk)`` of channel ``blockIdx.y``: it composes them serially
     (thread phase), stores its pair in ``thr_*``, then the block composes its threads' pairs
     in shared memory (block phase) into ``blk_*[b]``."""
     sa = cuda.shared.array(BLOCK_MAX, float64)
@@ -151,7 +153,7 @@ def reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b):
         pb = a[t, c] * pb + x[t, c]
         pa = pa * a[t, c]
         if abs(pa) < 1e-30:
-            pa = 0.0  # flush: subnormal products are slow on CPUs and GPUs alike
+            pa = 0.0  # flush: subnormal products are slow on CPUs and GPUs alike (NaN stays NaN)
     thr_a[g, c] = pa
     thr_b[g, c] = pb
     sa[i] = pa
@@ -205,82 +207,73 @@ def expand_kernel(a, x, chunk, thr_a, thr_b, carry, h):
         h[t, c] = prev
 
 
-def plan(T: int, threads: int | None = None, chunk: int | None = None) -> tuple[int, int, int]:
-    """``(threads, chunk, blocks)`` for the three-kernel scan: ``threads`` per block (a power of
-    two; default 32 in the simulator, 256 on a GPU, never more than needed), ``chunk`` steps per
-    thread (default: 4 in the simulator, 64 on a GPU), ``blocks`` along time to cover T."""
+def plan(T: int, block: int | None = None, chunk: int | None = None) -> tuple[int, int, int]:
+    """``(block, chunk, grid)`` for the three-kernel scan: ``block`` CUDA threads per block (a power
+    of two; default 32 in the simulator, 256 on a GPU, never more than needed), ``chunk`` steps per
+    CUDA thread (default: 4 in the simulator, 64 on a GPU), ``grid`` blocks along time to cover T."""
     T = check_positive_int(T, "T")
     sim = not backend.gpu_available()
-    if threads is None:
-        threads = min(32 if sim else 256, 1 << max(0, math.ceil(math.log2(T))))
-    threads = check_power_of_two(threads, "threads")
-    check_int(threads, "threads", high=BLOCK_MAX)
+    if block is None:
+        block = min(32 if sim else 256, 1 << max(0, math.ceil(math.log2(T))))
+    block = check_power_of_two(block, "block")
+    check_int(block, "block", high=BLOCK_MAX)
     if chunk is None:
-        chunk = max(1, min(4 if sim else 64, math.ceil(T / threads)))
+        chunk = max(1, min(4 if sim else 64, math.ceil(T / block)))
     chunk = check_positive_int(chunk, "chunk")
-    blocks = math.ceil(T / (threads * chunk))
-    return threads, chunk, blocks
+    grid = math.ceil(T / (block * chunk))
+    return block, chunk, grid
 
 
-def _launch(a, x, h0, threads, chunk, timer=None):
-    T, N = a.shape
-    threads, chunk, blocks = plan(T, threads, chunk)
-    d_a, d_x = _to_device(a), _to_device(x)
-    d_h0 = _to_device(h0)
-    thr_a = _device_array((blocks * threads, N), a.dtype)
-    thr_b = _device_array((blocks * threads, N), a.dtype)
-    blk_a = _device_array((blocks, N), a.dtype)
-    blk_b = _device_array((blocks, N), a.dtype)
-    carry = _device_array((blocks, N), a.dtype)
-    d_h = _device_array((T, N), a.dtype)
-    tick = timer or (lambda name: None)
-    _synchronize()
-    tick("start")
-    reduce_kernel[(blocks, N), threads](d_a, d_x, chunk, thr_a, thr_b, blk_a, blk_b)
-    _synchronize()
-    tick("reduce")
-    carry_kernel[max(1, math.ceil(N / 32)), 32](blk_a, blk_b, d_h0, carry)
-    _synchronize()
-    tick("scan")
-    expand_kernel[(blocks, N), threads](d_a, d_x, chunk, thr_a, thr_b, carry, d_h)
-    _synchronize()
-    tick("expand")
-    return d_h.copy_to_host()
-
-
-def linear_recurrence_cuda(a, x, h0=None, *, threads: int | None = None, chunk: int | None = None):
-    """``h_t = a_t h_{t-1} + x_t`` with the reduce / carry-scan / expand kernels. ``a, x``: ``(T, N)``.
-    On the simulator keep ``T * N`` to a few thousand. Returns ``h`` ``(T, N)`` (dtype of ``a``)."""
+def _checked(a, x, h0):
     dims: dict = {}
     a = check_array(a, "a", shape=("T", "N"), dims=dims, min_size={"T": 1})
     x = check_array(x, "x", shape=("T", "N"), dims=dims)
     if a.dtype != x.dtype:
         raise TypeError(f"x: expected the dtype of a ({a.dtype}), got {x.dtype}")
     h0 = np.zeros(a.shape[1], a.dtype) if h0 is None else check_array(h0, "h0", shape=(a.shape[1],))
-    return _launch(np.ascontiguousarray(a), np.ascontiguousarray(x), np.ascontiguousarray(h0, a.dtype),
-                   threads, chunk)
+    return np.ascontiguousarray(a), np.ascontiguousarray(x), np.ascontiguousarray(h0, a.dtype)
 
 
-def cuda_phases(a, x, h0=None, *, threads: int | None = None, chunk: int | None = None,
-                repeat: int = 1) -> dict:
-    """Time the three kernels separately (best of ``repeat``, after one warm-up launch).
-    Returns seconds and fractions per phase and ``mode`` ("gpu" or "simulator": simulator time
-    is Python threads on the CPU and says little about a GPU)."""
-    a = check_array(a, "a", ndim=2)
-    x = check_array(x, "x", shape=a.shape)
-    h0 = np.zeros(a.shape[1], a.dtype) if h0 is None else np.asarray(h0, a.dtype)
-    repeat = check_positive_int(repeat, "repeat")
-    best = {"reduce": np.inf, "scan": np.inf, "expand": np.inf}
-    for r in range(repeat + 1):
-        stamps = {}
-        _launch(a, x, h0, threads, chunk, timer=lambda name: stamps.__setitem__(name, time.perf_counter()))
-        if r == 0:
-            continue
-        prev = stamps["start"]
-        for k in best:
-            best[k] = min(best[k], stamps[k] - prev)
-            prev = stamps[k]
-    total = sum(best.values())
-    th, ch, bl = plan(a.shape[0], threads, chunk)
-    return {"mode": backend.cuda_mode(), "threads": th, "chunk": ch, "blocks": bl,
-            **{f"{k}_s": v for k, v in best.items()}, **{f"{k}_frac": v / total for k, v in best.items()}}
+def phase_steps(a, x, h0=None, *, block: int | None = None, chunk: int | None = None) -> dict:
+    """Copy ``a, x, h0`` to the device, allocate the work arrays, and return the three kernels as
+    zero-argument callables that launch and synchronise: ``"reduce"``, ``"scan"`` (the carries),
+    ``"expand"``; ``"result"`` copies ``h (T, N)`` back (valid after the three ran in order).
+    Also ``"block"``, ``"chunk"``, ``"grid"``: the launch sizes of :func:`plan`. Each kernel may be
+    launched again (it recomputes the same numbers), so each can be timed on its own."""
+    a, x, h0 = _checked(a, x, h0)
+    T, N = a.shape
+    block, chunk, grid = plan(T, block, chunk)
+    d_a, d_x = _to_device(a), _to_device(x)
+    d_h0 = _to_device(h0)
+    thr_a = _device_array((grid * block, N), a.dtype)
+    thr_b = _device_array((grid * block, N), a.dtype)
+    blk_a = _device_array((grid, N), a.dtype)
+    blk_b = _device_array((grid, N), a.dtype)
+    carry = _device_array((grid, N), a.dtype)
+    d_h = _device_array((T, N), a.dtype)
+
+    def reduce():
+        reduce_kernel[(grid, N), block](d_a, d_x, chunk, thr_a, thr_b, blk_a, blk_b)
+        _synchronize()
+
+    def scan():
+        carry_kernel[max(1, math.ceil(N / 32)), 32](blk_a, blk_b, d_h0, carry)
+        _synchronize()
+
+    def expand():
+        expand_kernel[(grid, N), block](d_a, d_x, chunk, thr_a, thr_b, carry, d_h)
+        _synchronize()
+
+    return {"block": block, "chunk": chunk, "grid": grid, "reduce": reduce, "scan": scan, "expand": expand,
+            "result": d_h.copy_to_host}
+
+
+def linear_recurrence_cuda(a, x, h0=None, *, block: int | None = None, chunk: int | None = None):
+    """``h_t = a_t h_{t-1} + x_t`` with the reduce / carry-scan / expand kernels. ``a, x``: ``(T, N)``;
+    ``block``: CUDA threads per block, ``chunk``: steps per CUDA thread (defaults: :func:`plan`).
+    On the simulator keep ``T * N`` to a few thousand. Returns ``h`` ``(T, N)`` (dtype of ``a``)."""
+    steps = phase_steps(a, x, h0, block=block, chunk=chunk)
+    steps["reduce"]()
+    steps["scan"]()
+    steps["expand"]()
+    return steps["result"]()

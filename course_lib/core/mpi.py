@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .backend import mpi_available
-from .validate import check_float, check_positive_int
+from .validate import check_callable, check_float, check_int, check_positive_int
 
 __all__ = ["MPIFailed", "MPIRun", "launch", "worker_main", "status_file"]
 
@@ -67,6 +67,9 @@ class MPIRun:
 
 def status_file(work: Path, rank: int) -> Path:
     """Where rank ``rank`` records its progress inside the job folder."""
+    if not isinstance(work, (str, os.PathLike)):
+        raise TypeError(f"work: expected a folder path, got {type(work).__name__}")
+    rank = check_int(rank, "rank", low=0)
     return Path(work) / f"rank{rank}.status"
 
 
@@ -91,8 +94,20 @@ def launch(module: str, *, ranks: int, prepare: Callable[[Path], Any], collect: 
     rank(s) on an error, a crash or after ``timeout`` seconds, and when MPI is not installed."""
     if not isinstance(module, str) or not module:
         raise TypeError(f"module: expected a module name such as 'course_lib.parallel.mpi_infer', got {module!r}")
+    if not module.replace("_", "a").replace(".", "a").isalnum() or module.startswith(".") or module.endswith("."):
+        raise ValueError(f"module: expected a dotted module name such as 'course_lib.parallel.mpi_infer', got {module!r}")
     ranks = check_positive_int(ranks, "ranks", high=256)
-    timeout = check_float(timeout, "timeout", low=0.0, low_inclusive=False)
+    # a day at most: beyond that the notebook would look hung (and subprocess rejects huge timeouts)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    check_callable(prepare, "prepare", "a function prepare(work) that writes the inputs")
+    check_callable(collect, "collect", "a function collect(work) that reads the outputs")
+    if isinstance(args, (str, bytes)) or not isinstance(args, (list, tuple)):
+        raise TypeError(f"args: expected a list of command-line arguments, got {type(args).__name__} {args!r}")
+    for i, a in enumerate(args):
+        if isinstance(a, bool) or not isinstance(a, (str, int, float, os.PathLike)):
+            raise TypeError(f"args[{i}]: expected a string or a number, got {type(a).__name__} {a!r}")
+        if isinstance(a, str) and "\x00" in a:
+            raise ValueError(f"args[{i}]: contains a NUL character")
     args = [str(a) for a in args]
     ok, exe = mpi_available()
     if not ok:
@@ -131,18 +146,36 @@ def launch(module: str, *, ranks: int, prepare: Callable[[Path], Any], collect: 
     return result, MPIRun(ranks, wall, cmd[:6])
 
 
-def worker_main(body: Callable, argv: Sequence[str] | None = None) -> int:
+def worker_main(body: Callable, argv: Sequence[str] | None = None, *,
+                check: Callable[[Path, list], None] | None = None) -> int:
     """Entry point of a worker program: ``body(comm, work, status, rest)`` runs on every rank.
 
     ``argv[0]`` is the job folder made by :func:`launch`; ``rest`` are the remaining arguments.
-    Called by hand with a folder that does not exist, it says so and returns 2 instead of aborting
-    the calling Python."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    ``check(work, rest)``, when given, validates the folder's inputs and the arguments *before* MPI
+    starts (raising ValueError/TypeError/OSError). Called by hand with a folder that does not exist
+    or a bad input/spec, it says so on stderr and returns 2 instead of aborting the calling Python;
+    and a failure in a job of one rank returns 1 (nobody waits in a collective, so no ``MPI_Abort``)."""
+    check_callable(body, "body", "a function body(comm, work, status, rest)")
+    if argv is not None and (isinstance(argv, (str, bytes)) or not isinstance(argv, (list, tuple))):
+        raise TypeError(f"argv: expected a list of command-line arguments, got {type(argv).__name__} {argv!r}")
+    argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     if not argv or not Path(argv[0]).is_dir():
         print(f"usage: mpiexec -n P python -m <worker> WORKDIR ...; WORKDIR {argv[:1]} is not a folder "
               "(course_lib.core.mpi.launch makes it)", file=sys.stderr)
         return 2
     work, rest = Path(argv[0]), argv[1:]
+    if check is not None:
+        try:
+            check(work, rest)
+        except (ValueError, TypeError, OSError, KeyError) as exc:
+            msg = f"error: {type(exc).__name__}: {exc}"
+            print(f"{msg} (WORKDIR {work})", file=sys.stderr)
+            try:
+                status_file(work, int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))) \
+                    .write_text(msg)
+            except (OSError, ValueError):
+                pass
+            return 2
     from mpi4py import MPI  # noqa: PLC0415
 
     comm = MPI.COMM_WORLD
@@ -157,7 +190,9 @@ def worker_main(body: Callable, argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
         status(f"error: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         sys.stderr.flush()
-        comm.Abort(1)
+        if comm.Get_size() > 1:      # others may wait in a collective: take the whole job down
+            comm.Abort(1)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     status("done")
     return 0

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .validate import check_float
+from .validate import as_array, check_array, check_float
 
 __all__ = ["Adam"]
 
@@ -28,9 +28,12 @@ class Adam:
         self.params = list(params)
         if not self.params or not all(isinstance(p, np.ndarray) for p in self.params):
             raise TypeError("params: expected a non-empty list of numpy arrays (updated in place)")
+        for i, p in enumerate(self.params):
+            check_array(p, f"params[{i}]")          # float32/float64 (updated in place) and finite
         self.lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-        self.b1 = check_float(b1, "b1", low=0.0, high=1.0)
-        self.b2 = check_float(b2, "b2", low=0.0, high=1.0)
+        # b = 1 makes the bias correction 1 - b**t zero: the first step would divide by zero (NaN weights)
+        self.b1 = check_float(b1, "b1", low=0.0, high=1.0, high_inclusive=False)
+        self.b2 = check_float(b2, "b2", low=0.0, high=1.0, high_inclusive=False)
         self.eps = check_float(eps, "eps", low=0.0, low_inclusive=False)
         self.clip = None if clip is None else check_float(clip, "clip", low=0.0, low_inclusive=False)
         self.m = [np.zeros_like(p) for p in self.params]
@@ -40,12 +43,17 @@ class Adam:
     def step(self, grads: Sequence[np.ndarray]) -> float:
         """One update from ``grads`` (same order and shapes as the params); returns the gradient
         norm before clipping."""
+        if isinstance(grads, np.ndarray) or not hasattr(grads, "__iter__"):
+            raise TypeError(f"grads: expected a list of arrays (one per parameter), got {type(grads).__name__}")
         grads = list(grads)
         if len(grads) != len(self.params):
             raise ValueError(f"grads: expected {len(self.params)} arrays (one per parameter), got {len(grads)}")
         for i, (p, g) in enumerate(zip(self.params, grads)):
+            g = grads[i] = as_array(g, f"grads[{i}]")
             if np.shape(g) != p.shape:
                 raise ValueError(f"grads[{i}]: expected shape {p.shape}, got {np.shape(g)}")
+            if g.dtype.kind not in "fiu":
+                raise TypeError(f"grads[{i}]: expected a real numeric array, got dtype {g.dtype}")
         norm = math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
         if not math.isfinite(norm):
             raise FloatingPointError(f"gradients are not finite (norm {norm}) at step {self.t + 1}: "

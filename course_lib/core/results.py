@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .validate import check_float
+
 __all__ = ["TrainResult"]
 
 
@@ -27,19 +29,31 @@ class TrainResult:
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        if not isinstance(self.history, dict):
+            raise TypeError(f"history: expected a dict of named curves (lists), got {type(self.history).__name__}")
+        if not isinstance(self.info, dict):
+            raise TypeError(f"info: expected a dict, got {type(self.info).__name__}")
+        self.seconds = check_float(self.seconds, "seconds", low=0.0)
+
+    def _curve(self, key) -> list:
+        if not isinstance(key, str):
+            raise TypeError(f"key: expected the name of a curve (a str), got {type(key).__name__} {key!r}")
+        vals = self.history.get(key)
+        if vals is None or not len(vals):
+            raise KeyError(f"key: no curve {key!r} recorded; curves: {sorted(self.history)}")
+        return vals
+
     def __iter__(self):
         return iter((self.params, self.history))
 
     def last(self, key: str = "loss") -> float:
         """The last recorded value of a curve (``KeyError`` naming the curves there are)."""
-        if key not in self.history or not len(self.history[key]):
-            raise KeyError(f"key: no curve {key!r} recorded; curves: {sorted(self.history)}")
-        return float(self.history[key][-1])
+        return float(self._curve(key)[-1])
 
     def final(self, key: str = "loss", frac: float = 0.1) -> float:
         """Mean of the last ``frac`` of a curve: where training ended, smoothed."""
-        vals = self.history.get(key)
-        if not vals:
-            raise KeyError(f"key: no curve {key!r} recorded; curves: {sorted(self.history)}")
+        vals = self._curve(key)
+        frac = check_float(frac, "frac", low=0.0, high=1.0, low_inclusive=False)
         k = max(1, int(len(vals) * frac))
         return float(np.mean(vals[-k:]))

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from .validate import check_int, check_positive_int, check_float
+from .validate import as_array, check_float, check_int, check_positive_int
 
 __all__ = [
     "Noise",
@@ -342,9 +342,8 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **
 # --------------------------------------------------------------------------- counting
 def gemm_flops(m: int, n: int, k: int) -> int:
     """FLOPs of ``(m, k) @ (k, n)``: one multiply and one add per term, ``2 m n k``."""
-    for v, nm in ((m, "m"), (n, "n"), (k, "k")):
-        check_int(v, nm, low=0)
-    return 2 * m * n * k
+    m, n, k = (check_int(v, nm, low=0) for v, nm in ((m, "m"), (n, "n"), (k, "k")))
+    return 2 * m * n * k      # Python ints: numpy integers in, no int64 overflow out
 
 
 def gemv_flops(m: int, k: int) -> int:
@@ -354,33 +353,53 @@ def gemv_flops(m: int, k: int) -> int:
 
 def array_bytes(*arrays) -> int:
     """Total bytes of the given arrays (what a kernel must at least read or write)."""
-    return int(sum(np.asarray(a).nbytes for a in arrays))
+    total = 0
+    for i, a in enumerate(arrays):
+        if isinstance(a, np.ndarray):
+            total += a.nbytes
+            continue
+        arr = as_array(a, f"arrays[{i}]")
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"arrays[{i}]: expected a numeric array, got dtype {arr.dtype}")
+        total += arr.nbytes
+    return int(total)
 
 
 def gemm_intensity(m: int, n: int, k: int, itemsize: int = 4) -> float:
     """Arithmetic intensity (FLOP/byte) of ``C (m, n) = A (m, k) @ B (k, n)`` when each matrix
     crosses the memory bus once: ``2mnk / (itemsize * (mk + kn + mn))``."""
-    for v, nm in ((m, "m"), (n, "n"), (k, "k"), (itemsize, "itemsize")):
-        check_positive_int(v, nm)
+    m, n, k, itemsize = (check_positive_int(v, nm) for v, nm in ((m, "m"), (n, "n"), (k, "k"), (itemsize, "itemsize")))
     return gemm_flops(m, n, k) / (itemsize * (m * k + k * n + m * n))
 
 
 def gflops(flops: float, seconds: float) -> float:
     """GFLOP/s."""
-    if seconds <= 0:
+    flops = check_float(flops, "flops", low=0.0)
+    if isinstance(seconds, (int, float, np.integer, np.floating)) and not isinstance(seconds, (bool, np.bool_)) \
+            and seconds <= 0:
         raise ValueError(f"seconds: expected a positive time, got {seconds}")
+    seconds = check_float(seconds, "seconds", low=0.0, low_inclusive=False)
     return flops / seconds / 1e9
 
 
 def loglog_slope(sizes, times) -> float:
     """Least-squares slope of ``log(times)`` against ``log(sizes)``: ~1 for O(N), ~2 for O(N^2)."""
-    sizes = np.asarray(sizes, dtype=float)
-    times = np.asarray(times, dtype=float)
+    sizes = as_array(sizes, "sizes")
+    times = as_array(times, "times")
+    for arr, nm in ((sizes, "sizes"), (times, "times")):
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"{nm}: expected real numbers, got dtype {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"{nm}: expected a 1-D sequence of values, got shape {tuple(arr.shape)}")
+    sizes = sizes.astype(float)
+    times = times.astype(float)
     if sizes.shape != times.shape or sizes.size < 2:
         raise ValueError(f"sizes, times: expected two equal-length sequences of >= 2 values, "
                          f"got {sizes.size} and {times.size}")
     if not (np.all(sizes > 0) and np.all(times > 0) and np.all(np.isfinite(sizes)) and np.all(np.isfinite(times))):
         raise ValueError("sizes, times: expected positive, finite values")
+    if np.ptp(np.log(sizes)) == 0:
+        raise ValueError(f"sizes: expected at least two different sizes to fit a slope, got {sizes.tolist()}")
     return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
 
 

@@ -16,7 +16,9 @@ Only numpy is imported here.
 """
 from __future__ import annotations
 
+import math
 import numbers
+import os
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -33,6 +35,13 @@ __all__ = [
     "check_choice",
     "check_power_of_two",
     "check_dtype_float",
+    "check_dtype",
+    "check_bool",
+    "check_callable",
+    "check_str",
+    "check_alloc",
+    "max_bytes",
+    "to_builtin",
 ]
 
 FLOAT_DTYPES = (np.float32, np.float64)
@@ -173,7 +182,7 @@ def check_same_shape(a: np.ndarray, a_name: str, b: np.ndarray, b_name: str) -> 
 
 def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """An integer (bools rejected) in ``[low, high]``; returns it as ``int``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
     value = int(value)
     if low is not None and value < low:
@@ -189,9 +198,9 @@ def check_positive_int(value: Any, name: str, *, high: int | None = None) -> int
 
 
 def check_float(value: Any, name: str, *, low: float | None = None, high: float | None = None,
-                low_inclusive: bool = True) -> float:
+                low_inclusive: bool = True, high_inclusive: bool = True) -> float:
     """A finite real number in a range; returns it as ``float``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
     value = float(value)
     if not np.isfinite(value):
@@ -199,15 +208,20 @@ def check_float(value: Any, name: str, *, low: float | None = None, high: float 
     if low is not None and (value < low or (not low_inclusive and value == low)):
         op = ">=" if low_inclusive else ">"
         raise ValueError(f"{name}: expected a number {op} {low}, got {value}")
-    if high is not None and value > high:
-        raise ValueError(f"{name}: expected a number <= {high}, got {value}")
+    if high is not None and (value > high or (not high_inclusive and value == high)):
+        op = "<=" if high_inclusive else "<"
+        raise ValueError(f"{name}: expected a number {op} {high}, got {value}")
     return value
 
 
 def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
     """``value`` must be one of ``choices``."""
     choices = tuple(choices)
-    if value not in choices:
+    try:
+        found = value in choices
+    except Exception:  # noqa: BLE001 - e.g. an array compared with strings
+        found = False
+    if not found:
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name}: expected one of {listed}, got {value!r}")
     return value
@@ -218,4 +232,96 @@ def check_power_of_two(value: Any, name: str) -> int:
     value = check_positive_int(value, name)
     if value & (value - 1):
         raise ValueError(f"{name}: expected a power of two, got {value}")
+    return value
+
+
+def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """A float32 or float64 dtype (anything ``np.dtype`` understands); returns the ``np.dtype``."""
+    try:
+        dt = np.dtype(dtype)
+    except Exception as exc:  # noqa: BLE001 - numpy raises TypeError or ValueError
+        raise TypeError(f"{name}: expected float32 or float64, got {dtype!r}") from exc
+    if dt not in FLOAT_DTYPES:
+        raise TypeError(f"{name}: expected float32 or float64, got {dt}")
+    return dt
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``True`` or ``False`` (numpy bools too); numbers and strings are a TypeError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_callable(value: Any, name: str, what: str = "a function") -> Any:
+    """Something callable."""
+    if not callable(value):
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
+    return value
+
+
+def check_str(value: Any, name: str, *, nonempty: bool = True) -> str:
+    """A ``str`` (non-empty unless ``nonempty=False``)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got {type(value).__name__} {value!r}")
+    if nonempty and not value:
+        raise ValueError(f"{name}: expected a non-empty string, got ''")
+    return value
+
+
+def max_bytes() -> int:
+    """The largest single allocation the course allows: ``COURSE_MAX_BYTES`` when set, else half of
+    this machine's physical memory (8 GiB when that is unknown)."""
+    env = os.environ.get("COURSE_MAX_BYTES")
+    if env:
+        try:
+            return max(1, int(float(env)))
+        except ValueError:
+            pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 * 2**30
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} bytes"
+
+
+def check_alloc(shape: Sequence[Any], dtype: Any, name: str, *, what: str = "an array",
+                limit: int | None = None) -> int:
+    """Refuse, *before* allocating, an array of ``shape`` and ``dtype`` larger than :func:`max_bytes`.
+
+    The ValueError names the argument that made it large and the memory it would need::
+
+        ValueError: T: 10000000000 steps would need an array of shape (10000000001, 8, 16, 16) float64 = 149 TiB; the limit here is 31.4 GiB
+
+    Returns the number of bytes it would take (Python ints: no overflow)."""
+    dims = [int(d) for d in shape]
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{name}: expected sizes >= 0, got shape {tuple(dims)}")
+    itemsize = np.dtype(dtype).itemsize
+    nbytes = math.prod(dims) * itemsize
+    limit = max_bytes() if limit is None else int(limit)
+    if nbytes > limit:
+        raise ValueError(
+            f"{name}: too large: {what} of shape {tuple(dims)} {np.dtype(dtype).name} would need "
+            f"{_fmt_bytes(nbytes)}; the limit here is {_fmt_bytes(limit)} (set COURSE_MAX_BYTES to change it)")
+    return nbytes
+
+
+def to_builtin(value: Any) -> Any:
+    """Turn numpy scalars/arrays (also inside dicts, lists and tuples) into plain Python objects
+    that ``json`` can write: ``np.int64(3)`` -> ``3``, ``np.float32(0.5)`` -> ``0.5``, arrays -> lists."""
+    if isinstance(value, dict):
+        return {to_builtin(k) if isinstance(k, np.generic) else k: to_builtin(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_builtin(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
     return value

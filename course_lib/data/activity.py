@@ -1,4 +1,4 @@
-"""Synthetic long-sequence "activity" classification data, generated in code (layer 1/2: data).
+"""Synthetic long-sequence "activity" classification data, generated in code (data layer; chapter 10).
 
 A stand-in for the seed's HMDB51 video features (Moon & Cyr 2022): each sequence is a noisy
 multi-channel signal (think of a 3-axis accelerometer) whose class -- an activity -- is carried by

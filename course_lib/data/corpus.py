@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.validate import check_array, check_float, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int
 
 __all__ = ["load_text", "Vocab", "split", "batch_windows", "one_hot"]
 
@@ -38,9 +38,17 @@ class Vocab:
 
     chars: str
 
+    def __post_init__(self):
+        if not isinstance(self.chars, str) or not self.chars:
+            raise TypeError(f"chars: expected a non-empty string of distinct characters, got {self.chars!r}")
+        if len(set(self.chars)) != len(self.chars):
+            raise ValueError("chars: expected distinct characters (each id names one character)")
+
     @classmethod
     def from_text(cls, text: str) -> "Vocab":
-        if not isinstance(text, str) or not text:
+        if not isinstance(text, str):
+            raise TypeError(f"text: expected a non-empty string, got {type(text).__name__}")
+        if not text:
             raise ValueError("text: expected a non-empty string")
         return cls("".join(sorted(set(text))))
 
@@ -53,6 +61,8 @@ class Vocab:
 
     def encode(self, text: str) -> np.ndarray:
         """int64 ids of ``text``; a character outside the vocabulary is a ValueError naming it."""
+        if not isinstance(text, str):
+            raise TypeError(f"text: expected a string, got {type(text).__name__}")
         lookup = {c: i for i, c in enumerate(self.chars)}
         try:
             return np.fromiter((lookup[c] for c in text), dtype=np.int64, count=len(text))
@@ -82,6 +92,9 @@ def batch_windows(ids, T: int, B: int, rng: np.random.Generator) -> tuple[np.nda
     ids = check_array(ids, "ids", ndim=1, dtype="int")
     T = check_positive_int(T, "T")
     B = check_positive_int(B, "B")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    check_alloc((4, T, B), np.int64, "B", what="the windows")
     if ids.size < T + 1:
         raise ValueError(f"T: expected at most {ids.size - 1} (the text has {ids.size} tokens), got {T}")
     starts = rng.integers(0, ids.size - T, size=B)
@@ -93,6 +106,8 @@ def one_hot(ids, vocab_size: int, dtype=np.float32) -> np.ndarray:
     """One-hot encoding ``(...,) -> (..., vocab_size)``; out-of-range ids are a ValueError."""
     ids = check_array(ids, "ids", dtype="int", finite=False)
     vocab_size = check_int(vocab_size, "vocab_size", low=1)
+    dtype = check_dtype(dtype, "dtype")
+    check_alloc(ids.shape + (vocab_size,), dtype, "vocab_size", what="the one-hot array")
     if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
         raise ValueError(f"ids: expected token ids in [0, {vocab_size}), got min {ids.min()}, max {ids.max()}")
     out = np.zeros(ids.shape + (vocab_size,), dtype=dtype)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.validate import check_array, check_float, check_int, check_positive_int, FLOAT_DTYPES
+from ..core.validate import check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int
 
 __all__ = ["shape_images", "sample_images", "rotate", "rotation_sequences", "load_cifar10", "CIFAR10_URL"]
 
@@ -29,10 +29,7 @@ CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
 
 def _dtype(dtype) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt not in FLOAT_DTYPES:
-        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
-    return dt
+    return check_dtype(dtype, "dtype")
 
 
 # --------------------------------------------------------------------------- images made in code
@@ -47,6 +44,7 @@ def shape_images(n: int = 8, size: int = 16, *, seed: int = 0, dtype=np.float32)
     size = check_int(size, "size", low=6, high=512)
     seed = check_int(seed, "seed", low=0)
     dt = _dtype(dtype)
+    check_alloc((n, size, size), np.float64, "n", what="the pictures")
     rng = np.random.default_rng(seed)
     c = (size - 1) / 2
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float64)
@@ -83,6 +81,7 @@ def sample_images(n: int = 8, size: int = 16, *, seed: int = 0, dtype=np.float32
     size = check_int(size, "size", low=4, high=128)
     seed = check_int(seed, "seed", low=0)
     dt = _dtype(dtype)
+    check_alloc((n, size, size), np.float64, "n", what="the patches")
     import matplotlib.cbook as cbook  # noqa: PLC0415
     import matplotlib.image as mpimg  # noqa: PLC0415
 
@@ -115,6 +114,7 @@ def rotate(images: np.ndarray, angle_deg: float) -> np.ndarray:
     images = check_array(images, "images", ndim=(2, 3, 4))
     angle = math.radians(check_float(angle_deg, "angle_deg"))
     Hh, Ww = images.shape[-2:]
+    check_alloc((3,) + images.shape, np.float64, "images", what="rotate's float64 work arrays")
     cy, cx = (Hh - 1) / 2, (Ww - 1) / 2
     yy, xx = np.mgrid[0:Hh, 0:Ww].astype(np.float64)
     # inverse map: where in the source does each output pixel come from (rotate back by -angle);
@@ -157,6 +157,8 @@ def rotation_sequences(images: np.ndarray | None = None, T: int = 10, angle_deg:
     if n_features is not None:
         n_features = check_int(n_features, "n_features", low=1, high=n)
     dt = images.dtype if dtype is None else _dtype(dtype)
+    # T + 1 rotated copies of every picture, in float64 while rotating: refuse before looping T times
+    check_alloc((T + 1, B, Hh, Ww), np.float64, "T", what="the rotated frames")
     frames = np.stack([rotate(images, k * angle) for k in range(T + 1)])   # (T+1, B, H, W)
     flat = frames.reshape(T + 1, B, n)[:, :, :n_features].astype(dt)
     return np.ascontiguousarray(flat[:-1]), np.ascontiguousarray(flat[1:])
@@ -186,6 +188,8 @@ def load_cifar10(path, n_features: int = 1000, *, batches=None, max_images: int 
     """
     n_features = check_int(n_features, "n_features", low=1, high=1024)
     dt = _dtype(dtype)
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path: expected a folder path (str or pathlib.Path), got {type(path).__name__}")
     if max_images is not None:
         max_images = check_positive_int(max_images, "max_images")
     root = Path(path).expanduser()
@@ -198,13 +202,18 @@ def load_cifar10(path, n_features: int = 1000, *, batches=None, max_images: int 
         names = [f"data_batch_{i}" for i in range(1, 6) if (folder / f"data_batch_{i}").is_file()] or ["test_batch"]
     else:
         names = [batches] if isinstance(batches, str) else list(batches)
+        if not names or not all(isinstance(b, str) and b and "/" not in b and b not in (".", "..") for b in names):
+            raise ValueError(f"batches: expected batch file names such as 'data_batch_1' or 'test_batch', got {batches!r}")
     parts, count = [], 0
     for name in names:
         file = folder / name
         if not file.is_file():
             raise FileNotFoundError(f"batches: {file} does not exist")
-        with open(file, "rb") as fh:
-            entry = pickle.load(fh, encoding="bytes")
+        try:
+            with open(file, "rb") as fh:
+                entry = pickle.load(fh, encoding="bytes")
+        except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, ImportError, IndexError) as exc:
+            raise ValueError(f"{file}: not a CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
         data = entry.get(b"data", entry.get("data")) if isinstance(entry, dict) else None
         if data is None:
             raise ValueError(f"{file}: expected a pickled dict with a b'data' entry, got {type(entry).__name__}")

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import backend
-from ..core.validate import check_array, check_choice, check_positive_int
+from ..core.validate import check_array, check_bool, check_choice, check_dtype, check_positive_int, to_builtin
 from ..models import lstm
 from . import lstm as lstm_experiments
 
@@ -108,20 +108,27 @@ def current_threads() -> int:
 
 def shape_key(B: int, H: int, nx: int, T: int, dtype="float32", threads: int | None = None) -> str:
     """``"B=64,H=512,nx=512,T=100,float32,threads=2"`` -- one cache entry per key and machine."""
-    for v, n in ((B, "B"), (H, "H"), (nx, "nx"), (T, "T")):
-        check_positive_int(v, n)
-    dt = np.dtype(dtype)
-    if dt not in (np.float32, np.float64):
-        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    B, H, nx, T = (check_positive_int(v, n) for v, n in ((B, "B"), (H, "H"), (nx, "nx"), (T, "T")))
+    dt = check_dtype(dtype, "dtype")
     threads = current_threads() if threads is None else check_positive_int(threads, "threads")
     return f"B={B},H={H},nx={nx},T={T},{dt.name},threads={threads}"
 
 
 # --------------------------------------------------------------------------- the file
+def _path(path) -> Path:
+    if path is None:
+        return cache_path()
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path (str or pathlib.Path), got {type(path).__name__}")
+    if isinstance(path, str) and not path.strip():
+        raise ValueError("path: expected a file path, got an empty string")
+    return Path(path)
+
+
 def load_cache(path: Path | None = None) -> dict:
     """The entries for this machine, ``{key: {"best", "table_ms", ...}}``. A missing file is
     empty; a corrupt or foreign one is ignored with a ``UserWarning``."""
-    path = Path(path) if path is not None else cache_path()
+    path = _path(path)
     if not path.exists():
         return {}
     try:
@@ -180,7 +187,8 @@ def _save_entry(path: Path, key: str, entry: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        # numpy integers/floats (a repeat=np.int64(3), a time from np.median) are not JSON: make them plain
+        tmp.write_text(json.dumps(to_builtin(data), indent=1, sort_keys=True), encoding="utf-8")
         os.replace(tmp, path)  # atomic: a crash never leaves half a file
     except OSError as exc:
         warnings.warn(f"autotune: could not write {path} ({exc}); the decision is kept in memory only",
@@ -189,7 +197,7 @@ def _save_entry(path: Path, key: str, entry: dict) -> None:
 
 def clear_cache(path: Path | None = None) -> None:
     """Delete the cache file and forget the in-process decisions."""
-    path = Path(path) if path is not None else cache_path()
+    path = _path(path)
     _MEMO.clear()
     if path.exists():
         path.unlink()
@@ -206,10 +214,15 @@ def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | 
     the table. ``threads`` is part of the key (default: the BLAS threads in use now); it does not
     change the thread setting."""
     key = shape_key(B, H, nx, T, dtype, threads)
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods: expected a list of method names from {lstm.METHODS}, got {methods!r}")
     methods = tuple(check_choice(m, "methods", lstm.METHODS) for m in methods)
     if not methods:
         raise ValueError("methods: expected at least one method")
-    path = Path(path) if path is not None else cache_path()
+    force = check_bool(force, "force")
+    probe_steps = check_positive_int(probe_steps, "probe_steps")
+    repeat = check_positive_int(repeat, "repeat")     # a plain int from here on (JSON-safe)
+    path = _path(path)
     if not force:
         memo = _MEMO.get((str(path), key))
         if memo is not None:
@@ -219,13 +232,13 @@ def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | 
             d = Decision(key, entry["best"], dict(entry["table_ms"]), False, dict(entry.get("probe", {})))
             _MEMO[(str(path), key)] = d
             return d
-    steps = min(check_positive_int(T, "T"), check_positive_int(probe_steps, "probe_steps"))
+    steps = min(check_positive_int(T, "T"), probe_steps)
     t0 = time.perf_counter()
     res = lstm_experiments.method_times(B, H, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
-                                        repeat=check_positive_int(repeat, "repeat"))
+                                        repeat=repeat)
     probe = {"steps": steps, "repeat": repeat, "seconds": round(time.perf_counter() - t0, 4),
              "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    d = Decision(key, res["best"], res["ms_per_step"], True, probe)
+    d = Decision(key, str(res["best"]), to_builtin(dict(res["ms_per_step"])), True, probe)
     _save_entry(path, key, {"best": d.best, "table_ms": d.table_ms, "probe": probe})
     _MEMO[(str(path), key)] = Decision(key, d.best, dict(d.table_ms), False, probe)
     return d
@@ -240,6 +253,7 @@ def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = Fals
     """:func:`course_lib.models.lstm.lstm_forward` with :func:`best_method` for ``X``'s shape and dtype
     (the first call for a shape measures and writes the cache file; later calls only read it)."""
     X = check_array(X, "X", ndim=3)
+    return_cache = check_bool(return_cache, "return_cache")
     lstm.check_params(params, X.shape[2])
     T, B, nx = X.shape
     method = best_method(B, params.nh, nx, T, params.dtype)

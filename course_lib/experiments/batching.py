@@ -1,4 +1,4 @@
-"""Batching: from matrix-vector to matrix-matrix products (layer 2: methods; chapter 03).
+"""Batching: from matrix-vector to matrix-matrix products (experiments layer; chapter 03).
 
 An RNN that reads **one sequence at a time** computes ``h_t = tanh(x_t Wxh + h_{t-1} Whh)``
 with ``x_t`` and ``h_{t-1}`` single rows: a matrix-*vector* product (GEMV). Every weight is read
@@ -8,8 +8,15 @@ matrix-*matrix* product (GEMM): each weight, once in cache, is used ``B`` times,
 grows roughly like ``B/2`` FLOP/byte and the roofline lets the step run at the compute peak.
 The seed (Fig. 9) measured the training time per sample falling as the batch grew from 100 to 1000.
 
+"Bandwidth-bound" means bound by the bandwidth of wherever the data *is*: a weight matrix that fits
+in a cache is re-read from that cache, many times faster than from DRAM. :func:`gemv_residency`
+measures it (a GEMV whose matrix fits in cache vs one whose matrix does not).
+
 ``forward_one_at_a_time(params, X)``            the unbatched reference: a loop over sequences
 ``rnn_step_flops(B, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
+``cache_sizes()``                               this CPU's cache sizes (bytes): :func:`course_lib.core.backend.cache_sizes`
+``cache_level(nbytes)``                         the smallest cache a working set fits in ("DRAM" if none)
+``gemv_residency(sizes)``                       GEMV speed vs matrix size: in cache vs from DRAM
 ``gemv_vs_gemm(n, B)``                          B GEMVs vs one GEMM, timed now
 ``time_per_sample(batch_sizes, n, T)``          seed Fig. 9: training time per sequence vs batch size
 ``batch_point(batch, width, T)``                one point of that curve (the widget's compute function)
@@ -18,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import timing
+from ..core.backend import cache_sizes
+from ..core import backend, timing
+from ..models import fast_rnn
 from ..models.rnn import RNNParams, _check_inputs, bptt_linear, init_params, sgd_step
 from ..core.validate import check_choice, check_int, check_positive_int
 
@@ -27,6 +36,9 @@ __all__ = [
     "rnn_step_flops",
     "rnn_step_bytes",
     "rnn_step_intensity",
+    "cache_sizes",
+    "cache_level",
+    "gemv_residency",
     "gemv_vs_gemm",
     "time_per_sample",
     "batch_point",
@@ -74,6 +86,60 @@ def rnn_step_intensity(B: int, nx: int, nh: int, itemsize: int = 4) -> float:
     return rnn_step_flops(B, nx, nh) / rnn_step_bytes(B, nx, nh, itemsize)
 
 
+# --------------------------------------------------------------------------- caches
+def cache_level(nbytes: int, caches: dict | None = None) -> str:
+    """The smallest cache (``"L1d"``, ``"L2"``, ``"L3"``) that holds ``nbytes``, else ``"DRAM"``."""
+    nbytes = check_int(nbytes, "nbytes", low=0)
+    caches = cache_sizes() if caches is None else caches
+    for level, size in sorted(caches.items(), key=lambda kv: kv[1]):
+        if nbytes <= size:
+            return level
+    return "DRAM"
+
+
+def gemv_residency(sizes=(256, 512, 1024, 2048, 4096, 8192), *, threads: int = 1, repeat: int = 5,
+                   seed: int = 0) -> dict:
+    """One GEMV ``x (n,) @ W (n, n)`` (float32) timed again and again at each ``n``: when ``W`` fits in a
+    cache, every call after the first reads it from that cache; when it does not, from DRAM.
+
+    ``threads`` (default 1, restored afterwards): BLAS threads for the GEMVs. One core is the clean
+    case: its own L1/L2 and the shared L3; more threads add synchronisation that, on a busy machine,
+    can cost more than a small GEMV itself.
+
+    Returns ``{"n", "working_set" (bytes of W, x and the output), "level" (where it fits),
+    "gflops", "gbps" (bytes of W read per second), "caches", "dram_gbps" (the streaming copy bandwidth
+    of ``timing.copy_bandwidth``: the DRAM roof), "noise"}``, lists in the order of ``sizes``.
+    """
+    sizes = [check_positive_int(s, "sizes[i]", high=16384) for s in sizes]
+    if not sizes:
+        raise ValueError("sizes: expected at least one size, got none")
+    repeat = check_positive_int(repeat, "repeat")
+    rng = np.random.default_rng(seed)
+    caches = cache_sizes()
+    out = {"n": sizes, "working_set": [], "level": [], "gflops": [], "gbps": []}
+    noise = timing.Noise()
+    before = backend.get_threads()
+    try:
+        backend.set_threads(threads)
+        ts = []
+        for n in sizes:
+            W = rng.standard_normal((n, n)).astype(np.float32)
+            x = rng.standard_normal(n).astype(np.float32)
+            y = np.empty(n, np.float32)
+            ts.append((n, W, x, y, timing.measure(np.matmul, x, W, out=y, repeat=repeat, warmup=2, min_time=2e-3)))
+    finally:
+        backend.set_threads(before)
+    for n, W, x, y, t in ts:
+        noise = noise | t.noise
+        ws = W.nbytes + x.nbytes + y.nbytes
+        out["working_set"].append(ws)
+        out["level"].append(cache_level(ws, caches))
+        out["gflops"].append(timing.gemv_flops(n, n) / t.min / 1e9)
+        out["gbps"].append(W.nbytes / t.min / 1e9)
+    out.update(caches=caches, dram_gbps=timing.copy_bandwidth(), noise=noise)
+    return out
+
+
 # --------------------------------------------------------------------------- measuring
 def _gemv_loop(x: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:
     for b in range(x.shape[0]):
@@ -86,8 +152,10 @@ def gemv_vs_gemm(n: int = 1000, B: int = 256, *, repeat: int = 3, seed: int = 0,
 
     Same FLOPs (``2 B n²``), same result. Returns a dict with ``n, B, flops``, ``gemv_s``,
     ``gemm_s`` (best of ``repeat``, interleaved), ``gemv_gflops``, ``gemm_gflops``, ``speedup``,
-    the intensities ``gemv_intensity`` (one vector) and ``gemm_intensity`` and the roofline's
-    bounds at those intensities, ``gemv_bound_gflops`` and ``gemm_bound_gflops``.
+    the intensities ``gemv_intensity`` (one vector) and ``gemm_intensity``, the DRAM roofline's
+    bounds at those intensities, ``gemv_bound_gflops`` and ``gemm_bound_gflops``, ``w_bytes`` and
+    ``w_level`` (the cache ``W`` fits in, or "DRAM": where the B GEMVs actually read it from), and
+    ``noise``.
     """
     n = check_positive_int(n, "n", high=8192)
     B = check_positive_int(B, "B", high=8192)
@@ -108,7 +176,8 @@ def gemv_vs_gemm(n: int = 1000, B: int = 256, *, repeat: int = 3, seed: int = 0,
             "gemv_gflops": flops / t1 / 1e9, "gemm_gflops": flops / t2 / 1e9, "speedup": t1 / t2,
             "gemv_intensity": ai1, "gemm_intensity": ai2,
             "gemv_bound_gflops": timing.roofline(ai1), "gemm_bound_gflops": timing.roofline(ai2),
-            "max_abs_diff": float(np.max(np.abs(out1 - out2)))}
+            "w_bytes": W.nbytes, "w_level": cache_level(W.nbytes),
+            "max_abs_diff": float(np.max(np.abs(out1 - out2))), "noise": cmp.noise}
 
 
 def training_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, method: str = "reference"):
@@ -116,8 +185,6 @@ def training_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, me
     ``rnn.sgd_step``; ``"fast"`` = :func:`course_lib.models.fast_rnn.train_step`. Returns new params."""
     method = check_choice(method, "method", ("reference", "fast"))
     if method == "fast":
-        from ..models import fast_rnn  # noqa: PLC0415
-
         return fast_rnn.train_step(params, X, Y, lr)[0]
     return sgd_step(params, bptt_linear(params, X, Y), lr)
 
@@ -126,9 +193,10 @@ def batch_point(batch: int = 100, width: int = 256, T: int = 10, *, method: str 
                 repeat: int = 3, seed: int = 0) -> dict:
     """Time one training step on ``batch`` sequences of ``T`` steps with ``nx = nh = ny = width``.
 
-    Returns ``batch, width, T, step_s`` (best of ``repeat``), ``per_sample_s = step_s / batch``,
-    ``gflops`` (the step's GEMM FLOPs / time), ``intensity`` (of one recurrent step) and
-    ``bound_gflops`` (the roofline at that intensity, from the measured peak and bandwidth).
+    Returns ``batch, width, T, method, step_s`` (best of ``repeat``), ``per_sample_s = step_s / batch``,
+    ``flops`` (the step's GEMM FLOPs, ``fast_rnn.step_flops``), ``gflops`` (flops / time),
+    ``intensity`` (of one recurrent step), ``bound_gflops`` (the roofline at that intensity, from
+    the measured peak and bandwidth) and ``noise``.
     """
     batch = check_positive_int(batch, "batch", high=4096)
     width = check_positive_int(width, "width", high=4096)
@@ -139,25 +207,31 @@ def batch_point(batch: int = 100, width: int = 256, T: int = 10, *, method: str 
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (T, batch, width)).astype(np.float32)
     Y = rng.uniform(-1, 1, (T, batch, width)).astype(np.float32)
+    method = check_choice(method, "method", ("reference", "fast"))
     t = timing.measure(training_step, params, X, Y, 1e-4, method, repeat=repeat, warmup=1, number=1)
-    flops = 8 * T * batch * width * width * 2  # eight (B, n) x (n, n)-sized GEMMs per time step
+    flops = fast_rnn.step_flops(T, batch, width, width, width)
     ai = rnn_step_intensity(batch, width, width)
-    return {"batch": batch, "width": width, "T": T, "step_s": t.min, "per_sample_s": t.min / batch,
-            "gflops": flops / t.min / 1e9, "intensity": ai, "bound_gflops": timing.roofline(ai)}
+    return {"batch": batch, "width": width, "T": T, "method": method, "step_s": t.min,
+            "per_sample_s": t.min / batch, "flops": flops, "gflops": flops / t.min / 1e9, "intensity": ai,
+            "bound_gflops": timing.roofline(ai), "noise": t.noise}
 
 
 def time_per_sample(batch_sizes=(1, 10, 100, 1000), width: int = 256, T: int = 10, *,
                     method: str = "reference", repeat: int = 3, seed: int = 0) -> dict:
     """Seed Fig. 9: training time per sequence against the batch size.
 
-    Returns ``{"batch": array, "per_sample_s": array, "gflops": array, "intensity": array,
-    "bound_gflops": array, "width", "T"}``, one entry per batch size (see :func:`batch_point`).
+    Returns ``{"batch": array, "per_sample_s": array, "step_s": array, "flops": array, "gflops": array,
+    "intensity": array, "bound_gflops": array, "width", "T", "method", "noise"}``, one entry per batch
+    size (see :func:`batch_point`).
     """
     sizes = [check_positive_int(b, "batch_sizes[i]", high=4096) for b in batch_sizes]
     if not sizes:
         raise ValueError("batch_sizes: expected at least one batch size, got none")
     points = [batch_point(b, width, T, method=method, repeat=repeat, seed=seed) for b in sizes]
-    out = {k: np.array([p[k] for p in points]) for k in ("batch", "per_sample_s", "gflops", "intensity",
-                                                          "bound_gflops")}
-    out.update(width=width, T=T, method=method)
+    out = {k: np.array([p[k] for p in points]) for k in ("batch", "per_sample_s", "step_s", "flops", "gflops",
+                                                          "intensity", "bound_gflops")}
+    noise = timing.Noise()
+    for p in points:
+        noise = noise | p["noise"]
+    out.update(width=width, T=T, method=method, noise=noise)
     return out

@@ -1,4 +1,4 @@
-"""JIT vs ahead-of-time: what compiling costs, measured in fresh processes (layer 2: methods).
+"""JIT vs ahead-of-time: what compiling costs, measured in fresh processes (experiments layer; chapter 05).
 
 The seed's Halide RNN got 3x faster per epoch when it switched from JIT to ahead-of-time (AOT)
 compilation (its Fig. 14): its JIT version recompiled pipeline stages while training. numba is
@@ -14,11 +14,12 @@ compiles it again), so :func:`compile_times` runs two subprocesses that share a 
 1. **JIT**: the cache is empty -- the first call compiles (and writes the cache);
 2. **cached**: the same code in a new process -- the first call loads the compiled code.
 
-Each reports the import time, the first call and a second (steady) call.
+Each reports the import time, the first call, a second (steady) call, and -- measured, not
+extrapolated -- the wall time of whole runs of ``RUN_LENGTHS`` calls counted from the first call.
 
 ``TARGETS``                                     what can be compiled: "toy", "fast_rnn"
+``RUN_LENGTHS``                                 the run lengths timed in each process: 1, 10, 100 calls
 ``compile_times(target="toy", timeout=300)``    -> dict (see its docstring)
-``epoch_time(result, steps)``                   -> seconds for an epoch of ``steps`` steps, JIT and cached
 """
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from ..core.validate import check_choice, check_float, check_positive_int
+from ..core.validate import check_choice, check_float
 
-__all__ = ["TARGETS", "compile_times", "epoch_time", "driver_source"]
+__all__ = ["TARGETS", "RUN_LENGTHS", "compile_times", "driver_source"]
 
 TARGETS = ("toy", "fast_rnn")
+RUN_LENGTHS = (1, 10, 100)
 
 _COURSE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +67,7 @@ _DRIVERS = {
     "fast_rnn": """
         import numpy as np
         import course_lib
-        from course_lib import rnn, fast_rnn
+        from course_lib.models import rnn, fast_rnn
         p = rnn.init_params(8, 8, 8, seed=0)
         X = np.full((3, 4, 8), 0.5, np.float32); Y = np.zeros((3, 4, 8), np.float32)
         call = lambda: fast_rnn.train_step(p, X, Y, 0.01)
@@ -86,7 +88,12 @@ def driver_source(target: str, tmp: str) -> str:
         "t2 = time.perf_counter()",
         "call()",
         "t3 = time.perf_counter()",
-        "print(json.dumps({'import_s': t1 - t0, 'first_call_s': t2 - t1, 'second_call_s': t3 - t2}))",
+        "run = {1: t2 - t1, 2: t3 - t1}",
+        f"for k in range(3, {max(RUN_LENGTHS)} + 1):",
+        "    call()",
+        "    run[k] = time.perf_counter() - t1",
+        f"runs = {{str(k): run[k] for k in {RUN_LENGTHS!r}}}",
+        "print(json.dumps({'import_s': t1 - t0, 'first_call_s': t2 - t1, 'second_call_s': t3 - t2, 'run_s': runs}))",
     ])
 
 
@@ -103,10 +110,12 @@ def compile_times(target: str = "toy", *, timeout: float = 300.0) -> dict:
 
     ``target``: ``"toy"`` (one small fused kernel) or ``"fast_rnn"`` (every kernel of
     :func:`course_lib.models.fast_rnn.train_step`, on tiny arrays so the call itself is negligible).
-    Returns ``{"target", "jit": {...}, "cached": {...}, "compile_s", "first_call_ratio"}`` where
-    each of ``jit``/``cached`` holds ``import_s``, ``first_call_s``, ``second_call_s``;
-    ``compile_s`` is what the cache saves on the first call and ``first_call_ratio`` is
-    ``jit.first_call_s / cached.first_call_s``.
+    Returns ``{"target", "jit": {...}, "cached": {...}, "compile_s", "first_call_ratio", "run_ratio"}``
+    where each of ``jit``/``cached`` holds ``import_s``, ``first_call_s``, ``second_call_s`` and
+    ``run_s`` (``{"1": s, "10": s, "100": s}``: wall time of the first N calls, measured);
+    ``compile_s`` is what the cache saves on the first call, ``first_call_ratio`` is
+    ``jit.first_call_s / cached.first_call_s`` and ``run_ratio`` maps each run length to
+    ``jit.run_s / cached.run_s`` (numba compiles once per process, so it shrinks towards 1).
     """
     target = check_choice(target, "target", TARGETS)
     timeout = check_float(timeout, "timeout", low=1.0)
@@ -126,20 +135,5 @@ def compile_times(target: str = "toy", *, timeout: float = 300.0) -> dict:
         "cached": cached,
         "compile_s": jit["first_call_s"] - cached["first_call_s"],
         "first_call_ratio": jit["first_call_s"] / max(cached["first_call_s"], 1e-9),
+        "run_ratio": {k: jit["run_s"][k] / max(cached["run_s"][k], 1e-9) for k in jit["run_s"]},
     }
-
-
-def epoch_time(result: dict, steps: int, step_s: float | None = None) -> dict:
-    """Time of a run of ``steps`` calls, JIT vs cached: the first call plus ``steps − 1`` steady ones.
-
-    ``step_s`` is the steady time of one call (default: the measured second call). Returns
-    ``{"steps", "jit_s", "cached_s", "ratio"}``: the ratio shrinks towards 1 as runs get longer --
-    numba, unlike the seed's JIT Halide, compiles once per process, not once per step.
-    """
-    steps = check_positive_int(steps, "steps")
-    if not isinstance(result, dict) or "jit" not in result or "cached" not in result:
-        raise ValueError("result: expected the dict returned by compile_times(...)")
-    steady = result["jit"]["second_call_s"] if step_s is None else check_float(step_s, "step_s", low=0.0)
-    jit = result["jit"]["first_call_s"] + (steps - 1) * steady
-    cached = result["cached"]["first_call_s"] + (steps - 1) * steady
-    return {"steps": steps, "jit_s": jit, "cached_s": cached, "ratio": jit / max(cached, 1e-12)}

@@ -1,30 +1,33 @@
-"""Where does a training step spend its time? The seed's §4.10 phase breakdown (layer 2: methods).
+"""Chapter 05's measurements: phase breakdown, threads, fusion, framework vs numpy (experiments layer).
 
-The seed timed one epoch of its Halide RNN in ten phases and found the three matrix-product
-phases (compute h_t, hidden delta, gradient updates) plus "saving all intermediate variables"
-at ~22-25% each. :func:`profile_step` does the same for two steps of the same maths:
+**Where does a training step spend its time?** The seed (§4.10) timed one epoch of its Halide RNN in
+ten phases and found the three matrix-product phases (compute h_t, hidden delta, gradient updates) and
+"saving all intermediate variables" at about a quarter each. :func:`profile_step` times the same ten
+phases (``PHASES``, one per row of the seed's list, in its order) for two steps of the same maths:
 
-* ``"reference"`` -- written the way the seed's step is organised: a time loop that computes
+* ``method="reference"`` -- written the way the seed's step is organised: a time loop that computes
   ``h_t``, then ``ŷ_t``, then copies both into the arrays kept for backpropagation; the loss;
   a reverse loop with the output delta, the hidden delta and the gradient updates of every
   time step; finally the descent ``W − lr·g``.
-* ``"fast"`` -- :mod:`course_lib.models.fast_rnn`'s phases: one GEMM per phase over all time steps,
-  fused element-wise kernels, nothing copied (intermediates are computed where they are kept),
-  the loss fused into the output delta.
+* ``method="fast"`` -- :mod:`course_lib.models.fast_rnn`'s phases: one GEMM per phase over all time
+  steps, fused element-wise kernels, nothing copied (intermediates are computed where they are kept),
+  buffers allocated once (the two "initialize" phases are empty), the loss fused into the output delta.
 
 Both compute the same gradients as :func:`course_lib.models.rnn.bptt_linear` (tests check it).
 
-``PHASES``                                  the eight phase names, in order
+``PHASES``                                  the ten phase names, the seed's rows in order
 ``reference_step_phased(params, X, Y, lr)`` -> (new params, loss, {phase: seconds})
 ``fast_step_phased(params, X, Y, lr, workspace=None)`` -> (new params, loss, {phase: seconds})
-``profile_step(kind, T, B, n, repeat, seed)`` -> dict with seconds and percentages per phase
+``profile_step(method, T, B, n, repeat, seed)`` -> dict with seconds and percentages per phase
 
-Chapter 05's other measurements live here too (compute functions behind its plots and widget):
+The compute functions behind chapter 05's other plots and widget:
 
-``thread_scaling(variants, threads, n)``   seed Fig. 12: time vs thread count for each variant
-``fusion_comparison(B, n, T)``             loop fusion vs separate passes (seed §4.9: ~2x)
-``error_model_comparison(n)``              numba's error model and SIMD: the same kernel, 2 ways
-``VARIANTS``                               the variants ``thread_scaling`` knows
+``WORKLOADS``                                  what ``thread_scaling`` can time
+``thread_scaling(workloads, threads, n)``      seed Fig. 12: time vs thread count, interleaved
+``workload_time(workload, threads, n)``        one point (the widget's compute function)
+``fusion_comparison(B, n, T)``                 loop fusion vs separate passes (seed §4.9)
+``error_model_comparison(n)``                  numba's error model and SIMD: the same kernel, 2 ways
+``framework_vs_numpy(sizes, T)``               seed Fig. 7: compiled steps vs hand-written numpy
 """
 from __future__ import annotations
 
@@ -38,31 +41,26 @@ from ..models import fast_rnn
 from ..models.rnn import RNNParams, init_params, _check_inputs
 from ..core.validate import check_choice, check_float, check_positive_int
 
-__all__ = ["PHASES", "SEED_PERCENT", "VARIANTS", "reference_step_phased", "fast_step_phased", "profile_step",
-           "thread_scaling", "fusion_comparison", "variant_time", "error_model_comparison"]
+__all__ = ["PHASES", "WORKLOADS", "reference_step_phased", "fast_step_phased", "profile_step",
+           "thread_scaling", "workload_time", "fusion_comparison", "error_model_comparison",
+           "framework_vs_numpy", "FRAMEWORK_METHODS"]
 
 PHASES = (
+    "initialize forward",
     "compute h_t",
     "compute ŷ_t",
     "saving intermediates",
     "loss",
+    "initialize backward",
     "output delta",
     "hidden delta",
     "gradient updates",
     "descent",
 )
-
-#: the seed's §4.10 numbers (%), with its two "initialize" rows folded into the next phase
-SEED_PERCENT = {
-    "compute h_t": 22.16 + 0.05,
-    "compute ŷ_t": 5.78,
-    "saving intermediates": 22.55,
-    "loss": 0.79,
-    "output delta": 0.54 + 0.16,
-    "hidden delta": 23.33,
-    "gradient updates": 24.60,
-    "descent": 0.06,
-}
+"""The seed's ten §4.10 rows, in its order: (1) initialize forward propagation, (2) calculate h_t,
+(3) calculate ŷ_t, (4) saving all intermediate variables, (5) calculating loss, (6) initialize back
+propagation, (7) ∂E/∂(W_hy h_t) = the output delta, (8) ∂E/∂(W_xh x_t + W_hh h_{t−1}) = the hidden
+delta, (9) gradient updates, (10) gradient descent."""
 
 
 class _Clock:
@@ -84,13 +82,14 @@ def reference_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: f
 
     X (T, B, nx), Y (T, B, ny). Returns ``(new params, loss, {phase: seconds})``.
     """
-    X, Y, h0 = _check_inputs(params, X, Y, h0)
     lr = check_float(lr, "lr", low=0.0)
+    c = _Clock()
+    X, Y, h0 = _check_inputs(params, X, Y, h0)                   # (h0: zeros when not given)
     Wxh, Whh, Why = params.Wxh, params.Whh, params.Why
     T = X.shape[0]
     H, Yhat = [], []
-    c = _Clock()
     h = h0
+    c.tick("initialize forward")
     for t in range(T):                                            # forward, one time step at a time
         h = np.tanh(X[t] @ Wxh + h @ Whh)
         c.tick("compute h_t")
@@ -107,6 +106,7 @@ def reference_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: f
     c.tick("loss")
     gWxh, gWhh, gWhy = np.zeros_like(Wxh), np.zeros_like(Whh), np.zeros_like(Why)
     dh_next = np.zeros_like(h0)
+    c.tick("initialize backward")
     for t in range(T - 1, -1, -1):                                # backward, one time step at a time
         dO = 2 * (Yh[t] - Y[t]) * (1 - Yh[t] ** 2)
         c.tick("output delta")
@@ -127,12 +127,14 @@ def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
                      workspace: fast_rnn.Workspace | None = None, h0: np.ndarray | None = None):
     """:func:`course_lib.models.fast_rnn.train_step`, timed phase by phase.
 
-    "saving intermediates" is ~0 (H is computed where backprop reads it) and the loss is fused
-    into the output delta (its time is counted there). Returns ``(new params, loss, {phase: s})``.
+    "saving intermediates" is ~0 (H is computed where backprop reads it), the two "initialize"
+    phases are the input checks (buffers come from the workspace), and the loss is fused into the
+    output delta (its time is counted there). Returns ``(new params, loss, {phase: s})``.
     """
     lr = check_float(lr, "lr", low=0.0)
-    params, X, Y, h0, ws = fast_rnn._validate(params, X, Y, h0, workspace)
     c = _Clock()
+    params, X, Y, h0, ws = fast_rnn.prepare(params, X, Y, h0, workspace)
+    c.tick("initialize forward")
     fast_rnn.forward_into(ws, params, X, h0)
     c.tick("compute h_t")
     fast_rnn.output_pre_activation_into(ws, params)
@@ -141,6 +143,7 @@ def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
     E = fast_rnn.output_delta_into(ws, Y)
     c.tick("output delta")
     c.tick("loss")
+    c.tick("initialize backward")
     fast_rnn.backward_into(ws, params)
     c.tick("hidden delta")
     fast_rnn.weight_gradients_into(ws, X, h0)
@@ -150,14 +153,15 @@ def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
     return new, E, c.seconds
 
 
-def profile_step(kind: str = "fast", T: int = 10, B: int = 256, n: int = 256, *, repeat: int = 3,
+def profile_step(method: str = "fast", T: int = 10, B: int = 256, n: int = 256, *, repeat: int = 3,
                  seed: int = 0, dtype=np.float32) -> dict:
     """Phase breakdown of one training step at ``nx = nh = ny = n``.
 
     Runs ``repeat`` steps (after one warm-up) and keeps, per phase, the median seconds.
-    Returns ``{"kind", "total_s", "seconds": {phase: s}, "percent": {phase: %}}``.
+    Returns ``{"method", "total_s", "seconds": {phase: s}, "percent": {phase: %}, "noise"}``
+    (``noise``: the spread of the step totals and the CPU other processes took meanwhile).
     """
-    kind = check_choice(kind, "kind", ("reference", "fast"))
+    method = check_choice(method, "method", ("reference", "fast"))
     T = check_positive_int(T, "T", high=1000)
     B = check_positive_int(B, "B", high=4096)
     n = check_positive_int(n, "n", high=4096)
@@ -166,42 +170,49 @@ def profile_step(kind: str = "fast", T: int = 10, B: int = 256, n: int = 256, *,
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (T, B, n)).astype(dtype)
     Y = rng.uniform(-1, 1, (T, B, n)).astype(dtype)
-    if kind == "fast":
+    if method == "fast":
         ws = fast_rnn.make_workspace(T, B, n, n, n, dtype)
         run = lambda: fast_step_phased(params, X, Y, 1e-4, workspace=ws)  # noqa: E731
     else:
         run = lambda: reference_step_phased(params, X, Y, 1e-4)  # noqa: E731
-    run()
-    samples = [run()[2] for _ in range(repeat)]
+    samples = []
+    t = timing.measure(lambda: samples.append(run()[2]), repeat=repeat, warmup=1, number=1)
+    samples = samples[1:]  # the first is the warm-up
     seconds = {p: float(np.median([s[p] for s in samples])) for p in PHASES}
     total = sum(seconds.values())
     percent = {p: 100.0 * s / total for p, s in seconds.items()}
-    return {"kind": kind, "total_s": total, "seconds": seconds, "percent": percent}
+    return {"method": method, "total_s": total, "seconds": seconds, "percent": percent, "noise": t.noise}
 
 
 # --------------------------------------------------------------------------- threads (seed Fig. 12)
-VARIANTS = ("blas matmul", "numba parallel matmul", "numba parallel+tiled matmul", "fused element-wise",
-            "fast step", "numpy step")
+WORKLOADS = ("blas matmul", "numba parallel matmul", "numba parallel+tiled matmul", "fused element-wise",
+             "fast step", "numpy step")
+"""What :func:`thread_scaling` can time at size ``n``: three ``(n, n) @ (n, n)`` products (BLAS and
+chapter 04's two ``prange`` kernels), one fused element-wise kernel on ``(4n, n)`` arrays, and two
+whole training steps (T = 4, B = nx = nh = ny = n)."""
 
 
-def _variant(name: str, n: int, seed: int):
-    """A zero-argument callable running one variant at size ``n``, and its FLOPs (None: not counted)."""
+def _workload(name: str, n: int, seed: int):
+    """A zero-argument callable running one workload at size ``n``, its FLOPs (None: not counted)
+    and the bytes of its working set."""
     rng = np.random.default_rng(seed)
     if name.endswith("matmul"):
         A = rng.standard_normal((n, n)).astype(np.float32)
         Bm = rng.standard_normal((n, n)).astype(np.float32)
         C = np.empty((n, n), np.float32)
+        ws = 3 * A.nbytes
         if name == "blas matmul":
-            return (lambda: np.matmul(A, Bm, out=C)), timing.gemm_flops(n, n, n)
-        from ..algorithms import matmul as kernels  # noqa: PLC0415  (chapter 04's kernel ladder)
+            return (lambda: np.matmul(A, Bm, out=C)), timing.gemm_flops(n, n, n), ws
+        from ..algorithms import matmul as mm  # noqa: PLC0415  (chapter 04's kernel ladder)
 
-        f = kernels.matmul_parallel if name == "numba parallel matmul" else kernels.matmul_parallel_tiled
-        return (lambda: f(A, Bm, out=C)), timing.gemm_flops(n, n, n)
+        f = mm.matmul_parallel if name == "numba parallel matmul" else mm.matmul_parallel_tiled
+        return (lambda: f(A, Bm, out=C)), timing.gemm_flops(n, n, n), ws
     if name == "fused element-wise":
         z = rng.standard_normal((4 * n, n)).astype(np.float32)
         r = rng.standard_normal((4 * n, n)).astype(np.float32)
         h = np.tanh(rng.standard_normal((4 * n, n))).astype(np.float32)
-        return (lambda: fast_rnn._add_tanh_backward_par(z, r, h)), None
+        k = fast_rnn.fused_kernels("prange")
+        return (lambda: k.add_tanh_backward(z, r, h)), None, 3 * z.nbytes
     T = 4
     params = init_params(n, n, n, seed=seed)
     X = rng.uniform(-1, 1, (T, n, n)).astype(np.float32)
@@ -209,41 +220,13 @@ def _variant(name: str, n: int, seed: int):
     flops = fast_rnn.step_flops(T, n, n, n, n)
     if name == "fast step":
         ws = fast_rnn.make_workspace(T, n, n, n, n)
-        return (lambda: fast_rnn.train_step(params, X, Y, 0.0, workspace=ws, inplace=True)), flops
+        return (lambda: fast_rnn.train_step(params, X, Y, 0.0, workspace=ws, inplace=True)), flops, \
+            X.nbytes + Y.nbytes + ws.nbytes
     step = fast_rnn.NumpyStep(T, n, n, n, n)
-    return (lambda: step(params, X, Y, 0.0)), flops
+    return (lambda: step(params, X, Y, 0.0)), flops, X.nbytes + Y.nbytes + 4 * X.nbytes
 
 
-def variant_time(variant: str = "fast step", threads: int = 1, n: int = 256, *, repeat: int = 3,
-                 seed: int = 0) -> dict:
-    """Time one variant at one thread count (the widget's compute function).
-
-    Returns ``{"variant", "threads", "n", "seconds" (best of repeat), "gflops" (None for the
-    element-wise kernel)}``. The thread count is restored afterwards.
-    """
-    variant = check_choice(variant, "variant", VARIANTS)
-    n = check_positive_int(n, "n", high=2048)
-    before = backend.get_threads()
-    threads = backend.set_threads(threads)
-    try:
-        fn, flops = _variant(variant, n, seed)
-        t = timing.measure(fn, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1)
-    finally:
-        backend.set_threads(before)
-    return {"variant": variant, "threads": threads, "n": n, "seconds": t.min,
-            "gflops": None if flops is None else flops / t.min / 1e9}
-
-
-def thread_scaling(variants=("blas matmul", "numba parallel matmul", "numba parallel+tiled matmul"),
-                   threads=None, n: int = 256, *, repeat: int = 3, seed: int = 0) -> dict:
-    """Seed Fig. 12: each variant timed at every thread count in ``threads`` (default 1..cores).
-
-    Returns ``{"threads": [..], "n", "seconds": {variant: [..]}, "speedup": {variant: [..]}}``
-    where speedup is over the same variant on the first thread count.
-    """
-    variants = [check_choice(v, "variants[i]", VARIANTS) for v in variants]
-    if not variants:
-        raise ValueError("variants: expected at least one variant, got none")
+def _thread_counts(threads) -> list[int]:
     import numba  # noqa: PLC0415
 
     top = min(backend.cpu_count(), int(numba.config.NUMBA_NUM_THREADS))
@@ -251,9 +234,76 @@ def thread_scaling(variants=("blas matmul", "numba parallel matmul", "numba para
     for t in threads:
         if not 1 <= t <= int(numba.config.NUMBA_NUM_THREADS):
             raise ValueError(f"threads: expected counts between 1 and {numba.config.NUMBA_NUM_THREADS}, got {t}")
-    seconds = {v: [variant_time(v, t, n, repeat=repeat, seed=seed)["seconds"] for t in threads] for v in variants}
-    speedup = {v: [s[0] / x for x in s] for v, s in seconds.items()}
-    return {"threads": threads, "n": n, "seconds": seconds, "speedup": speedup}
+    if not threads:
+        raise ValueError("threads: expected at least one thread count, got none")
+    return threads
+
+
+def thread_scaling(workloads=("blas matmul", "numba parallel matmul", "numba parallel+tiled matmul"),
+                   threads=None, n: int = 256, *, repeat: int = 3, seed: int = 0) -> dict:
+    """Seed Fig. 12: each workload timed at every thread count in ``threads`` (default 1..cores).
+
+    Thread counts are interleaved (1, 2, 1, 2, ...: ``backend.set_threads`` between timed calls,
+    outside the timed region, each followed by one untimed call), so a slow moment of a shared
+    machine hits every count alike. Returns ``{"threads", "n", "seconds": {workload: [best per
+    count]}, "speedup": {workload: [..]} (over the first count), "working_set": {workload: bytes},
+    "noise"}``. The noise guard also flags a matmul that got slower with more threads.
+    """
+    workloads = [check_choice(w, "workloads[i]", WORKLOADS) for w in workloads]
+    if not workloads:
+        raise ValueError("workloads: expected at least one workload, got none")
+    threads = _thread_counts(threads)
+    n = check_positive_int(n, "n", high=2048)
+    repeat = check_positive_int(repeat, "repeat")
+    before = backend.get_threads()
+    seconds, working_set = {}, {}
+    noise = timing.Noise()
+    try:
+        for w in workloads:
+            fn, _, working_set[w] = _workload(w, n, seed)
+            times = {t: [] for t in threads}
+            for _ in range(repeat):
+                for t in threads:
+                    backend.set_threads(t)
+                    m = timing.measure(fn, repeat=1, warmup=1, number=1)
+                    times[t].extend(m.times)
+                    noise = noise | m.noise
+            seconds[w] = [min(times[t]) for t in threads]
+            for t in threads:
+                ts = times[t]
+                spread = (max(ts) - min(ts)) / float(np.median(ts))
+                noise.add(len(ts) >= 3 and spread > timing.SPREAD_LIMIT,
+                          f"{w} on {t} thread(s): repeats spread by {spread:.0%} of the median")
+    finally:
+        backend.set_threads(before)
+    speedup = {w: [s[0] / x for x in s] for w, s in seconds.items()}
+    for w in workloads:
+        if w.endswith("matmul") and len(threads) > 1:
+            worst = min(speedup[w][1:])
+            noise.add(worst < 0.9 and max(threads) > threads[0],
+                      f"{w} ran slower on more threads ({worst:.2f}x): other programs are using the cores")
+    return {"threads": threads, "n": n, "seconds": seconds, "speedup": speedup, "working_set": working_set,
+            "noise": noise}
+
+
+def workload_time(workload: str = "fast step", threads: int = 1, n: int = 256, *, repeat: int = 3,
+                  seed: int = 0) -> dict:
+    """Time one workload at one thread count (the widget's compute function).
+
+    Returns ``{"workload", "threads", "n", "seconds" (best of repeat), "gflops" (None for the
+    element-wise kernel), "noise"}``. The thread count is restored afterwards.
+    """
+    workload = check_choice(workload, "workload", WORKLOADS)
+    n = check_positive_int(n, "n", high=2048)
+    before = backend.get_threads()
+    threads = backend.set_threads(threads)
+    try:
+        fn, flops, _ = _workload(workload, n, seed)
+        t = timing.measure(fn, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1)
+    finally:
+        backend.set_threads(before)
+    return {"workload": workload, "threads": threads, "n": n, "seconds": t.min,
+            "gflops": None if flops is None else flops / t.min / 1e9, "noise": t.noise}
 
 
 # --------------------------------------------------------------------------- fusion (seed §4.9)
@@ -280,11 +330,13 @@ def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 
 
     * ``separate``: one numpy pass per operation (11 passes: 4 for the hidden delta, 7 for
       tanh + loss + output delta), 1 thread;
-    * ``fused_1thread``: the fused numba kernels of :mod:`fast_rnn` (2 passes), 1 thread;
+    * ``fused_1thread``: the fused numba kernels of :mod:`fast_rnn` (2 passes; its ``"prange"``
+      twins), 1 thread;
     * ``fused_all``: the same kernels on all threads.
 
-    Returns seconds (best of ``repeat``) for each, ``fusion_speedup = separate / fused_1thread``
-    and ``total_speedup = separate / fused_all``, and ``max_abs_diff`` between the two results.
+    Returns seconds (best of ``repeat``, the two input copies every version makes subtracted) for
+    each, ``fusion_speedup = separate / fused_1thread``, ``total_speedup = separate / fused_all``,
+    ``max_abs_diff`` between the two results and ``noise`` (both runs').
     """
     B = check_positive_int(B, "B", high=4096)
     n = check_positive_int(n, "n", high=4096)
@@ -305,11 +357,13 @@ def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 
         _separate_hidden_delta(dz, r, h, sq)
         return _separate_output_delta(z, y, e)
 
+    k = fast_rnn.fused_kernels("prange")
+
     def fused():
         np.copyto(z2, z0)
         np.copyto(dz2, dz0)
-        fast_rnn._add_tanh_backward_par(dz2, r, h)
-        return fast_rnn._output_delta_loss_par(z2, y)
+        k.add_tanh_backward(dz2, r, h)
+        return k.output_delta_loss(z2, y)
 
     def copies():
         np.copyto(z2, z0)
@@ -332,7 +386,8 @@ def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 
     diff = max(float(np.max(np.abs(z - z2))), float(np.max(np.abs(dz - dz2))))
     return {"B": B, "n": n, "T": T, "separate_s": sep, "fused_1thread_s": f1, "fused_all_s": fa,
             "fusion_speedup": sep / f1, "total_speedup": sep / fa, "max_abs_diff": diff,
-            "loss_rel_diff": abs(loss_sep - loss_fused) / max(abs(loss_sep), 1e-30)}
+            "loss_rel_diff": abs(loss_sep - loss_fused) / max(abs(loss_sep), 1e-30),
+            "noise": one.noise | many.noise}
 
 
 # --------------------------------------------------------------------------- a vectorisation trap
@@ -356,7 +411,7 @@ def error_model_comparison(n: int = 1_000_000, *, repeat: int = 5, seed: int = 0
     zero divisor so it can raise ZeroDivisionError, a branch that stops LLVM's vectoriser -- and
     with ``error_model="numpy"`` (IEEE semantics: x/0 is inf, no branch, SIMD).
 
-    Returns ``{"n", "python_s", "numpy_s", "speedup", "same_result"}``.
+    Returns ``{"n", "python_s", "numpy_s", "speedup", "same_result", "noise"}``.
     """
     n = check_positive_int(n, "n", high=100_000_000)
     z = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
@@ -368,4 +423,115 @@ def error_model_comparison(n: int = 1_000_000, *, repeat: int = 5, seed: int = 0
     _tanh_like_numpy_errors(b)
     return {"n": n, "python_s": cmp.timings["python"].min, "numpy_s": cmp.timings["numpy"].min,
             "speedup": cmp.timings["python"].min / cmp.timings["numpy"].min,
-            "same_result": bool(np.allclose(a, b, rtol=1e-5, atol=1e-6))}
+            "same_result": bool(np.allclose(a, b, rtol=1e-5, atol=1e-6)), "noise": cmp.noise}
+
+
+# --------------------------------------------------------------------------- seed Fig. 7
+FRAMEWORK_METHODS = ("numpy", "numba", "torch")
+"""Fig. 7's columns: ``numpy`` = the hand-written step of chapters 01-02 (``rnn.bptt_linear`` +
+``rnn.sgd_step``), ``numba`` = :func:`course_lib.models.fast_rnn.train_step` (compiled fused kernels +
+BLAS), ``torch`` = ``torch.nn.RNN`` + autograd + SGD (only when torch is installed)."""
+
+
+def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, threads: int | None = None):
+    """``{"torch explicit ops": f, "torch.nn.RNN": g}``: two zero-argument torch training steps of the
+    same maths (float32, no biases), or None when torch is not installed. ``explicit`` writes the
+    step with torch tensor ops and no autograd; ``nn.RNN`` uses the framework (module + autograd +
+    ``torch.optim.SGD``). Each returns the loss before its update."""
+    try:
+        import torch  # noqa: PLC0415
+    except Exception:  # torch is optional (extra 'bench')
+        return None
+    if threads is not None:
+        torch.set_num_threads(check_positive_int(threads, "threads"))
+    Xt, Yt = torch.from_numpy(np.ascontiguousarray(X)), torch.from_numpy(np.ascontiguousarray(Y))
+    W = [torch.from_numpy(w.copy()) for w in (params.Wxh, params.Whh, params.Why)]
+    T, B, _ = X.shape
+
+    @torch.no_grad()
+    def explicit():
+        Wxh, Whh, Why = W
+        H = torch.matmul(Xt.reshape(T * B, -1), Wxh).reshape(T, B, -1)
+        torch.tanh_(H[0])
+        for t in range(1, T):
+            H[t].addmm_(H[t - 1], Whh).tanh_()
+        Yh = torch.tanh(H.reshape(T * B, -1) @ Why)
+        e = Yh - Yt.reshape(T * B, -1)
+        loss = float((e * e).sum())
+        D = 2 * e * (1 - Yh * Yh)
+        DZ = (D @ Why.T).reshape(T, B, -1)
+        DZ[T - 1].mul_(1 - H[T - 1] * H[T - 1])
+        for t in range(T - 2, -1, -1):
+            DZ[t].addmm_(DZ[t + 1], Whh.T).mul_(1 - H[t] * H[t])
+        H2, DZ2 = H.reshape(T * B, -1), DZ.reshape(T * B, -1)
+        gy = H2.T @ D
+        gh = H[:-1].reshape((T - 1) * B, -1).T @ DZ[1:].reshape((T - 1) * B, -1)
+        gx = Xt.reshape(T * B, -1).T @ DZ2
+        Wxh.sub_(lr * gx)
+        Whh.sub_(lr * gh)
+        Why.sub_(lr * gy)
+        return loss
+
+    cell = torch.nn.RNN(params.nx, params.nh, nonlinearity="tanh", bias=False)
+    out_layer = torch.nn.Linear(params.nh, params.ny, bias=False)
+    with torch.no_grad():
+        cell.weight_ih_l0.copy_(torch.from_numpy(params.Wxh.T.copy()))
+        cell.weight_hh_l0.copy_(torch.from_numpy(params.Whh.T.copy()))
+        out_layer.weight.copy_(torch.from_numpy(params.Why.T.copy()))
+    opt = torch.optim.SGD(list(cell.parameters()) + list(out_layer.parameters()), lr=lr)
+
+    def module():
+        opt.zero_grad(set_to_none=True)
+        H, _ = cell(Xt)
+        loss = ((torch.tanh(out_layer(H)) - Yt) ** 2).sum()
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return {"torch explicit ops": explicit, "torch.nn.RNN": module}
+
+
+def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: int = 5,
+                       seed: int = 0) -> dict:
+    """Seed Fig. 7: one training step (B = nx = nh = ny = n, T steps, float32, lr = 0) of
+    hand-written numpy against compiled steps, at each ``n`` in ``sizes``, interleaved per size.
+
+    Columns (``FRAMEWORK_METHODS``): ``numpy``, ``numba`` and, when torch imports, ``torch``
+    (``torch.nn.RNN`` + autograd + SGD). Also measured: ``call_overhead_s``, the time of each method
+    on the smallest possible problem (T = 1, n = 1) -- what one call costs before any arithmetic.
+    Returns ``{"sizes", "T", "methods", "seconds": {method: [..]}, "vs_numpy": {method: [numpy time /
+    method time]}, "call_overhead_s": {method: s}, "noise"}`` (``vs_numpy`` > 1: faster than numpy).
+    """
+    sizes = [check_positive_int(s, "sizes[i]", high=1024) for s in sizes]
+    if not sizes:
+        raise ValueError("sizes: expected at least one size, got none")
+    T = check_positive_int(T, "T", high=1000)
+    repeat = check_positive_int(repeat, "repeat")
+
+    def steps(n: int, T: int) -> dict:
+        p = init_params(n, n, n, seed=seed)
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(-1, 1, (T, n, n)).astype(np.float32)
+        Y = rng.uniform(-1, 1, (T, n, n)).astype(np.float32)
+        ws = fast_rnn.make_workspace(T, n, n, n, n)
+        fns = {"numpy": lambda: sgd_step(p, bptt_linear(p, X, Y), 0.0),
+               "numba": lambda: fast_rnn.train_step(p, X, Y, 0.0, workspace=ws)}
+        ts = torch_steps(p, X, Y, 0.0)
+        if ts is not None:
+            fns["torch"] = ts["torch.nn.RNN"]
+        return fns
+
+    from ..models.rnn import bptt_linear, sgd_step  # noqa: PLC0415
+
+    tiny = timing.compare(repeat=max(repeat, 5), warmup=2, **steps(1, 1))
+    methods = list(tiny.timings)
+    seconds = {m: [] for m in methods}
+    noise = tiny.noise
+    for n in sizes:
+        cmp = timing.compare(repeat=repeat, warmup=1, **steps(n, T))
+        noise = noise | cmp.noise
+        for m in methods:
+            seconds[m].append(cmp.timings[m].min)
+    vs = {m: [a / b for a, b in zip(seconds["numpy"], seconds[m])] for m in methods}
+    return {"sizes": sizes, "T": T, "methods": methods, "seconds": seconds, "vs_numpy": vs,
+            "call_overhead_s": {m: tiny.timings[m].min for m in methods}, "noise": noise}

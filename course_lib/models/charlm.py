@@ -30,8 +30,10 @@ from ..core.optim import Adam
 from ..core.results import TrainResult
 from ..core.validate import check_array, check_float, check_int, check_positive_int
 from ..data.corpus import Vocab, batch_windows, one_hot
-from .softmax_rnn import (Layer, SoftmaxRNNParams, check_params, encode, forward, hidden_states, output_probs,
-                          softmax, step)
+from .softmax_rnn import (Layer, SoftmaxRNNParams, _softmax, _step, check_params, encode, forward, hidden_states,
+                          output_probs)
+
+MAX_SAMPLE = 1_000_000   # characters one call to sample() may generate (one forward step each)
 
 __all__ = ["loss_and_grads", "train", "perplexity", "perplexity_of", "unigram_perplexity", "sample",
            "eval_windows"]
@@ -210,9 +212,14 @@ def sample(params: SoftmaxRNNParams, vocab: Vocab, prime: str = "\n", n: int = 2
         raise TypeError(f"vocab: expected a course_lib.data.corpus.Vocab, got {type(vocab).__name__}")
     if vocab.size != params.vocab:
         raise ValueError(f"vocab: expected {params.vocab} characters (params.vocab), got {vocab.size}")
-    if not isinstance(prime, str) or not prime:
+    if not isinstance(prime, str):
+        raise TypeError(f"prime: expected a non-empty string, got {type(prime).__name__} {prime!r}")
+    if not prime:
         raise ValueError(f"prime: expected a non-empty string, got {prime!r}")
-    n = check_int(n, "n", low=0)
+    if len(prime) > MAX_SAMPLE:
+        raise ValueError(f"prime: expected at most {MAX_SAMPLE} characters (each is one forward step), got {len(prime)}")
+    # one forward step per character: 10**10 of them would run for days, so bound it
+    n = check_int(n, "n", low=0, high=MAX_SAMPLE)
     temperature = check_float(temperature, "temperature", low=0.0, low_inclusive=False)
     rng = np.random.default_rng(check_int(seed, "seed", low=0))
     dt = params.dtype
@@ -220,11 +227,15 @@ def sample(params: SoftmaxRNNParams, vocab: Vocab, prime: str = "\n", n: int = 2
     eye = np.eye(params.vocab, dtype=dt)          # row k: the one-hot character k
 
     for token in vocab.encode(prime):
-        o = step(params, eye[int(token)], hs)
+        o = _step(params, eye[int(token)], hs)
     out = []
     for _ in range(n):
-        p = softmax((o / temperature).astype(np.float64))
+        with np.errstate(over="ignore"):
+            z = o.astype(np.float64) / temperature
+        if not np.all(np.isfinite(z)):
+            raise ValueError(f"temperature: {temperature:g} is too small: the logits divided by it overflow")
+        p = _softmax(z)
         token = int(rng.choice(params.vocab, p=p))
         out.append(token)
-        o = step(params, eye[token], hs)
+        o = _step(params, eye[token], hs)
     return vocab.decode(np.asarray(out, dtype=np.int64))

@@ -1,4 +1,4 @@
-"""The fastest CPU training step for the seed's RNN (layer 2: methods; chapter 05).
+"""The fastest CPU training step for the seed's RNN (models layer; chapter 05).
 
 Same maths as :mod:`course_lib.models.rnn` (row vectors, time-major ``(T, B, features)``)::
 
@@ -15,26 +15,30 @@ but organised the way the hardware likes it. Five ideas, each worth a chapter se
 2. **Preallocated workspaces** (:class:`Workspace`): every intermediate has a home allocated
    once and reused across steps; GEMMs write into it with ``np.matmul(..., out=...)``. Nothing
    is "saved": ``H`` is computed in place where the backward pass will read it.
-3. **Fused element-wise kernels** (numba; serial or ``prange`` over rows): ``tanh(z + h Whh)`` in one pass;
-   ``ŷ = tanh(·)``, the loss and the output delta ``2(ŷ−y)(1−ŷ²)`` in one pass; ``(Δh +
-   Δz Whhᵀ)(1−h²)`` in one pass; ``W − lr·g`` in one pass. float32 uses a vectorisable
-   rational ``tanh`` (max error ~3e-7; libm's scalar ``tanhf`` does not vectorise), and every
-   kernel is compiled with ``error_model="numpy"``: numba's default Python error model checks
-   each division for zero (to raise ZeroDivisionError), and that branch stops LLVM from
-   vectorising the loop -- measured here, 10x slower.
+3. **Fused element-wise kernels** (numba; one body per kernel, compiled serial and ``prange``):
+   ``tanh(z + h Whh)`` in one pass; ``ŷ = tanh(·)``, the loss and the output delta
+   ``2(ŷ−y)(1−ŷ²)`` in one pass; ``(Δh + Δz Whhᵀ)(1−h²)`` in one pass; ``W − lr·g`` in one pass.
+   float32 uses the course's vectorisable rational ``tanh``
+   (:func:`course_lib.algorithms.activations.fast_tanh`; libm's scalar ``tanhf`` does not
+   vectorise), and every kernel is compiled with ``error_model="numpy"``: numba's default Python
+   error model checks each division for zero (to raise ZeroDivisionError), and that branch stops
+   LLVM from vectorising the loop (chapter 05 measures the difference).
 4. **BLAS with the layout that suits it**: transposes are views (``Whh.T``, ``H.T``), which
    BLAS reads with its transpose flag -- no copies.
 5. **Threads** for BLAS (and, optionally, numba), set together with
    :func:`course_lib.core.backend.set_threads`. By default the fused passes stay on the calling
-   thread (see :func:`make_workspace`): the GEMMs carry ~95% of the FLOPs and get every thread.
+   thread (``method="serial"``, see :func:`make_workspace`): the GEMMs carry almost all the FLOPs
+   and get every thread.
 
 Public API
 ----------
-``make_workspace(T, B, nx, nh, ny, dtype=np.float32, *, parallel_elementwise=False) -> Workspace``
+``make_workspace(T, B, nx, nh, ny, dtype=np.float32, *, method="serial") -> Workspace``
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
 ``gradients(params, X, Y, *, workspace=None, h0=None) -> (RNNParams of gradients, loss)``
 ``step_flops(T, B, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
 ``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation
+``fused_kernels(method)`` -- the six fused element-wise kernels, ``"serial"`` or ``"prange"``
+``prepare(params, X, Y, h0=None, workspace=None)`` -- validated, contiguous inputs and a workspace
 
 The phase functions (``forward_into``, ``output_pre_activation_into``, ``output_delta_into``, ``backward_into``,
 ``weight_gradients_into``, ``descend``) are public so :mod:`course_lib.experiments.profile` can time them.
@@ -42,15 +46,16 @@ The phase functions (``forward_into``, ``output_pre_activation_into``, ``output_
 from __future__ import annotations
 
 import math
+import types as _pytypes
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import overload
+from numba import njit, prange
 
+from ..algorithms.activations import fast_tanh
 from ..core import backend
+from ..core.validate import check_array, check_choice, check_float, check_positive_int
 from .rnn import RNNParams
-from ..core.validate import check_array, check_float, check_positive_int
 
 __all__ = [
     "Workspace",
@@ -64,61 +69,36 @@ __all__ = [
     "backward_into",
     "weight_gradients_into",
     "descend",
-    "fast_tanh",
+    "prepare",
+    "fused_kernels",
+    "FusedKernels",
+    "ELEMENTWISE_METHODS",
     "NumpyStep",
 ]
 
 
-# --------------------------------------------------------------------------- a tanh that vectorises
-def fast_tanh(x):
-    """``tanh`` for use inside numba kernels: a vectorisable rational approximation for float32
-    (max abs error ~3e-7, the same as Eigen's), ``math.tanh`` for float64."""
-    return math.tanh(x)
-
-
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
-def _tanh32(x):
-    # Eigen's float tanh: clamp, then an odd 13/6 rational polynomial. Pure arithmetic, so the
-    # compiler turns a loop of these into AVX/AVX-512 instructions.
-    x = min(max(x, np.float32(-7.90531110763549805)), np.float32(7.90531110763549805))
-    x2 = x * x
-    p = np.float32(-2.76076847742355e-16)
-    p = p * x2 + np.float32(2.00018790482477e-13)
-    p = p * x2 + np.float32(-8.60467152213735e-11)
-    p = p * x2 + np.float32(5.12229709037114e-08)
-    p = p * x2 + np.float32(1.48572235717979e-05)
-    p = p * x2 + np.float32(6.37261928875436e-04)
-    p = p * x2 + np.float32(4.89352455891786e-03)
-    q = np.float32(1.19825839466702e-06)
-    q = q * x2 + np.float32(1.18534705686654e-04)
-    q = q * x2 + np.float32(2.26843463243900e-03)
-    q = q * x2 + np.float32(4.89352518554385e-03)
-    return x * p / q
-
-
-@overload(fast_tanh, inline="always")
-def _fast_tanh_overload(x):
-    if x == types.float32:
-        return lambda x: _tanh32(x)
-    return lambda x: math.tanh(x)
-
-
 # --------------------------------------------------------------------------- fused kernels
-# Each operation is written once, for one row (inline, vectorised by LLVM), and driven over the
-# rows twice: serially and with ``prange``. ``Workspace.parallel_elementwise`` picks the driver.
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
+# Each operation is written once, for one row (inline, vectorised by LLVM: a loop over a contiguous
+# row view), and driven over the rows by ONE body whose loop is a ``prange``. That body is compiled
+# twice (:func:`_twins`, as minitorch does): without ``parallel=True`` numba runs ``prange`` like
+# ``range`` on the calling thread ("serial"), with it the rows are split across numba's threads
+# ("prange"). ``Workspace.method`` picks the twin.
+_OPTS = dict(fastmath=True, error_model="numpy", cache=True)
+
+
+@njit(inline="always", **_OPTS)
 def _tanh_row(z):
     for j in range(z.shape[0]):
         z[j] = fast_tanh(z[j])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
+@njit(inline="always", **_OPTS)
 def _add_tanh_row(z, r):
     for j in range(z.shape[0]):
         z[j] = fast_tanh(z[j] + r[j])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
+@njit(inline="always", **_OPTS)
 def _output_delta_loss_row(z, y):
     part = z.dtype.type(0)  # in the row's dtype (a float64 accumulator would block SIMD for float32)
     for j in range(z.shape[0]):
@@ -129,119 +109,114 @@ def _output_delta_loss_row(z, y):
     return part
 
 
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
+@njit(inline="always", **_OPTS)
 def _tanh_backward_row(dz, h):
     for j in range(dz.shape[0]):
         dz[j] = dz[j] * (np.float32(1) - h[j] * h[j])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
+@njit(inline="always", **_OPTS)
 def _add_tanh_backward_row(dz, r, h):
     for j in range(dz.shape[0]):
         dz[j] = (dz[j] + r[j]) * (np.float32(1) - h[j] * h[j])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True, inline="always")
+@njit(inline="always", **_OPTS)
 def _axpy_row(out, w, g, lr):
     for j in range(w.shape[0]):
         out[j] = w[j] - lr * g[j]
 
 
-# serial drivers -------------------------------------------------------------
-@njit(fastmath=True, error_model="numpy", cache=True)
+# the drivers: one body each ------------------------------------------------
 def _tanh_inplace(z):
     """z (B, n) <- tanh(z)."""
-    for i in range(z.shape[0]):
+    for i in prange(z.shape[0]):
         _tanh_row(z[i])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True)
 def _add_tanh(z, r):
     """z (B, n) <- tanh(z + r): the input projection plus the recurrent product, activated."""
-    for i in range(z.shape[0]):
+    for i in prange(z.shape[0]):
         _add_tanh_row(z[i], r[i])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True)
 def _output_delta_loss(z, y):
     """z (N, ny) pre-activations in, output delta out: ŷ = tanh(z); z <- 2(ŷ−y)(1−ŷ²).
     Returns Σ(ŷ−y)² (row sums in the data's dtype, added up in float64). Three passes of the
     naive code in one."""
     total = 0.0
-    for i in range(z.shape[0]):
+    for i in prange(z.shape[0]):
         total += _output_delta_loss_row(z[i], y[i])
     return total
 
 
-@njit(fastmath=True, error_model="numpy", cache=True)
 def _tanh_backward_inplace(dz, h):
     """dz (B, n) <- dz * (1 − h²)."""
-    for i in range(dz.shape[0]):
+    for i in prange(dz.shape[0]):
         _tanh_backward_row(dz[i], h[i])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True)
 def _add_tanh_backward(dz, r, h):
     """dz (B, n) <- (dz + r) * (1 − h²): the output's and the future's gradient, through tanh."""
-    for i in range(dz.shape[0]):
+    for i in prange(dz.shape[0]):
         _add_tanh_backward_row(dz[i], r[i], h[i])
 
 
-@njit(fastmath=True, error_model="numpy", cache=True)
 def _axpy_into(out, w, g, lr):
     """out (m, n) <- w − lr * g (out may be w itself)."""
-    for i in range(w.shape[0]):
-        _axpy_row(out[i], w[i], g[i], lr)
-
-
-# parallel drivers: the same rows, split across numba's threads -------------
-@njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
-def _tanh_inplace_par(z):
-    for i in prange(z.shape[0]):
-        _tanh_row(z[i])
-
-
-@njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
-def _add_tanh_par(z, r):
-    for i in prange(z.shape[0]):
-        _add_tanh_row(z[i], r[i])
-
-
-@njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
-def _output_delta_loss_par(z, y):
-    total = 0.0
-    for i in prange(z.shape[0]):
-        total += _output_delta_loss_row(z[i], y[i])
-    return total
-
-
-@njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
-def _tanh_backward_inplace_par(dz, h):
-    for i in prange(dz.shape[0]):
-        _tanh_backward_row(dz[i], h[i])
-
-
-@njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
-def _add_tanh_backward_par(dz, r, h):
-    for i in prange(dz.shape[0]):
-        _add_tanh_backward_row(dz[i], r[i], h[i])
-
-
-@njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
-def _axpy_into_par(out, w, g, lr):
     for i in prange(w.shape[0]):
         _axpy_row(out[i], w[i], g[i], lr)
 
 
-class _Kernels:
-    def __init__(self, parallel: bool):
-        sfx = "_par" if parallel else ""
-        for name in ("_tanh_inplace", "_add_tanh", "_output_delta_loss", "_tanh_backward_inplace",
-                     "_add_tanh_backward", "_axpy_into"):
-            setattr(self, name.lstrip("_"), globals()[name + sfx])
+def _twins(body):
+    """(serial, prange) dispatchers compiled from one Python body.
+
+    The prange twin is a copy of the function under another ``__qualname__``, so numba's on-disk
+    cache keeps the two compilations in separate files (its index does not key on ``parallel``).
+    """
+    par = _pytypes.FunctionType(body.__code__, body.__globals__, body.__name__ + "_prange",
+                                body.__defaults__, body.__closure__)
+    par.__qualname__ = body.__qualname__ + "_prange"
+    par.__module__ = body.__module__
+    par.__doc__ = body.__doc__
+    return njit(**_OPTS)(body), njit(parallel=True, **_OPTS)(par)
 
 
-_KERNELS = {False: _Kernels(False), True: _Kernels(True)}
+ELEMENTWISE_METHODS = ("serial", "prange")
+"""How the fused element-wise passes run: on the calling thread, or rows split over numba's threads."""
+
+_BODIES = (_tanh_inplace, _add_tanh, _output_delta_loss, _tanh_backward_inplace, _add_tanh_backward, _axpy_into)
+
+
+class FusedKernels:
+    """The six fused element-wise kernels of one method (attributes named after the bodies above):
+    ``tanh_inplace(z)``, ``add_tanh(z, r)``, ``output_delta_loss(z, y) -> loss``,
+    ``tanh_backward_inplace(dz, h)``, ``add_tanh_backward(dz, r, h)``, ``axpy_into(out, w, g, lr)``.
+    All take C-contiguous 2-D arrays of one float dtype and work in place."""
+
+    def __init__(self, method: str, kernels: dict):
+        self.method = method
+        for name, k in kernels.items():
+            setattr(self, name, k)
+
+    def __repr__(self) -> str:
+        return f"FusedKernels(method={self.method!r})"
+
+
+def _build_kernels() -> dict:
+    pairs = {body.__name__.lstrip("_"): _twins(body) for body in _BODIES}
+    return {m: FusedKernels(m, {name: pair[i] for name, pair in pairs.items()})
+            for i, m in enumerate(ELEMENTWISE_METHODS)}
+
+
+_KERNELS = _build_kernels()
+
+
+def fused_kernels(method: str = "serial") -> FusedKernels:
+    """The fused element-wise kernels, ``method="serial"`` (calling thread) or ``"prange"``
+    (rows split over numba's threads): the same numbers either way (the loss sums rows in a
+    different order, so it agrees to round-off)."""
+    return _KERNELS[check_choice(method, "method", ELEMENTWISE_METHODS)]
 
 
 # --------------------------------------------------------------------------- workspace
@@ -254,8 +229,8 @@ class Workspace:
     DZ  (T, B, nh)  hidden delta through tanh (first Δŷ Whyᵀ, then the recurrence in place)
     tmp (B, nh)     the recurrent product of one time step
     gWxh, gWhh, gWhy  gradients (nx, nh), (nh, nh), (nh, ny)
-    parallel_elementwise  run the fused element-wise kernels with ``prange`` (numba's threads)
-                          instead of on the calling thread (BLAS threads are used either way)
+    method  how the fused element-wise kernels run: ``"serial"`` (the calling thread) or
+            ``"prange"`` (rows split over numba's threads); BLAS threads are used either way
     """
 
     T: int
@@ -271,7 +246,7 @@ class Workspace:
     gWxh: np.ndarray
     gWhh: np.ndarray
     gWhy: np.ndarray
-    parallel_elementwise: bool = False
+    method: str = "serial"
 
     @property
     def nbytes(self) -> int:
@@ -282,14 +257,13 @@ class Workspace:
 
 
 def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
-                   parallel_elementwise: bool = False) -> Workspace:
+                   method: str = "serial") -> Workspace:
     """Allocate the buffers of one training step for sequences ``(T, B, nx)`` -> ``(T, B, ny)``.
 
-    ``parallel_elementwise=False`` (default) keeps the fused element-wise passes on the calling
-    thread: they are memory-bound (a second thread gains little) and, between two multi-threaded
-    BLAS calls, a numba parallel region must wait for cores that BLAS's idle threads are still
-    spinning on -- on a 2-core or busy machine that wait costs more than the second thread gains.
-    ``True`` splits them across numba's threads (chapter 05 measures both).
+    ``method="serial"`` (default) keeps the fused element-wise passes on the calling thread: they
+    are memory-bound (a second thread gains little) and, between two multi-threaded BLAS calls, a
+    numba parallel region must wait for cores that BLAS's idle threads may still be spinning on.
+    ``"prange"`` splits them across numba's threads (chapter 05 measures both).
     """
     T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
                         ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
@@ -297,10 +271,9 @@ def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, 
     if dt not in (np.float32, np.float64):
         raise TypeError(f"dtype: expected float32 or float64, got {dt}")
     e = lambda *s: np.empty(s, dt)  # noqa: E731
-    if not isinstance(parallel_elementwise, (bool, np.bool_)):
-        raise TypeError(f"parallel_elementwise: expected a bool, got {type(parallel_elementwise).__name__}")
+    method = check_choice(method, "method", ELEMENTWISE_METHODS)
     return Workspace(T, B, nx, nh, ny, dt, H=e(T, B, nh), D=e(T, B, ny), DZ=e(T, B, nh), tmp=e(B, nh),
-                     gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), parallel_elementwise=bool(parallel_elementwise))
+                     gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
 
 
 def step_flops(T: int, B: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
@@ -327,7 +300,9 @@ def _same(a: np.ndarray, name: str, dt: np.dtype) -> np.ndarray:
     return a
 
 
-def _validate(params, X, Y, h0, workspace):
+def prepare(params, X, Y, h0=None, workspace=None):
+    """Validate one step's inputs; returns ``(params, X, Y, h0, workspace)`` with C-contiguous arrays
+    and a workspace that fits (allocated when None). Errors name the argument."""
     if not isinstance(params, RNNParams):
         raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
     dims: dict = {}
@@ -373,7 +348,7 @@ def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray
     followed by one fused ``tanh(z + h Whh)`` pass."""
     T, B = ws.T, ws.B
     H2 = ws.H.reshape(T * B, ws.nh)
-    k = _KERNELS[ws.parallel_elementwise]
+    k = _KERNELS[ws.method]
     np.matmul(X.reshape(T * B, ws.nx), params.Wxh, out=H2)   # input projection, all t at once
     if h0 is None:
         k.tanh_inplace(ws.H[0])
@@ -394,7 +369,7 @@ def output_pre_activation_into(ws: Workspace, params: RNNParams) -> None:
 def output_delta_into(ws: Workspace, Y: np.ndarray) -> float:
     """ws.D (pre-activations) <- 2(ŷ−y)(1−ŷ²) with ŷ = tanh(D); returns the loss Σ(ŷ−y)²."""
     T, B = ws.T, ws.B
-    k = _KERNELS[ws.parallel_elementwise]
+    k = _KERNELS[ws.method]
     return float(k.output_delta_loss(ws.D.reshape(T * B, ws.ny), Y.reshape(T * B, ws.ny)))
 
 
@@ -403,7 +378,7 @@ def backward_into(ws: Workspace, params: RNNParams) -> None:
     Δŷ Whyᵀ, then the reverse sweep Δz_t = (Δh_t + Δz_{t+1} Whhᵀ)(1 − h_t²)."""
     T, B = ws.T, ws.B
     np.matmul(ws.D.reshape(T * B, ws.ny), params.Why.T, out=ws.DZ.reshape(T * B, ws.nh))
-    k = _KERNELS[ws.parallel_elementwise]
+    k = _KERNELS[ws.method]
     k.tanh_backward_inplace(ws.DZ[T - 1], ws.H[T - 1])
     WhhT = params.Whh.T                                       # a view: BLAS uses its transpose flag
     for t in range(T - 2, -1, -1):
@@ -433,7 +408,7 @@ def descend(params: RNNParams, ws: Workspace, lr: float, inplace: bool = False) 
     outs = []
     for w, g in ((params.Wxh, ws.gWxh), (params.Whh, ws.gWhh), (params.Why, ws.gWhy)):
         out = w if inplace else np.empty_like(w)
-        _KERNELS[ws.parallel_elementwise].axpy_into(out, w, g, lr)
+        _KERNELS[ws.method].axpy_into(out, w, g, lr)
         outs.append(out)
     return RNNParams(*outs)
 
@@ -445,7 +420,7 @@ def gradients(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, workspace: Wor
 
     X (T, B, nx), Y (T, B, ny), h0 (B, nh) or None (zeros). Returns ``(RNNParams(gWxh, gWhh, gWhy), loss)``.
     """
-    params, X, Y, h0, ws = _validate(params, X, Y, h0, workspace)
+    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
     loss = _run(ws, params, X, Y, h0)
     return RNNParams(ws.gWxh.copy(), ws.gWhh.copy(), ws.gWhy.copy()), loss
 
@@ -473,7 +448,7 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
     lr = check_float(lr, "lr", low=0.0)
     if threads is not None:
         backend.set_threads(threads)
-    params, X, Y, h0, ws = _validate(params, X, Y, h0, workspace)
+    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
     loss = _run(ws, params, X, Y, h0)
     return descend(params, ws, lr, inplace=inplace), loss
 

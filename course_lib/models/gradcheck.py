@@ -59,10 +59,12 @@ def rnn_numerical_gradients(params: rnn.RNNParams, X: np.ndarray, Y: np.ndarray,
     All inputs are converted to float64 first; the result is float64. Keep sizes small: it costs
     ``2 * (nx nh + nh nh + nh ny)`` forward passes.
     """
+    if not isinstance(params, rnn.RNNParams):
+        raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
     p64 = params.astype(np.float64).copy()
-    X64 = np.asarray(X, dtype=np.float64)
-    Y64 = np.asarray(Y, dtype=np.float64)
-    h64 = None if h0 is None else np.asarray(h0, dtype=np.float64)
+    X64 = check_array(X, "X").astype(np.float64)
+    Y64 = check_array(Y, "Y").astype(np.float64)
+    h64 = None if h0 is None else check_array(h0, "h0").astype(np.float64)
     rnn.forward(p64, X64, h64)  # validate shapes once, with the usual messages
 
     def E(_W):
@@ -73,8 +75,12 @@ def rnn_numerical_gradients(params: rnn.RNNParams, X: np.ndarray, Y: np.ndarray,
 
 def relative_error(a: np.ndarray, b: np.ndarray) -> float:
     """``max|a - b| / max(max|a|, max|b|, 1e-12)``: 0 for equal arrays, ~1 for unrelated ones."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    a = check_array(a, "a", dtype=None)
+    b = check_array(b, "b", dtype=None)
+    for arr, nm in ((a, "a"), (b, "b")):
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"{nm}: expected a real numeric array, got dtype {arr.dtype}")
+    a, b = a.astype(np.float64), b.astype(np.float64)
     if a.shape != b.shape:
         raise ValueError(f"b: expected the same shape as a {a.shape}, got {b.shape}")
     scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)), 1e-12)
@@ -83,4 +89,7 @@ def relative_error(a: np.ndarray, b: np.ndarray) -> float:
 
 def gradient_errors(analytic: rnn.RNNParams, numeric: rnn.RNNParams) -> dict[str, float]:
     """``{"Wxh": rel. error, "Whh": ..., "Why": ...}`` between two gradient sets."""
+    for g, nm in ((analytic, "analytic"), (numeric, "numeric")):
+        if not isinstance(g, rnn.RNNParams):
+            raise TypeError(f"{nm}: expected an RNNParams of gradients, got {type(g).__name__}")
     return {name: relative_error(getattr(analytic, name), getattr(numeric, name)) for name in ("Wxh", "Whh", "Why")}

@@ -1,11 +1,12 @@
-"""GRUs as time stepping: classic and implicit cells, serial and MGRIT solvers (layer 2: methods).
+"""GRUs as time stepping: classic and implicit cells, serial and MGRIT methods (models layer).
 
-PyTorch's layout and gate order (r, z, n)::
+PyTorch's layout and gate order (r, z, n), held in :class:`GRUParams`::
 
-    gi = x W_ih^T + b_ih      gh = h W_hh^T + b_hh          (each (B, 3H), split r | z | n)
+    W_ih (3H, nx)   W_hh (3H, H)   b_ih (3H,)   b_hh (3H,)      (rows: r | z | n)
+    gi = x W_ih^T + b_ih      gh = h W_hh^T + b_hh          (each (B, 3H))
     r = sigma(gi_r + gh_r)    z = sigma(gi_z + gh_z)       n = tanh(gi_n + r * gh_n)
     classic  (explicit Euler, gamma = 1):  h' = h + gamma (1 - z) (n - h)  = z h + (1 - z) n
-    implicit (Moon & Cyr 2022):            h' = (h + gamma (1 - z) n) / (1 + gamma (1 - z))
+    implicit (Moon & Cyr, seed 002):       h' = (h + gamma (1 - z) n) / (1 + gamma (1 - z))
 
 with the gates evaluated at the old state ``h``. ``dh/dt = -(1 - z) h + (1 - z) n`` is stiff: the
 explicit step amplifies errors by ``|1 - gamma (1 - z)|``, which exceeds 1 once ``gamma (1 - z) > 2``
@@ -14,27 +15,47 @@ explicit step amplifies errors by ``|1 - gamma (1 - z)|``, which exceeds 1 once 
 On level l the coarse step from coarse point i uses gamma = dt * m**l and the input at the coarse
 time point, ``x[i * m**l]`` (injection).
 
+``method=`` chooses how the same numbers are computed: ``"serial"`` marches step by step;
+``"mgrit"`` solves the same recurrence with :class:`course_lib.algorithms.mgrit.MGRIT` (options
+``m``, ``levels``, ``relax``, ``max_iter``, ``tol``, ``cycle``, ``threads``, ``diverge_factor``).
+With a tight ``tol`` it agrees with ``"serial"`` to round-off; with a small ``max_iter`` (the seed's
+training budget) it is an inexact, cheaper answer.
+
 Public API
 ----------
-``init_params(nx, nh, *, seed=0, dtype=np.float32)`` -> dict W_ih (3H, nx), W_hh (3H, H), b_ih, b_hh (3H,)
-``gru_cell(params, gi, h, *, implicit=False, gamma=1.0)`` -> h' (B, H) (``gi`` = input projection)
-``gru_forward(params, X, h0=None, *, implicit=False, dt=1.0, solver="serial", **mgrit_opts)`` -> H (T, B, H)
-``gru_backward(params, X, H, dH, h0=None, *, implicit=False, dt=1.0, solver="serial", **mgrit_opts)``
-    -> (grads dict, dh0): exact adjoint (serial) or the adjoint recurrence solved with MGRIT
-``init_classifier``, ``classifier_loss``, ``classifier_predict``, ``train_classifier`` -- GRU -> last h -> linear -> softmax
+``GRUParams(W_ih, W_hh, b_ih, b_hh)`` (``from_torch``/``to_torch``; gradients use the same class)
+``init_params(nx, nh, *, seed=0, dtype=np.float32)`` -> GRUParams (PyTorch's uniform init)
+``gates(params, gi, h)`` -> ``(r, z, n)``, each (B, H)
+``gru_cell(params, gi, h, *, implicit=False, gamma=1.0)`` -> h' (B, H) (``gi`` = input projection (B, 3H))
+``gru_forward(params, X, h0=None, *, implicit=False, dt=1.0, method="serial", return_history=False, **mgrit_opts)``
+    -> H (T, B, H)
+``gru_backward(params, X, H, dH, h0=None, *, implicit=False, dt=1.0, method="serial", ...)``
+    -> (grads: GRUParams, dh0 (B, H)): exact adjoint (serial) or the adjoint recurrence solved with MGRIT
+``GRUClassifierParams(gru, W_out (C, H), b_out (C,))``, ``init_classifier``, ``classifier_loss``,
+``classifier_predict``, ``train_classifier`` (-> core.results.TrainResult) -- GRU -> last h -> linear -> softmax
+``gru_steps``, ``pad_to_hierarchy``, ``coarse_trajectory`` -- MGRIT step functions and the blow-up demo
 """
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, fields
+
 import numpy as np
 
+from ..algorithms.activations import sigmoid
 from ..algorithms.mgrit import MGRIT
 from ..core.optim import Adam
+from ..core.results import TrainResult
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
 
 __all__ = [
-    "PARAM_NAMES",
+    "GRUParams",
+    "GRUClassifierParams",
+    "METHODS",
+    "MGRIT_OPTIONS",
     "init_params",
     "input_projection",
+    "gates",
     "gru_cell",
     "gru_cell_backward",
     "gru_forward",
@@ -48,80 +69,157 @@ __all__ = [
     "train_classifier",
 ]
 
-PARAM_NAMES = ("W_ih", "W_hh", "b_ih", "b_hh")
-SOLVERS = ("serial", "mgrit")
-
-
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # stable for large |x|
+METHODS = ("serial", "mgrit")
+MGRIT_OPTIONS = ("m", "levels", "relax", "max_iter", "tol", "cycle", "threads", "diverge_factor")
 
 
 # --------------------------------------------------------------------------- parameters
-def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> dict:
-    """PyTorch's GRU init: every entry uniform in (-1/sqrt(H), 1/sqrt(H)).
-    Returns ``{"W_ih": (3H, nx), "W_hh": (3H, H), "b_ih": (3H,), "b_hh": (3H,)}``."""
+@dataclass
+class GRUParams:
+    """One GRU layer in PyTorch's layout: ``W_ih (3H, nx)``, ``W_hh (3H, H)``, ``b_ih, b_hh (3H,)``,
+    gate rows ordered r | z | n. Gradients come back in the same class.
+
+    Transition aid: a GRUParams also reads like the dict the course used before (``p["W_hh"]``,
+    ``p.keys()``, ``for name in p``, ``dict(p)``), so code written against the dict (the DEER chapter's
+    ``models.jacobians``) keeps working; new code uses the attributes."""
+
+    W_ih: np.ndarray
+    W_hh: np.ndarray
+    b_ih: np.ndarray
+    b_hh: np.ndarray
+
+    @property
+    def nx(self) -> int:
+        return self.W_ih.shape[1]
+
+    @property
+    def nh(self) -> int:
+        return self.W_hh.shape[1]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.W_hh.dtype
+
+    def arrays(self) -> list[np.ndarray]:
+        """``[W_ih, W_hh, b_ih, b_hh]`` (the order an optimiser sees them)."""
+        return [self.W_ih, self.W_hh, self.b_ih, self.b_hh]
+
+    def copy(self) -> "GRUParams":
+        return GRUParams(*(a.copy() for a in self.arrays()))
+
+    def astype(self, dtype) -> "GRUParams":
+        return GRUParams(*(np.asarray(a, dtype=dtype) for a in self.arrays()))
+
+    # the dict-like reading (transition aid, see the class docstring)
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self.keys():
+            raise KeyError(f"params: GRUParams has no field {name!r} (fields: {', '.join(self.keys())})")
+        return getattr(self, name)
+
+    @classmethod
+    def from_torch(cls, module) -> "GRUParams":
+        """Copy the layer-0 weights of a ``torch.nn.GRU`` (numpy arrays in the module's dtype)."""
+        get = lambda n: getattr(module, n).detach().cpu().numpy().copy()  # noqa: E731
+        return cls(get("weight_ih_l0"), get("weight_hh_l0"), get("bias_ih_l0"), get("bias_hh_l0"))
+
+    def to_torch(self):
+        """A ``torch.nn.GRU(nx, H)`` holding these weights (float32 or float64 like the arrays).
+        Imports torch only when called."""
+        import torch  # noqa: PLC0415
+
+        module = torch.nn.GRU(self.nx, self.nh)
+        module = module.double() if self.dtype == np.float64 else module.float()
+        with torch.no_grad():
+            for name, a in (("weight_ih_l0", self.W_ih), ("weight_hh_l0", self.W_hh),
+                            ("bias_ih_l0", self.b_ih), ("bias_hh_l0", self.b_hh)):
+                getattr(module, name).copy_(torch.from_numpy(np.ascontiguousarray(a)))
+        return module
+
+
+def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> GRUParams:
+    """PyTorch's GRU init: every entry uniform in (-1/sqrt(H), 1/sqrt(H))."""
     nx = check_positive_int(nx, "nx")
     nh = check_positive_int(nh, "nh")
     if np.dtype(dtype) not in (np.float32, np.float64):
         raise TypeError(f"dtype: expected float32 or float64, got {np.dtype(dtype)}")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nh)
-    shapes = {"W_ih": (3 * nh, nx), "W_hh": (3 * nh, nh), "b_ih": (3 * nh,), "b_hh": (3 * nh,)}
-    return {name: rng.uniform(-k, k, size=s).astype(dtype) for name, s in shapes.items()}
+    u = lambda *s: rng.uniform(-k, k, size=s).astype(dtype)  # noqa: E731
+    return GRUParams(u(3 * nh, nx), u(3 * nh, nh), u(3 * nh), u(3 * nh))
 
 
-def _check_params(params) -> tuple[int, int]:
-    if not isinstance(params, dict):
-        raise TypeError(f"params: expected a dict with {', '.join(PARAM_NAMES)}, got {type(params).__name__}")
-    missing = [k for k in PARAM_NAMES if k not in params]
-    if missing:
-        raise ValueError(f"params: missing {', '.join(missing)} (expected {', '.join(PARAM_NAMES)})")
+def _as_params(params) -> GRUParams:
+    """GRUParams as given; a mapping with the four names (the pre-GRUParams dict) is wrapped."""
+    if isinstance(params, GRUParams):
+        return params
+    if isinstance(params, dict):
+        missing = [k for k in ("W_ih", "W_hh", "b_ih", "b_hh") if k not in params]
+        if missing:
+            raise ValueError(f"params: missing {', '.join(missing)} (expected W_ih, W_hh, b_ih, b_hh)")
+        return GRUParams(params["W_ih"], params["W_hh"], params["b_ih"], params["b_hh"])
+    raise TypeError(f"params: expected GRUParams (see gru.init_params), got {type(params).__name__}")
+
+
+def _check_params(params) -> tuple[GRUParams, int, int]:
+    p = _as_params(params)
     dims: dict = {}
-    check_array(params["W_ih"], "params['W_ih']", shape=("3H", "nx"), dims=dims)
-    check_array(params["W_hh"], "params['W_hh']", shape=("3H", None), dims=dims)
+    check_array(p.W_ih, "params.W_ih", shape=("3H", "nx"), dims=dims)
+    check_array(p.W_hh, "params.W_hh", shape=("3H", None), dims=dims)
     nh3 = dims["3H"]
     if nh3 % 3:
-        raise ValueError(f"params['W_ih']: expected 3H rows (gates r, z, n), got {nh3}")
+        raise ValueError(f"params.W_ih: expected 3H rows (gates r, z, n), got {nh3}")
     nh = nh3 // 3
-    check_array(params["W_hh"], "params['W_hh']", shape=(3 * nh, nh))
-    check_array(params["b_ih"], "params['b_ih']", shape=(3 * nh,))
-    check_array(params["b_hh"], "params['b_hh']", shape=(3 * nh,))
-    return dims["nx"], nh
+    check_array(p.W_hh, "params.W_hh", shape=(3 * nh, nh))
+    check_array(p.b_ih, "params.b_ih", shape=(3 * nh,))
+    check_array(p.b_hh, "params.b_hh", shape=(3 * nh,))
+    return p, dims["nx"], nh
 
 
 def _check_inputs(params, X, h0):
-    nx, nh = _check_params(params)
+    p, nx, nh = _check_params(params)
     dims = {"nx": nx}
     X = check_array(X, "X", shape=("T", "B", "nx"), dims=dims, min_size={"T": 1})
     B = dims["B"]
-    dtype = params["W_hh"].dtype
     if h0 is None:
-        h0 = np.zeros((B, nh), dtype=dtype)
+        h0 = np.zeros((B, nh), dtype=p.W_hh.dtype)
     else:
         h0 = check_array(h0, "h0", shape=(B, nh))
-    return X, h0, nx, nh
+    return p, X, h0, nx, nh
 
 
 def input_projection(params, X) -> np.ndarray:
     """``gi = X W_ih^T + b_ih`` for all time steps at once: (T, B, nx) -> (T, B, 3H) (one big GEMM)."""
-    return X @ params["W_ih"].T + params["b_ih"]
+    p = _as_params(params)
+    return X @ p.W_ih.T + p.b_ih
 
 
 # --------------------------------------------------------------------------- the cell
-def _gates(params, gi, h):
+def _gates(p: GRUParams, gi, h):
     nh = h.shape[-1]
-    gh = h @ params["W_hh"].T + params["b_hh"]
-    r = _sigmoid(gi[..., :nh] + gh[..., :nh])
-    z = _sigmoid(gi[..., nh:2 * nh] + gh[..., nh:2 * nh])
+    gh = h @ p.W_hh.T + p.b_hh
+    r = sigmoid(gi[..., :nh] + gh[..., :nh])
+    z = sigmoid(gi[..., nh:2 * nh] + gh[..., nh:2 * nh])
     n = np.tanh(gi[..., 2 * nh:] + r * gh[..., 2 * nh:])
     return r, z, n, gh
+
+
+def gates(params, gi, h):
+    """The gates ``(r, z, n)`` at state ``h`` (B, H) with input projection ``gi`` (B, 3H)."""
+    r, z, n, _ = _gates(_as_params(params), gi, h)
+    return r, z, n
 
 
 def gru_cell(params, gi, h, *, implicit: bool = False, gamma: float = 1.0):
     """One GRU step from state ``h`` (B, H) with input projection ``gi`` (B, 3H) -> h' (B, H).
 
     classic: ``h + gamma (1 - z) (n - h)``; implicit: ``(h + gamma (1 - z) n) / (1 + gamma (1 - z))``."""
-    r, z, n, _ = _gates(params, gi, h)
+    r, z, n, _ = _gates(_as_params(params), gi, h)
     a = gamma * (1.0 - z)
     if implicit:
         return (h + a * n) / (1.0 + a)
@@ -132,7 +230,8 @@ def gru_cell_backward(params, gi, h, dh_new, *, implicit: bool = False, gamma: f
     """Vector-Jacobian products of :func:`gru_cell`: given ``dL/dh'`` return
     ``(dh, dgi, dgh)`` -- gradients w.r.t. the old state (B, H), the input projection (B, 3H) and
     ``gh = h W_hh^T + b_hh`` (B, 3H). Works on any leading shape (e.g. (T, B, .) at once)."""
-    r, z, n, gh = _gates(params, gi, h)
+    p = _as_params(params)
+    r, z, n, gh = _gates(p, gi, h)
     nh = h.shape[-1]
     a = gamma * (1.0 - z)
     if implicit:
@@ -151,16 +250,18 @@ def gru_cell_backward(params, gi, h, dh_new, *, implicit: bool = False, gamma: f
     dpre_r = dpre_n * gh[..., 2 * nh:] * r * (1.0 - r)
     dgi = np.concatenate([dpre_r, dpre_z, dpre_n], axis=-1)
     dgh = np.concatenate([dpre_r, dpre_z, dpre_n * r], axis=-1)
-    dh = dh_direct + dgh @ params["W_hh"]
+    dh = dh_direct + dgh @ p.W_hh
     return dh, dgi, dgh
 
 
 # --------------------------------------------------------------------------- step functions for MGRIT
 def gru_steps(params, GI, *, implicit: bool = False, dt: float = 1.0, m: int = 4):
     """``step(h, i, level)`` for MGRIT: level l uses gamma = dt * m**l and input ``GI[i * m**l]``."""
+    p = _as_params(params)
+
     def step(h, i, level):
         M = m ** level
-        return gru_cell(params, GI[i * M], h, implicit=implicit, gamma=dt * M)
+        return gru_cell(p, GI[i * M], h, implicit=implicit, gamma=dt * M)
 
     return step
 
@@ -175,63 +276,65 @@ def pad_to_hierarchy(T: int, m: int, levels: int) -> int:
 def coarse_trajectory(params, X, h0=None, *, implicit: bool, dt: float = 1.0, M: int = 16) -> np.ndarray:
     """March the *coarse* step (gamma = dt*M, inputs X[::M]) alone: (T//M + 1, B, H) including h0.
     Shows the explicit coarse step blowing up (values grow like |1 - gamma (1 - z)|**k)."""
-    X, h0, _, _ = _check_inputs(params, X, h0)
+    p, X, h0, _, _ = _check_inputs(params, X, h0)
     M = check_positive_int(M, "M")
-    GI = input_projection(params, X[::M])
+    GI = input_projection(p, X[::M])
     out = [h0]
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(GI.shape[0]):
-            out.append(gru_cell(params, GI[k], out[-1], implicit=implicit, gamma=dt * M))
+            out.append(gru_cell(p, GI[k], out[-1], implicit=implicit, gamma=dt * M))
     return np.stack(out)
 
 
-def _mgrit_solver(step, mgrit_opts):
-    allowed = {"m", "levels", "relax", "max_iter", "tol", "cycle", "workers", "diverge_factor"}
-    bad = set(mgrit_opts) - allowed
+def _method_opts(method, mgrit_opts) -> dict:
+    check_choice(method, "method", METHODS)
+    bad = set(mgrit_opts) - set(MGRIT_OPTIONS)
     if bad:
-        raise TypeError(f"mgrit_opts: unknown option(s) {sorted(bad)}; expected some of {sorted(allowed)}")
-    return MGRIT(step, **mgrit_opts)
+        raise TypeError(f"mgrit_opts: unknown option(s) {sorted(bad)}; expected some of {list(MGRIT_OPTIONS)}")
+    if method == "serial" and mgrit_opts:
+        raise TypeError(f"mgrit_opts: {sorted(mgrit_opts)} are only used with method='mgrit'")
+    if method == "mgrit":
+        m = check_int(mgrit_opts.get("m", 4), "m")
+        if m < 2:
+            raise ValueError(f"m: the coarsening factor must be >= 2 (a C-point every m steps), got {m}")
+        check_int(mgrit_opts.get("levels", 2), "levels", low=1)
+    return mgrit_opts
 
 
 # --------------------------------------------------------------------------- forward
-def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, solver: str = "serial",
+def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, method: str = "serial",
                 return_history: bool = False, **mgrit_opts):
     """Run a GRU over ``X`` (T, B, nx) from ``h0`` (B, H) (zeros by default) -> ``H`` (T, B, H)
     (``H[t]`` is the state after input ``X[t]``).
 
-    ``solver="serial"`` marches step by step; ``solver="mgrit"`` solves the same recurrence with
-    :class:`course_lib.algorithms.mgrit.MGRIT` (options ``m``, ``levels``, ``relax``, ``max_iter``, ``tol``,
-    ``cycle``, ``workers``); T is padded to a multiple of ``m**(levels-1)``. With
-    ``return_history=True`` returns ``(H, history)``.
+    ``method="serial"`` marches step by step; ``method="mgrit"`` solves the same recurrence with
+    MGRIT (``mgrit_opts``: see the module docstring); T is padded to a multiple of
+    ``m**(levels-1)``. With ``return_history=True`` returns ``(H, history)`` (the residual norms,
+    empty for ``"serial"``).
     """
-    X, h0, _, _ = _check_inputs(params, X, h0)
+    p, X, h0, _, _ = _check_inputs(params, X, h0)
     dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
-    check_choice(solver, "solver", SOLVERS)
+    opts = _method_opts(method, mgrit_opts)
     T = X.shape[0]
-    GI = input_projection(params, X)
-    if solver == "serial":
-        if mgrit_opts:
-            raise TypeError(f"mgrit_opts: {sorted(mgrit_opts)} are only used with solver='mgrit'")
+    GI = input_projection(p, X)
+    if method == "serial":
         out = np.empty((T,) + h0.shape, dtype=np.result_type(h0.dtype, GI.dtype))
         h = h0
         for t in range(T):
-            h = out[t] = gru_cell(params, GI[t], h, implicit=implicit, gamma=dt)
+            h = out[t] = gru_cell(p, GI[t], h, implicit=implicit, gamma=dt)
         return (out, []) if return_history else out
-    m = check_int(mgrit_opts.get("m", 4), "m")
-    levels = check_int(mgrit_opts.get("levels", 2), "levels", low=1)
-    if m < 2:
-        raise ValueError(f"m: the coarsening factor must be >= 2 (a C-point every m steps), got {m}")
+    m, levels = opts.get("m", 4), opts.get("levels", 2)
     Tp = pad_to_hierarchy(T, m, levels)
     if Tp > T:
         GI = np.concatenate([GI, np.repeat(GI[-1:], Tp - T, axis=0)])
-    solver_ = _mgrit_solver(gru_steps(params, GI, implicit=implicit, dt=dt, m=m), mgrit_opts)
-    U, hist = solver_.solve(h0.astype(GI.dtype), Tp)
+    solver = MGRIT(gru_steps(p, GI, implicit=implicit, dt=dt, m=m), **opts)
+    U, hist = solver.solve(h0.astype(GI.dtype), Tp)
     out = U[1:T + 1]
     return (out, hist) if return_history else out
 
 
 # --------------------------------------------------------------------------- backward
-def _adjoint_steps(params, GI, S, dH, *, implicit, dt, m):
+def _adjoint_steps(p, GI, S, dH, *, implicit, dt, m):
     """Adjoint recurrence in reversed time, v_k = lambda_{T-k} (dL/d state s_{T-k}, s_0 = h0):
     ``v_{k+1} = J_{T-k}^T v_k + src_{T-k-1}``; level l uses the coarse cell's Jacobian (gamma = dt m**l)
     linearised at the injected states, and the source at the coarse point."""
@@ -243,45 +346,40 @@ def _adjoint_steps(params, GI, S, dH, *, implicit, dt, m):
     def step(v, i, level):
         M = m ** level
         t_new = T - (i + 1) * M  # forward coarse step from s_{t_new} with input GI[t_new]
-        dh, _, _ = gru_cell_backward(params, GI[t_new], S[t_new], v, implicit=implicit, gamma=dt * M)
+        dh, _, _ = gru_cell_backward(p, GI[t_new], S[t_new], v, implicit=implicit, gamma=dt * M)
         return dh + src(t_new)
 
     return step
 
 
 def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float = 1.0,
-                 solver: str = "serial", return_history: bool = False, **mgrit_opts):
+                 method: str = "serial", return_history: bool = False, **mgrit_opts):
     """Gradients of a loss L w.r.t. the parameters and ``h0``, given the forward states ``H``
     (T, B, H) and ``dH = dL/dH`` (T, B, H) (direct dependence only, e.g. zeros except the last step).
 
     The adjoint ``lambda_t = dL/ds_t`` obeys the linear backward recurrence
-    ``lambda_{t-1} = dH[t-2] + J_t^T lambda_t``: ``solver="serial"`` marches it exactly;
-    ``solver="mgrit"`` solves it with the same MGRIT run backward in time. The parameter gradients
+    ``lambda_{t-1} = dH[t-2] + J_t^T lambda_t``: ``method="serial"`` marches it exactly;
+    ``method="mgrit"`` solves it with the same MGRIT run backward in time. The parameter gradients
     are then sums of independent per-step terms (computed for all t at once).
-    Returns ``(grads, dh0)`` with ``grads`` keyed like ``params`` (or ``(grads, dh0, history)``).
+    Returns ``(grads, dh0)`` with ``grads`` a :class:`GRUParams` (or ``(grads, dh0, history)``).
     """
-    X, h0, _, nh = _check_inputs(params, X, h0)
+    p, X, h0, _, nh = _check_inputs(params, X, h0)
     T, B = X.shape[:2]
     H = check_array(H, "H", shape=(T, B, nh))
     dH = check_array(dH, "dH", shape=(T, B, nh))
     dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
-    check_choice(solver, "solver", SOLVERS)
-    GI = input_projection(params, X)
+    opts = _method_opts(method, mgrit_opts)
+    GI = input_projection(p, X)
     S = np.concatenate([h0[None].astype(H.dtype), H])  # states s_0..s_T
     hist: list = []
-    if solver == "serial":
-        if mgrit_opts:
-            raise TypeError(f"mgrit_opts: {sorted(mgrit_opts)} are only used with solver='mgrit'")
+    if method == "serial":
         Lam = np.empty_like(S)  # Lam[t] = lambda_t
         Lam[T] = dH[T - 1]
         for t in range(T, 0, -1):
-            dh, _, _ = gru_cell_backward(params, GI[t - 1], S[t - 1], Lam[t], implicit=implicit, gamma=dt)
+            dh, _, _ = gru_cell_backward(p, GI[t - 1], S[t - 1], Lam[t], implicit=implicit, gamma=dt)
             Lam[t - 1] = dh + (dH[t - 2] if t >= 2 else 0.0)
     else:
-        m = check_int(mgrit_opts.get("m", 4), "m")
-        levels = check_int(mgrit_opts.get("levels", 2), "levels", low=1)
-        if m < 2:
-            raise ValueError(f"m: the coarsening factor must be >= 2 (a C-point every m steps), got {m}")
+        m, levels = opts.get("m", 4), opts.get("levels", 2)
         Tp = pad_to_hierarchy(T, m, levels)
         pad = Tp - T
         if pad:  # padded steps come after T: zero adjoint sources there
@@ -290,51 +388,80 @@ def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float
             dHp = np.concatenate([dH, np.zeros((pad,) + dH.shape[1:], dtype=dH.dtype)])
         else:
             GIp, Sp, dHp = GI, S, dH
-        step = _adjoint_steps(params, GIp, Sp, dHp, implicit=implicit, dt=dt, m=m)
-        V, hist = _mgrit_solver(step, mgrit_opts).solve(dHp[Tp - 1].astype(S.dtype), Tp)
+        step = _adjoint_steps(p, GIp, Sp, dHp, implicit=implicit, dt=dt, m=m)
+        V, hist = MGRIT(step, **opts).solve(dHp[Tp - 1].astype(S.dtype), Tp)
         Lam = V[::-1][: T + 1]  # V[k] = lambda_{Tp-k}
     # per-step parameter gradients, all time steps at once
-    _, dgi, dgh = gru_cell_backward(params, GI, S[:-1], Lam[1:], implicit=implicit, gamma=dt)
-    grads = {
-        "W_ih": np.einsum("tbg,tbx->gx", dgi, X).astype(params["W_ih"].dtype),
-        "b_ih": dgi.sum(axis=(0, 1)).astype(params["b_ih"].dtype),
-        "W_hh": np.einsum("tbg,tbh->gh", dgh, S[:-1]).astype(params["W_hh"].dtype),
-        "b_hh": dgh.sum(axis=(0, 1)).astype(params["b_hh"].dtype),
-    }
+    _, dgi, dgh = gru_cell_backward(p, GI, S[:-1], Lam[1:], implicit=implicit, gamma=dt)
+    grads = GRUParams(
+        W_ih=np.einsum("tbg,tbx->gx", dgi, X).astype(p.W_ih.dtype),
+        W_hh=np.einsum("tbg,tbh->gh", dgh, S[:-1]).astype(p.W_hh.dtype),
+        b_ih=dgi.sum(axis=(0, 1)).astype(p.b_ih.dtype),
+        b_hh=dgh.sum(axis=(0, 1)).astype(p.b_hh.dtype),
+    )
     return (grads, Lam[0], hist) if return_history else (grads, Lam[0])
 
 
 # --------------------------------------------------------------------------- classifier
-def init_classifier(nx: int, nh: int, n_classes: int, *, seed: int = 0, dtype=np.float32) -> dict:
-    """GRU parameters plus ``W_out`` (C, H), ``b_out`` (C,)."""
+@dataclass
+class GRUClassifierParams:
+    """GRU -> last hidden state -> linear -> softmax: ``gru`` (:class:`GRUParams`), ``W_out (C, H)``,
+    ``b_out (C,)``. Gradients come back in the same class."""
+
+    gru: GRUParams
+    W_out: np.ndarray
+    b_out: np.ndarray
+
+    @property
+    def n_classes(self) -> int:
+        return self.W_out.shape[0]
+
+    def arrays(self) -> list[np.ndarray]:
+        """``[W_ih, W_hh, b_ih, b_hh, W_out, b_out]`` (the order an optimiser sees them)."""
+        return self.gru.arrays() + [self.W_out, self.b_out]
+
+    def copy(self) -> "GRUClassifierParams":
+        return GRUClassifierParams(self.gru.copy(), self.W_out.copy(), self.b_out.copy())
+
+
+def init_classifier(nx: int, nh: int, n_classes: int, *, seed: int = 0, dtype=np.float32) -> GRUClassifierParams:
+    """GRU parameters (:func:`init_params`) plus ``W_out`` (C, H) uniform in (-1/sqrt(H), 1/sqrt(H)), ``b_out = 0``."""
     n_classes = check_int(n_classes, "n_classes", low=2)
-    p = init_params(nx, nh, seed=seed, dtype=dtype)
+    g = init_params(nx, nh, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed + 1)
     k = 1.0 / np.sqrt(nh)
-    p["W_out"] = rng.uniform(-k, k, size=(n_classes, nh)).astype(dtype)
-    p["b_out"] = np.zeros(n_classes, dtype=dtype)
-    return p
+    return GRUClassifierParams(g, rng.uniform(-k, k, size=(n_classes, nh)).astype(dtype),
+                               np.zeros(n_classes, dtype=dtype))
 
 
-def _logits(params, X, *, implicit, dt, solver, mgrit_opts):
-    H = gru_forward(params, X, implicit=implicit, dt=dt, solver=solver, **mgrit_opts)
-    return H, H[-1] @ params["W_out"].T + params["b_out"]
+def _check_classifier(params) -> GRUClassifierParams:
+    if not isinstance(params, GRUClassifierParams):
+        raise TypeError(f"params: expected GRUClassifierParams (see gru.init_classifier), got {type(params).__name__}")
+    return params
 
 
-def classifier_predict(params, X, *, implicit: bool = False, dt: float = 1.0, solver: str = "serial",
+def _logits(params: GRUClassifierParams, X, *, implicit, dt, method, mgrit_opts):
+    H = gru_forward(params.gru, X, implicit=implicit, dt=dt, method=method, **mgrit_opts)
+    return H, H[-1] @ params.W_out.T + params.b_out
+
+
+def classifier_predict(params, X, *, implicit: bool = False, dt: float = 1.0, method: str = "serial",
                        **mgrit_opts) -> np.ndarray:
-    """Class index per sequence, (B,)."""
-    _, logits = _logits(params, X, implicit=implicit, dt=dt, solver=solver, mgrit_opts=mgrit_opts)
+    """Class index per sequence of ``X`` (T, B, nx) -> (B,)."""
+    params = _check_classifier(params)
+    _, logits = _logits(params, X, implicit=implicit, dt=dt, method=method, mgrit_opts=mgrit_opts)
     return np.argmax(logits, axis=-1)
 
 
-def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, solver: str = "serial",
+def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, method: str = "serial",
                     grad: bool = True, **mgrit_opts):
-    """Mean softmax cross-entropy of GRU -> last hidden state -> linear -> softmax.
-    Returns ``(loss, grads)`` (grads for every key of ``params``) or just ``loss`` when ``grad=False``."""
-    H, logits = _logits(params, X, implicit=implicit, dt=dt, solver=solver, mgrit_opts=mgrit_opts)
+    """Mean softmax cross-entropy of GRU -> last hidden state -> linear -> softmax on ``X`` (T, B, nx),
+    ``y`` (B,). Returns ``(loss, grads)`` (a :class:`GRUClassifierParams`) or just ``loss`` when
+    ``grad=False``. With ``method="mgrit"`` forward and backward both go through MGRIT."""
+    params = _check_classifier(params)
+    H, logits = _logits(params, X, implicit=implicit, dt=dt, method=method, mgrit_opts=mgrit_opts)
     y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
-    n_classes = params["W_out"].shape[0]
+    n_classes = params.n_classes
     if y.size and (y.min() < 0 or y.max() >= n_classes):
         raise ValueError(f"y: labels must be in [0, {n_classes}), got range [{y.min()}, {y.max()}]")
     z = logits - logits.max(axis=-1, keepdims=True)
@@ -348,34 +475,42 @@ def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, so
     dlogits /= B
     dlogits = dlogits.astype(H.dtype)
     dH = np.zeros_like(H)
-    dH[-1] = dlogits @ params["W_out"]
-    grads, _ = gru_backward(params, X, H, dH, implicit=implicit, dt=dt, solver=solver, **mgrit_opts)
-    grads["W_out"] = (dlogits.T @ H[-1]).astype(params["W_out"].dtype)
-    grads["b_out"] = dlogits.sum(axis=0).astype(params["b_out"].dtype)
-    return loss, grads
+    dH[-1] = dlogits @ params.W_out
+    g, _ = gru_backward(params.gru, X, H, dH, implicit=implicit, dt=dt, method=method, **mgrit_opts)
+    return loss, GRUClassifierParams(g, (dlogits.T @ H[-1]).astype(params.W_out.dtype),
+                                     dlogits.sum(axis=0).astype(params.b_out.dtype))
 
 
-def train_classifier(params, X, y, *, epochs: int = 3, batch: int = 32, lr: float = 1e-2, seed: int = 0,
-                     implicit: bool = False, dt: float = 1.0, solver: str = "serial", progress=None,
-                     **mgrit_opts) -> tuple[dict, list[float]]:
-    """Adam on mini-batches (shuffled with ``seed``). ``X`` (T, N, nx), ``y`` (N,).
+def train_classifier(params, X, y, *, epochs: int = 3, batch: int = 32, lr: float = 1e-2, clip: float | None = None,
+                     seed: int = 0, implicit: bool = False, dt: float = 1.0, method: str = "serial", progress=None,
+                     **mgrit_opts) -> TrainResult:
+    """Adam on mini-batches (shuffled with ``seed``) of ``X`` (T, N, nx), ``y`` (N,); ``clip`` caps the
+    global gradient norm (None: no clipping).
+
     ``progress`` is an optional callable ``progress(iterable) -> iterable`` (e.g. ``tqdm``).
-    Returns ``(trained params (a copy), per-batch losses)``."""
+    Returns a :class:`~course_lib.core.results.TrainResult`: ``params`` (a trained copy),
+    ``history = {"loss": [per batch], "epoch": [per batch]}``, ``seconds``, ``info`` with the
+    method, ``implicit`` and the MGRIT options."""
+    params = _check_classifier(params)
     epochs = check_positive_int(epochs, "epochs")
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+    _method_opts(method, mgrit_opts)
     N = X.shape[1]
     rng = np.random.default_rng(seed)
-    p = {k: v.copy() for k, v in params.items()}
-    names = list(p)
-    opt = Adam([p[k] for k in names], lr)
-    losses = []
+    p = params.copy()
+    opt = Adam(p.arrays(), lr, clip=clip)
+    history: dict = {"loss": [], "epoch": []}
     batches = [(e, s) for e in range(epochs) for s in range(0, N, batch)]
     order = {e: rng.permutation(N) for e in range(epochs)}
     it = progress(batches) if progress is not None else batches
+    t0 = time.perf_counter()
     for e, s in it:
         idx = order[e][s:s + batch]
-        loss, g = classifier_loss(p, X[:, idx], y[idx], implicit=implicit, dt=dt, solver=solver, **mgrit_opts)
-        opt.step([g[k] for k in names])
-        losses.append(loss)
-    return p, losses
+        loss, g = classifier_loss(p, X[:, idx], y[idx], implicit=implicit, dt=dt, method=method, **mgrit_opts)
+        opt.step(g.arrays())
+        history["loss"].append(loss)
+        history["epoch"].append(e)
+    seconds = time.perf_counter() - t0
+    return TrainResult(p, history, seconds, {"method": method, "implicit": implicit, "dt": dt, "clip": clip,
+                                             "mgrit_opts": dict(mgrit_opts)})

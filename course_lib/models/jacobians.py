@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 from numba import njit
 
-from ..core.validate import check_array, check_float
+from ..core.validate import check_alloc, check_array, check_float, check_shape
 
 __all__ = [
     "GRU_FIELDS",
@@ -188,6 +188,15 @@ def gru_serial_numba(params, X, h0=None, *, implicit: bool = False, gamma: float
 # --------------------------------------------------------------------------- Elman RNN
 def elman_step(Whh, Hprev, XW) -> np.ndarray:
     """``tanh(XW + H_prev Whh)`` for all steps at once (``XW = X Wxh``)."""
+    dims: dict = {}
+    Whh = check_array(Whh, "Whh", shape=("H", "H"), dims=dims)
+    Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3))
+    check_shape(Hprev, "Hprev", (None,) * (Hprev.ndim - 1) + ("H",), dims)
+    XW = check_array(XW, "XW", shape=Hprev.shape)
+    return _elman_step(Whh, Hprev, XW)
+
+
+def _elman_step(Whh, Hprev, XW) -> np.ndarray:
     return np.tanh(XW + Hprev @ Whh)
 
 
@@ -234,8 +243,15 @@ def elman_serial_numba(Wxh, Whh, X, h0=None) -> np.ndarray:
 # --------------------------------------------------------------------------- checking
 def finite_difference_jacobian(step, Hprev, eps: float = 1e-6) -> np.ndarray:
     """Central differences of ``step(Hprev) -> (..., H)`` w.r.t. ``Hprev`` (..., H) -> (..., H, H) (float64)."""
-    Hprev = np.asarray(Hprev, dtype=np.float64)
+    if not callable(step):
+        raise TypeError(f"step: expected a function step(Hprev) -> (..., H), got {type(step).__name__}")
+    Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3, 4), dtype=None)
+    if Hprev.dtype.kind not in "iuf" or Hprev.shape[-1] < 1:
+        raise TypeError(f"Hprev: expected a real array (..., H) with H >= 1, got dtype {Hprev.dtype}, shape {Hprev.shape}")
+    Hprev = Hprev.astype(np.float64)
+    eps = check_float(eps, "eps", low=0.0, low_inclusive=False)
     H = Hprev.shape[-1]
+    check_alloc(Hprev.shape + (H,), np.float64, "Hprev", what="the Jacobian")
     J = np.empty(Hprev.shape + (H,))
     for j in range(H):
         e = np.zeros(H)

@@ -120,6 +120,10 @@ def _softplus(x):
 
 def g(x):
     """``x + 0.5`` for ``x >= 0``, ``sigmoid(x)`` below: positive and continuous (Feng et al.)."""
+    return _g(check_array(x, "x"))
+
+
+def _g(x):
     return np.where(x >= 0, x + 0.5, _sigmoid(np.minimum(x, 0)))
 
 
@@ -130,6 +134,10 @@ def _dg(x):
 
 def log_g(x):
     """``log g(x)`` without forming ``g``: ``log(x + 0.5)`` or ``-softplus(-x)``."""
+    return _log_g(check_array(x, "x"))
+
+
+def _log_g(x):
     return np.where(x >= 0, np.log(np.maximum(x, 0) + 0.5), -_softplus(-np.minimum(x, 0)))
 
 
@@ -176,7 +184,7 @@ def coefficients(kind: str, params, X):
     _kind_of(kind, params)
     X = _check_X(params, X)
     k = _preacts(kind, params, X)
-    ht = g(k["h"])
+    ht = _g(k["h"])
     if kind == "mingru":
         z = _sigmoid(k["z"])
         return 1.0 - z, z * ht
@@ -190,7 +198,7 @@ def log_coefficients(kind: str, params, X):
     _kind_of(kind, params)
     X = _check_X(params, X)
     k = _preacts(kind, params, X)
-    lg = log_g(k["h"])
+    lg = _log_g(k["h"])
     if kind == "mingru":
         return -_softplus(k["z"]), -_softplus(-k["z"]) + lg
     diff = _softplus(-k["f"]) - _softplus(-k["i"])
@@ -244,7 +252,7 @@ def backward(kind: str, params, X, Hs, dHs, h0=None) -> tuple[dict, np.ndarray]:
     k = _preacts(kind, params, X)
     a, b = coefficients(kind, params, X)
     ga, gb, gh0 = linear_recurrence_backward(np.ascontiguousarray(a), Hs, h0, dHs)
-    ht = g(k["h"])
+    ht = _g(k["h"])
     if kind == "mingru":
         z = 1.0 - a
         dk = {"z": (-ga + gb * ht) * z * (1 - z), "h": gb * z * _dg(k["h"])}

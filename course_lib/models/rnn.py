@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_float, check_int, check_positive_int, FLOAT_DTYPES
+from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int,
+                             FLOAT_DTYPES)
 
 __all__ = [
     "RNNParams",
@@ -85,6 +86,7 @@ class RNNParams:
         return RNNParams(self.Wxh.copy(), self.Whh.copy(), self.Why.copy())
 
     def astype(self, dtype) -> "RNNParams":
+        dtype = check_dtype(dtype, "dtype")
         return RNNParams(*(np.asarray(w, dtype=dtype) for w in (self.Wxh, self.Whh, self.Why)))
 
 
@@ -163,9 +165,8 @@ def init_params(nx: int, nh: int, ny: int, *, seed: int = 0, dtype=np.float32) -
     nh = check_positive_int(nh, "nh")
     ny = check_positive_int(ny, "ny")
     seed = check_int(seed, "seed", low=0)
-    dt = np.dtype(dtype)
-    if dt not in FLOAT_DTYPES:
-        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    dt = check_dtype(dtype, "dtype")
+    check_alloc((nx + nh + ny, nh), np.float64, "nh", what="the weights")
     rng = np.random.default_rng(seed)
     Wxh = rng.standard_normal((nx, nh)) / math.sqrt(nx)
     Whh = rng.standard_normal((nh, nh)) / math.sqrt(nh)
@@ -220,6 +221,15 @@ def loss(Yhat: np.ndarray, Y: np.ndarray) -> float:
 
 def output_error(Yhat: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """``dE/d(h_t Why) = 2 (ŷ_t - y_t) (1 - ŷ_t²)``, shape ``(T, B, ny)`` (the seed's first factor)."""
+    Yhat = check_array(Yhat, "Yhat", ndim=(1, 2, 3))
+    Y = check_array(Y, "Y", ndim=(1, 2, 3))
+    if Yhat.shape != Y.shape:
+        raise ValueError(f"Y: expected the same shape as Yhat {tuple(Yhat.shape)}, got {tuple(Y.shape)}")
+    return _output_error(Yhat, Y)
+
+
+def _output_error(Yhat: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """:func:`output_error` without validation (the BPTT functions validated already)."""
     return 2.0 * (Yhat - Y) * (1.0 - Yhat * Yhat)
 
 
@@ -240,7 +250,7 @@ def bptt_quadratic(params: RNNParams, X: np.ndarray, Y: np.ndarray, h0: np.ndarr
         truncate = check_int(truncate, "truncate", low=0)
     cache = forward(params, X, h0)
     H, H_prev = cache.H, cache.H_prev
-    dO = output_error(cache.Yhat, Y)                                   # (T, B, ny)
+    dO = _output_error(cache.Yhat, Y)                                  # (T, B, ny)
     g = RNNParams(*(np.zeros_like(w) for w in (params.Wxh, params.Whh, params.Why)))
     T = X.shape[0]
     for t in range(T - 1, -1, -1):
@@ -268,7 +278,7 @@ def bptt_linear(params: RNNParams, X: np.ndarray, Y: np.ndarray, h0: np.ndarray 
     cache = forward(params, X, h0)
     T, B, nx = X.shape
     nh, ny = params.nh, params.ny
-    dO = output_error(cache.Yhat, Y)                                   # (T, B, ny)
+    dO = _output_error(cache.Yhat, Y)                                  # (T, B, ny)
     dH = (dO.reshape(T * B, ny) @ params.Why.T).reshape(T, B, nh)      # error reaching h_t from ŷ_t
     dpre = np.empty_like(dH)
     dh_next = np.zeros((B, nh), dtype=params.dtype)
@@ -379,6 +389,8 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
 # --------------------------------------------------------------------------- work
 def forward_flops(T: int, B: int, nx: int, nh: int, ny: int) -> int:
     """GEMM FLOPs of :func:`forward`: ``2 T B (nx nh + nh nh + nh ny)``."""
+    T, B, nx, nh, ny = (check_positive_int(v, name) for v, name in
+                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     return 2 * T * B * (nx * nh + nh * nh + nh * ny)
 
 
@@ -392,8 +404,8 @@ def bptt_flops(T: int, B: int, nx: int, nh: int, ny: int, method: str = "linear"
     step ``2B(nh nh + nx nh + nh nh)`` (dWhh, dWxh, delta back); there are T(T+1)/2 walk steps
     untruncated.
     """
-    for v, name in ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
-        check_positive_int(v, name)
+    T, B, nx, nh, ny = (check_positive_int(v, name) for v, name in
+                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     fwd = forward_flops(T, B, nx, nh, ny)
     if method == "linear":
         return fwd + 2 * T * B * (ny * nh + nh * nh) + 2 * T * B * (nx * nh + nh * nh + nh * ny)
@@ -402,6 +414,7 @@ def bptt_flops(T: int, B: int, nx: int, nh: int, ny: int, method: str = "linear"
             walk = T * (T + 1) // 2
         else:
             truncate = check_int(truncate, "truncate", low=0)
-            walk = sum(min(t + 1, truncate + 1) for t in range(T))
+            k = min(truncate + 1, T)                  # walk = sum_t min(t + 1, truncate + 1), closed form
+            walk = k * (k + 1) // 2 + (T - k) * k
         return fwd + T * 2 * B * (2 * nh * ny) + walk * 2 * B * (2 * nh * nh + nx * nh)
     raise ValueError(f"method: expected 'linear' or 'quadratic', got {method!r}")

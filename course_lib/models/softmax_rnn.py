@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.validate import check_array, check_choice, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_choice, check_dtype, check_int, check_positive_int
 from ..data.corpus import one_hot as _one_hot
 
 __all__ = [
@@ -97,7 +97,7 @@ class SoftmaxRNNParams:
 
     def astype(self, dtype) -> "SoftmaxRNNParams":
         """A copy with every array cast to ``dtype``."""
-        dt = np.dtype(dtype)
+        dt = check_dtype(dtype, "dtype")
         return SoftmaxRNNParams([Layer(L.U.astype(dt), L.W.astype(dt), L.b.astype(dt)) for L in self.layers],
                                 self.V.astype(dt), self.c.astype(dt))
 
@@ -111,11 +111,19 @@ class SoftmaxRNNParams:
 
     @classmethod
     def from_arrays(cls, arrays) -> "SoftmaxRNNParams":
-        """Inverse of :meth:`arrays` (accepts an ``np.load`` result)."""
-        n = sum(1 for k in arrays.keys() if k.startswith("U"))
+        """Inverse of :meth:`arrays` (accepts an ``np.load`` result); checked with :func:`check_params`."""
+        if not hasattr(arrays, "keys") or not hasattr(arrays, "__getitem__"):
+            raise TypeError(f"arrays: expected a mapping such as params.arrays() or np.load(...), "
+                            f"got {type(arrays).__name__}")
+        keys = set(arrays.keys())
+        n = sum(1 for k in keys if isinstance(k, str) and k.startswith("U"))
+        need = [f"{c}{i}" for i in range(n) for c in "UWb"] + ["V", "c"]
+        missing = [k for k in need if k not in keys]
+        if n == 0 or missing:
+            raise ValueError(f"arrays: expected the keys U0, W0, b0, ..., V, c; missing {missing or ['U0', 'W0', 'b0']}")
         layers = [Layer(np.asarray(arrays[f"U{i}"]), np.asarray(arrays[f"W{i}"]), np.asarray(arrays[f"b{i}"]))
                   for i in range(n)]
-        return cls(layers, np.asarray(arrays["V"]), np.asarray(arrays["c"]))
+        return check_params(cls(layers, np.asarray(arrays["V"]), np.asarray(arrays["c"])), "arrays")
 
     @classmethod
     def from_torch(cls, rnn, linear) -> "SoftmaxRNNParams":
@@ -165,9 +173,8 @@ def init_params(nx: int, nh: int, vocab: int, *, layers: int = 1, seed: int = 0,
     vocab = check_positive_int(vocab, "vocab")
     layers = check_positive_int(layers, "layers")
     seed = check_int(seed, "seed", low=0)
-    dt = np.dtype(dtype)
-    if dt not in (np.float32, np.float64):
-        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    dt = check_dtype(dtype, "dtype")
+    check_alloc((nx + (2 * layers - 1) * nh + vocab, nh), np.float64, "nh", what="the weights")
     rng = np.random.default_rng(seed)
 
     def uni(shape, fan_in):
@@ -209,6 +216,7 @@ def check_params(params, name: str = "params") -> SoftmaxRNNParams:
 
 def check_inputs(params: SoftmaxRNNParams, X, name: str = "X") -> np.ndarray:
     """Validate time-major inputs ``X (T, B, nx)`` (non-empty) against ``params``; cast to its dtype."""
+    params = check_params(params)
     X = check_array(X, name, shape=("T", "B", params.nx))
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name}: expected at least one time step and one sequence, got shape {X.shape} (empty)")
@@ -237,6 +245,13 @@ def encode(ids, vocab_size: int, dtype=np.float32) -> np.ndarray:
 def softmax(o, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax: ``exp(o - max o) / sum exp(o - max o)`` along ``axis``."""
     o = check_array(o, "o")
+    if o.ndim == 0 or o.size == 0:
+        raise ValueError(f"o: expected a non-empty array with at least one axis, got shape {tuple(o.shape)}")
+    axis = check_int(axis, "axis", low=-o.ndim, high=o.ndim - 1)
+    return _softmax(o, axis)
+
+
+def _softmax(o: np.ndarray, axis: int = -1) -> np.ndarray:
     z = o - o.max(axis=axis, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=axis, keepdims=True)
@@ -245,7 +260,19 @@ def softmax(o, axis: int = -1) -> np.ndarray:
 def step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
     """The seed's loop body for ONE sequence, column vectors: ``x (nx,)``; ``h`` the list of the
     layers' states ``(H,)``, updated in place to step ``t``. Returns the logits ``o (vocab,)``.
-    No validation (it runs once per character; callers validate)."""
+    (Validated; the loops that run it once per character use the unchecked ``_step``.)"""
+    params = check_params(params)
+    x = check_array(x, "x", shape=(params.nx,))
+    if not isinstance(h, list) or len(h) != params.n_layers:
+        raise TypeError(f"h: expected a list of {params.n_layers} state vectors (one per layer, updated in place), "
+                        f"got {type(h).__name__}" + (f" of length {len(h)}" if isinstance(h, list) else ""))
+    for l, L in enumerate(params.layers):
+        h[l] = check_array(h[l], f"h[{l}]", shape=(L.W.shape[0],))
+    return _step(params, x, h)
+
+
+def _step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
+    """:func:`step` without validation (hot loop)."""
     below = x
     for l, L in enumerate(params.layers):
         h[l] = np.tanh(L.b + L.W @ h[l] + L.U @ below)      # a = b + W h[t-1] + U x[t]; h = tanh(a)
@@ -255,12 +282,35 @@ def step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
 
 def cell_step(layer: Layer, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     """One cell for a batch of rows: ``tanh(x U^T + h W^T + b)``; ``x (B, n_in)``, ``h (B, H)`` -> ``(B, H)``."""
+    if not isinstance(layer, Layer):
+        raise TypeError(f"layer: expected a course_lib.models.softmax_rnn.Layer, got {type(layer).__name__}")
+    dims: dict = {}
+    U = check_array(layer.U, "layer.U", shape=("H", "n_in"), dims=dims)
+    check_array(layer.W, "layer.W", shape=("H", "H"), dims=dims)
+    check_array(layer.b, "layer.b", shape=("H",), dims=dims)
+    x = check_array(x, "x", shape=("B", "n_in"), dims=dims)
+    h = check_array(h, "h", shape=("B", "H"), dims=dims)
+    if not (x.dtype == h.dtype == U.dtype):
+        raise TypeError(f"h: expected the dtype of layer.U ({U.dtype}) for x and h, got {x.dtype} and {h.dtype}")
+    return _cell_step(layer, x, h)
+
+
+def _cell_step(layer: Layer, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """:func:`cell_step` without validation (the wavefront's inner loop)."""
     return np.tanh(x @ layer.U.T + h @ layer.W.T + layer.b)
 
 
 def output_probs(params: SoftmaxRNNParams, h: np.ndarray) -> np.ndarray:
     """``softmax(h V^T + c)`` for ``h (..., H)`` -> ``(..., vocab)``."""
-    return softmax(h @ params.V.T + params.c)
+    params = check_params(params)
+    h = check_array(h, "h")
+    if h.ndim < 1 or h.shape[-1] != params.nh:
+        raise ValueError(f"h: expected shape (..., {params.nh}) (the last axis is params.nh), got {tuple(h.shape)}")
+    return _output_probs(params, h)
+
+
+def _output_probs(params: SoftmaxRNNParams, h: np.ndarray) -> np.ndarray:
+    return _softmax(h @ params.V.T + params.c)
 
 
 # --------------------------------------------------------------------------- forward passes
@@ -270,7 +320,7 @@ def _serial(params: SoftmaxRNNParams, X: np.ndarray) -> np.ndarray:
     for s in range(B):                      # one sequence,
         h = [np.zeros(L.W.shape[0], params.dtype) for L in params.layers]
         for t in range(T):                  # one time step,
-            Y[t, s] = softmax(step(params, X[t, s], h))   # one layer at a time (GEMV)
+            Y[t, s] = _softmax(_step(params, X[t, s], h))   # one layer at a time (GEMV)
     return Y
 
 
@@ -294,7 +344,7 @@ def _states(params: SoftmaxRNNParams, X: np.ndarray) -> list[np.ndarray]:
 
 def batched_core(params: SoftmaxRNNParams, X: np.ndarray) -> np.ndarray:
     """:func:`forward` with ``method="batched"`` and no validation (for workers that validated already)."""
-    return output_probs(params, _states(params, X)[-1])
+    return _output_probs(params, _states(params, X)[-1])
 
 
 def hidden_states(params: SoftmaxRNNParams, X) -> list[np.ndarray]:

@@ -32,8 +32,8 @@ import numpy as np
 from ..core import backend
 from ..core.mpi import launch
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
-from ..models.softmax_rnn import (SoftmaxRNNParams, batched_core, cell_step, check_inputs, check_params, forward,
-                                  output_probs)
+from ..models.softmax_rnn import (SoftmaxRNNParams, _cell_step, batched_core, cell_step, check_inputs, check_params,
+                                  forward, output_probs)
 from .mpi_infer import PHASES
 
 __all__ = [
@@ -128,7 +128,7 @@ def predict_wavefront(params: SoftmaxRNNParams, X, *, threads: int | None = None
         l, t = lt
         below = X[t] if l == 0 else hs[l - 1][t]
         prev = zero[l] if t == 0 else hs[l][t - 1]
-        hs[l][t] = cell_step(params.layers[l], below, prev)
+        hs[l][t] = _cell_step(params.layers[l], below, prev)
 
     schedule = wavefront_schedule(T, nL)
     if threads == 1:

@@ -21,21 +21,61 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
 from ..core.mpi import worker_main
-from ..models.softmax_rnn import SoftmaxRNNParams, batched_core
+from ..core.validate import check_array, check_int
+from ..models.softmax_rnn import SoftmaxRNNParams, batched_core, check_inputs
 
 PHASES = ("bcast", "scatter", "compute", "gather")
 
 
 def _parse(rest):
-    parser = argparse.ArgumentParser(prog="course_lib.parallel.mpi_infer")
+    """The options after WORKDIR; a bad one is a ValueError naming it (argparse would ``sys.exit``)."""
+    parser = argparse.ArgumentParser(prog="course_lib.parallel.mpi_infer", exit_on_error=False, add_help=False)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--fail-rank", type=int, default=None)
     parser.add_argument("--hang-rank", type=int, default=None)
-    return parser.parse_args(rest)
+    try:
+        args, extra = parser.parse_known_args(list(rest))
+    except (argparse.ArgumentError, SystemExit) as exc:
+        raise ValueError(f"args: {exc}") from None
+    if extra:
+        raise ValueError(f"args: unknown argument(s) {extra}; expected --repeat R, --fail-rank r, --hang-rank r")
+    check_int(args.repeat, "--repeat", low=1, high=10_000)
+    for name in ("fail_rank", "hang_rank"):
+        if getattr(args, name) is not None:
+            check_int(getattr(args, name), "--" + name.replace("_", "-"), low=0)
+    return args
+
+
+def check_job(work, rest) -> None:
+    """Validate ``WORKDIR/input.npz`` and the options before MPI starts (see :func:`course_lib.core.mpi.worker_main`):
+    ``X (T, B, nx)`` float, ``counts (P,)`` positive and summing to ``B``, parameters that fit ``X``,
+    ``--fail-rank``/``--hang-rank`` below ``P``. Raises ValueError/TypeError/FileNotFoundError naming what is wrong."""
+    args = _parse(rest)
+    file = Path(work) / "input.npz"
+    if not file.is_file():
+        raise FileNotFoundError(f"WORKDIR: {file} does not exist (course_lib.parallel.inference.run_mpi writes it)")
+    try:
+        with np.load(file, allow_pickle=False) as f:
+            data = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"input.npz: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+    if "X" not in data or "counts" not in data:
+        raise ValueError(f"input.npz: expected the arrays X and counts, got {sorted(data)}")
+    X, counts = data.pop("X"), data.pop("counts")
+    params = SoftmaxRNNParams.from_arrays(data)
+    X = check_inputs(params, X, "input.npz X")
+    counts = check_array(counts, "input.npz counts", ndim=1, dtype="int", finite=False)
+    if counts.size < 1 or counts.min() < 1 or int(counts.sum()) != X.shape[1]:
+        raise ValueError(f"input.npz counts: expected positive counts summing to B = {X.shape[1]}, got {counts.tolist()}")
+    for name in ("fail_rank", "hang_rank"):
+        v = getattr(args, name)
+        if v is not None and v >= counts.size:
+            raise ValueError(f"--{name.replace('_', '-')}: expected a rank below {counts.size}, got {v}")
 
 
 def body(comm, work, status, rest) -> None:
@@ -94,7 +134,9 @@ def body(comm, work, status, rest) -> None:
 
 
 def main(argv=None) -> int:
-    return worker_main(body, argv)
+    """``mpiexec -n P python -m course_lib.parallel.mpi_infer WORKDIR [options]``; called directly with a
+    bad folder, input or option it prints why and returns 2 (never ``MPI_Abort``s the calling Python)."""
+    return worker_main(body, argv, check=check_job)
 
 
 if __name__ == "__main__":

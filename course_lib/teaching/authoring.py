@@ -72,9 +72,26 @@ CHECK_RE = re.compile(r"\bcheck\w*\s*\(|\b\w*checks\.")  # a grader call: check_
 
 
 # --------------------------------------------------------------------------- reading/writing
+def _as_path(path, name: str, *, must_exist: bool = False) -> Path:
+    """A ``str``/``PathLike`` as a ``Path`` (TypeError naming ``name`` otherwise)."""
+    if not isinstance(path, (str, Path)) or (isinstance(path, str) and not path.strip()):
+        raise TypeError(f"{name}: expected a file path (str or pathlib.Path), got {type(path).__name__} {path!r}")
+    path = Path(path)
+    if must_exist and not path.is_file():
+        raise FileNotFoundError(f"{name}: {path} does not exist")
+    return path
+
+
+def _check_nb(nb, name: str = "nb") -> None:
+    if not hasattr(nb, "cells") or not isinstance(getattr(nb, "cells"), list):
+        raise TypeError(f"{name}: expected an nbformat notebook, got {type(nb).__name__} (it needs .cells)")
+
+
 def notebook_pairs(folder: str | Path, root: Path | None = None) -> list[tuple[Path, Path]]:
     """``(NN_slug.py, NN_slug.ipynb)`` pairs in ``folder`` (relative to the course root), sorted."""
-    root = root or COURSE_ROOT
+    if not isinstance(folder, (str, Path)):
+        raise TypeError(f"folder: expected a folder name or path, got {type(folder).__name__}")
+    root = COURSE_ROOT if root is None else _as_path(root, "root")
     path = (root / folder) if not Path(folder).is_absolute() else Path(folder)
     if not path.is_dir():
         raise ValueError(f"folder: expected a directory, got {path} (which does not exist)")
@@ -87,6 +104,7 @@ def read_py(path: Path):
     from each cell's position, type and source) so that re-executing does not churn the files."""
     import jupytext  # noqa: PLC0415
 
+    path = _as_path(path, "path", must_exist=True)
     nb = jupytext.read(str(path), fmt="py:percent")
     for i, cell in enumerate(nb.cells):
         key = f"{i}|{cell.cell_type}|{_normal_source(cell)}".encode()
@@ -95,14 +113,18 @@ def read_py(path: Path):
 
 
 def read_ipynb(path: Path):
+    """An ``.ipynb`` file as an nbformat notebook (version 4)."""
     import nbformat  # noqa: PLC0415
 
+    path = _as_path(path, "path", must_exist=True)
     return nbformat.read(str(path), as_version=4)
 
 
 def write_ipynb(nb, path: Path) -> None:
     import nbformat  # noqa: PLC0415
 
+    _check_nb(nb)
+    path = _as_path(path, "path")
     nb = copy.deepcopy(nb)
     nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
     nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
@@ -124,6 +146,8 @@ def _normal_source(cell) -> str:
 def pair_problems(py: Path, ipynb: Path) -> list[str]:
     """Why a pair is out of sync (empty list when in sync): missing file, cell count, a cell's
     type, source or tags."""
+    py = _as_path(py, "py", must_exist=True)
+    ipynb = _as_path(ipynb, "ipynb")
     if not ipynb.exists():
         return [f"{ipynb.name} is missing (run: python -m course_lib notebooks --execute)"]
     a, b = read_py(py), read_ipynb(ipynb)
@@ -145,6 +169,7 @@ def pair_problems(py: Path, ipynb: Path) -> list[str]:
 
 def has_outputs(nb) -> bool:
     """True when at least one code cell has an output (i.e. the notebook was executed)."""
+    _check_nb(nb)
     return any(c.cell_type == "code" and c.get("outputs") for c in nb.cells)
 
 
@@ -155,10 +180,16 @@ def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fal
 
     from nbclient import NotebookClient  # noqa: PLC0415
 
-    if not Path(cwd).is_dir():
+    if not isinstance(cwd, (str, Path)) or not Path(cwd).is_dir():
         raise ValueError(f"cwd: expected an existing directory to run the notebook in, got {cwd}")
-    if not hasattr(nb, "cells"):
-        raise TypeError(f"nb: expected an nbformat notebook, got {type(nb).__name__}")
+    _check_nb(nb)
+    from ..core.validate import check_bool, check_int  # noqa: PLC0415
+
+    timeout = check_int(timeout, "timeout", low=1, high=24 * 3600)
+    allow_errors = check_bool(allow_errors, "allow_errors")
+    if env is not None and (not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                                  for k, v in env.items())):
+        raise TypeError(f"env: expected a dict of str -> str environment variables, got {env!r}")
     nb = copy.deepcopy(nb)
     old = {}
     for k, v in (env or {}).items():
@@ -182,8 +213,11 @@ def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int 
     """Write ``ipynb`` from ``py``: executed afresh, or (without ``execute``) keeping the
     outputs of unchanged cells. Returns the seconds it took."""
     t0 = time.perf_counter()
-    if not Path(py).is_file():
+    py, ipynb = _as_path(py, "py"), _as_path(ipynb, "ipynb")
+    if not py.is_file():
         raise FileNotFoundError(f"py: expected a jupytext py:percent file, got {py} (missing)")
+    if not isinstance(execute, bool):
+        raise TypeError(f"execute: expected True or False, got {execute!r}")
     nb = read_py(py)
     if execute:
         nb = execute_notebook(nb, py.parent, timeout=timeout)
@@ -197,6 +231,7 @@ def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int 
 
 def error_outputs(nb) -> list[tuple[int, str, str]]:
     """``(cell index, exception name, message)`` for every error output in an executed notebook."""
+    _check_nb(nb)
     found = []
     for i, c in enumerate(nb.cells):
         for out in c.get("outputs", []):
@@ -209,7 +244,8 @@ def run_notebook_report(path: Path, timeout: int = 600) -> dict:
     """Execute a notebook headless (errors allowed) and summarise it for an instructor:
     seconds, checks passed, errors."""
     t0 = time.perf_counter()
-    if not Path(path).is_file():
+    path = _as_path(path, "path")
+    if not path.is_file():
         raise FileNotFoundError(f"path: expected a notebook file, got {path} (missing)")
     nb = read_ipynb(path)
     try:
@@ -230,12 +266,15 @@ def run_notebook_report(path: Path, timeout: int = 600) -> dict:
 
 # --------------------------------------------------------------------------- exercises
 def exercise_path(solution_ipynb: Path, root: Path | None = None) -> Path:
-    root = root or COURSE_ROOT
+    """Where the student worksheet of ``solution_ipynb`` goes: ``<root>/exercises/<same name>``."""
+    solution_ipynb = _as_path(solution_ipynb, "solution_ipynb")
+    root = COURSE_ROOT if root is None else _as_path(root, "root")
     return root / "exercises" / solution_ipynb.name
 
 
 def cells_checksum(nb) -> str:
     """sha256 over the cells' types and sources (not outputs): changes when a student edits."""
+    _check_nb(nb)
     h = hashlib.sha256()
     for c in nb.cells:
         h.update(json.dumps([c.cell_type, _normal_source(c)], ensure_ascii=False).encode())
@@ -274,6 +313,9 @@ def _strip_solution(source: str, exercise: str, markdown: bool) -> tuple[str, in
 
 def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode":  # noqa: F821
     """The student version of a solution notebook (a new notebook; the input is not changed)."""
+    _check_nb(solution_nb, "solution_nb")
+    if not isinstance(source_name, str):
+        raise TypeError(f"source_name: expected a file name string, got {type(source_name).__name__}")
     nb = copy.deepcopy(solution_nb)
     current = ""
     for cell in nb.cells:
@@ -328,6 +370,7 @@ def exercise_texts(solution_ipynb: Path) -> tuple[str, str]:
     import jupytext  # noqa: PLC0415
     import nbformat  # noqa: PLC0415
 
+    solution_ipynb = _as_path(solution_ipynb, "solution_ipynb", must_exist=True)
     nb = build_exercise(read_ipynb(solution_ipynb), solution_ipynb.name)
     py = jupytext.writes(nb, fmt="py:percent")
     py = re.sub(r"^#\s+jupytext_version: .*\n", "", py, flags=re.M)
@@ -346,20 +389,58 @@ def _stored_checksum(ipynb_text: str | None) -> str | None:
         return None
 
 
-def _pair_edited(ipynb: Path, py: Path) -> bool:
-    """Has the student changed either half of the pair since it was generated? Compares the
-    cells (types and sources, not outputs) with the checksum stored at generation time."""
+def _pair_state(ipynb: Path, py: Path, new_checksum: str) -> tuple[str, str]:
+    """What is on disk where a worksheet pair goes: ``("clean", note)`` may be overwritten (nothing
+    there, or what the builder made, untouched -- ``note`` says when one half was missing and is
+    restored); ``("edited", why)`` and ``("corrupt", why)`` must not be, unless forced.
+
+    A half that is missing is not an edit: the other half decides. A half that cannot be read is
+    reported as corrupt (with the reason), not as edited."""
     import nbformat  # noqa: PLC0415
 
+    has_nb, has_py = ipynb.exists(), py.exists()
+    if not has_nb and not has_py:
+        return "clean", ""
+    stored = None
+    if has_nb:
+        try:
+            nb = nbformat.read(str(ipynb), as_version=4)
+        except Exception as exc:  # noqa: BLE001 - JSON, schema, encoding, permissions ...
+            return "corrupt", f"{ipynb.name} is not a readable notebook ({type(exc).__name__}: {_short(exc)})"
+        stored = nb.metadata.get("course_lib", {}).get("cells_sha256")
+        if not stored:
+            return "edited", f"{ipynb.name} was not generated by the exercise builder (no checksum in its metadata)"
+        if cells_checksum(nb) != stored:
+            return "edited", f"{ipynb.name} was edited since it was generated"
+    if has_py:
+        try:
+            py_sum = cells_checksum(read_py(py))
+        except Exception as exc:  # noqa: BLE001
+            return "corrupt", f"{py.name} is not a readable py:percent notebook ({type(exc).__name__}: {_short(exc)})"
+        if has_nb:
+            if py_sum != stored:
+                return "edited", f"{py.name} was edited since it was generated"
+        elif py_sum not in (new_checksum,):
+            return "edited", (f"{ipynb.name} is missing and {py.name} differs from the worksheet the solutions "
+                              f"give now (it may hold your work)")
+    if has_nb and not has_py:
+        return "clean", f"restored the missing {py.name}"
+    if has_py and not has_nb:
+        return "clean", f"restored the missing {ipynb.name}"
+    return "clean", ""
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else "")[:160]
+
+
+def _pair_edited(ipynb: Path, py: Path) -> bool:
+    """Has the student changed either half of the pair since it was generated (or can it not be
+    read)? Compares the cells (types and sources, not outputs) with the checksum stored at
+    generation time. A missing half alone is not an edit."""
     stored = _stored_checksum(ipynb.read_text(encoding="utf-8") if ipynb.exists() else None)
-    if stored is None:
-        return ipynb.exists() or py.exists()
-    try:
-        if ipynb.exists() and cells_checksum(nbformat.read(str(ipynb), as_version=4)) != stored:
-            return True
-        return py.exists() and cells_checksum(read_py(py)) != stored
-    except Exception:  # unreadable: treat as the student's
-        return True
+    return _pair_state(ipynb, py, stored or "")[0] != "clean"
 
 
 def _backup(paths: list[Path], backup_dir: Path) -> Path:
@@ -380,31 +461,68 @@ def _backup(paths: list[Path], backup_dir: Path) -> Path:
 def build_exercises(*, force: bool = False, only: str | None = None,
                     root: Path | None = None) -> list[ExerciseBuildResult]:
     """Generate ``exercises/NN_slug.ipynb`` and its ``.py`` pair from ``solutions/`` (see the
-    module docstring). A pair the student edited is refused unless ``force``, which backs it up."""
-    root = root or COURSE_ROOT
-    (root / "exercises").mkdir(exist_ok=True)
+    module docstring). A pair the student edited is refused unless ``force``, which backs it up.
+
+    Every solution gets one result; nothing raises half-way. ``status`` starts with ``"written"``,
+    ``"unchanged"``, ``"overwritten"``, ``"refused"`` (edited, foreign or corrupt worksheet: the
+    reason is given) or ``"failed"`` (the solution notebook cannot be read or has malformed
+    markers, or the folder cannot be written): the other solutions are still built."""
+    if not isinstance(force, bool):
+        raise TypeError(f"force: expected True or False, got {type(force).__name__} {force!r}")
+    if only is not None and not isinstance(only, str):
+        raise TypeError(f"only: expected a part of a file name such as '07' or None, got {type(only).__name__}")
+    if root is not None and not isinstance(root, (str, Path)):
+        raise TypeError(f"root: expected a folder path, got {type(root).__name__}")
+    root = Path(root) if root is not None else COURSE_ROOT
+    if not (root / "solutions").is_dir():
+        raise ValueError(f"root: expected a course folder with a solutions/ folder, got {root}")
+    folder_problem = ""
+    try:
+        (root / "exercises").mkdir(exist_ok=True)
+    except OSError as exc:
+        folder_problem = f"cannot create {root / 'exercises'} ({type(exc).__name__}: {exc.strerror or exc})"
     results = []
     for _, sol in notebook_pairs("solutions", root):
         if only and only not in sol.name:
             continue
-        if not sol.exists():
-            raise FileNotFoundError(f"{sol} is missing: run python -m course_lib notebooks --execute first")
         ipynb = exercise_path(sol, root)
         py = ipynb.with_suffix(".py")
-        texts = exercise_texts(sol)
-        current = [p.read_text(encoding="utf-8") if p.exists() else None for p in (ipynb, py)]
-        if current == list(texts):
-            results.append(ExerciseBuildResult(ipynb, "unchanged"))
+        if not sol.exists():
+            results.append(ExerciseBuildResult(ipynb, f"failed ({sol.name} is missing: run python -m course_lib "
+                                                      "notebooks --execute first)"))
             continue
-        backup = None
-        if _pair_edited(ipynb, py):
-            if not force:
-                results.append(ExerciseBuildResult(ipynb, "refused (edited since generated; use --force to "
-                                                          "overwrite, a backup is kept)"))
-                continue
-            backup = _backup([ipynb, py], root / "exercises" / ".backup")
-        for path, text in zip((ipynb, py), texts):
-            path.write_text(text, encoding="utf-8")
-        results.append(ExerciseBuildResult(ipynb, f"overwritten (backup: {backup})" if backup else "written",
-                                           backup))
+        try:
+            texts = exercise_texts(sol)
+        except Exception as exc:  # noqa: BLE001 - a corrupt solution must not stop the others
+            results.append(ExerciseBuildResult(ipynb, f"failed (solutions/{sol.name}: {type(exc).__name__}: "
+                                                      f"{_short(exc)})"))
+            continue
+        if folder_problem:
+            results.append(ExerciseBuildResult(ipynb, f"failed ({folder_problem})"))
+            continue
+        try:
+            results.append(_write_pair(ipynb, py, texts, force, root))
+        except OSError as exc:  # read-only folder or file, disk full ...
+            results.append(ExerciseBuildResult(
+                ipynb, f"failed (cannot write {exc.filename or ipynb}: {type(exc).__name__}: {exc.strerror or exc})"))
     return results
+
+
+def _write_pair(ipynb: Path, py: Path, texts: tuple[str, str], force: bool, root: Path) -> ExerciseBuildResult:
+    import nbformat  # noqa: PLC0415
+
+    current = [p.read_text(encoding="utf-8", errors="replace") if p.exists() else None for p in (ipynb, py)]
+    if current == list(texts):
+        return ExerciseBuildResult(ipynb, "unchanged")
+    new_checksum = nbformat.reads(texts[0], as_version=4).metadata["course_lib"]["cells_sha256"]
+    state, why = _pair_state(ipynb, py, new_checksum)
+    backup = None
+    if state != "clean":
+        if not force:
+            return ExerciseBuildResult(ipynb, f"refused ({why}; use --force to overwrite, a backup is kept)")
+        backup = _backup([ipynb, py], root / "exercises" / ".backup")
+    for path, text in zip((ipynb, py), texts):
+        path.write_text(text, encoding="utf-8")
+    if backup:
+        return ExerciseBuildResult(ipynb, f"overwritten (backup: {backup})", backup)
+    return ExerciseBuildResult(ipynb, f"written ({why})" if why else "written")

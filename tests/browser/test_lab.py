@@ -138,14 +138,18 @@ def test_unrun_notebook_is_readable_and_each_chapter_listed_once(lab_server):
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
             _wait(lambda: page.locator(".jp-OutputArea-output").count() > 3, 60, "the stored outputs to render")
             cells = page.locator(".jp-Notebook .jp-Cell")
-            texts = []
-            for i in range(cells.count()):  # JupyterLab renders cells lazily: visit each one
-                cells.nth(i).scroll_into_view_if_needed()
-                texts += cells.nth(i).locator(".jp-OutputArea-output").all_inner_texts()
-            text = " ".join(texts)
+
+            def outputs_text():  # JupyterLab renders cells lazily: visit each one, then read them all
+                texts = []
+                for i in range(cells.count()):
+                    cells.nth(i).scroll_into_view_if_needed()
+                    texts += cells.nth(i).locator(".jp-OutputArea-output").all_inner_texts()
+                joined = " ".join(texts)
+                return joined if "run this cell" in joined else ""
+
+            text = _wait(outputs_text, 90, "the slider panel's placeholder to be shown")
             page.screenshot(path=str(ARTIFACTS / "02_bptt_unrun.png"), full_page=False)
             assert "VBox(children=" not in text and "IntSlider(value=" not in text, text[-400:]
-            assert "run this cell" in text, "the slider panel's placeholder is not shown"
         finally:
             context.close()
 

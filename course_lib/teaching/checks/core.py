@@ -25,6 +25,7 @@ Typical use in a worksheet::
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Any, Callable, Iterable, Sequence
@@ -43,6 +44,10 @@ __all__ = [
     "check_true",
     "check_slope",
     "passed",
+    "CountedArray",
+    "counted",
+    "count_products",
+    "one_blas_thread",
 ]
 
 
@@ -393,3 +398,80 @@ def check_slope(exercise: str, sizes: Sequence[float], times: Sequence[float], e
             f"Exercise {exercise} failed:\n  the fitted log-log slope of {what} vs size is {slope:.2f}, "
             f"expected {expected:g} +- {tol:g}" + (f"\n  Hint: {hint}" if hint else ""))
     return passed(exercise)
+
+
+# --------------------------------------------------------------------------- counting products
+# Structural checks ("one GEMM per step", "products do not grow with B") count the matrix products
+# that read a weight: wrap the weights with counted() and call the student's function through
+# count_products().
+_PRODUCT_FUNCS = {np.dot, np.inner, np.tensordot, np.einsum, np.vdot, np.outer, np.kron, np.linalg.multi_dot}
+_VIEW_FUNCS = {np.concatenate, np.stack, np.hstack, np.vstack, np.copy, np.transpose, np.block, np.swapaxes,
+               np.moveaxis, np.reshape, np.squeeze, np.expand_dims, np.atleast_2d, np.broadcast_to}
+
+
+def _strip(v):
+    if isinstance(v, CountedArray):
+        return v.view(np.ndarray)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_strip(u) for u in v)
+    return v
+
+
+class CountedArray(np.ndarray):
+    """A weight matrix that counts the matrix products it takes part in (``@``, ``np.matmul``,
+    ``np.dot``, ``np.einsum``, ``.dot`` ...) in ``CountedArray.log`` while :func:`count_products` runs.
+
+    Views, transposes, copies and concatenations of it count too; the results of arithmetic are plain
+    arrays, so only products that read a weight are counted (in an RNN every product reads one)."""
+
+    log: list | None = None
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if "out" in kwargs:
+            kwargs["out"] = _strip(tuple(kwargs["out"]))
+        if ufunc is np.matmul and CountedArray.log is not None:
+            CountedArray.log.append(("matmul",) + tuple(np.shape(v) for v in inputs))
+        return getattr(ufunc, method)(*_strip(inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        out = func(*_strip(args), **{k: _strip(v) for k, v in kwargs.items()})
+        if func in _PRODUCT_FUNCS:
+            if CountedArray.log is not None:
+                CountedArray.log.append((func.__name__,))
+            return out
+        if func in _VIEW_FUNCS and isinstance(out, np.ndarray):
+            return out.view(CountedArray)
+        return out
+
+    def dot(self, other, out=None):  # noqa: D401 - ndarray.dot does not dispatch
+        if CountedArray.log is not None:
+            CountedArray.log.append(("dot",))
+        return np.dot(self.view(np.ndarray), _strip(other), out=_strip(out))
+
+
+def counted(a) -> CountedArray:
+    """A counting view of the array ``a``."""
+    return np.asarray(a).view(CountedArray)
+
+
+def count_products(fn, *args, **kwargs) -> tuple[int, object]:
+    """``(number of counted products, result)`` of ``fn(*args, **kwargs)`` (pass weights made with
+    :func:`counted`)."""
+    CountedArray.log = []
+    try:
+        out = fn(*args, **kwargs)
+        return len(CountedArray.log), out
+    finally:
+        CountedArray.log = None
+
+
+
+
+def one_blas_thread():
+    """BLAS on one thread for both sides of a timed comparison (OpenBLAS threads on a busy machine
+    make small GEMMs erratic); a no-op without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")

@@ -53,6 +53,52 @@ def _compile_student_schedule(ex: str, schedule_fn):
                     "the pure Vars stage.j and stage.i.") from exc
 
 
+def _run_pipeline(ex: str, fn, args, label: str, hint: str = ""):
+    """Run a compiled pipeline; a Halide runtime error (e.g. an access out of an input's bounds) becomes a
+    message naming the case, not a crash of the check."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise _fail(ex, f"your pipeline compiled but failed when run on {label}: {type(exc).__name__}: {exc}",
+                    hint or "a schedule alone cannot make a correct algorithm fail: keep the stage's definitions "
+                            "and only call scheduling methods.") from exc
+
+
+def _slow_reasons(nest: str) -> list[str]:
+    """What the loop nest of a slow schedule lacks, read from the nest itself."""
+    reasons = []
+    lines = nest.splitlines()
+    if not any(ln.strip().startswith("parallel ") for ln in lines):
+        reasons.append("no loop is parallel (stage.h.parallel(io) runs the row tiles on all cores)")
+    # is the reduction over k vectorised: a vectorised loop around the k loop, or inside it?
+    k_found, k_vectorised = False, False
+    for n_line, ln in enumerate(lines):
+        text = ln.strip()
+        if not text.startswith(("for h_k", "for k")):
+            continue
+        k_found = True
+        indent = len(ln) - len(ln.lstrip())
+        inner = []
+        for m in lines[n_line + 1:]:
+            if len(m) - len(m.lstrip()) <= indent:
+                break
+            inner.append(m.strip())
+        # an outer vectorised loop only counts if the k loop lies inside it (no dedent back past it since)
+        enclosing = False
+        for m in reversed(lines[:n_line]):
+            mi = len(m) - len(m.lstrip())
+            if mi < indent:
+                if m.strip().startswith("vectorized "):
+                    enclosing = True
+                    break
+                indent = mi
+        k_vectorised = k_vectorised or enclosing or any(t.startswith("vectorized ") for t in inner)
+    if k_found and not k_vectorised:
+        reasons.append("the accumulator's update (the loop over k) is scalar: no vectorised loop inside or "
+                       "around it (stage.prod.update().vectorize(stage.j, 16))")
+    return reasons
+
+
 def _loops_of(nest: str, func: str) -> list[str]:
     """The loop lines of ``func``'s own pass (``produce func:`` up to the next produce/consume at its level)."""
     lines = nest.splitlines()
@@ -82,7 +128,8 @@ def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, re
         P = rng.standard_normal((B, n_out)).astype(np.float32)
         hp = rng.uniform(-1, 1, (B, n_in)).astype(np.float32)
         W = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
-        msg = compare_outputs(fn(P, hp, W), np.tanh(P + hp @ W), name="h", rtol=1e-4, atol=1e-5, time_axis=None)
+        got = _run_pipeline(ex, fn, (P, hp, W), f"case {n_case}/{len(_SHAPES_61)} (B={B}, n_in={n_in}, n_out={n_out})")
+        msg = compare_outputs(got, np.tanh(P + hp @ W), name="h", rtol=1e-4, atol=1e-5, time_axis=None)
         if msg:
             raise _fail(ex, f"wrong numbers on case {n_case}/{len(_SHAPES_61)} (B={B}, n_in={n_in}, "
                             f"n_out={n_out}): {msg}",
@@ -116,9 +163,10 @@ def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, re
         fraction = max(fraction, cmp.timings["course"].min / cmp.timings["yours"].min)
         if fraction >= min_fraction:
             return passed(ex, len(_SHAPES_61), len(_SHAPES_61))
+    reasons = _slow_reasons(nest)
     raise _fail(ex, f"your schedule is right and vectorised, but slow: it reached {fraction:.2f} of the speed of "
                     f"the course's best schedule measured alongside (B={B}, n={n}); at least {min_fraction:g} "
-                    f"is needed.",
+                    f"is needed." + "".join(f"\n  In your loop nest {r}." for r in reasons),
                 "compute the accumulator per tile (stage.prod.compute_at(stage.h, jo)), loop the update as "
                 "k outermost (stage.prod.update().reorder(stage.j, stage.i, stage.k.x)) and parallelize "
                 "the row tiles (stage.h.parallel(io)).")
@@ -147,7 +195,10 @@ def check_fused_backward(build_fn) -> str:
         dH, dn = rng.standard_normal((B, n)).astype(np.float32), rng.standard_normal((B, n)).astype(np.float32)
         WT = rng.standard_normal((n, n)).astype(np.float32)
         Hc = rng.uniform(-1, 1, (B, n)).astype(np.float32)
-        msg = compare_outputs(fn(dH, dn, WT, Hc), (dH + dn @ WT) * (1 - Hc * Hc), name="dpre", rtol=1e-4,
+        got = _run_pipeline(ex, fn, (dH, dn, WT, Hc), f"case {n_case}/{len(_SHAPES_62)} (B={B}, n={n})",
+                            "index every input inside its bounds: dnext[k, i] and WT[j, k] with k over "
+                            "dnext.dim(0).extent(); Halide indexes [column, row].")
+        msg = compare_outputs(got, (dH + dn @ WT) * (1 - Hc * Hc), name="dpre", rtol=1e-4,
                               atol=1e-4, time_axis=None)
         if msg:
             raise _fail(ex, f"wrong numbers on case {n_case}/{len(_SHAPES_62)} (B={B}, n={n}): {msg}",

@@ -5,22 +5,35 @@
 * 9.2 ``step_transposed(preT, hT, cT, W_hh) -> (hT_new, cT_new, gatesT)``: the same step with
   the state stored transposed, ``(H, B)``, computed as ``Z^T = W_hh h^T``;
 * 9.3 ``pick_fastest(candidates, repeat=3) -> (best_name, table_ms)``: a tiny autotuner;
-* 9.4 ``cached_pick(cache, key, candidates) -> best_name``: never measures a key twice.
+* 9.4 ``cached_pick(cache, key, candidates) -> best_name``: never measures a key twice;
+* 9.5 ``forward_one_gemm(params, X, h0, c0) -> H (T, B, H)``: a speed exercise -- the numbers, then
+  the matrix products counted (exactly ONE per time step, the input projection of all steps done
+  once before the loop, nothing depending on ``B``), then the speed against the course's per-gate
+  step (``lstm_forward(method="naive")``, 8 products per step) measured in the same run: at least
+  :data:`MIN_SPEEDUP` times faster, as a ratio, retried, BLAS on one thread for both.
 
-Failures say which gate (i, f, g or o) differs first, and where.
+Failures say which gate (i, f, g or o) differs first, and where. Inputs changed in place are rejected,
+and a float64 result where the inputs are float32 passes with a note (the course's dtype rule).
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
 
 from ...algorithms.activations import sigmoid
+from ...core import timing
 from ...models import lstm
-from .core import Case, ExerciseFailed, compare_outputs, passed
+from .core import Case, ExerciseFailed, Passed, compare_outputs, passed
+from .core import count_products, counted, one_blas_thread
 
 __all__ = ["check_fused_step", "check_step_transposed", "check_pick_fastest", "check_cached_pick",
-           "reference_fused_step", "reference_step_transposed", "gate_message"]
+           "check_forward_one_gemm", "reference_fused_step", "reference_step_transposed", "gate_message",
+           "MIN_SPEEDUP", "SPEED_SHAPE"]
+
+MIN_SPEEDUP = 1.5                 # 9.5: one GEMM per step vs the per-gate step (8 GEMMs), same run
+SPEED_SHAPE = (32, 8, 32, 32)     # (T, B, nx, H) of the timed run: small, so the call count matters
 
 
 # --------------------------------------------------------------------------- references
@@ -57,12 +70,49 @@ def gate_message(got, expected, H: int, axis: int, name: str, rtol: float, atol:
     return None
 
 
+def _copy(v):
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if isinstance(v, lstm.LSTMParams):
+        return lstm.LSTMParams(v.W_ih.copy(), v.W_hh.copy(), v.b_ih.copy(), v.b_hh.copy())
+    return v
+
+
+def _arrays(kwargs) -> dict:
+    out = {}
+    for k, v in kwargs.items():
+        if isinstance(v, np.ndarray):
+            out[k] = v
+        elif isinstance(v, lstm.LSTMParams):
+            out.update({f"{k}.{f}": getattr(v, f) for f in ("W_ih", "W_hh", "b_ih", "b_hh")})
+    return out
+
+
+def changed_input(after: dict, before: dict) -> str:
+    """The name of the first array in ``before`` whose values differ in ``after`` ("" if none)."""
+    for name, old in _arrays(before).items():
+        new = _arrays(after)[name]
+        if new.shape != old.shape or not np.array_equal(new, old, equal_nan=True):
+            return name
+    return ""
+
+
+DTYPE_NOTE = "note: your result is float64 where the inputs are float32 -- right numbers, twice the bytes"
+
+
+def _float64_where_32(got, exp) -> bool:
+    return any(isinstance(g, np.ndarray) and g.dtype == np.float64 and np.asarray(e).dtype == np.float32
+               for g, e in zip(got, exp))
+
+
 def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints):
     total = len(cases)
+    notes = []
     for n, case in enumerate(cases, start=1):
-        exp = reference(**case.kwargs)
+        exp = reference(**{k: _copy(v) for k, v in case.kwargs.items()})
+        mine = {k: _copy(v) for k, v in case.kwargs.items()}
         try:
-            got = student(**{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.kwargs.items()})
+            got = student(*mine.values())   # positionally, in the documented order
         except NotImplementedError:
             raise
         except Exception as exc:
@@ -71,6 +121,13 @@ def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hin
         if not isinstance(got, tuple) or len(got) != 3:
             raise ExerciseFailed(f"Exercise {exercise} failed on case {n}/{total} ({case.label}):\n"
                                  f"  expected a tuple of 3 outputs ({', '.join(names)}), got {type(got).__name__}")
+        changed = changed_input(mine, case.kwargs)
+        if changed:
+            raise ExerciseFailed(f"Exercise {exercise} failed on case {n}/{total} ({case.label}):\n  your function "
+                                 f"changed its input {changed} in place; compute into new arrays and leave the "
+                                 f"inputs as they were (the caller still needs them)")
+        if _float64_where_32(got, exp) and DTYPE_NOTE not in notes:
+            notes.append(DTYPE_NOTE)
         H = H_of(case.kwargs)
         rtol, atol = 1e-4, 1e-5
         msg = gate_message(got[2], exp[2], H, axis, gates_name, rtol, atol)
@@ -82,17 +139,26 @@ def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hin
             if msg:
                 raise ExerciseFailed(f"Exercise {exercise} failed on case {n}/{total} ({case.label}):\n  {msg}"
                                      f"\n  all four gates match, so look at the update of {what}: {hints[what]}")
-    return passed(exercise, total, total)
+    return _passed_with_notes(exercise, total, notes)
+
+
+def _passed_with_notes(exercise, total, notes):
+    line = Passed(f"Exercise {exercise} passed: {total}/{total} cases" + "".join(f" ({n})" for n in notes))
+    print(line)
+    return line
 
 
 def _step_cases():
     out = []
     for i, (B, nx, H) in enumerate([(1, 3, 2), (4, 5, 3), (3, 2, 6), (8, 7, 4), (2, 16, 8)]):
         rng = np.random.default_rng(80 + i)
+        dt = np.float32 if i == 4 else np.float64   # the last case in float32, like the chapter
         p = lstm.init_params(nx, H, seed=i, dtype=np.float64)
         p.b_ih += 0.5 * rng.standard_normal(4 * H)  # make a swapped bias visible
-        out.append(Case(dict(x=rng.standard_normal((B, nx)), h=rng.standard_normal((B, H)),
-                             c=rng.standard_normal((B, H)), params=p), label=f"B={B}, nx={nx}, H={H}"))
+        p = lstm.LSTMParams(*(a.astype(dt) for a in (p.W_ih, p.W_hh, p.b_ih, p.b_hh)))
+        out.append(Case(dict(x=rng.standard_normal((B, nx)).astype(dt), h=rng.standard_normal((B, H)).astype(dt),
+                             c=rng.standard_normal((B, H)).astype(dt), params=p),
+                        label=f"B={B}, nx={nx}, H={H}, {np.dtype(dt).name}"))
     return out
 
 
@@ -108,9 +174,11 @@ def _transposed_cases():
     out = []
     for i, (B, H) in enumerate([(1, 2), (4, 3), (3, 6), (8, 4), (5, 8)]):
         rng = np.random.default_rng(180 + i)
-        W_hh = rng.uniform(-0.5, 0.5, (4 * H, H))
-        out.append(Case(dict(preT=rng.standard_normal((4 * H, B)), hT=rng.standard_normal((H, B)),
-                             cT=rng.standard_normal((H, B)), W_hh=W_hh), label=f"B={B}, H={H}"))
+        dt = np.float32 if i == 4 else np.float64
+        W_hh = rng.uniform(-0.5, 0.5, (4 * H, H)).astype(dt)
+        out.append(Case(dict(preT=rng.standard_normal((4 * H, B)).astype(dt), hT=rng.standard_normal((H, B)).astype(dt),
+                             cT=rng.standard_normal((H, B)).astype(dt), W_hh=W_hh),
+                        label=f"B={B}, H={H}, {np.dtype(dt).name}"))
     return out
 
 
@@ -123,10 +191,13 @@ def check_step_transposed(student) -> str:
 
 
 # --------------------------------------------------------------------------- autotuner
-def _sleeper(ms: float, counter: dict, name: str):
+def _sleeper(ms: float, counter: dict, name: str, took: dict | None = None):
     def run():
         counter[name] = counter.get(name, 0) + 1
+        t0 = time.perf_counter()
         time.sleep(ms / 1e3)
+        if took is not None:
+            took.setdefault(name, []).append((time.perf_counter() - t0) * 1e3)
     return run
 
 
@@ -134,9 +205,14 @@ _SLEEPS = {"slow": 24.0, "fast": 3.0, "medium": 10.0}
 
 
 def check_pick_fastest(student) -> str:
-    """Exercise 9.3: ``pick_fastest(candidates, repeat=3) -> (best_name, table_ms)``."""
+    """Exercise 9.3: ``pick_fastest(candidates, repeat=3) -> (best_name, table_ms)``.
+
+    Each candidate records how long each of its calls really took; ``table_ms[name]`` must lie within
+    those durations (any per-call statistic -- median, mean, min -- does), so a total of the three
+    timed calls, seconds instead of milliseconds or a made-up number are named."""
     counter: dict = {}
-    cands = {k: _sleeper(ms, counter, k) for k, ms in _SLEEPS.items()}
+    took: dict = {}
+    cands = {k: _sleeper(ms, counter, k, took) for k, ms in _SLEEPS.items()}
     try:
         got = student(cands, repeat=3)
     except NotImplementedError:
@@ -150,16 +226,34 @@ def check_pick_fastest(student) -> str:
         keys = sorted(table) if isinstance(table, dict) else type(table).__name__
         raise ExerciseFailed(f"Exercise 9.3 failed:\n  table_ms must have one entry per candidate "
                              f"{sorted(cands)}, got {keys}")
+    hint = ("\n  Hint: time each call on its own: t0 = time.perf_counter(); fn(); "
+            "times.append(time.perf_counter() - t0); then report the median of the repeats x 1e3 (milliseconds)")
     for name, ms in _SLEEPS.items():
         if counter.get(name, 0) < 3:
             raise ExerciseFailed(f"Exercise 9.3 failed:\n  candidate {name!r} ran {counter.get(name, 0)} time(s); "
                                  f"expected at least repeat=3 timed runs")
         val = table[name]
-        if not isinstance(val, (int, float)) or not (0.8 * ms <= val <= 20 * ms):
-            raise ExerciseFailed(
-                f"Exercise 9.3 failed:\n  table_ms[{name!r}] = {val!r}, but that candidate sleeps {ms:g} ms per call"
-                f"\n  Hint: time each call with time.perf_counter() and report milliseconds (x 1e3), "
-                f"e.g. the median of the repeats")
+        if isinstance(val, (np.floating, np.integer)):
+            val = float(val)
+        if not isinstance(val, (int, float)) or isinstance(val, bool):
+            raise ExerciseFailed(f"Exercise 9.3 failed:\n  table_ms[{name!r}] = {val!r:.80}; expected a number "
+                                 f"(milliseconds per call)" + hint)
+        calls = took[name]
+        lo, hi = min(calls), max(calls)
+        if lo * 0.9 - 0.05 <= val <= hi * 1.1 + 0.2:
+            continue
+        fact = (f"table_ms[{name!r}] = {val:.4g}, but one call of that candidate took between {lo:.3g} and "
+                f"{hi:.3g} ms")
+        timed = calls[-3:]
+        if abs(val - sum(timed)) <= 0.15 * sum(timed) or abs(val - sum(calls)) <= 0.15 * sum(calls):
+            why = "that is the total of the calls, not the time of one call: divide by the number of calls"
+        elif lo * 0.9e-3 - 1e-4 <= val <= hi * 1.1e-3 + 2e-4:
+            why = "that is the time in seconds: report milliseconds (x 1e3)"
+        elif val < lo:
+            why = "that is shorter than any call took: is the clock read around the call?"
+        else:
+            why = "that is longer than any single call took: time each call on its own"
+        raise ExerciseFailed(f"Exercise 9.3 failed:\n  {fact}; {why}" + hint)
     if best != min(table, key=table.get):
         raise ExerciseFailed(f"Exercise 9.3 failed:\n  best_name is {best!r}, but your own table says "
                              f"{min(table, key=table.get)!r} is fastest")
@@ -171,7 +265,7 @@ def check_pick_fastest(student) -> str:
 def check_cached_pick(student) -> str:
     """Exercise 9.4: ``cached_pick(cache, key, candidates)`` measures a key once, then remembers."""
     counter: dict = {}
-    cands = {k: _sleeper(ms / 4, counter, k) for k, ms in _SLEEPS.items()}
+    cands = {k: _sleeper(ms, counter, k) for k, ms in _SLEEPS.items()}  # 3 vs 10 ms: no flake under load
     cache: dict = {}
     try:
         first = student(cache, "B=64,H=512", cands)
@@ -200,3 +294,136 @@ def check_cached_pick(student) -> str:
     if other != "fast" or "B=1,H=512" not in cache:
         raise ExerciseFailed("Exercise 9.4 failed:\n  a new key must be measured and stored under its own name")
     return passed("9.4")
+
+
+# --------------------------------------------------------------------------- 9.5: one GEMM per step
+def _forward_cases():
+    out = []
+    for i, (T, B, nx, H, dt) in enumerate([(1, 1, 3, 2, np.float64), (5, 3, 4, 3, np.float64),
+                                           (7, 2, 5, 6, np.float64), (6, 4, 8, 8, np.float32)]):
+        rng = np.random.default_rng(95 + i)
+        p = lstm.init_params(nx, H, seed=i, dtype=np.float64)
+        p.b_ih += 0.5 * rng.standard_normal(4 * H)
+        p.b_hh -= 0.3 * rng.standard_normal(4 * H)
+        p = lstm.LSTMParams(*(a.astype(dt) for a in (p.W_ih, p.W_hh, p.b_ih, p.b_hh)))
+        out.append(Case(dict(params=p, X=rng.standard_normal((T, B, nx)).astype(dt),
+                             h0=(0.5 * rng.standard_normal((B, H))).astype(dt),
+                             c0=rng.standard_normal((B, H)).astype(dt)),
+                        label=f"T={T}, B={B}, nx={nx}, H={H}, {np.dtype(dt).name}"))
+    return out
+
+
+def _reference_forward(params, X, h0, c0):
+    return lstm.lstm_forward(params, X, h0, c0, method="naive")[0]
+
+
+def _call_forward(ex, student, label, kwargs):
+    try:
+        return student(*kwargs.values())   # positionally: (params, X, h0, c0)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ExerciseFailed(f"Exercise {ex} failed on {label}:\n  your function raised {type(exc).__name__}: "
+                             f"{exc}") from exc
+
+
+def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+    """Exercise 9.5: ``forward_one_gemm(params, X, h0, c0) -> H (T, B, H)`` with ONE matrix product
+    per time step (see the module doc): numbers, products counted, speed vs the per-gate step."""
+    ex = "9.5"
+    if not callable(student):
+        raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(student).__name__}")
+    cases = _forward_cases()
+    notes = []
+    for n, case in enumerate(cases, start=1):
+        label = f"case {n}/{len(cases)} ({case.label})"
+        exp = _reference_forward(**{k: _copy(v) for k, v in case.kwargs.items()})
+        mine = {k: _copy(v) for k, v in case.kwargs.items()}
+        got = _call_forward(ex, student, label, mine)
+        if isinstance(got, tuple) and len(got) >= 1:
+            raise ExerciseFailed(f"Exercise {ex} failed on {label}:\n  expected the array H (T, B, H) of every "
+                                 f"step's state, got a tuple of {len(got)}")
+        changed = changed_input(mine, case.kwargs)
+        if changed:
+            raise ExerciseFailed(f"Exercise {ex} failed on {label}:\n  your function changed its input {changed} in "
+                                 f"place; compute into new arrays and leave the inputs as they were")
+        msg = compare_outputs(got, exp, name="H", rtol=1e-4, atol=1e-5, time_axis=0)
+        if msg:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed on {label}:\n  {msg}\n  Hint: pre = X W_ih^T + b_ih + b_hh for all steps "
+                f"(T, B, 4H); per step z = pre[t] + h W_hh^T; gates i, f, g, o = z's column blocks; "
+                f"c = f c + i g; h = o tanh(c); H[t] = h. The state starts at h0, c0.")
+        if _float64_where_32((got,), (exp,)) and DTYPE_NOTE not in notes:
+            notes.append(DTYPE_NOTE)
+    _check_one_gemm_per_step(ex, student)
+    T, B, nx, Hn = SPEED_SHAPE
+    p = lstm.init_params(nx, Hn, seed=5)
+    X = np.random.default_rng(6).standard_normal((T, B, nx)).astype(np.float32)
+    h0, c0 = np.zeros((B, Hn), np.float32), np.zeros((B, Hn), np.float32)
+    best = 0.0
+    for _ in range(max(1, int(retries))):
+        with one_blas_thread():
+            cmp = timing.compare(repeat=7, warmup=1,
+                                 per_gate=lambda: lstm.lstm_forward(p, X, h0, c0, method="naive"),
+                                 yours=lambda: student(p, X, h0, c0))
+        best = max(best, cmp.timings["per_gate"].min / cmp.timings["yours"].min)
+        if best >= min_speedup:
+            return _passed_with_notes(ex, len(cases), notes)
+    raise ExerciseFailed(
+        f"Exercise {ex} failed on the speed test (T={T}, B={B}, nx={nx}, H={Hn}, float32):\n  your numbers are "
+        f"right and you make one product per step, but your function is only {best:.2f}x as fast as the "
+        f"course's per-gate step (8 products per step) measured alongside; at least {min_speedup:g}x is needed."
+        f"\n  Hint: keep the element-wise work to a few whole-array operations per step (one sigmoid over the "
+        f"(B, 4H) block, slices for the gates); no Python loop over the batch or the units.")
+
+
+def _counted_lstm(p):
+    return lstm.LSTMParams(counted(p.W_ih), counted(p.W_hh), p.b_ih.copy(), p.b_hh.copy())
+
+
+def _check_one_gemm_per_step(ex: str, student) -> None:
+    p = lstm.init_params(3, 4, seed=9, dtype=np.float64)
+    rng = np.random.default_rng(10)
+    n = {}
+    for T, B in ((4, 1), (4, 5), (8, 5), (12, 5)):
+        X = rng.standard_normal((T, B, 3))
+        h0, c0 = rng.standard_normal((B, 4)), rng.standard_normal((B, 4))
+        label = f"the product count (T={T}, B={B})"
+        try:
+            n[T, B], _ = count_products(student, _counted_lstm(p), X, h0, c0)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {ex} failed on {label}:\n  your function raised {type(exc).__name__}: "
+                                 f"{exc}") from exc
+    per_step = (n[12, 5] - n[8, 5]) / 4
+    fixed = n[4, 5] - 4 * per_step
+    counts = (f"(counted with the weights: {n[4, 1]} products for T=4, B=1; {n[4, 5]} for T=4, B=5; {n[8, 5]} "
+              f"for T=8; {n[12, 5]} for T=12)")
+    if n[4, 5] != n[4, 1]:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {n[4, 5]} matrix products for B=5 sequences but "
+            f"{n[4, 1]} for B=1 {counts}: it loops over the batch.\n  Hint: h is (B, H): one product h @ W_hh.T "
+            f"serves the whole batch.")
+    if n[8, 5] - n[4, 5] != n[12, 5] - n[8, 5]:
+        raise ExerciseFailed(f"Exercise {ex} failed:\n  the number of matrix products grows faster than T {counts}: "
+                             f"some step recomputes earlier steps.")
+    if per_step == 0:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  the check counts the matrix products made with params.W_ih and params.W_hh "
+            f"and saw none inside the time loop {counts}.\n  Hint: use the weights as given (no np.asarray / "
+            f"np.ascontiguousarray copies, no course function) so the products can be counted.")
+    if per_step >= 4:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {per_step:g} matrix products per time step {counts}: one "
+            f"per gate (or per gate and operand), like the per-gate step it must beat.\n  Hint: W_hh (4H, H) holds "
+            f"all four gates: one product h @ W_hh.T gives z for i, f, g and o at once.")
+    if per_step != 1:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {per_step:g} matrix products per time step {counts}; one "
+            f"is the goal.\n  Hint: the input projection does not depend on h: compute X W_ih^T for ALL steps as "
+            f"one product before the loop ((T*B, nx) @ (nx, 4H)); inside the loop only h @ W_hh.T remains.")
+    if fixed > 2:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  besides one product per step your function makes {fixed:g} more {counts}; the "
+            f"input projection of all steps is ONE product (X reshaped to (T*B, nx)).")

@@ -1,4 +1,4 @@
-"""Checks for worksheet 09 (MGRIT): F-relaxation, C-relaxation, a two-level cycle, the implicit GRU step.
+"""Checks for worksheet 10 (MGRIT): F-relaxation, C-relaxation, a two-level cycle, the implicit GRU step.
 
 Failures say which iteration and which time point first differs from the reference."""
 from __future__ import annotations
@@ -121,13 +121,14 @@ def _gru_cases(rng, i):
 
 
 def _implicit_ref(params, x, h, gamma):
-    gi = x @ params["W_ih"].T + params["b_ih"]
+    gi = x @ params.W_ih.T + params.b_ih
     return gru.gru_cell(params, gi, h, implicit=True, gamma=gamma)
 
 
 def check_implicit_gru_step(student) -> str:
-    """Exercise 10.4: ``implicit_gru_step(params, x, h, gamma) -> h_new`` (B, H)."""
+    """Exercise 10.4: ``implicit_gru_step(params, x, h, gamma) -> h_new`` (B, H); ``params`` is a
+    :class:`course_lib.models.gru.GRUParams`."""
     return check_function(
         "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None,
-        hint="gates at the old h (PyTorch order r, z, n; n uses r * (W_hn h + b_hn)); "
+        hint="gates at the old h (params.W_ih, params.W_hh, ...; PyTorch order r, z, n; n uses r * (W_hn h + b_hn)); "
              "h_new = (h + gamma (1 - z) n) / (1 + gamma (1 - z)).")

@@ -1,14 +1,31 @@
 """Checks for worksheet 11 (Newton in time): the (A, b) combine, one Newton step as a scan, the GRU
-Jacobian, the log-space minGRU scan. Failures name the iteration, the time step, the gate and the entry."""
+Jacobian, the log-space minGRU scan, and (11.5, a speed exercise) quasi-DEER as one element-wise scan.
+Failures name the iteration, the time step, the gate and the entry.
+
+Exercise 11.5 checks, in this order: the numbers (three iterations on two problems, against
+``newton.newton_step(method="quasi")``); the memory the step needs, counted with ``tracemalloc`` in
+bytes per state element ``T*B*H`` (deterministic: a diagonal step needs a few float64 arrays of the
+state's size, full ``(H, H)`` Jacobians need ``8 H`` bytes per element); and the speed against one full
+Newton (DEER) step measured in the same run at ``H = 48``: at least :data:`MIN_SPEEDUP` times faster, as
+a ratio, retried, BLAS on one thread for both.
+"""
 from __future__ import annotations
+
+import contextlib
+import tracemalloc
 
 import numpy as np
 
 from ...algorithms import matrix_scan, newton
+from ...core import timing
 from ...models import gru, jacobians, mingru
 from .core import ExerciseFailed, check_function, passed
 
-__all__ = ["exercise_1", "exercise_2", "exercise_3", "exercise_4", "toy_system"]
+__all__ = ["exercise_1", "exercise_2", "exercise_3", "exercise_4", "exercise_5", "toy_system", "toy_diagonal",
+           "MIN_SPEEDUP", "MAX_BYTES_PER_ELEMENT"]
+
+MIN_SPEEDUP = 1.5               # 11.5: quasi step vs one full Newton step, H = 48, same run
+MAX_BYTES_PER_ELEMENT = 160     # 11.5: peak memory of one quasi step / (T*B*H); 20 float64 arrays of the state
 
 
 def _call(exercise, fn, *args):
@@ -18,6 +35,15 @@ def _call(exercise, fn, *args):
         raise
     except Exception as exc:
         raise ExerciseFailed(f"Exercise {exercise}: your function raised {type(exc).__name__}: {exc}") from exc
+
+
+def _as_float_array(exercise, got, what):
+    try:
+        arr = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseFailed(f"Exercise {exercise} failed: expected {what} as a numeric array, got "
+                             f"{type(got).__name__}") from None
+    return arr
 
 
 # --------------------------------------------------------------------------- 11.1
@@ -33,7 +59,7 @@ def exercise_1(combine) -> str:
     """Exercise 11.1: ``combine(p, q)`` for ``p = (A1, b1)`` then ``q = (A2, b2)`` -> ``(A2 A1, A2 b1 + b2)``
     (``A`` may have leading batch axes)."""
     return check_function("11.1", combine, matrix_scan.combine, _combine_cases, n_cases=5, rtol=1e-10, atol=1e-12,
-                          output_names=["A", "b"], time_axis=None,
+                          output_names=["A", "b"], time_axis=None, inputs_unchanged=True,
                           hint="apply p first: h -> A1 h + b1, then q: A2 (A1 h + b1) + b2. Matrix products "
                                "do not commute -- the order is A2 @ A1; use A2 @ b1[..., None] for batched vectors.")
 
@@ -67,7 +93,7 @@ def exercise_2(newton_step, n_iter: int = 4) -> str:
         for it in range(1, n_iter + 1):
             H_ref = newton.newton_step(f, jac, h0, X, H_ref)[0]
             got = _call("11.2", newton_step, f, jac, h0.copy(), X.copy(), H_you.copy())
-            got = np.asarray(got, dtype=float)
+            got = _as_float_array("11.2", got, "the new guess H (T, B, H)")
             if got.shape != H_ref.shape:
                 raise ExerciseFailed(f"Exercise 11.2 failed on problem {case}/3, iteration {it}: expected shape "
                                      f"{H_ref.shape} (T, B, H), got {got.shape}")
@@ -115,8 +141,8 @@ def exercise_3(gru_jacobian) -> str:
         h = 0.8 * rng.standard_normal((2, 4))
         gi = rng.standard_normal((2, 12))
         fd = jacobians.finite_difference_jacobian(lambda hh: jacobians.gru_step(p, hh, gi), h)
-        got = np.asarray(_call("11.3", gru_jacobian, {k: v.copy() for k, v in p.items()}, h.copy(), gi.copy()),
-                         dtype=float)
+        got = _as_float_array("11.3", _call("11.3", gru_jacobian, {k: v.copy() for k, v in p.items()}, h.copy(),
+                                            gi.copy()), "J (B, H, H)")
         if got.shape != fd.shape:
             raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}: expected shape {fd.shape} (B, H, H), "
                                  f"got {got.shape}")
@@ -157,6 +183,118 @@ def exercise_4(log_scan) -> str:
         la, lb = mingru.log_coefficients(("mingru", "minlstm")[i % 2], p, X)
         return dict(log_a=la, log_b=lb)
 
-    return check_function("11.4", log_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12,
+    return check_function("11.4", log_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12, inputs_unchanged=True,
                           hint="a*_t = cumsum(log_a); h_t = exp(a*_t + logcumsumexp(log_b - a*)) with "
                                "np.logaddexp.accumulate along axis 0 (time). Do not exponentiate a* alone: it underflows.")
+
+
+# --------------------------------------------------------------------------- 11.5
+def toy_diagonal(H: int = 3, scale: float = 1.2, seed: int = 0):
+    """``(f, jac, jac_diag)`` of :func:`toy_system`; ``jac_diag(H_prev, X) -> (T, B, H)`` is the diagonal of
+    the Jacobian in O(T B H) work: ``(1 - f^2) * diag(W)``."""
+    f, jac = toy_system(H, scale, seed)
+    w = np.diagonal(jac(np.zeros((1, H)), np.zeros((1, H)))[0]).copy()  # tanh'(0) = 1: diag(W)
+
+    def jac_diag(Hp, X):
+        return (1 - f(Hp, X) ** 2) * w
+
+    return f, jac, jac_diag
+
+
+def _one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _peak_bytes(fn, *args) -> int:
+    was = tracemalloc.is_tracing()
+    if not was:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if not was:
+            tracemalloc.stop()
+
+
+def exercise_5(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+    """Exercise 11.5: ``quasi_step(f, jac_diag, h0, X, H) -> H_new``: one quasi-DEER iteration, the Newton scan
+    with only the Jacobians' diagonals, ``delta_t = d_t * delta_{t-1} - r_t`` element-wise (O(T B H) work
+    and memory). See the module doc for what is measured."""
+    ex = "11.5"
+    if not callable(quasi_step):
+        raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(quasi_step).__name__}")
+    for case, (H_dim, scale, T, B) in enumerate([(3, 1.2, 12, 2), (5, 0.8, 20, 3)], start=1):
+        f, jac, jd = toy_diagonal(H_dim, scale, case)
+        rng = np.random.default_rng(50 + case)
+        X = rng.standard_normal((T, B, H_dim))
+        h0 = 0.5 * rng.standard_normal((B, H_dim))
+        H_ref = np.zeros((T, B, H_dim))
+        H_you = H_ref.copy()
+        for it in range(1, n_iter + 1):
+            H_ref = newton.newton_step(f, jac, h0, X, H_ref, method="quasi", jac_diag=jd)[0]
+            args = (h0.copy(), X.copy(), H_you.copy())
+            raw = _call(ex, quasi_step, f, jd, *args)
+            if raw is None:
+                raise ExerciseFailed(f"Exercise {ex} failed on problem {case}/2: your function returned None; "
+                                     f"return the new guess H + delta")
+            got = _as_float_array(ex, raw, "the new guess H (T, B, H)")
+            for name, a, b in zip(("h0", "X", "H"), args, (h0, X, H_you)):
+                if not np.array_equal(a, b):
+                    raise ExerciseFailed(f"Exercise {ex} failed on problem {case}/2: your function changed its "
+                                         f"input {name} in place; return a new array")
+            if got.shape != H_ref.shape:
+                raise ExerciseFailed(f"Exercise {ex} failed on problem {case}/2, iteration {it}: expected shape "
+                                     f"{H_ref.shape} (T, B, H), got {got.shape}")
+            bad = ~np.isclose(got, H_ref, rtol=1e-9, atol=1e-11)
+            if bad.any():
+                t, b, i = np.argwhere(bad)[0]
+                hint = ("the first state is already wrong: r_1 = h_1 - f(h0, x_1) uses h0, and delta_0 = 0" if t == 0
+                        else "steps before t are right: check delta_t = d_t * delta_{t-1} - r_t, with d_t = "
+                             "jac_diag(H_prev, X)[t] evaluated at h_{t-1} (the state the step starts from)")
+                if np.allclose(got, f(newton.shift(h0, H_you), X), rtol=1e-9, atol=1e-11):
+                    hint = ("your step returns f(H_prev, X): a fixed-point (Picard) step that ignores the Jacobian's "
+                            "diagonal; quasi-DEER carries the correction: delta_t = d_t * delta_{t-1} - r_t")
+                raise ExerciseFailed(
+                    f"Exercise {ex} failed on problem {case}/2 (T={T}, B={B}, H={H_dim}), iteration {it}: first "
+                    f"wrong at time step {t} (batch {b}, unit {i}): got {got[t, b, i]:.6g}, expected "
+                    f"{H_ref[t, b, i]:.6g}; {int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
+            H_you = got
+    # the memory the step needs, in bytes per state element: a deterministic count
+    T, B, Hm = 64, 2, 64
+    f, jac, jd = toy_diagonal(Hm, 1.0, 7)
+    rng = np.random.default_rng(7)
+    X, h0, Hg = rng.standard_normal((T, B, Hm)), rng.standard_normal((B, Hm)), 0.1 * rng.standard_normal((T, B, Hm))
+    _call(ex, quasi_step, f, jd, h0, X, Hg)  # compile / warm caches first
+    per_elem = _peak_bytes(quasi_step, f, jd, h0, X, Hg) / (T * B * Hm)
+    if per_elem > MAX_BYTES_PER_ELEMENT:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your step needed {per_elem:.0f} bytes of memory per state element at H={Hm} "
+            f"(T={T}, B={B}); at most {MAX_BYTES_PER_ELEMENT} are needed (a few float64 arrays of the state's "
+            f"shape), while full (H, H) Jacobians take 8 H = {8 * Hm} per element: you built matrices.\n  Hint: keep "
+            f"d = jac_diag(H_prev, X) as (T, B, H) and scan element-wise, e.g. scan.linear_recurrence(d, -r) "
+            f"(course_lib.algorithms.scan), never np.eye(H) * d or matrix_scan.")
+    # the speed: one full Newton step at H = 48, measured alongside
+    T, B, Hs = 256, 4, 48
+    f, jac, jd = toy_diagonal(Hs, 1.0, 8)
+    rng = np.random.default_rng(8)
+    X, h0, Hg = rng.standard_normal((T, B, Hs)), rng.standard_normal((B, Hs)), 0.1 * rng.standard_normal((T, B, Hs))
+    best = 0.0
+    for _ in range(max(1, int(retries))):
+        with _one_blas_thread():
+            cmp = timing.compare(repeat=5, warmup=1, full_newton=lambda: newton.newton_step(f, jac, h0, X, Hg),
+                                 yours=lambda: quasi_step(f, jd, h0, X, Hg))
+        best = max(best, cmp.timings["full_newton"].min / cmp.timings["yours"].min)
+        if best >= min_speedup:
+            return passed(ex, 2, 2)
+    raise ExerciseFailed(
+        f"Exercise {ex} failed on the speed test (T={T}, B={B}, H={Hs}):\n  your numbers are right and your memory "
+        f"is O(T B H), but your step is only {best:.2f}x as fast as one full Newton step measured alongside; at "
+        f"least {min_speedup:g}x is needed.\n  Hint: no Python loop over batch or units: the scan over time "
+        f"works on whole (B, H) slices, or use scan.linear_recurrence(d, -r).")

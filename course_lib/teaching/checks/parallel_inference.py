@@ -1,14 +1,24 @@
 """Checks for worksheet 07 (parallel inference): wavefront schedule, stable softmax, batched
 softmax inference, scatter/gather of a batch over P ranks. References: :mod:`course_lib.models.softmax_rnn`
-and :mod:`course_lib.parallel.inference`."""
+and :mod:`course_lib.parallel.inference`.
+
+Exercise 7.3 is also a speed exercise: after the numbers, the check *counts* the matrix products your
+function makes with the weights (``@``, ``np.matmul``, ``np.dot``, ``np.einsum`` ... on ``U``, ``W``,
+``V``; see :class:`course_lib.teaching.checks.core.CountedArray`) -- per time step they must not depend on the batch size ``B`` nor on
+``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="serial")``,
+one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times faster, as a ratio, retried.
+"""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
-from ...core import backend
+from ...core import backend, timing
 from ...models import softmax_rnn
 from ...parallel import inference
-from .core import ExerciseFailed, Passed, check_function, compare_outputs, passed
+from .core import (ExerciseFailed, Passed, check_function, compare_outputs, count_products, counted, one_blas_thread,
+                   passed)
 
 __all__ = [
     "check_wavefront_schedule",
@@ -17,7 +27,12 @@ __all__ = [
     "check_split_batch",
     "check_gather_chunks",
     "run_split_under_mpi",
+    "count_products",
+    "MIN_SPEEDUP",
 ]
+
+MIN_SPEEDUP = 3.0          # 7.3: batched inference vs the course's one-sequence-at-a-time loop
+SPEED_SIZES = dict(T=16, B=32, nx=16, nh=64, vocab=32, layers=2)
 
 
 def _fail(exercise: str, case: str, message: str, hint: str = "") -> ExerciseFailed:
@@ -36,13 +51,22 @@ def check_wavefront_schedule(student) -> str:
     hint = "cell (l, t) lies on diagonal d = l + t; there are T + L - 1 diagonals, d = 0 .. T+L-2."
     for i, (T, L) in enumerate(cases, start=1):
         label = f"case {i}/{len(cases)} (T={T}, L={L})"
-        got = student(T, L)
+        try:
+            got = student(T, L)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise _fail(ex, label, f"your function raised {type(exc).__name__}: {exc}",
+                        hint + " Loop over d, then over l, and keep only 0 <= t = d - l < T.") from exc
         want = inference.wavefront_schedule(T, L)
         try:
             diagonals = [[tuple(int(v) for v in cell) for cell in d] for d in got]
         except (TypeError, ValueError):
             raise _fail(ex, label, f"expected a list of diagonals, each a list of (l, t) pairs, got {got!r:.200}",
                         hint) from None
+        odd = next((cell for d in diagonals for cell in d if len(cell) != 2), None)
+        if odd is not None:
+            raise _fail(ex, label, f"every cell must be a pair (l, t); got {odd} with {len(odd)} entries", hint)
         if len(diagonals) != len(want):
             raise _fail(ex, label, f"expected {len(want)} diagonals (T + L - 1), got {len(diagonals)}", hint)
         for d, (g, w) in enumerate(zip(diagonals, want)):
@@ -76,7 +100,7 @@ def check_softmax(student) -> str:
     """Exercise 7.2: a numerically stable ``softmax(o)`` along the last axis."""
     return check_function(
         "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5,
-        rtol=1e-5, atol=1e-7, output_names=["probs"], time_axis=None,
+        rtol=1e-5, atol=1e-7, output_names=["probs"], time_axis=None, inputs_unchanged=True,
         hint="subtract the maximum of each row (keepdims=True) before np.exp: the result is the same, "
              "but exp never overflows and the largest term is exactly 1.",
     )
@@ -94,14 +118,115 @@ def _predict_cases(rng, i):
     return {"params": params, "X": X}
 
 
-def check_batched_predict(student) -> str:
-    """Exercise 7.3: ``batched_predict(params, X)`` -> probabilities ``(T, B, vocab)``."""
-    return check_function(
-        "7.3", student, softmax_rnn.forward, _predict_cases, n_cases=5, seed=6,
-        rtol=1e-6, atol=1e-9, output_names=["probs"],
-        hint="with a batch of row vectors, a = x U^T + h W^T + b; the layer above reads this layer's h; "
-             "the state starts at zero for every layer; y = softmax(h V^T + c) of the top layer.",
-    )
+_PREDICT_HINT = ("with a batch of row vectors, a = x U^T + h W^T + b; the layer above reads this layer's h; "
+                 "the state starts at zero for every layer; y = softmax(h V^T + c) of the top layer.")
+
+
+def _params_arrays(params) -> dict:
+    out = {}
+    for l, layer in enumerate(getattr(params, "layers", [])):
+        for f in ("U", "W", "b"):
+            out[f"params.layers[{l}].{f}"] = getattr(layer, f)
+    out["params.V"], out["params.c"] = params.V, params.c
+    return out
+
+
+def _snapshot(kwargs) -> dict:
+    arrays = {"X": kwargs["X"]} | _params_arrays(kwargs["params"])
+    return {k: np.array(v, copy=True) for k, v in arrays.items()}
+
+
+def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+    """Exercise 7.3: ``batched_predict(params, X)`` -> probabilities ``(T, B, vocab)``, computed for the
+    whole batch at once: the numbers, then the products per step (independent of ``B`` and ``T``),
+    then the speed against the course's serial loop measured alongside."""
+    ex = "7.3"
+    if not callable(student):
+        raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(student).__name__}")
+    # 1. the numbers (and the inputs left as they were: params and X belong to the caller)
+    rng = np.random.default_rng(6)
+    cases = [_predict_cases(rng, i) for i in range(5)]
+    check_function(ex, student, softmax_rnn.forward, cases, rtol=1e-6, atol=1e-9,
+                   output_names=["probs"], hint=_PREDICT_HINT, quiet=True)
+    _check_inputs_unchanged(ex, student, _predict_cases(np.random.default_rng(9), 2))
+    # 2. the structure: matrix products per time step, counted
+    _check_products_per_step(ex, student)
+    # 3. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now
+    sz = SPEED_SIZES
+    params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=7)
+    X = np.random.default_rng(8).standard_normal((sz["T"], sz["B"], sz["nx"])).astype(np.float32)
+    best = 0.0
+    for _ in range(max(1, int(retries))):
+        with one_blas_thread():  # both sides alike: BLAS threads on a busy machine make small GEMMs erratic
+            cmp = timing.compare(repeat=5, warmup=1,
+                                 course_serial=lambda: softmax_rnn.forward(params, X, method="serial"),
+                                 yours=lambda: student(params, X))
+        best = max(best, cmp.timings["course_serial"].min / cmp.timings["yours"].min)
+        if best >= min_speedup:
+            return passed(ex, len(cases), len(cases))
+    raise _fail(ex, f"the speed test (T={sz['T']}, B={sz['B']}, H={sz['nh']}, L={sz['layers']})",
+                f"your numbers are right and your products per step do not grow with B, but your function is only "
+                f"{best:.2f}x as fast as the course's serial loop (one sequence at a time) measured alongside; at "
+                f"least {min_speedup:g}x is needed",
+                "avoid per-sequence Python work inside the time loop: one (B, n_in) @ (n_in, H) product per layer "
+                "and step; the input projection X U^T + b of all steps can even be one product before the loop.")
+
+
+def _check_inputs_unchanged(ex: str, student, case: dict) -> None:
+    """Fail, naming the array, when ``student`` changes ``X`` or a parameter array in place."""
+    before = _snapshot(case)
+    student(**case)
+    after = {"X": case["X"]} | _params_arrays(case["params"])
+    for name, old in before.items():
+        new = np.asarray(after[name])
+        if new.shape != old.shape or not np.array_equal(new, old, equal_nan=True):
+            raise ExerciseFailed(
+                f"Exercise {ex} failed:\n  your function changed its input {name} in place; work on new arrays "
+                f"(h = np.tanh(...) rather than h[:] = ..., layer.b + ... rather than layer.b += ...) and leave "
+                f"params and X as they were")
+
+
+def _counted_params(params):
+    layers = [softmax_rnn.Layer(counted(L.U), counted(L.W), L.b.copy()) for L in params.layers]
+    return softmax_rnn.SoftmaxRNNParams(layers, counted(params.V), params.c.copy())
+
+
+def _check_products_per_step(ex: str, student) -> None:
+    L = 2
+    params = softmax_rnn.init_params(3, 5, 4, layers=L, seed=11, dtype=np.float64)
+    rng = np.random.default_rng(12)
+    n = {}
+    for T, B in ((4, 1), (4, 6), (8, 6), (12, 6)):
+        X = rng.standard_normal((T, B, 3))
+        try:
+            n[T, B], _ = count_products(student, _counted_params(params), X)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {ex} failed while counting products (T={T}, B={B}, L={L}):\n  your "
+                                 f"function raised {type(exc).__name__}: {exc}") from exc
+    per_step = (n[12, 6] - n[8, 6]) / 4
+    where = f"(L={L} layers; counted: {n[4, 1]} products for T=4, B=1; {n[4, 6]} for T=4, B=6; {n[8, 6]} for T=8; " \
+            f"{n[12, 6]} for T=12)"
+    if n[4, 6] != n[4, 1]:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {n[4, 6]} matrix products for a batch of B=6 sequences "
+            f"but {n[4, 1]} for B=1 {where}: it loops over the sequences, one matrix-vector product each.\n  Hint: "
+            f"X[t] is (B, n_in): one product X[t] @ U.T serves the whole batch -- no loop over b.")
+    if per_step <= 0:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  the check counts the matrix products your function makes with the weights "
+            f"(U, W, V) and saw none inside the time loop {where}.\n  Hint: use params.layers[l].U, .W and "
+            f"params.V as given (no np.asarray / np.ascontiguousarray copies, no course function) so the products "
+            f"can be counted.")
+    if n[8, 6] - n[4, 6] != n[12, 6] - n[8, 6]:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  the number of matrix products grows faster than T {where}: some step "
+            f"recomputes earlier steps.\n  Hint: carry h from step to step; each step makes a fixed number of products.")
+    if per_step > 2 * L + 1:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {per_step:g} matrix products per time step for L={L} "
+            f"layers {where}; at most 2 L + 1 = {2 * L + 1} are needed (x U^T and h W^T per layer, h V^T on top).")
 
 
 # --------------------------------------------------------------------------- 7.4 / 7.5
@@ -121,7 +246,11 @@ def check_split_batch(student) -> str:
             raise _fail(ex, label, f"your function raised {type(exc).__name__}: {exc}", hint) from exc
         if not (isinstance(got, tuple) and len(got) == 2):
             raise _fail(ex, label, f"expected a tuple (counts, offsets), got {type(got).__name__}", hint)
-        counts, offsets = (list(int(v) for v in part) for part in got)
+        try:
+            counts, offsets = (list(int(v) for v in part) for part in got)
+        except (TypeError, ValueError):
+            raise _fail(ex, label, f"expected (counts, offsets) as two lists of integers, got {got!r:.200}",
+                        hint) from None
         want_c, want_o = inference.split_batch(B, P)
         if len(counts) != P:
             raise _fail(ex, label, f"expected {P} counts (one per rank), got {len(counts)}: {counts}", hint)
@@ -162,6 +291,7 @@ def check_gather_chunks(student) -> str:
     """Exercise 7.5: ``gather_chunks(chunks)``: rank-ordered ``(T, b_r, V)`` chunks -> ``(T, B, V)``."""
     return check_function(
         "7.5", student, inference.gather_chunks, _gather_cases, n_cases=5, seed=5, output_names=["probs"],
+        inputs_unchanged=True,
         hint="the batch is axis 1 of each (T, b_r, V) chunk: concatenate along axis=1, in rank order.",
         time_name="time step",
     )

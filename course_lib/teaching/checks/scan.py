@@ -1,9 +1,9 @@
-"""Checks for worksheet 07 (linear recurrences and the scan).
+"""Checks for worksheet 08 (linear recurrences and the scan).
 
-* 7.1 ``combine(p, q)`` -- the associative (not commutative) operator on (a, b) pairs
-* 7.2 ``chunked_scan(a, x, h0, chunks)`` -- reduce each chunk -> scan the carries -> expand
-* 7.3 ``recurrence_backward(a, h, h0, grad_h)`` -- the reverse scan
-* 7.4 a one-block Blelloch CUDA kernel ``kernel(a, x, h0, h)`` written by the student
+* 8.1 ``combine(p, q)`` -- the associative (not commutative) operator on (a, b) pairs
+* 8.2 ``chunked_scan(a, x, h0, chunks)`` -- reduce each chunk -> scan the carries -> expand
+* 8.3 ``recurrence_backward(a, h, h0, grad_h)`` -- the reverse scan
+* 8.4 a one-block Blelloch CUDA kernel ``kernel(a, x, h0, h)`` written by the student
 
 The CUDA check does more than compare outputs: in numba's CUDA simulator it replaces shared
 memory with a *traced* array (poisoned with NaN) and counts each thread's ``cuda.syncthreads()``

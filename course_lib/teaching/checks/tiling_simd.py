@@ -1,23 +1,46 @@
-"""Checks for worksheet 04 (tiling & SIMD): a tiled matmul and a ``prange`` parallel matmul.
+"""Checks for worksheet 04 (tiling & SIMD): a tiled matmul that vectorises and a ``prange`` parallel matmul.
 
 ``check_tiled_matmul(tiled_matmul)``      Exercise 4.1: ``tiled_matmul(A, B, tile) -> C``
 ``check_parallel_matmul(parallel_matmul)`` Exercise 4.2: ``parallel_matmul(A, B) -> C``, compiled
                                            with ``@njit(parallel=True)`` and a ``prange`` loop.
 
-"Really parallel" is checked *structurally*, not with a stopwatch (a shared 2-core machine makes
-speedups noisy): the function must be a numba function compiled with ``parallel=True``, and
-numba's parallel diagnostics must list at least one loop that came from a user ``prange``.
-``parallel_structure(fn, *args)`` returns what was found, for the notebook to print.
+Both are speed exercises. After the numbers, each check proves the structure with deterministic
+counts, then measures the speed against the course's baseline in the same run (a ratio, retried,
+BLAS on one thread -- never an absolute time):
+
+* 4.1: the function is a numba function; it is *tiled* -- the check runs its Python body on a
+  traced ``B`` and measures how many reads of ``B`` pass between two reads of the same element
+  (the reuse distance: about ``tile**2`` for a tiled loop nest, ``k * n`` for an untiled one, see
+  :func:`reuse_distance`); its compiled code contains packed SIMD instructions
+  (:func:`course_lib.experiments.matmul.simd_ops`); and it is at least :data:`MIN_TILED_SPEEDUP`
+  times as fast as the course's naive ijk loop (``matmul.matmul_naive``).
+* 4.2: numba's parallel diagnostics list a loop made from a user ``prange``; the source shows that
+  this ``prange`` is the *outer* loop and that every array element written inside it is indexed by
+  the prange variable (else two threads write the same ``C[i, j]``: a race, :func:`prange_loops`);
+  a case built to expose races (one output element, a long reduction) must come out right; and with
+  two or more threads it is at least :data:`MIN_PARALLEL_SPEEDUP` times as fast as the course's serial
+  ikj loop.
 """
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+
 import numpy as np
 
-from .core import ExerciseFailed, Case, check_function
+from ...algorithms import matmul
+from ...core import backend, timing
+from .core import Case, ExerciseFailed, check_function, one_blas_thread, passed
 
-__all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul"]
+__all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul",
+           "prange_loops", "reuse_distance", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP"]
 
 _RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
+MIN_TILED_SPEEDUP = 2.0      # 4.1: vs the course's naive ijk loop (matmul.matmul_naive), same run
+MIN_PARALLEL_SPEEDUP = 1.15  # 4.2: vs the course's serial ikj loop, with >= 2 threads, same run
+TILED_SPEED_N = 192
+PARALLEL_SPEED_N = 256
 
 
 def reference_matmul(A, B, tile=None):
@@ -31,6 +54,89 @@ def _matrices(rng, m, k, n, dtype):
     return A, B
 
 
+def _fail(ex: str, message: str, hint: str = "", where: str = "") -> ExerciseFailed:
+    return ExerciseFailed(f"Exercise {ex} failed{(' on ' + where) if where else ''}:\n  {message}"
+                          + (f"\n  Hint: {hint}" if hint else ""))
+
+
+# --------------------------------------------------------------------------- tracing reads (4.1)
+class _ReadTrace(np.ndarray):
+    """An array that logs the flat index of every element read from it (scalar reads, and every
+    element of a view that enters arithmetic), in order, into ``_ReadTrace.log``."""
+
+    log: list | None = None
+
+    def _record(self, idx) -> None:
+        if _ReadTrace.log is not None:
+            _ReadTrace.log.extend(np.asarray(idx).ravel().tolist())
+
+    def __getitem__(self, key):
+        out = np.ndarray.__getitem__(self.view(np.ndarray), key)
+        flat = getattr(self, "_flat", None)
+        if flat is None:
+            return out
+        sub = flat[key]
+        if isinstance(out, np.ndarray):
+            v = out.view(_ReadTrace)
+            v._flat = np.asarray(sub)
+            return v
+        self._record(sub)
+        return out
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        for x in inputs:
+            if isinstance(x, _ReadTrace) and getattr(x, "_flat", None) is not None:
+                x._record(x._flat)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, np.ndarray) else o for o in kwargs["out"])
+        inputs = tuple(x.view(np.ndarray) if isinstance(x, _ReadTrace) else x for x in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        def strip(v):
+            if isinstance(v, _ReadTrace):
+                if getattr(v, "_flat", None) is not None:
+                    v._record(v._flat)
+                return v.view(np.ndarray)
+            if isinstance(v, (list, tuple)):
+                return type(v)(strip(u) for u in v)
+            return v
+        return func(*strip(args), **{k: strip(v) for k, v in kwargs.items()})
+
+
+def _traced(a) -> _ReadTrace:
+    t = np.array(a, copy=True).view(_ReadTrace)
+    t._flat = np.arange(t.size).reshape(t.shape)
+    return t
+
+
+def reuse_distance(reads) -> tuple[float, float]:
+    """``(median reuse distance, fraction of reads that re-read an element)`` of a sequence of
+    element indices: the reuse distance of a read is the number of reads since the previous read of
+    the same element. A tiled matmul re-reads a ``tile x tile`` block of B after about ``tile**2``
+    reads; an untiled one re-reads all of B (``k * n`` reads) in between."""
+    last: dict = {}
+    dists = []
+    for pos, f in enumerate(reads):
+        p = last.get(f)
+        if p is not None:
+            dists.append(pos - p)
+        last[f] = pos
+    if not dists:
+        return float("inf"), 0.0
+    return float(np.median(dists)), len(dists) / max(len(reads), 1)
+
+
+def _trace_b_reads(py_func, A, B, tile) -> list:
+    _ReadTrace.log = []
+    try:
+        py_func(A, _traced(B), tile)
+        return _ReadTrace.log
+    finally:
+        _ReadTrace.log = None
+
+
+# --------------------------------------------------------------------------- 4.1
 def _tiled_cases(dtype):
     rng = np.random.default_rng(4)
     # (m, k, n, tile): a tile that divides, tiles that leave ragged edges, tile 1, tile = matrix
@@ -42,18 +148,90 @@ def _tiled_cases(dtype):
     return cases
 
 
-def check_tiled_matmul(student, dtype=np.float32) -> str:
-    """Exercise 4.1: ``tiled_matmul(A, B, tile)`` must equal ``A @ B`` for tiles that divide the
-    matrix and tiles that leave ragged edges."""
+_TILED_HINT = ("when the size is not a multiple of the tile, the last tile is smaller: stop each "
+               "tile loop at min(start + tile, size); and start from C = 0 before accumulating.")
+_SIMD_HINT = ("inside a block take row views that start at 0 -- c_row = C[i, j0:j1], b_row = B[p, j0:j1] -- "
+              "and run the innermost loop `for j in range(j1 - j0): c_row[j] += a * b_row[j]`. A loop "
+              "`for j in range(j0, j1)` with a start known only at run time makes numba handle negative "
+              "indices, and that blocks vectorisation; so does a dot-product (ijk) inner loop without fastmath.")
+
+
+def _require_numba(ex: str, fn, what: str) -> None:
+    if not (hasattr(fn, "py_func") and hasattr(fn, "targetoptions")):
+        raise _fail(ex, f"the results are right, but {what} is a plain Python/numpy function, not a numba function: "
+                        "the exercise is about the loops numba compiles",
+                    "decorate it with @njit" + ("(parallel=True) and use prange" if ex == "4.2" else "")
+                    + " (from numba import njit, prange) and write the loops yourself.")
+
+
+def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TILED_SPEEDUP,
+                       retries: int = 3) -> str:
+    """Exercise 4.1: ``tiled_matmul(A, B, tile)`` equals ``A @ B`` (tiles that divide the matrix and
+    tiles that leave ragged edges), leaves A and B alone, is a numba function whose loop nest is
+    tiled and vectorised, and beats the course's naive loop by :data:`MIN_TILED_SPEEDUP`x."""
+    ex = "4.1"
     dtype = np.dtype(dtype)
-    return check_function(
-        "4.1", student, reference_matmul, _tiled_cases(dtype),
-        rtol=_RTOL[dtype], atol=_RTOL[dtype], time_axis=0, time_name="row",
-        hint=("when the size is not a multiple of the tile, the last tile is smaller: stop each "
-              "tile loop at min(start + tile, size); and start from C = 0 before accumulating."),
-    )
+    line = check_function(ex, student, reference_matmul, _tiled_cases(dtype), rtol=_RTOL[dtype],
+                          atol=_RTOL[dtype], time_axis=0, time_name="row", hint=_TILED_HINT, quiet=True,
+                          inputs_unchanged=True)
+    _require_numba(ex, student, "tiled_matmul")
+    # tiled? the reuse distance of the reads of B, from the Python body on a traced B
+    n, tile = 32, 8
+    A, B = _matrices(np.random.default_rng(5), n, n, n, np.float64)
+    try:
+        reads = _trace_b_reads(student.py_func, A, B, tile)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise _fail(ex, f"the check runs your function's Python body on a traced B to see its loop nest, and it raised "
+                        f"{type(exc).__name__}: {exc}", "index arrays with integers and slices (B[p, j], "
+                        "B[p, j0:j1]); no numba-only features in the body.") from exc
+    dist, reread = reuse_distance(reads)
+    untiled = n * n
+    if reread < 0.5:
+        raise _fail(ex, f"for A and B ({n}, {n}) and tile {tile} your function read each element of B about once "
+                        f"({len(reads)} reads of {n * n} elements): that is a library product (A @ B, np.dot), not a "
+                        "loop nest over tiles", "write the six loops: three over tiles, three inside a tile.")
+    if dist > untiled / 2:
+        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {tile}, between two reads of the "
+                        f"same element of B it reads {dist:.0f} elements of B (median) -- all of B, as an untiled loop "
+                        f"does ({untiled}); a tiled loop nest re-reads a tile of B after about tile**2 = {tile * tile} "
+                        "reads (does your function use its argument `tile`?)",
+                    "loop over blocks: for i0 in range(0, m, tile), for p0 in range(0, k, tile), for j0 in "
+                    "range(0, n, tile); then i, p, j inside the block.")
+    # vectorised? packed SIMD instructions in the compiled code
+    from numba import typeof  # noqa: PLC0415
+
+    from ...experiments.matmul import simd_ops  # noqa: PLC0415 - numba compile: only when checking
+
+    probe = np.zeros((4, 4), np.float32)
+    ops = simd_ops(student, (typeof(probe), typeof(probe), typeof(1)))
+    if ops["vector"] == 0:
+        raise _fail(ex, f"your function is tiled, but numba compiled it to scalar code only: the machine code "
+                        f"(float32) has {ops['scalar']} scalar and no packed (SIMD) multiply/add instructions",
+                    _SIMD_HINT)
+    # faster: a ratio to the course's naive loop, measured now
+    N = TILED_SPEED_N
+    A, B = _matrices(np.random.default_rng(6), N, N, N, np.float32)
+    tile_s = 64
+    best = 0.0
+    for _ in range(max(1, int(retries))):
+        with one_blas_thread():
+            cmp = timing.compare(repeat=5, warmup=1, course_naive=lambda: matmul.matmul_naive(A, B),
+                                 yours=lambda: student(A, B, tile_s))
+        best = max(best, cmp.timings["course_naive"].min / cmp.timings["yours"].min)
+        if best >= min_speedup:
+            print(line)
+            print(f"  tiled (B re-read after ~{dist:.0f} reads, untiled: {untiled}), {ops['vector']} SIMD instructions "
+                  f"({ops['widest']}), at least {min_speedup:g}x the naive loop")
+            return line
+    raise _fail(ex, f"your function is tiled and vectorised, but only {best:.2f}x as fast as the course's naive ijk "
+                    f"loop (matmul.matmul_naive) measured alongside; at least {min_speedup:g}x is needed",
+                "keep the innermost loop contiguous (over j, the columns of B and C) and the block loops outside.",
+                where=f"the speed test (n={N}, tile {tile_s}, float32)")
 
 
+# --------------------------------------------------------------------------- 4.2: which loop is parallel
 def parallel_structure(fn, *args) -> dict:
     """What numba says about ``fn``'s parallelism after compiling it for ``args``.
 
@@ -93,6 +271,80 @@ def parallel_structure(fn, *args) -> dict:
     return info
 
 
+def _names(node) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _is_prange(it) -> bool:
+    if not isinstance(it, ast.Call):
+        return False
+    f = it.func
+    return (isinstance(f, ast.Name) and f.id == "prange") or (isinstance(f, ast.Attribute) and f.attr == "prange")
+
+
+def prange_loops(fn) -> list[dict]:
+    """The ``for ... in prange(...)`` loops in the source of ``fn`` (a numba dispatcher or a function):
+    ``{"line", "var", "depth" (enclosing loops), "outer" (names of the enclosing loops' variables),
+    "races" [(array, index source)]}``. A *race* is a write ``X[idx] = / += ...`` to an array ``X`` made
+    outside the loop whose index does not depend on the prange variable (directly or through names
+    computed from it): different iterations -- different threads -- write the same element."""
+    py = getattr(fn, "py_func", fn)
+    try:
+        src = textwrap.dedent(inspect.getsource(py))
+    except (OSError, TypeError):
+        return []
+    tree = ast.parse(src)
+    first = py.__code__.co_firstlineno - 1
+    found = []
+
+    def visit(node, loops):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.For, ast.While)):
+                if isinstance(child, ast.For) and _is_prange(child.iter):
+                    found.append(_analyse(child, loops))
+                var = _names(child.target) if isinstance(child, ast.For) else set()
+                visit(child, loops + [(child, var)])
+            else:
+                visit(child, loops)
+
+    def _analyse(loop, loops):
+        var = _names(loop.target)
+        derived = set(var)
+        assigned_inside = set()
+        changed = True
+        while changed:  # names computed (transitively) from the loop variable
+            changed = False
+            for n in ast.walk(loop):
+                targets, value = [], None
+                if isinstance(n, ast.Assign):
+                    targets, value = n.targets, n.value
+                elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+                    targets, value = [n.target], n.value
+                elif isinstance(n, ast.For) and n is not loop:
+                    targets, value = [n.target], n.iter
+                for t in targets:
+                    for name in (_names(t) if isinstance(t, (ast.Name, ast.Tuple, ast.List)) else set()):
+                        assigned_inside.add(name)
+                        if _names(value) & derived and name not in derived:
+                            derived.add(name)
+                            changed = True
+        races = []
+        for n in ast.walk(loop):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    base = t.value.id
+                    if base in derived or base in assigned_inside:
+                        continue  # a view of this iteration's rows, or a local array
+                    if not (_names(t.slice) & derived):
+                        races.append((base, ast.unparse(t.slice)))
+        return {"line": first + loop.lineno, "var": ", ".join(sorted(var)), "depth": len(loops),
+                "outer": [", ".join(sorted(v)) or "while" for _, v in loops], "races": races}
+
+    visit(tree, [])
+    return found
+
+
 def _parallel_cases(dtype):
     rng = np.random.default_rng(42)
     shapes = [(1, 1, 1), (8, 8, 8), (13, 7, 10), (64, 32, 48), (3, 50, 70)]
@@ -103,14 +355,42 @@ def _parallel_cases(dtype):
     return cases
 
 
-def check_parallel_matmul(student, dtype=np.float32) -> str:
-    """Exercise 4.2: ``parallel_matmul(A, B)`` equals ``A @ B`` on 5 cases **and** is a numba
-    function compiled with ``parallel=True`` whose loop over rows is a ``prange``."""
+def check_prange_placement(ex: str, fn, *, what: str = "rows") -> dict:
+    """Fail unless ``fn``'s first ``prange`` is its outer loop and writes only elements indexed by its
+    variable; returns that loop's :func:`prange_loops` entry (``{}`` when the source is unavailable)."""
+    loops = prange_loops(fn)
+    if not loops:
+        return {}
+    top = [lp for lp in loops if lp["depth"] == 0]
+    if not top:
+        lp = loops[0]
+        raise _fail(ex, f"the prange loop (line {lp['line']}, over {lp['var']}) sits inside the loop over "
+                        f"{' and '.join(lp['outer'])}: numba starts and joins the threads once per outer "
+                        "iteration, and only the innermost work is shared -- that does not scale",
+                    f"make the outermost loop the prange loop (over the {what}) and keep the inner loops as range.")
+    lp = top[0]
+    if lp["races"]:
+        arr, idx = lp["races"][0]
+        raise _fail(ex, f"a race: inside the prange loop over {lp['var']} (line {lp['line']}) you write "
+                        f"{arr}[{idx}], whose index does not depend on {lp['var']} -- different iterations, run by "
+                        f"different threads, add into the same element at once and updates are lost (it passes "
+                        "only when the threads happen not to collide, e.g. on one thread)",
+                    f"parallelise the loop over the {what} of the output, so each thread owns whole {what}; "
+                    "keep the reduction loop (over k) serial inside it.")
+    return lp
+
+
+def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_PARALLEL_SPEEDUP,
+                          retries: int = 3) -> str:
+    """Exercise 4.2: ``parallel_matmul(A, B)`` equals ``A @ B`` on 5 cases, leaves A and B alone, **and**
+    is a numba function compiled with ``parallel=True`` whose outer loop over rows is a ``prange``
+    without races; with two or more threads it beats the course's serial ikj loop."""
+    ex = "4.2"
     dtype = np.dtype(dtype)
     cases = _parallel_cases(dtype)
     line = check_function(
-        "4.2", student, reference_matmul, cases, rtol=_RTOL[dtype], atol=_RTOL[dtype],
-        time_axis=0, time_name="row", quiet=True,
+        ex, student, reference_matmul, cases, rtol=_RTOL[dtype], atol=_RTOL[dtype],
+        time_axis=0, time_name="row", quiet=True, inputs_unchanged=True,
         hint=("each prange iteration must write its own rows of C only (no two iterations may "
               "add into the same element), and C must start at zero."),
     )
@@ -128,6 +408,41 @@ def check_parallel_matmul(student, dtype=np.float32) -> str:
         raise ExerciseFailed(
             "Exercise 4.2 failed:\n  the results are right, but it does not run in parallel: "
             f"{info['problem']}.")
-    print(line)
-    print(f"  numba parallel=True, {info['prange_loops']} prange loop(s) turned into parallel loops")
+    lp = check_prange_placement(ex, student, what="rows")
+    # a case made for races: one output element, a long reduction, many threads adding into it
+    rng = np.random.default_rng(43)
+    for m, k, n in ((1, 20000, 1), (2, 5000, 3)):
+        A, B = _matrices(rng, m, k, n, np.float64)
+        got = np.asarray(student(A, B))
+        if got.shape != (m, n) or not np.allclose(got, A @ B, rtol=1e-8, atol=1e-8):
+            raise _fail(ex, f"with A ({m}, {k}) and B ({k}, {n}) on {backend.get_threads()} threads your result is "
+                            f"wrong (got {got.ravel()[:3]}, expected {(A @ B).ravel()[:3]}): threads write the same "
+                            "elements of C at once (a race)",
+                        "prange over the rows i of C only; never over the reduction index p.")
+    threads = backend.get_threads()
+    note = ""
+    if threads >= 2:
+        N = PARALLEL_SPEED_N
+        A, B = _matrices(np.random.default_rng(7), N, N, N, np.float32)
+        best, noisy = 0.0, False
+        for _ in range(max(1, int(retries))):
+            with one_blas_thread():
+                cmp = timing.compare(repeat=5, warmup=1, course_serial=lambda: matmul.matmul_ikj(A, B),
+                                     yours=lambda: student(A, B))
+            best = max(best, cmp.timings["course_serial"].min / cmp.timings["yours"].min)
+            noisy = not cmp.noise.ok
+            if best >= min_speedup:
+                break
+        else:
+            if not noisy:
+                raise _fail(ex, f"your prange loop is the outer one and race-free, but on {threads} threads your "
+                                f"function is only {best:.2f}x as fast as the course's serial ikj loop "
+                                f"(matmul.matmul_ikj) measured alongside; at least {min_speedup:g}x is needed",
+                            "inside the prange loop use the ikj order (contiguous innermost loop over j); "
+                            "no allocation inside the loop.", where=f"the speed test (n={N}, float32)")
+            note = " (speed not confirmed: the machine was too busy to measure)"
+    print(line + note)
+    where = f" (line {lp['line']}, over {lp['var']})" if lp else ""
+    print(f"  numba parallel=True, {info['prange_loops']} prange loop(s) turned into parallel loops; "
+          f"the prange is the outer loop{where} and writes only its own rows")
     return line

@@ -1,11 +1,18 @@
-"""Figures for chapter 10 (MGRIT): the two-level cycle, convergence histories, the work/span model."""
+"""Figures for chapter 10 (MGRIT): the two-level cycle, convergence histories, the work/span model,
+speedup vs sequence length, and the time axis that data parallelism leaves alone. Legends sit
+outside the data (right of the axes) so nothing is hidden under them."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import new_axes
 
-__all__ = ["draw_two_level_cycle", "plot_histories", "plot_speedup_model", "plot_coarse_blowup"]
+__all__ = ["draw_two_level_cycle", "plot_histories", "plot_speedup_model", "plot_coarse_blowup",
+           "plot_speedup_vs_length", "plot_time_axis"]
+
+
+def _legend_outside(ax, fontsize=7):
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def draw_two_level_cycle(nt: int = 16, m: int = 4, ax=None):
@@ -60,22 +67,64 @@ def plot_histories(histories: dict, ax=None, title: str = "", label_fmt: str = "
     return ax
 
 
-def plot_speedup_model(Ps, curves: dict, *, seed_speedup: float | None = None, measured: dict | None = None,
-                       ax=None, title: str = "MGRIT work/span model (a model, not a measurement)"):
-    """Modelled speedup vs processors (log-log), the seed's reported speedup as a line, measured points."""
-    ax = new_axes(ax, figsize=(6.5, 4.0))
+def plot_speedup_model(Ps, curves: dict, *, seed_speedup: float | None = None, seed_label: str = "seed",
+                       measured: dict | None = None, ax=None,
+                       title: str = "MGRIT work/span model (a model, not a measurement)"):
+    """Modelled speedup vs processors (log-log: both span decades), the seed's number as a dashed
+    line labelled ``seed_label``, measured points as stars. Legend right of the axes."""
+    ax = new_axes(ax, figsize=(8.0, 4.0))
     for label, sp in curves.items():
         ax.loglog(Ps, sp, "-", label=f"model: {label}")
     ax.loglog(Ps, Ps, ":", color="grey", label="ideal (P)")
     if seed_speedup is not None:
-        ax.axhline(seed_speedup, color="tab:red", ls="--", label=f"seed: up to {seed_speedup}x (Moon & Cyr)")
+        ax.axhline(seed_speedup, color="tab:red", ls="--", label=seed_label)
     for label, (P, s) in (measured or {}).items():
         ax.loglog([P], [s], "k*", ms=12, label=f"measured here: {label}")
     ax.set_xlabel("processors P")
     ax.set_ylabel("speedup over the serial forward")
-    ax.set_ylim(0.05, max(Ps) * 1.5)
+    lo = min([0.5] + [float(np.min(v)) for v in curves.values()] + [s for _, s in (measured or {}).values()])
+    ax.set_ylim(lo / 1.5, max(Ps) * 1.5)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    _legend_outside(ax)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_speedup_vs_length(Ts, curves: dict, *, measured: dict | None = None, seed_speedup: float | None = None,
+                           seed_label: str = "seed", ax=None,
+                           title: str = "speedup of MGRIT over the serial march vs sequence length"):
+    """Speedup vs sequence length T (log-log): model ``curves`` ({label: speedups at Ts}), measured
+    points ({label: (Ts, speedups)}), the seed's number as a dashed line; 1 = break-even."""
+    ax = new_axes(ax, figsize=(8.0, 4.0))
+    for label, sp in curves.items():
+        ax.loglog(Ts, sp, "-", label=f"model: {label}")
+    for label, (ts, sp) in (measured or {}).items():
+        ax.loglog(ts, sp, "k*-", ms=10, lw=0.8, label=f"measured here: {label}")
+    ax.axhline(1.0, color="grey", ls=":", lw=1, label="break-even (1)")
+    if seed_speedup is not None:
+        ax.axhline(seed_speedup, color="tab:red", ls="--", label=seed_label)
+    vals = [float(np.min(v)) for v in curves.values()] + [float(np.min(s)) for _, s in (measured or {}).values()]
+    tops = [float(np.max(v)) for v in curves.values()] + [float(np.max(s)) for _, s in (measured or {}).values()]
+    ax.set_ylim(min(vals + [1.0]) / 1.5, max(tops + [seed_speedup or 1.0]) * 1.5)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length T (time steps)")
+    ax.set_ylabel("speedup (serial time / parallel time)")
+    ax.grid(True, which="both", alpha=0.3)
+    _legend_outside(ax)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_time_axis(Ts, series: dict, ax=None, title: str = "serial GRU forward: time vs sequence length"):
+    """Measured seconds vs T for each ``series`` ({label: seconds}), log-log (T spans a decade)."""
+    ax = new_axes(ax, figsize=(8.0, 3.5))
+    for label, secs in series.items():
+        ax.loglog(Ts, secs, "o-", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length T (time steps)")
+    ax.set_ylabel("seconds")
+    ax.grid(True, which="both", alpha=0.3)
+    _legend_outside(ax)
     ax.set_title(title, fontsize=10)
     return ax
 

@@ -7,9 +7,17 @@ import numpy as np
 
 from . import new_axes
 
-__all__ = ["draw_scan_tree", "draw_scan_trees", "phase_split_bars", "render_sweep", "SEED_PHASES"]
+__all__ = ["draw_scan_tree", "draw_scan_trees", "phase_split_bars", "render_sweep", "seed_phases",
+           "time_vs_H", "crossover_map", "accuracy_curves", "METHOD_COLORS"]
 
-SEED_PHASES = {"reduce": 0.358, "scan": 0.004, "expand": 0.638}  # seed 001, K80, T = 524288, H = 128
+METHOD_COLORS = {"sequential": "tab:gray", "channels": "tab:blue", "chunked": "tab:orange"}
+
+
+def seed_phases() -> dict:
+    """Seed 001's reduce / scan / expand split (fractions), read from the claims registry."""
+    from ..claims import claim  # noqa: PLC0415
+
+    return {p: claim(f"001.phases.{p}").value / 100 for p in ("reduce", "scan", "expand")}
 
 
 def _tree_edges(method: str, T: int):
@@ -103,7 +111,7 @@ def draw_scan_trees(T: int = 8):
 
 def phase_split_bars(splits: dict, ax=None):
     """Stacked horizontal bars of reduce / scan / expand fractions. ``splits`` maps a label to a
-    dict with ``reduce``, ``scan``, ``expand`` fractions (the seed's split is :data:`SEED_PHASES`)."""
+    dict with ``reduce``, ``scan``, ``expand`` fractions (the seed's split: :func:`seed_phases`)."""
     ax = new_axes(ax, figsize=(7, 0.6 + 0.5 * len(splits)))
     colors = {"reduce": "tab:blue", "scan": "tab:orange", "expand": "tab:green"}
     for row, (label, fr) in enumerate(splits.items()):
@@ -124,13 +132,91 @@ def phase_split_bars(splits: dict, ax=None):
 
 
 def render_sweep(data: dict, ax) -> str:
-    """Widget renderer for :func:`course_lib.algorithms.scan.scan_sweep`: bars of GB/s, method vs sequential."""
+    """Widget renderer for :func:`course_lib.experiments.scan.scan_sweep`: bars of GB/s, method vs sequential."""
     names = ["sequential", data["method"]]
     vals = [data["sequential_gbs"], data["gbs"]]
     ax.bar(names, vals, color=["tab:gray", "tab:blue"])
     ax.set_ylabel("GB/s (12 bytes per element)")
     ax.set_title(f"T={data['T']}, H={data['H']}")
     extra = f", chunks={data['chunks']}" if data.get("chunks") else ""
-    return (f"{data['method']}: {1e3 * data['seconds']:.2f} ms ({data['gbs']:.1f} GB/s), sequential "
+    ax.set_ylim(0, 1.15 * max(vals))
+    text = (f"{data['method']}: {1e3 * data['seconds']:.2f} ms ({data['gbs']:.1f} GB/s), sequential "
             f"{1e3 * data['sequential_seconds']:.2f} ms -> speedup {data['speedup']:.2f}x{extra}; "
             f"max rel. error {data['max_rel_error']:.1e}")
+    noise = data.get("noise")
+    if noise is not None and not noise.ok:
+        text += "\n" + noise.warning()
+    return text
+
+
+def time_vs_H(data: dict, T: int, ax=None):
+    """Time per element against H at one T for the three methods of
+    :func:`course_lib.experiments.scan.crossover`; the H where the winner changes is marked."""
+    ax = new_axes(ax, figsize=(6.0, 3.6))
+    Hs = [H for H in data["Hs"] if (T, H) in data["cells"]]
+    if not Hs:
+        raise ValueError(f"T: no measured cells at T = {T}; measured T: {sorted({k[0] for k in data['cells']})}")
+    for m, color in METHOD_COLORS.items():
+        ns = [1e9 * data["cells"][(T, H)]["seconds"][m] / (T * H) for H in Hs]
+        ax.plot(Hs, ns, "o-", color=color, label=m if m != "chunked" else "chunked (over time)")
+    winners = [data["cells"][(T, H)]["winner"] for H in Hs]
+    for i in range(1, len(Hs)):
+        if winners[i] != winners[i - 1]:
+            x = (Hs[i - 1] * Hs[i]) ** 0.5
+            ax.axvline(x, color="black", ls=":", lw=1)
+            ax.annotate(f"{winners[i - 1]} -> {winners[i]}", (x, 0.98), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize=7)
+    ax.set_xscale("log", base=2)  # H spans decades: equal steps per doubling
+    ax.set_yscale("log")
+    ax.set_xlabel("H (channels)")
+    ax.set_ylabel("ns per element")
+    ax.set_title(f"T = {T}: who wins, by H", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def crossover_map(data: dict, ax=None):
+    """The crossover map of :func:`course_lib.experiments.scan.crossover`: one cell per measured (T, H),
+    coloured by the winner, labelled with its speed-up over the sequential loop."""
+    ax = new_axes(ax, figsize=(6.5, 0.8 + 0.45 * len(data["Hs"])))
+    Ts, Hs = data["Ts"], data["Hs"]
+    letters = {"sequential": "S", "channels": "C", "chunked": "T"}
+    import matplotlib.patches as mpatches  # noqa: PLC0415
+
+    for i, H in enumerate(Hs):
+        for j, T in enumerate(Ts):
+            cell = data["cells"].get((T, H))
+            if cell is None:
+                ax.add_patch(mpatches.Rectangle((j - 0.5, i - 0.5), 1, 1, color="white", ec="lightgray"))
+                continue
+            w = cell["winner"]
+            ax.add_patch(mpatches.Rectangle((j - 0.5, i - 0.5), 1, 1, color=METHOD_COLORS[w], alpha=0.6))
+            ax.text(j, i, f"{letters[w]} {cell['speedup'][w]:.1f}", ha="center", va="center", fontsize=6)
+    ax.set_xlim(-0.5, len(Ts) - 0.5)
+    ax.set_ylim(-0.5, len(Hs) - 0.5)
+    ax.set_xticks(range(len(Ts)))
+    ax.set_xticklabels([f"2^{int(np.log2(T))}" if T & (T - 1) == 0 else str(T) for T in Ts], fontsize=7)
+    ax.set_yticks(range(len(Hs)))
+    ax.set_yticklabels([str(H) for H in Hs], fontsize=7)
+    ax.set_xlabel("T (time steps)")
+    ax.set_ylabel("H (channels)")
+    ax.set_title("fastest: S sequential, C over channels, T over time (x the sequential loop)", fontsize=8)
+    handles = [mpatches.Patch(color=c, alpha=0.6, label=m) for m, c in METHOD_COLORS.items()]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def accuracy_curves(results: dict, ax=None):
+    """Held-out accuracy per epoch of :func:`course_lib.experiments.scan.remember_first`'s runs; a
+    run that reached 100% ends with a filled marker."""
+    ax = new_axes(ax, figsize=(6.0, 3.2))
+    for layer, res in results.items():
+        ep, acc = res.history["epoch"], res.history["val_accuracy"]
+        line, = ax.plot(ep, acc, "-", label=f"{layer} ({'100%' if res.info['converged'] else 'not 100%'})")
+        ax.plot(ep[-1:], acc[-1:], "o", color=line.get_color(),
+                fillstyle="full" if res.info["converged"] else "none")
+    ax.set_ylim(0.4, 1.02)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("held-out accuracy")
+    ax.legend(fontsize=8, loc="lower right")
+    return ax

@@ -1,0 +1,245 @@
+"""Measuring and sweeping MGRIT (experiments layer; chapter 10).
+
+Everything here either sweeps the solver (plain data for tables, plots and widgets) or times it
+with :func:`course_lib.core.timing.compare` / :func:`~course_lib.core.timing.measure`; the solver
+itself (:mod:`course_lib.algorithms.mgrit`), the GRU (:mod:`course_lib.models.gru`) and the MPI
+version (:mod:`course_lib.parallel.mgrit_mpi`) never time anything.
+
+``convergence_histories(...)`` / ``convergence_table(...)``  -- MGRIT on Dahlquist's problem, for tables/widgets
+``speedup_model(nt, Ps, ...)``        -- the work/span model's speedup for each processor count
+``counted_work(nt, ...)``             -- time steps MGRIT really takes (counted), per serial step
+``preprocessing_model(nt, P, c, ...)`` -- the span model with a per-frame cost ``c`` that is parallel over time
+``time_axis(Ts, B, P, ...)``          -- data parallelism vs the time axis: serial GRU time vs T, whole batch vs B/P
+``forward_speed(params, X, ...)``     -- serial vs MGRIT (1 thread, threads) in one process, interleaved
+``speedup_vs_length(Ts, ...)``        -- serial vs MGRIT over MPI ranks for each sequence length, with the model
+``train_compare(runs, data, seeds)``  -- train classic / implicit / MGRIT-implicit GRUs, test accuracy per seed
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..algorithms import mgrit
+from ..core import timing
+from ..core.backend import mpi_available
+from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..models import gru
+
+__all__ = [
+    "convergence_histories",
+    "convergence_table",
+    "speedup_model",
+    "counted_work",
+    "preprocessing_model",
+    "preprocessing_needed",
+    "time_axis",
+    "forward_speed",
+    "speedup_vs_length",
+    "train_compare",
+]
+
+
+# --------------------------------------------------------------------------- convergence sweeps
+def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: int = 2, relax: str = "FCF",
+                          nt: int = 256, lam_dt: float = -1.0, max_iter: int = 10, cycle: str = "V",
+                          tol: float = 1e-12) -> dict:
+    """Residual histories of MGRIT on Dahlquist (``lam * dt = lam_dt``, backward Euler) for each m:
+    ``{"ms": [...], "histories": {m: [...]}, "factors": {m: rho}}`` (plain data for plots/widgets)."""
+    check_choice(problem, "problem", ("dahlquist",))
+    lam_dt = check_float(lam_dt, "lam_dt", high=0.0)
+    out = {"ms": list(ms), "histories": {}, "factors": {}, "levels": levels, "relax": relax, "nt": nt,
+           "lam_dt": lam_dt}
+    for m in ms:
+        solver = mgrit.MGRIT(mgrit.dahlquist_step(lam_dt, 1.0, m), m=m, levels=levels, relax=relax,
+                             max_iter=max_iter, tol=tol, cycle=cycle)
+        _, hist = solver.solve(np.ones(1), nt)
+        out["histories"][m] = hist
+        out["factors"][m] = mgrit.convergence_factor(hist)
+    return out
+
+
+def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, nt: int = 256, levels: int = 2,
+                      relax: str = "F", max_iter: int = 6) -> dict:
+    """Convergence factors on Dahlquist for each (m, lam*dt): ``{"ms", "lam_dts", "rho": (len(ms), len(lam_dts))}``."""
+    rho = np.zeros((len(ms), len(lam_dts)))
+    for a, m in enumerate(ms):
+        for b, ld in enumerate(lam_dts):
+            solver = mgrit.MGRIT(mgrit.dahlquist_step(ld, 1.0, m), m=m, levels=levels, relax=relax,
+                                 max_iter=max_iter, tol=0.0)
+            _, hist = solver.solve(np.ones(1), nt)
+            rho[a, b] = mgrit.convergence_factor(hist)
+    return {"ms": list(ms), "lam_dts": list(lam_dts), "rho": rho}
+
+
+# --------------------------------------------------------------------------- models and counts
+def speedup_model(nt: int, Ps, *, m: int = 4, levels: int = 2, iters: int = 2, relax: str = "FCF",
+                  latency: float = 1.0) -> np.ndarray:
+    """``span_model(...)["speedup"]`` for each P in ``Ps`` (array)."""
+    return np.array([mgrit.span_model(nt, m=m, levels=levels, iters=iters, P=int(P), relax=relax,
+                                      latency=latency)["speedup"] for P in Ps])
+
+
+def counted_work(nt: int, *, m: int = 4, levels: int = 2, relax: str = "FCF", iters: int = 2) -> float:
+    """Time steps MGRIT takes for ``iters`` iterations, per serial step (``steps_taken / nt``).
+    The count does not depend on the problem, so it is taken on a scalar Dahlquist problem."""
+    iters = check_positive_int(iters, "iters")
+    s = mgrit.MGRIT(mgrit.dahlquist_step(-1.0, 1.0, m), m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
+    s.solve(np.ones(1), nt)
+    return s.steps_taken / nt
+
+
+def preprocessing_model(nt: int, P: int, c: float, *, m: int = 4, levels: int = 3, iters: int = 2,
+                        relax: str = "FCF", latency: float = 1.0) -> float:
+    """Modelled speedup when every time step also needs a per-frame cost ``c`` (in GRU-step units)
+    that is computed once and is parallel over time (the seed's ResNet features): serial
+    ``nt * (1 + c)``, parallel ``nt * c / P + span``. A model, not a measurement."""
+    c = check_float(c, "c", low=0.0)
+    span = mgrit.span_model(nt, m=m, levels=levels, iters=iters, P=P, relax=relax, latency=latency)["span"]
+    return nt * (1.0 + c) / (nt * c / P + span)
+
+
+def preprocessing_needed(target: float, nt: int, P: int, **model) -> float:
+    """The per-frame cost ``c`` (GRU-step units) at which :func:`preprocessing_model` reaches
+    ``target``; ``inf`` when even an infinite ``c`` (speedup -> P) does not."""
+    target = check_float(target, "target", low=0.0, low_inclusive=False)
+    if target >= P:
+        return math.inf
+    span = mgrit.span_model(nt, P=P, **model)["span"]
+    # nt (1 + c) = target (nt c / P + span)  ->  c (nt - target nt / P) = target span - nt
+    return max(0.0, (target * span - nt) / (nt * (1.0 - target / P)))
+
+
+# --------------------------------------------------------------------------- measurements
+def _one_blas_thread():
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: int = 3) -> dict:
+    """Data parallelism vs the time axis: the serial GRU forward over the whole batch ``B`` and over
+    ``B // P`` sequences (one of ``P`` data-parallel workers' share), for each length in ``Ts``.
+
+    Returns ``{"Ts", "full": [s], "share": [s], "slope_full", "slope_share", "noise"}`` (median
+    seconds, log-log slopes vs T, the merged noise of the runs). One BLAS thread."""
+    Ts = [check_positive_int(T, "Ts") for T in Ts]
+    P = check_int(P, "P", low=2)
+    B = check_int(B, "B", low=P)
+    p = gru.init_params(nx, H, seed=0)
+    full, share, noise = [], [], timing.Noise()
+    with _one_blas_thread():
+        for T in Ts:
+            X = np.random.default_rng(T).standard_normal((T, B, nx)).astype(np.float32)
+            c = timing.compare(full=lambda: gru.gru_forward(p, X, implicit=True),
+                               share=lambda: gru.gru_forward(p, X[:, : B // P], implicit=True), repeat=repeat)
+            full.append(c.timings["full"].median)
+            share.append(c.timings["share"].median)
+            noise = noise | c.noise
+    return {"Ts": Ts, "B": B, "P": P, "full": full, "share": share,
+            "slope_full": timing.loglog_slope(Ts, full), "slope_share": timing.loglog_slope(Ts, share),
+            "noise": noise}
+
+
+def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts):
+    """Serial vs MGRIT forward (1 thread and ``threads`` threads) in this process, interleaved, one
+    BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``serial``)."""
+    threads = check_positive_int(threads, "threads")
+    opts = dict(mgrit_opts, method="mgrit")
+    implicit = opts.pop("implicit", True)
+    with _one_blas_thread():
+        return timing.compare(serial=lambda: gru.gru_forward(params, X, implicit=implicit),
+                              mgrit_1thread=lambda: gru.gru_forward(params, X, implicit=implicit, **opts),
+                              mgrit_threads=lambda: gru.gru_forward(params, X, implicit=implicit, threads=threads,
+                                                                    **opts),
+                              repeat=repeat)
+
+
+def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int = 8, m: int = 4, levels: int = 3,
+                      relax: str = "FCF", iters: int = 2, repeat: int = 3, timeout: float = 120.0) -> dict:
+    """Serial implicit-GRU forward vs MGRIT over ``ranks`` MPI ranks (``iters`` iterations: the
+    inexact budget), for each sequence length in ``Ts``.
+
+    The serial march is timed here (one BLAS thread) with :func:`core.timing.measure`; the MPI solve
+    inside the job on rank 0's clock (start-up excluded; ``mgrit_mpi.solve(repeat=...)``). Returns
+    ``{"Ts", "serial": [s], "parallel": [s], "speedup": [x], "model": [x at P=ranks],
+    "work": steps per serial step, "noise": Noise, "method": "mpi" | "threads"}``. Without MPI the
+    parallel column is MGRIT with ``ranks`` threads in this process (and ``method`` says so)."""
+    Ts = [check_positive_int(T, "Ts") for T in Ts]
+    ranks = check_int(ranks, "ranks", low=1)
+    ok, _ = mpi_available()
+    method = "mpi" if ok else "threads"
+    opts = dict(m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
+    out = {"Ts": Ts, "ranks": ranks, "serial": [], "parallel": [], "speedup": [], "model": [], "method": method,
+           "work": counted_work(Ts[0], m=m, levels=levels, relax=relax, iters=iters), "opts": opts}
+    noise = timing.Noise()
+    p = gru.init_params(nx, H, seed=0, dtype=np.float64)
+    for T in Ts:
+        X = np.random.default_rng(T).standard_normal((T, B, nx))
+        h0 = np.zeros((B, H))
+        with _one_blas_thread():
+            ts = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True), repeat=repeat, number=1)
+        noise = noise | ts.noise
+        if method == "mpi":
+            from ..parallel import mgrit_mpi  # noqa: PLC0415
+
+            _, _, info = mgrit_mpi.solve({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True},
+                                         T, ranks=ranks, repeat=repeat, timeout=timeout, **opts)
+            times = info["solve_times"]
+            n = timing.Noise(spread=_spread(times), others=info["others"])
+            n.add(len(times) >= 3 and n.spread > timing.SPREAD_LIMIT, f"MPI repeats spread by {n.spread:.0%}")
+            # rank 0 sees the other ranks as "other processes": only what is beyond them counts
+            excess = None if info["others"] is None else info["others"] - (ranks - 1)
+            if excess is not None:
+                n.add(excess > timing.OTHERS_LIMIT, f"other processes kept {excess:.1f} core(s) busy beside the MPI ranks")
+            tp = float(np.median(times))
+        else:
+            with _one_blas_thread():
+                t = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True, method="mgrit", threads=ranks,
+                                                           **opts), repeat=repeat, number=1)
+            n, tp = t.noise, t.median
+        noise = noise | n
+        out["serial"].append(ts.median)
+        out["parallel"].append(tp)
+        out["speedup"].append(ts.median / tp)
+        out["model"].append(mgrit.span_model(T, m=m, levels=levels, iters=iters, P=ranks, relax=relax)["speedup"])
+    out["noise"] = noise
+    return out
+
+
+def _spread(times) -> float:
+    times = sorted(times)
+    if len(times) < 2 or times[len(times) // 2] <= 0:
+        return 0.0
+    med = float(np.median(times))
+    if len(times) >= 4:
+        q1, q3 = np.percentile(times, [25, 75])
+        return float((q3 - q1) / med)
+    return float((times[-1] - times[0]) / med)
+
+
+# --------------------------------------------------------------------------- training
+def train_compare(runs: dict, data, *, seeds=(0, 1, 2), nh: int = 16, epochs: int = 5, batch: int = 32,
+                  lr: float = 2e-2, clip: float | None = 1.0, progress=None) -> dict:
+    """Train one GRU classifier per run and seed, evaluate on the test set with the *serial* forward
+    of the run's cell (classic or implicit). ``runs`` maps a name to ``train_classifier`` keywords
+    (``implicit``, ``method``, MGRIT options); ``data = (Xtr, ytr, Xte, yte)``.
+
+    Returns ``{name: {"acc": [per seed], "loss": [final-epoch mean loss per seed], "seconds": [...]}}``."""
+    Xtr, ytr, Xte, yte = data
+    n_classes = int(max(ytr.max(), yte.max())) + 1
+    out = {}
+    for name, kw in runs.items():
+        res = {"acc": [], "loss": [], "seconds": []}
+        for seed in seeds:
+            p0 = gru.init_classifier(Xtr.shape[2], nh, n_classes, seed=seed, dtype=Xtr.dtype)
+            prog = None if progress is None else (lambda it, name=name, seed=seed: progress(it, f"{name}, seed {seed}"))
+            r = gru.train_classifier(p0, Xtr, ytr, epochs=epochs, batch=batch, lr=lr, clip=clip, seed=seed, progress=prog,
+                                     **kw)
+            pred = gru.classifier_predict(r.params, Xte, implicit=kw.get("implicit", False))
+            res["acc"].append(float(np.mean(pred == yte)))
+            last = [lo for lo, e in zip(r.history["loss"], r.history["epoch"]) if e == epochs - 1]
+            res["loss"].append(float(np.mean(last)))
+            res["seconds"].append(r.seconds)
+        out[name] = res
+    return out

@@ -1,0 +1,322 @@
+"""Measuring helpers for chapter 08 (linear recurrences and the scan) and ``benchmarks/scan.py``.
+
+Everything is timed with :func:`course_lib.core.timing.compare` / :func:`~course_lib.core.timing.measure`
+(interleaved, one process), and every function returns plain data (dicts, lists, the ``noise`` of the
+run) -- the notebook prints, plots and draws verdicts from it. Sizes come from the caller, so nothing
+here depends on ``COURSE_BUDGET``. Bytes: the recurrence reads ``a`` and ``x`` and writes ``h``,
+``3 * itemsize`` bytes per element (12 for float32).
+
+``methods_vs_T``       sequential / chunked (over time) / channels at one H over a list of T
+``thread_scaling``     chunked on 1..p numba threads against the sequential loop
+``crossover``          which of sequential / over channels / over time wins, for T x H
+``lanes_vs_scalar``    the same chunked kernel with and without SIMD lanes over time, one thread
+``lane_instructions``  packed vs scalar float instructions in the lane kernel and the serial loop
+``chunked_phases``     reduce / scan-of-carries / expand of the CPU scan, timed one by one
+``cuda_phases``        the same for the three CUDA kernels (simulator without a GPU)
+``scan_sweep``         one (T, H, method) point against the serial loop: the slider panel's data
+``layer_speedup``      a whole GILR-LSTM / SRU / QRNN layer, forward + backward, scan method vs method
+``remember_first``     seed 001's table: time and epochs to 100% for the LSTM and the scan-based layer
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..algorithms import scan
+from ..core import backend, timing
+from ..core.validate import check_choice, check_int, check_positive_int
+from ..models import linear_rnn
+
+__all__ = [
+    "methods_vs_T",
+    "thread_scaling",
+    "crossover",
+    "lanes_vs_scalar",
+    "lane_instructions",
+    "chunked_phases",
+    "cuda_phases",
+    "scan_sweep",
+    "layer_speedup",
+    "remember_first",
+    "PHASES",
+]
+
+PHASES = ("reduce", "scan", "expand")
+_SCANS_PER_PASS = {"gilr_lstm": 2, "sru": 1, "qrnn": 1}
+
+
+def _on_threads(n: int, fn):
+    """``fn`` run with ``n`` numba threads (cheap to switch, so it may sit inside a timed call)."""
+    def run():
+        old = numba.get_num_threads()
+        numba.set_num_threads(n)
+        try:
+            return fn()
+        finally:
+            numba.set_num_threads(old)
+    return run
+
+
+def _methods(a, x, h0, out, methods):
+    calls = {}
+    for m in methods:
+        if m == "sequential":
+            calls[m] = lambda: scan.linear_recurrence(a, x, h0, out=out)
+        elif m in ("chunked", "channels"):
+            calls[m] = lambda m=m: scan.linear_recurrence(a, x, h0, method=m, out=out)
+        else:
+            calls[m] = lambda m=m: scan.linear_recurrence(a, x, h0, method=m)
+    return calls
+
+
+# --------------------------------------------------------------------------- sweeps
+def methods_vs_T(sizes, H: int = 128, *, methods=("sequential", "chunked", "channels"), repeat: int = 3,
+                 seed: int = 0) -> dict:
+    """Each method against the sequential loop at every T in ``sizes``, H channels, float32, results
+    written into one preallocated array (a fresh result array costs page faults that threads cannot
+    share). Returns ``{"H", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
+    "speedup": {method: x sequential}}], "noise"}``."""
+    H = check_positive_int(H, "H")
+    sizes = [check_positive_int(T, "sizes[i]") for T in sizes]
+    for m in methods:
+        check_choice(m, "methods[i]", scan.METHODS[:-1])
+    a_all, x_all, h0 = scan.random_problem(max(sizes), H, seed=seed)
+    out_all = np.empty_like(a_all)
+    rows, noise = [], timing.Noise()
+    for T in sizes:
+        a, x, out = a_all[:T], x_all[:T], out_all[:T]
+        cmp = timing.compare(repeat=repeat, **_methods(a, x, h0, out, ("sequential",) + tuple(m for m in methods if m != "sequential")))
+        noise = noise | cmp.noise
+        secs = {k: t.median for k, t in cmp.timings.items()}
+        nbytes = 3 * a.nbytes
+        rows.append({"T": T, "seconds": secs, "gbs": {k: nbytes / v / 1e9 for k, v in secs.items()},
+                     "speedup": {k: cmp.speedup(k) for k in secs}})
+    return {"H": H, "rows": rows, "noise": noise}
+
+
+def thread_scaling(T: int, H: int = 128, *, repeat: int = 3, seed: int = 0) -> dict:
+    """``method="chunked"`` on 1, 2, ... numba threads and the sequential loop, interleaved in one
+    run. Returns ``{"T", "H", "rows": [{"threads", "seconds", "speedup", "gbs"}], "sequential_seconds",
+    "sequential_gbs", "noise"}`` (speed-ups over the sequential loop)."""
+    T = check_positive_int(T, "T")
+    H = check_positive_int(H, "H")
+    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    out = np.empty_like(a)
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out)}
+    for n in range(1, p + 1):
+        fns[f"chunked_{n}"] = _on_threads(n, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out))
+    cmp = timing.compare(repeat=repeat, **fns)
+    nbytes = 3 * a.nbytes
+    rows = [{"threads": n, "seconds": cmp.timings[f"chunked_{n}"].median, "speedup": cmp.speedup(f"chunked_{n}"),
+             "gbs": nbytes / cmp.timings[f"chunked_{n}"].median / 1e9} for n in range(1, p + 1)]
+    seq = cmp.timings["sequential"].median
+    return {"T": T, "H": H, "rows": rows, "sequential_seconds": seq, "sequential_gbs": nbytes / seq / 1e9,
+            "noise": cmp.noise}
+
+
+def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int = 0) -> dict:
+    """The crossover map: at every ``(T, H)`` with ``T * H <= max_elements``, the sequential loop,
+    ``"channels"`` (parallel over channels) and ``"chunked"`` (parallel over time, SIMD lanes for few
+    channels) are timed interleaved. The winner is the fastest method, but the sequential loop keeps
+    the cell unless another method is at least 5% faster (on small problems ``"chunked"`` *is* the
+    sequential loop, and a coin toss should not paint the map). Returns ``{"Ts", "Hs", "cells":
+    {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name}}, "noise"}``."""
+    Ts = [check_positive_int(T, "Ts[i]") for T in Ts]
+    Hs = [check_positive_int(H, "Hs[i]") for H in Hs]
+    max_elements = check_positive_int(max_elements, "max_elements")
+    cells, noise = {}, timing.Noise()
+    for H in Hs:
+        for T in Ts:
+            if T * H > max_elements:
+                continue
+            a, x, h0 = scan.random_problem(T, H, seed=seed)
+            out = np.empty_like(a)
+            cmp = timing.compare(repeat=repeat, **_methods(a, x, h0, out, ("sequential", "channels", "chunked")))
+            noise = noise | cmp.noise
+            secs = {k: t.median for k, t in cmp.timings.items()}
+            best = min(secs, key=secs.get)
+            winner = best if cmp.speedup(best) >= 1.05 else "sequential"
+            cells[(T, H)] = {"seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs}, "winner": winner}
+    return {"Ts": Ts, "Hs": Hs, "cells": cells, "noise": noise}
+
+
+def lanes_vs_scalar(T: int, H: int = 1, *, repeat: int = 5, seed: int = 0) -> dict:
+    """One thread: the sequential loop, and ``"chunked"`` with 1 lane per channel (the channel loop)
+    and with :func:`~course_lib.algorithms.scan.choose_lanes` lanes (SIMD lanes over time).
+    Returns ``{"T", "H", "lanes", "seconds": {...}, "speedup": {...}, "noise"}``."""
+    T = check_positive_int(T, "T")
+    H = check_positive_int(H, "H")
+    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    out = np.empty_like(a)
+    K = scan.choose_lanes(H, a.dtype.itemsize)
+    L = scan.chunk_steps(H, a.dtype.itemsize)
+    fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out),
+           "scalar chunks": _on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=1,
+                                                                           chunk=L, out=out)),
+           f"{K} lanes": _on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=K,
+                                                                       chunk=L, out=out))}
+    cmp = timing.compare(repeat=repeat, **fns)
+    secs = {k: t.median for k, t in cmp.timings.items()}
+    return {"T": T, "H": H, "lanes": K, "seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs},
+            "noise": cmp.noise}
+
+
+def lane_instructions(dtype: str = "float32") -> dict:
+    """Packed (SIMD) vs scalar multiply/add instructions in the machine code of the lane kernel's
+    doubling pass (``scan._level``) and of the serial loop (``scan._sequential``), as chapter 04
+    counts them (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each).
+    Returns ``{"doubling pass": {...}, "serial loop": {...}}``."""
+    from numba import typeof  # noqa: PLC0415
+
+    from .matmul import simd_ops  # noqa: PLC0415
+
+    v = typeof(np.zeros(4, np.dtype(dtype)))
+    m = typeof(np.zeros((2, 2), np.dtype(dtype)))
+    i = typeof(1)
+    return {"doubling pass": simd_ops(scan._level, (v, v, v, v, i, i)),
+            "serial loop": simd_ops(scan._sequential, (m, m, v, m))}
+
+
+# --------------------------------------------------------------------------- phases
+def chunked_phases(a, x, h0=None, *, chunks: int = 8, repeat: int = 3) -> dict:
+    """Time the textbook chunked scan's phases one by one on one thread (best of ``repeat``, after a
+    warm-up): reduce, scan of the chunk carries, expand. Returns ``{"chunks", "<phase>_s",
+    "<phase>_frac", "noise"}`` (compare with the seed's GPU split)."""
+    repeat = check_positive_int(repeat, "repeat")
+    steps = scan.phase_steps(a, x, h0, chunks=chunks)
+    for p in PHASES:  # warm-up in order, so the carries exist before the first expand
+        steps[p]()
+    ts = {p: timing.measure(steps[p], repeat=repeat, warmup=0) for p in PHASES}
+    return _phase_dict(ts, {"chunks": steps["chunks"]})
+
+
+def cuda_phases(a, x, h0=None, *, block: int | None = None, chunk: int | None = None, repeat: int = 1) -> dict:
+    """Time the three CUDA kernels one by one (best of ``repeat`` after one warm-up launch each).
+    Returns ``{"mode": "gpu" | "simulator", "block", "chunk", "grid", "<phase>_s", "<phase>_frac",
+    "noise"}``; simulator time is Python threads on the CPU and says little about a GPU."""
+    from ..algorithms import scan_cuda  # noqa: PLC0415
+
+    repeat = check_positive_int(repeat, "repeat")
+    steps = scan_cuda.phase_steps(a, x, h0, block=block, chunk=chunk)
+    for p in PHASES:
+        steps[p]()
+    ts = {p: timing.measure(steps[p], repeat=repeat, warmup=0, number=1) for p in PHASES}
+    return _phase_dict(ts, {"mode": backend.cuda_mode(), "block": steps["block"], "chunk": steps["chunk"],
+                            "grid": steps["grid"]})
+
+
+def _phase_dict(ts: dict, extra: dict) -> dict:
+    best = {p: t.min for p, t in ts.items()}
+    total = sum(best.values())
+    noise = timing.Noise()
+    for t in ts.values():
+        noise = noise | t.noise
+    return {**extra, **{f"{p}_s": v for p, v in best.items()}, **{f"{p}_frac": v / total for p, v in best.items()},
+            "noise": noise}
+
+
+# --------------------------------------------------------------------------- slider data
+SWEEP_METHODS = ("sequential", "chunked", "channels", "blelloch", "hillis_steele")
+
+
+def scan_sweep(T: int = 4096, H: int = 128, method: str = "chunked", chunks: int = 0,
+               threads: int = 0, seed: int = 0, repeat: int = 3) -> dict:
+    """Time one method against the sequential loop at (T, H) float32, interleaved. ``chunks=0`` /
+    ``threads=0`` mean "automatic" / "all". Returns times, GB/s (12 bytes per element), the speed-up,
+    the max relative error against the sequential loop and the run's ``noise``."""
+    check_choice(method, "method", SWEEP_METHODS)
+    T = check_positive_int(T, "T", high=1 << 22)
+    H = check_positive_int(H, "H", high=4096)
+    chunks = check_int(chunks, "chunks", low=0, high=T)
+    threads = check_int(threads, "threads", low=0, high=int(numba.config.NUMBA_NUM_THREADS))
+    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    opts = {"chunks": chunks} if (method == "chunked" and chunks) else {}
+    fn = lambda: scan.linear_recurrence(a, x, h0, method=method, **opts)  # noqa: E731
+    if threads:
+        fn = _on_threads(threads, fn)
+    ref = lambda: scan.linear_recurrence(a, x, h0)  # noqa: E731
+    cmp = timing.compare(repeat=repeat, sequential=ref, method=fn)
+    h, r = fn(), ref()
+    err = float(np.max(np.abs(h - r)) / max(1.0, float(np.max(np.abs(r)))))
+    t_m, t_s = cmp.timings["method"].median, cmp.timings["sequential"].median
+    nbytes = 3 * a.nbytes
+    return {"T": T, "H": H, "method": method, "seconds": t_m, "sequential_seconds": t_s,
+            "speedup": t_s / t_m, "gbs": nbytes / t_m / 1e9, "sequential_gbs": nbytes / t_s / 1e9,
+            "max_rel_error": err, "noise": cmp.noise,
+            "chunks": (chunks or scan.choose_chunks(T, H)) if method == "chunked" else None}
+
+
+# --------------------------------------------------------------------------- seed 001's layer experiments
+def layer_speedup(layer: str = "sru", T: int = 1 << 16, B: int = 1, nx: int = 4, H: int = 4, *,
+                  methods=("sequential", "channels", "chunked"), dtype: str = "float32", repeat: int = 3,
+                  seed: int = 0) -> dict:
+    """Seed 001's end-to-end experiment: one whole layer, forward + backward, with each scan method,
+    interleaved; and the same layer's scans alone (forward scans + reverse scans, as the layer
+    calls them) to say how much of the layer the scan is.
+
+    Returns ``{"layer", "T", "B", "nx", "H", "layer_seconds": {method: s}, "layer_speedup": {method: x
+    first method}, "scan_seconds": {...}, "scan_speedup": {...}, "scan_share": share of the first
+    method's layer time spent in its scans, "amdahl": {method: layer speed-up predicted from the
+    share and that method's scan speed-up}, "cap": the layer speed-up with an infinitely fast scan,
+    "noise"}``."""
+    check_choice(layer, "layer", tuple(_SCANS_PER_PASS))
+    T = check_positive_int(T, "T")
+    B = check_positive_int(B, "B")
+    methods = tuple(check_choice(m, "methods[i]", scan.METHODS[:-1]) for m in methods)
+    rng = np.random.default_rng(seed)
+    params = linear_rnn.init_params(layer, nx, H, seed=seed, dtype=dtype)
+    X = rng.standard_normal((T, B, nx)).astype(dtype)
+    dHs = rng.standard_normal((T, B, H)).astype(dtype)
+
+    def step(m):
+        Hs, cache = linear_rnn.forward(params, X, method=m)
+        return linear_rnn.backward(params, cache, dHs, method=m)
+
+    ref_grads = step(methods[0])[0].fields()
+    for m in methods[1:]:  # every method computes the same layer
+        got = step(m)[0].fields()
+        for k, v in ref_grads.items():
+            if not np.allclose(got[k], v, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(v).max()))):
+                raise AssertionError(f"method {m!r}: gradient {k} differs from method {methods[0]!r}")
+    lay = timing.compare(repeat=repeat, **{m: (lambda m=m: step(m)) for m in methods})
+
+    a = rng.uniform(0.5, 1.0, (T, B, H)).astype(dtype)
+    u = rng.standard_normal((T, B, H)).astype(dtype)
+    hs = scan.linear_recurrence(a, u)
+    n = _SCANS_PER_PASS[layer]
+
+    def scans(m):
+        for _ in range(n):
+            scan.linear_recurrence(a, u, method=m)
+            scan.linear_recurrence_backward(a, hs, None, u, method=m)
+
+    sc = timing.compare(repeat=repeat, **{m: (lambda m=m: scans(m)) for m in methods})
+    base = methods[0]
+    share = min(1.0, sc.timings[base].median / lay.timings[base].median)
+    amdahl = {m: 1.0 / ((1 - share) + share / sc.speedup(m)) for m in methods}
+    return {"layer": layer, "T": T, "B": B, "nx": nx, "H": H, "dtype": dtype,
+            "layer_seconds": {m: lay.timings[m].median for m in methods},
+            "layer_speedup": {m: lay.speedup(m) for m in methods},
+            "scan_seconds": {m: sc.timings[m].median for m in methods},
+            "scan_speedup": {m: sc.speedup(m) for m in methods},
+            "scan_share": share, "amdahl": amdahl, "cap": 1.0 / max(1e-9, 1 - share),
+            "noise": lay.noise | sc.noise}
+
+
+def remember_first(T: int, *, layers=("lstm", "gilr_lstm"), method: str = "chunked", **train_kw) -> dict:
+    """Seed 001's table: each layer trained on the remember-the-first-element task at length T with
+    :func:`course_lib.models.linear_rnn.train_remember_first` (same settings, same data), and the
+    wall time and epochs until the held-out set was 100% right. ``method`` is the scan method of the
+    scan-based layers. Returns ``{"T", "rows": [{"layer", "converged", "epochs", "seconds",
+    "seconds_per_epoch", "final_accuracy"}], "results": {layer: TrainResult}}``."""
+    T = check_positive_int(T, "T")
+    rows, results = [], {}
+    for layer in layers:
+        check_choice(layer, "layers[i]", linear_rnn.LAYERS)
+        res = linear_rnn.train_remember_first(layer, T, method=method, **train_kw)
+        results[layer] = res
+        rows.append({"layer": layer, "converged": res.info["converged"], "epochs": res.info["epochs"],
+                     "seconds": res.seconds, "seconds_per_epoch": res.seconds / max(1, res.info["epochs"]),
+                     "final_accuracy": res.history["val_accuracy"][-1]})
+    return {"T": T, "rows": rows, "results": results}

@@ -1,0 +1,392 @@
+"""Checks for worksheet 12 (which parallelism when): predict the fastest method with the cost model,
+then measure the candidates on this machine and compare prediction, measurement and the model.
+
+Each exercise gives a problem description and its candidate methods. The student's function takes
+the description's numbers and a :class:`~course_lib.experiments.cost_model.Machine` and returns the
+*name* of the method the model predicts fastest. The check
+
+1. calls it on the stated problem on this machine and on three other problems / machines (a larger
+   or smaller batch, other sizes, 64 virtual cores, the seeds' Xeon Phi preset), whose model answers
+   differ, so a hard-coded answer fails;
+2. rejects a non-string or unknown method, a method that cannot apply to the problem (with the
+   model's reason), a method that is not one of the candidates, and a method that is not the model's
+   first choice (naming the model's choice and both predicted times);
+3. then (``measure=True``) runs the candidates on the stated problem with the course's own code,
+   timed with :func:`course_lib.core.timing.compare`, and keeps a report: predicted vs measured per
+   method, whether the measured fastest is the model's first choice, and if not why (computed:
+   the noise of the run, a near tie, what the run did that the model assumed otherwise -- iterations,
+   cores -- or the method the model mispredicts most). The report is printed by :func:`report`
+   (a separate cell, since measured numbers differ from run to run); the pass line is stable.
+
+The student is never failed for the machine's noise: the pass depends only on the prediction.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from ...core import backend, timing
+from ...experiments import cost_model as cm
+from .core import ExerciseFailed, passed
+
+__all__ = ["PROBLEMS", "Spec", "Measurement", "exercise_1", "exercise_2", "exercise_3", "model_choice",
+           "measure_candidates", "explain", "report"]
+
+THIS = "this machine"
+CORES64 = "this machine with 64 virtual cores"
+PHI = "the 61-core Xeon Phi of seed 000 (preset, assumed numbers)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One worksheet problem: how to build the model's Problem from the description's numbers, the
+    candidates, the stated problem and the other (problem, machine) cases the check also asks about."""
+
+    exercise: str
+    letter: str
+    what: str
+    candidates: tuple
+    make: Callable
+    primary: dict
+    variants: tuple  # ((kwargs, machine label), ...)
+
+    def problem(self, kwargs: dict) -> cm.Problem:
+        return self.make(**kwargs)
+
+
+PROBLEMS = {
+    "12.1": Spec("12.1", "a", "inference of a softmax RNN (chapter 07): `layers` layers of H units, H inputs and H "
+                              "outputs per step, B sequences of T steps",
+                 ("batched", "threads", "wavefront"),
+                 lambda B, T, H, layers: cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H),
+                 dict(B=256, T=32, H=64, layers=2),
+                 ((dict(B=2, T=32, H=64, layers=2), THIS),
+                  (dict(B=2, T=64, H=1024, layers=8), CORES64),
+                  (dict(B=256, T=32, H=64, layers=2), PHI))),
+    "12.2": Spec("12.2", "b", "a linear recurrence h_t = a_t h_{t-1} + x_t (chapter 08) with H channels over T steps",
+                 ("serial", "channels", "scan"),
+                 lambda T, H: cm.Problem("linear", "inference", B=1, T=T, H=H),
+                 dict(T=1 << 20, H=1),
+                 ((dict(T=1 << 20, H=64), THIS),
+                  (dict(T=1024, H=16384), PHI),
+                  (dict(T=1 << 20, H=64), CORES64))),
+    "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with H units on B sequences "
+                              "of T steps",
+                 ("batched", "mgrit", "deer", "quasi_deer"),
+                 lambda B, T, H: cm.Problem("gru", "training", B=B, T=T, H=H),
+                 dict(B=1, T=1024, H=32),
+                 ((dict(B=16, T=1024, H=32), THIS),
+                  (dict(B=1, T=1024, H=4), THIS),
+                  (dict(B=64, T=4096, H=256), PHI))),
+}
+
+_REPORTS: dict = {}
+
+
+# --------------------------------------------------------------------------- the model's answer
+def _machine(machine) -> cm.Machine:
+    if machine is None:
+        return cm.Machine.measure(quick=timing.budget() == "small")
+    if not isinstance(machine, cm.Machine):
+        raise TypeError(f"machine: expected a cost_model.Machine (or None: this machine, measured), "
+                        f"got {type(machine).__name__}")
+    return machine
+
+
+def _resolve(label: str, here: cm.Machine) -> cm.Machine:
+    return {THIS: here, CORES64: here.with_cores(64) if here.cores != 64 else here.with_cores(32),
+            PHI: cm.Machine.preset("xeon_phi")}[label]
+
+
+def model_choice(exercise: str, kwargs: dict | None = None, machine: cm.Machine | None = None):
+    """``(first choice, {candidate: predicted seconds})`` of the model for exercise ``exercise``'s problem
+    (the stated one unless ``kwargs``) on ``machine`` (default: this machine, measured)."""
+    spec = PROBLEMS[exercise]
+    machine = _machine(machine)
+    prob = spec.problem(spec.primary if kwargs is None else kwargs)
+    adv = cm.advise(prob, machine, methods=list(spec.candidates))
+    return adv[0].method, {a.method: a.seconds for a in adv}
+
+
+def _fmt(s: float) -> str:
+    return timing._fmt_seconds(s)
+
+
+def _args(kwargs: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+def _validate_answer(spec: Spec, got, prob: cm.Problem, mach: cm.Machine, where: str) -> str:
+    ex = f"Exercise {spec.exercise} failed on {where}"
+    cands = ", ".join(repr(c) for c in spec.candidates)
+    if isinstance(got, cm.Advice):
+        raise ExerciseFailed(f"{ex}:\n  your function returned an Advice object; return the method's name, a string\n"
+                             f"  Hint: advise(...) returns a ranked list of Advice; its first entry's .method is "
+                             f"the name")
+    if not isinstance(got, str):
+        raise ExerciseFailed(f"{ex}:\n  expected the method's name as a string (one of {cands}), got "
+                             f"{type(got).__name__} {got!r}\n  Hint: return a name such as 'batched', not a time, "
+                             f"a Cost or a list")
+    if got not in cm.METHODS:
+        raise ExerciseFailed(f"{ex}:\n  {got!r} is not a method of the cost model; this problem's candidates are "
+                             f"{cands} (all methods: cost_model.METHODS)\n  Hint: spelling -- the model's names "
+                             f"are lower case, e.g. 'quasi_deer', 'scan'")
+    why = cm.applicable(prob, mach)[got]
+    if why is not None:
+        raise ExerciseFailed(f"{ex}:\n  {got!r} cannot apply to this problem ({prob.describe()}): {why}\n"
+                             f"  Hint: choose among the candidates {cands}")
+    if got not in spec.candidates:
+        raise ExerciseFailed(f"{ex}:\n  {got!r} applies, but it is not one of this problem's candidates ({cands})\n"
+                             f"  Hint: rank only the candidates: advise(problem, machine, methods=[...])")
+    return got
+
+
+def _call(spec: Spec, fn, kwargs: dict, mach: cm.Machine, where: str):
+    try:
+        return fn(**kwargs, machine=mach)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ExerciseFailed(f"Exercise {spec.exercise} failed on {where}:\n  your function raised "
+                             f"{type(exc).__name__}: {exc}\n  Hint: it is called as "
+                             f"fn({_args(kwargs)}, machine=...)") from exc
+
+
+def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str, int]:
+    spec = PROBLEMS[exercise]
+    if not callable(fn):
+        raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(fn).__name__}")
+    here = _machine(machine)
+    cases = [(spec.primary, THIS)] + list(spec.variants)
+    first_answer = None
+    for i, (kwargs, label) in enumerate(cases):
+        mach = _resolve(label, here)
+        prob = spec.problem(kwargs)
+        where = (f"problem ({spec.letter}) as stated, {_args(kwargs)}, on {label}" if i == 0 else
+                 f"a second problem, case {i + 1}/{len(cases)} ({_args(kwargs)}) on {label}")
+        got = _validate_answer(spec, _call(spec, fn, kwargs, mach, where), prob, mach, where)
+        best, secs = model_choice(exercise, kwargs, mach)
+        if i == 0:
+            first_answer = got
+        if secs[got] <= secs[best] * (1 + 1e-9):
+            continue
+        msg = (f"Exercise {exercise} failed on {where}:\n  you predicted {got!r}, but the model's first choice is "
+               f"{best!r}: the model predicts {_fmt(secs[best])} for {best!r} and {_fmt(secs[got])} for {got!r} "
+               f"({secs[got] / secs[best]:.2g}x slower)")
+        if i > 0 and got == first_answer:
+            msg += (f"\n  your function returned {got!r} again, as for problem ({spec.letter}) as stated -- is the "
+                    f"answer hard-coded?\n  Hint: compute it from the arguments: build the Problem from them and "
+                    f"ask the model (advise or predict) on the machine you are given")
+        elif label != THIS and got == model_choice(exercise, kwargs, here)[0]:
+            msg += ("\n  Hint: your answer is the model's choice on this machine, not on the machine you were given: "
+                    "use the `machine` argument, not Machine.measure()")
+        else:
+            msg += (f"\n  Hint: build the Problem from the description ({spec.what}): kind, mode, B, T, H, layers, "
+                    f"ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
+                    f"cost_model.predict(method, problem, machine).seconds")
+        raise ExerciseFailed(msg)
+    return spec, here, first_answer, len(cases)
+
+
+# --------------------------------------------------------------------------- measuring the candidates
+@dataclasses.dataclass
+class Measurement:
+    """The candidates run on one problem: ``comparison`` (core.timing.compare), the options each run used
+    that the model's defaults may differ from (``observed``: P, iters), and the model's predictions."""
+
+    exercise: str
+    problem: cm.Problem
+    machine: cm.Machine
+    comparison: timing.Comparison
+    predicted: dict
+    observed: dict
+
+    @property
+    def medians(self) -> dict:
+        return {m: t.median for m, t in self.comparison.timings.items()}
+
+    @property
+    def fastest(self) -> str:
+        med = self.medians
+        return min(med, key=med.get)
+
+
+def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
+    """Zero-argument callables per candidate (the course's own code) and the options they use."""
+    if exercise == "12.1":
+        from ...models.softmax_rnn import init_params  # noqa: PLC0415
+        from ...parallel import inference  # noqa: PLC0415
+
+        B, T, H, L = kwargs["B"], kwargs["T"], kwargs["H"], kwargs["layers"]
+        params = init_params(H, H, H, layers=L, seed=0)
+        X = np.random.default_rng(1).standard_normal((T, B, H)).astype(np.float32)
+        run = {"batched": lambda: inference.predict(params, X, method="batched"),
+               "threads": lambda: inference.predict(params, X, method="threads", threads=P),
+               "wavefront": lambda: inference.predict(params, X, method="wavefront", threads=P)}
+        return run, {"threads": {"P": P}, "wavefront": {"P": P}}
+    if exercise == "12.2":
+        from ...algorithms import scan  # noqa: PLC0415
+
+        a, x, h0 = scan.random_problem(kwargs["T"], kwargs["H"], seed=0)
+        out = np.empty_like(x)
+        run = {"serial": lambda: scan.linear_recurrence(a, x, h0, out=out),
+               "channels": lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out),
+               "scan": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)}
+        return run, {"channels": {"P": P}, "scan": {"P": P}}
+    from ...models import gru  # noqa: PLC0415
+    from ...parallel import deer  # noqa: PLC0415
+
+    B, T, H = kwargs["B"], kwargs["T"], kwargs["H"]
+    p = gru.init_params(H, H, seed=0)
+    X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
+    dH = np.zeros((T, B, H), np.float32)
+    dH[-1] = 1.0
+    mg = dict(m=4, levels=2, relax="FCF", max_iter=30, tol=1e-5, threads=P)
+    its: dict = {}
+
+    def serial():
+        Hs = gru.gru_forward(p, X, implicit=True)
+        gru.gru_backward(p, X, Hs, dH, implicit=True)
+
+    def mgrit():
+        Hs, hf = gru.gru_forward(p, X, implicit=True, method="mgrit", return_history=True, **mg)
+        hb = gru.gru_backward(p, X, Hs, dH, implicit=True, method="mgrit", return_history=True, **mg)[-1]
+        its["mgrit"] = max(1, round((len(hf) + len(hb)) / 2))
+
+    def newton(method, name):
+        def run():
+            Hs, hist = deer.gru_forward(p, X, method=method, implicit=True, tol=1e-5, return_history=True)
+            deer.gru_gradient(p, X, dH, H=Hs, method=method, implicit=True)
+            its[name] = max(1, len(hist) - 1)
+        return run
+
+    run = {"batched": serial, "mgrit": mgrit, "deer": newton("newton", "deer"),
+           "quasi_deer": newton("quasi", "quasi_deer")}
+    # numpy's element-wise passes of DEER run on one core; MGRIT's levels on P threads
+    return run, {"mgrit": {"P": P, "iters": its}, "deer": {"P": 1, "iters": its}, "quasi_deer": {"P": 1, "iters": its}}
+
+
+def measure_candidates(exercise: str, machine: cm.Machine | None = None, *, repeat: int | None = None) -> Measurement:
+    """Run exercise ``exercise``'s candidates on its stated problem with ``core.timing.compare`` (interleaved,
+    one process) and predict each with the model on ``machine``."""
+    if exercise not in PROBLEMS:
+        raise ValueError(f"exercise: expected one of {sorted(PROBLEMS)}, got {exercise!r}")
+    spec = PROBLEMS[exercise]
+    machine = _machine(machine)
+    repeat = timing.scaled(5, 2) if repeat is None else repeat
+    P = backend.cpu_count()
+    run, opts = _runners(exercise, spec.primary, P)
+    cmp = timing.compare(repeat=repeat, **run)
+    observed = {}
+    for m, o in opts.items():
+        o = dict(o)
+        if isinstance(o.get("iters"), dict):
+            o["iters"] = o["iters"][m]
+        observed[m] = o
+    _, predicted = model_choice(exercise, None, machine)
+    return Measurement(exercise, spec.problem(spec.primary), machine, cmp, predicted, observed)
+
+
+def _assumed_vs_observed(meas: Measurement) -> list[str]:
+    out = []
+    for m, o in meas.observed.items():
+        if "iters" in o:
+            assumed = cm.MGRIT_ITERS if m == "mgrit" else cm.DEER_ITERS[m]
+            if o["iters"] != assumed:
+                out.append(f"{m} took {o['iters']} iterations (the model assumed {assumed})")
+        if "P" in o and o["P"] != meas.machine.cores:
+            out.append(f"{m} ran on {o['P']} core{'s' if o['P'] != 1 else ''} (the model assumed "
+                       f"{meas.machine.cores})")
+    return out
+
+
+def explain(meas: Measurement, choice: str) -> str:
+    """Whether the measured fastest is the model's first choice ``choice``, and if not why (computed)."""
+    med, fast = meas.medians, meas.fastest
+    if fast == choice:
+        rest = sorted((m for m in med if m != fast), key=med.get)
+        nxt = f" ({med[rest[0]] / med[fast]:.2g}x ahead of {rest[0]})" if rest else ""
+        line = f"The measurement agrees: the model's first choice, {choice}, was the fastest here{nxt}."
+        if not meas.comparison.noise.ok:
+            line += " (The run was noisy: " + "; ".join(meas.comparison.noise.reasons) + ".)"
+        return line
+    head = f"The measured fastest is {fast}, not the model's first choice {choice}: "
+    if not meas.comparison.noise.ok:
+        return head + "no conclusion -- the run was unreliable: " + "; ".join(meas.comparison.noise.reasons) + "."
+    close = med[choice] / med[fast]
+    if close < 1.1:
+        return head + (f"they ran within {close:.2f}x of each other, closer than the model (or one run) can tell "
+                       f"apart.")
+    diffs = _assumed_vs_observed(meas)
+    redo = {m: cm.predict(m, meas.problem, meas.machine, **meas.observed.get(m, {})).seconds for m in med}
+    if diffs and min(redo, key=redo.get) == fast:
+        return head + ("the run differed from the model's assumptions -- " + "; ".join(diffs)
+                       + f" -- and with what the run actually did the model picks {fast} too.")
+    err = {m: max(redo[m] / med[m], med[m] / redo[m]) for m in med}
+    worst = max(err, key=err.get)
+    part = cm.predict(worst, meas.problem, meas.machine, **meas.observed.get(worst, {})).bottleneck
+    why = (f"the model is off by {err[worst]:.1f}x for {worst} (predicted {_fmt(redo[worst])}, measured "
+           f"{_fmt(med[worst])}; its largest part in the model: {part}); the predicted ratio {choice}/{fast} is "
+           f"{redo[choice] / redo[fast]:.2f}, the measured {close:.2f}")
+    if diffs:
+        why += "; the run also differed from the model's assumptions: " + "; ".join(diffs)
+    return head + why + "."
+
+
+def _report_text(meas: Measurement, student: str) -> str:
+    spec = PROBLEMS[meas.exercise]
+    best = min(meas.predicted, key=meas.predicted.get)
+    med = meas.medians
+    w = max(len(m) for m in med)
+    lines = [f"Exercise {meas.exercise} · problem ({spec.letter}): {meas.problem.describe()}, on this machine "
+             f"({meas.machine.cores} cores)",
+             f"  {'method':<{w}}  {'model':>10}  {'measured':>10}"]
+    for m in sorted(med, key=meas.predicted.get):
+        marks = []
+        if m == best:
+            marks.append("the model's first choice")
+        if m == student:
+            marks.append("your prediction")
+        if m == meas.fastest:
+            marks.append("measured fastest")
+        lines.append(f"  {m:<{w}}  {_fmt(meas.predicted[m]):>10}  {_fmt(med[m]):>10}"
+                     + (f"   <- {', '.join(marks)}" if marks else ""))
+    lines.append("  " + explain(meas, best))
+    return "\n".join(lines)
+
+
+def _exercise(exercise: str, fn, machine, measure: bool) -> str:
+    spec, here, answer, n = _check_prediction(exercise, fn, machine)
+    if measure:
+        meas = measure_candidates(exercise, here)
+        _REPORTS[exercise] = _report_text(meas, answer)
+    return passed(exercise, n, n)
+
+
+def exercise_1(predict_a, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+    """Exercise 12.1: ``predict_a(B, T, H, layers, machine) -> method name``: the model's fastest of
+    batched / threads / wavefront for softmax-RNN inference. Then measures them (see :func:`report`)."""
+    return _exercise("12.1", predict_a, machine, measure)
+
+
+def exercise_2(predict_b, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+    """Exercise 12.2: ``predict_b(T, H, machine)``: serial / channels / scan for a linear recurrence."""
+    return _exercise("12.2", predict_b, machine, measure)
+
+
+def exercise_3(predict_c, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+    """Exercise 12.3: ``predict_c(B, T, H, machine)``: batched / mgrit / deer / quasi_deer for GRU training."""
+    return _exercise("12.3", predict_c, machine, measure)
+
+
+def report(exercise: str) -> None:
+    """Print the measurement of exercise ``exercise`` ('12.1' ...) kept by its last passing check."""
+    if exercise not in PROBLEMS:
+        raise ValueError(f"exercise: expected one of {sorted(PROBLEMS)}, got {exercise!r}")
+    text = _REPORTS.get(exercise)
+    if text is None:
+        text = (f"Exercise {exercise}: no measurement yet -- it runs when the check above passes "
+                f"(your prediction comes first).")
+    print(text)

@@ -1,0 +1,204 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 12 · Which parallelism when -- one cost model, checked against this machine, and an advisor
+#
+# Every chapter parallelised one axis: the batch (03), tiles and SIMD lanes (04), threads (05), Halide
+# schedules (06), layers and ranks (07), the time axis by a scan (08), by multigrid (10) and by Newton (11).
+# A student facing a *new* problem needs to know which axis to use, and the seeds' headline numbers come
+# from machines the reader does not have. This chapter puts the axes into one cost model:
+#
+# 1. **The machine**, measured now: GEMM peak, GEMV rate, bandwidth, the price of a library call, of a
+#    thread hand-off, of a parallel region, of one dependent step. What cannot be measured here (MPI
+#    between nodes, a GPU) is *assumed* and labelled.
+# 2. **Predict → measure → verdict**: every chapter's benchmark configuration is predicted by the model
+#    and measured on this machine; the table says where the model is off by more than a factor of two, and the
+#    advisor does not advise there.
+# 3. **A simulated cluster** with a virtual clock for the schedules that need more processors than this
+#    machine has, so the seeds' numbers sit beside simulated and measured ones.
+# 4. **The advisor** (`advise(problem)`), with sliders.
+#
+# Open `course_lib/experiments/cost_model.py` (the model) and `course_lib/parallel/cluster.py` (the
+# task graphs): each method's cost is a dozen lines.
+
+# %%
+import numpy as np
+
+import course_lib
+from course_lib.core import backend, timing
+from course_lib.experiments import cost_model as cm
+from course_lib.parallel import cluster
+from course_lib.teaching import widgets
+from course_lib.teaching.claims import claim, show
+from course_lib.teaching.plots import cost_model as plots
+from course_lib.teaching.verdict import verdict
+
+QUICK = timing.budget() == "small"
+
+# %% [markdown]
+# ## 1 · The machine, measured
+#
+# `Machine.measure()` times a GEMM on one core and on all, a cache-resident GEMV, a streaming copy on one
+# and on all cores, a tiny numpy call, a hand-off to a thread pool, an empty numba parallel region and a
+# chain of dependent multiply-adds. *Predict first*: which of these will matter for an RNN whose hidden
+# state has 32 units -- the GEMM peak or the price of a call?
+
+# %% tags=["nbval-ignore-output"]
+machine = cm.Machine.measure(quick=QUICK)
+print(machine)
+if not machine.noise.ok:
+    print(machine.noise.warning())
+
+# %% [markdown]
+# ## 2 · The model's counts are the course's counts
+#
+# The model does not invent its work and span: the wavefront's diagonals, the scans' combines, MGRIT's
+# and DEER's critical paths are computed (in closed form, or from the task graphs of the simulated
+# cluster) and equal what the chapters' own code reports.
+
+# %%
+from course_lib.algorithms import mgrit, newton, scan
+from course_lib.parallel import inference
+
+print("scan, T=1000:", {m: cm.scan_counts(m, 1000) == {"work": scan.scan_counts(m, 1000).work,
+                                                        "span": scan.scan_counts(m, 1000).span}
+                        for m in ("sequential", "hillis_steele", "blelloch")})
+ws = inference.work_span(32, 4, 2)
+print("wavefront T=32, L=4, P=2:", cm.wavefront_counts(32, 4, 2), "course:", {k: ws[k] for k in ("work", "span", "steps")})
+print("MGRIT T=256, P=8 span:", cm.mgrit_counts(256, 8)["span"], "course:",
+      mgrit.span_model(256, m=4, levels=2, iters=cm.MGRIT_ITERS, P=8, latency=0.0)["span"])
+print("DEER T=512, H=8, P=4 span:", cm.deer_counts(512, 8, 4, iters=5)["span"], "course:",
+      newton.span_model(512, 8, iters=5, P=4)["span"])
+
+# %% [markdown]
+# ## 3 · Predict → measure: every chapter's benchmark configuration
+#
+# Each configuration below is a chapter's own benchmark at a small size, run with the chapter's code and
+# timed with `core.timing.compare` (interleaved, one process). The model predicts each from the machine
+# numbers above. *Predict first*: for which chapters will a roofline with call overheads be right within
+# a factor of two, and where will it not -- and why might the threaded methods be the hardest on a shared 2-core machine?
+
+# %% tags=["nbval-ignore-output"]
+cal = cm.calibrate(machine=machine, repeat=3)
+print(cal.table())
+_ = plots.predicted_vs_measured(cal)
+
+# %% [markdown]
+# For every configuration: is the advisor's first choice (among the methods measured, never a method the
+# model mispredicts here by more than a factor of two) the measured fastest? When not, the line says why -- chosen by
+# code from the table and the noise of the run.
+
+# %% tags=["nbval-ignore-output"]
+for name in cal.configs():
+    print(cal.explain(name))
+errors = cal.errors()
+print("\nmethods the advisor will not advise on this machine (model off > 2x):",
+      sorted(k for k, v in errors.items() if v > 2.0) or "none")
+
+# %% [markdown]
+# ## 4 · The seeds' machines, simulated
+#
+# The seeds measured on a 61-core Xeon Phi (Halide), one chip of a K80 (scan) and Attaway's 36-core nodes
+# (MGRIT). Their numbers, from the claims registry:
+
+# %%
+print(show("000.halide.summary.speedup", "001.summary.kernel_speedup", "002.speedup.max"))
+
+# %% [markdown]
+# Each schedule becomes a task graph (`course_lib.parallel.cluster`) with costs from the seed's machine --
+# the numbers the seed states, the rest *assumed* and printed with the setting -- and runs on a virtual
+# clock. The Gantt charts show where the processors wait. *Predict*: which of the three schedules keeps
+# its processors busiest?
+
+# %% tags=["nbval-ignore-output"]
+import matplotlib.pyplot as plt
+
+seeds = cm.seed_schedules()
+fig, axes = plt.subplots(3, 1, figsize=(8, 8))
+for ax, (cid, s) in zip(axes, seeds.items()):
+    sched = s["graph"].simulate(s["P"], label=cid)
+    plots.gantt(sched, ax=ax, max_procs=16, unit="s" if cid != "002.speedup.max" else "steps")
+    print(f"{cid}: simulated {s['simulated']:.3g}x, utilisation {sched.utilisation():.0%} -- {s['setting']}")
+fig.tight_layout()
+
+# %% [markdown]
+# The seeds' numbers, the simulated schedules and what was measured here, on one chart (each bar labelled):
+
+# %% tags=["nbval-ignore-output"]
+measured = cm.measured_speedups(cal)
+_ = plots.seed_chart(seeds, measured)
+cores = machine.cores
+for cid, (ours, what, noise) in measured.items():
+    print(verdict(cid, ours, here=f"{cores} cores, {what}", within=2.0, noise=noise,
+                  reasons=[(cores < seeds[cid]["P"], f"{cores} cores here, {seeds[cid]['P']} processors in the seed's run"),
+                           (not machine.noise.ok, "the machine was busy while it was measured")]))
+
+# %% [markdown]
+# ## 5 · The advisor
+#
+# `advise(problem, machine, calibration=...)` ranks every method that applies by predicted time, with the
+# reason (which part of the cost dominates), and lists -- but does not advise -- methods the model
+# mispredicts here. Impossible problems are refused with the argument named:
+
+# %%
+for bad in (dict(kind="rnn", B=8, T=10, H=8, layers=1, methods=["wavefront"]),
+            dict(kind="linear", B=1, T=100, H=4, layers=1, methods=["mgrit"]),
+            dict(kind="rnn", B=-3, T=10, H=8, layers=1, methods=None)):
+    methods = bad.pop("methods")
+    try:
+        cm.advise(cm.Problem(**bad), machine, methods=methods)
+    except ValueError as exc:
+        print("ValueError:", exc)
+
+# %% tags=["nbval-ignore-output"]
+problem = cm.Problem("gru", "training", B=16, T=1024, H=32)
+for a in cm.advise(problem, machine, calibration=errors):
+    print(f"{a.method:<12} {a.seconds * 1e3:9.3f} ms  {'' if a.trusted else '(not advised) '}{a.reason}")
+
+# %% [markdown]
+# Move the sliders: the ranking for one problem, and the winning method over (T, H) and over (B, P)
+# (cores are virtual beyond this machine's; the GPU switch adds an *assumed* GPU).
+
+# %% tags=["nbval-ignore-output"]
+def panel_data(B=32, T=256, H=64, layers=2, cores=2, gpu=False):
+    return cm.ranking_and_maps(B, T, H, layers, cores, gpu, machine=machine, calibration=errors, n=5)
+
+
+def render(d, ax):
+    ax.remove()
+    fig = plt.gcf()
+    a1, a2, a3 = fig.add_subplot(1, 3, 1), fig.add_subplot(1, 3, 2), fig.add_subplot(1, 3, 3)
+    plots.ranking(d["advice"], ax=a1)
+    plots.winner_map(d["TH"], ax=a2)
+    plots.winner_map(d["BP"], ax=a3)
+    best = d["advice"][0]
+    return f"{d['problem'].describe()}: advise {best.method} ({best.reason})"
+
+
+widgets.sweep_panel(panel_data, controls={"B": (1, 1024, 1, 32), "T": (8, 8192, 8, 256), "H": (4, 1024, 4, 64),
+                                          "layers": (1, 8, 1, 2), "cores": (1, 256, 1, 2), "gpu": False},
+                    render=render, figsize=(13, 3.6))
+
+# %% [markdown]
+# ## What to take away
+#
+# * The cost of a method is arithmetic, memory traffic, library calls, synchronisation and communication;
+#   which one dominates decides which axis of parallelism pays. Small hidden states are priced in calls
+#   and barriers, not in flops.
+# * A model is only worth what it predicts on *your* machine: the table above says where this one is
+#   trustworthy here, and the advisor stays silent where it is not.
+# * The seeds' speed-ups need their processors: the simulated schedules show how many, and where the
+#   processors wait.

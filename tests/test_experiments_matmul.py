@@ -1,0 +1,101 @@
+"""course_lib.experiments.matmul: the timing helpers of chapter 04 return well-formed data (structure and
+correctness only: no timed assertions) and reject bad input naming the argument."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib.algorithms import matmul as mm
+from course_lib.core import timing
+from course_lib.experiments import matmul as X
+
+
+def test_ladder_rows_and_accuracy():
+    res = X.ladder(32, repeat=1)
+    rows = res["rows"]
+    assert res["n"] == 32 and isinstance(res["noise"], timing.Noise)
+    assert [r["name"] for r in rows] == list(mm.MATMUL_KERNELS) + ["numpy"]
+    for r in rows:
+        assert r["seconds"] > 0 and r["gflops"] > 0 and r["max_abs_err"] < 1e-3
+    assert rows[-1]["pct_of_blas"] == pytest.approx(100.0)
+
+
+def test_ladder_accepts_a_callable():
+    rows = X.ladder(16, [mm.matmul_ikj], repeat=1)["rows"]
+    assert [r["name"] for r in rows] == ["matmul_ikj", "numpy"]
+
+
+def test_gflops_of_and_bad_method():
+    assert X.gflops_of("ikj", 16, repeat=1) > 0
+    assert X.gflops_of("tiled_simd", 32, repeat=1, tile_i=8, tile_j=16, tile_k=8) > 0
+    with pytest.raises(ValueError, match="method: expected one of naive"):
+        X.gflops_of("fastest", 16)
+
+
+def test_tile_sweep_grid_and_nan_for_oversized_tiles():
+    res = X.tile_sweep(32, tiles_i=(8, 64), tiles_j=(16, 32), tile_k=8, repeat=1)
+    grid = res["grid"]
+    assert grid.shape == (2, 2)
+    assert np.all(grid[0] > 0) and np.all(np.isnan(grid[1]))
+    with pytest.raises(ValueError, match="method: expected one of tiled"):
+        X.tile_sweep(32, method="ikj")
+
+
+def test_time_combinations_rows():
+    res = X.time_combinations(24, repeat=1, tile_i=8, tile_j=8, tile_k=8)
+    rows = res["rows"]
+    assert len(rows) == 8 and rows[0]["speedup"] == pytest.approx(1.0)
+    assert {r["name"] for r in rows} == {mm.combination_name(*c) for c in mm.COMBINATIONS}
+
+
+def test_vector_instructions_scalar_vs_simd():
+    naive = X.vector_instructions("naive")
+    simd = X.vector_instructions("tiled_simd")
+    assert naive["vector"] == 0 and naive["scalar"] > 0
+    assert simd["vector"] > 0 and simd["widest"] in ("xmm", "ymm", "zmm")
+    with pytest.raises(ValueError, match="kernel: expected one of"):
+        X.vector_instructions("numpy")
+    with pytest.raises(TypeError, match="dispatcher"):
+        X.simd_ops(np.matmul, ())
+
+
+def test_compare_sizes_and_bad_input():
+    res = X.compare_sizes((24, 32), ("ikj", "numpy"), repeat=1)
+    assert res["sizes"] == (24, 32)
+    assert set(res["rates"]) == {"ikj", "numpy"} and all(len(v) == 2 and min(v) > 0 for v in res["rates"].values())
+    with pytest.raises(ValueError, match="sizes: expected at least two sizes"):
+        X.compare_sizes((24,))
+    with pytest.raises(ValueError, match="sizes: expected an integer >= 1"):
+        X.compare_sizes((0, 24))
+
+
+def test_helpers_reject_bad_sizes():
+    with pytest.raises(ValueError, match="n: expected an integer <= 4096"):
+        X.ladder(5000)
+    with pytest.raises(ValueError, match="n: expected an integer >= 1"):
+        X.time_combinations(0)
+    with pytest.raises(ValueError, match="repeat: expected an integer >= 1"):
+        X.gflops_of("ikj", 8, repeat=0)
+
+
+def test_tile_rate_for_the_widget():
+    data = X.tile_rate(32, 64, 16, 8, repeat=1)
+    assert data["tiles"] == (32, 16, 8) and data["ours"] > 0 and data["numpy"] > 0
+    assert data["pct_of_blas"] == pytest.approx(100 * data["ours"] / data["numpy"])
+    with pytest.raises(ValueError, match="tile_j: expected an integer >= 1"):
+        X.tile_rate(32, 8, 0, 8)
+    with pytest.raises(ValueError, match="method: expected one of tiled"):
+        X.tile_rate(32, method="naive")
+
+
+def test_plots_draw_without_error():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from course_lib.teaching.plots import matmul as kplots
+
+    rows = X.ladder(16, ["ikj"], repeat=1)["rows"]
+    kplots.ladder_plot(rows, peak=100.0)
+    kplots.tile_heatmap(np.array([[1.0, np.nan], [2.0, 3.0]]), (4, 8), (4, 8), mark=(8, 4))
+    kplots.combination_plot(X.time_combinations(16, repeat=1, tile_i=4, tile_j=4, tile_k=4)["rows"])
+    kplots.size_pair_plot({"ikj": (1.0, 2.0), "numpy": (2.0, 1.5)}, (10, 16))
+    import matplotlib.pyplot as plt
+    plt.close("all")
