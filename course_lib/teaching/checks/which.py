@@ -175,13 +175,21 @@ def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str
         msg = (f"Exercise {exercise} failed on {where}:\n  you predicted {got!r}, but the model's first choice is "
                f"{best!r}: the model predicts {_fmt(secs[best])} for {best!r} and {_fmt(secs[got])} for {got!r} "
                f"({secs[got] / secs[best]:.2g}x slower)")
-        if i > 0 and got == first_answer:
-            msg += (f"\n  your function returned {got!r} again, as for problem ({spec.letter}) as stated -- is the "
-                    f"answer hard-coded?\n  Hint: compute it from the arguments: build the Problem from them and "
-                    f"ask the model (advise or predict) on the machine you are given")
-        elif label != THIS and got == model_choice(exercise, kwargs, here)[0]:
-            msg += ("\n  Hint: your answer is the model's choice on this machine, not on the machine you were given: "
-                    "use the `machine` argument, not Machine.measure()")
+        hard = i > 0 and got == first_answer
+        ignores = label != THIS and got == model_choice(exercise, kwargs, here)[0]
+        if hard:
+            msg += f"\n  your function returned {got!r} again, as for problem ({spec.letter}) as stated"
+            if ignores:
+                msg += (f", and {got!r} is the model's choice for this problem on this machine, not on the machine "
+                        f"you were given -- is the answer hard-coded, or does your function ignore its machine?\n"
+                        f"  Hint: compute it from the arguments, and use the `machine` argument, not "
+                        f"Machine.measure() or a global machine")
+            else:
+                msg += (" -- is the answer hard-coded?\n  Hint: compute it from the arguments: build the Problem "
+                        "from them and ask the model (advise or predict) on the machine you are given")
+        elif ignores:
+            msg += ("\n  your answer is the model's choice for this problem on this machine, not on the machine you "
+                    "were given\n  Hint: use the `machine` argument, not Machine.measure() or a global machine")
         else:
             msg += (f"\n  Hint: build the Problem from the description ({spec.what}): kind, mode, B, T, H, layers, "
                     f"ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
@@ -332,6 +340,9 @@ def explain(meas: Measurement, choice: str) -> str:
            f"{redo[choice] / redo[fast]:.2f}, the measured {close:.2f}")
     if diffs:
         why += "; the run also differed from the model's assumptions: " + "; ".join(diffs)
+    if not meas.machine.noise.ok:
+        why += ("; and the machine's own numbers were measured while it was busy ("
+                + "; ".join(meas.machine.noise.reasons) + "), so the predictions inherit that")
     return head + why + "."
 
 

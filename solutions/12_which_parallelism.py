@@ -1,0 +1,114 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Worksheet 12 · Which parallelism when
+#
+# Three problems, three decisions. For each you write a function that turns the problem's description
+# into a `cost_model.Problem` and asks the cost model of chapter 12 which candidate method is fastest
+# on a given `machine` -- with `cm.advise(problem, machine, methods=[...])` or the per-method costs
+# `cm.predict(method, problem, machine).seconds`. Return the method's *name* (a string).
+#
+# The check calls your function on the stated problem on this machine and on three other problems and
+# machines (so the answer must come from the arguments, not be typed in), then runs the candidates with
+# the course's own code and times them with `core.timing.compare`. You pass when your prediction is the
+# model's first choice; whether the measurement agreed -- and if not, why -- is printed by
+# `checks.report(...)` in the cell after each check. The machine's noise never fails you.
+
+# %%
+from course_lib.core import timing
+from course_lib.experiments import cost_model as cm
+from course_lib.teaching.checks import which as checks
+
+machine = cm.Machine.measure(quick=timing.budget() == "small")
+
+# %% [markdown]
+# ## Exercise 12.1 · Problem (a): inference over a large batch
+#
+# A trained softmax RNN of chapter 07 -- `layers` layers of `H` units, `H` inputs and `H` outputs per
+# step (`ny=H`) -- is run for *inference* on `B` sequences of `T` steps (stated: `B=256, T=32, H=64,
+# layers=2`). Candidates: `"batched"` (one GEMM per step and layer), `"threads"` (the batch split over
+# the cores), `"wavefront"` (layers × time diagonals on the cores). *Predict first*, without the model:
+# with 256 sequences and 64 units, is the batch or the layer axis worth the threads?
+
+# %%
+def predict_a(B, T, H, layers, machine):
+    ### BEGIN SOLUTION
+    problem = cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
+    return cm.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
+    ### END SOLUTION
+
+
+# %%
+checks.exercise_1(predict_a, machine)
+
+# %% tags=["nbval-ignore-output"]
+checks.report("12.1")
+
+# %% [markdown]
+# ## Exercise 12.2 · Problem (b): one long linear recurrence
+#
+# `h_t = a_t h_{t-1} + x_t` (chapter 08) with `H` channels and `T` steps, one sequence (stated: `H=1`,
+# `T=2**20`). Candidates: `"serial"` (the compiled loop over time), `"channels"` (channels split over
+# the cores), `"scan"` (chapter 08's chunked scan, parallel over time). This time compare the
+# per-method costs yourself: `cm.predict(method, problem, machine)` returns a `Cost` whose `.seconds`
+# is the predicted time (and `.parts` says what it is made of). *Predict first*: with one channel,
+# what can the `"channels"` method split?
+
+# %%
+def predict_b(T, H, machine):
+    ### BEGIN SOLUTION
+    problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
+    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("serial", "channels", "scan")}
+    return min(seconds, key=seconds.get)
+    ### END SOLUTION
+
+
+# %%
+checks.exercise_2(predict_b, machine)
+
+# %% tags=["nbval-ignore-output"]
+checks.report("12.2")
+
+# %% [markdown]
+# ## Exercise 12.3 · Problem (c): training a GRU on long sequences
+#
+# *Training* (forward and gradient) of a GRU (chapters 10-11) with `H` units on `B` sequences of `T`
+# steps (stated: `B=1, T=1024, H=32`). Candidates: `"batched"` (step by step in time, the batch in one
+# product per step -- for `B=1` this is the serial GRU), `"mgrit"` (chapter 10), `"deer"` and
+# `"quasi_deer"` (chapter 11). *Predict first*: one sequence leaves no batch to split -- which of the
+# time-parallel methods pays for its extra work on this machine, and which part of its cost decides?
+
+# %%
+def predict_c(B, T, H, machine):
+    ### BEGIN SOLUTION
+    problem = cm.Problem("gru", "training", B=B, T=T, H=H)
+    return cm.advise(problem, machine, methods=["batched", "mgrit", "deer", "quasi_deer"])[0].method
+    ### END SOLUTION
+
+
+# %%
+checks.exercise_3(predict_c, machine)
+
+# %% tags=["nbval-ignore-output"]
+checks.report("12.3")
+
+# %% [markdown]
+# ## Looking back
+#
+# In the reports above: where the measured fastest was not the model's choice, was it the run's noise,
+# a near tie, an assumption the run did not meet (iterations, cores), or a part of the cost the model
+# gets wrong on this machine? Change the stated sizes in a copy of a cell -- `checks.model_choice("12.3",
+# dict(B=16, T=1024, H=32), machine)` -- and predict before you look.

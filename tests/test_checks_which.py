@@ -1,0 +1,198 @@
+"""The worksheet-12 checks accept the reference solutions and reject wrong ones with a precise message:
+hard-coded answers, predictions that are not the model's first choice, methods that cannot apply,
+methods outside the candidates, non-strings and unknown names. The explanation of a disagreeing
+measurement is computed (tested on synthetic timings, deterministic)."""
+import dataclasses
+
+import pytest
+
+from course_lib.core import timing
+from course_lib.experiments import cost_model as cm
+from course_lib.teaching.checks import which
+from course_lib.teaching.checks.core import ExerciseFailed
+
+CANDIDATES = {k: list(s.candidates) for k, s in which.PROBLEMS.items()}
+
+
+@pytest.fixture(scope="module", params=["measured", "k80_host"])
+def machine(request):
+    """This machine (its answers vary with its load) and a fixed preset host (without its GPU)."""
+    if request.param == "measured":
+        return cm.Machine.measure(quick=True)
+    return cm.Machine.preset("k80_host").with_gpu(None)
+
+
+def predict_a(B, T, H, layers, machine):
+    problem = cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
+    return cm.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
+
+
+def predict_b(T, H, machine):
+    problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
+    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("serial", "channels", "scan")}
+    return min(seconds, key=seconds.get)
+
+
+def predict_c(B, T, H, machine):
+    problem = cm.Problem("gru", "training", B=B, T=T, H=H)
+    return cm.advise(problem, machine, methods=["batched", "mgrit", "deer", "quasi_deer"])[0].method
+
+
+SOLUTIONS = {"12.1": predict_a, "12.2": predict_b, "12.3": predict_c}
+CHECKS = {"12.1": which.exercise_1, "12.2": which.exercise_2, "12.3": which.exercise_3}
+
+
+def _returning(value):
+    def fn(**kwargs):
+        return value(kwargs) if callable(value) else value
+    return fn
+
+
+def test_reference_solutions_pass(machine, capsys):
+    for k, fn in SOLUTIONS.items():
+        line = CHECKS[k](fn, machine, measure=False)
+        assert line == f"Exercise {k} passed: 4/4 cases"
+    out = capsys.readouterr().out
+    assert all(f"Exercise {k} passed: 4/4 cases" in out for k in SOLUTIONS)
+
+
+def test_pass_measures_and_reports(machine, capsys):
+    which._REPORTS.pop("12.2", None)
+    which.report("12.2")
+    assert "no measurement yet" in capsys.readouterr().out
+    which.exercise_2(predict_b, machine)
+    which.report("12.2")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "Exercise 12.2 passed: 4/4 cases"  # the stable line carries no measured number
+    assert "your prediction" in out and "measured" in out
+    assert ("The measurement agrees" in out) or ("The measured fastest is" in out)
+
+
+@pytest.mark.parametrize("ex", sorted(SOLUTIONS))
+def test_hard_coded_answer_is_rejected(machine, ex):
+    best = which.model_choice(ex, None, machine)[0]
+    spec = which.PROBLEMS[ex]
+    others = [which.model_choice(ex, kw, which._resolve(lbl, machine))[0] for kw, lbl in spec.variants]
+    if all(o == best for o in others):
+        pytest.skip("on this machine every case has the same model answer")
+    with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed on a second problem(.|\n)*"
+                                             rf"returned '{best}' again(.|\n)*hard-coded"):
+        CHECKS[ex](_returning(lambda kw, m=best: m), machine, measure=False)
+
+
+@pytest.mark.parametrize("ex", sorted(SOLUTIONS))
+def test_prediction_that_is_not_the_models_choice(machine, ex):
+    def second(kwargs):
+        adv = cm.advise(which.PROBLEMS[ex].problem({k: v for k, v in kwargs.items() if k != "machine"}),
+                        kwargs["machine"], methods=CANDIDATES[ex])
+        return adv[1].method
+    best, secs = which.model_choice(ex, None, machine)
+    with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed on problem \(.\) as stated(.|\n)*you predicted "
+                                             rf"'\w+', but the model's first choice is '{best}': the model predicts "
+                                             rf".* for '{best}' and .* slower\)"):
+        CHECKS[ex](_returning(second), machine, measure=False)
+
+
+@pytest.mark.parametrize("ex", sorted(SOLUTIONS))
+@pytest.mark.parametrize("value,msg", [
+    (3, r"expected the method's name as a string .* got int 3"),
+    (0.0012, r"expected the method's name as a string .* got float"),
+    ("fastest", r"'fastest' is not a method of the cost model"),
+    ("Threads", r"'Threads' is not a method of the cost model(.|\n)*lower case"),
+])
+def test_non_strings_and_unknown_names(machine, ex, value, msg):
+    with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed on problem(.|\n)*{msg}"):
+        CHECKS[ex](_returning(value), machine, measure=False)
+
+
+@pytest.mark.parametrize("ex,method,reason", [
+    ("12.1", "scan", r"'scan' cannot apply to this problem \(rnn inference.*\): kind: scan computes linear"),
+    ("12.1", "mgrit", r"'mgrit' applies, but it is not one of this problem's candidates"),
+    ("12.2", "mgrit", r"'mgrit' cannot apply to this problem \(linear inference.*\): kind: mgrit solves nonlinear"),
+    ("12.2", "wavefront", r"'wavefront' cannot apply(.|\n)*layers"),
+    ("12.2", "threads", r"'threads' cannot apply(.|\n)*B: splitting the batch"),
+    ("12.3", "scan", r"'scan' cannot apply to this problem \(gru training.*\): kind"),
+    ("12.3", "serial", r"'serial' applies, but it is not one of this problem's candidates"),
+    ("12.3", "gpu_batched", r"'gpu_batched' cannot apply(.|\n)*machine: gpu_batched needs a machine with a GPU"),
+])
+def test_methods_that_cannot_apply_or_are_not_candidates(machine, ex, method, reason):
+    with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed on problem \(.\) as stated(.|\n)*{reason}"):
+        CHECKS[ex](_returning(method), machine, measure=False)
+
+
+def test_advice_object_and_raising_function(machine):
+    def advice(B, T, H, layers, machine):
+        return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, layers=layers, ny=H), machine,
+                         methods=CANDIDATES["12.1"])[0]
+    with pytest.raises(ExerciseFailed, match=r"12.1 failed(.|\n)*returned an Advice object(.|\n)*\.method"):
+        which.exercise_1(advice, machine, measure=False)
+
+    def forgot_layers(B, T, H, layers, machine):  # wavefront needs >= 2 layers: the model refuses
+        return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, ny=H), machine, methods=CANDIDATES["12.1"])[0].method
+    with pytest.raises(ExerciseFailed, match=r"12.1 failed on problem \(a\)(.|\n)*raised ValueError: layers"):
+        which.exercise_1(forgot_layers, machine, measure=False)
+
+
+@pytest.mark.parametrize("ex", sorted(SOLUTIONS))
+def test_ignoring_the_machine_argument_is_named(machine, ex):
+    spec = which.PROBLEMS[ex]
+    if all(which.model_choice(ex, kw, which._resolve(lbl, machine))[0] == which.model_choice(ex, kw, machine)[0]
+           for kw, lbl in spec.variants):
+        pytest.skip("no case here where the machine changes the model's answer")
+
+    def here_only(machine, **kwargs):  # ignores the machine it is given: right on this machine only
+        return SOLUTIONS[ex](**kwargs, machine=this_machine)
+    this_machine = machine
+    with pytest.raises(ExerciseFailed, match=rf"{ex} failed on a second problem(.|\n)*not on the machine you were "
+                                             rf"given(.|\n)*use the `machine` argument"):
+        CHECKS[ex](here_only, machine, measure=False)
+
+
+def test_unsolved_exercise_lets_not_implemented_through(machine):
+    def todo(**kwargs):
+        raise NotImplementedError("Exercise 12.1: replace this line with your code")
+    with pytest.raises(NotImplementedError):
+        which.exercise_1(todo, machine)
+    with pytest.raises(ExerciseFailed, match="expected a function"):
+        which.exercise_1("threads", machine)
+
+
+# --------------------------------------------------------------------------- the computed explanation
+def _fake(ex, medians, predicted, machine, observed=None, noisy=False):
+    timings = {m: timing.Timing([t, t, t], 1, timing.Noise()) for m, t in medians.items()}
+    noise = timing.Noise().add(noisy, "a test said so")
+    cmp = timing.Comparison(timings, next(iter(medians)), noise=noise)
+    spec = which.PROBLEMS[ex]
+    return which.Measurement(ex, spec.problem(spec.primary), machine, cmp, predicted, observed or {})
+
+
+def test_explain_agreement_tie_noise_assumptions_and_error(machine):
+    quiet = dataclasses.replace(machine, noise=timing.Noise())  # the explanation also reports a busy machine
+    pred = {"batched": 3e-3, "threads": 1e-3, "wavefront": 4e-3}
+    m = _fake("12.1", {"batched": 3e-3, "threads": 1e-3, "wavefront": 5e-3}, pred, quiet)
+    assert which.explain(m, "threads").startswith("The measurement agrees: the model's first choice, threads")
+    m = _fake("12.1", {"batched": 1.0e-3, "threads": 1.05e-3, "wavefront": 5e-3}, pred, quiet)
+    assert "closer than the model" in which.explain(m, "threads")
+    m = _fake("12.1", {"batched": 1e-3, "threads": 5e-3, "wavefront": 5e-3}, pred, quiet, noisy=True)
+    assert "no conclusion" in which.explain(m, "threads") and "a test said so" in which.explain(m, "threads")
+    m = _fake("12.1", {"batched": 1e-3, "threads": 9e-3, "wavefront": 5e-3}, pred, quiet)
+    text = which.explain(m, "threads")
+    assert "The measured fastest is batched, not the model's first choice threads" in text
+    assert "the model is off by" in text
+    # MGRIT took many more iterations than the model assumed: re-predicted with them, the model agrees
+    prob = which.PROBLEMS["12.3"].problem(which.PROBLEMS["12.3"].primary)
+    obs = {"mgrit": {"P": 1, "iters": 1}, "deer": {"P": 1, "iters": 200}, "quasi_deer": {"P": 1, "iters": 400}}
+    redo = {k: cm.predict(k, prob, quiet, **obs.get(k, {})).seconds for k in CANDIDATES["12.3"]}
+    fast = min(redo, key=redo.get)
+    choice = "deer" if fast != "deer" else "quasi_deer"
+    med = {k: (1e-3 if k == fast else 1.0) for k in CANDIDATES["12.3"]}
+    m = _fake("12.3", med, {k: 1.0 for k in med}, quiet, observed=obs)
+    text = which.explain(m, choice)
+    assert "took 200 iterations (the model assumed 6)" in text and f"the model picks {fast} too" in text
+
+
+def test_report_and_measure_reject_unknown_exercises():
+    with pytest.raises(ValueError, match="exercise"):
+        which.report("12.9")
+    with pytest.raises(ValueError, match="exercise"):
+        which.measure_candidates("7.1")
