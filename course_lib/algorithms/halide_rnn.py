@@ -38,7 +38,7 @@ every ``Func`` here is ``f[j, i]`` with ``j`` the column (innermost, vectorised)
   schedules compile each pipeline once (``Pipeline.compile_to_callable``) and reuse the machine
   code -- the analogue, in one Python process, of the seed's ahead-of-time (AOT) build. (A true AOT
   build would compile to a library and load it as a Python extension with a C++ compiler; the
-  saving it brings over compile-once is the one-time compile, which :func:`compile_seconds`
+  saving it brings over compile-once is the one-time compile, which :func:`course_lib.experiments.halide.compile_seconds`
   measures.)
 
 Pipelines are shape-generic (any T, B, nx, nh, ny, tails of tiles handled with
@@ -74,7 +74,7 @@ __all__ = [
     "compiled_step",
     "clear_cache",
     "loop_nest",
-    "compile_seconds",
+    "build",
     "step_flops",
     "HiddenStage",
     "hidden_stage",
@@ -411,7 +411,6 @@ def _build(sched: Schedule) -> dict:
 
 
 _CACHE: dict[tuple, dict] = {}
-_COMPILE_SECONDS: dict[tuple, float] = {}
 
 
 def compiled_step(schedule) -> dict:
@@ -421,24 +420,20 @@ def compiled_step(schedule) -> dict:
         return _build(sched)
     key = sched.key()
     if key not in _CACHE:
-        t0 = time.perf_counter()
         _CACHE[key] = _build(sched)
-        _COMPILE_SECONDS[key] = time.perf_counter() - t0
     return _CACHE[key]
 
 
 def clear_cache() -> None:
     """Forget every compiled pipeline (the next step of each schedule compiles again)."""
     _CACHE.clear()
-    _COMPILE_SECONDS.clear()
 
 
-def compile_seconds(schedule) -> float:
-    """Seconds it takes to build and JIT-compile the five pipelines of ``schedule`` now (uncached)."""
-    sched = get_schedule(schedule)
-    t0 = time.perf_counter()
-    _build(sched)
-    return time.perf_counter() - t0
+def build(schedule) -> dict:
+    """Build and JIT-compile the five pipelines of ``schedule`` afresh (no cache): what a compile costs.
+
+    :func:`course_lib.experiments.halide.compile_seconds` times it."""
+    return _build(get_schedule(schedule))
 
 
 # --------------------------------------------------------------------------- the training step
