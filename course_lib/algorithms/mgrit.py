@@ -58,7 +58,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_callable, check_choice, check_float, check_int, check_positive_int
 
 __all__ = [
     "MGRIT",
@@ -114,9 +114,14 @@ def hierarchy(nt: int, m: int, levels: int) -> list[int]:
 
 def serial_solve(step: Callable, u0, nt: int) -> np.ndarray:
     """The sequential reference: ``U[0] = u0``, ``U[i+1] = step(U[i], i, 0)``; shape (nt+1, *u0.shape)."""
+    check_callable(step, "step", "a function step(u, i, level) -> u")
     nt = check_positive_int(nt, "nt")
-    u0 = np.asarray(u0)
-    U = np.empty((nt + 1,) + u0.shape, dtype=np.result_type(u0.dtype, np.float32))
+    u0 = check_array(u0, "u0", dtype=None)
+    if u0.dtype.kind not in "iufc":
+        raise TypeError(f"u0: expected a numeric array, got dtype {u0.dtype}")
+    dtype = np.result_type(u0.dtype, np.float32)
+    check_alloc((nt + 1,) + u0.shape, dtype, "nt", what="the trajectory U")
+    U = np.empty((nt + 1,) + u0.shape, dtype=dtype)
     U[0] = u0
     for i in range(nt):
         U[i + 1] = step(U[i], i, 0)
@@ -467,7 +472,11 @@ def dahlquist_exact_serial(lam: float, dt: float, u0: float, nt: int) -> np.ndar
 
 def convergence_factor(history) -> float:
     """Geometric mean of ``history[k+1] / history[k]`` over the iterations (stops at exact zero)."""
-    h = [x for x in history if x > 0]
+    history = check_array(np.asarray(history, dtype=float) if isinstance(history, (list, tuple)) else history,
+                          "history", ndim=1, dtype=None)
+    if history.dtype.kind not in "iuf" or (history.size and history.min() < 0):
+        raise ValueError("history: expected residual norms (finite numbers >= 0)")
+    h = [float(x) for x in history if x > 0]
     if len(h) < 2:
         return 0.0
     return float((h[-1] / h[0]) ** (1.0 / (len(h) - 1)))
@@ -523,19 +532,33 @@ def span_model(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int =
 
 
 # --------------------------------------------------------------------------- pieces for the worksheet
+def _check_piece(step, U, m, level=0, coarse_step=None):
+    """The worksheet pieces' arguments: a callable step, a float ``U`` (N+1, ...) with N a multiple of m."""
+    check_callable(step, "step", "a function step(u, i, level) -> u")
+    if coarse_step is not None:
+        check_callable(coarse_step, "coarse_step", "a function step(u, i, level) -> u")
+    U = check_array(U, "U", ndim=range(1, 8), dtype=None)
+    if U.dtype.kind not in "fc":  # integers would silently truncate every new state
+        raise TypeError(f"U: expected a float (or complex) array, got dtype {U.dtype}; convert with "
+                        f"U.astype(np.float64)")
+    if len(U) < 2:
+        raise ValueError(f"U: expected at least 2 time points (N+1 with N >= 1), got shape {U.shape}")
+    check_int(level, "level", low=0)
+    hierarchy(len(U) - 1, m, 2)
+    return np.array(U, copy=True)
+
+
 def f_relaxation(step: Callable, U, m: int, level: int = 0) -> np.ndarray:
     """A copy of ``U`` (N+1, ...) with every F-point recomputed from its interval's C-point:
     ``U[j*m + k] = step(U[j*m + k - 1], j*m + k - 1, level)`` for k = 1 .. m-1."""
-    U = np.array(U, copy=True)
-    hierarchy(len(U) - 1, m, 2)
+    U = _check_piece(step, U, m, level)
     MGRIT(step, m=m).f_relax(level, U, None)
     return U
 
 
 def c_relaxation(step: Callable, U, m: int, level: int = 0) -> np.ndarray:
     """A copy of ``U`` with every C-point ``j*m`` (j >= 1) recomputed from the F-point before it."""
-    U = np.array(U, copy=True)
-    hierarchy(len(U) - 1, m, 2)
+    U = _check_piece(step, U, m, level)
     MGRIT(step, m=m).c_relax(level, U, None)
     return U
 
@@ -544,8 +567,7 @@ def two_level_iteration(step: Callable, coarse_step: Callable, U, m: int) -> np.
     """One two-level MGRIT iteration with F-relaxation (= one Parareal iteration) on a copy of ``U``:
     F-relax, C-point residuals, FAS coarse solve (sequential, with ``coarse_step`` at level 1),
     correct the C-points, F-relax."""
-    U = np.array(U, copy=True)
-    hierarchy(len(U) - 1, m, 2)
+    U = _check_piece(step, U, m, coarse_step=coarse_step)
     s = MGRIT(step, m=m, levels=2, relax="F", coarse_step=coarse_step)
     s.f_relax(0, U, None)
     R = s.c_residual(0, U, None)

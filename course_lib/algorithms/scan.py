@@ -56,7 +56,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..core import backend
-from ..core.validate import check_array, check_choice, check_int, check_positive_int, check_power_of_two
+from ..core.validate import (check_alloc, check_array, check_choice, check_dtype, check_float, check_int,
+                              check_positive_int, check_power_of_two)
 
 __all__ = [
     "METHODS",
@@ -82,7 +83,7 @@ TINY = 1e-30  # running products below this are flushed to zero (subnormal arith
 
 
 # --------------------------------------------------------------------------- validation
-def _validate(a, x, h0, name_a="a", name_x="x", name_h0="h0"):
+def _validate(a, x, h0, name_a="a", name_x="x", name_h0="h0", *, finite=False):
     """Check shapes/dtypes; return a, x as (T, N) C-contiguous views, h0 as (N,), and the shape.
 
     ``a`` and ``x`` are not scanned for NaN/inf here: that would be two extra passes over memory
@@ -91,8 +92,8 @@ def _validate(a, x, h0, name_a="a", name_x="x", name_h0="h0"):
     a = check_array(a, name_a, ndim=(2, 3), finite=False)
     dims: dict = {}
     pattern = ("T",) + tuple(f"d{i}" for i in range(1, a.ndim))
-    check_array(a, name_a, shape=pattern, dims=dims, min_size={"T": 1}, finite=False)
-    x = check_array(x, name_x, shape=pattern, dims=dims, finite=False)
+    check_array(a, name_a, shape=pattern, dims=dims, min_size={"T": 1}, finite=finite)
+    x = check_array(x, name_x, shape=pattern, dims=dims, finite=finite)
     if a.dtype != x.dtype:
         raise TypeError(f"{name_x}: expected the dtype of {name_a} ({a.dtype}), got {x.dtype}")
     step_shape = a.shape[1:]
@@ -114,9 +115,12 @@ def random_problem(T: int, H: int, B: int | None = None, *, seed: int = 0, dtype
     Returns ``(a, x, h0)`` with ``a, x`` of shape ``(T, H)`` (or ``(T, B, H)``)."""
     T = check_positive_int(T, "T")
     H = check_positive_int(H, "H")
+    low = check_float(low, "low")
+    high = check_float(high, "high")
     rng = np.random.default_rng(seed)
     shape = (T, H) if B is None else (T, check_positive_int(B, "B"), H)
-    dt = np.dtype(dtype)
+    dt = check_dtype(dtype, "dtype")
+    check_alloc((2,) + shape, dt, "T", what="a and x")
     a = rng.random(shape, dtype=dt)
     a *= high - low
     a += low
@@ -139,13 +143,16 @@ def combine(p, q):
 
 
 def recurrence_float64(a, x, h0=None):
-    """The reference: a plain loop in float64. Returns float64 ``h`` of the shape of ``x``."""
+    """The reference: a plain loop in float64. Returns float64 ``h`` of the shape of ``x``.
+    NaN/inf in ``a`` or ``x``, or an overflow, raise ValueError (as :func:`linear_recurrence` does)."""
     a2, x2, h02, shape = _validate(a, x, h0)
     h = np.empty(a2.shape, np.float64)
     prev = h02.astype(np.float64)
-    for t in range(a2.shape[0]):
-        prev = a2[t].astype(np.float64) * prev + x2[t]
-        h[t] = prev
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(a2.shape[0]):
+            prev = a2[t].astype(np.float64) * prev + x2[t]
+            h[t] = prev
+    _check_result(h, a2, x2, "a", "x")
     return h.reshape(shape)
 
 
@@ -153,8 +160,9 @@ def closed_form(a, x, h0=None):
     """``h_t = P_t (h0 + sum_{s<=t} x_s / P_s)`` with ``P_t = a_0 ... a_t``: one cumprod, one cumsum.
 
     Exact in real numbers, useless in floating point: ``P_t`` underflows and ``1 / P_s``
-    overflows after a few thousand steps (a cautionary tale, not a method)."""
-    a2, x2, h02, shape = _validate(a, x, h0)
+    overflows after a few thousand steps (a cautionary tale, not a method): its inf/NaN from
+    *overflow* are returned as they are (that is the lesson), but NaN/inf *inputs* are a ValueError."""
+    a2, x2, h02, shape = _validate(a, x, h0, finite=True)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         P = np.cumprod(a2, axis=0)
         h = P * (h02 + np.cumsum(x2 / P, axis=0))
@@ -187,6 +195,12 @@ class ScanCounts:
     work: int
     span: int
 
+    def __post_init__(self):
+        check_choice(self.method, "method", ("sequential", "hillis_steele", "blelloch"))
+        self.T = check_positive_int(self.T, "T")
+        self.work = check_int(self.work, "work", low=0)
+        self.span = check_int(self.span, "span", low=0)
+
     def __str__(self) -> str:
         return f"{self.method:>13}: T={self.T:<6d} work={self.work:<8d} span={self.span}"
 
@@ -210,8 +224,16 @@ def scan_counts(method: str, T: int) -> ScanCounts:
 
 def hillis_steele(a, x, h0=None):
     """Hillis-Steele inclusive scan in numpy: at step d every element combines with the one 2^d
-    before it (all at once). Returns ``(h, ScanCounts)`` with the combines actually done."""
+    before it (all at once). Returns ``(h, ScanCounts)`` with the combines actually done.
+    NaN/inf in ``a`` or ``x``, or an overflow, raise ValueError."""
     a2, x2, h02, shape = _validate(a, x, h0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        h, counts = _hillis_steele(a2, x2, h02)
+    _check_result(h, a2, x2, "a", "x")
+    return h.reshape(shape), counts
+
+
+def _hillis_steele(a2, x2, h02):
     A = a2.copy()
     B = x2.copy()
     B[0] = A[0] * h02 + B[0]  # fold h0 into the first element
@@ -225,13 +247,21 @@ def hillis_steele(a, x, h0=None):
         work += T - d
         span += 1
         d *= 2
-    return B.reshape(shape), ScanCounts("hillis_steele", T, work, span)
+    return B, ScanCounts("hillis_steele", T, work, span)
 
 
 def blelloch(a, x, h0=None):
     """Blelloch's work-efficient scan in numpy: an up-sweep (reduce) tree and a down-sweep tree
-    over ``n = 2^ceil(log2 T)`` slots (padded with the identity (1, 0)). Returns ``(h, ScanCounts)``."""
+    over ``n = 2^ceil(log2 T)`` slots (padded with the identity (1, 0)). Returns ``(h, ScanCounts)``.
+    NaN/inf in ``a`` or ``x``, or an overflow, raise ValueError."""
     a2, x2, h02, shape = _validate(a, x, h0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        h, counts = _blelloch(a2, x2, h02)
+    _check_result(h, a2, x2, "a", "x")
+    return h.reshape(shape), counts
+
+
+def _blelloch(a2, x2, h02):
     T, m = a2.shape
     n = 1 << max(0, math.ceil(math.log2(T)))
     A = np.ones((n, m), a2.dtype)
@@ -261,7 +291,7 @@ def blelloch(a, x, h0=None):
         step //= 2
     # (A, B)[t] is now the exclusive prefix: h_{t-1} = A h0 + B; one more step gives h_t
     h = a2 * (A[:T] * h02 + B[:T]) + x2
-    return h.reshape(shape), ScanCounts("blelloch", T, work, span)
+    return h, ScanCounts("blelloch", T, work, span)
 
 
 # --------------------------------------------------------------------------- chunked (numba, parallel)
@@ -557,6 +587,7 @@ def chunk_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
     bytes per step) fill about ``cache_bytes`` (1.5 MB: most of a 2 MB per-core L2)."""
     n = check_positive_int(n, "n")
     itemsize = check_positive_int(itemsize, "itemsize")
+    cache_bytes = check_positive_int(cache_bytes, "cache_bytes")
     return max(8, cache_bytes // (2 * n * itemsize))
 
 
@@ -689,9 +720,9 @@ def _run(method, a2, x2, h02, opts, x):
         nb = backend.get_threads() if groups is None else check_int(groups, "groups", low=1, high=n)
         _channels(a2, x2, h02, h, np.linspace(0, n, min(nb, n) + 1).round().astype(np.int64))
     elif method == "hillis_steele":
-        h = hillis_steele(a2, x2, h02)[0]
+        h = _hillis_steele(a2, x2, h02)[0]
     elif method == "blelloch":
-        h = blelloch(a2, x2, h02)[0]
+        h = _blelloch(a2, x2, h02)[0]
     elif method == "chunked":
         chunks, chunk, lanes = opts.get("chunks"), opts.get("chunk"), opts.get("lanes")
         if chunks is not None and (chunk is not None or lanes is not None):
@@ -772,7 +803,14 @@ def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", 
     h_prev = np.empty_like(h2)
     h_prev[0] = h02
     h_prev[1:] = h2[:-1]
-    grad_a = h_prev * g
-    grad_h0 = a2[0] * g[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        grad_a = h_prev * g
+        grad_h0 = a2[0] * g[0]
+    # the reverse scan never reads h or a[0]: a NaN there shows up only in grad_a / grad_h0
+    # (x * NaN is NaN for every x), so checking them (one pass) catches every non-finite input
+    if not (np.isfinite(grad_a).all() and np.isfinite(grad_h0).all()):
+        check_array(h2, "h", dtype=None)
+        check_array(a2[:1], "a", dtype=None)
+        raise ValueError("a, h, grad_h: the gradients overflowed (|a| > 1 or huge values)")
     return (np.ascontiguousarray(grad_a).reshape(shape), np.ascontiguousarray(g).reshape(shape),
             grad_h0.reshape(shape[1:]))

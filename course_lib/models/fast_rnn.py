@@ -50,11 +50,13 @@ import types as _pytypes
 from dataclasses import dataclass
 
 import numpy as np
+import numba
 from numba import njit, prange
 
 from ..algorithms.activations import fast_tanh
 from ..core import backend
-from ..core.validate import check_array, check_choice, check_float, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float,
+                              check_int, check_positive_int)
 from .rnn import RNNParams
 
 __all__ = [
@@ -195,7 +197,9 @@ class FusedKernels:
     All take C-contiguous 2-D arrays of one float dtype and work in place."""
 
     def __init__(self, method: str, kernels: dict):
-        self.method = method
+        self.method = check_choice(method, "method", ELEMENTWISE_METHODS)
+        if not isinstance(kernels, dict) or not all(isinstance(k, str) and callable(v) for k, v in kernels.items()):
+            raise TypeError(f"kernels: expected a dict of name -> compiled kernel, got {type(kernels).__name__}")
         for name, k in kernels.items():
             setattr(self, name, k)
 
@@ -248,11 +252,25 @@ class Workspace:
     gWhy: np.ndarray
     method: str = "serial"
 
+    def __post_init__(self):
+        # shapes only (O(1)): the buffers must be the ones make_workspace would allocate
+        T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((self.T, "T"), (self.B, "B"), (self.nx, "nx"), (self.nh, "nh"), (self.ny, "ny")))
+        self.dtype = check_dtype(self.dtype, "dtype")
+        self.method = check_choice(self.method, "method", ELEMENTWISE_METHODS)
+        for name, shape in (("H", (T, B, nh)), ("D", (T, B, ny)), ("DZ", (T, B, nh)), ("tmp", (B, nh)),
+                            ("gWxh", (nx, nh)), ("gWhh", (nh, nh)), ("gWhy", (nh, ny))):
+            check_array(getattr(self, name), name, shape=shape, dtype=self.dtype, finite=False, contiguous=True)
+
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.H, self.D, self.DZ, self.tmp, self.gWxh, self.gWhh, self.gWhy))
 
     def fits(self, T, B, nx, nh, ny, dtype) -> bool:
+        """Whether this workspace was made for these sizes and dtype."""
+        for v, n in ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
+            check_positive_int(v, n)
+        dtype = check_dtype(dtype, "dtype")
         return (self.T, self.B, self.nx, self.nh, self.ny, self.dtype) == (T, B, nx, nh, ny, np.dtype(dtype))
 
 
@@ -267,11 +285,10 @@ def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, 
     """
     T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
                         ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
-    dt = np.dtype(dtype)
-    if dt not in (np.float32, np.float64):
-        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
-    e = lambda *s: np.empty(s, dt)  # noqa: E731
+    dt = check_dtype(dtype, "dtype")
     method = check_choice(method, "method", ELEMENTWISE_METHODS)
+    check_alloc((T, B, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
+    e = lambda *s: np.empty(s, dt)  # noqa: E731
     return Workspace(T, B, nx, nh, ny, dt, H=e(T, B, nh), D=e(T, B, ny), DZ=e(T, B, nh), tmp=e(B, nh),
                      gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
 
@@ -285,6 +302,7 @@ def step_flops(T: int, B: int, nx: int, nh: int, ny: int, h0: bool = False) -> i
     """
     T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
                         ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    h0 = check_bool(h0, "h0")
     rec = T if h0 else T - 1
     forward = 2 * T * B * nx * nh + 2 * rec * B * nh * nh + 2 * T * B * nh * ny
     backward = 2 * T * B * ny * nh + 2 * (T - 1) * B * nh * nh
@@ -335,17 +353,49 @@ def prepare(params, X, Y, h0=None, workspace=None):
 def _check_loss(loss: float, X, Y, h0) -> float:
     """A non-finite loss means non-finite inputs (named here) or diverged weights."""
     if not math.isfinite(loss):
-        for a, name in ((X, "X"), (Y, "Y"), (h0, "h0")):
-            if a is not None:
-                check_array(a, name, dtype=None)  # raises ValueError naming the first bad entry
+        _blame(X, Y, h0)
         raise FloatingPointError(f"the loss is {loss}: the weights have diverged; use a smaller lr")
     return loss
 
 
+def _blame(X, Y, h0) -> None:
+    """Raise ValueError naming the first non-finite input (only called once something is non-finite)."""
+    for a, name in ((X, "X"), (Y, "Y"), (h0, "h0")):
+        if a is not None:
+            check_array(a, name, dtype=None)  # raises ValueError naming the first bad entry
+
+
+def _check_grads(grads, X, Y, h0) -> None:
+    """The loss can stay finite while the gradients are not: ``tanh`` saturates an ``inf`` in X to
+    a finite hidden state, but ``Xᵀ Δz`` then holds ``inf * 0 = NaN``. Checking the three gradient
+    matrices costs O(weights), nothing next to the step; only then are X, Y, h0 searched."""
+    if not all(np.isfinite(g).all() for g in grads):
+        _blame(X, Y, h0)
+        raise FloatingPointError("the gradients are non-finite: the weights have diverged; use a smaller lr")
+
+
 # --------------------------------------------------------------------------- the phases
+def _check_phase(ws, params=None, X=None, Y=None, h0=None) -> None:
+    """O(1) checks of a phase function's arguments (types, shapes, dtypes, contiguity -- no pass over
+    the data: the phases are what :mod:`course_lib.experiments.profile` times). Arrays are expected
+    as :func:`prepare` returns them."""
+    if not isinstance(ws, Workspace):
+        raise TypeError(f"ws: expected a Workspace from make_workspace, got {type(ws).__name__}")
+    dt = ws.dtype
+    if params is not None:
+        if not isinstance(params, RNNParams):
+            raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
+        for name, shape in (("Wxh", (ws.nx, ws.nh)), ("Whh", (ws.nh, ws.nh)), ("Why", (ws.nh, ws.ny))):
+            check_array(getattr(params, name), f"params.{name}", shape=shape, dtype=dt, finite=False)
+    for a, name, shape in ((X, "X", (ws.T, ws.B, ws.nx)), (Y, "Y", (ws.T, ws.B, ws.ny)), (h0, "h0", (ws.B, ws.nh))):
+        if a is not None:
+            check_array(a, name, shape=shape, dtype=dt, finite=False, contiguous=True)
+
+
 def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray | None = None) -> None:
     """ws.H <- all hidden states: one GEMM for every x_t Wxh, then T recurrent GEMMs, each
     followed by one fused ``tanh(z + h Whh)`` pass."""
+    _check_phase(ws, params, X, h0=h0)
     T, B = ws.T, ws.B
     H2 = ws.H.reshape(T * B, ws.nh)
     k = _KERNELS[ws.method]
@@ -362,12 +412,14 @@ def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray
 
 def output_pre_activation_into(ws: Workspace, params: RNNParams) -> None:
     """ws.D <- H Why for all time steps in one GEMM."""
+    _check_phase(ws, params)
     T, B = ws.T, ws.B
     np.matmul(ws.H.reshape(T * B, ws.nh), params.Why, out=ws.D.reshape(T * B, ws.ny))
 
 
 def output_delta_into(ws: Workspace, Y: np.ndarray) -> float:
     """ws.D (pre-activations) <- 2(ŷ−y)(1−ŷ²) with ŷ = tanh(D); returns the loss Σ(ŷ−y)²."""
+    _check_phase(ws, Y=Y)
     T, B = ws.T, ws.B
     k = _KERNELS[ws.method]
     return float(k.output_delta_loss(ws.D.reshape(T * B, ws.ny), Y.reshape(T * B, ws.ny)))
@@ -376,6 +428,7 @@ def output_delta_into(ws: Workspace, Y: np.ndarray) -> float:
 def backward_into(ws: Workspace, params: RNNParams) -> None:
     """ws.DZ <- ∂E/∂(x_t Wxh + h_{t−1} Whh) for every t: one GEMM for the output's share
     Δŷ Whyᵀ, then the reverse sweep Δz_t = (Δh_t + Δz_{t+1} Whhᵀ)(1 − h_t²)."""
+    _check_phase(ws, params)
     T, B = ws.T, ws.B
     np.matmul(ws.D.reshape(T * B, ws.ny), params.Why.T, out=ws.DZ.reshape(T * B, ws.nh))
     k = _KERNELS[ws.method]
@@ -389,6 +442,7 @@ def backward_into(ws: Workspace, params: RNNParams) -> None:
 def weight_gradients_into(ws: Workspace, X: np.ndarray, h0: np.ndarray | None = None) -> None:
     """ws.gWhy <- Hᵀ Δŷ, ws.gWhh <- Σ_t h_{t−1}ᵀ Δz_t, ws.gWxh <- Xᵀ Δz: one GEMM each
     (the sum over time steps *is* the inner dimension of the GEMM)."""
+    _check_phase(ws, X=X, h0=h0)
     T, B, nh = ws.T, ws.B, ws.nh
     H2 = ws.H.reshape(T * B, nh)
     DZ2 = ws.DZ.reshape(T * B, nh)
@@ -404,7 +458,10 @@ def weight_gradients_into(ws: Workspace, X: np.ndarray, h0: np.ndarray | None = 
 
 def descend(params: RNNParams, ws: Workspace, lr: float, inplace: bool = False) -> RNNParams:
     """W − lr·g for the three matrices, one fused pass each (into ``params`` when ``inplace``)."""
-    lr = params.Wxh.dtype.type(lr)
+    lr = check_float(lr, "lr", low=0.0)
+    inplace = check_bool(inplace, "inplace")
+    _check_phase(ws, params)  # float weights of the workspace's dtype: no silent integer truncation
+    lr = ws.dtype.type(lr)
     outs = []
     for w, g in ((params.Wxh, ws.gWxh), (params.Whh, ws.gWhh), (params.Why, ws.gWhy)):
         out = w if inplace else np.empty_like(w)
@@ -422,6 +479,7 @@ def gradients(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, workspace: Wor
     """
     params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
     loss = _run(ws, params, X, Y, h0)
+    _check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return RNNParams(ws.gWxh.copy(), ws.gWhh.copy(), ws.gWhy.copy()), loss
 
 
@@ -446,10 +504,12 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
     Same result as ``rnn.sgd_step(params, rnn.bptt_linear(params, X, Y, h0), lr)`` up to round-off.
     """
     lr = check_float(lr, "lr", low=0.0)
+    inplace = check_bool(inplace, "inplace")
     if threads is not None:
-        backend.set_threads(threads)
+        backend.set_threads(check_int(threads, "threads", low=1, high=int(numba.config.NUMBA_NUM_THREADS)))
     params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
     loss = _run(ws, params, X, Y, h0)
+    _check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return descend(params, ws, lr, inplace=inplace), loss
 
 
@@ -461,6 +521,11 @@ class NumpyStep:
     The "separate passes" side of chapter 05's fusion comparison and a benchmark column."""
 
     def __init__(self, T, B, nx, nh, ny, dtype=np.float32):
+        T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+        dtype = check_dtype(dtype, "dtype")
+        check_alloc((T, B, 2 * nh + 2 * ny), dtype, "T", what="the NumpyStep buffers")
+        self.dtype = dtype
         self.shape = (T, B, nx, nh, ny)
         e = lambda *s: np.empty(s, dtype)  # noqa: E731
         self.H, self.D, self.DZ = e(T, B, nh), e(T, B, ny), e(T, B, nh)
@@ -469,10 +534,17 @@ class NumpyStep:
 
     def __call__(self, p: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float):
         """One step, updating ``p``'s arrays in place; returns ``(p, loss)``. X (T, B, nx), Y (T, B, ny)."""
+        lr = check_float(lr, "lr", low=0.0)
+        if not isinstance(p, RNNParams):
+            raise TypeError(f"p: expected an RNNParams, got {type(p).__name__}")
+        X = check_array(X, "X", ndim=3, dtype=self.dtype, finite=False)
         T, B, nx = X.shape
         if (T, B, nx, p.nh, p.ny) != self.shape:
             raise ValueError(f"X, params: this NumpyStep was made for (T, B, nx, nh, ny) = {self.shape}, "
                              f"got {(T, B, nx, p.nh, p.ny)}")
+        for name, shape in (("Wxh", (nx, self.shape[3])), ("Whh", self.shape[3:4] * 2), ("Why", self.shape[3:])):
+            check_array(getattr(p, name), f"p.{name}", shape=shape, dtype=self.dtype)  # updated in place: no ints
+        Y = check_array(Y, "Y", shape=(T, B, self.shape[4]), dtype=self.dtype, finite=False)
         nh, ny = p.Whh.shape[0], p.Why.shape[1]
         H, D, DZ, tmp, tmp2 = self.H, self.D, self.DZ, self.tmp, self.tmp2
         H2, D2, DZ2 = H.reshape(T * B, nh), D.reshape(T * B, ny), DZ.reshape(T * B, nh)
@@ -503,6 +575,9 @@ class NumpyStep:
         np.matmul(H2.T, D2, out=gy)
         np.matmul(H[:-1].reshape((T - 1) * B, nh).T, DZ[1:].reshape((T - 1) * B, nh), out=gh)
         np.matmul(X.reshape(T * B, nx).T, DZ2, out=gx)
+        if not math.isfinite(loss):  # checked after the fact (as the fused step does): no extra pass
+            _blame(X, Y, None)
+        _check_grads(self.g, X, Y, None)
         for w, g in zip((p.Wxh, p.Whh, p.Why), self.g):
             g *= lr
             w -= g

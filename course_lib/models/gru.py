@@ -46,7 +46,8 @@ from ..algorithms.activations import sigmoid
 from ..algorithms.mgrit import MGRIT
 from ..core.optim import Adam
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
+                              check_positive_int)
 
 __all__ = [
     "GRUParams",
@@ -54,6 +55,7 @@ __all__ = [
     "METHODS",
     "MGRIT_OPTIONS",
     "init_params",
+    "check_params",
     "input_projection",
     "gates",
     "gru_cell",
@@ -88,6 +90,16 @@ class GRUParams:
     b_ih: np.ndarray
     b_hh: np.ndarray
 
+    def __post_init__(self):
+        # shapes and float dtypes only (O(1)); finiteness is checked where the arrays are used
+        self.W_ih = check_array(self.W_ih, "params.W_ih", ndim=2, finite=False)
+        nh3 = self.W_ih.shape[0]
+        if nh3 % 3 or nh3 == 0:
+            raise ValueError(f"params.W_ih: expected 3H rows (gates r, z, n), got shape {self.W_ih.shape}")
+        nh = nh3 // 3
+        for name, shape in (("W_hh", (nh3, nh)), ("b_ih", (nh3,)), ("b_hh", (nh3,))):
+            setattr(self, name, check_array(getattr(self, name), f"params.{name}", shape=shape, finite=False))
+
     @property
     def nx(self) -> int:
         return self.W_ih.shape[1]
@@ -108,6 +120,8 @@ class GRUParams:
         return GRUParams(*(a.copy() for a in self.arrays()))
 
     def astype(self, dtype) -> "GRUParams":
+        """A copy in ``dtype`` (float32 or float64)."""
+        dtype = check_dtype(dtype, "dtype")
         return GRUParams(*(np.asarray(a, dtype=dtype) for a in self.arrays()))
 
     # the dict-like reading (transition aid, see the class docstring)
@@ -125,6 +139,13 @@ class GRUParams:
     @classmethod
     def from_torch(cls, module) -> "GRUParams":
         """Copy the layer-0 weights of a ``torch.nn.GRU`` (numpy arrays in the module's dtype)."""
+        missing = [n for n in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0") if not hasattr(module, n)]
+        if missing:
+            raise TypeError(f"module: expected a torch.nn.GRU with biases, got {type(module).__name__} "
+                            f"without {', '.join(missing)}")
+        if getattr(module, "num_layers", 1) != 1 or getattr(module, "bidirectional", False):
+            raise ValueError("module: expected a one-layer, one-direction torch.nn.GRU "
+                             f"(num_layers={getattr(module, 'num_layers', 1)}, bidirectional={getattr(module, 'bidirectional', False)})")
         get = lambda n: getattr(module, n).detach().cpu().numpy().copy()  # noqa: E731
         return cls(get("weight_ih_l0"), get("weight_hh_l0"), get("bias_ih_l0"), get("bias_hh_l0"))
 
@@ -146,8 +167,8 @@ def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> GRUPara
     """PyTorch's GRU init: every entry uniform in (-1/sqrt(H), 1/sqrt(H))."""
     nx = check_positive_int(nx, "nx")
     nh = check_positive_int(nh, "nh")
-    if np.dtype(dtype) not in (np.float32, np.float64):
-        raise TypeError(f"dtype: expected float32 or float64, got {np.dtype(dtype)}")
+    dtype = check_dtype(dtype, "dtype")
+    check_alloc((3 * nh, nx + nh + 2), dtype, "nh", what="the GRU weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nh)
     u = lambda *s: rng.uniform(-k, k, size=s).astype(dtype)  # noqa: E731
@@ -164,6 +185,11 @@ def _as_params(params) -> GRUParams:
             raise ValueError(f"params: missing {', '.join(missing)} (expected W_ih, W_hh, b_ih, b_hh)")
         return GRUParams(params["W_ih"], params["W_hh"], params["b_ih"], params["b_hh"])
     raise TypeError(f"params: expected GRUParams (see gru.init_params), got {type(params).__name__}")
+
+
+def check_params(params) -> tuple[GRUParams, int, int]:
+    """Validate GRU parameters (shapes, float dtypes, finite); returns ``(params, nx, H)``."""
+    return _check_params(params)
 
 
 def _check_params(params) -> tuple[GRUParams, int, int]:
@@ -194,12 +220,34 @@ def _check_inputs(params, X, h0):
 
 
 def input_projection(params, X) -> np.ndarray:
-    """``gi = X W_ih^T + b_ih`` for all time steps at once: (T, B, nx) -> (T, B, 3H) (one big GEMM)."""
-    p = _as_params(params)
+    """``gi = X W_ih^T + b_ih`` for all time steps at once: (T, B, nx) -> (T, B, 3H) (one big GEMM).
+    ``X`` may also be one step ``(B, nx)``."""
+    p, nx, _ = _check_params(params)
+    X = check_array(X, "X", ndim=(2, 3), dtype="float")
+    if X.shape[-1] != nx:
+        raise ValueError(f"X: expected the last axis to be nx = {nx} (params.W_ih is {p.W_ih.shape}), got shape {X.shape}")
+    return _input_projection(p, X)
+
+
+def _input_projection(p: GRUParams, X) -> np.ndarray:
     return X @ p.W_ih.T + p.b_ih
 
 
 # --------------------------------------------------------------------------- the cell
+def _check_cell(params, gi, h, dh_new=None, implicit=False, gamma=1.0):
+    """Validate a cell's arguments: ``gi (..., 3H)``, ``h (..., H)`` with the same leading shape."""
+    p, _, nh = _check_params(params)
+    h = check_array(h, "h", ndim=range(1, 8))
+    if h.shape[-1] != nh:
+        raise ValueError(f"h: expected the last axis to be H = {nh} (params.W_hh is {p.W_hh.shape}), got shape {h.shape}")
+    gi = check_array(gi, "gi", shape=h.shape[:-1] + (3 * nh,))
+    if dh_new is not None:
+        dh_new = check_array(dh_new, "dh_new", shape=h.shape)
+    check_bool(implicit, "implicit")
+    gamma = check_float(gamma, "gamma", low=0.0)
+    return p, gi, h, dh_new, gamma
+
+
 def _gates(p: GRUParams, gi, h):
     nh = h.shape[-1]
     gh = h @ p.W_hh.T + p.b_hh
@@ -211,7 +259,8 @@ def _gates(p: GRUParams, gi, h):
 
 def gates(params, gi, h):
     """The gates ``(r, z, n)`` at state ``h`` (B, H) with input projection ``gi`` (B, 3H)."""
-    r, z, n, _ = _gates(_as_params(params), gi, h)
+    p, gi, h, _, _ = _check_cell(params, gi, h)
+    r, z, n, _ = _gates(p, gi, h)
     return r, z, n
 
 
@@ -219,7 +268,12 @@ def gru_cell(params, gi, h, *, implicit: bool = False, gamma: float = 1.0):
     """One GRU step from state ``h`` (B, H) with input projection ``gi`` (B, 3H) -> h' (B, H).
 
     classic: ``h + gamma (1 - z) (n - h)``; implicit: ``(h + gamma (1 - z) n) / (1 + gamma (1 - z))``."""
-    r, z, n, _ = _gates(_as_params(params), gi, h)
+    p, gi, h, _, gamma = _check_cell(params, gi, h, implicit=implicit, gamma=gamma)
+    return _cell(p, gi, h, implicit=implicit, gamma=gamma)
+
+
+def _cell(p: GRUParams, gi, h, *, implicit: bool, gamma: float):
+    r, z, n, _ = _gates(p, gi, h)
     a = gamma * (1.0 - z)
     if implicit:
         return (h + a * n) / (1.0 + a)
@@ -230,7 +284,11 @@ def gru_cell_backward(params, gi, h, dh_new, *, implicit: bool = False, gamma: f
     """Vector-Jacobian products of :func:`gru_cell`: given ``dL/dh'`` return
     ``(dh, dgi, dgh)`` -- gradients w.r.t. the old state (B, H), the input projection (B, 3H) and
     ``gh = h W_hh^T + b_hh`` (B, 3H). Works on any leading shape (e.g. (T, B, .) at once)."""
-    p = _as_params(params)
+    p, gi, h, dh_new, gamma = _check_cell(params, gi, h, dh_new, implicit=implicit, gamma=gamma)
+    return _cell_backward(p, gi, h, dh_new, implicit=implicit, gamma=gamma)
+
+
+def _cell_backward(p: GRUParams, gi, h, dh_new, *, implicit: bool, gamma: float):
     r, z, n, gh = _gates(p, gi, h)
     nh = h.shape[-1]
     a = gamma * (1.0 - z)
@@ -256,12 +314,17 @@ def gru_cell_backward(params, gi, h, dh_new, *, implicit: bool = False, gamma: f
 
 # --------------------------------------------------------------------------- step functions for MGRIT
 def gru_steps(params, GI, *, implicit: bool = False, dt: float = 1.0, m: int = 4):
-    """``step(h, i, level)`` for MGRIT: level l uses gamma = dt * m**l and input ``GI[i * m**l]``."""
-    p = _as_params(params)
+    """``step(h, i, level)`` for MGRIT: level l uses gamma = dt * m**l and input ``GI[i * m**l]``
+    (``GI`` (T, B, 3H), the :func:`input_projection`)."""
+    p, _, nh = _check_params(params)
+    GI = check_array(GI, "GI", shape=("T", "B", 3 * nh))
+    implicit = check_bool(implicit, "implicit")
+    dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
+    m = check_int(m, "m", low=2)
 
     def step(h, i, level):
         M = m ** level
-        return gru_cell(p, GI[i * M], h, implicit=implicit, gamma=dt * M)
+        return _cell(p, GI[i * M], h, implicit=implicit, gamma=dt * M)
 
     return step
 
@@ -269,6 +332,9 @@ def gru_steps(params, GI, *, implicit: bool = False, dt: float = 1.0, m: int = 4
 def pad_to_hierarchy(T: int, m: int, levels: int) -> int:
     """Smallest length >= T that is a multiple of ``m**(levels-1)`` (GRUs are causal: padding the end
     of a sequence does not change earlier states)."""
+    T = check_positive_int(T, "T")
+    m = check_int(m, "m", low=2)
+    levels = check_int(levels, "levels", low=1, high=64)
     factor = m ** (levels - 1)
     return -(-T // factor) * factor
 
@@ -278,11 +344,13 @@ def coarse_trajectory(params, X, h0=None, *, implicit: bool, dt: float = 1.0, M:
     Shows the explicit coarse step blowing up (values grow like |1 - gamma (1 - z)|**k)."""
     p, X, h0, _, _ = _check_inputs(params, X, h0)
     M = check_positive_int(M, "M")
-    GI = input_projection(p, X[::M])
+    implicit = check_bool(implicit, "implicit")
+    dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
+    GI = _input_projection(p, X[::M])
     out = [h0]
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(GI.shape[0]):
-            out.append(gru_cell(p, GI[k], out[-1], implicit=implicit, gamma=dt * M))
+            out.append(_cell(p, GI[k], out[-1], implicit=implicit, gamma=dt * M))
     return np.stack(out)
 
 
@@ -314,14 +382,16 @@ def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, 
     """
     p, X, h0, _, _ = _check_inputs(params, X, h0)
     dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
+    implicit = check_bool(implicit, "implicit")
+    return_history = check_bool(return_history, "return_history")
     opts = _method_opts(method, mgrit_opts)
     T = X.shape[0]
-    GI = input_projection(p, X)
+    GI = _input_projection(p, X)
     if method == "serial":
         out = np.empty((T,) + h0.shape, dtype=np.result_type(h0.dtype, GI.dtype))
         h = h0
         for t in range(T):
-            h = out[t] = gru_cell(p, GI[t], h, implicit=implicit, gamma=dt)
+            h = out[t] = _cell(p, GI[t], h, implicit=implicit, gamma=dt)
         return (out, []) if return_history else out
     m, levels = opts.get("m", 4), opts.get("levels", 2)
     Tp = pad_to_hierarchy(T, m, levels)
@@ -346,7 +416,7 @@ def _adjoint_steps(p, GI, S, dH, *, implicit, dt, m):
     def step(v, i, level):
         M = m ** level
         t_new = T - (i + 1) * M  # forward coarse step from s_{t_new} with input GI[t_new]
-        dh, _, _ = gru_cell_backward(p, GI[t_new], S[t_new], v, implicit=implicit, gamma=dt * M)
+        dh, _, _ = _cell_backward(p, GI[t_new], S[t_new], v, implicit=implicit, gamma=dt * M)
         return dh + src(t_new)
 
     return step
@@ -368,15 +438,17 @@ def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float
     H = check_array(H, "H", shape=(T, B, nh))
     dH = check_array(dH, "dH", shape=(T, B, nh))
     dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
+    implicit = check_bool(implicit, "implicit")
+    return_history = check_bool(return_history, "return_history")
     opts = _method_opts(method, mgrit_opts)
-    GI = input_projection(p, X)
+    GI = _input_projection(p, X)
     S = np.concatenate([h0[None].astype(H.dtype), H])  # states s_0..s_T
     hist: list = []
     if method == "serial":
         Lam = np.empty_like(S)  # Lam[t] = lambda_t
         Lam[T] = dH[T - 1]
         for t in range(T, 0, -1):
-            dh, _, _ = gru_cell_backward(p, GI[t - 1], S[t - 1], Lam[t], implicit=implicit, gamma=dt)
+            dh, _, _ = _cell_backward(p, GI[t - 1], S[t - 1], Lam[t], implicit=implicit, gamma=dt)
             Lam[t - 1] = dh + (dH[t - 2] if t >= 2 else 0.0)
     else:
         m, levels = opts.get("m", 4), opts.get("levels", 2)
@@ -392,7 +464,7 @@ def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float
         V, hist = MGRIT(step, **opts).solve(dHp[Tp - 1].astype(S.dtype), Tp)
         Lam = V[::-1][: T + 1]  # V[k] = lambda_{Tp-k}
     # per-step parameter gradients, all time steps at once
-    _, dgi, dgh = gru_cell_backward(p, GI, S[:-1], Lam[1:], implicit=implicit, gamma=dt)
+    _, dgi, dgh = _cell_backward(p, GI, S[:-1], Lam[1:], implicit=implicit, gamma=dt)
     grads = GRUParams(
         W_ih=np.einsum("tbg,tbx->gx", dgi, X).astype(p.W_ih.dtype),
         W_hh=np.einsum("tbg,tbh->gh", dgh, S[:-1]).astype(p.W_hh.dtype),
@@ -411,6 +483,13 @@ class GRUClassifierParams:
     gru: GRUParams
     W_out: np.ndarray
     b_out: np.ndarray
+
+    def __post_init__(self):
+        if not isinstance(self.gru, GRUParams):
+            raise TypeError(f"gru: expected GRUParams, got {type(self.gru).__name__}")
+        dims = {"H": self.gru.nh}
+        self.W_out = check_array(self.W_out, "W_out", shape=("C", "H"), dims=dims, finite=False)
+        self.b_out = check_array(self.b_out, "b_out", shape=("C",), dims=dims, finite=False)
 
     @property
     def n_classes(self) -> int:

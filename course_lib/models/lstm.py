@@ -82,8 +82,20 @@ class LSTMParams:
     @classmethod
     def from_torch(cls, lstm) -> "LSTMParams":
         """Copy the layer-0 weights of a ``torch.nn.LSTM`` (numpy arrays in the module's dtype)."""
+        names = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+        missing = [n for n in names if not hasattr(lstm, n)]
+        if missing:
+            raise TypeError(f"lstm: expected a torch.nn.LSTM with biases, got {type(lstm).__name__} "
+                            f"without {', '.join(missing)}")
+        if getattr(lstm, "num_layers", 1) != 1 or getattr(lstm, "bidirectional", False) \
+                or getattr(lstm, "proj_size", 0):
+            raise ValueError("lstm: expected a one-layer, one-direction torch.nn.LSTM without projection "
+                             f"(num_layers={getattr(lstm, 'num_layers', 1)}, "
+                             f"bidirectional={getattr(lstm, 'bidirectional', False)}, proj_size={getattr(lstm, 'proj_size', 0)})")
         get = lambda n: getattr(lstm, n).detach().cpu().numpy().copy()  # noqa: E731
-        return cls(get("weight_ih_l0"), get("weight_hh_l0"), get("bias_ih_l0"), get("bias_hh_l0"))
+        params = cls(*(get(n) for n in names))
+        check_params(params)  # shapes, float dtype, finite
+        return params
 
     def to_torch(self):
         """A one-layer ``torch.nn.LSTM(nx, H)`` holding copies of these weights (same dtype).

@@ -33,21 +33,25 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from ..algorithms.mgrit import CYCLES, MGRIT, RELAXATIONS, Partition, dahlquist_step, hierarchy
 from ..core.mpi import MPIFailed, launch, worker_main
 from ..core.timing import measure
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int, to_builtin
 
-__all__ = ["solve", "RankPartition", "block_range", "body", "main", "MPIFailed"]
+__all__ = ["solve", "RankPartition", "block_range", "body", "check_job", "main", "MPIFailed"]
 
 MODULE = "course_lib.parallel.mgrit_mpi"
 
 
 def block_range(n: int, size: int, rank: int) -> tuple[int, int]:
     """Contiguous block ``[a, b)`` of ``range(n)`` owned by ``rank`` of ``size`` (sizes differ by <= 1)."""
+    n = check_int(n, "n", low=0)
+    size = check_positive_int(size, "size")
+    rank = check_int(rank, "rank", low=0, high=size - 1)
     return (n * rank) // size, (n * (rank + 1)) // size
 
 
@@ -56,6 +60,9 @@ class RankPartition(Partition):
 
     def __init__(self, comm, nc: int, m: int):
         super().__init__(nc)
+        m = check_int(m, "m", low=2)
+        if not all(hasattr(comm, a) for a in ("Get_rank", "Get_size", "gather", "scatter")):
+            raise TypeError(f"comm: expected an MPI communicator (mpi4py.MPI.COMM_WORLD), got {type(comm).__name__}")
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         if self.size > nc:
@@ -82,6 +89,7 @@ class RankPartition(Partition):
     def allreduce(self, x: float, op: str = "sum") -> float:
         from mpi4py import MPI  # noqa: PLC0415
 
+        check_choice(op, "op", ("sum", "min"))
         return float(self.comm.allreduce(x, op={"sum": MPI.SUM, "min": MPI.MIN}[op]))
 
     def coarse_correct(self, U, R, m: int, correct) -> None:
@@ -124,6 +132,60 @@ def _build_step(problem: dict, arrays: dict, m: int):
     return gru_steps(params, GI, implicit=bool(problem["implicit"]), dt=float(problem["dt"]), m=m), arrays["h0"]
 
 
+def check_job(work, rest) -> None:
+    """Validate ``WORKDIR/spec.json`` (+ ``arrays.npz``) before MPI starts (see
+    :func:`course_lib.core.mpi.worker_main`): a worker called by hand with a bad folder or spec says
+    what is wrong and returns 2 instead of aborting the calling Python with ``MPI_Abort``."""
+    work = Path(work)
+    file = work / "spec.json"
+    if not file.is_file():
+        raise FileNotFoundError(f"WORKDIR: {file} does not exist (course_lib.parallel.mgrit_mpi.solve writes it)")
+    try:
+        spec = json.loads(file.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"spec.json: not valid JSON ({exc})") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("mgrit"), dict) or not isinstance(spec.get("problem"), dict):
+        raise ValueError("spec.json: expected an object with 'nt', 'mgrit' and 'problem'")
+    nt = check_positive_int(spec.get("nt"), "spec.json nt")
+    opts = spec["mgrit"]
+    unknown = set(opts) - {"m", "levels", "relax", "cycle", "max_iter", "tol"}
+    if unknown:
+        raise ValueError(f"spec.json mgrit: unknown option(s) {sorted(unknown)}")
+    m = check_int(opts.get("m"), "spec.json mgrit.m", low=2)
+    levels = check_int(opts.get("levels"), "spec.json mgrit.levels", low=2)
+    sizes = hierarchy(nt, m, levels)
+    MGRIT(lambda u, i, level: u, **opts)  # the remaining options, checked by the solver itself
+    check_int(spec.get("repeat", 0), "spec.json repeat", low=0)
+    ranks = spec.get("ranks")
+    if ranks is not None:
+        ranks = check_int(ranks, "spec.json ranks", low=1, high=sizes[1])
+        for name in ("fail_rank", "hang_rank"):
+            if spec.get(name) is not None:
+                check_int(spec[name], f"spec.json {name}", low=0, high=ranks - 1)
+    problem = spec["problem"]
+    kind = check_choice(problem.get("kind"), "spec.json problem.kind", ("dahlquist", "gru"))
+    if kind == "dahlquist":
+        check_float(problem.get("lam"), "spec.json problem.lam")
+        check_float(problem.get("dt"), "spec.json problem.dt", low=0.0, low_inclusive=False)
+        check_array(np.asarray(problem.get("u0"), dtype=np.float64), "spec.json problem.u0")
+        return
+    from ..models.gru import GRUParams, check_params  # noqa: PLC0415
+
+    check_float(problem.get("dt"), "spec.json problem.dt", low=0.0, low_inclusive=False)
+    try:
+        with np.load(work / "arrays.npz", allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"arrays.npz: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+    missing = [k for k in ("X", "h0", "W_ih", "W_hh", "b_ih", "b_hh") if k not in arrays]
+    if missing:
+        raise ValueError(f"arrays.npz: missing {missing}")
+    _, nx, nh = check_params(GRUParams(arrays["W_ih"], arrays["W_hh"], arrays["b_ih"], arrays["b_hh"]))
+    dims = {"nx": nx}
+    check_array(arrays["X"], "arrays.npz X", shape=(nt, "B", "nx"), dims=dims)
+    check_array(arrays["h0"], "arrays.npz h0", shape=(dims["B"], nh))
+
+
 def body(comm, work, status, rest) -> None:
     """One rank's part: read ``spec.json`` (+ ``arrays.npz``), run the distributed solve, rank 0 writes
     ``result.npz``. ``spec["repeat"] > 0`` also times that many solves (after one warm-up)."""
@@ -164,7 +226,7 @@ def body(comm, work, status, rest) -> None:
 
 def main(argv=None) -> int:
     """Worker entry point: ``mpiexec -n P python -m course_lib.parallel.mgrit_mpi WORKDIR``."""
-    return worker_main(body, argv)
+    return worker_main(body, argv, check=check_job)
 
 
 # --------------------------------------------------------------------------- the launcher side
@@ -182,6 +244,8 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
     nt = check_positive_int(nt, "nt")
     relax = check_choice(relax, "relax", RELAXATIONS)
     cycle = check_choice(cycle, "cycle", CYCLES)
+    m = check_int(m, "m")  # numpy integers become ints (JSON writes them)
+    levels = check_int(levels, "levels", low=1)
     sizes = hierarchy(nt, m, levels)
     if levels < 2:
         raise ValueError("levels: the MPI solver needs levels >= 2")
@@ -189,33 +253,48 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
         raise ValueError(f"ranks: {ranks} ranks for {sizes[1]} C-intervals; use at most {sizes[1]} ranks")
     repeat = check_int(repeat, "repeat", low=0)
     timeout = check_float(timeout, "timeout", low=0.0, low_inclusive=False)
+    tol = check_float(tol, "tol", low=0.0)
+    max_iter = check_int(max_iter, "max_iter", low=1)
+    if fail_rank is not None:
+        fail_rank = check_int(fail_rank, "fail_rank", low=0, high=ranks - 1)
+    if hang_rank is not None:
+        hang_rank = check_int(hang_rank, "hang_rank", low=0, high=ranks - 1)
     if not isinstance(problem, dict) or "kind" not in problem:
         raise TypeError("problem: expected a dict with a 'kind' ('dahlquist' or 'gru')")
     check_choice(problem["kind"], "problem['kind']", ("dahlquist", "gru"))
-    spec = {"nt": nt, "repeat": repeat, "fail_rank": fail_rank, "hang_rank": hang_rank,
+    spec = {"nt": nt, "ranks": ranks, "repeat": repeat, "fail_rank": fail_rank, "hang_rank": hang_rank,
             "mgrit": {"m": m, "levels": levels, "relax": relax, "cycle": cycle,
-                      "max_iter": check_int(max_iter, "max_iter", low=1), "tol": float(tol)}}
+                      "max_iter": max_iter, "tol": tol}}
     arrays = {}
     if problem["kind"] == "dahlquist":
-        spec["problem"] = {"kind": "dahlquist", "lam": float(problem["lam"]), "dt": float(problem["dt"]),
-                           "u0": np.atleast_1d(np.asarray(problem["u0"], dtype=np.float64)).tolist()}
+        missing = [k for k in ("lam", "dt", "u0") if k not in problem]
+        if missing:
+            raise ValueError(f"problem: missing {missing} (expected kind, lam, dt, u0)")
+        u0 = check_array(np.atleast_1d(np.asarray(problem["u0"], dtype=np.float64)), "problem['u0']")
+        spec["problem"] = {"kind": "dahlquist", "lam": check_float(problem["lam"], "problem['lam']"),
+                           "dt": check_float(problem["dt"], "problem['dt']", low=0.0, low_inclusive=False),
+                           "u0": u0.tolist()}
     else:
-        from ..models.gru import GRUParams  # noqa: PLC0415
+        from ..models.gru import GRUParams, check_params  # noqa: PLC0415
 
         p = problem.get("params")
         if not isinstance(p, GRUParams):
             raise TypeError(f"problem['params']: expected GRUParams, got {type(p).__name__}")
+        check_params(p)  # finite weights, consistent shapes: before the job starts
         dims = {"nx": p.nx}
         X = check_array(problem.get("X"), "problem['X']", shape=(nt, "B", "nx"), dims=dims)
         h0 = problem.get("h0")
         h0 = np.zeros((dims["B"], p.nh), dtype=X.dtype) if h0 is None else \
             check_array(h0, "problem['h0']", shape=(dims["B"], p.nh))
-        spec["problem"] = {"kind": "gru", "implicit": bool(problem.get("implicit", True)),
-                           "dt": float(problem.get("dt", 1.0))}
+        implicit = problem.get("implicit", True)
+        if not isinstance(implicit, (bool, np.bool_)):
+            raise TypeError(f"problem['implicit']: expected True or False, got {type(implicit).__name__} {implicit!r}")
+        spec["problem"] = {"kind": "gru", "implicit": bool(implicit),
+                           "dt": check_float(problem.get("dt", 1.0), "problem['dt']", low=0.0, low_inclusive=False)}
         arrays = {"X": X, "h0": h0, "W_ih": p.W_ih, "W_hh": p.W_hh, "b_ih": p.b_ih, "b_hh": p.b_hh}
 
     def prepare(work):
-        (work / "spec.json").write_text(json.dumps(spec))
+        (work / "spec.json").write_text(json.dumps(to_builtin(spec)))
         if arrays:
             np.savez(work / "arrays.npz", **arrays)
 
