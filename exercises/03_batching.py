@@ -42,6 +42,12 @@ from course_lib.teaching.checks import batching as batching_checks
 # where every $x_t$, $h_t$ is a `(B, ·)` block -- all sequences at once, one GEMM per product --
 # and $h_{-1}$ is `h0` (zeros of shape `(B, nh)` when `h0` is None). Bonus: compute
 # $x_t W_{xh}$ for all time steps with a single GEMM before the loop (reshape `X` to `(T*B, nx)`).
+# Leave `params`, `X` and `h0` as they were (no writing into them).
+#
+# This is a speed exercise. After the numbers, the check counts the matrix products your function
+# makes with the weights -- they must not grow with the batch size B -- and then times it against
+# the course's one-sequence-at-a-time loop (`batching.forward_one_at_a_time`) in the same run: it
+# must be at least three times as fast.
 
 # %% tags=["solution", "raises-exception"]
 def batched_forward(params, X, h0=None):

@@ -41,13 +41,24 @@ from course_lib.teaching.checks import tiling_simd as tiling_simd_checks
 from numba import njit, prange
 
 # %% [markdown]
-# ## Exercise 4.1 · A tiled matmul
+# ## Exercise 4.1 · A tiled matmul that vectorises (a speed exercise)
 #
 # Write `tiled_matmul(A, B, tile)` for `A` of shape `(m, k)` and `B` of shape `(k, n)`, returning
 # `C` of shape `(m, n)` and `A`'s dtype. Loop over blocks: `i0` in steps of `tile` over the rows of
 # $C$, `p0` over $k$, `j0` over the columns; inside a block run the ikj loops (contiguous inner
 # loop over `j`). When a size is not a multiple of `tile`, the last block is smaller: stop each
 # block at `min(start + tile, size)`. Start from `C = np.zeros((m, n), A.dtype)`.
+#
+# The innermost loop must become SIMD code. numba vectorises `for j in range(n): c[j] += a * b[j]`
+# over arrays that start at index 0, but not a loop `for j in range(j0, j1)` whose start is known
+# only at run time (it must then allow for negative indices). So inside a block take row *views*,
+# `c_row = C[i, j0:j1]` and `b_row = B[p, j0:j1]`, and loop `for j in range(j1 - j0)`.
+#
+# The check verifies, after the numbers: that the function is a numba function; that it is tiled
+# (it runs your loops on a traced `B` and counts how many reads of `B` pass between two reads of
+# the same element -- about `tile**2` when tiled, all of `B` when not); that the compiled code
+# contains packed SIMD instructions; and that it is at least twice as fast as the course's naive
+# ijk loop, measured alongside (a ratio, retried).
 
 # %% tags=["solution", "raises-exception"]
 @njit(cache=True)
@@ -64,12 +75,18 @@ def tiled_matmul(A, B, tile):
 tiling_simd_checks.check_tiled_matmul(tiled_matmul)
 
 # %% [markdown]
-# ## Exercise 4.2 · A parallel matmul with `prange`
+# ## Exercise 4.2 · A parallel matmul with `prange` (a speed exercise)
 #
 # Write `parallel_matmul(A, B)` with `@njit(parallel=True)`: the loop over the rows `i` of $C$ is a
 # `prange`, so numba hands different rows to different threads. Inside, use the ikj order. Each
 # iteration of the `prange` loop must write **only its own row** of $C$ -- two threads adding into
-# the same element at once would lose updates (a race).
+# the same element at once would lose updates (a race). A `prange` over the reduction index `p`
+# races on `C[i, j] +=`; a `prange` on an inner loop starts the threads once per outer iteration.
+#
+# The check reads numba's parallel diagnostics and your source: the `prange` must be the outer loop
+# and every element it writes must be indexed by its variable. It runs a case built to expose
+# races, and with two or more threads it measures your function against the course's serial ikj
+# loop in the same run.
 
 # %% tags=["solution", "raises-exception"]
 @njit(parallel=True)

@@ -45,7 +45,9 @@ from course_lib.teaching.checks import threads_fusion as threads_fusion_checks
 # Write `fused_hidden_delta(dz, r, h)` for 2-D arrays of the same shape `(B, n)`, returning a new
 # array, as a numba function compiled with `parallel=True` whose outer loop is a `prange` over
 # rows and whose inner loop does the whole formula for one element. The check verifies the values
-# and that numba really parallelised a loop.
+# (and that `dz`, `r`, `h` are left as they were), that numba really parallelised a loop, that the
+# `prange` is the outer loop, and then the point of fusion: on one thread your kernel must be at
+# least twice as fast as the same formula written as numpy expressions, measured alongside.
 
 # %% tags=["solution", "raises-exception"]
 @njit(parallel=True, fastmath=True)
@@ -64,7 +66,8 @@ threads_fusion_checks.check_fused_hidden_delta(fused_hidden_delta)
 # the loss $E = \sum (\hat y - y)^2$ and the output delta $2(\hat y - y)(1 - \hat y^2)$. The
 # separate-pass version reads and writes the arrays six or seven times. Write
 # `output_delta_and_loss(z, y)` returning `(delta, loss)` with a single loop over the elements
-# (a numba function; `math.tanh` or `np.tanh` on a scalar both work inside it).
+# (a numba function -- the check rejects numpy expressions; `math.tanh` or `np.tanh` on a scalar
+# both work inside it).
 
 # %% tags=["solution", "raises-exception"]
 @njit(fastmath=True)

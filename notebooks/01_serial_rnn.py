@@ -83,6 +83,12 @@ plt.show()
 # $y_t = x_{t+1}$. CIFAR-10 is a download, so this notebook uses small pictures drawn in code
 # (`rotation.shape_images`, 12×12 = 144 features); `rotation.load_cifar10(path)` reads the real data set
 # from a folder you downloaded yourself, grayscale and truncated to 1000 features as in the seed.
+# The seed's task, from the claims registry:
+
+# %%
+from course_lib.teaching import claims
+
+print(claims.show("000.task.angle", "000.task.features"))
 
 # %%
 SIZE, T, ANGLE, NH = 12, 6, 10.0, 144

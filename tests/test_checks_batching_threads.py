@@ -107,7 +107,7 @@ def test_fused_hidden_delta_messages():
 
 
 def test_output_delta_and_loss():
-    assert threads_fusion_checks.check_output_delta_and_loss(threads_fusion_checks.output_delta_and_loss_reference).startswith("Exercise 5.2 passed")
+    assert threads_fusion_checks.check_output_delta_and_loss(njit(_fused_output)).startswith("Exercise 5.2 passed")
 
     def mean_loss(z, y):
         d, loss = threads_fusion_checks.output_delta_and_loss_reference(z, y)
@@ -119,3 +119,106 @@ def test_output_delta_and_loss():
         return threads_fusion_checks.output_delta_and_loss_reference(z, y)[0]
     with pytest.raises(ExerciseFailed, match="expected a tuple of 2 outputs"):
         threads_fusion_checks.check_output_delta_and_loss(one_output)
+
+
+def test_batched_forward_in_place_is_named():
+    def clobbers_h0(params, X, h0=None):
+        H, Y = good_forward(params, X, h0)
+        if h0 is not None:
+            h0[:] = H[-1]  # "carry the state" by writing into the caller's array
+        return H, Y
+    with pytest.raises(ExerciseFailed, match=r"case 4/5[\s\S]*changed its input h0 in place"):
+        batching_checks.check_batched_forward(clobbers_h0)
+
+    def scales_x(params, X, h0=None):
+        X *= 1.0
+        X[0] = 0.5 * X[0] / 0.5 + 0.0
+        np.clip(X, -1, 1, out=X)
+        X[...] = X[::-1]
+        return good_forward(params, X[::-1], h0)
+    with pytest.raises(ExerciseFailed, match=r"changed its input X in place"):
+        batching_checks.check_batched_forward(scales_x)
+
+
+def test_batched_forward_loop_over_sequences_is_counted():
+    def per_sequence(params, X, h0=None):
+        return batching.forward_one_at_a_time(params, X, h0)
+    with pytest.raises(ExerciseFailed, match=r"for B=6 sequences but \d+ for B=1[\s\S]*loops over the sequences"):
+        batching_checks.check_batched_forward(per_sequence)
+
+    def per_sequence_loop(params, X, h0=None):
+        T, B, _ = X.shape
+        H = np.empty((T, B, params.nh)); Y = np.empty((T, B, params.ny))
+        for b in range(B):
+            c = rnn.forward(params, X[:, b:b + 1], None if h0 is None else h0[b:b + 1])
+            H[:, b], Y[:, b] = c.H[:, 0], c.Yhat[:, 0]
+        return H, Y
+    with pytest.raises(ExerciseFailed, match=r"loops over the sequences"):
+        batching_checks.check_batched_forward(per_sequence_loop)
+
+
+def test_batched_forward_speed_is_measured(quiet_machine):
+    import time
+
+    def slow(params, X, h0=None):
+        time.sleep(0.02)
+        return good_forward(params, X, h0)
+    with pytest.raises(ExerciseFailed, match=r"speed test[\s\S]*as fast as the course's one-sequence-at-a-time loop"):
+        batching_checks.check_batched_forward(slow, retries=1)
+
+
+@njit(parallel=True)
+def _inner_prange_delta(dz, r, h):
+    out = np.empty_like(dz)
+    for i in range(dz.shape[0]):
+        for j in prange(dz.shape[1]):
+            out[i, j] = (dz[i, j] + r[i, j]) * (1 - h[i, j] * h[i, j])
+    return out
+
+
+@njit(parallel=True)
+def _numpy_in_numba_delta(dz, r, h):
+    """Right numbers, outer prange, but every element is recomputed from scratch many times over
+    (plus whole-array temporaries): several times slower than numpy's separate passes."""
+    out = np.empty_like(dz)
+    for i in prange(dz.shape[0]):
+        for j in range(dz.shape[1]):
+            acc = 0.0
+            for _ in range(24):
+                acc = (dz[i, j] + r[i, j]) * (1.0 - h[i, j] * h[i, j]) + 0.0 * acc
+            out[i, j] = acc
+    return out + 0.0 * (dz + r)
+
+
+@njit(parallel=True)
+def _in_place_delta(dz, r, h):
+    for i in prange(dz.shape[0]):
+        for j in range(dz.shape[1]):
+            dz[i, j] = (dz[i, j] + r[i, j]) * (1 - h[i, j] * h[i, j])
+    return dz
+
+
+def test_fused_hidden_delta_structure_and_speed(quiet_machine):
+    with pytest.raises(ExerciseFailed, match=r"prange loop \(line \d+, over j\) sits inside the loop over i"):
+        threads_fusion_checks.check_fused_hidden_delta(_inner_prange_delta)
+    with pytest.raises(ExerciseFailed, match=r"changed its input dz in place"):
+        threads_fusion_checks.check_fused_hidden_delta(_in_place_delta)
+    with pytest.raises(ExerciseFailed, match=r"speed test[\s\S]*as fast as numpy's separate passes"):
+        threads_fusion_checks.check_fused_hidden_delta(_numpy_in_numba_delta, retries=1)
+
+
+def test_output_delta_and_loss_must_be_numba():
+    with pytest.raises(ExerciseFailed, match=r"plain Python/numpy function, not a numba function"):
+        threads_fusion_checks.check_output_delta_and_loss(threads_fusion_checks.output_delta_and_loss_reference)
+
+
+def _fused_output(z, y):
+    delta = np.empty_like(z)
+    loss = 0.0
+    for i in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            yh = np.tanh(z[i, j])
+            e = yh - y[i, j]
+            loss += e * e
+            delta[i, j] = 2.0 * e * (1.0 - yh * yh)
+    return delta, loss

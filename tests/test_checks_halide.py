@@ -48,7 +48,7 @@ def test_61_rejects_illegal_schedule_and_changed_algorithm():
         C.check_hidden_schedule(changes_definition)
 
 
-def test_61_rejects_slow_with_ratio_message():
+def test_61_rejects_slow_with_ratio_message(quiet_machine):
     with pytest.raises(ExerciseFailed, match="of the speed of the course's best schedule"):
         C.check_hidden_schedule(good_schedule, min_fraction=1e6, retries=1)
 
@@ -126,7 +126,7 @@ def test_62_runtime_error_is_explained_not_raised():
         C.check_fused_backward(out_of_bounds)
 
 
-def test_61_slow_message_names_what_the_nest_lacks():
+def test_61_slow_message_names_what_the_nest_lacks(quiet_machine):
     def serial_scalar_update(s):
         jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
         s.h.tile(s.j, s.i, jo, io, ji, ii, 16, 64, hl.TailStrategy.GuardWithIf).vectorize(ji)

@@ -228,7 +228,7 @@ def test_one_gemm_rejects_the_input_projection_inside_the_loop():
         lstm_layout_checks.check_forward_one_gemm(two_per_step)
 
 
-def test_one_gemm_rejects_zero_initial_state_and_slow_elementwise():
+def test_one_gemm_rejects_zero_initial_state_and_slow_elementwise(quiet_machine):
     with pytest.raises(ExerciseFailed, match=r"(?s)'H' differs.*time step 0.*starts at h0, c0"):
         lstm_layout_checks.check_forward_one_gemm(
             lambda p, X, h0, c0: forward_one_gemm(p, X, np.zeros_like(h0), np.zeros_like(c0)))

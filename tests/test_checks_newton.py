@@ -124,7 +124,7 @@ def test_quasi_step_wrong_numbers_are_named(wrong, msg):
         checks.exercise_5(wrong)
 
 
-def test_quasi_step_slow_loop_fails_the_speed_ratio():
+def test_quasi_step_slow_loop_fails_the_speed_ratio(quiet_machine):
     def slow(f, jac_diag, h0, X, H):
         Hp = np.concatenate([h0[None], H[:-1]])
         r, d = H - f(Hp, X), jac_diag(Hp, X)

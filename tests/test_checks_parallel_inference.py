@@ -163,7 +163,7 @@ def test_batched_predict_recomputing_the_prefix_is_counted():
         parallel_inference_checks.check_batched_predict(prefix)
 
 
-def test_batched_predict_slow_elementwise_work_fails_the_speed_ratio():
+def test_batched_predict_slow_elementwise_work_fails_the_speed_ratio(quiet_machine):
     def slow(params, X):
         probs = _batched(params, X)
         out = np.empty_like(probs)
@@ -222,3 +222,16 @@ def test_softmax_in_place_is_rejected_and_float64_gets_a_note(capsys):
 def test_split_batch_malformed_parts_are_explained():
     with pytest.raises(ExerciseFailed, match=r"expected \(counts, offsets\) as two lists of integers"):
         parallel_inference_checks.check_split_batch(lambda B, P: (B // P, 0))
+
+
+def test_a_slow_but_correct_solution_passes_when_the_machine_is_busy(busy_machine, capsys):
+    """The noise guard rule: speed cannot be judged on a busy machine, so the numbers and the counted
+    structure decide (a quiet machine rejects the same solution: the test above)."""
+    def slow(params, X):
+        out = np.empty((X.shape[0], X.shape[1], params.V.shape[0]), X.dtype)
+        probs = softmax_rnn.forward(params, X, method="batched")
+        for idx in np.ndindex(out.shape):
+            out[idx] = probs[idx]
+        return out
+
+    assert parallel_inference_checks.check_batched_predict(slow, retries=1).startswith("Exercise 7.3 passed")

@@ -15,10 +15,72 @@ def good_tiled(A, B, tile):
     for i0 in range(0, m, tile):
         for p0 in range(0, k, tile):
             for j0 in range(0, n, tile):
+                j1 = min(j0 + tile, n)
+                for i in range(i0, min(i0 + tile, m)):
+                    c_row = C[i, j0:j1]
+                    for p in range(p0, min(p0 + tile, k)):
+                        a = A[i, p]
+                        b_row = B[p, j0:j1]
+                        for j in range(j1 - j0):
+                            c_row[j] += a * b_row[j]
+    return C
+
+
+@njit(cache=True)
+def scalar_tiled(A, B, tile):
+    """Tiled, but the inner loop starts at a run-time j0: numba emits scalar code only."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i0 in range(0, m, tile):
+        for p0 in range(0, k, tile):
+            for j0 in range(0, n, tile):
                 for i in range(i0, min(i0 + tile, m)):
                     for p in range(p0, min(p0 + tile, k)):
                         for j in range(j0, min(j0 + tile, n)):
                             C[i, j] += A[i, p] * B[p, j]
+    return C
+
+
+@njit(cache=True)
+def untiled_ikj(A, B, tile):
+    """The plain ikj loop: vectorises, right numbers, ignores `tile`."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i in range(m):
+        c_row = C[i]
+        for p in range(k):
+            a = A[i, p]
+            b_row = B[p]
+            for j in range(n):
+                c_row[j] += a * b_row[j]
+    return C
+
+
+@njit(cache=True)
+def fixed_tile(A, B, tile):
+    """Tiled with a hard-coded tile of 64: ignores its argument `tile`."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i0 in range(0, m, 64):
+        for p0 in range(0, k, 64):
+            for j0 in range(0, n, 64):
+                j1 = min(j0 + 64, n)
+                for i in range(i0, min(i0 + 64, m)):
+                    c_row = C[i, j0:j1]
+                    for p in range(p0, min(p0 + 64, k)):
+                        a = A[i, p]
+                        b_row = B[p, j0:j1]
+                        for j in range(j1 - j0):
+                            c_row[j] += a * b_row[j]
+    return C
+
+
+def in_place_tiled(A, B, tile):
+    C = good_tiled(A, B, tile)
+    A[:] = 0.0
     return C
 
 
@@ -60,6 +122,51 @@ def parallel_without_prange(A, B):
 
 
 @njit(parallel=True)
+def prange_over_reduction(A, B):
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for p in prange(k):
+        for i in range(m):
+            a = A[i, p]
+            for j in range(n):
+                C[i, j] += a * B[p, j]
+    return C
+
+
+@njit(parallel=True)
+def prange_inner(A, B):
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i in range(m):
+        for p in range(k):
+            a = A[i, p]
+            for j in prange(n):
+                C[i, j] += a * B[p, j]
+    return C
+
+
+@njit(parallel=True)
+def parallel_row_blocks(A, B):
+    """A valid alternative: prange over blocks of rows, views of this block's rows."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    nb = (m + 7) // 8
+    for b in prange(nb):
+        i0 = b * 8
+        i1 = min(i0 + 8, m)
+        for i in range(i0, i1):
+            c_row = C[i]
+            for p in range(k):
+                a = A[i, p]
+                for j in range(n):
+                    c_row[j] += a * B[p, j]
+    return C
+
+
+@njit(parallel=True)
 def parallel_wrong_sum(A, B):
     m, k = A.shape
     n = B.shape[1]
@@ -73,7 +180,25 @@ def parallel_wrong_sum(A, B):
 
 def test_tiled_passes(capsys):
     assert tiling_simd_checks.check_tiled_matmul(good_tiled) == "Exercise 4.1 passed: 5/5 cases"
-    assert "Exercise 4.1 passed: 5/5 cases" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Exercise 4.1 passed: 5/5 cases" in out and "uses SIMD instructions" in out
+
+
+@pytest.mark.parametrize("fn,message", [
+    (scalar_tiled, r"compiled it to scalar code only[\s\S]*row views that start at 0"),
+    (untiled_ikj, r"your function is not tiled[\s\S]*use its argument `tile`"),
+    (fixed_tile, r"your function is not tiled[\s\S]*use its argument `tile`"),
+    (lambda A, B, tile: A @ B, r"plain Python/numpy function, not a numba function"),
+    (in_place_tiled, r"changed its input A in place"),
+])
+def test_tiled_shortcuts_are_named(fn, message):
+    with pytest.raises(ExerciseFailed, match=message):
+        tiling_simd_checks.check_tiled_matmul(fn)
+
+
+def test_reuse_distance():
+    assert tiling_simd_checks.reuse_distance([0, 1, 2, 0, 1, 2]) == (3.0, 0.5)
+    assert tiling_simd_checks.reuse_distance([0, 1]) == (float("inf"), 0.0)
 
 
 def test_tiled_ragged_edge_message():
@@ -84,7 +209,8 @@ def test_tiled_ragged_edge_message():
 
 
 def test_tiled_float64_and_not_implemented():
-    assert tiling_simd_checks.check_tiled_matmul(good_tiled, dtype=np.float64).startswith("Exercise 4.1 passed")
+    assert tiling_simd_checks.check_tiled_matmul(good_tiled, dtype=np.float64, min_speedup=0).startswith(
+        "Exercise 4.1 passed")
 
     def todo(A, B, tile):
         raise NotImplementedError("write me")
@@ -95,7 +221,29 @@ def test_tiled_float64_and_not_implemented():
 def test_parallel_passes_and_reports_structure(capsys):
     assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
     out = capsys.readouterr().out
-    assert "Exercise 4.2 passed: 5/5 cases" in out and "1 prange loop(s)" in out
+    assert "Exercise 4.2 passed: 5/5 cases" in out and "1 prange loop(s)" in out and "outer loop" in out
+    assert tiling_simd_checks.check_parallel_matmul(parallel_row_blocks, min_speedup=0).startswith("Exercise 4.2 passed")
+
+
+def test_prange_over_reduction_is_a_race():
+    with pytest.raises(ExerciseFailed, match=r"a race: inside the prange loop over p[\s\S]*C\[i, j\]"):
+        tiling_simd_checks.check_parallel_matmul(prange_over_reduction)
+    (loop,) = tiling_simd_checks.prange_loops(prange_over_reduction)
+    assert loop["depth"] == 0 and loop["races"] == [("C", "i, j")]
+
+
+def test_prange_on_inner_loop_is_named():
+    with pytest.raises(ExerciseFailed, match=r"prange loop \(line \d+, over j\) sits inside the loop over i and p"):
+        tiling_simd_checks.check_parallel_matmul(prange_inner)
+
+
+def test_parallel_in_place_is_named():
+    def in_place(A, B):
+        C = good_parallel(A, B)
+        B[:] = 0
+        return C
+    with pytest.raises(ExerciseFailed, match="changed its input B in place"):
+        tiling_simd_checks.check_parallel_matmul(in_place)
 
 
 @pytest.mark.parametrize("fn,message", [

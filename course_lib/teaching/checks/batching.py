@@ -1,13 +1,26 @@
-"""Checks for worksheet 03 (batching): a batched forward pass and the intensity of a step."""
+"""Checks for worksheet 03 (batching): a batched forward pass and the intensity of a step.
+
+Exercise 3.1 is a speed exercise: after the numbers (and the inputs left unchanged), the check
+*counts* the matrix products that read a weight (``@``, ``np.dot`` ... on ``Wxh``, ``Whh``, ``Why``;
+see :func:`course_lib.teaching.checks.core.count_products`): they must not grow with the batch size
+``B`` -- one GEMM serves all sequences -- and grow by a fixed number per time step. Then it measures
+the function against the course's one-sequence-at-a-time loop
+(:func:`course_lib.experiments.batching.forward_one_at_a_time`) in the same run: at least
+:data:`MIN_SPEEDUP` times faster, as a ratio, retried, BLAS on one thread for both.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from ...core import timing
 from ...experiments import batching
 from ...models import rnn
-from .core import Case, ExerciseFailed, check_function
+from .core import Case, ExerciseFailed, check_function, count_products, counted, one_blas_thread
 
-__all__ = ["check_batched_forward", "check_step_intensity"]
+__all__ = ["check_batched_forward", "check_step_intensity", "MIN_SPEEDUP", "SPEED_SHAPE"]
+
+MIN_SPEEDUP = 3.0
+SPEED_SHAPE = dict(T=16, B=64, nx=32, nh=64, ny=8)
 
 
 def _forward_reference(params, X, h0=None):
@@ -26,15 +39,77 @@ def _forward_cases(rng: np.random.Generator, i: int) -> Case:
     return Case(kwargs=kwargs, label=f"T={T}, B={B}, nx={nx}, nh={nh}, ny={ny}" + (", h0 given" if i >= 3 else ""))
 
 
-def check_batched_forward(student) -> str:
-    """Exercise 3.1: ``batched_forward(params, X, h0=None) -> (H, Yhat)`` for X (T, B, nx)."""
+def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+    """Exercise 3.1: ``batched_forward(params, X, h0=None) -> (H, Yhat)`` for X (T, B, nx): the numbers,
+    the inputs unchanged, products per step independent of B, and the speed against the course's
+    one-sequence-at-a-time loop measured alongside."""
+    ex = "3.1"
     _shape_probe(student)
-    return check_function(
-        "3.1", student, _forward_reference, _forward_cases, n_cases=5, seed=3,
-        output_names=["H", "Yhat"], rtol=1e-9, atol=1e-12,
+    line = check_function(
+        ex, student, _forward_reference, _forward_cases, n_cases=5, seed=3,
+        output_names=["H", "Yhat"], rtol=1e-9, atol=1e-12, quiet=True, inputs_unchanged=True,
         hint="all B sequences move together: h = tanh(X[t] @ Wxh + h @ Whh) with h of shape (B, nh); "
              "start from zeros((B, nh)) when h0 is None; Yhat[t] = tanh(H[t] @ Why).",
     )
+    _check_products(ex, student)
+    sz = SPEED_SHAPE
+    params = rnn.init_params(sz["nx"], sz["nh"], sz["ny"], seed=1)
+    X = np.random.default_rng(2).uniform(-1, 1, (sz["T"], sz["B"], sz["nx"])).astype(params.Wxh.dtype)
+    best = 0.0
+    noisy = False
+    for _ in range(max(1, int(retries))):
+        with one_blas_thread():
+            cmp = timing.compare(repeat=5, warmup=1,
+                                 one_at_a_time=lambda: batching.forward_one_at_a_time(params, X),
+                                 yours=lambda: student(params, X))
+        best = max(best, cmp.timings["one_at_a_time"].min / cmp.timings["yours"].min)
+        noisy = noisy or not cmp.noise.ok
+        if best >= min_speedup:
+            print(line)
+            return line
+    if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
+        print(line)
+        return line
+    raise ExerciseFailed(
+        f"Exercise {ex} failed on the speed test (T={sz['T']}, B={sz['B']}, nx={sz['nx']}, nh={sz['nh']}):\n  your "
+        f"numbers are right and your products do not grow with B, but your function is only {best:.2f}x as fast "
+        f"as the course's one-sequence-at-a-time loop (batching.forward_one_at_a_time) measured alongside; at "
+        f"least {min_speedup:g}x is needed\n  Hint: no Python loop over the batch or the units: per step one "
+        f"(B, nh) @ (nh, nh) product, and X @ Wxh for all steps as one product before the loop.")
+
+
+def _check_products(ex: str, student) -> None:
+    """Count the products that read a weight for several (T, B); fail when they grow with B."""
+    base = rnn.init_params(3, 5, 2, seed=4, dtype=np.float64)
+    rng = np.random.default_rng(5)
+    n = {}
+    for T, B in ((4, 1), (4, 6), (8, 6)):
+        params = rnn.RNNParams(counted(base.Wxh), counted(base.Whh), counted(base.Why))
+        X = rng.uniform(-1, 1, (T, B, 3))
+        try:
+            n[T, B], _ = count_products(student, params, X)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {ex} failed while counting products (T={T}, B={B}):\n  your function "
+                                 f"raised {type(exc).__name__}: {exc}") from exc
+    where = f"(counted: {n[4, 1]} for T=4, B=1; {n[4, 6]} for T=4, B=6; {n[8, 6]} for T=8, B=6)"
+    if n[4, 6] > n[4, 1]:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {n[4, 6]} matrix products with the weights for B=6 "
+            f"sequences but {n[4, 1]} for B=1 {where}: it loops over the sequences, one matrix-vector product each "
+            f"-- that is the unbatched RNN this exercise replaces.\n  Hint: X[t] is (B, nx) and h is (B, nh): "
+            f"X[t] @ Wxh and h @ Whh serve the whole batch at once.")
+    if n[8, 6] == 0:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  the check counts the matrix products your function makes with params.Wxh, "
+            f"params.Whh and params.Why and saw none {where}.\n  Hint: use the weights as given (no course "
+            f"function, no np.asarray copies) so the products can be counted.")
+    per_step = (n[8, 6] - n[4, 6]) / 4
+    if per_step > 3:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your function makes {per_step:g} matrix products per time step {where}; "
+            f"three at most are needed (x_t Wxh, h Whh, h Why), two with the input projection hoisted.")
 
 
 def _shape_probe(student) -> None:

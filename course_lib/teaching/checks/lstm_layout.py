@@ -361,14 +361,18 @@ def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries
     X = np.random.default_rng(6).standard_normal((T, B, nx)).astype(np.float32)
     h0, c0 = np.zeros((B, Hn), np.float32), np.zeros((B, Hn), np.float32)
     best = 0.0
+    noisy = False
     for _ in range(max(1, int(retries))):
         with one_blas_thread():
             cmp = timing.compare(repeat=7, warmup=1,
                                  per_gate=lambda: lstm.lstm_forward(p, X, h0, c0, method="naive"),
                                  yours=lambda: student(p, X, h0, c0))
         best = max(best, cmp.timings["per_gate"].min / cmp.timings["yours"].min)
+        noisy = noisy or not cmp.noise.ok
         if best >= min_speedup:
             return _passed_with_notes(ex, len(cases), notes)
+    if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
+        return _passed_with_notes(ex, len(cases), notes)
     raise ExerciseFailed(
         f"Exercise {ex} failed on the speed test (T={T}, B={B}, nx={nx}, H={Hn}, float32):\n  your numbers are "
         f"right and you make one product per step, but your function is only {best:.2f}x as fast as the "

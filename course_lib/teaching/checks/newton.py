@@ -286,13 +286,17 @@ def exercise_5(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SPEEDUP,
     rng = np.random.default_rng(8)
     X, h0, Hg = rng.standard_normal((T, B, Hs)), rng.standard_normal((B, Hs)), 0.1 * rng.standard_normal((T, B, Hs))
     best = 0.0
+    noisy = False
     for _ in range(max(1, int(retries))):
         with _one_blas_thread():
             cmp = timing.compare(repeat=5, warmup=1, full_newton=lambda: newton.newton_step(f, jac, h0, X, Hg),
                                  yours=lambda: quasi_step(f, jd, h0, X, Hg))
         best = max(best, cmp.timings["full_newton"].min / cmp.timings["yours"].min)
+        noisy = noisy or not cmp.noise.ok
         if best >= min_speedup:
             return passed(ex, 2, 2)
+    if noisy:  # a busy machine cannot judge speed: the numbers and the counted memory stand
+        return passed(ex, 2, 2)
     raise ExerciseFailed(
         f"Exercise {ex} failed on the speed test (T={T}, B={B}, H={Hs}):\n  your numbers are right and your memory "
         f"is O(T B H), but your step is only {best:.2f}x as fast as one full Newton step measured alongside; at "

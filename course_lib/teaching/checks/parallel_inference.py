@@ -156,14 +156,18 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=7)
     X = np.random.default_rng(8).standard_normal((sz["T"], sz["B"], sz["nx"])).astype(np.float32)
     best = 0.0
+    noisy = False
     for _ in range(max(1, int(retries))):
         with one_blas_thread():  # both sides alike: BLAS threads on a busy machine make small GEMMs erratic
             cmp = timing.compare(repeat=5, warmup=1,
                                  course_serial=lambda: softmax_rnn.forward(params, X, method="serial"),
                                  yours=lambda: student(params, X))
         best = max(best, cmp.timings["course_serial"].min / cmp.timings["yours"].min)
+        noisy = noisy or not cmp.noise.ok
         if best >= min_speedup:
             return passed(ex, len(cases), len(cases))
+    if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
+        return passed(ex, len(cases), len(cases))
     raise _fail(ex, f"the speed test (T={sz['T']}, B={sz['B']}, H={sz['nh']}, L={sz['layers']})",
                 f"your numbers are right and your products per step do not grow with B, but your function is only "
                 f"{best:.2f}x as fast as the course's serial loop (one sequence at a time) measured alongside; at "

@@ -1,4 +1,14 @@
-"""Checks for worksheet 05 (threads and fusion): fused element-wise kernels of the backward pass."""
+"""Checks for worksheet 05 (threads and fusion): fused element-wise kernels of the backward pass.
+
+Exercise 5.1 is a speed exercise. After the numbers (inputs left unchanged), the check proves the
+structure: a numba function compiled with ``parallel=True`` in which numba made a parallel loop, whose
+``prange`` is the *outer* loop (over rows) and writes only elements indexed by its variable (see
+:func:`course_lib.teaching.checks.tiling_simd.prange_loops`); then it measures the fusion: on one
+thread (so that only the single pass counts, not the cores of a shared machine) your kernel must be
+at least :data:`MIN_FUSION_SPEEDUP` times as fast as the same formula as numpy expressions
+(:func:`hidden_delta_reference`: four passes and three temporaries), measured alongside, retried.
+Exercise 5.2 must be a numba function (one loop), not numpy expressions.
+"""
 from __future__ import annotations
 
 import warnings
@@ -6,10 +16,15 @@ import warnings
 import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
+from ...core import backend, timing
 from .core import Case, ExerciseFailed, check_function, passed
+from .tiling_simd import check_prange_placement
 
 __all__ = ["check_fused_hidden_delta", "check_output_delta_and_loss", "parfor_count",
-           "hidden_delta_reference", "output_delta_and_loss_reference"]
+           "hidden_delta_reference", "output_delta_and_loss_reference", "MIN_FUSION_SPEEDUP"]
+
+MIN_FUSION_SPEEDUP = 2.0   # 5.1: one fused pass vs numpy's separate passes, both on one thread
+FUSION_SHAPE = (256, 512)
 
 
 def hidden_delta_reference(dz, r, h):
@@ -45,13 +60,13 @@ def parfor_count(fn) -> int | None:
     return total
 
 
-def check_fused_hidden_delta(student) -> str:
+def check_fused_hidden_delta(student, *, min_speedup: float = MIN_FUSION_SPEEDUP, retries: int = 3) -> str:
     """Exercise 5.1: ``fused_hidden_delta(dz, r, h) -> (dz + r) * (1 - h**2)`` as one parallel numba loop."""
     with warnings.catch_warnings():  # "no parallel transformation": we explain it better below
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
         check_function(
             "5.1", student, hidden_delta_reference, _delta_cases, n_cases=5, seed=5, quiet=True,
-            rtol=1e-12, atol=1e-12, time_axis=None,
+            rtol=1e-12, atol=1e-12, time_axis=None, inputs_unchanged=True,
             hint="out[i, j] = (dz[i, j] + r[i, j]) * (1 - h[i, j] * h[i, j]) -- add first, then multiply.",
         )
     n_par = parfor_count(student)
@@ -64,7 +79,37 @@ def check_fused_hidden_delta(student) -> str:
             "Exercise 5.1 failed:\n  the values are right and the function is compiled with parallel=True, but numba "
             "parallelised no loop (0 parfors): every element is computed by one thread.\n"
             "  Hint: write the outer loop as `for i in prange(dz.shape[0]):` (from numba import prange).")
+    check_prange_placement("5.1", student, what="rows")
+    _check_fusion_speed(student, min_speedup, retries)
     return passed("5.1", 5, 5)
+
+
+def _check_fusion_speed(student, min_speedup: float, retries: int) -> None:
+    B, n = FUSION_SHAPE
+    rng = np.random.default_rng(11)
+    dz, r = rng.standard_normal((B, n)), rng.standard_normal((B, n))
+    h = np.tanh(rng.standard_normal((B, n)))
+    threads = backend.get_threads()
+    best, noisy = 0.0, False
+    try:
+        backend.set_threads(1)
+        for _ in range(max(1, int(retries))):
+            cmp = timing.compare(repeat=5, warmup=1, numpy_passes=lambda: hidden_delta_reference(dz, r, h),
+                                 yours=lambda: student(dz, r, h))
+            best = max(best, cmp.timings["numpy_passes"].min / cmp.timings["yours"].min)
+            noisy = noisy or not cmp.noise.ok
+            if best >= min_speedup:
+                return
+    finally:
+        backend.set_threads(threads)
+    if noisy:  # a busy machine cannot judge speed: the structural checks above stand (as in 4.2)
+        return
+    raise ExerciseFailed(
+        f"Exercise 5.1 failed on the speed test (dz, r, h of shape ({B}, {n}), float64, one thread):\n  your kernel is "
+        f"parallel and right, but only {best:.2f}x as fast as numpy's separate passes (dz + r) * (1 - h * h) measured "
+        f"alongside; one fused pass should be at least {min_speedup:g}x as fast\n  Hint: one loop nest that reads "
+        f"each of dz[i, j], r[i, j], h[i, j] once and writes out[i, j] once; no whole-array numpy expressions "
+        f"(they each make a temporary) and no allocation inside the loop.")
 
 
 def _output_cases(rng: np.random.Generator, i: int) -> Case:
@@ -75,10 +120,19 @@ def _output_cases(rng: np.random.Generator, i: int) -> Case:
 
 
 def check_output_delta_and_loss(student) -> str:
-    """Exercise 5.2: ``output_delta_and_loss(z, y) -> (delta, loss)`` in one pass over the data."""
-    return check_function(
+    """Exercise 5.2: ``output_delta_and_loss(z, y) -> (delta, loss)`` in one pass over the data, as a
+    numba function, inputs left unchanged."""
+    line = check_function(
         "5.2", student, output_delta_and_loss_reference, _output_cases, n_cases=5, seed=7,
-        output_names=["delta", "loss"], rtol=1e-9, atol=1e-12, time_axis=None,
+        output_names=["delta", "loss"], rtol=1e-9, atol=1e-12, time_axis=None, quiet=True, inputs_unchanged=True,
         hint="per element: yh = tanh(z); e = yh - y; loss += e*e; delta = 2*e*(1 - yh*yh). "
              "The loss is the sum of squares (not the mean).",
     )
+    if not (hasattr(student, "py_func") and hasattr(student, "targetoptions")):
+        raise ExerciseFailed(
+            "Exercise 5.2 failed:\n  the values are right, but output_delta_and_loss is a plain Python/numpy function, "
+            "not a numba function: as numpy expressions tanh, the difference, the square, the sum and the delta are "
+            "separate passes over memory, each with its own temporary.\n  Hint: decorate it with @njit and write one "
+            "loop over the elements that computes yh, e, the loss term and delta together.")
+    print(line)
+    return line
