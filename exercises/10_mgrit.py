@@ -20,7 +20,8 @@
 # # Worksheet 10 · MGRIT by hand
 #
 # You will build the pieces of two-level MGRIT (= Parareal with F-relaxation) for a generic time step
-# `step(u, i, level) -> u`, then the implicit GRU step that makes coarse grids stable. Conventions (as
+# `step(u, i, level) -> u`, then the implicit GRU step that makes coarse grids stable, and finally run the
+# F-relaxation on threads. Conventions (as
 # in `course_lib.algorithms.mgrit`): `U` has shape `(N + 1, *state)` and holds every time point, `U[0]` is the
 # initial value; point `p` is a **C-point** when `p % m == 0`, otherwise an **F-point**; `level` is 0 on
 # the fine grid and 1 on the coarse grid (points every `m` fine steps). Return new arrays, do not
@@ -86,7 +87,9 @@ mgrit_checks.check_c_relax(c_relax)
 # 5. correct the C-points `U[::m] = v` and F-relax again.
 #
 # The check runs your cycle 4 times in a row and compares every iterate; then it checks the Parareal
-# property: after `N/m` cycles the result equals the serial solution.
+# property: after `N/m` cycles the result equals the serial solution. The `step` and `coarse_step` it
+# passes are different functions that record the level they are called with: the fine grid uses
+# `step(u, i, 0)`, the coarse grid `coarse_step(u, j, 1)`.
 
 # %% tags=["solution", "raises-exception"]
 def two_level_cycle(step, coarse_step, U, m):
@@ -122,6 +125,36 @@ def implicit_gru_step(params, x, h, gamma):
 
 # %% tags=["raises-exception"]
 mgrit_checks.check_implicit_gru_step(implicit_gru_step)
+
+# %% [markdown]
+# ## Exercise 10.5 · F-relaxation on threads (a speed exercise)
+#
+# The C-intervals of an F-relaxation are independent: each marches from its own C-point. Write
+# `f_relaxation_threads(step, U, m, threads)`, the F-relaxation of Exercise 10.1 with the intervals run
+# concurrently on `threads` threads (`concurrent.futures.ThreadPoolExecutor(max_workers=threads)`, one
+# task per interval). Every task writes only its own F-points, so all of them can share one copy of `U`.
+#
+# Python threads share one interpreter lock (the GIL), but a real `step` spends its time in numpy/BLAS
+# or a compiled kernel, which release it. The check imitates that with a `step` that sleeps 2 ms per call
+# (sleeping releases the GIL too) and counts how many calls were in flight at once: with `threads=2`, at
+# least two, never more than two. Then it times yours against the serial `mgrit.f_relaxation` with the
+# same sleeping step: with two threads at least 1.5 times as fast. Before that, the numbers (threads = 1
+# to 4) must match `mgrit.f_relaxation`, and `U` must be left unchanged.
+
+# %% tags=["solution", "raises-exception"]
+from concurrent.futures import ThreadPoolExecutor
+
+
+def f_relaxation_threads(step, U, m, threads):
+    """F-relaxation with the C-intervals on `threads` threads; returns a new array shaped like U."""
+    U = np.array(U, dtype=float, copy=True)
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 10.1: replace this line with your code")
+    return U
+
+
+# %% tags=["raises-exception"]
+mgrit_checks.check_f_relax_threads(f_relaxation_threads)
 
 # %% [markdown]
 # ## Put together

@@ -78,3 +78,128 @@ def test_raising_student_is_reported():
         mgrit_checks.check_two_level_cycle(broken)
     with pytest.raises(NotImplementedError):
         mgrit_checks.check_f_relax(lambda step, U, m: (_ for _ in ()).throw(NotImplementedError("todo")))
+
+
+def _cycle(step, coarse_step, U, m):
+    return mgrit.two_level_iteration(step, coarse_step, U, m)
+
+
+def test_two_level_cycle_swapped_propagators_are_named():
+    def swapped(step, coarse_step, U, m):
+        return mgrit.two_level_iteration(coarse_step, step, U, m)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 10.3 failed on case 1/5[\s\S]*step and coarse_step look swapped"):
+        mgrit_checks.check_two_level_cycle(swapped)
+
+
+def test_two_level_cycle_fine_only_is_named():
+    def fine_only(step, coarse_step, U, m):
+        return mgrit.two_level_iteration(step, step, U, m)
+    with pytest.raises(ExerciseFailed, match=r"you never called coarse_step"):
+        mgrit_checks.check_two_level_cycle(fine_only)
+
+
+def test_two_level_cycle_wrong_level_and_in_place_are_named():
+    def coarse_at_level_0(step, coarse_step, U, m):
+        return mgrit.two_level_iteration(step, lambda u, i, level: coarse_step(u, i, 0), U, m)
+    with pytest.raises(ExerciseFailed, match=r"you called coarse_step with level 0"):
+        mgrit_checks.check_two_level_cycle(coarse_at_level_0)
+
+    def in_place(step, coarse_step, U, m):
+        new = mgrit.two_level_iteration(step, coarse_step, U, m)
+        U[...] = new
+        return U
+    with pytest.raises(ExerciseFailed, match=r"changed its input U in place"):
+        mgrit_checks.check_two_level_cycle(in_place)
+
+
+def test_relaxations_in_place_are_named():
+    def f_in_place(step, U, m):
+        new = mgrit.f_relaxation(step, U, m)
+        U[...] = new
+        return U
+    with pytest.raises(ExerciseFailed, match=r"Exercise 10.1 failed on case 1/5[\s\S]*changed its input U in place"):
+        mgrit_checks.check_f_relax(f_in_place)
+
+    def c_in_place(step, U, m):
+        new = mgrit.c_relaxation(step, U, m)
+        U[...] = new
+        return U
+    with pytest.raises(ExerciseFailed, match=r"Exercise 10.2 failed[\s\S]*changed its input U in place"):
+        mgrit_checks.check_c_relax(c_in_place)
+
+
+# --------------------------------------------------------------------------- 10.5: F-relaxation on threads
+def _threads_solution(step, U, m, threads):
+    from concurrent.futures import ThreadPoolExecutor
+
+    U = np.array(U, dtype=float, copy=True)
+
+    def interval(j):
+        for p in range(j * m + 1, j * m + m):
+            U[p] = step(U[p - 1], p - 1, 0)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(interval, range((len(U) - 1) // m)))
+    return U
+
+
+def test_f_relax_threads_solution_passes(capsys):
+    mgrit_checks.check_f_relax_threads(_threads_solution)
+    out = capsys.readouterr().out
+    assert "Exercise 10.5 passed: 5/5 cases" in out
+    assert "24 calls of step from 2 threads, at most 2 at once (threads=2)" in out
+
+
+def test_f_relax_threads_serial_map_is_named():
+    def serial(step, U, m, threads):  # right numbers, one interval after another
+        return mgrit.f_relaxation(step, U, m)
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 10.5 failed with a step that sleeps 2 ms \(nt=32, m=4, "
+                                             r"threads=2\):\n  your numbers are right, but the F-intervals ran one "
+                                             r"after another: at most 1 call"):
+        mgrit_checks.check_f_relax_threads(serial)
+
+
+def test_f_relax_threads_one_worker_is_named():
+    def one_worker(step, U, m, threads):
+        return _threads_solution(step, U, m, 1)
+
+    with pytest.raises(ExerciseFailed, match=r"the F-intervals ran one after another: at most 1 call of step was "
+                                             r"in flight at once, from 1 thread"):
+        mgrit_checks.check_f_relax_threads(one_worker)
+
+
+def test_f_relax_threads_ignoring_threads_is_named():
+    def eight(step, U, m, threads):
+        return _threads_solution(step, U, m, 8)
+
+    with pytest.raises(ExerciseFailed, match=r"calls of step ran at once with threads=2: your function ignores "
+                                             r"`threads`"):
+        mgrit_checks.check_f_relax_threads(eight)
+
+
+def test_f_relax_threads_in_place_and_wrong_points_are_named():
+    def in_place(step, U, m, threads):
+        out = _threads_solution(step, U, m, threads)
+        U[1] = out[1]
+        return out
+
+    with pytest.raises(ExerciseFailed, match=r"changed its input U in place"):
+        mgrit_checks.check_f_relax_threads(in_place)
+
+    def per_point(step, U, m, threads):  # parallel over F-points: each reads a stale neighbour
+        from concurrent.futures import ThreadPoolExecutor
+
+        U = np.array(U, dtype=float, copy=True)
+        old = U.copy()
+        pts = [p for p in range(1, len(U)) if p % m]
+
+        def one(p):
+            U[p] = step(old[p - 1], p - 1, 0)
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(one, pts))
+        return U
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 10.5 failed on case 1/5(.|\n)*time point 2"):
+        mgrit_checks.check_f_relax_threads(per_point)

@@ -16,9 +16,52 @@ needs_sim = pytest.mark.skipif(backend.cuda_mode() != "simulator",
                                reason="race tracing needs numba's CUDA simulator (a GPU is present)")
 
 
+def good_chunked(a, x, h0, chunks):
+    T = a.shape[0]
+    bounds = np.linspace(0, T, chunks + 1).round().astype(int)
+    pairs = []
+    for c in range(chunks):
+        A, B = np.ones_like(h0), np.zeros_like(h0)
+        for t in range(bounds[c], bounds[c + 1]):
+            A, B = scan.combine((A, B), (a[t], x[t]))
+        pairs.append((A, B))
+    carries = [h0]
+    for A, B in pairs[:-1]:
+        carries.append(A * carries[-1] + B)
+    h = np.empty_like(x)
+    for c in range(chunks):
+        prev = carries[c]
+        for t in range(bounds[c], bounds[c + 1]):
+            prev = a[t] * prev + x[t]
+            h[t] = prev
+    return h
+
+
+def sliced_chunked(a, x, h0, chunks):
+    """A valid alternative: numpy cumprod per chunk on slices."""
+    T = a.shape[0]
+    bounds = np.linspace(0, T, chunks + 1).astype(int)
+    carry = h0
+    h = np.empty_like(x)
+    reduced = []
+    for c in range(chunks):
+        s, e = bounds[c], bounds[c + 1]
+        A, B = np.ones_like(h0), np.zeros_like(h0)
+        for t in range(s, e):
+            A, B = a[t] * A, a[t] * B + x[t]
+        reduced.append((A, B))
+    for c in range(chunks):
+        s, e = bounds[c], bounds[c + 1]
+        h[s:e] = scan.linear_recurrence(a[s:e], x[s:e], carry)
+        carry = reduced[c][0] * carry + reduced[c][1]
+    return h
+
+
 def test_references_pass(capsys):
     scan_checks.check_combine(scan.combine)
-    scan_checks.check_chunked_scan(lambda a, x, h0, chunks: scan.linear_recurrence(a, x, h0, method="chunked", chunks=chunks))
+    scan_checks.check_combine(lambda p, q: [q[0] * p[0], q[0] * p[1] + q[1]])  # a list of two is fine
+    scan_checks.check_chunked_scan(good_chunked)
+    scan_checks.check_chunked_scan(sliced_chunked)
     scan_checks.check_backward(scan.linear_recurrence_backward)
     scan_checks.check_block_kernel(scan_cuda.blelloch_block_kernel)
     out = capsys.readouterr().out
@@ -43,6 +86,44 @@ def test_chunked_scan_with_wrong_carries_is_explained():
 
     with pytest.raises(ExerciseFailed, match=r"(?s)'h' differs.*time step 4.*Hint: Chunk c must start"):
         scan_checks.check_chunked_scan(bad)
+
+
+def test_chunked_scan_ignoring_chunks_is_named():
+    def sequential(a, x, h0, chunks):
+        h = np.empty_like(x)
+        prev = h0
+        for t in range(a.shape[0]):
+            prev = a[t] * prev + x[t]
+            h[t] = prev
+        return h
+    with pytest.raises(ExerciseFailed, match=r"does not work in chunks[\s\S]*ignoring `chunks`"):
+        scan_checks.check_chunked_scan(sequential)
+    with pytest.raises(ExerciseFailed, match=r"does not work in chunks"):
+        scan_checks.check_chunked_scan(lambda a, x, h0, chunks: scan.linear_recurrence(a, x, h0))
+
+
+def test_in_place_inputs_are_named():
+    def chunked_in_place(a, x, h0, chunks):
+        h = good_chunked(a, x, h0, chunks)
+        x[:] = h  # reuses x as the output buffer
+        return x
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.2 failed on case 1/6[\s\S]*changed its input x in place"):
+        scan_checks.check_chunked_scan(chunked_in_place)
+
+    def combine_in_place(p, q):
+        a1, b1 = p
+        a2, b2 = q
+        b1 *= a2
+        b1 += b2
+        a1 *= a2
+        return a1, b1
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.1 failed:\n  your combine changed its input p\[0\] in place|changed its input p\[1\] in place"):
+        scan_checks.check_combine(combine_in_place)
+
+
+def test_combine_wrong_length_message_is_true():
+    with pytest.raises(ExerciseFailed, match=r"expected a tuple of 2 outputs \(a, b\), got 3"):
+        scan_checks.check_combine(lambda p, q: (q[0] * p[0], q[0] * p[1] + q[1], 0))
 
 
 def test_backward_missing_shift_is_explained():
@@ -251,3 +332,88 @@ def test_tracing_is_undone_after_the_check():
     with scan_checks.traced_shared_memory():
         assert kernelapi.FakeCUDAShared.array is not before
     assert kernelapi.FakeCUDAShared.array is before
+
+
+# --------------------------------------------------------------------------- 8.5: a scan that beats the loop
+def _solution_fast_scan():
+    """The worksheet's solution (solutions/08_scan.py), compiled here."""
+    import pathlib
+
+    from numba import njit
+
+    src = (pathlib.Path(__file__).resolve().parents[1] / "solutions" / "08_scan.py").read_text()
+    body = src[src.index("@njit\ndef fast_scan"):src.index("# %%\nscan_checks.check_fast_scan")]
+    ns = {"np": np, "njit": njit}
+    exec(body, ns)
+    return ns["fast_scan"]
+
+
+def test_fast_scan_solution_passes(capsys):
+    scan_checks.check_fast_scan(_solution_fast_scan())
+    out = capsys.readouterr().out
+    assert "Exercise 8.5 passed: 8/8 cases" in out
+    assert "span: 93 dependent operations for T=256 with 16 chunks" in out
+
+
+def test_fast_scan_sequential_loop_is_named():
+    from numba import njit
+
+    @njit
+    def loop(a, x, h0, chunks):  # fast (one chain in a register), right, but sequential
+        T, H = a.shape
+        h = np.empty_like(x)
+        for j in range(H):
+            p = h0[j]
+            for t in range(T):
+                p = a[t, j] * p + x[t, j]
+                h[t, j] = p
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed:\n  your numbers are right, but your scan is "
+                                             r"sequential in time(.|\n)*the span\) is 512"):
+        scan_checks.check_fast_scan(loop)
+
+
+def test_fast_scan_ignoring_chunks_is_named():
+    def fixed_chunks(a, x, h0, chunks):
+        return good_chunked(a, x, h0, min(8, a.shape[0]))  # always 8 chunks, whatever it is asked
+
+    with pytest.raises(ExerciseFailed, match=r"your function ignores `chunks`: for T=256 its span is \d+ with "
+                                             r"chunks=4 and \d+ with chunks=16"):
+        scan_checks.check_fast_scan(fixed_chunks)
+
+
+def test_fast_scan_slow_chunked_scan_fails_on_speed(monkeypatch):
+    """A chunked scan in plain numpy is time-parallel (short span) but slow: the speed test names it
+    (the noise rule is switched off here: the timer is told the machine is quiet)."""
+    from course_lib.core import timing
+
+    real = timing.compare
+
+    def quiet_compare(**kw):
+        cmp = real(**kw)
+        cmp.noise = timing.Noise()
+        return cmp
+
+    monkeypatch.setattr(scan_checks.timing, "compare", quiet_compare)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
+                                             r"float32\):\n  your scan is right and time-parallel, but only"):
+        scan_checks.check_fast_scan(good_chunked, retries=1)
+
+
+def test_fast_scan_fixed_float_type_and_in_place_are_named():
+    def float64_work(a, x, h0, chunks):
+        h = np.empty(x.shape)  # a fixed float type: the traced numbers cannot be stored
+        h[:] = good_chunked(a, x, h0, chunks)
+        return h.astype(x.dtype)
+
+    with pytest.raises(ExerciseFailed, match=r"stored one into an array of a fixed float type"):
+        scan_checks.check_fast_scan(float64_work)
+
+    def in_place(a, x, h0, chunks):
+        x[0] = a[0] * h0 + x[0]
+        h = good_chunked(a, x, h0 * 0, chunks)
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"changed its input x in place"):
+        scan_checks.check_fast_scan(in_place)

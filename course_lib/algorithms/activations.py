@@ -20,27 +20,45 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from ..core.validate import as_array
+
 __all__ = ["fast_tanh", "fast_sigmoid", "sigmoid"]
 
 _f32 = np.float32
 _CLAMP = _f32(7.90531110763549805)
 
 
+def _check_real_scalar(x, name: str = "x") -> float:
+    """A real number (bools and strings refused); NaN refused (it would come out as NaN). +-inf is fine."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a real number, got {type(x).__name__} {x!r}")
+    if math.isnan(x):
+        raise ValueError(f"{name}: expected a number, got NaN")
+    return x
+
+
 def sigmoid(z):
-    """Logistic function on arrays, ``0.5 * (1 + tanh(z / 2))`` (no overflow warning for large |z|)."""
+    """Logistic function on arrays, ``0.5 * (1 + tanh(z / 2))`` (no overflow warning for large |z|).
+    ``z``: a real array or number (+-inf give 0 and 1). Only the kind is checked (O(1)): it is applied to
+    intermediate values inside models and solvers, whose entry points check finiteness (and whose
+    divergence detectors expect NaN/inf to pass through)."""
+    arr = as_array(z, "z")
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"z: expected a real (float or integer) array, got dtype {arr.dtype}")
     return 0.5 * (np.tanh(0.5 * z) + 1.0)
 
 
 def fast_tanh(x):
     """``tanh`` for use inside numba kernels (a float32 rational approximation; ``math.tanh`` for float64).
 
-    Called from plain Python it is ``math.tanh``; inside ``@njit`` code the overload below is used."""
-    return math.tanh(x)
+    Called from plain Python it is ``math.tanh`` of a checked real number; inside ``@njit`` code the
+    overload below is used (no checks there: it is the inner loop)."""
+    return math.tanh(_check_real_scalar(x))
 
 
 def fast_sigmoid(x):
     """Logistic function for use inside numba kernels, ``(1 + fast_tanh(x / 2)) / 2``."""
-    return 0.5 * math.tanh(0.5 * x) + 0.5
+    return 0.5 * math.tanh(0.5 * _check_real_scalar(x)) + 0.5
 
 
 @njit(fastmath=True, error_model="numpy", cache=True, inline="always")

@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 from numba import njit, prange
 
-from ..core.validate import check_array, check_int, check_positive_int
+from ..core.validate import check_array, check_bool, check_int, check_positive_int
 
 __all__ = [
     "matmul_naive",
@@ -432,6 +432,7 @@ COMBINATIONS = [
 
 def combination_name(tiled: bool, simd: bool, parallel: bool) -> str:
     """E.g. ``"tiled + simd + parallel"``; ``"serial"`` when none is on."""
+    tiled, simd, parallel = (check_bool(v, n) for v, n in ((tiled, "tiled"), (simd, "simd"), (parallel, "parallel")))
     parts = [name for name, on in (("tiled", tiled), ("simd", simd), ("parallel", parallel)) if on]
     return " + ".join(parts) if parts else "serial"
 

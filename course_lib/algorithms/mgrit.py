@@ -432,6 +432,7 @@ class MGRIT:
         if not np.all(np.isfinite(u0)):
             raise ValueError("u0: contains non-finite values")
         sizes = hierarchy(nt, self.m, self.levels)
+        check_alloc((nt + 1,) + u0.shape, u0.dtype, "nt", what="MGRIT's solution")
         if self.levels == 1:
             self.steps_taken = 0
             U = np.empty((nt + 1,) + u0.shape, dtype=u0.dtype)

@@ -53,7 +53,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..core import backend, timing
-from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..core.validate import check_bool, check_choice, check_float, check_int, check_positive_int, check_str
 from ..parallel import cluster
 
 __all__ = [
@@ -101,6 +101,14 @@ ITEMSIZE = 4              # float32
 
 
 # =========================================================================== the machine
+def _check_rates(obj, rates=(), times=()) -> None:
+    """Positive finite rates (they divide) and non-negative finite times, each named by its field."""
+    for k in rates:
+        check_float(getattr(obj, k), k, low=0.0, low_inclusive=False)
+    for k in times:
+        check_float(getattr(obj, k), k, low=0.0)
+
+
 @dataclass(frozen=True)
 class GPU:
     """A GPU's numbers -- measured on a device run, or assumed (``source`` says which)."""
@@ -113,6 +121,11 @@ class GPU:
     transfer_gbs: float = 12.0
     source: str = "assumed"
 
+    def __post_init__(self):
+        check_str(self.name, "name")
+        check_str(self.source, "source", nonempty=False)
+        _check_rates(self, ("bandwidth_gbs", "gflops", "transfer_gbs"), ("launch_s", "step_latency_s"))
+
     @classmethod
     def k80(cls) -> "GPU":
         """Seed 001's GK210 (one chip of a Tesla K80): 240 GB/s peak of which its scan reached 104 GB/s
@@ -122,6 +135,7 @@ class GPU:
 
     @classmethod
     def assumed(cls, name: str = "a current data-centre GPU") -> "GPU":
+        check_str(name, "name")
         return cls(name, 1500.0, 15000.0, 5e-6, 0.7e-6, 20.0,
                    "assumed: 1.5 TB/s, 15 TFLOP/s float32, 5 µs launch, 0.7 µs per dependent step")
 
@@ -148,11 +162,23 @@ class Machine:
     source: dict = field(default_factory=dict, compare=False, hash=False)
     noise: timing.Noise = field(default_factory=timing.Noise, compare=False, hash=False)
 
+    def __post_init__(self):
+        check_str(self.name, "name")
+        check_positive_int(self.cores, "cores", high=1 << 24)
+        check_positive_int(self.simd_lanes, "simd_lanes", high=1 << 12)
+        _check_rates(self, ("gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
+                            "bandwidth_all_gbs", "mpi_bandwidth_gbs"),
+                     ("call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s"))
+        if self.gpu is not None and not isinstance(self.gpu, GPU):
+            raise TypeError(f"gpu: expected a GPU or None, got {type(self.gpu).__name__}")
+        if not isinstance(self.source, dict):
+            raise TypeError(f"source: expected a dict quantity -> label, got {type(self.source).__name__}")
+
     # ---------------------------------------------------------------- constructors
     @classmethod
     def measure(cls, quick: bool = False) -> "Machine":
         """This machine, measured now with :mod:`course_lib.core.timing` (once per process and ``quick``)."""
-        return _measure(bool(quick))
+        return _measure(check_bool(quick, "quick"))
 
     @classmethod
     def preset(cls, name: str) -> "Machine":
@@ -198,6 +224,8 @@ class Machine:
     def gemm_rate(self, rows: float, threads: int = 1) -> float:
         """FLOP/s of products whose weights are used by ``rows`` rows, on ``threads`` cores:
         ``min(peak, rows * gemv rate)`` (weights read once, used ``rows`` times)."""
+        rows = check_float(rows, "rows", low=0.0)
+        threads = check_positive_int(threads, "threads")
         per_core = min(self.gemm_gflops_core, max(1.0, rows) * self.gemv_gflops)
         if threads > 1:
             return 1e9 * min(per_core * threads, self.gemm_gflops_all * per_core / self.gemm_gflops_core)
@@ -205,6 +233,7 @@ class Machine:
 
     def bandwidth(self, threads: int = 1) -> float:
         """Bytes/s streaming on ``threads`` cores."""
+        threads = check_positive_int(threads, "threads")
         if threads <= 1:
             return 1e9 * self.bandwidth_core_gbs
         return 1e9 * min(self.bandwidth_all_gbs, self.bandwidth_core_gbs * threads)
@@ -372,12 +401,14 @@ class Problem:
 
     def cell_flops(self, rows: int = 1) -> float:
         """Flops of one cell (one layer, one step) for ``rows`` sequences, forward."""
+        rows = check_float(rows, "rows", low=0.0)
         if self.kind == "linear":
             return 2.0 * rows * self.H
         g = GATES[self.kind]
         return rows * (2.0 * g * self.H * (self.n_in + self.H) + 10.0 * g * self.H)
 
     def output_flops(self, rows: int = 1) -> float:
+        rows = check_float(rows, "rows", low=0.0)
         return rows * (2.0 * self.H * self.ny + 5.0 * self.ny) if self.ny else 0.0
 
     def param_bytes(self) -> float:
@@ -414,6 +445,12 @@ class Cost:
     parts: dict = field(default_factory=dict)
     seconds: float = 0.0
     note: str = ""
+
+    def __post_init__(self):
+        check_str(self.method, "method")
+        if not isinstance(self.problem, Problem):
+            raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
+        check_positive_int(self.P, "P")
 
     @property
     def bottleneck(self) -> str:
@@ -628,6 +665,10 @@ def mgrit_counts(T: int, P: int, *, iters: int = MGRIT_ITERS, m: int = 4, levels
                  relax: str = "FCF") -> dict:
     """Time steps on MGRIT's critical path and in all, from its task graph (:func:`cluster.mgrit_graph`);
     T is padded to a multiple of ``m**(levels-1)`` as :func:`course_lib.models.gru.gru_forward` does."""
+    T, P = check_positive_int(T, "T"), check_positive_int(P, "P")
+    iters = check_positive_int(iters, "iters")
+    m = check_int(m, "m", low=2, high=1 << 16)
+    levels = check_int(levels, "levels", low=1, high=64)
     q = m ** (levels - 1)
     Tp = math.ceil(T / q) * q
     g = cluster.mgrit_graph(Tp, m=m, levels=levels, iters=iters, P=P, relax=relax)
@@ -657,6 +698,8 @@ def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | Non
 
 def deer_counts(T: int, H: int, P: int, *, iters: int, method: str = "newton") -> dict:
     """Flops of DEER on P processors from its task graph (:func:`cluster.deer_graph`): span and work."""
+    T, H, P = check_positive_int(T, "T"), check_positive_int(H, "H"), check_positive_int(P, "P")
+    iters = check_positive_int(iters, "iters")
     g = cluster.deer_graph(T, H, iters=iters, P=P, method=method)
     span, _ = g.critical_path()
     return {"span": span, "work": g.work(), "iters": iters}
@@ -756,6 +799,7 @@ def predict(method: str, problem: Problem, machine: Machine | None = None, **opt
 
 def applicable(problem: Problem, machine: Machine) -> dict:
     """``{method: None or the reason it does not apply}`` for every method."""
+    _check_problem_machine(problem, machine)
     out = {}
     for meth in METHODS:
         try:
@@ -764,6 +808,13 @@ def applicable(problem: Problem, machine: Machine) -> dict:
         except ValueError as exc:
             out[meth] = str(exc)
     return out
+
+
+def _check_problem_machine(problem, machine) -> None:
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
+    if not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
 
 
 def predict_all(problem: Problem, machine: Machine | None = None, methods=None, **opts) -> dict:
@@ -784,6 +835,16 @@ class Advice:
     reason: str
     trusted: bool = True
     cost: Cost | None = None
+
+    def __post_init__(self):
+        check_str(self.method, "method")
+        if isinstance(self.seconds, (bool, np.bool_)) or not isinstance(self.seconds, (int, float, np.floating, np.integer)) \
+                or not self.seconds >= 0:  # inf is allowed (never finishes), NaN and negatives are not
+            raise ValueError(f"seconds: expected a number >= 0, got {self.seconds!r}")
+        check_str(self.reason, "reason", nonempty=False)
+        check_bool(self.trusted, "trusted")
+        if self.cost is not None and not isinstance(self.cost, Cost):
+            raise TypeError(f"cost: expected a Cost or None, got {type(self.cost).__name__}")
 
     def __iter__(self):  # (method, seconds, reason)
         return iter((self.method, self.seconds, self.reason))
@@ -832,6 +893,11 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
 
 
 def first_choice(advice: list[Advice]) -> str:
+    """The first method of :func:`advise`'s ranking."""
+    if not isinstance(advice, (list, tuple)) or not advice:
+        raise ValueError(f"advice: expected the non-empty list advise() returns, got {advice!r:.80}")
+    if not isinstance(advice[0], Advice):
+        raise TypeError(f"advice: expected a list of Advice, got a list of {type(advice[0]).__name__}")
     return advice[0].method
 
 
@@ -956,6 +1022,13 @@ class Row:
     measured: float
     problem: Problem
 
+    def __post_init__(self):
+        for k in ("config", "label", "method"):
+            check_str(getattr(self, k), k)
+        _check_rates(self, ("predicted", "measured"))  # their ratio is the error
+        if not isinstance(self.problem, Problem):
+            raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
+
     @property
     def error(self) -> float:
         """max(pred/meas, meas/pred): 1 is perfect; > 2 means the model is off by more than 2x."""
@@ -975,6 +1048,19 @@ class Calibration:
     noise: dict
     info: dict
 
+    def __post_init__(self):
+        if not isinstance(self.machine, Machine):
+            raise TypeError(f"machine: expected a Machine, got {type(self.machine).__name__}")
+        if not isinstance(self.rows, list) or not all(isinstance(r, Row) for r in self.rows):
+            raise TypeError("rows: expected a list of Row")
+        for k in ("noise", "info"):
+            if not isinstance(getattr(self, k), dict):
+                raise TypeError(f"{k}: expected a dict, got {type(getattr(self, k)).__name__}")
+
+    def _rows(self, config) -> list:
+        check_choice(config, "config", self.configs())
+        return [r for r in self.rows if r.config == config]
+
     def configs(self) -> list[str]:
         return list(dict.fromkeys(r.config for r in self.rows))
 
@@ -986,16 +1072,16 @@ class Calibration:
         return out
 
     def measured_fastest(self, config: str) -> str:
-        rows = [r for r in self.rows if r.config == config]
+        rows = self._rows(config)
         return min(rows, key=lambda r: r.measured).label
 
     def predicted_fastest(self, config: str) -> str:
-        rows = [r for r in self.rows if r.config == config]
+        rows = self._rows(config)
         return min(rows, key=lambda r: r.predicted).label
 
     def advised(self, config: str) -> str:
         """The advisor's first choice among this configuration's methods (off-by->2x methods not advised)."""
-        rows = [r for r in self.rows if r.config == config]
+        rows = self._rows(config)
         err = {r.label: r.error for r in rows}
         trusted = [r for r in rows if err[r.label] <= 2.0] or rows
         return min(trusted, key=lambda r: r.predicted).label
@@ -1111,6 +1197,8 @@ def seed_schedules() -> dict:
 def measured_speedups(cal: Calibration) -> dict:
     """``{claim id: (speed-up measured here, what, noise)}`` for the seeds' schedules whose configuration
     ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run)."""
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal: expected a Calibration (see calibrate), got {type(cal).__name__}")
     out = {}
     for cid, (config, base, par) in SEED_SCHEDULES.items():
         rows = [r for r in cal.rows if r.config == config]

@@ -252,4 +252,6 @@ def schedule_time(tile_rows: int = 64, tile_cols: int = 16, vector: int = 16, pa
 
 def compile_seconds(schedule, repeat: int = 1) -> float:
     """Seconds to build and JIT-compile the five pipelines of ``schedule`` now (uncached; best of ``repeat``)."""
+    schedule = H.get_schedule(schedule)  # ValueError naming ``schedule`` before anything compiles
+    repeat = check_positive_int(repeat, "repeat")
     return timing.measure(H.build, schedule, repeat=repeat, warmup=0, number=1).min

@@ -23,7 +23,8 @@ import numpy as np
 from ..algorithms import mgrit
 from ..core import timing
 from ..core.backend import mpi_available
-from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_callable, check_choice, check_float, check_int,
+                             check_positive_int)
 from ..models import gru
 
 __all__ = [
@@ -40,6 +41,24 @@ __all__ = [
 ]
 
 
+# --------------------------------------------------------------------------- validation helpers
+def _check_seq(values, name: str, item=None, item_name: str | None = None) -> list:
+    """A non-empty list/tuple/array of items, each checked by ``item(value, item_name or name)``."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a non-empty sequence, got {type(values).__name__} {values!r}")
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name}: expected a non-empty sequence, got an empty one")
+    return [item(v, item_name or name) if item is not None else v for v in values]
+
+
+def _check_nt(nt, name: str = "nt") -> int:
+    """A number of time steps; refused before MGRIT allocates its (nt + 1)-row solution."""
+    nt = check_positive_int(nt, name)
+    check_alloc((nt + 1, 1), np.float64, name, what="MGRIT's solution")
+    return nt
+
+
 # --------------------------------------------------------------------------- convergence sweeps
 def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: int = 2, relax: str = "FCF",
                           nt: int = 256, lam_dt: float = -1.0, max_iter: int = 10, cycle: str = "V",
@@ -48,6 +67,8 @@ def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: i
     ``{"ms": [...], "histories": {m: [...]}, "factors": {m: rho}}`` (plain data for plots/widgets)."""
     check_choice(problem, "problem", ("dahlquist",))
     lam_dt = check_float(lam_dt, "lam_dt", high=0.0)
+    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2), "m")
+    nt = _check_nt(nt)
     out = {"ms": list(ms), "histories": {}, "factors": {}, "levels": levels, "relax": relax, "nt": nt,
            "lam_dt": lam_dt}
     for m in ms:
@@ -62,6 +83,12 @@ def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: i
 def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, nt: int = 256, levels: int = 2,
                       relax: str = "F", max_iter: int = 6) -> dict:
     """Convergence factors on Dahlquist for each (m, lam*dt): ``{"ms", "lam_dts", "rho": (len(ms), len(lam_dts))}``."""
+    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2), "m")
+    lam_dts = _check_seq(lam_dts, "lam_dts", lambda v, n: check_float(v, n, high=0.0))
+    nt = _check_nt(nt)
+    check_choice(relax, "relax", ("F", "FCF", "FCFCF"))
+    levels = check_positive_int(levels, "levels")
+    max_iter = check_positive_int(max_iter, "max_iter")
     rho = np.zeros((len(ms), len(lam_dts)))
     for a, m in enumerate(ms):
         for b, ld in enumerate(lam_dts):
@@ -76,6 +103,8 @@ def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, n
 def speedup_model(nt: int, Ps, *, m: int = 4, levels: int = 2, iters: int = 2, relax: str = "FCF",
                   latency: float = 1.0) -> np.ndarray:
     """``span_model(...)["speedup"]`` for each P in ``Ps`` (array)."""
+    Ps = _check_seq(Ps, "Ps", check_positive_int, "P")
+    nt = check_positive_int(nt, "nt")
     return np.array([mgrit.span_model(nt, m=m, levels=levels, iters=iters, P=int(P), relax=relax,
                                       latency=latency)["speedup"] for P in Ps])
 
@@ -84,6 +113,7 @@ def counted_work(nt: int, *, m: int = 4, levels: int = 2, relax: str = "FCF", it
     """Time steps MGRIT takes for ``iters`` iterations, per serial step (``steps_taken / nt``).
     The count does not depend on the problem, so it is taken on a scalar Dahlquist problem."""
     iters = check_positive_int(iters, "iters")
+    nt = _check_nt(nt)
     s = mgrit.MGRIT(mgrit.dahlquist_step(-1.0, 1.0, m), m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
     s.solve(np.ones(1), nt)
     return s.steps_taken / nt
@@ -123,7 +153,7 @@ def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: 
 
     Returns ``{"Ts", "full": [s], "share": [s], "slope_full", "slope_share", "noise"}`` (median
     seconds, log-log slopes vs T, the merged noise of the runs). One BLAS thread."""
-    Ts = [check_positive_int(T, "Ts") for T in Ts]
+    Ts = _check_seq(Ts, "Ts", check_positive_int)
     P = check_int(P, "P", low=2)
     B = check_int(B, "B", low=P)
     p = gru.init_params(nx, H, seed=0)
@@ -165,7 +195,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
     ``{"Ts", "serial": [s], "parallel": [s], "speedup": [x], "model": [x at P=ranks],
     "work": steps per serial step, "noise": Noise, "method": "mpi" | "threads"}``. Without MPI the
     parallel column is MGRIT with ``ranks`` threads in this process (and ``method`` says so)."""
-    Ts = [check_positive_int(T, "Ts") for T in Ts]
+    Ts = _check_seq(Ts, "Ts", check_positive_int)
     ranks = check_int(ranks, "ranks", low=1)
     ok, _ = mpi_available()
     method = "mpi" if ok else "threads"
@@ -226,7 +256,26 @@ def train_compare(runs: dict, data, *, seeds=(0, 1, 2), nh: int = 16, epochs: in
     (``implicit``, ``method``, MGRIT options); ``data = (Xtr, ytr, Xte, yte)``.
 
     Returns ``{name: {"acc": [per seed], "loss": [final-epoch mean loss per seed], "seconds": [...]}}``."""
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError(f"runs: expected a non-empty dict name -> train_classifier keywords, got {runs!r:.80}")
+    for name, kw in runs.items():
+        if not isinstance(kw, dict):
+            raise TypeError(f"runs[{name!r}]: expected a dict of train_classifier keywords, got {type(kw).__name__}")
+    if not isinstance(data, (tuple, list)) or len(data) != 4:
+        raise TypeError("data: expected a tuple (Xtr, ytr, Xte, yte)")
     Xtr, ytr, Xte, yte = data
+    dims: dict = {}
+    Xtr = check_array(Xtr, "data[0] (Xtr)", shape=("T", "N", "nx"), dims=dims)
+    Xte = check_array(Xte, "data[2] (Xte)", shape=("T", "M", "nx"), dims=dims)
+    ytr = check_array(ytr, "data[1] (ytr)", shape=("N",), dims=dims, dtype="int")
+    yte = check_array(yte, "data[3] (yte)", shape=("M",), dims=dims, dtype="int")
+    if min(ytr.min(initial=0), yte.min(initial=0)) < 0:
+        raise ValueError("data: class labels ytr/yte must be >= 0")
+    seeds = _check_seq(seeds, "seeds", lambda v, n: check_int(v, n, low=0))
+    nh = check_positive_int(nh, "nh")
+    epochs = check_positive_int(epochs, "epochs")
+    if progress is not None:
+        check_callable(progress, "progress")
     n_classes = int(max(ytr.max(), yte.max())) + 1
     out = {}
     for name, kw in runs.items():

@@ -12,7 +12,8 @@
 """
 from __future__ import annotations
 
-import inspect
+import dataclasses
+
 import time
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from ..algorithms import mgrit as _mgrit
 from ..algorithms import newton as _newton
 from ..core import timing
-from ..core.validate import check_float, check_positive_int
+from ..core.validate import check_alloc, check_bool, check_choice, check_float, check_int, check_positive_int
 from ..models import gru, jacobians, mingru
 from ..parallel import deer
 
@@ -38,30 +39,46 @@ __all__ = [
 ]
 
 
+def _check_seq(values, name: str, item) -> list:
+    """A non-empty list/tuple/array whose items pass ``item(value, name)``."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a non-empty sequence, got {type(values).__name__} {values!r}")
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name}: expected a non-empty sequence, got an empty one")
+    return [item(v, name) for v in values]
+
+
+def _check_T(T, name: str = "T", *, H: int = 8, B: int = 4) -> int:
+    """A sequence length; refused before a (T, B, H) float64 trajectory too large to hold is made."""
+    T = check_positive_int(T, name)
+    check_alloc((T, B, H), np.float64, name, what="a (T, B, H) trajectory")
+    return T
+
+
 def scaled_gru(H: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
     """float64 GRU parameters (PyTorch init) with ``W_hh`` multiplied by ``scale``."""
     p = gru.init_params(nx, H, seed=seed, dtype=np.float64)
     scale = check_float(scale, "scale", low=0.0)
-    W = jacobians.param(p, "W_hh") * scale
-    if isinstance(p, dict):
-        p = dict(p, W_hh=W)
-    else:  # a dataclass
-        import dataclasses  # noqa: PLC0415
-        p = dataclasses.replace(p, W_hh=W)
+    p = dataclasses.replace(p, W_hh=p.W_hh * scale)
     return p
 
 
 def mgrit_forward(params, X, h0=None, *, implicit=True, **opts):
-    """``models.gru.gru_forward`` with MGRIT (``method="mgrit"`` or, in older versions, ``solver="mgrit"``)
-    -> ``(H, history)``."""
-    sig = inspect.signature(gru.gru_forward).parameters
-    key = "method" if "method" in sig and "solver" not in sig else "solver"
-    return gru.gru_forward(params, X, h0, implicit=implicit, return_history=True, **{key: "mgrit"}, **opts)
+    """``models.gru.gru_forward(..., method="mgrit", return_history=True)`` -> ``(H, history)``."""
+    implicit = check_bool(implicit, "implicit")
+    for key in ("method", "solver", "return_history"):
+        if key in opts:
+            raise TypeError(f"{key}: mgrit_forward always runs MGRIT and returns the history; do not pass {key}=")
+    return gru.gru_forward(params, X, h0, implicit=implicit, return_history=True, method="mgrit", **opts)
 
 
 def newton_iterates(params, X, *, method: str = "newton", n_iter: int = 6, implicit: bool = False):
     """Iterates 0..n_iter of DEER from a zero start and the serial trajectory:
     ``{"iterates": [H0, H1, ...], "serial": H, "history": [...]}``."""
+    check_choice(method, "method", deer.METHODS)
+    n_iter = check_int(n_iter, "n_iter", low=0, high=10_000)
+    implicit = check_bool(implicit, "implicit")
     iterates = []
     _, hist = deer.gru_forward(params, X, method=method, implicit=implicit, tol=0.0, max_iter=n_iter,
                                return_history=True, callback=lambda k, H: iterates.append(H.copy()))
@@ -81,7 +98,9 @@ def predictability(scale: float = 1.0, *, T: int = 256, H: int = 8, B: int = 2, 
     """One point on the predictability axis: the GRU with ``W_hh * scale`` on random inputs.
     Returns ``{"scale", "lyapunov", "newton", "quasi", "damped", "mgrit"}`` (iterations to reach
     ``tol``; None = diverged; mgrit: two-level FCF MGRIT on the *implicit* GRU, m = 4)."""
-    T = check_positive_int(T, "T")
+    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
+    T = _check_T(T, H=H * H, B=B)
+    tol = check_float(tol, "tol", low=0.0)
     p = scaled_gru(H, scale, seed=seed)
     X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
     out = {"scale": float(scale), "lyapunov": deer.gru_lyapunov(p, X, implicit=implicit)}
@@ -99,6 +118,9 @@ def predictability(scale: float = 1.0, *, T: int = 256, H: int = 8, B: int = 2, 
 def iterations_vs_T(Ts=(16, 64, 256, 1024), *, scale: float = 1.0, H: int = 8, B: int = 2, tol: float = 1e-8,
                     seed: int = 0) -> dict:
     """Iterations of Newton / quasi / damped vs T: ``{"T": [...], "newton": [...], ...}``."""
+    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
+    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, H=H * H, B=B))
+    tol = check_float(tol, "tol", low=0.0)
     out: dict = {"T": list(Ts), **{m: [] for m in deer.METHODS}}
     p = scaled_gru(H, scale, seed=seed)
     for T in Ts:
@@ -113,6 +135,10 @@ def work_comparison(scales=(0.5, 1.0, 2.0, 4.0), *, T: int = 256, H: int = 8, B:
     """DEER (Newton, quasi) and MGRIT (m = 4, 2 levels, FCF) on the same implicit GRU at the same
     tolerance, along the predictability axis. Work is in multiples of one serial march (DEER:
     :func:`newton.span_model` flops / serial flops; MGRIT: :func:`mgrit.span_model` steps / T)."""
+    scales = _check_seq(scales, "scales", lambda v, n: check_float(v, n, low=0.0))
+    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
+    T = _check_T(T, H=H * H, B=B)
+    tol = check_float(tol, "tol", low=0.0)
     rows = []
     for s in scales:
         p = scaled_gru(H, s, seed=seed)
@@ -139,6 +165,10 @@ def time_deer(T: int = 1024, H: int = 8, B: int = 4, *, repeat: int = 3, tol: fl
               scan: str = "sequential"):
     """``timing.compare`` of the numba serial GRU loop (baseline), DEER and quasi-DEER (same GRU).
     Returns ``(comparison, info)`` with the iteration counts and the max error vs serial."""
+    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
+    T = _check_T(T, H=H * H, B=B)
+    tol = check_float(tol, "tol", low=0.0)
+    repeat = check_positive_int(repeat, "repeat")
     p = scaled_gru(H, 1.0, seed=seed)
     X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
     ref = jacobians.gru_serial_numba(p, X)
@@ -156,6 +186,17 @@ def time_deer(T: int = 1024, H: int = 8, B: int = 4, *, repeat: int = 3, tol: fl
 def model_speedups(T: int, Hs, Ps, *, iters: dict | int = 5, methods=("newton", "quasi")) -> dict:
     """``{method: array (len(Hs), len(Ps))}`` of :func:`newton.span_model` speedups;
     ``iters`` per method (a dict) or one number for all."""
+    T = check_positive_int(T, "T")
+    Hs = _check_seq(Hs, "Hs", check_positive_int)
+    Ps = _check_seq(Ps, "Ps", check_positive_int)
+    methods = _check_seq(methods, "methods", lambda v, n: check_choice(v, n, deer.METHODS))
+    if isinstance(iters, dict):
+        missing = [m for m in methods if m not in iters]
+        if missing:
+            raise ValueError(f"iters: expected a count for every method, missing {missing}")
+        iters = {m: check_positive_int(iters[m], f"iters[{m!r}]") for m in methods}
+    else:
+        iters = check_positive_int(iters, "iters")
     out = {}
     for m in methods:
         k = iters[m] if isinstance(iters, dict) else iters
@@ -166,6 +207,10 @@ def model_speedups(T: int, Hs, Ps, *, iters: dict | int = 5, methods=("newton", 
 def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", H: int = 8, B: int = 4, seed: int = 0) -> dict:
     """Max relative error of the float32 sequential / linear scan / log scan against a float64 loop:
     ``{"T": [...], "sequential": [...], "scan": [...], "log_scan": [...]}``."""
+    check_choice(kind, "kind", mingru.KINDS)
+    H = check_positive_int(H, "H")
+    B = check_positive_int(B, "B")
+    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, H=H, B=B))
     out: dict = {"T": list(Ts), **{m: [] for m in mingru.METHODS}}
     p64 = mingru.init_params(kind, 3, H, seed=seed)
     import dataclasses  # noqa: PLC0415
@@ -189,6 +234,12 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, H: int = 16, ep
                   n_train: int = 2048, seed: int = 0) -> list[dict]:
     """Train minGRU, minLSTM (scan) and the classic GRU (serial) on both tasks (float64, Adam).
     Rows ``{"task", "model", "val_accuracy", "seconds"}``."""
+    T_remember = check_int(T_remember, "T_remember", low=2)
+    T_activity = check_positive_int(T_activity, "T_activity")
+    H = check_positive_int(H, "H")
+    epochs = check_positive_int(epochs, "epochs")
+    n_train = check_int(n_train, "n_train", low=2)
+    check_alloc((max(T_remember, T_activity), n_train, 4), np.float64, "n_train", what="the training inputs")
     from ..data.activity import train_test  # noqa: PLC0415
     from ..models.linear_rnn import remember_first_batch  # noqa: PLC0415
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..algorithms import scan
 from ..core import backend, timing
-from ..core.validate import check_choice, check_int, check_positive_int
+from ..core.validate import check_choice, check_dtype, check_int, check_positive_int
 from ..models import linear_rnn
 
 __all__ = [
@@ -167,6 +167,7 @@ def lane_instructions(dtype: str = "float32") -> dict:
     doubling pass (``scan._level``) and of the serial loop (``scan._sequential``), as chapter 04
     counts them (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each).
     Returns ``{"doubling pass": {...}, "serial loop": {...}}``."""
+    dtype = check_dtype(dtype, "dtype")
     from numba import typeof  # noqa: PLC0415
 
     from .matmul import simd_ops  # noqa: PLC0415

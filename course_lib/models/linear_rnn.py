@@ -70,6 +70,29 @@ class _Params:
     layer: ClassVar[str] = ""
     _input: ClassVar[str] = "W"  # the matrix whose rows are the inputs
 
+    def __post_init__(self):
+        # shapes and float dtypes only (O(1)); finiteness is checked where the arrays are used
+        self.b = check_array(self.b, "params.b", ndim=1, finite=False)
+        G = self.b.shape[0]
+        if G == 0 or G % self._gates:
+            raise ValueError(f"params.b: expected {self._gates}*H entries (one bias per gate and unit), "
+                             f"got shape {self.b.shape}")
+        H = G // self._gates
+        rows = self._input_rows()
+        for name, shape in self._layout(H, rows):
+            setattr(self, name, check_array(getattr(self, name), f"params.{name}", shape=shape, finite=False))
+        dts = {a.dtype for a in self.fields().values()}
+        if len(dts) != 1:
+            raise TypeError(f"params: expected all arrays of one dtype, got {sorted(str(d) for d in dts)}")
+
+    def _input_rows(self) -> int:
+        name = self._input
+        setattr(self, name, check_array(getattr(self, name), f"params.{name}", ndim=2, finite=False))
+        return getattr(self, name).shape[0]
+
+    def _layout(self, H: int, rows: int):  # pragma: no cover - every layer defines it
+        raise NotImplementedError
+
     def fields(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), np.ndarray)}
 
@@ -112,6 +135,10 @@ class GILRParams(_Params):
     U: np.ndarray
     b: np.ndarray
 
+    def _layout(self, H, nx):
+        return (("Wg", (nx, H)), ("bg", (H,)), ("Wj", (nx, H)), ("bj", (H,)), ("V", (nx, 4 * H)),
+                ("U", (H, 4 * H)))
+
 
 @dataclass
 class SRUParams(_Params):
@@ -121,6 +148,9 @@ class SRUParams(_Params):
     _gates: ClassVar[int] = 3
     W: np.ndarray
     b: np.ndarray
+
+    def _layout(self, H, nx):
+        return (("W", (nx, 3 * H)),)
 
 
 @dataclass
@@ -132,6 +162,17 @@ class QRNNParams(_Params):
     W: np.ndarray
     b: np.ndarray
     k: int = 2
+
+    def _input_rows(self) -> int:
+        self.k = check_positive_int(self.k, "params.k")
+        rows = super()._input_rows()
+        if rows == 0 or rows % self.k:
+            raise ValueError(f"params.W: expected k*nx = {self.k}*nx rows (a window of k={self.k} inputs), "
+                             f"got shape {self.W.shape}")
+        return rows
+
+    def _layout(self, H, rows):
+        return (("W", (rows, 3 * H)),)
 
     @property
     def nx(self) -> int:
@@ -148,6 +189,9 @@ class SerialLSTMParams(_Params):
     U: np.ndarray
     b: np.ndarray
 
+    def _layout(self, H, nx):
+        return (("W", (nx, 4 * H)), ("U", (H, 4 * H)))
+
 
 PARAMS = {c.layer: c for c in (GILRParams, SRUParams, QRNNParams, SerialLSTMParams)}
 
@@ -160,6 +204,12 @@ class ClassifierParams:
     rnn: _Params
     w_out: np.ndarray
     b_out: np.ndarray
+
+    def __post_init__(self):
+        if not isinstance(self.rnn, _Params):
+            raise TypeError(f"rnn: expected a layer's params from init_params, got {type(self.rnn).__name__}")
+        self.w_out = check_array(self.w_out, "w_out", shape=(self.rnn.H,), finite=False)
+        self.b_out = check_array(self.b_out, "b_out", shape=(1,), finite=False)
 
     @property
     def layer(self) -> str:

@@ -67,6 +67,12 @@ class LSTMParams:
     b_ih: np.ndarray
     b_hh: np.ndarray
 
+    def __post_init__(self):
+        # kinds, float dtypes and ranks only (O(1)): the layout itself -- (4H, nx), (4H, H), (4H,) -- is
+        # check_params' job, so that a transposed weight is refused with the message that explains it
+        for name, nd in (("W_ih", 2), ("W_hh", 2), ("b_ih", 1), ("b_hh", 1)):
+            setattr(self, name, check_array(getattr(self, name), f"params.{name}", ndim=nd, finite=False))
+
     @property
     def nh(self) -> int:
         return self.W_hh.shape[1]
@@ -123,6 +129,17 @@ class LSTMGrads:
     h0: np.ndarray
     c0: np.ndarray
 
+    def __post_init__(self):  # shapes only (O(1))
+        dims: dict = {}
+        for name, shape in (("W_hh", ("G", "H")), ("W_ih", ("G", "nx")), ("b_ih", ("G",)), ("b_hh", ("G",)),
+                            ("X", ("T", "B", "nx")), ("h0", ("B", "H")), ("c0", ("B", "H"))):
+            if name in ("h0", "c0") and getattr(self, name) is None:  # filled in at the end of the naive backward
+                continue
+            setattr(self, name, check_array(getattr(self, name), f"grads.{name}", shape=shape, dims=dims,
+                                            finite=False))
+        if dims["G"] != 4 * dims["H"]:
+            raise ValueError(f"grads.W_hh: expected shape (4*H, H), got {self.W_hh.shape}")
+
 
 @dataclass
 class LSTMCache:
@@ -136,6 +153,16 @@ class LSTMCache:
     C: np.ndarray
     A: np.ndarray
     method: str
+
+    def __post_init__(self):  # shapes only (O(1))
+        check_choice(self.method, "cache.method", METHODS)
+        dims: dict = {}
+        for name, shape in (("X", ("T", "B", "nx")), ("h0", ("B", "H")), ("c0", ("B", "H")),
+                            ("H", ("T", "B", "H")), ("C", ("T", "B", "H")), ("A", ("T", "B", "G"))):
+            setattr(self, name, check_array(getattr(self, name), f"cache.{name}", shape=shape, dims=dims,
+                                            finite=False))
+        if dims["G"] != 4 * dims["H"]:
+            raise ValueError(f"cache.A: expected shape (T, B, 4*H) (the gates i, f, g, o), got {self.A.shape}")
 
 
 def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> LSTMParams:

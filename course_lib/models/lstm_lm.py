@@ -20,7 +20,7 @@ import numpy as np
 from . import lstm
 from ..core.optim import Adam
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_choice, check_float, check_positive_int
+from ..core.validate import check_alloc, check_array, check_choice, check_float, check_positive_int
 from ..data.corpus import batch_windows, one_hot
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
@@ -34,11 +34,20 @@ class LMParams:
     W_out: np.ndarray
     b_out: np.ndarray
 
+    def __post_init__(self):
+        if not isinstance(self.lstm, lstm.LSTMParams):
+            raise TypeError(f"lstm: expected lstm.LSTMParams, got {type(self.lstm).__name__}")
+        V, H = self.lstm.nx, self.lstm.nh  # one-hot inputs: nx = V
+        self.W_out = check_array(self.W_out, "W_out", shape=(V, H), finite=False)
+        self.b_out = check_array(self.b_out, "b_out", shape=(V,), finite=False)
+
 
 def init_lm(V: int, H: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
     """A character LM for a vocabulary of ``V`` symbols and ``H`` hidden units."""
     V = check_positive_int(V, "V")
     H = check_positive_int(H, "H")
+    check_alloc((4 * H, V + H + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64, "H",
+                what="the LSTM weights")
     p = lstm.init_params(V, H, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed + 1000)
     k = 1.0 / np.sqrt(H)
@@ -48,9 +57,15 @@ def init_lm(V: int, H: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
 def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre"):
     """Mean next-character cross-entropy (nats) of ``X_ids (T, B)`` predicting ``Y_ids (T, B)``
     and the gradients as an :class:`LMParams` of arrays."""
+    if not isinstance(params, LMParams):
+        raise TypeError(f"params: expected LMParams (see init_lm), got {type(params).__name__}")
     X_ids = check_array(X_ids, "X_ids", ndim=2, dtype="int")
     Y_ids = check_array(Y_ids, "Y_ids", shape=X_ids.shape, dtype="int")
+    check_choice(method, "method", lstm.METHODS)
     V = params.W_out.shape[0]
+    for name, ids in (("X_ids", X_ids), ("Y_ids", Y_ids)):
+        if ids.size and (ids.min() < 0 or ids.max() >= V):
+            raise ValueError(f"{name}: expected symbol ids in [0, V={V}), got values in [{ids.min()}, {ids.max()}]")
     T, B = X_ids.shape
     X = one_hot(X_ids, V, dtype=params.W_out.dtype)
     Hs, _, cache = lstm.lstm_forward(params.lstm, X, method=method, return_cache=True)
@@ -90,6 +105,11 @@ def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int 
     steps = check_positive_int(steps, "steps")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     method = check_choice(method, "method", lstm.METHODS)
+    if clip is not None:
+        clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        raise ValueError(f"ids: expected symbol ids in [0, V={V}), got values in [{ids.min()}, {ids.max()}]")
+    check_alloc((T, B, V), np.float32, "B", what="one batch of one-hot inputs")
     params = init_lm(V, H, seed=seed)
     rng = np.random.default_rng(seed)
     batches = [batch_windows(ids, T, B, rng) for _ in range(steps)]

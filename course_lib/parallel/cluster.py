@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..algorithms.mgrit import RELAXATIONS, hierarchy
-from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..core.validate import check_bool, check_choice, check_float, check_int, check_positive_int, check_str
 
 __all__ = [
     "Task",
@@ -54,6 +54,22 @@ __all__ = [
 ]
 
 KINDS = ("compute", "serial", "comm", "barrier", "launch")
+MAX_TASKS = 2_000_000   # a graph is Python objects: beyond this, building it would take minutes
+MAX_EDGES = 20_000_000  # dependencies (every task of a phase waits for every task of the previous one)
+
+
+def _check_graph_size(tasks: float, edges: float, name: str) -> None:
+    """Refuse, before building, a graph with more than MAX_TASKS tasks or MAX_EDGES dependencies,
+    naming the argument that made it large."""
+    if tasks > MAX_TASKS or edges > MAX_EDGES:
+        raise ValueError(f"{name}: too large: the task graph would have about {tasks:.3g} tasks and {edges:.3g} "
+                         f"dependencies; the limit is {MAX_TASKS:,} tasks and {MAX_EDGES:,} dependencies "
+                         "(count with the closed forms instead)")
+
+
+def _check_costs(**costs) -> dict:
+    """Every cost is a finite number >= 0 (named by its argument)."""
+    return {k: check_float(v, k, low=0.0) for k, v in costs.items()}
 
 
 @dataclass
@@ -64,6 +80,16 @@ class Task:
     kind: str = "compute"
     proc: int | None = None
 
+    def __post_init__(self):
+        check_str(self.name, "name")
+        self.cost = check_float(self.cost, "cost", low=0.0)
+        if isinstance(self.deps, (str, bytes)):
+            raise TypeError(f"deps: expected a tuple of task names, got the string {self.deps!r}")
+        self.deps = tuple(self.deps)
+        check_choice(self.kind, "kind", KINDS)
+        if self.proc is not None:
+            self.proc = check_int(self.proc, "proc", low=0)
+
 
 @dataclass
 class Schedule:
@@ -72,6 +98,12 @@ class Schedule:
     P: int
     rows: list = field(default_factory=list)
     label: str = ""
+
+    def __post_init__(self):
+        self.P = check_positive_int(self.P, "P")
+        if not isinstance(self.rows, list):
+            raise TypeError(f"rows: expected a list of (name, proc, start, end, kind), got {type(self.rows).__name__}")
+        check_str(self.label, "label", nonempty=False)
 
     @property
     def makespan(self) -> float:
@@ -82,6 +114,8 @@ class Schedule:
         return sum(r[3] - r[2] for r in self.rows)
 
     def busy(self, proc: int) -> float:
+        """Time processor ``proc`` (0 <= proc < P) spent on tasks."""
+        proc = check_int(proc, "proc", low=0, high=self.P - 1)
         return sum(r[3] - r[2] for r in self.rows if r[1] == proc)
 
     def utilisation(self) -> float:
@@ -94,14 +128,17 @@ class TaskGraph:
     """A DAG of :class:`Task` s, added in an order where dependencies come first."""
 
     def __init__(self, label: str = ""):
-        self.label = label
+        self.label = check_str(label, "label", nonempty=False)
         self.tasks: dict[str, Task] = {}
 
     def add(self, name: str, cost: float, deps=(), kind: str = "compute", proc: int | None = None) -> str:
+        check_str(name, "name")
         if name in self.tasks:
             raise ValueError(f"name: task {name!r} already exists")
         cost = check_float(cost, "cost", low=0.0)
         check_choice(kind, "kind", KINDS)
+        if isinstance(deps, (str, bytes)) or not hasattr(deps, "__iter__"):
+            raise TypeError(f"deps: expected a list of task names, got {type(deps).__name__} {deps!r}")
         deps = tuple(deps)
         for d in deps:
             if d not in self.tasks:
@@ -140,7 +177,9 @@ class TaskGraph:
     def simulate(self, P: int, label: str | None = None) -> Schedule:
         """List-schedule on ``P`` virtual processors: ready tasks by longest remaining path first;
         a task starts at max(its inputs done, its processor free). Returns a :class:`Schedule`."""
-        P = check_positive_int(P, "P")
+        P = check_positive_int(P, "P", high=1 << 16)
+        if label is not None:
+            check_str(label, "label", nonempty=False)
         for t in self.tasks.values():
             if t.proc is not None and t.proc >= P:
                 raise ValueError(f"P: task {t.name!r} is pinned to processor {t.proc}, but P = {P}")
@@ -197,6 +236,9 @@ def wavefront_graph(T: int, L: int, cell: float = 1.0, *, barrier: bool = True, 
     diagonal d waits for the whole diagonal d-1, plus a ``handoff`` task per diagonal (pool round trip)."""
     T = check_positive_int(T, "T")
     L = check_positive_int(L, "L")
+    barrier = check_bool(barrier, "barrier")
+    _check_costs(cell=cell, handoff=handoff)
+    _check_graph_size(T * L, T * L * (min(T, L) if barrier else 2), "T" if T >= L else "L")
     g = TaskGraph(f"wavefront T={T} L={L}")
     prev_diag: list[str] = []
     for d in range(T + L - 1):
@@ -222,6 +264,15 @@ def data_parallel_graph(B: int, P: int, per_seq: float, *, scatter: float = 0.0,
     tree allreduce of the gradients (``2 ceil(log2 P)`` rounds of ``latency + allreduce / ...``)."""
     B = check_positive_int(B, "B")
     P = check_positive_int(P, "P")
+    _check_costs(per_seq=per_seq, scatter=scatter, gather=gather, latency=latency)
+    if allreduce is not None:
+        _check_costs(allreduce=allreduce)
+        steps = check_positive_int(steps, "steps")
+        k = min(B, P)
+        phases = steps * (1 + 2 * math.ceil(math.log2(k)) if k > 1 else steps)
+        _check_graph_size(phases * k, phases * k * k, "P" if k * k > steps else "steps")
+    else:
+        _check_graph_size(3 * min(B, P), 4 * min(B, P), "P")
     shares = _split(B, P)
     g = TaskGraph(f"data-parallel B={B} P={P}")
     prev: list[str] = []
@@ -259,6 +310,9 @@ def mgrit_graph(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int 
     check_choice(relax, "relax", RELAXATIONS)
     step = check_float(step, "step", low=0.0)
     latency = check_float(latency, "latency", low=0.0)
+    k = min(P, max(1, sizes[0] // m))
+    phases = 2 + iters * (len(sizes) - 1) * (len(relax) + 4)
+    _check_graph_size(phases * k, phases * k * k, "P" if k * k > iters else "iters")
     g = TaskGraph(f"MGRIT nt={nt} m={m} L={levels} P={P}")
     if levels == 1:
         g.add("march", nt * step, kind="serial", proc=0)
@@ -307,6 +361,9 @@ def deer_graph(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton"
     jac = 20.0 * H if method == "quasi" else 6.0 * H * H
     cb = 1 if method == "quasi" else H
     nb = H if method == "quasi" else 1
+    k = min(T, P)
+    phases = iters * (3 + 2 * math.ceil(math.log2(k)) if k > 1 else 3 * iters)
+    _check_graph_size(phases * k, phases * k * k, "P" if k * k > iters else "iters")
     matvec = 2.0 * cb * cb * nb
     matmat = 2.0 * cb ** 3 * nb + matvec
     shares = _split(T, P)
@@ -326,6 +383,9 @@ def deer_graph(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton"
 def hillis_steele_graph(T: int, combine: float = 1.0) -> TaskGraph:
     """One task per combine of the Hillis-Steele scan: at round d element i combines with i - 2^d."""
     T = check_positive_int(T, "T")
+    _check_costs(combine=combine)
+    lv = (T - 1).bit_length()
+    _check_graph_size(T * lv, 2 * T * lv, "T")
     g = TaskGraph(f"Hillis-Steele T={T}")
     cur = {i: None for i in range(T)}  # latest task that wrote element i
     d = 0
@@ -343,6 +403,8 @@ def blelloch_graph(T: int, combine: float = 1.0) -> TaskGraph:
     """One task per combine of Blelloch's scan (padded to n = 2^ceil(log2 T)): up-sweep (a tree of
     n-1 combines) then down-sweep (n-1 combines), each level waiting for the one before."""
     T = check_positive_int(T, "T")
+    _check_costs(combine=combine)
+    _check_graph_size(4 * T, 8 * T, "T")
     levels = math.ceil(math.log2(T)) if T > 1 else 0
     n = 1 << levels
     g = TaskGraph(f"Blelloch T={T} (n={n})")
@@ -370,6 +432,9 @@ def chunked_scan_graph(T: int, P: int, *, reduce: float, carry: float, expand: f
     ``launch`` per phase (a kernel launch on a GPU, a fork-join on a CPU)."""
     T = check_positive_int(T, "T")
     P = check_positive_int(P, "P")
+    _check_costs(reduce=reduce, carry=carry, expand=expand, launch=launch)
+    check_bool(first_full, "first_full")
+    _check_graph_size(2 * min(T, P) + 4, 3 * min(T, P) + 4, "P")
     shares = _split(T, P)
     g = TaskGraph(f"chunked scan T={T} P={P}")
     prev: list[str] = []
@@ -392,6 +457,8 @@ def threads_step_graph(T: int, P: int, *, parallel_part: float, serial_part: flo
     then a ``barrier`` and a ``serial_part`` on one thread (Amdahl's fraction)."""
     T = check_positive_int(T, "T")
     P = check_positive_int(P, "P")
+    _check_costs(parallel_part=parallel_part, serial_part=serial_part, barrier=barrier)
+    _check_graph_size(T * (P + 1), T * P * P + T * P, "T" if T >= P * P else "P")
     g = TaskGraph(f"threads T={T} P={P}")
     prev: list[str] = []
     for t in range(T):

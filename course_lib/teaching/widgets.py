@@ -22,14 +22,23 @@ ipywidgets and matplotlib are imported lazily, inside the functions.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from functools import lru_cache
 from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..core.validate import check_callable, check_float, check_str
 
 __all__ = ["make_control", "sweep_panel", "within_budget", "placeholder_text"]
 
 
 def placeholder_text(names) -> str:
     """What a panel shows where its widgets cannot be drawn (a notebook opened but not yet run)."""
+    if isinstance(names, str) or not hasattr(names, "__iter__"):
+        raise TypeError(f"names: expected a sequence of control names, got {type(names).__name__} {names!r}")
+    names = [check_str(n, "names") for n in names]
     return (f"[interactive panel with controls {', '.join(names)} -- run this cell (or Run All) "
             "to move the sliders; they recompute live on your machine]")
 
@@ -53,9 +62,18 @@ def _panel_class():
 def within_budget(values: Mapping[str, Any], cost: Callable[..., float] | None,
                   max_cost: float | None) -> tuple[bool, float | None]:
     """(allowed, estimated cost) for a setting of the controls. Plain function, no widgets."""
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values: expected a mapping control name -> value, got {type(values).__name__}")
+    if cost is not None:
+        check_callable(cost, "cost")
+    if max_cost is not None:
+        max_cost = check_float(max_cost, "max_cost", low=0.0)
     if cost is None or max_cost is None:
         return True, None
-    estimate = float(cost(**values))
+    estimate = cost(**values)
+    if isinstance(estimate, (bool, np.bool_)) or not isinstance(estimate, numbers.Real) or math.isnan(estimate):
+        raise ValueError(f"cost: expected it to return a number (the estimated cost), got {estimate!r}")
+    estimate = float(estimate)
     return estimate <= max_cost, estimate
 
 

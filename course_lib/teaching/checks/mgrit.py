@@ -1,16 +1,32 @@
-"""Checks for worksheet 10 (MGRIT): F-relaxation, C-relaxation, a two-level cycle, the implicit GRU step.
+"""Checks for worksheet 10 (MGRIT): F-relaxation, C-relaxation, a two-level cycle, the implicit GRU step,
+and F-relaxation on threads.
 
-Failures say which iteration and which time point first differs from the reference."""
+Failures say which iteration and which time point first differs from the reference.
+
+Exercise 10.5 is a speed exercise. After the numbers (inputs unchanged, threads = 1, 2, 3), the check runs
+your function with a ``step`` that sleeps :data:`SLEEP_S` per call (releasing the GIL, as a real step's
+numpy/BLAS work does) and counts, deterministically enough to grade: the distinct threads that called it
+and the largest number of calls in flight at once (at least 2 with ``threads=2``, never more than
+``threads``). The speed is then a ratio to the serial ``mgrit.f_relaxation`` with the same sleeping step,
+measured alongside: sleeping is not computing, so a busy machine does not change it.
+"""
 from __future__ import annotations
+
+import threading
+import time
 
 import numpy as np
 
 from ...models import gru
 from ...algorithms import mgrit
+from ...core import timing
 from .core import Case, ExerciseFailed, check_function, compare_outputs, passed
 
 __all__ = ["check_f_relax", "check_c_relax", "check_two_level_cycle", "check_implicit_gru_step",
-           "test_problems"]
+           "check_f_relax_threads", "SleepyStep", "test_problems", "MIN_THREAD_SPEEDUP", "SLEEP_S"]
+
+MIN_THREAD_SPEEDUP = 1.5   # 10.5: threads=2 vs the serial F-relaxation, sleeping step, same run
+SLEEP_S = 0.002
 
 
 def _vector_step(seed: int, n: int = 3):
@@ -54,7 +70,7 @@ def check_f_relax(student) -> str:
     """Exercise 10.1: ``f_relax(step, U, m) -> U_new`` recomputes every F-point from its C-point."""
     return check_function(
         "10.1", student, lambda step, U, m: mgrit.f_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
-        time_name="time point",
+        time_name="time point", inputs_unchanged=True,
         hint="inside interval j, march U[j*m+k] = step(U[j*m+k-1], j*m+k-1, 0) for k = 1..m-1; leave C-points "
              "(multiples of m) alone; return a new array (or the updated copy).")
 
@@ -63,40 +79,87 @@ def check_c_relax(student) -> str:
     """Exercise 10.2: ``c_relax(step, U, m) -> U_new`` recomputes every C-point j*m (j >= 1)."""
     return check_function(
         "10.2", student, lambda step, U, m: mgrit.c_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
-        time_name="time point",
+        time_name="time point", inputs_unchanged=True,
         hint="U[j*m] = step(U[j*m-1], j*m-1, 0) for j = 1..N/m; U[0] and every F-point stay as they were.")
+
+
+class _Propagator:
+    """``step`` pinned to one level, recording the ``level`` argument of every call: the fine and the
+    coarse propagator of 10.3 are *different* functions, so swapping them changes the numbers and the
+    log says which was called where."""
+
+    def __init__(self, step, level: int, name: str):
+        self.step, self.level, self.name = step, level, name
+        self.levels: list = []
+
+    def __call__(self, u, i, level):
+        self.levels.append(level)
+        return self.step(u, i, self.level)
+
+
+def _level_fault(fine: _Propagator, coarse: _Propagator) -> str:
+    if not coarse.levels:
+        return ("you never called coarse_step: the coarse solve (steps 3-4) must march with coarse_step, "
+                "not with step")
+    if not fine.levels:
+        return "you never called step: F-relaxation and the residual use the fine propagator step"
+    bad_f = sorted({lv for lv in fine.levels if lv != 0})
+    bad_c = sorted({lv for lv in coarse.levels if lv != 1})
+    if bad_f and bad_c:
+        return ("step and coarse_step look swapped: you called step with level " f"{bad_f[0]} and coarse_step "
+                f"with level {bad_c[0]}; F-relaxation and the residual use step(u, i, 0), the coarse right-hand "
+                "side and the coarse solve use coarse_step(u, j, 1)")
+    if bad_f:
+        return (f"you called step (the fine propagator) with level {bad_f[0]}: on the coarse grid use "
+                "coarse_step(u, j, 1)")
+    if bad_c:
+        return (f"you called coarse_step with level {bad_c[0]}: F-relaxation and the residual live on the fine "
+                "grid and use step(u, i, 0)")
+    return ""
 
 
 def check_two_level_cycle(student, n_iter: int = 4) -> str:
     """Exercise 10.3: ``two_level_cycle(step, coarse_step, U, m) -> U_new`` (one iteration).
 
     Runs your cycle ``n_iter`` times from the initial guess u0-everywhere on each test problem and
-    compares every iterate with the reference; a failure names the iteration and the time point."""
+    compares every iterate with the reference; a failure names the iteration and the time point. The
+    fine and the coarse propagator are distinct functions that record the level they are called with,
+    so swapping ``step`` and ``coarse_step`` (or passing the wrong level) is named; ``U`` must be left
+    unchanged."""
     probs = test_problems(1)
     for case_no, p in enumerate(probs, start=1):
         nt, m = p["nt"], p["m"]
+        fine_ref, coarse_ref = _Propagator(p["step"], 0, "step"), _Propagator(p["step"], 1, "coarse_step")
         U_ref = np.broadcast_to(p["u0"], (nt + 1,) + p["u0"].shape).astype(np.float64).copy()
         U_you = U_ref.copy()
         for it in range(1, n_iter + 1):
-            U_ref = mgrit.two_level_iteration(p["step"], p["step"], U_ref, m)
+            U_ref = mgrit.two_level_iteration(fine_ref, coarse_ref, U_ref, m)
+            fine, coarse = _Propagator(p["step"], 0, "step"), _Propagator(p["step"], 1, "coarse_step")
+            given = U_you.copy()
             try:
-                got = student(p["step"], p["step"], U_you.copy(), m)
+                got = student(fine, coarse, given, m)
             except NotImplementedError:
                 raise
             except Exception as exc:
                 raise ExerciseFailed(f"Exercise 10.3 failed on case {case_no}/{len(probs)} ({p['label']}), "
                                      f"iteration {it}:\n  your function raised {type(exc).__name__}: {exc}") from exc
+            if not np.array_equal(given, U_you):
+                raise ExerciseFailed(f"Exercise 10.3 failed on case {case_no}/{len(probs)} ({p['label']}), iteration "
+                                     f"{it}:\n  your function changed its input U in place; start from a copy "
+                                     f"(U = np.array(U, copy=True)) and return the new iterate")
+            fault = _level_fault(fine, coarse)
             msg = compare_outputs(got, U_ref, name="U", rtol=1e-9, atol=1e-12, time_axis=0, time_name="time point")
-            if msg:
+            if msg or fault:
                 first = ""
-                g = np.asarray(got, dtype=float)
-                if g.shape == U_ref.shape:
+                g = np.asarray(got, dtype=float) if not msg or "shape" not in msg else None
+                if msg and g is not None and g.shape == U_ref.shape:
                     bad = ~np.isclose(g, U_ref, rtol=1e-9, atol=1e-12).reshape(nt + 1, -1).all(axis=1)
                     p0 = int(np.argmax(bad))
                     kind = "a C-point" if p0 % m == 0 else "an F-point"
                     first = f"\n  your solver first diverges from the reference at iteration {it}, time point {p0} ({kind})"
+                body = (f"\n  {fault}" if fault else "") + (f"\n  {msg}" if msg else "")
                 raise ExerciseFailed(
-                    f"Exercise 10.3 failed on case {case_no}/{len(probs)} ({p['label']}):{first}\n  {msg}\n"
+                    f"Exercise 10.3 failed on case {case_no}/{len(probs)} ({p['label']}):{first}{body}\n"
                     "  Hint: F-relax; r_j = -(U[jm] - step(U[jm-1])); uc = U[::m]; gc_j = uc_j - coarse(uc_{j-1}, j-1, 1) "
                     "+ r_j (gc_0 = uc_0); march vc_j = coarse(vc_{j-1}, j-1, 1) + gc_j; U[::m] = vc; F-relax again.")
             U_you = np.asarray(got, dtype=np.float64)
@@ -104,8 +167,9 @@ def check_two_level_cycle(student, n_iter: int = 4) -> str:
     p = probs[0]
     U = np.broadcast_to(p["u0"], (p["nt"] + 1,) + p["u0"].shape).astype(np.float64).copy()
     for _ in range(p["nt"] // p["m"]):
-        U = np.asarray(student(p["step"], p["step"], U, p["m"]), dtype=np.float64)
-    exact = mgrit.serial_solve(p["step"], p["u0"], p["nt"])
+        U = np.asarray(student(_Propagator(p["step"], 0, "step"), _Propagator(p["step"], 1, "coarse_step"), U, p["m"]),
+                       dtype=np.float64)
+    exact = mgrit.serial_solve(lambda u, i, level: p["step"](u, i, 0), p["u0"], p["nt"])
     if not np.allclose(U, exact, rtol=1e-10, atol=1e-13):
         raise ExerciseFailed("Exercise 10.3 failed: after nt/m iterations your two-level cycle is not exact "
                              "(Parareal must reproduce the serial solution by then)")
@@ -132,3 +196,95 @@ def check_implicit_gru_step(student) -> str:
         "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None,
         hint="gates at the old h (params.W_ih, params.W_hh, ...; PyTorch order r, z, n; n uses r * (W_hn h + b_hn)); "
              "h_new = (h + gamma (1 - z) n) / (1 + gamma (1 - z)).")
+
+
+# --------------------------------------------------------------------------- 10.5: F-relaxation on threads
+class SleepyStep:
+    """``step`` that sleeps ``sleep`` seconds per call (the GIL is released meanwhile, as during a real
+    step's numpy work) and records which threads called it, how many calls ran at once at most and
+    how many calls there were."""
+
+    def __init__(self, step, sleep: float = SLEEP_S):
+        self.step, self.sleep = step, sleep
+        self._lock = threading.Lock()
+        self.active = self.max_active = self.calls = 0
+        self.threads: set = set()
+
+    def __call__(self, u, i, level):
+        with self._lock:
+            self.active += 1
+            self.calls += 1
+            self.max_active = max(self.max_active, self.active)
+            self.threads.add(threading.get_ident())
+        try:
+            time.sleep(self.sleep)
+            return self.step(u, i, level)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def _thread_cases():
+    cases = []
+    for k, c in enumerate(_relax_cases(3)):
+        kw = dict(c.kwargs, threads=[2, 1, 3, 2, 4][k])
+        cases.append(Case(kw, label=f"{c.label}, threads={kw['threads']}"))
+    return cases
+
+
+def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, retries: int = 3) -> str:
+    """Exercise 10.5: ``f_relaxation_threads(step, U, m, threads)`` equals ``mgrit.f_relaxation`` (inputs
+    unchanged), runs the F-intervals on ``threads`` threads at once (counted with a sleeping step), and
+    with ``threads=2`` is at least ``min_speedup`` times as fast as the serial F-relaxation."""
+    ex = "10.5"
+    line = check_function(
+        ex, student, lambda step, U, m, threads: mgrit.f_relaxation(step, U, m), _thread_cases(), rtol=1e-10,
+        atol=1e-12, time_name="time point", inputs_unchanged=True, quiet=True,
+        hint="one task per C-interval j: march U[j*m+k] = step(U[j*m+k-1], j*m+k-1, 0) for k = 1..m-1 inside it; "
+             "the tasks write disjoint points of one copy of U; wait for all of them before returning.")
+    nt, m, threads = 32, 4, 2
+    prob = mgrit.dahlquist_step(-0.5, 1.0, m)
+    U = np.linspace(1.0, 0.0, nt + 1)[:, None]
+    sleepy = SleepyStep(prob)
+    try:
+        student(sleepy, U.copy(), m, threads)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ExerciseFailed(f"Exercise {ex} failed with a sleeping step (nt={nt}, m={m}, threads={threads}):\n  your "
+                             f"function raised {type(exc).__name__}: {exc}") from exc
+    n_f = nt // m * (m - 1)
+    where = f"with a step that sleeps {SLEEP_S * 1e3:g} ms (nt={nt}, m={m}, threads={threads})"
+    if sleepy.calls != n_f:
+        raise ExerciseFailed(f"Exercise {ex} failed {where}:\n  your function called step {sleepy.calls} times; "
+                             f"F-relaxation calls it once per F-point: {n_f} times")
+    if sleepy.max_active < 2 or len(sleepy.threads) < 2:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed {where}:\n  your numbers are right, but the F-intervals ran one after another: at "
+            f"most {sleepy.max_active} call of step was in flight at once, from {len(sleepy.threads)} thread(s); with "
+            f"threads={threads} two intervals must march at the same time.\n  Hint: submit one task per C-interval "
+            "to concurrent.futures.ThreadPoolExecutor(max_workers=threads) (pool.map over the intervals) and wait "
+            "for them all; a for loop, or a pool with one worker, runs them serially.")
+    if sleepy.max_active > threads:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed {where}:\n  your numbers are right, but {sleepy.max_active} calls of step ran at "
+            f"once with threads={threads}: your function ignores `threads`.\n  Hint: "
+            "ThreadPoolExecutor(max_workers=threads).")
+    best = 0.0
+    for _ in range(max(1, int(retries))):
+        s1, s2 = SleepyStep(prob), SleepyStep(prob)
+        cmp = timing.compare(repeat=3, warmup=0, serial=lambda: mgrit.f_relaxation(s1, U, m),
+                             yours=lambda: student(s2, U.copy(), m, threads))
+        best = max(best, cmp.timings["serial"].min / cmp.timings["yours"].min)
+        if best >= min_speedup:
+            break
+    else:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed on the speed test ({where}):\n  your intervals overlap, but with threads={threads} "
+            f"your F-relaxation is only {best:.2f}x as fast as the serial one (mgrit.f_relaxation) measured "
+            f"alongside; at least {min_speedup:g}x is needed (2 threads: ideally 2x)\n  Hint: create the pool once "
+            "per call, give each task a whole interval (not one step), and do not hold a lock while calling step.")
+    print(line)
+    print(f"  {sleepy.calls} calls of step from {len(sleepy.threads)} threads, at most {sleepy.max_active} at once "
+          f"(threads={threads}); the intervals run concurrently")
+    return line

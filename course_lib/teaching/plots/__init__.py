@@ -13,8 +13,50 @@ import numpy as np
 __all__ = ["new_axes", "roofline_plot", "loglog_plot", "bar_compare"]
 
 
+def _check_ax(ax, name: str = "ax") -> None:
+    """``None`` or a matplotlib axis (anything with ``plot``)."""
+    if ax is not None and not hasattr(ax, "plot"):
+        raise TypeError(f"{name}: expected a matplotlib Axes or None, got {type(ax).__name__}")
+
+
+def _check_data(data, name: str, *, kind=None):
+    """Non-empty plot data: a dict, list, tuple or array (``kind`` narrows it, e.g. ``dict``). Returns it."""
+    kinds = kind or (dict, list, tuple, np.ndarray, range)
+    if isinstance(data, (str, bytes)) or not isinstance(data, kinds):
+        want = getattr(kind, "__name__", "a dict, list or array") if kind else "a dict, list or array"
+        raise TypeError(f"{name}: expected {want} of values to plot, got {type(data).__name__}")
+    if len(data) == 0:
+        raise ValueError(f"{name}: nothing to plot (it is empty)")
+    return data
+
+
+def _check_series(xs, xname: str, series: dict, sname: str) -> None:
+    """``xs`` non-empty and every ``series[k]`` with one value per x (numbers, at least one finite)."""
+    _check_data(xs, xname)
+    _check_data(series, sname, kind=dict)
+    for k, ys in series.items():
+        if ys is None:
+            continue
+        try:
+            n = len(ys)
+        except TypeError:
+            raise TypeError(f"{sname}[{k!r}]: expected a sequence of numbers, got {type(ys).__name__}") from None
+        if n != len(xs):
+            one = xname[:-1] if xname.endswith("s") and len(xname) > 1 else xname
+            raise ValueError(f"{sname}[{k!r}]: expected {len(xs)} values (one per {one}), got {n}")
+
+
+def _check_keys(data, name: str, keys) -> None:
+    """A dict holding ``keys``."""
+    _check_data(data, name, kind=dict)
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(f"{name}: missing key(s) {missing}; got {sorted(map(str, data))}")
+
+
 def new_axes(ax=None, figsize=(6.0, 3.5)):
     """Return ``ax`` or a fresh axis."""
+    _check_ax(ax)
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt  # noqa: PLC0415
@@ -56,6 +98,7 @@ def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=N
     in the label, so the legend shows the same slope the notebook prints."""
     from ...core.timing import loglog_slope  # noqa: PLC0415
 
+    _check_series(sizes, "sizes", series, "series")
     for name, ys in series.items():
         if len(ys) != len(sizes):
             raise ValueError(f"series[{name!r}]: expected {len(sizes)} values (one per size), got {len(ys)}")

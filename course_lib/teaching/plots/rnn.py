@@ -6,6 +6,8 @@ inside the functions.
 from __future__ import annotations
 
 import numpy as np
+from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["image_strips", "unrolled_rnn", "bptt_work", "loss_curve"]
 
@@ -13,6 +15,10 @@ __all__ = ["image_strips", "unrolled_rnn", "bptt_work", "loss_curve"]
 def image_strips(rows: dict, shape: tuple[int, int], *, max_frames: int = 10, title: str | None = None,
                  vmin: float = 0.0, vmax: float = 1.0):
     """One row of images per entry of ``rows`` (``name -> (T, H*W)`` frames), labelled t = 0, 1, ..."""
+    _check_data(rows, "rows", kind=dict)
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise ValueError(f"shape: expected (height, width), got {shape!r}")
+    max_frames = check_positive_int(max_frames, "max_frames", high=1000)
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     names = list(rows)
@@ -37,6 +43,14 @@ def image_strips(rows: dict, shape: tuple[int, int], *, max_frames: int = 10, ti
 def unrolled_rnn(X: np.ndarray, H: np.ndarray, Yhat: np.ndarray, ax=None, decimals: int = 2):
     """The unrolled network of one sequence (``X (T, nx)``, ``H (T, nh)``, ``Yhat (T, ny)``), with
     the numbers of each vector written in its box and the arrows of the forward pass."""
+    X, H, Yhat = (np.asarray(v) for v in (X, H, Yhat))
+    for name, v in (("X", X), ("H", H), ("Yhat", Yhat)):
+        if v.ndim != 2 or v.shape[0] < 1:
+            raise ValueError(f"{name}: expected a (T, n) array of one sequence, got shape {v.shape}")
+        if v.shape[0] != X.shape[0]:
+            raise ValueError(f"{name}: expected T = {X.shape[0]} rows like X, got shape {v.shape}")
+    if X.shape[0] > 32:
+        raise ValueError(f"X: expected at most 32 steps to draw, got T = {X.shape[0]}")
     import matplotlib.pyplot as plt  # noqa: PLC0415
     from matplotlib.patches import FancyBboxPatch  # noqa: PLC0415
 
@@ -78,6 +92,7 @@ def bptt_work(T: int = 8, axes=None):
     so the lower triangle (T(T+1)/2 cells) is computed. Right, the O(T) sweep: one visit per step,
     carrying the summed error of all later outputs in ``dh_next``.
     """
+    T = check_positive_int(T, "T", high=64)
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     if axes is None:
@@ -104,6 +119,7 @@ def bptt_work(T: int = 8, axes=None):
 
 def loss_curve(history, ax=None, baseline: float | None = None, baseline_label: str = "baseline"):
     """Loss per epoch on a log y axis, with an optional horizontal reference line."""
+    _check_data(history, "history")
     from . import new_axes  # noqa: PLC0415
 
     ax = new_axes(ax)

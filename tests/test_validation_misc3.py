@@ -1,0 +1,139 @@
+"""Issue 18, third pass: algorithms.matmul.combination_name, teaching.widgets and teaching.plots.
+Empty or mismatched plot data is a ValueError/TypeError naming the argument (before a figure is drawn);
+good data still draws. Never a hang or a crash."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from course_lib import teaching  # noqa: E402,F401
+from course_lib.algorithms import matmul as mm  # noqa: E402
+from course_lib.teaching import plots, widgets  # noqa: E402
+from course_lib.teaching.plots import cost_model as p_cm  # noqa: E402
+from course_lib.teaching.plots import halide as p_hal  # noqa: E402
+from course_lib.teaching.plots import inference as p_inf  # noqa: E402
+from course_lib.teaching.plots import lstm as p_lstm  # noqa: E402
+from course_lib.teaching.plots import matmul as p_mm  # noqa: E402
+from course_lib.teaching.plots import mgrit as p_mg  # noqa: E402
+from course_lib.teaching.plots import newton as p_nt  # noqa: E402
+from course_lib.teaching.plots import perf as p_perf  # noqa: E402
+from course_lib.teaching.plots import rnn as p_rnn  # noqa: E402
+from course_lib.teaching.plots import scan as p_scan  # noqa: E402
+
+pytestmark = pytest.mark.timeout(30)
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EMPTY = st.sampled_from([{}, [], (), np.zeros(0)])
+
+
+def raises_naming(exc_types, name, fn, *args, **kw):
+    with pytest.raises(exc_types) as info:
+        fn(*args, **kw)
+    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+# --------------------------------------------------------------------------- matmul / widgets
+@FAST
+@given(st.sampled_from([0, 1, "yes", None, 1.0]), st.integers(0, 2))
+def test_combination_name_wants_bools(bad, pos):
+    args = [True, False, True]
+    args[pos] = bad
+    raises_naming(TypeError, ("tiled", "simd", "parallel")[pos], mm.combination_name, *args)
+
+
+def test_combination_name_correct():
+    assert mm.combination_name(True, True, True) == "tiled + simd + parallel"
+    assert mm.combination_name(np.bool_(False), False, False) == "serial"
+
+
+@FAST
+@given(st.sampled_from([float("nan"), -1.0, "x"]))
+def test_within_budget(bad):
+    raises_naming((ValueError, TypeError), "max_cost", widgets.within_budget, {"n": 2}, lambda n: n, bad)
+    raises_naming(TypeError, "cost", widgets.within_budget, {"n": 2}, bad, 10.0)
+    raises_naming(ValueError, "cost", widgets.within_budget, {"n": 2}, lambda n: float("nan"), 10.0)
+    raises_naming(TypeError, "values", widgets.within_budget, [("n", 2)], lambda n: n, 10.0)
+    assert widgets.within_budget({"n": 2}, lambda n: n ** 3, 10.0) == (True, 8.0)
+
+
+def test_placeholder_text():
+    raises_naming(TypeError, "names", widgets.placeholder_text, "abc")
+    raises_naming(TypeError, "names", widgets.placeholder_text, [1, 2])
+    assert "controls a, b" in widgets.placeholder_text(["a", "b"])
+    assert "controls n" in widgets.placeholder_text({"n": None})
+
+
+# --------------------------------------------------------------------------- plots: empty data
+@FAST
+@given(EMPTY)
+def test_plots_reject_empty_data_by_name(empty):
+    cases = [
+        (p_cm.ranking, (empty,), "advice"), (p_cm.winner_map, (empty,), "grid"),
+        (p_hal.schedule_bars, (empty,), "table"), (p_hal.rate_bars, (empty,), "gflops"),
+        (p_lstm.profile_bars, (empty,), "profiles"), (p_lstm.overhead_plot, (empty,), "data"),
+        (p_lstm.method_bars, (empty,), "values"), (p_lstm.hit_rate_bars, (empty,), "model"),
+        (p_mm.ladder_plot, (empty,), "rows"), (p_mm.combination_plot, (empty,), "rows"),
+        (p_mg.plot_histories, (empty,), "histories"), (p_nt.plot_histories, (empty,), "histories"),
+        (p_nt.plot_predictability, (empty,), "rows"), (p_nt.plot_iterates, (empty, np.zeros((2, 1, 1))), "iterates"),
+        (p_perf.per_sample_plot, (empty,), "data"), (p_perf.phase_bars, (empty,), "profiles"),
+        (p_perf.thread_scaling_plot, (empty,), "data"), (p_perf.jit_bars, (empty,), "result"),
+        (p_perf.residency_plot, (empty,), "data"), (p_perf.framework_plot, (empty,), "data"),
+        (p_perf.step_bars, (empty, 1.0), "rows"), (p_rnn.loss_curve, (empty,), "history"),
+        (p_rnn.image_strips, (empty, (2, 2)), "rows"), (p_scan.phase_split_bars, (empty,), "splits"),
+        (p_scan.accuracy_curves, (empty,), "results"), (p_mg.plot_time_axis, (empty, {"a": []}), "Ts"),
+        (plots.loglog_plot, (empty, {"a": []}), "sizes"),
+    ]
+    for fn, args, name in cases:
+        raises_naming((ValueError, TypeError), name, fn, *args)
+
+
+@FAST
+@given(st.integers(1, 4), st.integers(0, 3))
+def test_plots_reject_mismatched_series(n, extra):
+    xs = list(range(1, n + 1))
+    ys = list(range(n + extra + 1))  # always one too many at least
+    raises_naming(ValueError, "series['a']", plots.loglog_plot, xs, {"a": ys})
+    raises_naming(ValueError, "series['a']", p_inf.speedup_plot, xs, {"a": ys})
+    raises_naming(ValueError, "curves['a']", p_mg.plot_speedup_model, xs, {"a": ys})
+    raises_naming(ValueError, "curves['a']", p_mg.plot_speedup_vs_length, xs, {"a": ys})
+    raises_naming(ValueError, "ratio", p_lstm.ratio_heatmap, xs, [1, 2], np.ones((3 + extra, n)))
+    raises_naming(ValueError, "grid", p_mm.tile_heatmap, np.ones((n, n + 1)), xs, xs)
+    raises_naming(ValueError, "speedups['newton']", p_nt.plot_model_speedups, xs, [4], {"newton": np.ones((2, n))})
+
+
+def test_plots_other_arguments():
+    raises_naming(TypeError, "ax", plots.new_axes, "axis")
+    raises_naming((ValueError, TypeError), "T", p_inf.dependency_graph, 0, 2)
+    raises_naming(ValueError, "T", p_inf.dependency_graph, 10**6, 2)
+    raises_naming(ValueError, "nt", p_mg.draw_two_level_cycle, 10**6, 4)
+    raises_naming((ValueError, TypeError), "m", p_mg.draw_two_level_cycle, 16, 1)
+    raises_naming(ValueError, "T", p_rnn.bptt_work, 10**5)
+    raises_naming(ValueError, "H", p_rnn.unrolled_rnn, np.zeros((3, 2)), np.zeros((2, 2)), np.zeros((3, 1)))
+    raises_naming(TypeError, "schedule", p_cm.gantt, "schedule")
+    raises_naming(TypeError, "cal", p_cm.predicted_vs_measured, {})
+    raises_naming(ValueError, "sizes", p_mm.size_pair_plot, {"a": 1.0}, (1, 2, 3))
+    raises_naming(ValueError, "peak", p_perf.step_bars, {"a": 1.0}, 0.0)
+    raises_naming(ValueError, "data", p_scan.crossover_map, {"x": 1})
+    raises_naming(ValueError, "drift", p_nt.plot_drift, {"x": 1})
+
+
+def test_plots_good_data_still_draw():
+    ax = plots.loglog_plot([1, 2, 4], {"a": [1.0, 2.0, 4.0]})
+    assert "slope 1.00" in ax.get_legend().get_texts()[0].get_text()
+    ax = p_mm.tile_heatmap(np.ones((2, 3)), [8, 16], [4, 8, 16])
+    assert ax is not None
+    ax = p_lstm.method_bars({"naive": 2.0, "fused": 1.0})
+    assert ax is not None
+    from course_lib.parallel import cluster
+    ax = p_cm.gantt(cluster.wavefront_graph(3, 2).simulate(2))
+    assert ax is not None
+    p_mg.draw_two_level_cycle(8, 4)
+    p_inf.dependency_graph(3, 2)
