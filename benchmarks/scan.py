@@ -26,10 +26,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+import course_lib  # noqa: E402,F401  (first: it decides GPU vs CUDA simulator before numba loads)
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-import course_lib  # noqa: E402,F401  (before numba's CUDA import)
 from course_lib.algorithms import scan  # noqa: E402
 from course_lib.core import backend, timing  # noqa: E402
 from course_lib.experiments import scan as xscan  # noqa: E402

@@ -687,7 +687,8 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
     * ``"chunked"``: by default cache-blocked over the numba threads (opt ``chunk`` = steps per
       chunk, default :func:`chunk_steps`) with ``lanes`` SIMD lanes per channel (default
       :func:`choose_lanes`; 1 = the channel loop); small problems or one thread run the lanes on
-      one thread. ``chunks=C`` runs the textbook split into C chunks instead (reduce -> carries ->
+      one thread; rows of 5..16 float32 channels (one vector, no lanes to add) run the sequential
+      loop, the fastest form there (``chunk=``/``lanes=`` force the chunked scan). ``chunks=C`` runs the textbook split into C chunks instead (reduce -> carries ->
       expand over the whole sequence, on threads, no lanes);
     * ``"cuda"`` (opts ``block`` = CUDA threads per block, ``chunk`` = steps per CUDA thread;
       :mod:`course_lib.algorithms.scan_cuda`).
@@ -735,7 +736,12 @@ def _run(method, a2, x2, h02, opts, x):
         K = choose_lanes(n, a2.dtype.itemsize) if lanes is None else check_power_of_two(lanes, "lanes")
         L = chunk_steps(n, a2.dtype.itemsize) if chunk is None else check_int(chunk, "chunk", low=1)
         p = backend.get_threads()
-        if chunk is None and choose_chunks(T, n) == 1:  # small problem or one thread: no threads
+        narrow = K == 1 and n * a2.dtype.itemsize <= 64  # one vector per row and no lanes to add
+        if chunk is None and lanes is None and narrow:
+            # 5..16 float32 channels: the row already fills the vector, and splitting time into chunks
+            # only adds a second dependent pass per element -- the loop is the fastest form here
+            _sequential(a2, x2, h02, h)
+        elif chunk is None and choose_chunks(T, n) == 1:  # small problem or one thread: no threads
             if K == 1:
                 _sequential(a2, x2, h02, h)
             else:
