@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         T, B, n, repeat = 10, 1000, 1000, 2
     B = args.batch or B
     repeat = args.repeat or repeat
-    threads = backend.set_threads(args.threads or backend.cpu_count())
+    threads = backend.set_threads(args.threads or backend.max_threads())
     p = rnn.init_params(n, n, n, seed=0)
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (T, B, n)).astype(np.float32)

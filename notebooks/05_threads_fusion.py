@@ -47,7 +47,7 @@ from course_lib.teaching.claims.seed000_perf import S410_PHASES
 from course_lib.teaching.plots import perf
 from course_lib.teaching.verdict import verdict
 
-CORES = backend.cpu_count()
+CORES = backend.max_threads()  # cores, capped by NUMBA_NUM_THREADS
 
 # %% [markdown]
 # ## First: the same maths

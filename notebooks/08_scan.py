@@ -50,10 +50,10 @@ from course_lib.teaching.plots import loglog_plot
 from course_lib.teaching.plots import scan as scan_plots
 from course_lib.teaching.verdict import verdict
 
-P = backend.cpu_count()
+P = backend.max_threads()  # cores, capped by the threads numba was started with
 SIZES = timing.scaled([2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16, 2 ** 18, 2 ** 20], [2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16])
 H = 128
-print(f"{P} cores, numba threads {backend.get_threads()}, CUDA: {backend.cuda_mode()}, budget {timing.budget()}")
+print(f"{backend.cpu_count()} cores, numba threads {backend.get_threads()}, CUDA: {backend.cuda_mode()}, budget {timing.budget()}")
 print("T sweep:", SIZES)
 
 # %%

@@ -131,7 +131,7 @@ rng = np.random.default_rng(0)
 A = rng.standard_normal((n, n)).astype(np.float32)
 B = rng.standard_normal((n, n)).astype(np.float32)
 flops = timing.gemm_flops(n, n, n)
-for threads in sorted({1, backend.cpu_count()}):
+for threads in sorted({1, backend.max_threads()}):
     backend.set_threads(threads)
     runs = {
         "tiled_matmul (yours)": lambda: tiled_matmul(A, B, 64),
@@ -148,4 +148,4 @@ for threads in sorted({1, backend.cpu_count()}):
         print(f"{threads} thread(s)  {name:<30} {flops / cmp.timings[name].min / 1e9:7.1f} GFLOP/s")
     if not cmp.noise.ok:
         print(cmp.noise.warning())
-backend.set_threads(backend.cpu_count())
+backend.set_threads(backend.max_threads())

@@ -34,6 +34,7 @@ __all__ = [
     "Report",
     "set_threads",
     "get_threads",
+    "max_threads",
     "xp",
     "mpi_available",
     "mpiexec_path",
@@ -134,6 +135,14 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def max_threads() -> int:
+    """The most threads :func:`set_threads` can use here: the cores, capped by the thread count numba
+    was started with (``NUMBA_NUM_THREADS``) -- thread sweeps go from 1 to this."""
+    import numba  # noqa: PLC0415
+
+    return max(1, min(cpu_count(), int(numba.config.NUMBA_NUM_THREADS)))
 
 
 def get_threads() -> int:

@@ -959,7 +959,7 @@ def _config_08(small: bool, H: int):
     T = (1 << 18 if small else 1 << 20) // max(1, H // 8)
     a, x, h0 = scan.random_problem(T, H, seed=0)
     out = np.empty_like(a)
-    P = backend.cpu_count()
+    P = backend.max_threads()  # numba threads the chunked and channels scans can use here
     prob = Problem("linear", "inference", B=1, T=T, H=H)
     return prob, {"sequential": ("serial", {}, lambda: scan.linear_recurrence(a, x, h0, out=out)),
                   "chunked": ("scan", {"P": P}, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)),

@@ -229,7 +229,7 @@ def _workload(name: str, n: int, seed: int):
 def _thread_counts(threads) -> list[int]:
     import numba  # noqa: PLC0415
 
-    top = min(backend.cpu_count(), int(numba.config.NUMBA_NUM_THREADS))
+    top = backend.max_threads()
     threads = list(range(1, top + 1)) if threads is None else [int(t) for t in threads]
     for t in threads:
         if not 1 <= t <= int(numba.config.NUMBA_NUM_THREADS):
@@ -373,7 +373,7 @@ def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 
     try:
         backend.set_threads(1)
         one = timing.compare(separate=separate, fused=fused, copies=copies, repeat=repeat, warmup=1)
-        backend.set_threads(before if before > 1 else backend.cpu_count())
+        backend.set_threads(before if before > 1 else backend.max_threads())
         many = timing.compare(fused=fused, copies=copies, repeat=repeat, warmup=1)
     finally:
         backend.set_threads(before)
