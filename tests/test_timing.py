@@ -166,3 +166,21 @@ def test_a_busy_machine_is_detected():
 def _spin(stop):
     while not stop.is_set():
         pass
+
+
+def test_noise_and_comparison_reject_bad_arguments():
+    from course_lib.core import timing
+
+    with pytest.raises(TypeError, match="reason"):
+        timing.Noise().add(True, "")
+    with pytest.raises(ValueError, match="times"):
+        timing.noise_from([])
+    with pytest.raises(ValueError, match="times"):
+        timing.noise_from([1.0, -1.0])
+    with pytest.raises(ValueError, match="others"):
+        timing.noise_from([1.0], others=float("nan"))
+    c = timing.compare(a=lambda: None, b=lambda: None, repeat=3)
+    with pytest.raises(ValueError, match="name: expected one of a, b"):
+        c.ratio("c")
+    with pytest.raises(ValueError, match="to: expected one of a, b"):
+        c.speedup("a", over="z")

@@ -103,6 +103,8 @@ class Noise:
 
     def add(self, condition: bool, reason: str) -> "Noise":
         """Record ``reason`` when ``condition`` holds (a fact only the caller can judge). Returns self."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise TypeError(f"reason: expected a non-empty sentence (str), got {reason!r}")
         if condition and reason not in self.notes:
             self.notes.append(reason)
         return self
@@ -171,6 +173,11 @@ def _spread(times: list[float]) -> float:
 
 def noise_from(times: list[float], others: float | None = None) -> Noise:
     """The :class:`Noise` of a list of repeat times (and the load ``others`` measured meanwhile)."""
+    times = [check_float(s, "times", low=0.0) for s in times]
+    if not times:
+        raise ValueError("times: expected at least one measured time, got none")
+    if others is not None:
+        others = check_float(others, "others", low=0.0)
     spread = _spread(times)
     return Noise(spread=spread, others=others, wide=len(times) >= 3 and spread > SPREAD_LIMIT,
                  busy=others is not None and others > OTHERS_LIMIT)
@@ -267,6 +274,9 @@ class Comparison:
     def ratio(self, name: str, to: str | None = None) -> float:
         """How many times slower ``name`` is than ``to`` (default: the baseline), by medians."""
         to = to or self.baseline
+        for arg, value in (("name", name), ("to", to)):
+            if value not in self.timings:
+                raise ValueError(f"{arg}: expected one of {', '.join(self.timings)}, got {value!r}")
         return self.timings[name].median / self.timings[to].median
 
     def speedup(self, name: str, over: str | None = None) -> float:
