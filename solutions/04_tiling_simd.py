@@ -95,8 +95,9 @@ tiling_simd_checks.check_tiled_matmul(tiled_matmul)
 #
 # The check reads numba's parallel diagnostics and your source: the `prange` must be the outer loop
 # and every element it writes must be indexed by its variable. It runs a case built to expose
-# races, and with two or more threads it measures your function against the course's serial ikj
-# loop in the same run.
+# races, here and once more in a separate process with twice as many threads as cores (so that
+# threads are interrupted mid-update and collide even on a small machine), and with two or more
+# threads it measures your function against the course's serial ikj loop in the same run.
 
 # %%
 @njit(parallel=True)

@@ -130,25 +130,34 @@ scan_checks.check_backward(recurrence_backward)
 # %% [markdown]
 # ## Exercise 8.4 · A one-block Blelloch scan in CUDA
 #
-# Write the kernel `my_scan_kernel(a, x, h0, h)`, launched as `kernel[C, T](...)`: one block per
-# channel `c = cuda.blockIdx.x`, one thread per time step `i = cuda.threadIdx.x`, `T =
-# cuda.blockDim.x` a power of two; `a, x, h` have shape `(T, C)`, `h0` shape `(C,)`.
+# Write the kernel `my_scan_kernel(a, x, h0, h)`, launched as `kernel[C, n](...)`: one block per
+# channel `c = cuda.blockIdx.x`, one thread per time step `i = cuda.threadIdx.x`, `n =
+# cuda.blockDim.x` a power of two; `a, x, h` have shape `(T, C)` with `T = a.shape[0] <= n` (T may
+# be odd), `h0` shape `(C,)`.
 #
-# 1. load `(a[i, c], x[i, c])` into the two shared arrays;
-# 2. **up-sweep**: for `step = 1, 2, 4, ...`: the thread with `k = (i + 1) * 2 * step - 1 < T`
+# 1. read `a[i, c]`, `x[i, c]` into local variables (threads with `i >= T` take the identity
+#    $(1, 0)$) and store them in the two shared arrays;
+# 2. **up-sweep**: for `step = 1, 2, 4, ...`: the thread with `k = (i + 1) * 2 * step - 1 < n`
 #    replaces slot `k` by (slot `k - step`) ∘ (slot `k`);
 # 3. put the identity $(1, 0)$ in the last slot;
-# 4. **down-sweep**: for `step = T/2, ..., 1`: the same `k`; the left slot `k - step` gets the
+# 4. **down-sweep**: for `step = n/2, ..., 1`: the same `k`; the left slot `k - step` gets the
 #    parent (slot `k`), and slot `k` gets parent ∘ (old left);
-# 5. slot `i` now holds the composition $(A, B)$ of steps `0..i-1`:
-#    `h[i, c] = a[i, c] * (A * h0[c] + B) + x[i, c]`.
+# 5. slot `i` now holds the composition $(A, B)$ of steps `0..i-1`; threads with `i < T` write
+#    `h[i, c] = a_i * (A * h0[c] + B) + x_i` from their local `a_i`, `x_i`.
 #
 # Threads of a block run concurrently: between a write to shared memory and another thread's read
 # of it there must be a `cuda.syncthreads()`. The check runs your kernel in numba's CUDA
 # simulator with *traced* shared memory: slots start as NaN, and it reports any read of a slot
 # this block has not written and any two threads touching a slot between the same two barriers --
 # so a kernel that is right only because the threads happened to run in a lucky order fails.
-# Block sizes 1 to 32 (the simulator runs one Python thread per CUDA thread: keep it small).
+#
+# It also counts, as in GPU-Puzzles, every thread's reads and writes of global memory (the kernel's
+# arguments) and of shared memory, and holds the largest count to a budget for a block of `n`
+# threads with $L = \log_2 n$ levels: each thread reads `a[i, c]`, `x[i, c]` and `h0[c]` **once**
+# and writes `h[i, c]` once; shared reads at most $12L + 4$ and shared writes at most $8L + 4$
+# (a few per level: the tree, not a loop over the block). Block sizes 1 to 64, odd `T`, more
+# threads than steps, up to three blocks (the simulator runs one Python thread per CUDA thread:
+# keep it small).
 
 # %%
 BLOCK_MAX = scan_cuda.BLOCK_MAX  # shared arrays need a size known at compile time
@@ -162,8 +171,14 @@ def my_scan_kernel(a, x, h0, h):
     i = cuda.threadIdx.x
     n = cuda.blockDim.x
     ### BEGIN SOLUTION
-    sa[i] = a[i, c]
-    sb[i] = x[i, c]
+    T = a.shape[0]
+    ai = 1.0
+    xi = 0.0
+    if i < T:
+        ai = a[i, c]
+        xi = x[i, c]
+    sa[i] = ai
+    sb[i] = xi
     cuda.syncthreads()
     step = 1
     while step < n:
@@ -191,7 +206,8 @@ def my_scan_kernel(a, x, h0, h):
             sa[k] = ta * sa[k]
         step //= 2
         cuda.syncthreads()
-    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c]
+    if i < T:
+        h[i, c] = ai * (sa[i] * h0[c] + sb[i]) + xi
     ### END SOLUTION
 
 # %%

@@ -63,11 +63,9 @@ def test_references_pass(capsys):
     scan_checks.check_chunked_scan(good_chunked)
     scan_checks.check_chunked_scan(sliced_chunked)
     scan_checks.check_backward(scan.linear_recurrence_backward)
-    scan_checks.check_block_kernel(scan_cuda.blelloch_block_kernel)
     out = capsys.readouterr().out
     for ex, n in (("8.1", 5), ("8.2", 6), ("8.3", 5)):
         assert f"Exercise {ex} passed: {n}/{n} cases" in out
-    assert "Exercise 8.4 passed" in out
 
 
 def test_combine_in_the_wrong_order_is_explained():
@@ -254,7 +252,7 @@ def _reads_unwritten(a, x, h0, h):
 
 @needs_sim
 def test_missing_first_barrier_is_caught():
-    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 2/6.*(race|no thread of this block has written)"):
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 2/8.*(race|no thread of this block has written)"):
         scan_checks.check_block_kernel(_no_first_barrier)
 
 
@@ -274,7 +272,7 @@ def test_read_of_unwritten_shared_memory_is_caught_though_the_output_is_right():
     a, x, h0 = scan.random_problem(8, 2, seed=0, dtype="float64")
     h = scan_cuda.run_block_kernel(_reads_unwritten, a, x, h0)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12)  # right by luck
-    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/6.*read slot 1023 .*no thread of this block has written"):
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8.*read slot 1023 .*no thread of this block has written"):
         scan_checks.check_block_kernel(_reads_unwritten)
 
 
@@ -315,7 +313,7 @@ def test_wrong_formula_kernel_is_explained():
             cuda.syncthreads()
         h[i, c] = a[i, c] * sb[i] + x[i, c]  # forgot A * h0
 
-    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/6.*'h' differs.*Hint"):
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8.*'h' differs.*Hint"):
         scan_checks.check_block_kernel(no_h0)
 
 
@@ -332,6 +330,159 @@ def test_tracing_is_undone_after_the_check():
     with scan_checks.traced_shared_memory():
         assert kernelapi.FakeCUDAShared.array is not before
     assert kernelapi.FakeCUDAShared.array is before
+
+
+# --------------------------------------------------------------------------- 8.4: memory budget per thread
+def _solution_block_kernel():
+    """The worksheet's solution kernel (solutions/08_scan.py), compiled here."""
+    import pathlib
+
+    src = (pathlib.Path(__file__).resolve().parents[1] / "solutions" / "08_scan.py").read_text()
+    body = src[src.index("@cuda.jit\ndef my_scan_kernel"):src.index("# %%\nscan_checks.check_block_kernel")]
+    ns = {"cuda": cuda, "float64": float64, "BLOCK_MAX": BLOCK_MAX}
+    exec(body, ns)
+    return ns["my_scan_kernel"]
+
+
+def test_block_kernel_solution_passes_with_its_memory_counts(capsys):
+    line = scan_checks.check_block_kernel(_solution_block_kernel())
+    out = capsys.readouterr().out
+    assert "Exercise 8.4 passed: 8/8 cases" in out
+    assert line == "Exercise 8.4 passed: 8/8 cases" or "GPU" in line
+    if backend.cuda_mode() == "simulator":
+        assert ("most per thread (T=64, 64 threads): global reads 3 (budget 3), global writes 1 (budget 1), "
+                "shared reads 68 (budget 76), shared writes 38 (budget 52)") in out
+
+
+def test_memory_budget_follows_the_levels():
+    assert scan_checks.memory_budget(1) == (3, 1, 4, 4)
+    assert scan_checks.memory_budget(64) == (3, 1, 76, 52)
+
+
+def _scan_body_then(final):
+    """Source of a correct Blelloch kernel (for T <= n) whose last line is ``final``."""
+    return f"""
+@cuda.jit
+def k(a, x, h0, h):
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    T = a.shape[0]
+    ai = 1.0
+    xi = 0.0
+    if i < T:
+        ai = a[i, c]
+        xi = x[i, c]
+    sa[i] = ai
+    sb[i] = xi
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+{final}
+"""
+
+
+def _compile(src):
+    ns = {"cuda": cuda, "float64": float64, "BLOCK_MAX": BLOCK_MAX}
+    exec(src, ns)
+    return ns["k"]
+
+
+@needs_sim
+def test_kernel_rereading_the_input_from_global_memory_is_over_budget():
+    # right numbers: every thread recomputes h_i serially from the whole input in global memory
+    k = _compile(_scan_body_then("""    if i < T:
+        acc = h0[c]
+        for t in range(i + 1):
+            acc = a[t, c] * acc + x[t, c]
+        h[i, c] = acc"""))
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8 .*your numbers are right, "
+                                             r"but thread 0 of block 0 made 5 global reads; the budget is 3 per thread"
+                                             r".*Hint: read a\[i, c\], x\[i, c\] and h0\[c\] once each"):
+        scan_checks.check_block_kernel(k)
+
+
+@needs_sim
+def test_kernel_writing_its_output_twice_is_over_budget():
+    k = _compile(_scan_body_then("""    if i < T:
+        h[i, c] = 0.0
+        h[i, c] = ai * (sa[i] * h0[c] + sb[i]) + xi"""))
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8 .*thread 0 of block 0 made 2 "
+                                             r"global writes; the budget is 1 per thread.*write h\[i, c\] once"):
+        scan_checks.check_block_kernel(k)
+
+
+@needs_sim
+def test_kernel_with_a_serial_prefix_in_shared_memory_is_over_budget():
+    @cuda.jit
+    def serial_shared(a, x, h0, h):
+        sa = cuda.shared.array(BLOCK_MAX, float64)
+        sb = cuda.shared.array(BLOCK_MAX, float64)
+        c = cuda.blockIdx.x
+        i = cuda.threadIdx.x
+        T = a.shape[0]
+        ai = 1.0
+        xi = 0.0
+        if i < T:
+            ai = a[i, c]
+            xi = x[i, c]
+        sa[i] = ai
+        sb[i] = xi
+        cuda.syncthreads()
+        if i < T:
+            acc = h0[c]
+            for t in range(i + 1):
+                acc = sa[t] * acc + sb[t]
+            h[i, c] = acc
+
+    # at T=32 thread 31 reads 64 slots, exactly the budget 12*5 + 4; at T=64 it needs 128 of 76
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 8/8 \(T=64, 64 threads per block, "
+                                             r"1 block\(s\)\).*thread 63 of block 0 made 128 shared reads; the budget "
+                                             r"is 76 per thread.*O\(log T\)"):
+        scan_checks.check_block_kernel(serial_shared)
+
+
+@needs_sim
+def test_power_of_two_only_kernel_is_told_about_t_below_the_block():
+    # the course's lecture kernel assumes T == blockDim.x: odd T / spare threads index past the input
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 5/8 \(T=5, 8 threads per block, "
+                                             r"3 block\(s\)\).*IndexError.*threads with i >= T must not read a or x"):
+        scan_checks.check_block_kernel(scan_cuda.blelloch_block_kernel)
+
+
+@needs_sim
+def test_counting_is_undone_after_the_check():
+    from numba.cuda.simulator.cudadrv import devicearray
+
+    before = devicearray.FakeWithinKernelCUDAArray.__getitem__
+    with scan_checks.counted_memory() as counts:
+        assert devicearray.FakeWithinKernelCUDAArray.__getitem__ is not before
+        assert counts == {}
+    assert devicearray.FakeWithinKernelCUDAArray.__getitem__ is before
 
 
 # --------------------------------------------------------------------------- 8.5: a scan that beats the loop

@@ -4,6 +4,7 @@ import pytest
 
 import course_lib  # noqa: F401  (first: decides numba's CUDA simulator flag)
 from course_lib.teaching.checks import ExerciseFailed, tiling_simd as tiling_simd_checks
+from course_lib.core import backend
 from numba import njit, prange
 
 
@@ -222,6 +223,7 @@ def test_parallel_passes_and_reports_structure(capsys):
     assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
     out = capsys.readouterr().out
     assert "Exercise 4.2 passed: 5/5 cases" in out and "1 prange loop(s)" in out and "outer loop" in out
+    assert "right with twice as many threads as cores (separate process)" in out
     assert tiling_simd_checks.check_parallel_matmul(parallel_row_blocks, min_speedup=0).startswith("Exercise 4.2 passed")
 
 
@@ -269,3 +271,56 @@ def test_parallel_structure_counts_other_loops():
     assert info["parallel_option"] and info["prange_loops"] == 0 and info["other_parallel_loops"] >= 1
     info = tiling_simd_checks.parallel_structure(good_parallel, A, A)
     assert info["prange_loops"] == 1 and info["problem"] is None
+
+
+# --------------------------------------------------------------------------- 4.2: more threads than cores
+@njit(parallel=True)
+def disguised_race(A, B):
+    """prange over the reduction, with an index that names p but does not depend on it: the source
+    check is fooled, the oversubscribed run is not."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for p in prange(k):
+        for i in range(m):
+            for j in range(n):
+                C[i + p - p, j] += A[i, p] * B[p, j]
+    return C
+
+
+def test_oversubscribed_run_catches_a_race_the_source_check_misses():
+    (loop,) = tiling_simd_checks.prange_loops(disguised_race)
+    assert loop["races"] == []  # the structural check cannot see it
+    verdict = tiling_simd_checks.oversubscribed_run(disguised_race)
+    assert verdict["ok"] is False and verdict["threads"] == 2 * backend.cpu_count()
+    assert verdict["shape"] == [1, 4_000_000, 1]
+    # in the check the numbers of the small cases may already differ (threads collide there too)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 4\.2 failed[\s\S]*(\(a race\)|write its own rows of C only)"):
+        tiling_simd_checks.check_parallel_matmul(disguised_race)
+
+
+def test_oversubscribed_run_passes_the_solution_and_names_its_threads():
+    assert tiling_simd_checks.oversubscribed_run(good_parallel) == {"ok": True, "threads": 2 * backend.cpu_count()}
+    assert tiling_simd_checks.oversubscribed_run(parallel_row_blocks, threads=3) == {"ok": True, "threads": 3}
+
+
+def test_oversubscribed_run_is_skipped_without_source():
+    ns = {"np": np, "njit": njit, "prange": prange}
+    exec("@njit(parallel=True)\ndef typed_at_a_prompt(A, B):\n    return A @ B\n", ns)
+    verdict = tiling_simd_checks.oversubscribed_run(ns["typed_at_a_prompt"])
+    assert verdict["ok"] is None and "source of 'typed_at_a_prompt' is not available" in verdict["skipped"]
+    table = np.ones(3)
+
+    def uses_a_global_array(A, B):
+        return A @ B + table[0]
+
+    verdict = tiling_simd_checks.oversubscribed_run(uses_a_global_array)
+    assert verdict["ok"] is None and "not a plain top-level function" in verdict["skipped"]
+
+
+def test_a_race_seen_only_when_oversubscribed_is_named(monkeypatch):
+    seen = {"ok": False, "shape": [1, 4_000_000, 1], "repeat": 2, "got": [12.5], "want": [40.0], "threads": 4}
+    monkeypatch.setattr(tiling_simd_checks, "oversubscribed_run", lambda fn: seen)
+    with pytest.raises(ExerciseFailed, match=r"with A \(1, 4000000\) and B \(4000000, 1\) on 4 threads \(twice the "
+                                             r"cores, run in a separate process\) your result is wrong[\s\S]*a race"):
+        tiling_simd_checks.check_parallel_matmul(good_parallel)

@@ -3,7 +3,7 @@
 * 8.1 ``combine(p, q)`` -- the associative (not commutative) operator on (a, b) pairs
 * 8.2 ``chunked_scan(a, x, h0, chunks)`` -- reduce each chunk -> scan the carries -> expand
 * 8.3 ``recurrence_backward(a, h, h0, grad_h)`` -- the reverse scan
-* 8.4 a one-block Blelloch CUDA kernel ``kernel(a, x, h0, h)`` written by the student
+* 8.4 a one-block Blelloch CUDA kernel ``kernel(a, x, h0, h)`` written by the student (T <= threads)
 * 8.5 ``fast_scan(a, x, h0, chunks)`` -- a time-parallel scan for few channels that beats the loop
 
 8.5 is a speed exercise. After the numbers (float32 and float64, inputs unchanged), the check measures
@@ -18,7 +18,13 @@ The CUDA check does more than compare outputs: in numba's CUDA simulator it repl
 memory with a *traced* array (poisoned with NaN) and counts each thread's ``cuda.syncthreads()``
 calls. Any read of a shared slot this block never wrote, and any two threads touching the same
 slot (one of them writing) between the same two barriers, is reported -- a kernel that is right
-only because the simulator happened to run its threads in a lucky order fails.
+only because the simulator happened to run its threads in a lucky order fails. It also counts, per
+thread, the elements read and written in global memory (the kernel's arguments) and in shared memory
+(:func:`counted_memory`, the GPU-Puzzles idea) and fails, naming the counter, the thread and the budget,
+when the busiest thread exceeds :func:`memory_budget` (each input read once, the output written once,
+O(log n) shared accesses). It runs on odd T, more threads than steps (T < n) and three blocks; the
+simulator runs one Python thread per CUDA thread, so blocks stay at most 64 threads (about a second for
+the whole check).
 """
 from __future__ import annotations
 
@@ -35,7 +41,8 @@ from ...algorithms import scan
 from .core import Case, ExerciseFailed, check_function, compare_outputs, passed
 
 __all__ = ["check_combine", "check_chunked_scan", "check_backward", "check_block_kernel", "check_fast_scan",
-           "scan_span", "traced_shared_memory", "SharedMemoryHazard", "MIN_SCAN_SPEEDUP"]
+           "scan_span", "traced_shared_memory", "counted_memory", "memory_budget", "SharedMemoryHazard",
+           "MIN_SCAN_SPEEDUP"]
 
 MIN_SCAN_SPEEDUP = 1.3     # 8.5: vs the course's method="sequential" at H=1, same run
 SCAN_SPEED_T = 1 << 18
@@ -228,7 +235,9 @@ class _Traced(np.ndarray):
         who = self._who()
         if who is not None:
             blk, tid, ep, tidx = who
-            for f in self._flat(idx):
+            flat = self._flat(idx)
+            _count(2, flat.size)
+            for f in flat:
                 if self._w_blk[f] != blk:
                     raise SharedMemoryHazard(
                         f"read slot {f} of {self._label}, which no thread of this block has written yet "
@@ -247,7 +256,9 @@ class _Traced(np.ndarray):
         who = self._who()
         if who is not None:
             blk, tid, ep, tidx = who
-            for f in self._flat(idx):
+            flat = self._flat(idx)
+            _count(3, flat.size)
+            for f in flat:
                 if self._w_blk[f] == blk and self._w_ep[f] == ep and self._w_tid[f] != tid:
                     raise SharedMemoryHazard(
                         f"wrote slot {f} of {self._label}, which thread {self._w_tid[f]} also wrote with no "
@@ -324,29 +335,134 @@ def _join_simulator_threads(timeout: float = 10.0) -> None:
             t.join(timeout)
 
 
+# --------------------------------------------------------------------------- 8.4: memory accesses per thread
+# The GPU-Puzzles idea (srush/GPU-Puzzles, lib.py): count, per thread, how often it touches global and
+# shared memory, and hold the maximum over threads against a budget that follows from the algorithm.
+COUNTER_NAMES = ("global reads", "global writes", "shared reads", "shared writes")
+_COUNTS: dict | None = None  # (channel, thread) -> [global reads, global writes, shared reads, shared writes]
+
+
+def _count(which: int, n: int) -> None:
+    counts = _COUNTS
+    if counts is None:
+        return
+    th = threading.current_thread()
+    if not hasattr(th, "thread_id"):
+        return
+    key = (int(th.blockIdx.x) + 65536 * (int(th.blockIdx.y) + 65536 * int(th.blockIdx.z)), int(th.thread_id))
+    row = counts.get(key)
+    if row is None:
+        row = counts.setdefault(key, [0, 0, 0, 0])
+    row[which] += int(n)
+
+
+def _n_elems(item, idx) -> int:
+    try:
+        v = np.asarray(item._ary)[idx]
+    except Exception:  # an out-of-range index: the real access raises right after
+        return 1
+    return int(getattr(v, "size", 1))
+
+
+@contextlib.contextmanager
+def counted_memory():
+    """Inside this block (numba's CUDA simulator), every element a kernel thread reads or writes in a
+    global array (a kernel argument) or in a shared array from :func:`traced_shared_memory` is
+    counted for that thread. Yields the dict ``{(block, thread): [global reads, global writes,
+    shared reads, shared writes]}``; ``block`` is ``blockIdx.x`` for a 1-D grid."""
+    global _COUNTS
+    if backend.cuda_mode() != "simulator":
+        raise RuntimeError("counted_memory needs numba's CUDA simulator (kernels run on a GPU here)")
+    from numba.cuda.simulator.cudadrv import devicearray  # noqa: PLC0415
+
+    cls = devicearray.FakeWithinKernelCUDAArray
+    orig_get, orig_set = cls.__getitem__, cls.__setitem__
+
+    def getitem(self, idx):
+        _count(0, _n_elems(self.__dict__["_item"], idx))
+        return orig_get(self, idx)
+
+    def setitem(self, idx, val):
+        _count(1, _n_elems(self.__dict__["_item"], idx))
+        return orig_set(self, idx, val)
+
+    counts: dict = {}
+    cls.__getitem__, cls.__setitem__ = getitem, setitem
+    _COUNTS = counts
+    try:
+        yield counts
+    finally:
+        _join_simulator_threads()
+        _COUNTS = None
+        cls.__getitem__, cls.__setitem__ = orig_get, orig_set
+
+
+def memory_budget(threads: int) -> tuple[int, int, int, int]:
+    """The 8.4 budget per thread for a block of ``threads`` (a power of two) threads, L = log2(threads)
+    levels: global reads 3 (a[i, c], x[i, c], h0[c], each once), global writes 1 (h[i, c]);
+    shared reads 12 L + 4 and shared writes 8 L + 4 -- each level of the up- and the down-sweep
+    combines two (a, b) pairs (at most 6 reads and 4 writes per level and sweep, re-reads
+    included), plus the loads, the identity at the root and the final read."""
+    levels = int(threads).bit_length() - 1
+    return 3, 1, 12 * levels + 4, 8 * levels + 4
+
+
+_BUDGET_HINTS = (
+    "read a[i, c], x[i, c] and h0[c] once each into local variables (registers) and use those; a thread never "
+    "needs another thread's inputs from global memory -- they reach it through shared memory",
+    "write h[i, c] once, at the end, and only from threads with i < T",
+    "each level of the up- and down-sweep combines two (a, b) pairs: a few reads per level, O(log T) in all; a "
+    "thread that loops over many slots (a serial prefix in shared memory) does O(T) work, which the tree avoids",
+    "each level writes at most the two pairs it combines; load your pair once, and do not copy shared arrays "
+    "around",
+)
+
+
 def _kernel_cases():
+    """(T, threads per block, channels): powers of two first, then odd T, then more threads than steps."""
+    shapes = [(1, 1, 1), (2, 2, 3), (8, 8, 3), (32, 32, 1), (5, 8, 3), (13, 16, 2), (3, 16, 1), (64, 64, 1)]
     out = []
-    for i, (T, C) in enumerate([(1, 1), (2, 2), (4, 1), (8, 2), (16, 1), (32, 1)]):
+    for i, (T, n, C) in enumerate(shapes):
         a, x, h0 = scan.random_problem(T, C, seed=100 + i, dtype="float64", low=-1.0, high=1.0)
-        out.append((T, C, a, x, h0))
+        out.append((T, n, C, a, x, h0))
     return out
 
 
-def check_block_kernel(kernel) -> str:
-    """Exercise 8.4: a one-block Blelloch scan kernel ``kernel[C, T](a, x, h0, h)`` (one block per
-    channel, one thread per step, T a power of two). Runs it on block sizes 1..32 in the
-    simulator with traced, poisoned shared memory (see module docstring) and compares ``h``."""
-    from ...algorithms import scan_cuda  # noqa: PLC0415
+def _launch(kernel, a, x, h0, threads: int) -> np.ndarray:
+    from numba import cuda  # noqa: PLC0415  (course_lib is imported: the simulator is set up)
 
+    T, C = a.shape
+    h = np.full((T, C), np.nan)  # rows a thread forgets to write stay NaN
+    d_h = cuda.to_device(h)
+    kernel[C, threads](cuda.to_device(np.ascontiguousarray(a, np.float64)),
+                       cuda.to_device(np.ascontiguousarray(x, np.float64)),
+                       cuda.to_device(np.ascontiguousarray(h0, np.float64)), d_h)
+    cuda.synchronize()
+    return d_h.copy_to_host()
+
+
+def check_block_kernel(kernel) -> str:
+    """Exercise 8.4: a one-block Blelloch scan kernel ``kernel[C, n](a, x, h0, h)``: one block per
+    channel, ``n`` threads (a power of two) for ``T = a.shape[0] <= n`` steps; threads ``i >= T`` take
+    the identity (1, 0) and write nothing. Runs it in the simulator with traced, poisoned shared
+    memory (see module docstring) on 1..64 threads, odd T, T < n and up to 3 blocks, compares ``h``,
+    and holds every thread's global and shared reads and writes to :func:`memory_budget` (the
+    GPU-Puzzles idea); the pass prints the maxima on the largest block."""
     if kernel is None or not (hasattr(kernel, "py_func") or callable(kernel)):
         raise ExerciseFailed(f"Exercise 8.4: expected a @cuda.jit kernel, got {type(kernel).__name__}")
     cases = _kernel_cases()
     traced = backend.cuda_mode() == "simulator"
-    for n, (T, C, a, x, h0) in enumerate(cases, start=1):
-        label = f"block size {T}, {C} channel(s)"
+    report = over = None
+    for n, (T, threads, C, a, x, h0) in enumerate(cases, start=1):
+        label = f"T={T}, {threads} threads per block, {C} block(s)"
+        where = f"Exercise 8.4 failed on case {n}/{len(cases)} ({label})"
+        counts: dict = {}
         try:
-            with traced_shared_memory() if traced else contextlib.nullcontext():
-                h = scan_cuda.run_block_kernel(kernel, a, x, h0)
+            if traced:
+                with traced_shared_memory(), counted_memory() as counts:
+                    h = _launch(kernel, a, x, h0, threads)
+            else:
+                h = _launch(kernel, a, x, h0, threads)
         except NotImplementedError:
             if traced:
                 _join_simulator_threads()
@@ -357,20 +473,43 @@ def check_block_kernel(kernel) -> str:
             text = str(exc)
             if "SharedMemoryHazard" in type(exc).__name__ or isinstance(exc, SharedMemoryHazard):
                 raise ExerciseFailed(
-                    f"Exercise 8.4 failed on case {n}/{len(cases)} ({label}):\n  {text}\n"
+                    f"{where}:\n  {text}\n"
                     "  Hint: every thread must finish writing a level before any thread reads it -- "
                     "put cuda.syncthreads() after the loads and after every level of both sweeps, "
-                    "and only read slots 0..T-1 that this block wrote.") from None
-            raise ExerciseFailed(f"Exercise 8.4 failed on case {n}/{len(cases)} ({label}):\n"
-                                 f"  your kernel raised {type(exc).__name__}: {text}") from None
+                    "and only read slots 0..n-1 that this block wrote.") from None
+            hint = ""
+            if T < threads or isinstance(exc, IndexError) or "index" in text.lower():
+                hint = ("\n  Hint: T = a.shape[0] may be smaller than the block (n = cuda.blockDim.x); threads with "
+                        "i >= T must not read a or x nor write h -- they put the identity (1, 0) in shared memory.")
+            raise ExerciseFailed(f"{where}:\n  your kernel raised {type(exc).__name__}: {text}{hint}") from None
         msg = compare_outputs(h, scan.recurrence_float64(a, x, h0), name="h", rtol=1e-9, atol=1e-10)
         if msg:
             raise ExerciseFailed(
-                f"Exercise 8.4 failed on case {n}/{len(cases)} ({label}):\n  {msg}\n"
+                f"{where}:\n  {msg}\n"
                 "  Hint: after the down-sweep slot t holds the composition (A, B) of steps 0..t-1; "
-                "then h_t = a_t (A h0 + B) + x_t. Check the order inside combine: left first.")
-    suffix = "" if traced else " (on a GPU: outputs only, races are not traced)"
-    return passed("8.4" + suffix, len(cases), len(cases))
+                "then h_t = a_t (A h0 + B) + x_t. Check the order inside combine: left first"
+                + ("; threads i >= T load the identity (1, 0)." if T < threads else "."))
+        if traced:  # budgets are judged after every case is right and race-free
+            budget = memory_budget(threads)
+            for k, name in enumerate(COUNTER_NAMES):
+                worst = max(counts.items(), key=lambda kv: (kv[1][k], -kv[0][0], -kv[0][1]), default=None)
+                if over is None and worst is not None and worst[1][k] > budget[k]:
+                    (blk, tid), row = worst
+                    over = (f"{where}:\n  your numbers are right, but thread {tid} of block {blk} made {row[k]} "
+                            f"{name}; the budget is {budget[k]} per thread for a block of {threads} threads "
+                            f"({', '.join(f'{nm} {b}' for nm, b in zip(COUNTER_NAMES, budget))}).\n"
+                            f"  Hint: {_BUDGET_HINTS[k]}.")
+            if n == len(cases):
+                most = [max((row[k] for row in counts.values()), default=0) for k in range(4)]
+                report = (f"  most per thread (T={T}, {threads} threads): " + ", ".join(
+                    f"{nm} {m} (budget {b})" for nm, m, b in zip(COUNTER_NAMES, most, budget)))
+    if over is not None:
+        raise ExerciseFailed(over)
+    suffix = "" if traced else " (on a GPU: outputs only, races and memory accesses are not traced)"
+    line = passed("8.4" + suffix, len(cases), len(cases))
+    if report:
+        print(report)
+    return line
 
 
 # --------------------------------------------------------------------------- 8.5: work and span, traced

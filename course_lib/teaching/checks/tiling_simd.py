@@ -26,7 +26,14 @@ BLAS on one thread -- never an absolute time):
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -36,7 +43,7 @@ from ...core import backend, timing
 from .core import Case, ExerciseFailed, check_function, one_blas_thread, passed
 
 __all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul",
-           "prange_loops", "reuse_distance", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP"]
+           "prange_loops", "reuse_distance", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP"]
 
 _RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 MIN_TILED_SPEEDUP = 2.0      # 4.1: vs the course's naive ijk loop (matmul.matmul_naive), same run
@@ -355,6 +362,140 @@ def prange_loops(fn) -> list[dict]:
     return found
 
 
+# --------------------------------------------------------------------------- 4.2: more threads than cores
+RACE_SHAPES = ((1, 4_000_000, 1), (3, 200_000, 4))  # one or a few outputs, long reductions: races lose updates
+_JIT_OPTIONS = ("parallel", "fastmath", "boundscheck", "error_model", "nogil", "cache")
+
+_RUNNER = r'''
+import json, sys
+import numpy as np
+import numba
+from numba import njit
+SHAPES = {shapes!r}
+REPEATS = {repeats!r}
+def _main():
+    rng = np.random.default_rng(44)
+    fn = globals()[{name!r}]
+    for m, k, n in SHAPES:
+        A = rng.standard_normal((m, k))
+        B = rng.standard_normal((k, n))
+        want = A @ B
+        for r in range(REPEATS):
+            got = np.asarray(fn(A, B))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-8):
+                return dict(ok=False, shape=[m, k, n], repeat=r, got=np.ravel(got)[:3].tolist(),
+                            want=want.ravel()[:3].tolist())
+    return dict(ok=True)
+try:
+    verdict = _main()
+except Exception as exc:
+    verdict = dict(ok=None, error=f"{{type(exc).__name__}}: {{exc}}")
+verdict["threads"] = numba.config.NUMBA_NUM_THREADS
+print("VERDICT " + json.dumps(verdict))
+'''
+
+
+class _NoSource(Exception):
+    pass
+
+
+def _importable(obj) -> bool:
+    try:
+        return getattr(importlib.import_module(obj.__module__), getattr(obj, "__name__", ""), None) is obj
+    except Exception:
+        return False
+
+
+def _function_source(fn, seen: set, parts: list) -> None:
+    """Append the source of ``fn`` (a numba dispatcher or function), with what it needs from its module's
+    globals, to ``parts``: modules as imports, importable functions as ``from ... import``, numbers and
+    strings as literals, helpers defined in a notebook recursively as source."""
+    py = getattr(fn, "py_func", fn)
+    if py in seen:
+        return
+    seen.add(py)
+    try:
+        src = textwrap.dedent(inspect.getsource(py))
+    except (OSError, TypeError) as exc:
+        raise _NoSource(f"the source of {getattr(py, '__name__', fn)!r} is not available") from exc
+    tree = ast.parse(src)
+    fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if fdef is None or py.__code__.co_freevars:
+        raise _NoSource(f"{py.__name__!r} is not a plain top-level function")
+    fdef.decorator_list = []
+    code = ast.unparse(fdef)
+    head = []
+    g = py.__globals__
+    names = set()
+    stack = [py.__code__]
+    while stack:
+        co = stack.pop()
+        names.update(co.co_names)
+        stack.extend(c for c in co.co_consts if inspect.iscode(c))
+    for name in sorted(names):
+        if name not in g:
+            continue  # a builtin or an attribute name
+        obj = g[name]
+        if inspect.ismodule(obj):
+            head.append(f"import {obj.__name__} as {name}")
+        elif isinstance(obj, (bool, int, float, str)) or obj is None:
+            head.append(f"{name} = {obj!r}")
+        elif callable(obj) and getattr(obj, "__module__", None) not in (None, "__main__", py.__module__) \
+                and _importable(obj):
+            head.append(f"from {obj.__module__} import {obj.__name__} as {name}")
+        elif hasattr(obj, "py_func") or inspect.isfunction(obj):
+            _function_source(obj, seen, parts)
+            if getattr(obj, "py_func", obj).__name__ != name:
+                raise _NoSource(f"{name!r} is another name for {getattr(obj, '__name__', name)!r}")
+        else:
+            raise _NoSource(f"it uses the global {name!r} ({type(obj).__name__}), which cannot be copied")
+    opts = {k: v for k, v in getattr(fn, "targetoptions", {}).items()
+            if k in _JIT_OPTIONS and isinstance(v, (bool, str))}
+    deco = f"@njit(**{opts!r})\n" if hasattr(fn, "py_func") else ""
+    parts.append("\n".join(head) + "\n" + deco + code + "\n")
+
+
+def oversubscribed_run(fn, shapes=RACE_SHAPES, *, threads: int | None = None, repeats: int = 5,
+                       timeout: float = 120.0) -> dict:
+    """Run ``fn(A, B)`` on the race-prone ``shapes`` (float64, each ``repeats`` times) in a fresh Python
+    process whose numba uses ``threads`` threads (default: twice the cores) -- numba's thread count is
+    fixed per process, so oversubscription needs one. The script is written to a temporary folder from
+    ``inspect.getsource`` of ``fn`` (its decorator options kept) and of the notebook helpers it calls,
+    with the imports and number constants it uses from its module; it compares with ``A @ B``.
+
+    Returns ``{"ok": True}``, ``{"ok": False, "shape": [m, k, n], "got", "want", ...}`` on a wrong
+    result, or ``{"ok": None, "skipped": reason}`` when the source cannot be obtained or copied
+    (a function typed at an interactive prompt, a closure, a global array): then this step is
+    skipped and the in-process race case stands alone. ``"threads"`` is the thread count used."""
+    threads = int(threads or 2 * backend.cpu_count())
+    parts: list = []
+    try:
+        _function_source(fn, set(), parts)
+    except _NoSource as exc:
+        return {"ok": None, "skipped": str(exc), "threads": threads}
+    name = getattr(fn, "py_func", fn).__name__
+    script = ("import course_lib  # noqa: F401  (before numba)\nfrom numba import njit\n\n" + "\n".join(parts)
+              + _RUNNER.format(shapes=tuple(tuple(s) for s in shapes), repeats=int(repeats), name=name))
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads))
+    root = str(pathlib.Path(__file__).resolve().parents[3])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with tempfile.TemporaryDirectory(prefix="course_race_") as tmp:
+        path = pathlib.Path(tmp) / "race_check.py"
+        path.write_text(script)
+        try:
+            proc = subprocess.run([sys.executable, str(path)], env=env, cwd=tmp, capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"ok": None, "skipped": f"the run took more than {timeout:g} s", "threads": threads}
+    for ln in proc.stdout.splitlines()[::-1]:
+        if ln.startswith("VERDICT "):
+            out = json.loads(ln[len("VERDICT "):])
+            if out.get("ok") is None:
+                out["skipped"] = f"your function raised {out.get('error')} in the separate process"
+            return out
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {"ok": None, "skipped": f"the separate process failed ({tail[0]})", "threads": threads}
+
 def _parallel_cases(dtype):
     rng = np.random.default_rng(42)
     shapes = [(1, 1, 1), (8, 8, 8), (13, 7, 10), (64, 32, 48), (3, 50, 70)]
@@ -394,7 +535,11 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
                           retries: int = 3) -> str:
     """Exercise 4.2: ``parallel_matmul(A, B)`` equals ``A @ B`` on 5 cases, leaves A and B alone, **and**
     is a numba function compiled with ``parallel=True`` whose outer loop over rows is a ``prange``
-    without races; at least half as fast as the course's parallel loop on the same threads."""
+    without races (read from the source, then tested on race-prone shapes here and, oversubscribed with
+    twice as many threads as cores, in a separate process: :func:`oversubscribed_run`; that step is
+    skipped, with a note in the pass output, when the function's source cannot be obtained or copied,
+    e.g. a function defined at an interactive prompt); at least half as fast as the course's parallel
+    loop on the same threads."""
     ex = "4.2"
     dtype = np.dtype(dtype)
     cases = _parallel_cases(dtype)
@@ -431,6 +576,17 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
                             f"wrong (got {got.ravel()[:3]}, expected {(A @ B).ravel()[:3]}): threads write the same "
                             "elements of C at once (a race)",
                         "prange over the rows i of C only; never over the reduction index p.")
+    # the same, oversubscribed: twice as many threads as cores, in a fresh process (numba fixes its thread
+    # count per process), so threads are preempted mid-update and a race shows even on a 2-core machine
+    over = oversubscribed_run(student)
+    if over["ok"] is False:
+        m, k, n = over["shape"]
+        raise _fail(ex, f"with A ({m}, {k}) and B ({k}, {n}) on {over['threads']} threads (twice the cores, run in a "
+                        f"separate process) your result is wrong (got {over['got']}, expected {over['want']}): threads "
+                        "write the same elements of C at once (a race) -- on fewer threads they rarely collide",
+                    "prange over the rows i of C only; never over the reduction index p.")
+    raced = ("; right with twice as many threads as cores (separate process)" if over["ok"]
+             else f"; the oversubscribed run was skipped: {over['skipped']}")
     threads = backend.get_threads()
     note = ""
     if True:
@@ -456,5 +612,5 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
     print(line + note)
     where = f" (line {lp['line']}, over {lp['var']})" if lp else ""
     print(f"  numba parallel=True, {info['prange_loops']} prange loop(s) turned into parallel loops; "
-          f"the prange is the outer loop{where} and writes only its own rows")
+          f"the prange is the outer loop{where} and writes only its own rows{raced}")
     return line
