@@ -97,7 +97,8 @@ def test_advise_ranks_and_respects_calibration(machine):
     assert secs == sorted(secs) and all(a.trusted for a in adv)
     m, s, r = adv[0]
     assert isinstance(r, str) and s > 0
-    adv2 = cm.advise(p, machine, calibration={adv[0].method: 3.0})
+    checked = {a.method: 1.0 for a in adv} | {adv[0].method: 3.0}
+    adv2 = cm.advise(p, machine, calibration=checked)
     assert adv2[0].method != adv[0].method and not adv2[-1].trusted and "NOT ADVISED" in adv2[-1].reason
 
 
@@ -114,3 +115,13 @@ def test_seed_schedules_and_widget_data(machine):
         assert v["simulated"] > 1 and v["graph"].critical_path()[0] > 0
     d = cm.ranking_and_maps(B=16, T=64, H=32, layers=2, cores=4, gpu=True, machine=machine, n=3)
     assert len(d["TH"]["winner"]) == len(d["TH"]["y"]) and d["advice"][0].method in cm.METHODS
+
+
+def test_advise_does_not_advise_a_method_the_calibration_never_checked():
+    m = cm.Machine.preset("xeon_phi")
+    prob = cm.Problem("rnn", "inference", B=64, T=16, H=32, layers=2)
+    ranked = cm.advise(prob, m, calibration={"batched": 1.2})
+    by = {a.method: a for a in ranked}
+    assert by["batched"].trusted
+    assert all(not a.trusted and "never checked" in a.reason for k, a in by.items() if k != "batched")
+    assert ranked[0].method == "batched"

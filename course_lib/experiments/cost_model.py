@@ -870,8 +870,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
 
     ``methods`` restricts the choice (each must apply, else ValueError naming the argument);
     ``calibration`` maps method -> the model's worst error factor measured here (``which.calibrate``):
-    a method off by more than 2x is listed after the trusted ones, with ``trusted=False`` -- the advisor
-    does not advise there. ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
+    a method off by more than 2x -- or, when a calibration is given, a method it never measured -- is
+    listed after the trusted ones, with ``trusted=False``: the advisor does not advise there. ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
@@ -883,9 +883,12 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     out = []
     for k, c in costs.items():
         err = (calibration or {}).get(k)
-        trusted = err is None or err <= 2.0
+        unchecked = calibration is not None and err is None
+        trusted = not unchecked and (err is None or err <= 2.0)
         r = _reason(c, base)
-        if not trusted:
+        if unchecked:
+            r += "; NOT ADVISED: never checked against a measurement on this machine"
+        elif not trusted:
             r += f"; NOT ADVISED: the model was off by {err:.1f}x on this machine"
         out.append(Advice(k, c.seconds, r, trusted, c))
     out.sort(key=lambda a: (not a.trusted, a.seconds))
