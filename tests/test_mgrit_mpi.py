@@ -77,9 +77,13 @@ def test_two_ranks_equal_serial_gru_and_time_their_solve():
 def test_diverging_explicit_gru_stops_every_rank_with_the_message():
     p = gru.init_params(3, 8, seed=0, dtype=np.float64)
     X = np.random.default_rng(1).standard_normal((1024, 4, 3))
-    with pytest.raises(MPIFailed, match=r"(?s)failed rank\(s\): \[0, 1\].*MGRITDivergence: MGRIT diverged at iteration 1"):
+    with pytest.raises(MPIFailed, match=r"(?s)MGRITDivergence: MGRIT diverged at iteration 1") as e:
         MP.solve({"kind": "gru", "params": p, "X": X, "h0": None, "implicit": False}, 1024, ranks=2, m=16, levels=2,
                  max_iter=5, timeout=60)
+    # every rank sees the same residual and raises; the first to abort may stop the other before it
+    # writes its status, so at least one rank is named -- and the job ended (no timeout)
+    assert e.value.failed_ranks and set(e.value.failed_ranks) <= {0, 1}
+    assert "timed out" not in str(e.value)
 
 
 @needs_mpi
