@@ -81,7 +81,7 @@ plt.show()
 # The seed trains the RNN on CIFAR-10 pictures (grayscale, flattened): the input at step $t$ is
 # the image rotated $t$ times by 10° anti-clockwise, the target is the next rotation,
 # $y_t = x_{t+1}$. CIFAR-10 is a download, so this notebook uses small pictures drawn in code
-# (`rotation.shape_images`, 12×12 = 144 features); `rotation.load_cifar10(path)` reads the real data set
+# (`rotation.shape_images`, 12 by 12 pixels = 144 features); `rotation.load_cifar10(path)` reads the real data set
 # from a folder you downloaded yourself, grayscale and truncated to 1000 features as in the seed.
 # The seed's task, from the claims registry:
 

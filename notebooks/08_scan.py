@@ -467,7 +467,7 @@ for ly, br in layer_runs.items():
 #
 # Seed 001's synthetic test (Martin & Cundy's Table 3): the first input is $\pm e_1$, the rest is
 # noise, and at the end the model must say the first sign. The seed trained a TensorFlow LSTM and
-# an LSTM on the parallel kernel (a GILR-LSTM) to 100% accuracy and reported time and epochs:
+# an LSTM on the parallel kernel (a GILR-LSTM) until every prediction was right, and reported time and epochs:
 
 # %%
 print(show("001.remember.lstm_seconds", "001.remember.scan_seconds"))
@@ -475,8 +475,8 @@ print(show("001.remember.lstm_seconds", "001.remember.scan_seconds"))
 # %% [markdown]
 # Here both train the seed's way -- a fixed training set, shuffled into batches each epoch, Adam,
 # the same data and settings for both, stopping at the first epoch where a held-out set of 256
-# sequences is 100% right -- on a short length so the notebook stays quick; the GILR-LSTM uses the
-# chunked scan. Predict: which reaches 100% first, in epochs and in seconds?
+# sequences is entirely right -- on a short length so the notebook stays quick; the GILR-LSTM uses the
+# chunked scan. Predict: which gets every held-out sequence right first, in epochs and in seconds?
 
 # %% tags=["nbval-ignore-output"]
 T_rem = 16
