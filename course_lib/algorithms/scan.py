@@ -301,6 +301,8 @@ def _reduce_chunk(a, x, A, B):
     NaN), ``B`` = the chunk's last h when it starts from 0. Loops from 0 over sliced rows (faster
     than range(s, e) with a run-time start)."""
     L, n = a.shape
+    tiny = a.dtype.type(TINY)  # compare in the array's dtype: a float64 constant would widen the loop
+    zero = a.dtype.type(0)
     for j in range(n):
         A[j] = 1.0
         B[j] = 0.0
@@ -309,7 +311,7 @@ def _reduce_chunk(a, x, A, B):
         xt = x[t]
         for j in range(n):
             p = A[j] * at[j]
-            A[j] = p if not (abs(p) < TINY) else 0.0  # flush: subnormal products are very slow
+            A[j] = p if not (abs(p) < tiny) else zero  # flush: subnormal products are very slow
             B[j] = at[j] * B[j] + xt[j]
 
 
@@ -385,6 +387,7 @@ def _level(sA, sB, dA, dB, d, N):
     """One doubling pass over a tile of N elements: ``(dA, dB)[i] = (sA, sB)[i-d] o (sA, sB)[i]``
     for ``i >= d`` (a copy below). Written over slices so that numba vectorises it."""
     z = sA.dtype.type(0)
+    tiny = sA.dtype.type(TINY)  # in the arrays' dtype: a float64 constant halves the vector width
     for i in range(min(d, N)):
         dA[i] = sA[i]
         dB[i] = sB[i]
@@ -398,7 +401,7 @@ def _level(sA, sB, dA, dB, d, N):
     ob = dB[d:N]
     for i in range(N - d):
         p = ar[i] * al[i]
-        oa[i] = p if not (abs(p) < TINY) else z
+        oa[i] = p if not (abs(p) < tiny) else z
         ob[i] = ar[i] * bl[i] + br[i]
 
 
@@ -427,43 +430,70 @@ def _windows(a, x, n, W, scratch):
 
 
 @njit(cache=True)
+def _lanes_rows(A, B, carry, h, n, W, prev):
+    """The second half of a lane scan, over one tile: ``h_t = A_t h_{t-K} + B_t`` row by row (rows of
+    ``W = K n`` elements, each lane its own chain, run by the vectorised :func:`_sequential`) from the
+    windows ``A, B (N,)`` of the tile, starting from ``carry (n,)``; leaves ``carry`` = the tile's
+    last step."""
+    N = A.shape[0]
+    for k in range(W):
+        prev[k] = carry[k % n]
+    R = N // W
+    if R:
+        _sequential(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), prev, h[:R * W].reshape(R, W))
+        if R * W < N:
+            for k in range(W):
+                prev[k] = h[R * W - W + k]
+    o = R * W
+    for k in range(N - o):
+        h[o + k] = A[o + k] * prev[k] + B[o + k]
+    for j in range(n):
+        carry[j] = h[N - n + j]
+
+
+@njit(cache=True)
 def _lanes_scan(a, x, carry, h, n, K, scratch, prev):
     """Scan the flat range ``a, x -> h`` (``T * n`` elements, time-major) from ``carry (n,)`` with
-    ``K`` SIMD lanes per channel, tile by tile: windows of K steps (:func:`_windows`), then
-    ``h_t = A_t h_{t-K} + B_t`` row by row (rows of ``W = K n`` elements, each lane its own chain,
-    run by the vectorised :func:`_sequential`). Leaves ``carry`` = the last step's h."""
+    ``K`` SIMD lanes per channel, tile by tile: windows of K steps (:func:`_windows`), then the rows
+    (:func:`_lanes_rows`). Leaves ``carry`` = the last step's h."""
     W = K * n
     tile = max(W, (LANE_TILE // W) * W)
     total = a.shape[0]
     s = 0
     while s < total:
         e = min(total, s + tile)
-        N = e - s
         A, B = _windows(a[s:e], x[s:e], n, W, scratch)
-        for k in range(W):
-            prev[k] = carry[k % n]
-        R = N // W
-        if R:
-            _sequential(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), prev, h[s:s + R * W].reshape(R, W))
-            if R * W < N:
-                for k in range(W):
-                    prev[k] = h[s + R * W - W + k]
-        o = R * W
-        for k in range(N - o):
-            h[s + o + k] = A[o + k] * prev[k] + B[o + k]
-        for j in range(n):
-            carry[j] = h[e - n + j]
+        _lanes_rows(A, B, carry, h[s:e], n, W, prev)
         s = e
 
 
 @njit(cache=True)
-def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out):
+def _lanes_expand(WA, WB, carry, h, n, K, prev):
+    """Expand a chunk whose windows ``WA, WB`` (flat, as :func:`_lanes_reduce` kept them) are still
+    in this core's cache: only the rows remain to be run (no :func:`_windows` pass)."""
+    W = K * n
+    tile = max(W, (LANE_TILE // W) * W)
+    total = WA.shape[0]
+    c = carry.copy()
+    s = 0
+    while s < total:
+        e = min(total, s + tile)
+        _lanes_rows(WA[s:e], WB[s:e], c, h[s:e], n, W, prev)
+        s = e
+
+
+@njit(cache=True)
+def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out, WA, WB):
     """Compose all pairs of the flat range ``a, x`` (``L * n`` elements) into ``(A_out, B_out) (n,)``
     with K lanes per channel: windows per tile, then every lane composes its chain over the rows
-    (:func:`_reduce_chunk`), and the lanes that hold each channel's last step give the tile's pair."""
+    (:func:`_reduce_chunk`), and the lanes that hold each channel's last step give the tile's pair.
+    The windows are kept in ``WA, WB`` (flat, ``L * n``; empty arrays: not kept) for
+    :func:`_lanes_expand`, which then skips the window passes."""
     W = K * n
     tile = max(W, (LANE_TILE // W) * W)
     total = a.shape[0]
+    tiny = a.dtype.type(TINY)
+    zero = a.dtype.type(0)
     for j in range(n):
         A_out[j] = 1.0
         B_out[j] = 0.0
@@ -472,6 +502,9 @@ def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out):
         e = min(total, s + tile)
         N = e - s
         A, B = _windows(a[s:e], x[s:e], n, W, scratch)
+        if WA.shape[0]:
+            WA[s:e] = A
+            WB[s:e] = B
         R = N // W
         if R:
             _reduce_chunk(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), PA, PB)
@@ -482,13 +515,13 @@ def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out):
         o = R * W
         for k in range(N - o):
             p = A[o + k] * PA[k]
-            PA[k] = p if not (abs(p) < TINY) else 0.0
+            PA[k] = p if not (abs(p) < tiny) else zero
             PB[k] = A[o + k] * PB[k] + B[o + k]
         for j in range(n):
             k = (N - n + j) % W
             p = PA[k] * A_out[j]
             B_out[j] = PA[k] * B_out[j] + PB[k]
-            A_out[j] = p if not (abs(p) < TINY) else 0.0
+            A_out[j] = p if not (abs(p) < tiny) else zero
         s = e
 
 
@@ -515,38 +548,56 @@ def _chunk_scan(a, x, carry, h, K, scratch, prev):
 
 
 @njit(cache=True)
-def _chunk_reduce(a, x, A, B, K, scratch, PA, PB):
-    """Compose one chunk ``(L, n)`` into ``(A, B) (n,)``: the channel loop (K = 1) or K lanes."""
+def _chunk_reduce(a, x, A, B, K, scratch, PA, PB, WA, WB):
+    """Compose one chunk ``(L, n)`` into ``(A, B) (n,)``: the channel loop (K = 1) or K lanes (which
+    keep the chunk's windows in ``WA, WB`` for :func:`_lanes_expand`)."""
     if K == 1:
         _reduce_chunk(a, x, A, B)
     else:
         L, n = a.shape
-        _lanes_reduce(a.reshape(L * n), x.reshape(L * n), n, K, scratch, PA, PB, A, B)
+        _lanes_reduce(a.reshape(L * n), x.reshape(L * n), n, K, scratch, PA, PB, A, B, WA[:L * n], WB[:L * n])
+
+
+@njit(cache=True)
+def _chunk_expand(a, x, carry, h, K, WA, WB, prev):
+    """Expand one chunk ``(L, n)`` that this thread reduced: the channel loop re-reads ``a, x`` from
+    its cache (K = 1); with lanes the kept windows leave only the rows to run."""
+    if K == 1:
+        _sequential(a, x, carry, h)
+    else:
+        L, n = a.shape
+        _lanes_expand(WA[:L * n], WB[:L * n], carry, h.reshape(L * n), n, K, prev)
 
 
 @njit(cache=True, parallel=True)
-def _chunked_blocked(a, x, h0, h, p, L, K):
-    """The chunked scan on ``p`` threads, cache-blocked: time is cut into super-blocks of
-    ``2L/3 + p L`` steps, processed in order, each split into chunk 0 (``2L/3`` steps) and chunks
-    1..p (``L`` steps).
+def _chunked_blocked(a, x, h0, h, p, L, K, c0, cp):
+    """The chunked scan on ``p`` threads, cache-blocked: time is cut into super-blocks, processed
+    in order, each split into chunk 0 (``L0`` steps), chunks 1..p-1 (``L`` steps) and chunk p
+    (``Lp`` steps).
 
     1. thread 0 scans chunk 0 from the carry while threads 1..p-1 reduce chunks 1..p-1;
     2. the chunk carries are composed (serial, p steps);
-    3. threads 1..p-1 expand the chunks *they* reduced -- ``a`` and ``x`` are still in their
-       caches, so this pass costs no memory traffic but writing ``h`` -- and thread 0 expands
-       chunk p straight from memory.
+    3. threads 1..p-1 expand the chunks *they* reduced -- ``a`` and ``x`` (or, with lanes, the
+       windows computed from them) are still in their caches, so this pass costs no memory
+       traffic but writing ``h`` -- and thread 0 scans chunk p straight from memory.
 
     Every element of ``a`` and ``x`` thus crosses the memory bus once (12 bytes per element with
     ``h``, as in the serial loop). ``prange(p)`` hands iteration k to thread k (static schedule),
     which keeps a reduced chunk and its expansion on the same core. Inside a chunk each thread
-    runs the channel loop (``K = 1``) or ``K`` SIMD lanes per channel (:func:`_lanes_scan`)."""
+    runs the channel loop (``K = 1``) or ``K`` SIMD lanes per channel (:func:`_lanes_scan`).
+
+    Chunk lengths balance the threads' work: with the channel loop a reduce costs about a scan
+    and an expansion from cache less, so ``L0 = 2L/3``, ``Lp = L``; with lanes the expansion only
+    runs the rows (about a third of a scan), so ``L0 = L``, ``Lp = L/3``."""
     T, n = a.shape
     W = K * n
     tile = max(W, (LANE_TILE // W) * W)
     scratch = np.empty((p, 4, tile), a.dtype)
     lane = np.empty((p, 3, W), a.dtype)  # prev, PA, PB per thread
-    c0 = max(1, (2 * L) // 3)
-    S = c0 + p * L
+    keep = L * n if K > 1 else 0
+    WA = np.empty((p, keep), a.dtype)  # windows kept between reduce and expand (lanes only)
+    WB = np.empty((p, keep), a.dtype)
+    S = c0 + (p - 1) * L + cp
     carry = h0.copy()
     A = np.empty((p + 1, n), a.dtype)
     B = np.empty((p + 1, n), a.dtype)
@@ -557,15 +608,17 @@ def _chunked_blocked(a, x, h0, h, p, L, K):
         e0 = min(T, s0 + S)
         bounds[0] = s0
         bounds[1] = min(e0, s0 + c0)
-        for k in range(2, p + 2):
+        for k in range(2, p + 1):
             bounds[k] = min(e0, bounds[k - 1] + L)
+        bounds[p + 1] = e0
         for k in prange(p):
             s, e = bounds[k], bounds[k + 1]
             if e > s:
                 if k == 0:
                     _chunk_scan(a[s:e], x[s:e], carry, h[s:e], K, scratch[k], lane[k, 0])
                 else:
-                    _chunk_reduce(a[s:e], x[s:e], A[k], B[k], K, scratch[k], lane[k, 1], lane[k, 2])
+                    _chunk_reduce(a[s:e], x[s:e], A[k], B[k], K, scratch[k], lane[k, 1], lane[k, 2],
+                                  WA[k], WB[k])
         for j in range(n):
             starts[1, j] = h[bounds[1] - 1, j]
         for k in range(2, p + 1):
@@ -573,18 +626,32 @@ def _chunked_blocked(a, x, h0, h, p, L, K):
                 starts[k, j] = A[k - 1, j] * starts[k - 1, j] + B[k - 1, j]
         for k in prange(p):
             kk = np.int64(k)  # prange's index may be unsigned; keep the chunk index an int64
-            c = kk if kk > 0 else np.int64(p)
-            s, e = bounds[c], bounds[c + 1]
-            if e > s:
-                _chunk_scan(a[s:e], x[s:e], starts[c], h[s:e], K, scratch[kk], lane[kk, 0])
+            if kk == 0:
+                s, e = bounds[p], bounds[p + 1]
+                if e > s:
+                    _chunk_scan(a[s:e], x[s:e], starts[p], h[s:e], K, scratch[0], lane[0, 0])
+            else:
+                s, e = bounds[kk], bounds[kk + 1]
+                if e > s:
+                    _chunk_expand(a[s:e], x[s:e], starts[kk], h[s:e], K, WA[kk], WB[kk], lane[kk, 0])
         for j in range(n):
             carry[j] = h[e0 - 1, j]
         s0 = e0
 
 
+def _end_chunks(L: int, K: int) -> tuple[int, int]:
+    """Lengths of chunk 0 and chunk p of :func:`_chunked_blocked` for middle chunks of ``L`` steps."""
+    f0, fp = _END_FRACTIONS[K > 1]
+    return max(1, int(L * f0)), max(1, int(L * fp))
+
+
+_END_FRACTIONS = {False: (2 / 3, 1.0), True: (1.0, 1 / 3)}  # (chunk 0, chunk p) / L: channel loop, lanes
+
+
 def chunk_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
     """Steps per chunk of the cache-blocked scan: ``a`` and ``x`` of one chunk (``2 n itemsize``
-    bytes per step) fill about ``cache_bytes`` (1.5 MB: most of a 2 MB per-core L2)."""
+    bytes per step) fill about ``cache_bytes`` (1.5 MB: a per-core L2 of 1-2 MB, the rest caught by
+    L3; on the course's test machines larger chunks gained nothing and smaller ones lost)."""
     n = check_positive_int(n, "n")
     itemsize = check_positive_int(itemsize, "itemsize")
     cache_bytes = check_positive_int(cache_bytes, "cache_bytes")
@@ -606,18 +673,12 @@ def choose_lanes(n: int, itemsize: int = 4) -> int:
 
 @njit(cache=True, parallel=True)
 def _channels(a, x, h0, h, bounds):
-    """Parallel over channel groups: each thread runs the whole time loop on its channels."""
+    """Parallel over channel groups: each thread runs the serial loop (:func:`_sequential`, the same
+    vectorised code as ``method="sequential"``) over the whole time axis on its channels."""
     nb = bounds.shape[0] - 1
-    T = a.shape[0]
     for b in prange(nb):
         s, e = bounds[b], bounds[b + 1]
-        prev = h0[s:e].copy()
-        for t in range(T):
-            at = a[t, s:e]
-            xt = x[t, s:e]
-            for j in range(e - s):
-                prev[j] = at[j] * prev[j] + xt[j]
-                h[t, s + j] = prev[j]
+        _sequential(a[:, s:e], x[:, s:e], h0[s:e], h[:, s:e])
 
 
 def choose_chunks(T: int, N: int = 1, threads: int | None = None) -> int:
@@ -747,7 +808,8 @@ def _run(method, a2, x2, h02, opts, x):
             else:
                 _lanes(a2, x2, h02, h, K)
         else:
-            _chunked_blocked(a2, x2, h02, h, p, L, K)
+            c0, cp = _end_chunks(L, K)
+            _chunked_blocked(a2, x2, h02, h, p, L, K, c0, cp)
     else:
         from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
 
