@@ -100,3 +100,16 @@ def test_xp_and_mpi():
     if ok:
         assert os.path.exists(backend.mpiexec_path())
     assert backend.cpu_count() >= 1
+
+
+def test_blas_vector_bits_reports_the_kernel_family_and_the_cpu_width():
+    from course_lib.core import backend as bk
+
+    info = bk.blas_vector_bits()
+    assert set(info) == {"blas", "kernel", "kernel_bits", "cpu_bits", "coretype_env"}
+    assert info["cpu_bits"] in (128, 256, 512)
+    flags = bk._simd_flags().split()
+    assert (info["cpu_bits"] == 512) == ("avx512f" in flags)
+    if info["kernel"] is not None and str(info["kernel"]).lower() in bk._KERNEL_BITS:
+        assert info["kernel_bits"] == bk._KERNEL_BITS[str(info["kernel"]).lower()]
+    assert info["coretype_env"] == os.environ.get("OPENBLAS_CORETYPE")  # reported as found, never set

@@ -13,5 +13,5 @@ def test_lstm_benchmark_quick(tmp_path):
                          env=dict(os.environ, COURSE_BUDGET="small", COURSE_CACHE_DIR=str(tmp_path)))
     assert out.returncode == 0, out.stderr[-2000:]
     for text in ("naive", "fused_pre", "transposed", "tuned is", "naive/tuned", "GEMM peak here",
-                 "goal 'tuned' >= 2x faster than 'naive'", "seed (EcoRNN"):
+                 "goal 'tuned' >= 2x faster than 'naive'", "seed (EcoRNN", "Where the milliseconds go", "GEMMs take", "Forward only", "Small batches"):
         assert text in out.stdout, text

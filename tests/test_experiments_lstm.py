@@ -99,3 +99,25 @@ def test_lm_throughput_same_losses_for_every_method():
     r = E.lm_throughput(ids, 5, methods=("naive", "fused_pre"), H=6, T=4, B=3, steps=3)
     assert set(r["tokens_per_s"]) == {"naive", "fused_pre"} and r["best"] in r["tokens_per_s"]
     np.testing.assert_allclose(r["loss"]["naive"], r["loss"]["fused_pre"], rtol=1e-4)
+
+
+def test_profile_training_covers_every_flop_of_the_pass():
+    """The profile's GEMM phases are exactly the training pass's GEMMs: forward (x and h parts) plus
+    twice that backward, T steps -- 3 T * 2 B 4H (nx + H) flops; every phase is timed."""
+    from course_lib.core.timing import gemm_flops
+
+    B, H, nx, T = 3, 8, 5, 4
+    r = E.profile_training(B, H, nx, T, repeat=3, peak=100.0)
+    assert len(r["rows"]) == 11 and all(row["ms"] > 0 for row in r["rows"])
+    gemm = [row for row in r["rows"] if row["kind"] == "gemm"]
+    assert len(gemm) == 5 and all(row["gflops"] > 0 and row["pct_peak"] > 0 for row in gemm)
+    assert np.isclose(sum(row["gflop"] for row in r["rows"]), 3 * T * gemm_flops(B, 4 * H, nx + H) / 1e9)
+    assert r["total_ms"] > 0 and np.isclose(r["other_ms"], r["total_ms"] - r["sum_ms"])
+    assert all(row["gflops"] is None for row in r["rows"] if row["kind"] != "gemm")
+
+
+def test_profile_training_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="B"):
+        E.profile_training(0, 8)
+    with pytest.raises(ValueError, match="T"):
+        E.profile_training(2, 8, T=0)

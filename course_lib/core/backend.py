@@ -40,6 +40,7 @@ __all__ = [
     "mpiexec_path",
     "cpu_count",
     "cpu_model",
+    "blas_vector_bits",
 ]
 
 
@@ -273,6 +274,34 @@ def _blas_info() -> tuple[str, int | None]:
     except Exception:  # pragma: no cover
         pass
     return "unknown", None
+
+
+# OpenBLAS kernel families (threadpoolctl's "architecture") and the vector width their GEMM uses
+_KERNEL_BITS = {"skylakex": 512, "cooperlake": 512, "sapphirerapids": 512, "zen": 256, "haswell": 256,
+                "sandybridge": 256, "nehalem": 128, "core2": 128, "prescott": 128}
+
+
+def blas_vector_bits() -> dict:
+    """Does numpy's BLAS use the CPU's widest vectors? ``{"blas", "kernel", "kernel_bits", "cpu_bits",
+    "coretype_env"}``: the GEMM kernel family the BLAS picked (OpenBLAS: threadpoolctl's
+    ``architecture``; None when the BLAS does not say), the vector width that family computes with
+    (None when unknown), the CPU's widest float vectors (512 with AVX-512, 256 with AVX/AVX2, else 128)
+    and ``OPENBLAS_CORETYPE`` when that variable forces the family. A BLAS whose kernels are narrower
+    than the CPU's vectors has a lower GEMM peak than a library that uses them all (oneDNN in torch)."""
+    blas, _ = _blas_info()
+    kernel = None
+    try:
+        from threadpoolctl import threadpool_info  # noqa: PLC0415
+
+        kernel = next((pool.get("architecture") for pool in threadpool_info() if pool.get("user_api") == "blas"),
+                      None)
+    except Exception:  # pragma: no cover
+        pass
+    flags = _simd_flags().split()
+    cpu_bits = 512 if "avx512f" in flags else 256 if ("avx2" in flags or "avx" in flags) else 128
+    return {"blas": blas, "kernel": kernel,
+            "kernel_bits": _KERNEL_BITS.get(str(kernel).lower()) if kernel else None,
+            "cpu_bits": cpu_bits, "coretype_env": os.environ.get("OPENBLAS_CORETYPE")}
 
 
 class Report(dict):

@@ -7,6 +7,8 @@ weights ``W_ih (4H, nx)``, ``W_hh (4H, H)``.
 ``step_time(B, H, nx, T, method=...)``            seconds per time step of one method
 ``method_times(B, H, nx, T, methods=...)``         ms per step of several methods, interleaved; the fastest
 ``profile_step(B, H, nx, method=...)``             one step split into its library calls: GEMM vs element-wise
+``profile_training(B, H, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
+                                                   the whole sequence: where the milliseconds go
 ``overhead_vs_batch(batches, H, methods=...)``     µs per step per sample against batch size
 ``layout_gemm_times(B, H, nx)``                    the seed's Fig. 3 runtime half: BLAS ``X W^T`` vs ``W X^T``
 ``loop_order_times(B, H, nx)``                     the same product as a plain dot-product loop nest, in both
@@ -34,7 +36,7 @@ from ..core.timing import Noise, compare, gemm_flops, measure
 from ..core.validate import check_choice, check_positive_int
 from ..models import lstm, lstm_lm
 
-__all__ = ["step_time", "method_times", "profile_step", "overhead_vs_batch", "layout_gemm_times",
+__all__ = ["step_time", "method_times", "profile_step", "profile_training", "overhead_vs_batch", "layout_gemm_times",
            "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
 
 
@@ -189,6 +191,103 @@ def profile_step(B: int, H: int, nx: int | None = None, *, method: str = "naive"
     ew = sum(s for k, _, s in rows if k == "elementwise")
     return {"method": method, "B": B, "H": H, "nx": nx, "calls_per_step": n_calls, "gemm_s": gemm,
             "elementwise_s": ew, "gemm_share": gemm / (gemm + ew), "ops": rows, "noise": noise}
+
+
+def _training_phases(p, X, dH):
+    """The phases of ``lstm_forward(method="fused_pre")`` + ``lstm_backward`` over a whole sequence, each
+    a ``(phase, kind, fn, flops)`` that repeats exactly that work (the library calls, in their loops)
+    on buffers filled by one real run, so the values -- and the speed -- are those of training."""
+    T, B, nx = X.shape
+    nh = p.nh
+    out = lstm.lstm_forward(p, X, method="fused_pre", return_cache=True)
+    cache = out[2]
+    X2 = X.reshape(T * B, nx)
+    W_ih_T, W_hh_T = p.W_ih.T, p.W_hh.T
+    bias = p.b_ih + p.b_hh
+    A = cache.A.copy()
+    z = np.empty((B, 4 * nh), X.dtype)
+    Hs, Cs = cache.H, cache.C
+    h_prev = [cache.h0] + [Hs[t] for t in range(T - 1)]
+    c_prev = [cache.c0] + [Cs[t] for t in range(T - 1)]
+    Hw, Cw = np.empty_like(Hs), np.empty_like(Cs)
+    dZ = np.empty((T, B, 4 * nh), X.dtype)
+    dh, dc = np.zeros((B, nh), X.dtype), np.zeros((B, nh), X.dtype)
+    # one real backward fills dZ, so the GEMMs below multiply training's numbers
+    for t in range(T - 1, -1, -1):
+        lstm._cell_backward(cache.A[t], Cs[t], c_prev[t], dH[t], dh, dc, dZ[t])
+        np.matmul(dZ[t], p.W_hh, out=dh)
+    dZ2 = dZ.reshape(T * B, 4 * nh)
+    H_prev = np.concatenate([cache.h0[None], Hs[:-1]], axis=0).reshape(T * B, nh)
+
+    def recurrent_fwd():
+        for t in range(T):
+            np.matmul(h_prev[t], W_hh_T, out=z)
+
+    def cells_fwd():
+        for t in range(T):
+            lstm._cell_pre(z, A[t], c_prev[t], Cw[t], Hw[t])
+
+    def cells_bwd():
+        dc[:] = 0.0
+        for t in range(T - 1, -1, -1):
+            lstm._cell_backward(cache.A[t], Cs[t], c_prev[t], dH[t], dh, dc, dZ[t])
+
+    def recurrent_bwd():
+        for t in range(T - 1, -1, -1):
+            np.matmul(dZ[t], p.W_hh, out=dh)
+
+    g = lambda m, k, n: gemm_flops(m, n, k)  # noqa: E731  (rows, inner, columns)
+    return [
+        ("allocate H, C, gates", "memory", lambda: (np.empty_like(Hs), np.empty_like(Cs), np.empty_like(A)), 0),
+        ("input GEMM, all T at once", "gemm", lambda: X2 @ W_ih_T, g(T * B, nx, 4 * nh)),
+        ("add the biases", "elementwise", lambda: A.__iadd__(bias), 0),
+        (f"recurrent GEMMs ({T} calls)", "gemm", recurrent_fwd, T * g(B, nh, 4 * nh)),
+        (f"gate kernels ({T} calls)", "elementwise", cells_fwd, 0),
+        (f"backward gate kernels ({T} calls)", "elementwise", cells_bwd, 0),
+        (f"backward recurrent GEMMs ({T} calls)", "gemm", recurrent_bwd, T * g(B, 4 * nh, nh)),
+        ("copy: stack h_0..h_T-1", "memory",
+         lambda: np.concatenate([cache.h0[None], Hs[:-1]], axis=0), 0),
+        ("weight-gradient GEMMs (2)", "gemm", lambda: (dZ2.T @ X2, dZ2.T @ H_prev),
+         g(4 * nh, T * B, nx) + g(4 * nh, T * B, nh)),
+        ("input-gradient GEMM", "gemm", lambda: dZ2 @ p.W_ih, g(T * B, 4 * nh, nx)),
+        ("bias gradient (sum)", "elementwise", lambda: dZ2.sum(axis=0), 0),
+    ]
+
+
+def profile_training(B: int, H: int, nx: int | None = None, T: int = 20, *, dtype="float32",
+                     repeat: int = 5, peak: float | None = None) -> dict:
+    """Where the milliseconds of one training pass go: ``lstm_forward(method="fused_pre")`` +
+    ``lstm_backward`` over ``X (T, B, nx)``, split into its phases (:func:`_training_phases`), each
+    timed on its own, against the whole pass timed end to end in the same run.
+
+    Returns ``{"rows": [{"phase", "kind", "ms", "share", "gflop", "gflops", "pct_peak"}, ...], "total_ms",
+    "sum_ms", "other_ms", "peak", "noise"}`` (ms per *time step*). ``other_ms`` = end to end minus the
+    phases: Python per step, call overheads and threads waiting for each other. ``gflops`` /
+    ``pct_peak`` for GEMM rows, against ``peak`` (default :func:`course_lib.core.timing.peak_gflops`,
+    measured now, same BLAS and threads)."""
+    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
+    nx = H if nx is None else check_positive_int(nx, "nx")
+    T = check_positive_int(T, "T")
+    repeat = check_positive_int(repeat, "repeat")
+    from ..core.timing import peak_gflops  # noqa: PLC0415
+
+    peak = peak_gflops(dtype) if peak is None else float(peak)
+    p, X = _random_problem(B, H, nx, T, dtype)
+    dH = np.random.default_rng(7).standard_normal((T, B, H)).astype(p.dtype)
+    phases = _training_phases(p, X, dH)
+    end_to_end = _runner(p, X, "fused_pre", True, dH)
+    cmp = compare(repeat=repeat, warmup=1, whole=end_to_end,
+                  **{f"p{i}": fn for i, (_, _, fn, _) in enumerate(phases)})
+    total = cmp.timings["whole"].median
+    rows = []
+    for i, (name, kind, _, flops) in enumerate(phases):
+        sec = cmp.timings[f"p{i}"].median
+        gf = flops / sec / 1e9 if flops else None
+        rows.append({"phase": name, "kind": kind, "ms": 1e3 * sec / T, "share": sec / total,
+                     "gflop": flops / 1e9, "gflops": gf, "pct_peak": None if gf is None else 100 * gf / peak})
+    summed = sum(r["ms"] for r in rows)
+    return {"rows": rows, "total_ms": 1e3 * total / T, "sum_ms": summed,
+            "other_ms": 1e3 * total / T - summed, "peak": peak, "noise": cmp.noise}
 
 
 # --------------------------------------------------------------------------- Fig. 3: X W^T vs W X^T
