@@ -107,7 +107,7 @@ except ValueError as err:
     print("ValueError:", err)
 
 # %% [markdown]
-# ## Four ways to compute the same thing
+# ## Five ways to compute the same thing
 #
 # `lstm_forward(params, X, method=...)` takes one of `lstm.METHODS`; a plain call uses `fused_pre`
 # and never measures anything.
@@ -118,6 +118,7 @@ except ValueError as err:
 # | `fused` | concatenate $x_t$ and $h$, one GEMM with the stacked weights, **one** fused numba kernel (+ 2 copies) | 4 |
 # | `fused_pre` | the input GEMM of *all* T steps done up front as one big GEMM; per step $h W_{hh}^T$ + kernel | 2 |
 # | `transposed` | as `fused_pre` with the state stored as $h^T$ (H, B): $Z^T = W_{hh} h^T$ — the seed's layout | 2 |
+# | `gemv` | as `fused_pre`, but $h W_{hh}^T$ as B matrix–vector products $W_{hh} h_b$ (for small batches, below) | B + 1 |
 #
 # The fused kernel makes one pass over the $(B, 4H)$ gates: it adds the bias or projection,
 # applies σ/tanh, and updates $c$ and $h$ — every number is read once and written once. In
@@ -399,6 +400,72 @@ print(noise5.warning() or f"fastest here: forward {fwd['best']}, forward + backw
       f"({both['ms_per_step']['naive'] / both['ms_per_step'][both['best']]:.1f}x faster than naive)")
 
 # %% [markdown]
+# ## At the GEMM limit: where a training pass spends its time
+#
+# Fusion removed calls; what is left? `E.profile_training` splits one forward + backward pass of
+# `fused_pre` into its phases -- the big input GEMM, the T recurrent GEMMs, the gate kernels, the
+# backward GEMMs, copies, allocations -- times each on its own, and compares their sum with the
+# whole pass timed end to end (the rest is Python per step and threads waiting for each other).
+# Every GEMM row is also given as a share of this BLAS's measured peak.
+#
+# **Predict:** what share of the pass is GEMM at the seed's shape? If it is most of it, what is the
+# only way left to go faster?
+
+# %% tags=["nbval-ignore-output"]
+tp = E.profile_training(64, 512, 512, timing.scaled(20, 8), repeat=3, peak=peak)
+for row in tp["rows"]:
+    rate = "" if row["gflops"] is None else f"  {row['gflops']:6.0f} GFLOP/s = {row['pct_peak']:3.0f}% of peak"
+    print(f"{row['phase']:<40} {row['ms']:7.3f} ms/step {100 * row['share']:5.1f}%{rate}")
+print(f"{'other (Python per step, threads waiting)':<40} {tp['other_ms']:7.3f} ms/step")
+gemm_share = sum(r["ms"] for r in tp["rows"] if r["kind"] == "gemm") / tp["total_ms"]
+bits = backend.blas_vector_bits()
+if not tp["noise"].ok:
+    print(tp["noise"].warning())
+else:
+    print(f"GEMMs take {gemm_share:.0%} of the pass here"
+          + ("; what remains is a faster GEMM" if gemm_share > 0.75 else
+             "; the rest of the step still matters here"))
+if bits["kernel_bits"] and bits["kernel_bits"] < bits["cpu_bits"]:
+    print(f"This BLAS runs its {bits['kernel']} kernels ({bits['kernel_bits']}-bit vectors) on a CPU with "
+          f"{bits['cpu_bits']}-bit ones"
+          + (f" (OPENBLAS_CORETYPE={bits['coretype_env']} says so)" if bits["coretype_env"] else "")
+          + ": a library that uses the full width (oneDNN inside torch does) has a higher GEMM peak.")
+else:
+    print(f"This BLAS's GEMM kernels ({bits['kernel'] or 'unnamed'}) use the CPU's full vector width as far as "
+          "the course can tell.")
+
+# %% [markdown]
+# ## Small batches: one GEMM, or B matrix–vector products?
+#
+# At inference a server often has only a few requests at once. A BLAS GEMM first *packs* its
+# operands -- copies $W_{hh}$ into cache-sized panels -- and at B = 2 that copy of 4H × H weights
+# can cost more than the multiplications. `gemv` instead runs one matrix–vector product per batch
+# row, streaming $W_{hh}$ as stored; a threaded gemv hands each thread the same rows on every call,
+# so weights that fit in the cores' caches stay there from step to step -- the idea of the
+# "persistent" RNN kernels that keep $W_{hh}$ on chip.
+#
+# **Predict:** going from B = 1 to B = 2 doubles the arithmetic. How much longer will one step take
+# with one GEMM per step? With `gemv`? Up to which B will `gemv` stay ahead?
+
+# %% tags=["nbval-ignore-output"]
+lat = E.latency_vs_batch(timing.scaled([1, 2, 4, 8, 16, 64], [1, 2, 8]), H=timing.scaled(512, 256),
+                         methods=("fused_pre", "transposed", "gemv"), T=timing.scaled(20, 8))
+lplots.latency_plot(lat)
+plt.show()
+for i, b in enumerate(lat["B"]):
+    print(f"B = {b:3d}: " + "   ".join(f"{m} {lat[m][i]:.3f}" for m in ("fused_pre", "transposed", "gemv"))
+          + " ms/step")
+if not lat["noise"].ok:
+    print(lat["noise"].warning())
+else:
+    wins = [b for i, b in enumerate(lat["B"]) if lat["gemv"][i] < min(lat["fused_pre"][i], lat["transposed"][i])]
+    g1, g2 = lat["fused_pre"][0], lat["fused_pre"][1]
+    v1, v2 = lat["gemv"][0], lat["gemv"][1]
+    print(f"B = {lat['B'][0]} -> {lat['B'][1]}: one GEMM per step took {g2 / g1:.1f}x as long, gemv {v2 / v1:.1f}x")
+    print(f"gemv was the fastest at B = {', '.join(map(str, wins))}" if wins else
+          "gemv was never the fastest here: this BLAS's GEMM handles small batches well")
+
+# %% [markdown]
 # ## The autotuner decides
 #
 # `autotune.tune(B, H, nx, T, dtype, threads)` times every method's forward pass for a few steps,
@@ -528,5 +595,9 @@ widgets.sweep_panel(E.widget_compute,
 #   why the autotuner times the whole forward pass.
 # * Because every step has the same shape, a few milliseconds of measuring decide the method for
 #   the whole run — once per shape and machine, and only when asked (`autotune.best_method`).
+# * Once the GEMMs are most of the pass, only a faster GEMM helps; the profile says how far this
+#   BLAS is from its own peak, and whether its kernels use the CPU's full vector width.
+# * Small batches change the answer: a GEMM's packing can cost more than its arithmetic, and B
+#   matrix–vector products that stream the weights as stored can win.
 #
 # Next: [10 · MGRIT](10_mgrit.ipynb) — parallel in time. Worksheet: `exercises/09_lstm_layout.ipynb`.

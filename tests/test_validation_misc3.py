@@ -79,6 +79,7 @@ def test_plots_reject_empty_data_by_name(empty):
         (p_cm.ranking, (empty,), "advice"), (p_cm.winner_map, (empty,), "grid"),
         (p_hal.schedule_bars, (empty,), "table"), (p_hal.rate_bars, (empty,), "gflops"),
         (p_lstm.profile_bars, (empty,), "profiles"), (p_lstm.overhead_plot, (empty,), "data"),
+        (p_lstm.latency_plot, (empty,), "data"),
         (p_lstm.method_bars, (empty,), "values"), (p_lstm.hit_rate_bars, (empty,), "model"),
         (p_mm.ladder_plot, (empty,), "rows"), (p_mm.combination_plot, (empty,), "rows"),
         (p_mg.plot_histories, (empty,), "histories"), (p_nt.plot_histories, (empty,), "histories"),

@@ -10,6 +10,7 @@ weights ``W_ih (4H, nx)``, ``W_hh (4H, H)``.
 ``profile_training(B, H, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
                                                    the whole sequence: where the milliseconds go
 ``overhead_vs_batch(batches, H, methods=...)``     µs per step per sample against batch size
+``latency_vs_batch(batches, H, methods=...)``      ms per step against batch size (small-batch inference)
 ``layout_gemm_times(B, H, nx)``                    the seed's Fig. 3 runtime half: BLAS ``X W^T`` vs ``W X^T``
 ``loop_order_times(B, H, nx)``                     the same product as a plain dot-product loop nest, in both
                                                    layouts (no BLAS blocking): where the cache shows
@@ -36,8 +37,8 @@ from ..core.timing import Noise, compare, gemm_flops, measure
 from ..core.validate import check_choice, check_positive_int
 from ..models import lstm, lstm_lm
 
-__all__ = ["step_time", "method_times", "profile_step", "profile_training", "overhead_vs_batch", "layout_gemm_times",
-           "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
+__all__ = ["step_time", "method_times", "profile_step", "profile_training", "overhead_vs_batch",
+           "latency_vs_batch", "layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
 
 
 def _shape(B, H, nx, T=1):
@@ -93,11 +94,11 @@ def method_times(B: int, H: int, nx: int, T: int = 10, *, methods=lstm.METHODS, 
     return {"B": B, "H": H, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
 
 
-def overhead_vs_batch(batches, H: int = 128, *, methods=("naive", "fused_pre"), T: int = 20,
-                      dtype="float32", repeat: int = 3) -> dict:
-    """Microseconds per step *per sample* of each method at each batch size (nx = H): at small B the
-    per-call overhead dominates, so the method with fewer calls per step wins by more.
-    Returns ``{"B": [...], "H": H, "noise": Noise, method: [µs, ...], ...}``."""
+def latency_vs_batch(batches, H: int = 128, *, methods=("fused_pre", "gemv"), T: int = 20,
+                     dtype="float32", repeat: int = 3) -> dict:
+    """Milliseconds per forward step of each method at each batch size (nx = H) -- the latency a
+    server answering B requests at once would see. Returns ``{"B": [...], "H": H, "noise": Noise,
+    method: [ms, ...], ...}``."""
     H = check_positive_int(H, "H")
     methods = _methods(methods)
     Bs = [int(check_positive_int(b, "batches")) for b in batches]
@@ -108,8 +109,20 @@ def overhead_vs_batch(batches, H: int = 128, *, methods=("naive", "fused_pre"), 
         r = method_times(b, H, H, T, methods=methods, dtype=dtype, repeat=repeat)
         noise = noise | r["comparison"].noise
         for m in methods:
-            out.setdefault(m, []).append(r["ms_per_step"][m] * 1e3 / b)
+            out.setdefault(m, []).append(r["ms_per_step"][m])
     out["noise"] = noise
+    return out
+
+
+def overhead_vs_batch(batches, H: int = 128, *, methods=("naive", "fused_pre"), T: int = 20,
+                      dtype="float32", repeat: int = 3) -> dict:
+    """Microseconds per step *per sample* of each method at each batch size (nx = H): at small B the
+    per-call overhead dominates, so the method with fewer calls per step wins by more.
+    Returns ``{"B": [...], "H": H, "noise": Noise, method: [µs, ...], ...}``."""
+    lat = latency_vs_batch(batches, H, methods=methods, T=T, dtype=dtype, repeat=repeat)
+    out = {"B": lat["B"], "H": lat["H"], "noise": lat["noise"]}
+    for m in _methods(methods):
+        out[m] = [ms * 1e3 / b for ms, b in zip(lat[m], lat["B"])]
     return out
 
 
@@ -155,6 +168,17 @@ def _step_ops(method, p, x, h, c):
         ops = [("gemm", "h W_hh^T", lambda: np.matmul(h, p.W_hh.T, out=z)),
                ("elementwise", "fused gate kernel", lambda: lstm._cell_pre(z, pre.copy(), c, co, ho))]
         return ops, 2
+    if method == "gemv":
+        pre = x @ p.W_ih.T + b
+        z = np.empty((B, 4 * nh), x.dtype)
+        co, ho = np.empty_like(c), np.empty_like(h)
+
+        def rows():
+            for r in range(B):
+                np.matmul(p.W_hh, h[r], out=z[r])
+        ops = [("gemm", f"W_hh h_b, {B} gemv", rows),
+               ("elementwise", "fused gate kernel", lambda: lstm._cell_pre(z, pre.copy(), c, co, ho))]
+        return ops, B + 1
     preT = np.ascontiguousarray(p.W_ih @ x.T + b[:, None])
     hT, cT = np.ascontiguousarray(h.T), np.ascontiguousarray(c.T)
     zT = np.empty((4 * nh, B), x.dtype)

@@ -11,7 +11,7 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
     i, f, o = sigmoid(z_i), sigmoid(z_f), sigmoid(z_o);   g = tanh(z_g)
     c' = f * c + i * g;   h' = o * tanh(c')
 
-``lstm_forward(params, X, h0, c0, method="fused_pre")`` computes the same numbers in four ways (``METHODS``):
+``lstm_forward(params, X, h0, c0, method="fused_pre")`` computes the same numbers in five ways (``METHODS``):
 
 * ``"naive"``      one GEMM per gate and operand (8 per step) and separate numpy element-wise passes;
 * ``"fused"``      the four gates in ONE GEMM per step ([x_t | h] times the stacked weights) and one
@@ -20,6 +20,13 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
                    al. 2016), so each step is one ``(B, H) x (H, 4H)`` GEMM and one kernel (the default);
 * ``"transposed"`` as ``fused_pre`` but the state is kept as ``h^T (H, B)`` so each step computes
                    ``Z^T = W_hh h^T`` -- the seed's ``Y^T = W X^T`` layout (EcoRNN, observation 2).
+* ``"gemv"``       for small batches: as ``fused_pre`` but the recurrent product is one matrix-vector
+                   product per batch row, ``z_b = W_hh h_b`` (B BLAS gemv calls). A GEMM packs (copies)
+                   all of ``W_hh`` into its blocked layout on every call -- for B = 2 that copy costs
+                   more than the multiplications -- while gemv streams ``W_hh`` as it is stored; a
+                   threaded gemv gives each thread the same rows on every call, so a ``W_hh`` that
+                   fits in the cores' caches stays there from step to step. The backward pass uses
+                   gemv the same way.
 
 A call computes with the method it is given and never measures anything; the fastest method for a shape
 on this machine is :func:`course_lib.experiments.autotune.best_method` (measured once, cached), and
@@ -54,7 +61,7 @@ __all__ = [
 ]
 
 GATES = ("i", "f", "g", "o")
-METHODS = ("naive", "fused", "fused_pre", "transposed")
+METHODS = ("naive", "fused", "fused_pre", "transposed", "gemv")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -425,8 +432,25 @@ def _forward_transposed(p, X, h0, c0):
     return HT.transpose(0, 2, 1).copy(), CT.transpose(0, 2, 1).copy(), AT.transpose(0, 2, 1).copy()
 
 
+def _forward_gemv(p, X, h0, c0):
+    T, B, nx = X.shape
+    nh = p.nh
+    H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
+    A = (X.reshape(T * B, nx) @ p.W_ih.T).reshape(T, B, 4 * nh)  # input projection, as fused_pre
+    A += p.b_ih + p.b_hh
+    W_hh = np.ascontiguousarray(p.W_hh)
+    z = np.empty((B, 4 * nh), X.dtype)
+    h, c = h0, c0
+    for t in range(T):
+        for b in range(B):
+            np.matmul(W_hh, h[b], out=z[b])            # z_b = W_hh h_b: one gemv, W_hh not repacked
+        _cell_pre(z, A[t], c, C[t], H[t])
+        h, c = H[t], C[t]
+    return H, C, A
+
+
 _FORWARD = {"naive": _forward_naive, "fused": _forward_fused, "fused_pre": _forward_fused_pre,
-            "transposed": _forward_transposed}
+            "transposed": _forward_transposed, "gemv": _forward_gemv}
 
 
 def lstm_forward(params: LSTMParams, X, h0=None, c0=None, *, method: str = "fused_pre",
@@ -461,8 +485,8 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     gradients arriving at the final state (zeros when None). Returns :class:`LSTMGrads`.
 
     The cache of a ``"naive"`` forward runs the naive backward (per-gate GEMMs, numpy passes);
-    every other cache runs the fused one: one fused kernel and one GEMM per step, and the
-    weight gradients of all steps as two big GEMMs at the end."""
+    every other cache runs the fused one: one fused kernel and one GEMM per step (B gemv calls for a
+    ``"gemv"`` cache), and the weight gradients of all steps as two big GEMMs at the end."""
     if not isinstance(cache, LSTMCache):
         raise TypeError(f"cache: expected the LSTMCache of lstm_forward(..., return_cache=True), "
                         f"got {type(cache).__name__}")
@@ -476,10 +500,15 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     if cache.method == "naive":
         return _backward_naive(params, cache, dH, dh, dc)
     dZ = np.empty((T, B, 4 * nh), dt)
+    rows = cache.method == "gemv"
     for t in range(T - 1, -1, -1):
         c_prev = cache.C[t - 1] if t > 0 else cache.c0
         _cell_backward(cache.A[t], cache.C[t], c_prev, dH[t], dh, dc, dZ[t])
-        np.matmul(dZ[t], params.W_hh, out=dh)     # dh_{t-1} = dZ_t W_hh  (B, H)
+        if rows:                                  # one gemv per batch row, as the gemv forward
+            for b in range(B):
+                np.matmul(dZ[t, b], params.W_hh, out=dh[b])
+        else:
+            np.matmul(dZ[t], params.W_hh, out=dh)     # dh_{t-1} = dZ_t W_hh  (B, H)
     H_prev = np.concatenate([cache.h0[None], cache.H[:-1]], axis=0).reshape(T * B, nh)
     dZ2 = dZ.reshape(T * B, 4 * nh)
     db = dZ2.sum(axis=0)

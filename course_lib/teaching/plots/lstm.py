@@ -7,7 +7,7 @@ from . import new_axes
 from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
-__all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "method_bars", "hit_rate_bars"]
+__all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "latency_plot", "method_bars", "hit_rate_bars"]
 
 
 def draw_cell(ax=None):
@@ -118,27 +118,41 @@ def profile_bars(profiles, ax=None, seed_share: float | None = None):
     return ax
 
 
-def overhead_plot(data, ax=None):
-    """Microseconds per step per sample against batch size, one line per method."""
+def _batch_lines(data, ax, ylabel, title):
+    """One line per method against batch size, both axes log with plain-number ticks; ``title`` may
+    name ``{H}``."""
     _check_data(data, "data")
     ax = new_axes(ax)
     for key, values in data.items():
         if key in ("B", "H", "noise"):
             continue
         ax.loglog(data["B"], values, "o-", label=key)
-    from matplotlib.ticker import FuncFormatter  # noqa: PLC0415
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
-    for axis in (ax.xaxis, ax.yaxis):  # plain numbers on both log axes, major and minor ticks alike
-        axis.set_major_formatter(plain)
-        axis.set_minor_formatter(plain)
-    ax.tick_params(axis="both", which="minor", labelsize=7)
+    ax.xaxis.set_major_locator(FixedLocator(data["B"]))  # the measured batch sizes, nothing between
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1-2-5 steps, plain numbers
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch size B")
-    ax.set_ylabel("µs per step per sample")
-    ax.set_title(f"time per step per sample against batch size (H = {data['H']})")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title.format(H=data["H"]))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def overhead_plot(data, ax=None):
+    """Microseconds per step per sample against batch size, one line per method."""
+    return _batch_lines(data, ax, "µs per step per sample",
+                        "time per step per sample against batch size (H = {H})")
+
+
+def latency_plot(data, ax=None):
+    """Milliseconds per step against batch size (``experiments.lstm.latency_vs_batch``), one line per method."""
+    return _batch_lines(data, ax, "ms per step", "latency of one step against batch size (H = {H})")
 
 
 def method_bars(values: dict, ax=None, title: str = "", ylabel: str = "ms per time step",
