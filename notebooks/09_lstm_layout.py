@@ -440,9 +440,7 @@ else:
 # At inference a server often has only a few requests at once. A BLAS GEMM first *packs* its
 # operands -- copies $W_{hh}$ into cache-sized panels -- and at B = 2 that copy of 4H × H weights
 # can cost more than the multiplications. `gemv` instead runs one matrix–vector product per batch
-# row, streaming $W_{hh}$ as stored; a threaded gemv hands each thread the same rows on every call,
-# so weights that fit in the cores' caches stay there from step to step -- the idea of the
-# "persistent" RNN kernels that keep $W_{hh}$ on chip.
+# row, streaming $W_{hh}$ as stored -- B passes over the weights instead of one packed copy.
 #
 # **Predict:** going from B = 1 to B = 2 doubles the arithmetic. How much longer will one step take
 # with one GEMM per step? With `gemv`? Up to which B will `gemv` stay ahead?

@@ -23,10 +23,8 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
 * ``"gemv"``       for small batches: as ``fused_pre`` but the recurrent product is one matrix-vector
                    product per batch row, ``z_b = W_hh h_b`` (B BLAS gemv calls). A GEMM packs (copies)
                    all of ``W_hh`` into its blocked layout on every call -- for B = 2 that copy costs
-                   more than the multiplications -- while gemv streams ``W_hh`` as it is stored; a
-                   threaded gemv gives each thread the same rows on every call, so a ``W_hh`` that
-                   fits in the cores' caches stays there from step to step. The backward pass uses
-                   gemv the same way.
+                   more than the multiplications -- while gemv streams ``W_hh`` as it is stored.
+                   The backward pass uses gemv the same way.
 
 A call computes with the method it is given and never measures anything; the fastest method for a shape
 on this machine is :func:`course_lib.experiments.autotune.best_method` (measured once, cached), and
