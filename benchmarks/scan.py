@@ -15,6 +15,7 @@ medians), and every table ends with the run's noise verdict -- on a shared machi
    H = 1, T = 2^22: chunked >= 4x the sequential loop on 2 threads and >= 2.5x on 1 thread;
    H <= 8 (T * H = 2^22): chunked never slower than the sequential loop;
    H = 128, T = 2^20: chunked >= 90% of the 2-thread streaming bandwidth.
+2b. The backward pass (the reverse scan): sequential vs chunked at H = 1 and H = 128.
 3. The crossover map: for T and H from 1 to 512 (T * H <= 2^24), which of sequential / over channels /
    over time wins, with its speed-up over the sequential loop.
 """
@@ -177,6 +178,43 @@ def goals(quick, repeat):
         print("# " + noise.warning())
 
 
+def backward(quick, repeat):
+    """The backward pass is the reverse scan (scan.linear_recurrence_backward): the same methods.
+    Measured twice: the reverse scan alone (the forward code on the time-reversed inputs, what the
+    methods parallelise) and the whole backward call (plus reversing the inputs and forming dL/da,
+    element-wise work that no scan method changes)."""
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    print(f"\n## 2b. The backward pass: the reverse scan (linear_recurrence_backward), {p} numba threads")
+    print(f"{'H':>4} {'T':>8} | {'reverse scan: seq':>17} {'chunked':>9} {'x seq':>6} | "
+          f"{'whole backward: seq':>19} {'chunked':>9} {'x seq':>6} | {'scan share':>10}")
+    noise = None
+    for H, T in ((1, 2 ** 14 if quick else 2 ** 22), (128, 2 ** 12 if quick else 2 ** 20)):
+        a, x, h0 = scan.random_problem(T, H, seed=3)
+        h = scan.linear_recurrence(a, x, h0)
+        g = np.random.default_rng(4).standard_normal(a.shape).astype(np.float32)
+        a_rev = np.concatenate([np.zeros((1, H), np.float32), a[:0:-1]])  # a_{t+1}, reversed in time
+        g_rev = np.ascontiguousarray(g[::-1])
+        out = np.empty_like(a)
+        zero = np.zeros(H, np.float32)
+        ref = scan.linear_recurrence_backward(a, h, h0, g)
+        got = scan.linear_recurrence_backward(a, h, h0, g, method="chunked")
+        err = max(float(np.max(np.abs(r - q)) / max(1.0, float(np.max(np.abs(r))))) for r, q in zip(ref, got))
+        c = timing.compare(repeat=repeat,
+                           scan_seq=lambda: scan.linear_recurrence(a_rev, g_rev, zero, out=out),
+                           scan_chunked=lambda: scan.linear_recurrence(a_rev, g_rev, zero, method="chunked", out=out),
+                           seq=lambda: scan.linear_recurrence_backward(a, h, h0, g),
+                           chunked=lambda: scan.linear_recurrence_backward(a, h, h0, g, method="chunked"))
+        ms = {k: 1e3 * t.median for k, t in c.timings.items()}
+        print(f"{H:>4} {T:>8} | {ms['scan_seq']:>15.2f}ms {ms['scan_chunked']:>7.2f}ms "
+              f"{ms['scan_seq'] / ms['scan_chunked']:>5.2f}x | {ms['seq']:>17.2f}ms {ms['chunked']:>7.2f}ms "
+              f"{ms['seq'] / ms['chunked']:>5.2f}x | {100 * ms['scan_seq'] / ms['seq']:>9.0f}%   "
+              f"(max rel. diff {err:.1e})")
+        noise = c.noise if noise is None else (noise | c.noise)
+    print("# scan share: the serial reverse scan's part of the serial backward -- the most any scan method can remove")
+    if not noise.ok:
+        print("# " + noise.warning())
+
+
 def crossover_map(quick, repeat):
     Ts = [2 ** k for k in ((6, 10, 14) if quick else (4, 7, 10, 13, 16, 19, 22))]
     Hs = [1, 8, 64] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -202,7 +240,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test, < 30 s)")
     ap.add_argument("--H", type=int, default=128)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table,goals,map")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table,goals,backward,map")
     args = ap.parse_args(argv)
     sizes = [2 ** 11, 2 ** 13] if args.quick else [2 ** 16, 2 ** 20]
     repeat = 2 if args.quick else 5
@@ -219,6 +257,8 @@ def main(argv=None) -> int:
         table_h128(sizes, args.H, repeat, torch)
     if "goals" not in skip:
         goals(args.quick, repeat)
+    if "backward" not in skip:
+        backward(args.quick, repeat)
     if "map" not in skip:
         crossover_map(args.quick, 3 if not args.quick else 2)
     from course_lib.teaching.claims import claim  # noqa: PLC0415
