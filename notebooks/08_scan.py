@@ -183,10 +183,11 @@ else:
 # the serial loop moves 12 per element (read $a$ and $x$, write $h$); a chunk that is reduced and
 # later expanded reads $a$ and $x$ *twice* -- 20 bytes. On a machine whose memory bus is the
 # limit, that extra traffic eats most of the parallel gain. So by default `method="chunked"`
-# runs **cache-blocked**: time is cut into super-blocks; inside each, every thread reduces a chunk
-# small enough to stay in its own L2 cache, and then expands *the same chunk* while it is still
-# there. Each element then crosses the memory bus once, as in the serial loop. (`chunks=C` still
-# runs the one-split textbook version.)
+# runs **cache-blocked and pipelined**: time is cut into rounds of small chunks. In each round
+# thread 0 scans one chunk straight through, while every other thread expands the chunk it
+# reduced in the *previous* round -- small enough to be still in its own L2 cache -- and then
+# reduces its next one. Each element crosses the memory bus once, as in the serial loop, and no
+# thread waits for a phase to end. (`chunks=C` still runs the one-split textbook version.)
 #
 # ### SIMD lanes are the CPU's threads
 #

@@ -268,6 +268,19 @@ def test_blocked_chunked_scan_equals_the_float64_loop(T, chunk, lanes):
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("p", [1, 2, 3, 5])
+@pytest.mark.parametrize("K", [1, 4])
+@pytest.mark.parametrize("T", [1, 6, 40, 333])
+def test_pipelined_rounds_equal_the_float64_loop_for_any_thread_count(p, K, T):
+    """The pipelined kernel with p chunk owners (independent of how many threads the machine has):
+    rounds of X + (p-1) Y chunks, partial last rounds, empty Y chunks, lanes or the channel loop."""
+    a, x, h0 = scan.random_problem(T, 3, seed=T + p + K, dtype="float64", low=-1.0, high=1.0)
+    for L in (1, 4, 7):
+        h = np.empty_like(a)
+        scan._chunked_blocked(a, x, h0, h, p, L, K, scan._x_chunk(L))
+        np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype,tol", [("float32", 2e-5), ("float64", 1e-12)])
 @pytest.mark.parametrize("H", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("T", [1, 5, 33, 4097, 20000])
