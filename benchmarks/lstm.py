@@ -228,9 +228,12 @@ def main(argv=None) -> int:
     # a shape whose fused pass spends >= 80% of its time in GEMMs has nothing left to fuse away
     light = [r for r in t_rows if gemm_share[r["shape"]] < 0.8]
     heavy = [str(r["shape"]) for r in t_rows if gemm_share[r["shape"]] >= 0.8]
-    _goal("'tuned' >= 2x faster than 'naive' where GEMMs are not the whole step (forward+backward)"
-          + (f"; not applicable to {', '.join(heavy)} (>= 80% GEMM, section 1)" if heavy else ""),
-          all(r["ms"]["naive"] / r["ms"]["tuned"] >= 2.0 for r in light), t_ok, [], peak)
+    text = "'tuned' >= 2x faster than 'naive' where GEMMs are not the whole step (forward+backward)"
+    if light:
+        _goal(text + (f"; not applicable to {', '.join(heavy)} (>= 80% GEMM, section 1)" if heavy else ""),
+              all(r["ms"]["naive"] / r["ms"]["tuned"] >= 2.0 for r in light), t_ok, [], peak)
+    else:
+        print(f"goal {text}: not applicable here -- every shape spends >= 80% of its pass in GEMMs (section 1)")
     if torch is not None:
         first = [r for r in f_rows if r["shape"] == shapes[0]]
         _goal(f"'tuned' forward within 1.15x of torch.nn.LSTM at {shapes[0]}",

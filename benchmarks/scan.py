@@ -159,9 +159,12 @@ def goals(quick, repeat):
         cc = timing.compare(repeat=repeat, sequential=lambda: scan.linear_recurrence(a, x, h0, out=h),
                             chunked=lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
         noise = noise | cc.noise
-        print(f"H = {H}, T = {T}: chunked {cc.speedup('chunked'):.2f}x sequential "
-              f"(lanes {scan.choose_lanes(H, 4)}, time chunks {scan.choose_chunks(T, H)})")
-        verdicts.append((f"H={H}: chunked not slower than sequential", cc.speedup("chunked") >= 0.95))
+        # "never slower": judged on the best repeat of each (medians of two runs of the *same* loop --
+        # chunked runs the sequential loop for 5..16 channels -- differ by the machine's noise)
+        best = cc.timings["sequential"].min / cc.timings["chunked"].min
+        print(f"H = {H}, T = {T}: chunked {cc.speedup('chunked'):.2f}x sequential (best repeats {best:.2f}x; "
+              f"lanes {scan.choose_lanes(H, 4)}, time chunks {scan.choose_chunks(T, H)})")
+        verdicts.append((f"H={H}: chunked not slower than sequential", best >= 0.95))
     T = 2 ** 14 if quick else 2 ** 20
     a, x, h0 = scan.random_problem(T, 128, seed=2)
     h = np.empty_like(a)
