@@ -861,12 +861,11 @@ def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", 
     with np.errstate(over="ignore", invalid="ignore"):
         g_rev_out = _run(method, a_rev, g_rev, np.zeros_like(h02), opts, g_rev)
     _check_result(g_rev_out, a_rev, g_rev, "a", "grad_h", reversed_time=True)
-    g = g_rev_out[::-1]
-    h_prev = np.empty_like(h2)
-    h_prev[0] = h02
-    h_prev[1:] = h2[:-1]
+    g = np.ascontiguousarray(g_rev_out[::-1])
+    grad_a = np.empty_like(h2)
     with np.errstate(over="ignore", invalid="ignore"):
-        grad_a = h_prev * g
+        np.multiply(h02, g[0], out=grad_a[0])          # dL/da_t = h_{t-1} g_t, h_{-1} = h0
+        np.multiply(h2[:-1], g[1:], out=grad_a[1:])   # one pass, no shifted copy of h
         grad_h0 = a2[0] * g[0]
     # the reverse scan never reads h or a[0]: a NaN there shows up only in grad_a / grad_h0
     # (x * NaN is NaN for every x), so checking them (one pass) catches every non-finite input
@@ -874,5 +873,4 @@ def linear_recurrence_backward(a, h, h0, grad_h, *, method: str = "sequential", 
         check_array(h2, "h", dtype=None)
         check_array(a2[:1], "a", dtype=None)
         raise ValueError("a, h, grad_h: the gradients overflowed (|a| > 1 or huge values)")
-    return (np.ascontiguousarray(grad_a).reshape(shape), np.ascontiguousarray(g).reshape(shape),
-            grad_h0.reshape(shape[1:]))
+    return grad_a.reshape(shape), g.reshape(shape), grad_h0.reshape(shape[1:])
