@@ -183,36 +183,21 @@ def goals(quick, repeat):
 
 def backward(quick, repeat):
     """The backward pass is the reverse scan (scan.linear_recurrence_backward): the same methods.
-    Measured twice: the reverse scan alone (the forward code on the time-reversed inputs, what the
-    methods parallelise) and the whole backward call (plus reversing the inputs and forming dL/da,
-    element-wise work that no scan method changes)."""
+    Measured twice (experiments.scan.backward_speedup): the reverse scan alone (the forward code on
+    the time-reversed inputs, what the methods parallelise) and the whole backward call (plus
+    reversing the inputs and forming dL/da, element-wise work that no scan method changes)."""
     p = int(numba.config.NUMBA_NUM_THREADS)
     print(f"\n## 2b. The backward pass: the reverse scan (linear_recurrence_backward), {p} numba threads")
     print(f"{'H':>4} {'T':>8} | {'reverse scan: seq':>17} {'chunked':>9} {'x seq':>6} | "
           f"{'whole backward: seq':>19} {'chunked':>9} {'x seq':>6} | {'scan share':>10}")
     noise = None
     for H, T in ((1, 2 ** 14 if quick else 2 ** 22), (128, 2 ** 12 if quick else 2 ** 20)):
-        a, x, h0 = scan.random_problem(T, H, seed=3)
-        h = scan.linear_recurrence(a, x, h0)
-        g = np.random.default_rng(4).standard_normal(a.shape).astype(np.float32)
-        a_rev = np.concatenate([np.zeros((1, H), np.float32), a[:0:-1]])  # a_{t+1}, reversed in time
-        g_rev = np.ascontiguousarray(g[::-1])
-        out = np.empty_like(a)
-        zero = np.zeros(H, np.float32)
-        ref = scan.linear_recurrence_backward(a, h, h0, g)
-        got = scan.linear_recurrence_backward(a, h, h0, g, method="chunked")
-        err = max(float(np.max(np.abs(r - q)) / max(1.0, float(np.max(np.abs(r))))) for r, q in zip(ref, got))
-        c = timing.compare(repeat=repeat,
-                           scan_seq=lambda: scan.linear_recurrence(a_rev, g_rev, zero, out=out),
-                           scan_chunked=lambda: scan.linear_recurrence(a_rev, g_rev, zero, method="chunked", out=out),
-                           seq=lambda: scan.linear_recurrence_backward(a, h, h0, g),
-                           chunked=lambda: scan.linear_recurrence_backward(a, h, h0, g, method="chunked"))
-        ms = {k: 1e3 * t.median for k, t in c.timings.items()}
-        print(f"{H:>4} {T:>8} | {ms['scan_seq']:>15.2f}ms {ms['scan_chunked']:>7.2f}ms "
-              f"{ms['scan_seq'] / ms['scan_chunked']:>5.2f}x | {ms['seq']:>17.2f}ms {ms['chunked']:>7.2f}ms "
-              f"{ms['seq'] / ms['chunked']:>5.2f}x | {100 * ms['scan_seq'] / ms['seq']:>9.0f}%   "
-              f"(max rel. diff {err:.1e})")
-        noise = c.noise if noise is None else (noise | c.noise)
+        r = xscan.backward_speedup(T, H, repeat=repeat)
+        ms = r["ms"]
+        print(f"{H:>4} {T:>8} | {ms['scan_seq']:>15.2f}ms {ms['scan_par']:>7.2f}ms {r['scan_speedup']:>5.2f}x | "
+              f"{ms['whole_seq']:>17.2f}ms {ms['whole_par']:>7.2f}ms {r['whole_speedup']:>5.2f}x | "
+              f"{100 * r['scan_share']:>9.0f}%   (max rel. diff {r['max_rel_diff']:.1e})")
+        noise = r["noise"] if noise is None else (noise | r["noise"])
     print("# scan share: the serial reverse scan's part of the serial backward -- the most any scan method can remove")
     if not noise.ok:
         print("# " + noise.warning())

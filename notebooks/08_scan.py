@@ -388,9 +388,39 @@ print(verdict("001.summary.kernel_speedup", like, here=f"{P} CPU cores, T = {las
 frac = 100 * last["gbs"]["chunked"] / bw
 print(verdict("001.bandwidth.fraction", frac, here=f"chunked, {P} CPU threads, T = {last['T']}",
               pivot=None, unit="%", noise=mvt["noise"],
-              reasons=[(frac > 43 * 2, "a CPU's caches and prefetchers reach a larger share of its "
-                                       "(much smaller) bandwidth than the seed's Kepler GPU did"),
-                       (frac < 43 / 2, "the time-parallel scan does extra work per element on this CPU")]))
+              reasons=[(frac > 2 * claim("001.bandwidth.fraction").value,
+                        "a CPU's caches and prefetchers reach a larger share of its "
+                        "(much smaller) bandwidth than the seed's Kepler GPU did"),
+                       (frac < claim("001.bandwidth.fraction").value / 2,
+                        "the time-parallel scan does extra work per element on this CPU")]))
+
+# %% [markdown]
+# ### The backward pass is a scan too
+#
+# Backpropagating through $h_t = a_t h_{t-1} + x_t$ gives $g_t = a_{t+1} g_{t+1} + \partial L/\partial h_t$:
+# the same recurrence, run from the last step down (`scan.linear_recurrence_backward`). It takes the
+# same `method=`, so the backward gets the same parallelism. Around the scan it does element-wise
+# work no method changes: it reverses its inputs and forms $\partial L/\partial a_t = h_{t-1} g_t$.
+#
+# **Predict:** will the whole backward call gain as much as its reverse scan? At one channel and
+# at 128?
+
+# %% tags=["nbval-ignore-output"]
+bwd = [xscan.backward_speedup(T_, H_, repeat=3)
+       for H_, T_ in ((1, timing.scaled(2 ** 21, 2 ** 16)), (H, timing.scaled(2 ** 18, 2 ** 12)))]
+for r in bwd:
+    print(f"H = {r['H']:3d}, T = {r['T']:8d}: reverse scan {r['scan_speedup']:.2f}x, whole backward "
+          f"{r['whole_speedup']:.2f}x the serial one; the serial scan is {r['scan_share']:.0%} of the serial backward "
+          f"(chunked equals serial: {r['max_rel_diff'] < 1e-5})")
+noise_b = bwd[0]["noise"] | bwd[1]["noise"]
+if not noise_b.ok:
+    print(noise_b.warning())
+else:
+    for r in bwd:
+        cap = 1 / (1 - r["scan_share"] + r["scan_share"] / max(r["scan_speedup"], 1e-9))
+        print(f"H = {r['H']}: Amdahl with the measured scan share and scan speed-up allows {cap:.2f}x; measured "
+              f"{r['whole_speedup']:.2f}x" + (" -- the element-wise work around the scan sets the limit"
+                                              if r["scan_share"] < 0.5 else ""))
 
 # %% [markdown]
 # ## 7 · RNNs built on the scan

@@ -57,3 +57,17 @@ def test_layer_speedup_and_remember_first():
         xs.layer_speedup("lstm")
     with pytest.raises(ValueError, match="layers\\[i\\]: expected one of"):
         xs.remember_first(8, layers=("gru",))
+
+
+def test_backward_speedup_agrees_with_the_serial_backward():
+    """The backward helper times the right things: its parallel backward equals the serial one, the
+    speed-ups are the ratios of its own timings, and bad arguments are named."""
+    r = xs.backward_speedup(2000, 3, repeat=2)
+    assert r["max_rel_diff"] < 1e-5 and set(r["ms"]) == {"scan_seq", "scan_par", "whole_seq", "whole_par"}
+    assert r["scan_speedup"] == pytest.approx(r["ms"]["scan_seq"] / r["ms"]["scan_par"])
+    assert r["whole_speedup"] == pytest.approx(r["ms"]["whole_seq"] / r["ms"]["whole_par"])
+    assert 0 < r["scan_share"] and hasattr(r["noise"], "ok")
+    with pytest.raises(ValueError, match="method"):
+        xs.backward_speedup(100, 1, method="cuda")
+    with pytest.raises(ValueError, match="T"):
+        xs.backward_speedup(0, 1)

@@ -14,6 +14,7 @@ here depends on ``COURSE_BUDGET``. Bytes: the recurrence reads ``a`` and ``x`` a
 ``chunked_phases``     reduce / scan-of-carries / expand of the CPU scan, timed one by one
 ``cuda_phases``        the same for the three CUDA kernels (simulator without a GPU)
 ``scan_sweep``         one (T, H, method) point against the serial loop: the slider panel's data
+``backward_speedup``   the backward pass: the reverse scan alone and the whole ``linear_recurrence_backward``
 ``layer_speedup``      a whole GILR-LSTM / SRU / QRNN layer, forward + backward, scan method vs method
 ``remember_first``     seed 001's table: time and epochs to 100% for the LSTM and the scan-based layer
 """
@@ -36,6 +37,7 @@ __all__ = [
     "chunked_phases",
     "cuda_phases",
     "scan_sweep",
+    "backward_speedup",
     "layer_speedup",
     "remember_first",
     "PHASES",
@@ -249,6 +251,38 @@ def scan_sweep(T: int = 4096, H: int = 128, method: str = "chunked", chunks: int
 
 
 # --------------------------------------------------------------------------- seed 001's layer experiments
+def backward_speedup(T: int, H: int = 1, *, method: str = "chunked", repeat: int = 3, seed: int = 3) -> dict:
+    """The backward pass of ``h = linear_recurrence(a, x, h0)`` with ``method`` against the serial one,
+    float32, timed twice in one interleaved run: the reverse scan alone (the forward code on the
+    time-reversed ``a_{t+1}`` and ``dL/dh``, into a preallocated array -- what a scan method
+    parallelises) and the whole :func:`~course_lib.algorithms.scan.linear_recurrence_backward` call
+    (which also reverses its inputs and forms ``dL/da``). Returns ``{"T", "H", "method", "ms":
+    {"scan_seq", "scan_par", "whole_seq", "whole_par"}, "scan_speedup", "whole_speedup",
+    "scan_share" (the serial reverse scan's share of the serial backward), "max_rel_diff", "noise"}``."""
+    T, H = check_positive_int(T, "T"), check_positive_int(H, "H")
+    method = check_choice(method, "method", scan.METHODS[:-1])
+    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    h = scan.linear_recurrence(a, x, h0)
+    g = np.random.default_rng(seed + 1).standard_normal(a.shape).astype(np.float32)
+    a_rev = np.concatenate([np.zeros((1, H), np.float32), a[:0:-1]])  # a_{t+1}, reversed in time
+    g_rev = np.ascontiguousarray(g[::-1])
+    out = np.empty_like(a)
+    zero = np.zeros(H, np.float32)
+    ref = scan.linear_recurrence_backward(a, h, h0, g)
+    got = scan.linear_recurrence_backward(a, h, h0, g, method=method)
+    diff = max(float(np.max(np.abs(r - q)) / max(1.0, float(np.max(np.abs(r))))) for r, q in zip(ref, got))
+    scan_par = _methods(a_rev, g_rev, zero, out, (method,))[method]
+    cmp = timing.compare(repeat=repeat,
+                         scan_seq=lambda: scan.linear_recurrence(a_rev, g_rev, zero, out=out),
+                         scan_par=scan_par,
+                         whole_seq=lambda: scan.linear_recurrence_backward(a, h, h0, g),
+                         whole_par=lambda: scan.linear_recurrence_backward(a, h, h0, g, method=method))
+    ms = {k: 1e3 * t.median for k, t in cmp.timings.items()}
+    return {"T": T, "H": H, "method": method, "ms": ms, "scan_speedup": ms["scan_seq"] / ms["scan_par"],
+            "whole_speedup": ms["whole_seq"] / ms["whole_par"], "scan_share": ms["scan_seq"] / ms["whole_seq"],
+            "max_rel_diff": diff, "noise": cmp.noise}
+
+
 def layer_speedup(layer: str = "sru", T: int = 1 << 16, B: int = 1, nx: int = 4, H: int = 4, *,
                   methods=("sequential", "channels", "chunked"), dtype: str = "float32", repeat: int = 3,
                   seed: int = 0) -> dict:
