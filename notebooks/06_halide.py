@@ -176,7 +176,7 @@ if HALIDE:
                            (True, "the step also does element-wise and tanh work that does not vectorise as well")],
                   noise=getattr(table["cmp"], "noise", None)))
     print(verdict("000.halide.fig12.parallel_ideal", ours=f["parallel"]["with simd"], here=f"{cores} cores",
-                  reasons=[(cores < 8, f"{cores} cores here, not 61"),
+                  reasons=[(cores < 8, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}"),
                            (True, "a small batch gives each thread little work")],
                   noise=getattr(table["cmp"], "noise", None)))
 
@@ -190,8 +190,10 @@ if HALIDE:
 if HALIDE:
     print(f"best schedule: {f['best']}, {f['best_speedup']:.1f}x over serial Halide on {cores} cores")
     print(verdict("000.halide.summary.speedup", ours=f["best_speedup"], here=f"{cores} cores, B={B_table}",
-                  reasons=[(cores < 16, f"{cores} cores here, not 61: threads can add at most {cores}x"),
-                           (B_table < 1000, f"batch {B_table}, not 1000: less work per product")],
+                  reasons=[(cores < 16, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}: "
+                                         f"threads can add at most {cores}x"),
+                           (B_table < claims.claim("000.task.batch").value,
+                            f"batch {B_table}, not {claims.claim('000.task.batch').value:.0f}: less work per product")],
                   noise=getattr(table["cmp"], "noise", None)))
 
 # %% [markdown]
