@@ -189,7 +189,8 @@ print(f"ours: the best numba kernel ({best['name']}) at n = {N_BIG} takes {behin
 print(verdict("000.halide.fig8.halide_vs_numpy", behind, here=f"{backend.cpu_count()} cores, one {N_BIG}³ GEMM",
               reasons=[(behind < 1.5 and best["name"] == "parallel_tiled",
                         f"our packed, register-blocked kernel reaches {best['pct_of_blas']:.0f}% of BLAS on a single GEMM; "
-                        "the seed's number is a whole training epoch against NumPy on 61 cores"),
+                        "the seed's number is a whole training epoch against NumPy on "
+                        f"{claims.claim('000.halide.fig12.parallel_ideal').value:.0f} cores"),
                        (behind >= 1.5, f"BLAS's own packing and micro-kernels stay {behind:.1f}x ahead here")],
               noise=fast["noise"]))
 
