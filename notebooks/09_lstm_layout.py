@@ -39,7 +39,7 @@ print(show("003.obs1.gemm_share", "003.fig2a.launch_overhead", "003.fig3.hit_rat
            "003.fig3.hit_rate_XWt", "003.summary.vs_default", "003.summary.vs_cudnn"))
 
 # %% [markdown]
-# The code: [`course_lib/models/lstm.py`](../course_lib/models/lstm.py) (the layer, computed four ways),
+# The code: [`course_lib/models/lstm.py`](../course_lib/models/lstm.py) (the layer, computed five ways),
 # [`course_lib/models/lstm_lm.py`](../course_lib/models/lstm_lm.py) (a character LM),
 # [`course_lib/experiments/lstm.py`](../course_lib/experiments/lstm.py) (every measurement below) and
 # [`course_lib/experiments/autotune.py`](../course_lib/experiments/autotune.py).

@@ -1,4 +1,4 @@
-"""An LSTM layer in PyTorch's parameter layout, computed four ways (models layer; chapter 09).
+"""An LSTM layer in PyTorch's parameter layout, computed five ways (models layer; chapter 09).
 
 Parameters are stored exactly like ``torch.nn.LSTM`` (one layer), so weights move between the two
 (:meth:`LSTMParams.from_torch` / :meth:`LSTMParams.to_torch`)::
