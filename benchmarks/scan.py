@@ -59,20 +59,9 @@ def _register_loop(a, x, h0, h):
         h[t, 0] = c
 
 
-def _on(n, fn):
-    def run():
-        old = numba.get_num_threads()
-        numba.set_num_threads(n)
-        try:
-            return fn()
-        finally:
-            numba.set_num_threads(old)
-    return run
-
-
 def _stream_gbs(a, x, h, repeat):
     p = int(numba.config.NUMBA_NUM_THREADS)
-    c = timing.compare(repeat=repeat, **{f"{n}": _on(n, lambda: _stream(a, x, h)) for n in (1, p)})
+    c = timing.compare(repeat=repeat, **{f"{n}": backend.on_threads(n, lambda: _stream(a, x, h)) for n in (1, p)})
     nbytes = 3 * a.nbytes
     return {int(k): nbytes / t.median / 1e9 for k, t in c.timings.items()}, c.noise
 
@@ -90,7 +79,7 @@ def table_h128(sizes, H, repeat, torch):
         ref = scan.recurrence_float64(a, x, h0)
         fns = {"sequential (numba)": lambda: scan.linear_recurrence(a, x, h0, out=h),
                "sequential, new h each call": lambda: scan.linear_recurrence(a, x, h0),
-               "chunked, 1 thread": _on(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h)),
+               "chunked, 1 thread": backend.on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h)),
                f"chunked, {p} threads": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h),
                f"over channels, {p} threads": lambda: scan.linear_recurrence(a, x, h0, method="channels", out=h)}
         if T <= 2 ** 16:
@@ -139,9 +128,9 @@ def goals(quick, repeat):
     h = np.empty_like(a)
     fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=h),
            "register loop (1 channel)": lambda: _register_loop(a, x, h0, h),
-           "chunked, 1 thread": _on(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))}
+           "chunked, 1 thread": backend.on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))}
     for n in range(2, p + 1):
-        fns[f"chunked, {n} threads"] = _on(n, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
+        fns[f"chunked, {n} threads"] = backend.on_threads(n, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=h))
     c = timing.compare(repeat=repeat, **fns)
     nbytes = 3 * a.nbytes
     print(f"H = 1, T = {T1}, lanes per channel {scan.choose_lanes(1, 4)}:")

@@ -113,3 +113,13 @@ def test_blas_vector_bits_reports_the_kernel_family_and_the_cpu_width():
     if info["kernel"] is not None and str(info["kernel"]).lower() in bk._KERNEL_BITS:
         assert info["kernel_bits"] == bk._KERNEL_BITS[str(info["kernel"]).lower()]
     assert info["coretype_env"] == os.environ.get("OPENBLAS_CORETYPE")  # reported as found, never set
+
+
+def test_on_threads_runs_with_n_threads_and_restores_the_count():
+    import numba
+
+    before = numba.get_num_threads()
+    seen = backend.on_threads(1, numba.get_num_threads)()
+    assert seen == 1 and numba.get_num_threads() == before
+    with pytest.raises(ValueError, match="n"):
+        backend.on_threads(0, lambda: None)

@@ -34,6 +34,7 @@ __all__ = [
     "Report",
     "set_threads",
     "get_threads",
+    "on_threads",
     "max_threads",
     "xp",
     "mpi_available",
@@ -151,6 +152,24 @@ def get_threads() -> int:
     import numba  # noqa: PLC0415
 
     return int(numba.get_num_threads())
+
+
+def on_threads(n: int, fn):
+    """``fn`` wrapped to run with ``n`` numba threads and then restore the previous count (switching is
+    cheap, so the wrapper may sit inside a timed call). ``n`` is checked like :func:`set_threads`'s."""
+    from .validate import check_int  # noqa: PLC0415
+    import numba  # noqa: PLC0415
+
+    n = check_int(n, "n", low=1, high=int(numba.config.NUMBA_NUM_THREADS))
+
+    def run():
+        old = numba.get_num_threads()
+        numba.set_num_threads(n)
+        try:
+            return fn()
+        finally:
+            numba.set_num_threads(old)
+    return run
 
 
 def set_threads(n: int) -> int:

@@ -47,18 +47,6 @@ PHASES = ("reduce", "scan", "expand")
 _SCANS_PER_PASS = {"gilr_lstm": 2, "sru": 1, "qrnn": 1}
 
 
-def _on_threads(n: int, fn):
-    """``fn`` run with ``n`` numba threads (cheap to switch, so it may sit inside a timed call)."""
-    def run():
-        old = numba.get_num_threads()
-        numba.set_num_threads(n)
-        try:
-            return fn()
-        finally:
-            numba.set_num_threads(old)
-    return run
-
-
 def _methods(a, x, h0, out, methods):
     calls = {}
     for m in methods:
@@ -107,7 +95,7 @@ def thread_scaling(T: int, H: int = 128, *, repeat: int = 3, seed: int = 0) -> d
     p = int(numba.config.NUMBA_NUM_THREADS)
     fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out)}
     for n in range(1, p + 1):
-        fns[f"chunked_{n}"] = _on_threads(n, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out))
+        fns[f"chunked_{n}"] = backend.on_threads(n, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out))
     cmp = timing.compare(repeat=repeat, **fns)
     nbytes = 3 * a.nbytes
     rows = [{"threads": n, "seconds": cmp.timings[f"chunked_{n}"].median, "speedup": cmp.speedup(f"chunked_{n}"),
@@ -154,9 +142,9 @@ def lanes_vs_scalar(T: int, H: int = 1, *, repeat: int = 5, seed: int = 0) -> di
     K = scan.choose_lanes(H, a.dtype.itemsize)
     L = scan.chunk_steps(H, a.dtype.itemsize)
     fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out),
-           "scalar chunks": _on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=1,
+           "scalar chunks": backend.on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=1,
                                                                            chunk=L, out=out)),
-           f"{K} lanes": _on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=K,
+           f"{K} lanes": backend.on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=K,
                                                                        chunk=L, out=out))}
     cmp = timing.compare(repeat=repeat, **fns)
     secs = {k: t.median for k, t in cmp.timings.items()}
@@ -237,7 +225,7 @@ def scan_sweep(T: int = 4096, H: int = 128, method: str = "chunked", chunks: int
     opts = {"chunks": chunks} if (method == "chunked" and chunks) else {}
     fn = lambda: scan.linear_recurrence(a, x, h0, method=method, **opts)  # noqa: E731
     if threads:
-        fn = _on_threads(threads, fn)
+        fn = backend.on_threads(threads, fn)
     ref = lambda: scan.linear_recurrence(a, x, h0)  # noqa: E731
     cmp = timing.compare(repeat=repeat, sequential=ref, method=fn)
     h, r = fn(), ref()
