@@ -186,8 +186,8 @@ else:
 # runs **cache-blocked and pipelined**: time is cut into rounds of small chunks. In each round
 # thread 0 scans one chunk straight through, while every other thread expands the chunk it
 # reduced in the *previous* round -- small enough to be still in its own L2 cache -- and then
-# reduces its next one. Each element crosses the memory bus once, as in the serial loop, and no
-# thread waits for a phase to end. (`chunks=C` still runs the one-split textbook version.)
+# reduces its next one. Each element crosses the memory bus once, as in the serial loop, and every
+# thread has work in every round. (`chunks=C` still runs the one-split textbook version.)
 #
 # ### SIMD lanes are the CPU's threads
 #

@@ -487,8 +487,8 @@ def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out, WA, WB):
     """Compose all pairs of the flat range ``a, x`` (``L * n`` elements) into ``(A_out, B_out) (n,)``
     with K lanes per channel: windows per tile, then every lane composes its chain over the rows
     (:func:`_reduce_chunk`), and the lanes that hold each channel's last step give the tile's pair.
-    The windows are kept in ``WA, WB`` (flat, ``L * n``; empty arrays: not kept) for
-    :func:`_lanes_expand`, which then skips the window passes."""
+    The windows are kept in ``WA, WB`` (flat, ``L * n``) for :func:`_lanes_expand`, which then skips
+    the window passes."""
     W = K * n
     tile = max(W, (LANE_TILE // W) * W)
     total = a.shape[0]
@@ -502,9 +502,8 @@ def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out, WA, WB):
         e = min(total, s + tile)
         N = e - s
         A, B = _windows(a[s:e], x[s:e], n, W, scratch)
-        if WA.shape[0]:
-            WA[s:e] = A
-            WB[s:e] = B
+        WA[s:e] = A
+        WB[s:e] = B
         R = N // W
         if R:
             _reduce_chunk(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), PA, PB)
@@ -668,8 +667,8 @@ def choose_lanes(n: int, itemsize: int = 4) -> int:
 
 @njit(cache=True, parallel=True)
 def _channels(a, x, h0, h, bounds):
-    """Parallel over channel groups: each thread runs the serial loop (:func:`_sequential`, the same
-    vectorised code as ``method="sequential"``) over the whole time axis on its channels."""
+    """Parallel over channel groups: each thread runs the serial loop (:func:`_sequential`, the loop of
+    ``method="sequential"``) over the whole time axis on its channels."""
     nb = bounds.shape[0] - 1
     for b in prange(nb):
         s, e = bounds[b], bounds[b + 1]

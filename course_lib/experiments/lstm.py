@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from ..core import backend
-from ..core.timing import Noise, compare, gemm_flops, measure
+from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import check_choice, check_positive_int
 from ..models import lstm, lstm_lm
 
@@ -293,8 +293,6 @@ def profile_training(B: int, H: int, nx: int | None = None, T: int = 20, *, dtyp
     nx = H if nx is None else check_positive_int(nx, "nx")
     T = check_positive_int(T, "T")
     repeat = check_positive_int(repeat, "repeat")
-    from ..core.timing import peak_gflops  # noqa: PLC0415
-
     peak = peak_gflops(dtype) if peak is None else float(peak)
     p, X = _random_problem(B, H, nx, T, dtype)
     dH = np.random.default_rng(7).standard_normal((T, B, H)).astype(p.dtype)
