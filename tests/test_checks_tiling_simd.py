@@ -105,6 +105,23 @@ def good_parallel(A, B):
     return C
 
 
+@njit(parallel=True)
+def slow_parallel(A, B):
+    """Right, parallel over rows, race-free -- and every row computed 8 times over."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i in prange(m):
+        for _ in range(8):
+            for j in range(n):
+                C[i, j] = 0
+            for p in range(k):
+                a = A[i, p]
+                for j in range(n):
+                    C[i, j] += a * B[p, j]
+    return C
+
+
 @njit
 def serial_only(A, B):
     m, k = A.shape
@@ -220,11 +237,19 @@ def test_tiled_float64_and_not_implemented():
 
 
 def test_parallel_passes_and_reports_structure(capsys):
-    assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
+    # min_speedup=0: this test is about the structure the grader reports, not about timing (a good solution
+    # measured during the parallel test run can lose the speed race on a shared host); the speed rule is
+    # tested with the machine pinned quiet in test_a_slow_parallel_solution_fails_the_speed_test
+    assert tiling_simd_checks.check_parallel_matmul(good_parallel, min_speedup=0) == "Exercise 4.2 passed: 5/5 cases"
     out = capsys.readouterr().out
     assert "Exercise 4.2 passed: 5/5 cases" in out and "1 prange loop(s)" in out and "outer loop" in out
     assert "right with twice as many threads as cores (separate process)" in out
     assert tiling_simd_checks.check_parallel_matmul(parallel_row_blocks, min_speedup=0).startswith("Exercise 4.2 passed")
+
+
+def test_a_slow_parallel_solution_fails_the_speed_test(quiet_machine):
+    with pytest.raises(ExerciseFailed, match="speed test"):
+        tiling_simd_checks.check_parallel_matmul(slow_parallel)
 
 
 def test_prange_over_reduction_is_a_race():
