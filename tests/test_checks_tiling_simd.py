@@ -107,12 +107,12 @@ def good_parallel(A, B):
 
 @njit(parallel=True)
 def slow_parallel(A, B):
-    """Right, parallel over rows, race-free -- and every row computed 8 times over."""
+    """Right, parallel over rows, race-free -- and every row computed 32 times over (about 20x the course loop)."""
     m, k = A.shape
     n = B.shape[1]
     C = np.zeros((m, n), A.dtype)
     for i in prange(m):
-        for _ in range(8):
+        for _ in range(32):
             for j in range(n):
                 C[i, j] = 0
             for p in range(k):
