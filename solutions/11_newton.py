@@ -81,7 +81,7 @@ checks.exercise_2(newton_step)
 def gru_jacobian(params, h, gi):
     r, z, n, gh = jacobians.gru_gates(params, h, gi)
     H = h.shape[-1]
-    W = params["W_hh"]
+    W = params.W_hh
     ### BEGIN SOLUTION
     dr = (r * (1 - r))[..., :, None] * W[:H]
     dz = (z * (1 - z))[..., :, None] * W[H:2 * H]

@@ -62,11 +62,11 @@ def test_newton_step_errors_name_iteration_and_time_step(wrong, msg):
 
 
 def _no_reset_path(params, h, gi):
-    p = dict(params)
+    p = params
     J = jacobians.gru_jacobian(p, h, gi)
     H = h.shape[-1]
     r, z, n, gh = jacobians.gru_gates(p, h, gi)
-    dr = (r * (1 - r))[..., :, None] * p["W_hh"][:H]
+    dr = (r * (1 - r))[..., :, None] * p.W_hh[:H]
     return J - ((1 - z) * (1 - n * n) * gh[..., 2 * H:])[..., :, None] * dr  # forgets dr * gh_n
 
 

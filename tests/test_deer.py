@@ -1,6 +1,4 @@
 """DEER on the course's GRU and Elman RNN: equals the serial models, the gradient equals BPTT."""
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -48,8 +46,9 @@ def test_gradient_equals_bptt(problem, implicit):
     g, dh0 = deer.gru_gradient(p, X, dH, h0, implicit=implicit)
     Hs = gru.gru_forward(p, X, h0, implicit=implicit)
     g_ref, dh0_ref = gru.gru_backward(p, X, Hs, dH, h0, implicit=implicit)
-    for k in g_ref:
-        np.testing.assert_allclose(g[k], g_ref[k], atol=1e-9, rtol=1e-9, err_msg=k)
+    assert type(g) is gru.GRUParams and g.names() == g_ref.names()
+    for k, a, b in zip(g_ref.names(), g.arrays(), g_ref.arrays()):
+        np.testing.assert_allclose(a, b, atol=1e-9, rtol=1e-9, err_msg=k)
     np.testing.assert_allclose(dh0, dh0_ref, atol=1e-12)
 
 
@@ -65,19 +64,26 @@ def test_gru_jacobian_matches_finite_differences(problem):
                                    np.diagonal(J, axis1=-2, axis2=-1), atol=1e-15)
 
 
-def test_params_as_dataclass_work_too(problem):
+def test_one_gru_deer_uses_the_models_cell(problem):
     p, X, h0 = problem
+    GI = jacobians.gru_input_projection(p, X)
+    Hp = np.concatenate([h0[None], gru.gru_forward(p, X, h0)[:-1]])
+    for implicit in (False, True):
+        np.testing.assert_array_equal(jacobians.gru_step(p, Hp, GI, implicit=implicit, gamma=0.7),
+                                      gru.gru_cell(p, GI, Hp, implicit=implicit, gamma=0.7))
+    r, z, n, _ = jacobians.gru_gates(p, Hp, GI)
+    for a, b in zip((r, z, n), gru.gates(p, GI, Hp)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(jacobians.gru_serial_numba(p, X, h0), gru.gru_forward(p, X, h0), atol=1e-14)
 
-    @dataclasses.dataclass
-    class GRUParams:
-        W_ih: np.ndarray
-        W_hh: np.ndarray
-        b_ih: np.ndarray
-        b_hh: np.ndarray
 
-    pd = GRUParams(**{k: p[k] for k in jacobians.GRU_FIELDS})
-    np.testing.assert_allclose(deer.gru_forward(pd, X, h0), deer.gru_forward(p, X, h0), atol=0)
-    np.testing.assert_allclose(jacobians.gru_serial_numba(pd, X, h0), gru.gru_forward(p, X, h0), atol=1e-14)
+def test_dicts_are_not_params(problem):
+    p, X, h0 = problem
+    d = dict(zip(p.names(), p.arrays()))
+    for call in (lambda: deer.gru_forward(d, X, h0), lambda: jacobians.gru_step(d, h0, X[0] @ p.W_ih.T),
+                 lambda: deer.elman_forward({"Wxh": np.eye(4), "Whh": np.eye(4)}, X)):
+        with pytest.raises(TypeError, match=r"^params: expected"):
+            call()
 
 
 @pytest.mark.parametrize("method", deer.METHODS)
@@ -92,7 +98,8 @@ def test_elman_forward_equals_serial_rnn(method):
 
 def test_chaotic_gru_newton_diverges_clearly_damped_converges(problem):
     p, _, _ = problem
-    p8 = dict(p, W_hh=8 * p["W_hh"])
+    p8 = p.copy()
+    p8.W_hh *= 8
     X = np.random.default_rng(4).standard_normal((400, 2, 4))
     assert deer.gru_lyapunov(p8, X) > 0 > deer.gru_lyapunov(p, X)
     with pytest.raises(deer.NewtonDivergence, match=r"iteration \d+"):
@@ -107,7 +114,8 @@ def test_chaotic_gru_newton_diverges_clearly_damped_converges(problem):
     (lambda p, X: deer.gru_forward(p, X, method="bfgs"), ValueError, "method"),
     (lambda p, X: deer.gru_forward(p, X, gamma=0.0), ValueError, "gamma"),
     (lambda p, X: deer.gru_forward(p, X[..., :3]), ValueError, "X"),
-    (lambda p, X: deer.gru_forward({"W_ih": p["W_ih"]}, X), ValueError, "params"),
+    (lambda p, X: deer.gru_forward(gru.GRUParams(p.W_ih, p.W_hh, p.b_ih, p.b_hh + np.nan), X), ValueError,
+     "params.b_hh"),
     (lambda p, X: deer.gru_forward(42, X), TypeError, "params"),
     (lambda p, X: deer.gru_gradient(p, X, np.zeros((40, 3, 5))), ValueError, "dH"),
     (lambda p, X: deer.elman_forward(p, X), TypeError, "params"),

@@ -28,15 +28,27 @@ def test_init_params_layout():
     assert q.W_hh[0, 0] != p.W_hh[0, 0] and p.astype(np.float64).dtype == np.float64
 
 
-def test_params_read_like_the_old_dict_for_the_transition():
+def test_params_are_not_a_dict_any_more():
     p = G.init_params(3, 2)
-    assert list(p) == list(p.keys()) == ["W_ih", "W_hh", "b_ih", "b_hh"]
-    assert p["W_hh"] is p.W_hh and dict(p)["b_ih"] is p.b_ih
-    with pytest.raises(KeyError, match="params: GRUParams has no field 'W_out'"):
-        p["W_out"]
-    d = dict(p, W_hh=2 * p.W_hh)  # a dict with the four names is still accepted by the functions
-    X = np.ones((3, 1, 3), dtype=np.float32)
-    np.testing.assert_allclose(G.gru_forward(d, X), G.gru_forward(dataclasses.replace(p, W_hh=2 * p.W_hh), X))
+    assert p.names() == ["W_ih", "W_hh", "b_ih", "b_hh"]
+    with pytest.raises(TypeError):
+        p["W_hh"]
+    with pytest.raises(TypeError, match="^params: expected GRUParams"):
+        G.gru_forward(dict(zip(p.names(), p.arrays())), np.ones((3, 1, 3), dtype=np.float32))
+
+
+def test_cell_param_grads_is_the_sum_of_cell_backward_terms():
+    p, X, h0, dH = _problem()
+    H = G.gru_forward(p, X, h0)
+    Hprev = np.concatenate([h0[None], H[:-1]])
+    GI = G.input_projection(p, X)
+    g = G.cell_param_grads(p, X, GI, Hprev, dH, implicit=True, gamma=0.5)
+    assert type(g) is G.GRUParams
+    _, dgi, dgh = G.gru_cell_backward(p, GI, Hprev, dH, implicit=True, gamma=0.5)
+    np.testing.assert_allclose(g.W_hh, sum(dgh[t].T @ Hprev[t] for t in range(len(X))), rtol=1e-12)
+    np.testing.assert_allclose(g.b_ih, dgi.sum(axis=(0, 1)), rtol=1e-12)
+    with pytest.raises(ValueError, match="^lam"):
+        G.cell_param_grads(p, X, GI, Hprev, dH[:, :, :2])
 
 
 def test_classic_cell_is_pytorch_formula():
@@ -175,8 +187,8 @@ def test_bad_input_messages():
         G.gru_forward(p, X, m=4)
     with pytest.raises(TypeError, match="unknown option"):
         G.gru_forward(p, X, method="mgrit", banana=1)
-    with pytest.raises(ValueError, match="params: missing W_hh"):
-        G.gru_forward({k: p[k] for k in p if k != "W_hh"}, X)
+    with pytest.raises(TypeError, match="params: expected GRUParams"):
+        G.gru_forward({"W_ih": p.W_ih}, X)
     with pytest.raises(ValueError, match=r"params.W_hh: expected shape \(15, 5\)"):
         G.gru_forward(dataclasses.replace(p, W_hh=p.W_hh[:, :4]), X)
     with pytest.raises(ValueError, match="dH: expected shape"):

@@ -2,6 +2,6 @@
 
 ``backend`` (cores, SIMD, BLAS, threads, GPU or CUDA simulator), ``timing`` (measure, compare, the noise
 guard, FLOP and byte counts, the measured roofline), ``validate`` (argument checks that name the
-argument), ``optim`` (Adam), ``results`` (the one ``TrainResult``), ``mpi`` (the one ``mpiexec`` launcher).
+argument), ``params`` (the one parameter protocol, :class:`~course_lib.core.params.Params`), ``optim`` (Adam), ``results`` (the one ``TrainResult``), ``mpi`` (the one ``mpiexec`` launcher).
 Imports nothing from the rest of ``course_lib``.
 """

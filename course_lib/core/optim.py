@@ -1,8 +1,12 @@
 """Adam, the optimiser every chapter's training loop shares (layer 2: methods).
 
-    opt = Adam([W, b], lr=1e-2, clip=5.0)   # the arrays are updated in place
+    opt = Adam(params.arrays(), lr=1e-2, clip=5.0)   # a Params' arrays, updated in place
     for ...:
-        norm = opt.step([dW, db])            # returns the gradient norm before clipping
+        loss, grads = ...                            # grads: the same Params class
+        norm = opt.step(grads.arrays())              # returns the gradient norm before clipping
+
+Every training loop in the course uses it this way (:mod:`course_lib.core.params`); a plain list of
+arrays works too.
 
 Kingma & Ba's update with bias correction; ``clip`` rescales the gradients so that their global
 norm is at most ``clip``. A non-finite gradient stops training with a FloatingPointError
@@ -15,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .params import Params
 from .validate import as_array, check_array, check_float
 
 __all__ = ["Adam"]
@@ -25,6 +30,8 @@ class Adam:
 
     def __init__(self, params: Sequence[np.ndarray], lr: float, *, b1: float = 0.9, b2: float = 0.999,
                  eps: float = 1e-8, clip: float | None = None):
+        if isinstance(params, Params):
+            raise TypeError(f"params: expected a list of arrays -- pass {type(params).__name__}.arrays()")
         self.params = list(params)
         if not self.params or not all(isinstance(p, np.ndarray) for p in self.params):
             raise TypeError("params: expected a non-empty list of numpy arrays (updated in place)")
@@ -43,6 +50,8 @@ class Adam:
     def step(self, grads: Sequence[np.ndarray]) -> float:
         """One update from ``grads`` (same order and shapes as the params); returns the gradient
         norm before clipping."""
+        if isinstance(grads, Params):
+            raise TypeError(f"grads: expected a list of arrays -- pass {type(grads).__name__}.arrays()")
         if isinstance(grads, np.ndarray) or not hasattr(grads, "__iter__"):
             raise TypeError(f"grads: expected a list of arrays (one per parameter), got {type(grads).__name__}")
         grads = list(grads)

@@ -27,6 +27,8 @@ Public API
 ``init_params(nx, nh, *, seed=0, dtype=np.float32)`` -> GRUParams (PyTorch's uniform init)
 ``gates(params, gi, h)`` -> ``(r, z, n)``, each (B, H)
 ``gru_cell(params, gi, h, *, implicit=False, gamma=1.0)`` -> h' (B, H) (``gi`` = input projection (B, 3H))
+``gru_cell_backward(params, gi, h, dh_new, ...)`` -> ``(dh, dgi, dgh)``; ``cell_param_grads(params, X, GI, Hprev, lam, ...)``
+    -> GRUParams (the per-step weight terms summed: what gru_backward and DEER's gradient share)
 ``gru_forward(params, X, h0=None, *, implicit=False, dt=1.0, method="serial", return_history=False, **mgrit_opts)``
     -> H (T, B, H)
 ``gru_backward(params, X, H, dH, h0=None, *, implicit=False, dt=1.0, method="serial", ...)``
@@ -38,13 +40,14 @@ Public API
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..algorithms.activations import sigmoid
 from ..algorithms.mgrit import MGRIT
 from ..core.optim import Adam
+from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
                               check_positive_int)
@@ -60,6 +63,7 @@ __all__ = [
     "gates",
     "gru_cell",
     "gru_cell_backward",
+    "cell_param_grads",
     "gru_forward",
     "gru_backward",
     "gru_steps",
@@ -77,13 +81,10 @@ MGRIT_OPTIONS = ("m", "levels", "relax", "max_iter", "tol", "cycle", "threads", 
 
 # --------------------------------------------------------------------------- parameters
 @dataclass
-class GRUParams:
+class GRUParams(Params):
     """One GRU layer in PyTorch's layout: ``W_ih (3H, nx)``, ``W_hh (3H, H)``, ``b_ih, b_hh (3H,)``,
-    gate rows ordered r | z | n. Gradients come back in the same class.
-
-    Transition aid: a GRUParams also reads like the dict the course used before (``p["W_hh"]``,
-    ``p.keys()``, ``for name in p``, ``dict(p)``), so code written against the dict (the DEER chapter's
-    ``models.jacobians``) keeps working; new code uses the attributes."""
+    gate rows ordered r | z | n. Gradients come back in the same class (the protocol of
+    :class:`course_lib.core.params.Params`: ``names()``, ``arrays()``, ``copy()``, ``astype()``, ...)."""
 
     W_ih: np.ndarray
     W_hh: np.ndarray
@@ -107,34 +108,6 @@ class GRUParams:
     @property
     def nh(self) -> int:
         return self.W_hh.shape[1]
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.W_hh.dtype
-
-    def arrays(self) -> list[np.ndarray]:
-        """``[W_ih, W_hh, b_ih, b_hh]`` (the order an optimiser sees them)."""
-        return [self.W_ih, self.W_hh, self.b_ih, self.b_hh]
-
-    def copy(self) -> "GRUParams":
-        return GRUParams(*(a.copy() for a in self.arrays()))
-
-    def astype(self, dtype) -> "GRUParams":
-        """A copy in ``dtype`` (float32 or float64)."""
-        dtype = check_dtype(dtype, "dtype")
-        return GRUParams(*(np.asarray(a, dtype=dtype) for a in self.arrays()))
-
-    # the dict-like reading (transition aid, see the class docstring)
-    def keys(self) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(self))
-
-    def __iter__(self):
-        return iter(self.keys())
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        if name not in self.keys():
-            raise KeyError(f"params: GRUParams has no field {name!r} (fields: {', '.join(self.keys())})")
-        return getattr(self, name)
 
     @classmethod
     def from_torch(cls, module) -> "GRUParams":
@@ -176,14 +149,8 @@ def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> GRUPara
 
 
 def _as_params(params) -> GRUParams:
-    """GRUParams as given; a mapping with the four names (the pre-GRUParams dict) is wrapped."""
     if isinstance(params, GRUParams):
         return params
-    if isinstance(params, dict):
-        missing = [k for k in ("W_ih", "W_hh", "b_ih", "b_hh") if k not in params]
-        if missing:
-            raise ValueError(f"params: missing {', '.join(missing)} (expected W_ih, W_hh, b_ih, b_hh)")
-        return GRUParams(params["W_ih"], params["W_hh"], params["b_ih"], params["b_hh"])
     raise TypeError(f"params: expected GRUParams (see gru.init_params), got {type(params).__name__}")
 
 
@@ -288,7 +255,7 @@ def gru_cell_backward(params, gi, h, dh_new, *, implicit: bool = False, gamma: f
     return _cell_backward(p, gi, h, dh_new, implicit=implicit, gamma=gamma)
 
 
-def _cell_backward(p: GRUParams, gi, h, dh_new, *, implicit: bool, gamma: float):
+def _cell_backward(p: GRUParams, gi, h, dh_new, *, implicit: bool, gamma: float, need_dh: bool = True):
     r, z, n, gh = _gates(p, gi, h)
     nh = h.shape[-1]
     a = gamma * (1.0 - z)
@@ -308,8 +275,35 @@ def _cell_backward(p: GRUParams, gi, h, dh_new, *, implicit: bool, gamma: float)
     dpre_r = dpre_n * gh[..., 2 * nh:] * r * (1.0 - r)
     dgi = np.concatenate([dpre_r, dpre_z, dpre_n], axis=-1)
     dgh = np.concatenate([dpre_r, dpre_z, dpre_n * r], axis=-1)
-    dh = dh_direct + dgh @ p.W_hh
+    dh = dh_direct + dgh @ p.W_hh if need_dh else None
     return dh, dgi, dgh
+
+
+def cell_param_grads(params, X, GI, Hprev, lam, *, implicit: bool = False, gamma: float = 1.0) -> GRUParams:
+    """The parameter gradients of a whole sequence, given the adjoint ``lam`` (T, B, H) =
+    ``dL/dh_t`` of every step's new state: the per-step terms of :func:`gru_cell_backward` summed over
+    time and batch (all steps at once). ``X`` (T, B, nx) the inputs, ``GI`` (T, B, 3H) their
+    :func:`input_projection`, ``Hprev`` (T, B, H) the state each step started from.
+    Returns a :class:`GRUParams` (the dtypes of ``params``)."""
+    p, nx, nh = _check_params(params)
+    dims = {"nx": nx}
+    X = check_array(X, "X", shape=("T", "B", "nx"), dims=dims)
+    GI = check_array(GI, "GI", shape=X.shape[:2] + (3 * nh,))
+    Hprev = check_array(Hprev, "Hprev", shape=X.shape[:2] + (nh,))
+    lam = check_array(lam, "lam", shape=Hprev.shape)
+    implicit = check_bool(implicit, "implicit")
+    gamma = check_float(gamma, "gamma", low=0.0)
+    return _param_grads(p, X, GI, Hprev, lam, implicit=implicit, gamma=gamma)
+
+
+def _param_grads(p: GRUParams, X, GI, Hprev, lam, *, implicit: bool, gamma: float) -> GRUParams:
+    _, dgi, dgh = _cell_backward(p, GI, Hprev, lam, implicit=implicit, gamma=gamma, need_dh=False)
+    return GRUParams(
+        W_ih=np.einsum("tbg,tbx->gx", dgi, X).astype(p.W_ih.dtype),
+        W_hh=np.einsum("tbg,tbh->gh", dgh, Hprev).astype(p.W_hh.dtype),
+        b_ih=dgi.sum(axis=(0, 1)).astype(p.b_ih.dtype),
+        b_hh=dgh.sum(axis=(0, 1)).astype(p.b_hh.dtype),
+    )
 
 
 # --------------------------------------------------------------------------- step functions for MGRIT
@@ -464,19 +458,13 @@ def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float
         V, hist = MGRIT(step, **opts).solve(dHp[Tp - 1].astype(S.dtype), Tp)
         Lam = V[::-1][: T + 1]  # V[k] = lambda_{Tp-k}
     # per-step parameter gradients, all time steps at once
-    _, dgi, dgh = _cell_backward(p, GI, S[:-1], Lam[1:], implicit=implicit, gamma=dt)
-    grads = GRUParams(
-        W_ih=np.einsum("tbg,tbx->gx", dgi, X).astype(p.W_ih.dtype),
-        W_hh=np.einsum("tbg,tbh->gh", dgh, S[:-1]).astype(p.W_hh.dtype),
-        b_ih=dgi.sum(axis=(0, 1)).astype(p.b_ih.dtype),
-        b_hh=dgh.sum(axis=(0, 1)).astype(p.b_hh.dtype),
-    )
+    grads = _param_grads(p, X, GI, S[:-1], Lam[1:], implicit=implicit, gamma=dt)
     return (grads, Lam[0], hist) if return_history else (grads, Lam[0])
 
 
 # --------------------------------------------------------------------------- classifier
 @dataclass
-class GRUClassifierParams:
+class GRUClassifierParams(Params):
     """GRU -> last hidden state -> linear -> softmax: ``gru`` (:class:`GRUParams`), ``W_out (C, H)``,
     ``b_out (C,)``. Gradients come back in the same class."""
 
@@ -492,15 +480,16 @@ class GRUClassifierParams:
         self.b_out = check_array(self.b_out, "b_out", shape=("C",), dims=dims, finite=False)
 
     @property
+    def nx(self) -> int:
+        return self.gru.nx
+
+    @property
+    def nh(self) -> int:
+        return self.gru.nh
+
+    @property
     def n_classes(self) -> int:
         return self.W_out.shape[0]
-
-    def arrays(self) -> list[np.ndarray]:
-        """``[W_ih, W_hh, b_ih, b_hh, W_out, b_out]`` (the order an optimiser sees them)."""
-        return self.gru.arrays() + [self.W_out, self.b_out]
-
-    def copy(self) -> "GRUClassifierParams":
-        return GRUClassifierParams(self.gru.copy(), self.W_out.copy(), self.b_out.copy())
 
 
 def init_classifier(nx: int, nh: int, n_classes: int, *, seed: int = 0, dtype=np.float32) -> GRUClassifierParams:

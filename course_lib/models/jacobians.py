@@ -19,22 +19,20 @@ GRU (chapters 09/10, PyTorch layout and gate order r, z, n; ``GI = X W_ih^T + b_
     implicit:  J = diag(1 / (1 + a)) + a_i / (1 + a_i) dn[i, j] - gamma (n_i - h'_i) / (1 + a_i) dz[i, j]
 
 ``diagonal=True`` returns only ``diag(J_t)`` (quasi-DEER) in ``O(H)`` per step.
-GRU parameters may be a dict (``p["W_hh"]``) or a dataclass (``p.W_hh``) with the fields
-``W_ih (3H, nx), W_hh (3H, H), b_ih (3H,), b_hh (3H,)``. The numba loops ``gru_serial_numba`` and
-``elman_serial_numba`` are the sequential baselines DEER has to beat.
+GRU parameters are a :class:`course_lib.models.gru.GRUParams`; the cell and its gates are that
+module's own (``gru_step`` and ``gru_gates`` only put the state first, DEER's argument order). The
+numba loops ``gru_serial_numba`` and ``elman_serial_numba`` are the compiled sequential baselines
+DEER has to beat (the same cell, written as one loop so no Python runs per step).
 """
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 import numpy as np
 from numba import njit
 
 from ..core.validate import check_alloc, check_array, check_float, check_shape
+from . import gru as _gru
 
 __all__ = [
-    "GRU_FIELDS",
-    "param",
     "gru_input_projection",
     "gru_gates",
     "gru_step",
@@ -46,73 +44,41 @@ __all__ = [
     "finite_difference_jacobian",
 ]
 
-GRU_FIELDS = ("W_ih", "W_hh", "b_ih", "b_hh")
 
-
-def param(p, name: str) -> np.ndarray:
-    """``p[name]`` for a dict, ``p.name`` for a dataclass; a clear error otherwise."""
-    if isinstance(p, Mapping):
-        if name not in p:
-            raise ValueError(f"params: missing {name!r} (expected fields {', '.join(GRU_FIELDS)})")
-        return p[name]
-    if not hasattr(p, name):
-        raise TypeError(f"params: expected a dict or a dataclass with field {name!r}, got {type(p).__name__}")
-    return getattr(p, name)
-
-
-def _gru_weights(p):
-    W_ih, W_hh, b_ih, b_hh = (np.asarray(param(p, k)) for k in GRU_FIELDS)
-    dims: dict = {}
-    check_array(W_hh, "params.W_hh", shape=("3H", "H"), dims=dims)
-    if dims["3H"] != 3 * dims["H"]:
-        raise ValueError(f"params.W_hh: expected shape (3H, H), got {W_hh.shape}")
-    check_array(W_ih, "params.W_ih", shape=("3H", "nx"), dims=dims)
-    check_array(b_ih, "params.b_ih", shape=("3H",), dims=dims)
-    check_array(b_hh, "params.b_hh", shape=("3H",), dims=dims)
-    return W_ih, W_hh, b_ih, b_hh
-
-
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # the same formula as models.gru
+def _gru_params(params) -> _gru.GRUParams:
+    """``params`` checked (a :class:`~course_lib.models.gru.GRUParams`: shapes, float dtypes, finite)."""
+    p, _, _ = _gru.check_params(params)
+    return p
 
 
 # --------------------------------------------------------------------------- GRU
+# The cell and its gates are models.gru's own (the one GRU); here they take DEER's argument order
+# (state first, all steps at once) and do not check the states: DEER's divergence detectors expect
+# NaN/inf to pass through.
 def gru_input_projection(params, X) -> np.ndarray:
-    """``GI = X W_ih^T + b_ih``: (T, B, nx) -> (T, B, 3H), one GEMM for all steps."""
-    W_ih, _, b_ih, _ = _gru_weights(params)
-    X = check_array(X, "X", ndim=(2, 3))
-    if X.shape[-1] != W_ih.shape[1]:
-        raise ValueError(f"X: expected {W_ih.shape[1]} features on the last axis, got shape {X.shape}")
-    return X @ W_ih.T + b_ih
+    """``GI = X W_ih^T + b_ih``: (T, B, nx) -> (T, B, 3H), one GEMM for all steps (:func:`models.gru.input_projection`)."""
+    return _gru.input_projection(params, X)
 
 
 def gru_gates(params, Hprev, GI):
-    """``(r, z, n, gh)`` at the states ``Hprev`` (..., H) with input projections ``GI`` (..., 3H)."""
-    _, W_hh, _, b_hh = _gru_weights(params)
-    H = W_hh.shape[1]
-    gh = Hprev @ W_hh.T + b_hh
-    r = _sigmoid(GI[..., :H] + gh[..., :H])
-    z = _sigmoid(GI[..., H:2 * H] + gh[..., H:2 * H])
-    n = np.tanh(GI[..., 2 * H:] + r * gh[..., 2 * H:])
-    return r, z, n, gh
+    """``(r, z, n, gh)`` at the states ``Hprev`` (..., H) with input projections ``GI`` (..., 3H)
+    (the gates of :mod:`course_lib.models.gru`, plus ``gh = h W_hh^T + b_hh``)."""
+    return _gru._gates(_gru_params(params), GI, Hprev)
 
 
 def gru_step(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
     """The GRU cell of :mod:`course_lib.models.gru` for all steps at once: ``f(h_{t-1}, x_t)``."""
-    r, z, n, _ = gru_gates(params, Hprev, GI)
-    a = gamma * (1.0 - z)
-    if implicit:
-        return (Hprev + a * n) / (1.0 + a)
-    return Hprev + a * (n - Hprev)
+    return _gru._cell(_gru_params(params), GI, Hprev, implicit=implicit, gamma=gamma)
 
 
 def gru_jacobian(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0,
                  diagonal: bool = False) -> np.ndarray:
     """``J_t = d gru_step / d h_{t-1}``: ``(..., H, H)`` (or its diagonal ``(..., H)``), see the module doc."""
-    _, W_hh, _, _ = _gru_weights(params)
+    p = _gru_params(params)
     gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
+    W_hh = p.W_hh
     H = W_hh.shape[1]
-    r, z, n, gh = gru_gates(params, Hprev, GI)
+    r, z, n, gh = _gru._gates(p, GI, Hprev)
     a = gamma * (1.0 - z)
     ghn = gh[..., 2 * H:]
     Wr, Wz, Wn = W_hh[:H], W_hh[H:2 * H], W_hh[2 * H:]
@@ -172,8 +138,9 @@ def _gru_loop(GI, W_hh, b_hh, h0, implicit, gamma, out):
 
 def gru_serial_numba(params, X, h0=None, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
     """The sequential GRU march as one compiled loop (the baseline; no Python per step) -> (T, B, H)."""
-    _, W_hh, _, b_hh = _gru_weights(params)
-    GI = np.ascontiguousarray(gru_input_projection(params, X))
+    p = _gru_params(params)
+    W_hh, b_hh = p.W_hh, p.b_hh
+    GI = np.ascontiguousarray(_gru.input_projection(p, X))
     if GI.ndim != 3:
         raise ValueError(f"X: expected shape (T, B, nx), got {np.shape(X)}")
     H = W_hh.shape[1]

@@ -20,7 +20,9 @@ import numpy as np
 from ..algorithms.newton import (METHODS, NewtonDivergence, gradient, lyapunov_exponent, residual,  # noqa: F401
                                  solve, span_model)
 from ..core.validate import check_array, check_float
+from ..models import gru as _gru
 from ..models import jacobians as _jx
+from ..models.rnn import RNNParams
 
 __all__ = [
     "METHODS",
@@ -74,40 +76,11 @@ def gru_forward(params, X, h0=None, *, method: str = "newton", implicit: bool = 
     ``models.gru.gru_forward(params, X, h0, implicit=implicit, dt=gamma)`` at convergence."""
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
-    H = np.asarray(_jx.param(params, "W_hh")).shape[1]
-    h0 = _h0(h0, X.shape[1], H, GI.dtype)
+    h0 = _h0(h0, X.shape[1], params.nh, GI.dtype)
     f, jac, jac_diag = gru_system(params, implicit=implicit, gamma=gamma)
     out, hist = solve(f, jac, h0, GI, method=method, tol=tol, max_iter=max_iter, init=init,
                       jac_diag=jac_diag, clip=clip, scan=scan, callback=callback)
     return (out, hist) if return_history else out
-
-
-def _gru_param_grads(params, X, GI, Hprev, lam, implicit, gamma):
-    """Per-step parameter gradients from the adjoint ``lam`` (all t at once), as in models.gru."""
-    _, W_hh, _, _ = _jx._gru_weights(params)
-    H = W_hh.shape[1]
-    r, z, n, gh = _jx.gru_gates(params, Hprev, GI)
-    a = gamma * (1.0 - z)
-    if implicit:
-        d = 1.0 + a
-        hnew = (Hprev + a * n) / d
-        dn = lam * a / d
-        da = lam * (n - hnew) / d
-    else:
-        dn = lam * a
-        da = lam * (n - Hprev)
-    dpre_z = -gamma * da * z * (1.0 - z)
-    dpre_n = dn * (1.0 - n * n)
-    dpre_r = dpre_n * gh[..., 2 * H:] * r * (1.0 - r)
-    dgi = np.concatenate([dpre_r, dpre_z, dpre_n], axis=-1)
-    dgh = np.concatenate([dpre_r, dpre_z, dpre_n * r], axis=-1)
-    dt = {k: np.asarray(_jx.param(params, k)).dtype for k in _jx.GRU_FIELDS}
-    return {
-        "W_ih": np.einsum("tbg,tbx->gx", dgi, X).astype(dt["W_ih"]),
-        "b_ih": dgi.sum(axis=(0, 1)).astype(dt["b_ih"]),
-        "W_hh": np.einsum("tbg,tbh->gh", dgh, Hprev).astype(dt["W_hh"]),
-        "b_hh": dgh.sum(axis=(0, 1)).astype(dt["b_hh"]),
-    }
 
 
 def gru_gradient(params, X, dH, h0=None, *, H=None, method: str = "newton", implicit: bool = False,
@@ -117,10 +90,12 @@ def gru_gradient(params, X, dH, h0=None, *, H=None, method: str = "newton", impl
 
     Forward by DEER (unless the states ``H`` are given), then the implicit function theorem: one
     transposed linear recurrence through the converged Jacobians gives the adjoint, and the weight
-    gradients are independent per step. Returns ``(grads, dh0)`` like ``models.gru.gru_backward``."""
+    gradients are independent per step (:func:`course_lib.models.gru.cell_param_grads`, the GRU's own
+    cell backward). Returns ``(grads, dh0)`` like ``models.gru.gru_backward``: ``grads`` a
+    :class:`~course_lib.models.gru.GRUParams`."""
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
-    nh = np.asarray(_jx.param(params, "W_hh")).shape[1]
+    nh = params.nh
     h0 = _h0(h0, X.shape[1], nh, GI.dtype)
     dH = check_array(dH, "dH", shape=X.shape[:2] + (nh,))
     if H is None:
@@ -131,7 +106,7 @@ def gru_gradient(params, X, dH, h0=None, *, H=None, method: str = "newton", impl
     _, jac, _ = gru_system(params, implicit=implicit, gamma=gamma)
 
     def vjp(Hprev, GI_, lam):
-        return _gru_param_grads(params, X, GI_, Hprev, lam, implicit, gamma)
+        return _gru.cell_param_grads(params, X, GI_, Hprev, lam, implicit=implicit, gamma=gamma)
 
     return gradient(jac, H, h0, GI, dH.astype(H.dtype), vjp=vjp, scan=scan)
 
@@ -140,8 +115,7 @@ def gru_lyapunov(params, X, h0=None, *, implicit: bool = False, gamma: float = 1
     """Largest Lyapunov exponent of the GRU along its trajectory on ``X`` (per step)."""
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
-    nh = np.asarray(_jx.param(params, "W_hh")).shape[1]
-    h0 = _h0(h0, X.shape[1], nh, GI.dtype)
+    h0 = _h0(h0, X.shape[1], params.nh, GI.dtype)
     Hs = _jx.gru_serial_numba(params, X, h0, implicit=implicit, gamma=gamma)
     _, jac, _ = gru_system(params, implicit=implicit, gamma=gamma)
     return lyapunov_exponent(jac, Hs, h0, GI, seed=seed)
@@ -149,15 +123,11 @@ def gru_lyapunov(params, X, h0=None, *, implicit: bool = False, gamma: float = 1
 
 # --------------------------------------------------------------------------- Elman
 def _elman_weights(params):
-    Wxh = getattr(params, "Wxh", None)
-    Whh = getattr(params, "Whh", None)
-    if Wxh is None and isinstance(params, dict):
-        Wxh, Whh = params.get("Wxh"), params.get("Whh")
-    if Wxh is None or Whh is None:
-        raise TypeError(f"params: expected RNNParams (or a dict) with Wxh and Whh, got {type(params).__name__}")
+    if not isinstance(params, RNNParams):
+        raise TypeError(f"params: expected RNNParams (models.rnn.init_params), got {type(params).__name__}")
     dims: dict = {}
-    Wxh = check_array(Wxh, "params.Wxh", shape=("nx", "H"), dims=dims)
-    Whh = check_array(Whh, "params.Whh", shape=("H", "H"), dims=dims)
+    Wxh = check_array(params.Wxh, "params.Wxh", shape=("nx", "H"), dims=dims)
+    Whh = check_array(params.Whh, "params.Whh", shape=("H", "H"), dims=dims)
     return Wxh, Whh
 
 

@@ -121,12 +121,13 @@ _GATES = {"r": "the reset gate r (only W_hh's r rows are nonzero)",
 
 def _gate_params(which: str, seed: int):
     p0 = gru.init_params(3, 4, seed=seed, dtype=np.float64)
-    p = {k: np.array(jacobians.param(p0, k)) * (3.0 if k == "W_hh" else 1.0) for k in jacobians.GRU_FIELDS}
+    p = p0.copy()
+    p.W_hh *= 3.0
     if which != "all":
         k = {"r": 0, "z": 1, "n": 2}[which]
-        W = np.zeros_like(p["W_hh"])
-        W[k * 4:(k + 1) * 4] = p["W_hh"][k * 4:(k + 1) * 4]
-        p["W_hh"] = W
+        W = np.zeros_like(p.W_hh)
+        W[k * 4:(k + 1) * 4] = p.W_hh[k * 4:(k + 1) * 4]
+        p.W_hh = W
     return p
 
 
@@ -141,7 +142,7 @@ def exercise_3(gru_jacobian) -> str:
         h = 0.8 * rng.standard_normal((2, 4))
         gi = rng.standard_normal((2, 12))
         fd = jacobians.finite_difference_jacobian(lambda hh: jacobians.gru_step(p, hh, gi), h)
-        got = _as_float_array("11.3", _call("11.3", gru_jacobian, {k: v.copy() for k, v in p.items()}, h.copy(),
+        got = _as_float_array("11.3", _call("11.3", gru_jacobian, p.copy(), h.copy(),
                                             gi.copy()), "J (B, H, H)")
         if got.shape != fd.shape:
             raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}: expected shape {fd.shape} (B, H, H), "
