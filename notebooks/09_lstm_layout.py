@@ -150,12 +150,14 @@ else:
 
 # %% [markdown]
 # The backward pass (`lstm_backward(params, cache, dH)`, with the cache from
-# `lstm_forward(..., return_cache=True)`) is checked against numerical gradients in float64:
+# `lstm_forward(..., return_cache=True)`) returns the weights' gradients as an `LSTMParams` (same
+# names and shapes as the weights), then the inputs' `dX, dh0, dc0`. It is checked against numerical
+# gradients in float64:
 
 # %%
 _, _, cache = lstm.lstm_forward(p64, X, h0, c0, method="fused_pre", return_cache=True)
 Wl = rng.standard_normal((T, B, H))            # loss = sum(Wl * H)
-grads = lstm.lstm_backward(p64, cache, Wl)
+grads, dX, dh0, dc0 = lstm.lstm_backward(p64, cache, Wl)
 eps, worst = 1e-6, 0.0
 for name in ("W_ih", "W_hh", "b_ih"):
     arr = getattr(p64, name)

@@ -88,10 +88,11 @@ def test_matches_torch_lstm_forward_and_backward():
         H, (h, c), cache = lstm.lstm_forward(p, X, h0[None], c0[None], method=v, return_cache=True)
         np.testing.assert_allclose(H, out.detach().numpy(), atol=1e-12)
         np.testing.assert_allclose(c, cT.detach().numpy()[0], atol=1e-12)
-        g = lstm.lstm_backward(p, cache, dH, dhT, dcT)
+        g, dX, dh0, dc0 = lstm.lstm_backward(p, cache, dH, dhT, dcT)
+        assert type(g) is lstm.LSTMParams and g.names() == p.names()
         for ours, theirs in ((g.W_ih, m.weight_ih_l0.grad), (g.W_hh, m.weight_hh_l0.grad),
-                             (g.b_ih, m.bias_ih_l0.grad), (g.b_hh, m.bias_hh_l0.grad), (g.X, Xt.grad),
-                             (g.h0, h0t.grad[0]), (g.c0, c0t.grad[0])):
+                             (g.b_ih, m.bias_ih_l0.grad), (g.b_hh, m.bias_hh_l0.grad), (dX, Xt.grad),
+                             (dh0, h0t.grad[0]), (dc0, c0t.grad[0])):
             np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-10, err_msg=v)
 
 
@@ -122,10 +123,10 @@ def test_numerical_gradients(method):
         return np.sum(W * H) + np.sum(wh * hT) + np.sum(wc * cT)
 
     _, _, cache = lstm.lstm_forward(p, X, h0, c0, method=method, return_cache=True)
-    g = lstm.lstm_backward(p, cache, W, wh, wc)
+    g, dX, dh0, dc0 = lstm.lstm_backward(p, cache, W, wh, wc)
     eps = 1e-6
     for name, arr, grad in (("W_ih", p.W_ih, g.W_ih), ("W_hh", p.W_hh, g.W_hh), ("b_ih", p.b_ih, g.b_ih),
-                            ("b_hh", p.b_hh, g.b_hh), ("X", X, g.X), ("h0", h0, g.h0), ("c0", c0, g.c0)):
+                            ("b_hh", p.b_hh, g.b_hh), ("X", X, dX), ("h0", h0, dh0), ("c0", c0, dc0)):
         num = np.zeros_like(arr)
         for idx in np.ndindex(arr.shape):
             old = arr[idx]

@@ -70,7 +70,7 @@ def rnn_numerical_gradients(params: rnn.RNNParams, X: np.ndarray, Y: np.ndarray,
     def E(_W):
         return rnn.loss(rnn.forward(p64, X64, h64).Yhat, Y64)
 
-    return rnn.RNNParams(**{name: numerical_gradient(E, w, eps) for name, w in p64.fields().items()})
+    return rnn.RNNParams(*(numerical_gradient(E, w, eps) for w in p64.arrays()))
 
 
 def relative_error(a: np.ndarray, b: np.ndarray) -> float:
@@ -92,4 +92,4 @@ def gradient_errors(analytic: rnn.RNNParams, numeric: rnn.RNNParams) -> dict[str
     for g, nm in ((analytic, "analytic"), (numeric, "numeric")):
         if not isinstance(g, rnn.RNNParams):
             raise TypeError(f"{nm}: expected an RNNParams of gradients, got {type(g).__name__}")
-    return {name: relative_error(getattr(analytic, name), getattr(numeric, name)) for name in ("Wxh", "Whh", "Why")}
+    return {name: relative_error(a, n) for name, a, n in zip(analytic.names(), analytic.arrays(), numeric.arrays())}

@@ -31,7 +31,8 @@ on this machine is :func:`course_lib.experiments.autotune.best_method` (measured
 :func:`course_lib.experiments.autotune.lstm_forward_tuned` runs it.
 
 ``lstm_backward(params, cache, dH, dh_T, dc_T)`` is backpropagation through time; get the cache
-with ``lstm_forward(..., return_cache=True)``, which returns ``(H, (h_T, c_T), cache)``.
+with ``lstm_forward(..., return_cache=True)``, which returns ``(H, (h_T, c_T), cache)``. It returns
+``(grads, dX, dh0, dc0)``: ``grads`` an :class:`LSTMParams` (the weights' gradients), then the inputs'.
 The fused kernels use :mod:`course_lib.algorithms.activations` (``fast_tanh`` / ``fast_sigmoid``:
 a vectorisable rational tanh in float32, exact ``tanh`` in float64).
 """
@@ -43,13 +44,13 @@ import numpy as np
 from numba import njit
 
 from ..algorithms.activations import fast_sigmoid, fast_tanh, sigmoid
+from ..core.params import Params
 from ..core.validate import check_array, check_choice, check_positive_int
 
 __all__ = [
     "GATES",
     "METHODS",
     "LSTMParams",
-    "LSTMGrads",
     "LSTMCache",
     "init_params",
     "check_params",
@@ -64,8 +65,9 @@ METHODS = ("naive", "fused", "fused_pre", "transposed", "gemv")
 
 # --------------------------------------------------------------------------- parameters
 @dataclass
-class LSTMParams:
-    """One LSTM layer, PyTorch layout: ``W_ih (4H, nx)``, ``W_hh (4H, H)``, ``b_ih, b_hh (4H,)``."""
+class LSTMParams(Params):
+    """One LSTM layer, PyTorch layout: ``W_ih (4H, nx)``, ``W_hh (4H, H)``, ``b_ih, b_hh (4H,)``.
+    Gradients come back in the same class (the :class:`course_lib.core.params.Params` protocol)."""
 
     W_ih: np.ndarray
     W_hh: np.ndarray
@@ -85,10 +87,6 @@ class LSTMParams:
     @property
     def nx(self) -> int:
         return self.W_ih.shape[1]
-
-    @property
-    def dtype(self):
-        return self.W_hh.dtype
 
     @classmethod
     def from_torch(cls, lstm) -> "LSTMParams":
@@ -120,30 +118,6 @@ class LSTMParams:
                               ("bias_ih_l0", self.b_ih), ("bias_hh_l0", self.b_hh)):
                 getattr(m, name).copy_(torch.from_numpy(np.ascontiguousarray(arr)))
         return m
-
-
-@dataclass
-class LSTMGrads:
-    """Gradients with the parameters' field names (and layouts), plus the inputs' gradients."""
-
-    W_ih: np.ndarray
-    W_hh: np.ndarray
-    b_ih: np.ndarray
-    b_hh: np.ndarray
-    X: np.ndarray
-    h0: np.ndarray
-    c0: np.ndarray
-
-    def __post_init__(self):  # shapes only (O(1))
-        dims: dict = {}
-        for name, shape in (("W_hh", ("G", "H")), ("W_ih", ("G", "nx")), ("b_ih", ("G",)), ("b_hh", ("G",)),
-                            ("X", ("T", "B", "nx")), ("h0", ("B", "H")), ("c0", ("B", "H"))):
-            if name in ("h0", "c0") and getattr(self, name) is None:  # filled in at the end of the naive backward
-                continue
-            setattr(self, name, check_array(getattr(self, name), f"grads.{name}", shape=shape, dims=dims,
-                                            finite=False))
-        if dims["G"] != 4 * dims["H"]:
-            raise ValueError(f"grads.W_hh: expected shape (4*H, H), got {self.W_hh.shape}")
 
 
 @dataclass
@@ -478,9 +452,10 @@ def lstm_step(params: LSTMParams, x, h, c):
 
 
 # --------------------------------------------------------------------------- backward
-def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None) -> LSTMGrads:
+def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None):
     """Backpropagation through time. ``dH (T, B, nh)`` is dLoss/dH; ``dh_T, dc_T (B, nh)`` are
-    gradients arriving at the final state (zeros when None). Returns :class:`LSTMGrads`.
+    gradients arriving at the final state (zeros when None). Returns ``(grads, dX, dh0, dc0)``:
+    ``grads`` an :class:`LSTMParams` of the weights' gradients, ``dX (T, B, nx)``, ``dh0, dc0 (B, nh)``.
 
     The cache of a ``"naive"`` forward runs the naive backward (per-gate GEMMs, numpy passes);
     every other cache runs the fused one: one fused kernel and one GEMM per step (B gemv calls for a
@@ -510,15 +485,15 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     H_prev = np.concatenate([cache.h0[None], cache.H[:-1]], axis=0).reshape(T * B, nh)
     dZ2 = dZ.reshape(T * B, 4 * nh)
     db = dZ2.sum(axis=0)
-    return LSTMGrads(W_ih=dZ2.T @ cache.X.reshape(T * B, nx), W_hh=dZ2.T @ H_prev, b_ih=db, b_hh=db.copy(),
-                     X=(dZ2 @ params.W_ih).reshape(T, B, nx), h0=dh, c0=dc)
+    grads = LSTMParams(W_ih=dZ2.T @ cache.X.reshape(T * B, nx), W_hh=dZ2.T @ H_prev, b_ih=db, b_hh=db.copy())
+    return grads, (dZ2 @ params.W_ih).reshape(T, B, nx), dh, dc
 
 
 def _backward_naive(p, cache, dH, dh, dc):
     T, B, nx = cache.X.shape
     nh = p.nh
-    g = LSTMGrads(np.zeros_like(p.W_ih), np.zeros_like(p.W_hh), np.zeros_like(p.b_ih),
-                  np.zeros_like(p.b_hh), np.zeros_like(cache.X), None, None)
+    g = p.zeros_like()
+    dX = np.zeros_like(cache.X)
     for t in range(T - 1, -1, -1):
         A = cache.A[t]
         i, f, gg, o = (A[:, k * nh:(k + 1) * nh] for k in range(4))
@@ -533,10 +508,9 @@ def _backward_naive(p, cache, dH, dh, dc):
         for k in range(4):  # per-gate GEMMs
             rows = slice(k * nh, (k + 1) * nh)
             dh += dz[k] @ p.W_hh[rows]
-            g.X[t] += dz[k] @ p.W_ih[rows]
+            dX[t] += dz[k] @ p.W_ih[rows]
             g.W_hh[rows] += dz[k].T @ h_prev
             g.W_ih[rows] += dz[k].T @ cache.X[t]
             g.b_ih[rows] += dz[k].sum(axis=0)
     g.b_hh[:] = g.b_ih
-    g.h0, g.c0 = dh, dc
-    return g
+    return g, dX, dh, dc

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import lstm
 from ..core.optim import Adam
+from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import check_alloc, check_array, check_choice, check_float, check_positive_int
 from ..data.corpus import batch_windows, one_hot
@@ -27,8 +28,9 @@ __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
 
 
 @dataclass
-class LMParams:
-    """``lstm`` (PyTorch layout, nx = V) and the softmax head ``W_out (V, H)``, ``b_out (V,)``."""
+class LMParams(Params):
+    """``lstm`` (PyTorch layout, nx = V) and the softmax head ``W_out (V, H)``, ``b_out (V,)``.
+    Gradients come back in the same class."""
 
     lstm: lstm.LSTMParams
     W_out: np.ndarray
@@ -40,6 +42,14 @@ class LMParams:
         V, H = self.lstm.nx, self.lstm.nh  # one-hot inputs: nx = V
         self.W_out = check_array(self.W_out, "W_out", shape=(V, H), finite=False)
         self.b_out = check_array(self.b_out, "b_out", shape=(V,), finite=False)
+
+    @property
+    def nx(self) -> int:
+        return self.lstm.nx
+
+    @property
+    def nh(self) -> int:
+        return self.lstm.nh
 
 
 def init_lm(V: int, H: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
@@ -82,12 +92,8 @@ def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre")
     dW_out = dlogits.T @ H2
     db_out = dlogits.sum(axis=0)
     dH = (dlogits @ params.W_out).reshape(Hs.shape)
-    g = lstm.lstm_backward(params.lstm, cache, dH)
-    return loss, LMParams(lstm.LSTMParams(g.W_ih, g.W_hh, g.b_ih, g.b_hh), dW_out, db_out)
-
-
-def _leaves(p: LMParams):
-    return [p.lstm.W_ih, p.lstm.W_hh, p.lstm.b_ih, p.lstm.b_hh, p.W_out, p.b_out]
+    g, _, _, _ = lstm.lstm_backward(params.lstm, cache, dH)
+    return loss, LMParams(g, dW_out, db_out)
 
 
 def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int = 40,
@@ -113,13 +119,13 @@ def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int 
     params = init_lm(V, H, seed=seed)
     rng = np.random.default_rng(seed)
     batches = [batch_windows(ids, T, B, rng) for _ in range(steps)]
-    opt = Adam(_leaves(params), lr, clip=clip)
+    opt = Adam(params.arrays(), lr, clip=clip)
     losses = []
     t0 = time.perf_counter()
     for x_ids, y_ids in batches:
         loss, grads = lm_loss_and_grads(params, x_ids, y_ids, method)
         losses.append(loss)
-        opt.step(_leaves(grads))
+        opt.step(grads.arrays())
     seconds = time.perf_counter() - t0
     return TrainResult(params, {"loss": losses}, seconds,
                        {"method": method, "tokens_per_s": steps * T * B / seconds, "H": H, "T": T, "B": B,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int,
                              FLOAT_DTYPES)
@@ -52,8 +53,9 @@ __all__ = [
 
 # --------------------------------------------------------------------------- containers
 @dataclass
-class RNNParams:
-    """The three weight matrices (also used to hold their gradients).
+class RNNParams(Params):
+    """The three weight matrices (also used to hold their gradients); the protocol of
+    :class:`course_lib.core.params.Params` (``names()``, ``arrays()``, ``copy()``, ``astype()``, ...).
 
     ``Wxh (nx, nh)`` input -> hidden, ``Whh (nh, nh)`` hidden -> hidden, ``Why (nh, ny)`` hidden -> output.
     """
@@ -74,20 +76,6 @@ class RNNParams:
     def ny(self) -> int:
         return self.Why.shape[1]
 
-    @property
-    def dtype(self) -> np.dtype:
-        return self.Wxh.dtype
-
-    def fields(self) -> dict[str, np.ndarray]:
-        """``{"Wxh": ..., "Whh": ..., "Why": ...}``."""
-        return {"Wxh": self.Wxh, "Whh": self.Whh, "Why": self.Why}
-
-    def copy(self) -> "RNNParams":
-        return RNNParams(self.Wxh.copy(), self.Whh.copy(), self.Why.copy())
-
-    def astype(self, dtype) -> "RNNParams":
-        dtype = check_dtype(dtype, "dtype")
-        return RNNParams(*(np.asarray(w, dtype=dtype) for w in (self.Wxh, self.Whh, self.Why)))
 
 
 @dataclass
@@ -122,7 +110,7 @@ def _check_params(params) -> RNNParams:
     check_array(params.Whh, "params.Whh", shape=("nh", "nh"), dims=dims)
     check_array(params.Why, "params.Why", shape=("nh", "ny"), dims=dims)
     dt = params.Wxh.dtype
-    for name, w in params.fields().items():
+    for name, w in zip(params.names(), params.arrays()):
         if w.dtype != dt:
             raise ValueError(f"params.{name}: expected dtype {dt} like params.Wxh, got {w.dtype}")
     return params
@@ -251,7 +239,7 @@ def bptt_quadratic(params: RNNParams, X: np.ndarray, Y: np.ndarray, h0: np.ndarr
     cache = forward(params, X, h0)
     H, H_prev = cache.H, cache.H_prev
     dO = _output_error(cache.Yhat, Y)                                  # (T, B, ny)
-    g = RNNParams(*(np.zeros_like(w) for w in (params.Wxh, params.Whh, params.Why)))
+    g = params.zeros_like()
     T = X.shape[0]
     for t in range(T - 1, -1, -1):
         g.Why += H[t].T @ dO[t]
@@ -302,14 +290,14 @@ def sgd_step(params: RNNParams, grads: RNNParams, lr: float) -> RNNParams:
         raise TypeError(f"grads: expected an RNNParams, got {type(grads).__name__}")
     lr = check_float(lr, "lr", low=0.0)
     out = {}
-    for name, w in params.fields().items():
-        g = check_array(getattr(grads, name), f"grads.{name}", shape=w.shape, finite=False)
+    for name, w, g in zip(params.names(), params.arrays(), grads.arrays()):
+        g = check_array(g, f"grads.{name}", shape=w.shape, finite=False)
         out[name] = (w - lr * g).astype(w.dtype, copy=False)
     return RNNParams(**out)
 
 
 def _finite_params(params: RNNParams) -> str | None:
-    for name, w in params.fields().items():
+    for name, w in zip(params.names(), params.arrays()):
         if not np.all(np.isfinite(w)):
             return name
     return None
@@ -369,7 +357,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
                 where = f"epoch {epoch + 1}, step {k + 1}"
                 if not math.isfinite(step_loss) or step_loss > explode_factor * max(start, 1e-12):
                     raise diverged(where, f"the loss per sequence is {step_loss:.4g}")
-                p = sgd_step(p, RNNParams(*(w / len(idx) for w in (g.Wxh, g.Whh, g.Why))), lr)
+                p = sgd_step(p, RNNParams(*(w / len(idx) for w in g.arrays())), lr)
                 bad = _finite_params(p)
                 if bad is not None:
                     raise diverged(where, f"params.{bad} became non-finite")
