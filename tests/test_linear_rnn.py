@@ -9,7 +9,7 @@ from course_lib.models import linear_rnn as L
 
 
 def _numgrad(params, X, W, name):
-    arr = X if name == "X" else params.fields()[name]
+    arr = X if name == "X" else getattr(params, name)
     num = np.zeros_like(arr)
     for idx in np.ndindex(arr.shape):
         old = arr[idx]
@@ -27,14 +27,14 @@ def test_gradients_match_finite_differences(layer):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((5, 2, 3))
     params = L.init_params(layer, 3, 4, k=3, seed=1)
-    assert params.layer == layer and params.H == 4 and params.nx == 3
+    assert params.layer == layer and params.H == params.nh == 4 and params.nx == 3
     Hs, cache = L.forward(params, X)
     assert Hs.shape == (5, 2, 4)
     W = rng.standard_normal(Hs.shape)
     grads, dX = L.backward(params, cache, W)
-    assert type(grads) is type(params) and set(grads.fields()) == set(params.fields())
-    for name in params.fields():
-        np.testing.assert_allclose(grads.fields()[name], _numgrad(params, X, W, name), rtol=1e-5, atol=1e-7,
+    assert type(grads) is type(params) and grads.names() == params.names()
+    for name, g in zip(grads.names(), grads.arrays()):
+        np.testing.assert_allclose(g, _numgrad(params, X, W, name), rtol=1e-5, atol=1e-7,
                                    err_msg=f"{layer}: d/d{name}")
     np.testing.assert_allclose(dX, _numgrad(params, X, W, "X"), rtol=1e-5, atol=1e-7, err_msg=f"{layer}: d/dX")
 
@@ -49,8 +49,8 @@ def test_any_scan_method_gives_the_same_layer(layer, method):
     np.testing.assert_allclose(H2, H1, rtol=1e-10, atol=1e-12)
     W = np.ones_like(H1)
     (g1, d1), (g2, d2) = L.backward(params, c1, W), L.backward(params, c2, W, method=method)
-    for n in g1.fields():
-        np.testing.assert_allclose(g2.fields()[n], g1.fields()[n], rtol=1e-9, atol=1e-11)
+    for n, a, b in zip(g1.names(), g1.arrays(), g2.arrays()):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-11, err_msg=n)
     np.testing.assert_allclose(d2, d1, rtol=1e-9, atol=1e-11)
 
 
@@ -61,8 +61,8 @@ def test_params_dataclasses():
     q.W[0, 0] += 1
     assert p.W[0, 0] != q.W[0, 0] and q.k == 4
     z = L.init_params("gilr_lstm", 2, 3).zeros_like()
-    assert isinstance(z, L.GILRParams) and not any(v.any() for v in z.fields().values())
-    assert list(L.init_params("lstm", 2, 3).fields()) == ["W", "U", "b"]
+    assert isinstance(z, L.GILRParams) and not any(v.any() for v in z.arrays())
+    assert L.init_params("lstm", 2, 3).names() == ["W", "U", "b"]
 
 
 def test_qrnn_is_causal():

@@ -136,7 +136,7 @@ def test_init_params_bad_inputs():
 
 def test_params_arrays_round_trip_and_astype():
     p, _ = _problem(layers=3)
-    q = m.SoftmaxRNNParams.from_arrays(p.arrays())
+    q = m.SoftmaxRNNParams.from_arrays(dict(zip(p.names(), p.arrays())))
     assert q.n_layers == 3 and np.array_equal(q.layers[2].U, p.layers[2].U)
     assert p.astype(np.float64).layers[0].W.dtype == np.float64
 

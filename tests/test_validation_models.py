@@ -108,9 +108,9 @@ def test_step_softmax_output_probs_from_arrays(params):
     raises_naming(ValueError, "o", srnn.softmax, np.zeros(0))
     raises_naming(ValueError, "axis", srnn.softmax, np.zeros((2, 3)), axis=2)
     raises_naming(ValueError, "h", srnn.output_probs, params, np.zeros((2, 3), np.float32))
-    raises_naming(ValueError, "arrays", srnn.SoftmaxRNNParams.from_arrays, {"U0": np.zeros((2, 2))})
+    raises_naming(ValueError, "arrays", srnn.SoftmaxRNNParams.from_arrays, {"layers.0.U": np.zeros((2, 2))})
     raises_naming(TypeError, "arrays", srnn.SoftmaxRNNParams.from_arrays, [1, 2])
-    back = srnn.SoftmaxRNNParams.from_arrays(params.arrays())
+    back = srnn.SoftmaxRNNParams.from_arrays(dict(zip(params.names(), params.arrays())))
     np.testing.assert_array_equal(back.V, params.V)
 
 

@@ -44,18 +44,18 @@ def test_mpi_worker_called_directly_returns_instead_of_aborting(tmp_path):
     (tmp_path / "input.npz").write_bytes(b"garbage")
     assert mpi_infer.main([str(tmp_path)]) == 2                      # corrupt input
     p = srnn.init_params(3, 4, 3, seed=0)
-    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([2, 2]), **p.arrays())
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([2, 2]), **dict(zip(p.names(), p.arrays())))
     assert mpi_infer.main([str(tmp_path)]) == 2                      # counts do not sum to B
-    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **p.arrays())
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
     for bad in (["--repeat", "x"], ["--repeat", "0"], ["--fail-rank", "5"], ["--bogus"]):
         assert mpi_infer.main([str(tmp_path), *bad]) == 2, bad
 
 
 def test_check_job_names_what_is_wrong(tmp_path):
     p = srnn.init_params(3, 4, 3, seed=0)
-    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 5), np.float32), counts=np.array([3]), **p.arrays())
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 5), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
     raises_naming(ValueError, "input.npz X", mpi_infer.check_job, tmp_path, [])
-    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **p.arrays())
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
     raises_naming(ValueError, "--hang-rank", mpi_infer.check_job, tmp_path, ["--hang-rank", "1"])
     mpi_infer.check_job(tmp_path, ["--repeat", "2"])
 
@@ -63,7 +63,7 @@ def test_check_job_names_what_is_wrong(tmp_path):
 @pytest.mark.skipif(not backend.mpi_available()[0], reason="no MPI here")
 def test_a_failing_single_rank_body_does_not_kill_the_caller(tmp_path):
     p = srnn.init_params(3, 4, 3, seed=0)
-    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **p.arrays())
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
     code = ("import sys; from course_lib.parallel import mpi_infer; "
             f"rc = mpi_infer.main([{str(tmp_path)!r}, '--fail-rank', '0']); print('caller alive', rc)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=50)

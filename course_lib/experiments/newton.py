@@ -213,9 +213,7 @@ def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", H: int = 8, B:
     Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, H=H, B=B))
     out: dict = {"T": list(Ts), **{m: [] for m in mingru.METHODS}}
     p64 = mingru.init_params(kind, 3, H, seed=seed)
-    import dataclasses  # noqa: PLC0415
-    p32 = dataclasses.replace(p64, **{f.name: getattr(p64, f.name).astype(np.float32)
-                                      for f in dataclasses.fields(p64)})
+    p32 = p64.astype(np.float32)
     for T in Ts:
         X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
         a, b = mingru.coefficients(kind, p64, X)

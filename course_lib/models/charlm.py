@@ -97,13 +97,6 @@ def loss_and_grads(params: SoftmaxRNNParams, X_ids, Y_ids) -> tuple[float, Softm
     return loss, SoftmaxRNNParams(grads, dV, dc)
 
 
-def _flat(p: SoftmaxRNNParams) -> list[np.ndarray]:
-    out = []
-    for L in p.layers:
-        out += [L.U, L.W, L.b]
-    return out + [p.V, p.c]
-
-
 def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, B: int = 32, lr: float = 3e-3,
           seed: int = 0, clip: float = 5.0, progress: bool = True) -> TrainResult:
     """Adam on random windows of ``ids`` (1-D token ids); gradients clipped to global norm ``clip``.
@@ -139,12 +132,12 @@ def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, B: in
 
 
 def _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses):
-    opt = Adam(_flat(p), lr, clip=clip)
+    opt = Adam(p.arrays(), lr, clip=clip)
     for k in bar:
         X_ids, Y_ids = batch_windows(ids, T, B, rng)
         loss, g = loss_and_grads(p, X_ids, Y_ids)
         losses.append(loss)
-        opt.step(_flat(g))
+        opt.step(g.arrays())
         if k % 25 == 0:
             bar.set_postfix(loss=f"{loss:.3f}")
 

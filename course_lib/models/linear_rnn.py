@@ -33,7 +33,7 @@ whose params are a :class:`ClassifierParams`. ``method`` is always the scan meth
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -41,6 +41,7 @@ import numpy as np
 from ..algorithms.activations import sigmoid
 from ..algorithms.scan import linear_recurrence, linear_recurrence_backward
 from ..core.optim import Adam
+from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import check_array, check_choice, check_float, check_positive_int
 
@@ -63,9 +64,10 @@ LAYERS = ("gilr_lstm", "sru", "qrnn", "lstm")
 
 
 # --------------------------------------------------------------------------- parameters
-class _Params:
+class _Params(Params):
     """Shared behaviour of the layers' parameter dataclasses: ``layer`` (a class constant naming
-    the layer), ``fields()`` (name -> array, in order), ``copy()``, ``zeros_like()``, ``nx``, ``H``."""
+    the layer), ``nx``, ``nh`` (also ``H``), and the :class:`course_lib.core.params.Params` protocol
+    (``names()``, ``arrays()``, ``copy()``, ``zeros_like()``, ...). Gradients come back in the same class."""
 
     layer: ClassVar[str] = ""
     _input: ClassVar[str] = "W"  # the matrix whose rows are the inputs
@@ -81,7 +83,7 @@ class _Params:
         rows = self._input_rows()
         for name, shape in self._layout(H, rows):
             setattr(self, name, check_array(getattr(self, name), f"params.{name}", shape=shape, finite=False))
-        dts = {a.dtype for a in self.fields().values()}
+        dts = {a.dtype for a in self.arrays()}
         if len(dts) != 1:
             raise TypeError(f"params: expected all arrays of one dtype, got {sorted(str(d) for d in dts)}")
 
@@ -93,31 +95,17 @@ class _Params:
     def _layout(self, H: int, rows: int):  # pragma: no cover - every layer defines it
         raise NotImplementedError
 
-    def fields(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), np.ndarray)}
-
-    def _replace(self, fn):
-        return type(self)(**{f.name: (fn(v) if isinstance(v, np.ndarray) else v)
-                             for f in fields(self) for v in (getattr(self, f.name),)})
-
-    def copy(self):
-        return self._replace(np.copy)
-
-    def zeros_like(self):
-        return self._replace(np.zeros_like)
+    @property
+    def nh(self) -> int:
+        return self.b.shape[0] // self._gates
 
     @property
     def H(self) -> int:
-        return self.b.shape[0] // self._gates
+        return self.nh
 
     @property
     def nx(self) -> int:
         return getattr(self, self._input).shape[0]
-
-    @property
-    def dtype(self):
-        return self.b.dtype
-
 
 @dataclass
 class GILRParams(_Params):
@@ -197,9 +185,9 @@ PARAMS = {c.layer: c for c in (GILRParams, SRUParams, QRNNParams, SerialLSTMPara
 
 
 @dataclass
-class ClassifierParams:
+class ClassifierParams(Params):
     """A layer and a logistic head on its last state: ``rnn`` (a layer's params), ``w_out (H,)``,
-    ``b_out (1,)``. What :func:`train_remember_first` trains."""
+    ``b_out (1,)``. What :func:`train_remember_first` trains; gradients come back in the same class."""
 
     rnn: _Params
     w_out: np.ndarray
@@ -215,8 +203,13 @@ class ClassifierParams:
     def layer(self) -> str:
         return self.rnn.layer
 
-    def fields(self) -> dict:
-        return {**self.rnn.fields(), "w_out": self.w_out, "b_out": self.b_out}
+    @property
+    def nx(self) -> int:
+        return self.rnn.nx
+
+    @property
+    def nh(self) -> int:
+        return self.rnn.nh
 
 
 def _shift(h):
@@ -456,8 +449,7 @@ def train_remember_first(layer: str, T: int, *, H: int = 16, nx: int = 4, batch:
     model = ClassifierParams(rnn, np.random.default_rng(seed + 1).standard_normal(H) / np.sqrt(H), np.zeros(1))
     X_all, y_all = remember_first_batch(T, train_size, nx, np.random.default_rng(seed + 777))
     Xv, yv = remember_first_batch(T, 256, nx, np.random.default_rng(seed + 12345))
-    names = list(model.fields())
-    opt = Adam(list(model.fields().values()), lr)
+    opt = Adam(model.arrays(), lr)
     history = {"epoch": [], "loss": [], "val_accuracy": [], "seconds": []}
     info = {"layer": layer, "T": T, "method": method, "converged": False, "epochs": 0, "steps": 0}
     bar = None
@@ -476,8 +468,7 @@ def train_remember_first(layer: str, T: int, *, H: int = 16, nx: int = 4, batch:
             dHs = np.zeros_like(Hs)
             dHs[-1] = np.outer(dlogit, model.w_out)
             grads, _ = backward(rnn, cache, dHs, method=method)
-            g = {**grads.fields(), "w_out": Hs[-1].T @ dlogit, "b_out": np.array([dlogit.sum()])}
-            opt.step([g[n] for n in names])
+            opt.step(ClassifierParams(grads, Hs[-1].T @ dlogit, np.array([dlogit.sum()])).arrays())
             losses.append(loss)
             info["steps"] += 1
         Hv, _ = forward(rnn, Xv, method=method)

@@ -28,24 +28,15 @@ Public API: ``MinGRUParams``, ``MinLSTMParams``, ``init_params(kind, nx, H, n_cl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..algorithms.scan import linear_recurrence, linear_recurrence_backward
 from ..core.optim import Adam
+from ..core.params import Params
+from ..core.results import TrainResult
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
-
-try:  # the course's one TrainResult (core.results); a local stand-in until it exists
-    from ..core.results import TrainResult
-except ImportError:  # pragma: no cover
-    @dataclass
-    class TrainResult:  # type: ignore[no-redef]
-        """history (dict of lists: loss/accuracy per step), params, seconds."""
-
-        history: dict = field(default_factory=dict)
-        params: object = None
-        seconds: float = 0.0
 
 __all__ = [
     "KINDS",
@@ -72,9 +63,22 @@ KINDS = ("mingru", "minlstm")
 METHODS = ("sequential", "scan", "log_scan")
 
 
+class _MinParams(Params):
+    """Sizes shared by both layers: ``nx, nh`` from ``W_h (nx, H)``."""
+
+    @property
+    def nx(self) -> int:
+        return self.W_h.shape[0]
+
+    @property
+    def nh(self) -> int:
+        return self.W_h.shape[1]
+
+
 @dataclass
-class MinGRUParams:
-    """``W_z, W_h (nx, H)``, ``b_z, b_h (H,)``; head ``W_out (H, C)``, ``b_out (C,)``."""
+class MinGRUParams(_MinParams):
+    """``W_z, W_h (nx, H)``, ``b_z, b_h (H,)``; head ``W_out (H, C)``, ``b_out (C,)``.
+    Gradients come back in the same class."""
 
     W_z: np.ndarray
     b_z: np.ndarray
@@ -85,8 +89,9 @@ class MinGRUParams:
 
 
 @dataclass
-class MinLSTMParams:
-    """``W_f, W_i, W_h (nx, H)``, ``b_f, b_i, b_h (H,)``; head ``W_out (H, C)``, ``b_out (C,)``."""
+class MinLSTMParams(_MinParams):
+    """``W_f, W_i, W_h (nx, H)``, ``b_f, b_i, b_h (H,)``; head ``W_out (H, C)``, ``b_out (C,)``.
+    Gradients come back in the same class."""
 
     W_f: np.ndarray
     b_f: np.ndarray
@@ -96,10 +101,6 @@ class MinLSTMParams:
     b_h: np.ndarray
     W_out: np.ndarray
     b_out: np.ndarray
-
-
-def _names(params) -> list[str]:
-    return [f.name for f in fields(params)]
 
 
 def _kind_of(kind, params):
@@ -242,9 +243,10 @@ def forward(kind: str, params, X, h0=None, *, method: str = "sequential"):
     return linear_recurrence(a, b, h0, method="sequential" if method == "sequential" else "chunked")
 
 
-def backward(kind: str, params, X, Hs, dHs, h0=None) -> tuple[dict, np.ndarray]:
-    """Gradients w.r.t. the layer's weights (dict keyed like the dataclass, head excluded) and ``h0``,
-    given ``dHs = dL/dHs``: the reverse scan of chapter 08, then per-step chain rule."""
+def backward(kind: str, params, X, Hs, dHs, h0=None):
+    """Gradients given ``dHs = dL/dHs`` (T, B, H): the reverse scan of chapter 08, then the per-step
+    chain rule. Returns ``(grads, dh0)``: ``grads`` the params' class (the head's ``W_out, b_out``
+    are zero: the states do not depend on the head), ``dh0`` (B, H)."""
     _kind_of(kind, params)
     X = _check_X(params, X)
     Hs = check_array(Hs, "Hs", shape=X.shape[:2] + (params.W_h.shape[1],))
@@ -262,10 +264,10 @@ def backward(kind: str, params, X, Hs, dHs, h0=None) -> tuple[dict, np.ndarray]:
         df = (ga - gb * ht) * i / s2
         di = (gb * ht - ga) * f / s2
         dk = {"f": df * f * (1 - f), "i": di * i * (1 - i), "h": gb * i / (f + i) * _dg(k["h"])}
-    grads = {}
+    grads = params.zeros_like()
     for gate, d in dk.items():
-        grads[f"W_{gate}"] = np.einsum("tbx,tbh->xh", X, d)
-        grads[f"b_{gate}"] = d.sum(axis=(0, 1))
+        setattr(grads, f"W_{gate}", np.einsum("tbx,tbh->xh", X, d))
+        setattr(grads, f"b_{gate}", d.sum(axis=(0, 1)))
     return grads, gh0
 
 
@@ -282,7 +284,8 @@ def _head(params, h_last, y):
 
 
 def loss_and_grads(kind: str, params, X, y, *, method: str = "sequential"):
-    """Softmax cross-entropy of the head on the last state: ``(loss, accuracy, grads dict)``."""
+    """Softmax cross-entropy of the head on the last state: ``(loss, accuracy, grads)`` with ``grads``
+    the params' class."""
     Hs = forward(kind, params, X, method=method)
     y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
     C = params.W_out.shape[1]
@@ -292,8 +295,8 @@ def loss_and_grads(kind: str, params, X, y, *, method: str = "sequential"):
     dHs = np.zeros_like(Hs)
     dHs[-1] = dlogits @ params.W_out.T
     grads, _ = backward(kind, params, X, Hs, dHs)
-    grads["W_out"] = Hs[-1].T @ dlogits
-    grads["b_out"] = dlogits.sum(axis=0)
+    grads.W_out = Hs[-1].T @ dlogits
+    grads.b_out = dlogits.sum(axis=0)
     return loss, acc, grads
 
 
@@ -317,8 +320,7 @@ def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = No
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     C = int(y.max()) + 1 if n_classes is None else check_int(n_classes, "n_classes", low=2)
     params = init_params(kind, X.shape[2], H, max(C, 2), seed=seed, dtype=X.dtype)
-    names = _names(params)
-    opt = Adam([getattr(params, n) for n in names], lr, clip=5.0)
+    opt = Adam(params.arrays(), lr, clip=5.0)
     rng = np.random.default_rng(seed)
     history: dict = {"loss": [], "accuracy": []}
     if X_val is not None:
@@ -330,7 +332,7 @@ def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = No
         for s in range(0, N, batch):
             idx = order[s:s + batch]
             loss, acc, grads = loss_and_grads(kind, params, X[:, idx], y[idx], method=method)
-            opt.step([grads[n] for n in names])
+            opt.step(grads.arrays())
             history["loss"].append(loss)
             history["accuracy"].append(acc)
         if X_val is not None:

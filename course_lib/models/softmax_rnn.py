@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.params import Params
 from ..core.validate import check_alloc, check_array, check_choice, check_dtype, check_int, check_positive_int
 from ..data.corpus import one_hot as _one_hot
 
@@ -56,7 +57,7 @@ METHODS = ("serial", "batched")
 
 # --------------------------------------------------------------------------- parameters
 @dataclass
-class Layer:
+class Layer(Params):
     """One recurrent layer: ``U (H, n_in)``, ``W (H, H)``, ``b (H,)`` (``torch.nn.RNN``'s
     ``weight_ih``, ``weight_hh`` and ``bias_ih + bias_hh``)."""
 
@@ -64,12 +65,23 @@ class Layer:
     W: np.ndarray
     b: np.ndarray
 
+    @property
+    def nx(self) -> int:
+        return int(self.U.shape[1])
+
+    @property
+    def nh(self) -> int:
+        return int(self.W.shape[0])
+
 
 @dataclass
-class SoftmaxRNNParams:
+class SoftmaxRNNParams(Params):
     """A stacked softmax RNN: ``layers[l]`` (a :class:`Layer`), output ``V (vocab, H)``, ``c (vocab,)``.
 
-    Also holds gradients (same shapes) in :func:`course_lib.models.charlm.loss_and_grads`."""
+    Also holds gradients (same shapes) in :func:`course_lib.models.charlm.loss_and_grads`. The
+    :class:`course_lib.core.params.Params` protocol names the arrays ``layers.0.U, layers.0.W,
+    layers.0.b, ..., V, c``; ``dict(zip(p.names(), p.arrays()))`` is what ``np.savez`` takes and
+    :meth:`from_arrays` reads back."""
 
     layers: list
     V: np.ndarray
@@ -91,38 +103,23 @@ class SoftmaxRNNParams:
     def n_layers(self) -> int:
         return len(self.layers)
 
-    @property
-    def dtype(self):
-        return self.V.dtype
-
-    def astype(self, dtype) -> "SoftmaxRNNParams":
-        """A copy with every array cast to ``dtype``."""
-        dt = check_dtype(dtype, "dtype")
-        return SoftmaxRNNParams([Layer(L.U.astype(dt), L.W.astype(dt), L.b.astype(dt)) for L in self.layers],
-                                self.V.astype(dt), self.c.astype(dt))
-
-    def arrays(self) -> dict:
-        """Flat ``{"U0": .., "W0": .., "b0": .., ..., "V": .., "c": ..}`` (for ``np.savez``)."""
-        out = {}
-        for i, L in enumerate(self.layers):
-            out[f"U{i}"], out[f"W{i}"], out[f"b{i}"] = L.U, L.W, L.b
-        out["V"], out["c"] = self.V, self.c
-        return out
-
     @classmethod
     def from_arrays(cls, arrays) -> "SoftmaxRNNParams":
-        """Inverse of :meth:`arrays` (accepts an ``np.load`` result); checked with :func:`check_params`."""
+        """Inverse of ``dict(zip(params.names(), params.arrays()))`` (accepts an ``np.load`` result;
+        other keys are ignored); checked with :func:`check_params`."""
         if not hasattr(arrays, "keys") or not hasattr(arrays, "__getitem__"):
-            raise TypeError(f"arrays: expected a mapping such as params.arrays() or np.load(...), "
-                            f"got {type(arrays).__name__}")
+            raise TypeError(f"arrays: expected a mapping such as dict(zip(params.names(), params.arrays())) "
+                            f"or np.load(...), got {type(arrays).__name__}")
         keys = set(arrays.keys())
-        n = sum(1 for k in keys if isinstance(k, str) and k.startswith("U"))
-        need = [f"{c}{i}" for i in range(n) for c in "UWb"] + ["V", "c"]
+        n = 0
+        while f"layers.{n}.U" in keys:
+            n += 1
+        need = [f"layers.{i}.{c}" for i in range(n) for c in "UWb"] + ["V", "c"]
         missing = [k for k in need if k not in keys]
         if n == 0 or missing:
-            raise ValueError(f"arrays: expected the keys U0, W0, b0, ..., V, c; missing {missing or ['U0', 'W0', 'b0']}")
-        layers = [Layer(np.asarray(arrays[f"U{i}"]), np.asarray(arrays[f"W{i}"]), np.asarray(arrays[f"b{i}"]))
-                  for i in range(n)]
+            raise ValueError(f"arrays: expected the keys layers.0.U, layers.0.W, layers.0.b, ..., V, c; "
+                             f"missing {missing or ['layers.0.U', 'layers.0.W', 'layers.0.b']}")
+        layers = [Layer(*(np.asarray(arrays[f"layers.{i}.{c}"]) for c in "UWb")) for i in range(n)]
         return check_params(cls(layers, np.asarray(arrays["V"]), np.asarray(arrays["c"])), "arrays")
 
     @classmethod

@@ -346,7 +346,7 @@ def run_mpi(params: SoftmaxRNNParams, X, *, ranks: int = 2, timeout: float = 60.
         args += ["--hang-rank", str(check_int(hang_rank, "hang_rank", low=0, high=ranks - 1))]
 
     def prepare(work):
-        np.savez(work / "input.npz", X=X, counts=np.asarray(counts), **params.arrays())
+        np.savez(work / "input.npz", X=X, counts=np.asarray(counts), **dict(zip(params.names(), params.arrays())))
 
     def collect(work):
         with np.load(work / "output.npz") as f:
