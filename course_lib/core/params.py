@@ -93,12 +93,12 @@ class Params:
 
     def copy(self):
         """A deep copy: every array is new."""
-        return self._map(lambda a: np.array(a, copy=True))
+        return self._map(lambda a: a.copy())
 
     def astype(self, dtype):
         """A copy with every array in ``dtype`` (float32 or float64)."""
         dt = check_dtype(dtype, "dtype")
-        return self._map(lambda a: np.array(a, dtype=dt, copy=True))
+        return self._map(lambda a: a.astype(dt))
 
     def zeros_like(self):
         """The same names, shapes and dtypes, all zeros."""

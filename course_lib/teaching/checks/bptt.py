@@ -23,7 +23,6 @@ from .core import ExerciseFailed, check_slope, passed
 __all__ = ["diagnose_gradients", "check_bptt_linear", "check_bptt_quadratic", "check_complexity",
            "gradient_cases"]
 
-FIELDS = ("Wxh", "Whh", "Why")
 GRAD_SHAPES = [(1, 2, 3, 4, 2), (3, 2, 3, 4, 2), (5, 3, 4, 5, 3), (7, 1, 2, 6, 2), (6, 4, 5, 3, 4)]
 
 
@@ -37,17 +36,14 @@ def _grads(fn, params, X, Y, h0, **kw):
     out = fn(params.copy(), X.copy(), Y.copy(), None if h0 is None else h0.copy(), **kw)
     if isinstance(out, rnn.RNNParams):
         return out
-    if isinstance(out, dict) and all(k in out for k in FIELDS):
-        return rnn.RNNParams(*(np.asarray(out[k]) for k in FIELDS))
-    if isinstance(out, (tuple, list)) and len(out) == 3:
-        return rnn.RNNParams(*(np.asarray(v) for v in out))
-    raise ExerciseFailed(f"expected an RNNParams(Wxh=..., Whh=..., Why=...) of gradients, got {type(out).__name__}")
+    raise ExerciseFailed(f"expected an RNNParams(Wxh=..., Whh=..., Why=...) of gradients (the weights' own class), "
+                         f"got {type(out).__name__}")
 
 
 def _wrong_fields(got: rnn.RNNParams, ref: rnn.RNNParams, rtol: float) -> dict[str, str]:
     wrong = {}
-    for name in FIELDS:
-        g, e = np.asarray(getattr(got, name)), getattr(ref, name)
+    for name, g, e in zip(ref.names(), got.arrays(), ref.arrays()):
+        g = np.asarray(g)
         if g.shape != e.shape:
             wrong[name] = f"has shape {g.shape}, expected {e.shape}"
             continue
@@ -118,8 +114,8 @@ def _recognise(student, reference, params, X, Y, h0, extra) -> str:
     got = _grads(student, params, X, Y, h0, **extra)
     if X.shape[0] > 1:
         terms = _step_terms(params, X, Y, h0)
-        for name in FIELDS:
-            g = np.asarray(getattr(got, name))
+        for name, g in zip(got.names(), got.arrays()):
+            g = np.asarray(g)
             for t in (0, X.shape[0] - 1):
                 if g.shape == terms[name][t].shape and np.allclose(g, terms[name][t], rtol=1e-7, atol=1e-12):
                     return (f"d{name} equals the term of time step {t} alone: it is overwritten (=) in the loop "

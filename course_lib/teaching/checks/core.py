@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ...core.params import Params
 from ...core.timing import loglog_slope
 
 __all__ = [
@@ -133,7 +134,9 @@ def _label(case: Case) -> str:
 
 
 def _flatten(value: Any, name: str) -> list[tuple[str, Any]]:
-    """Turn nested outputs (tuples, dicts, dataclasses) into (name, leaf) pairs."""
+    """Turn nested outputs (tuples, dicts, parameters, dataclasses) into (name, leaf) pairs."""
+    if isinstance(value, Params):  # the parameter protocol: its arrays, by name
+        return [(f"{name}.{n}" if name else n, a) for n, a in zip(value.names(), value.arrays())]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = []
         for f in dataclasses.fields(value):
@@ -247,7 +250,7 @@ def _copy_args(case: Case) -> Case:
     """Give each function its own copies, so an in-place student function cannot change
     what the reference sees."""
     def cp(v):
-        if isinstance(v, np.ndarray):
+        if isinstance(v, (np.ndarray, Params)):
             return v.copy()
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return dataclasses.replace(v, **{f.name: cp(getattr(v, f.name)) for f in dataclasses.fields(v)})
@@ -349,6 +352,9 @@ def _changed_inputs(after: Case, before: Case) -> str:
 def _arrays_in(a, b, name):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         yield a, b, name
+    elif isinstance(a, Params) and isinstance(b, Params):
+        for n, sub_a, sub_b in zip(a.names(), a.arrays(), b.arrays()):
+            yield sub_a, sub_b, f"{name}.{n}"
     elif dataclasses.is_dataclass(a) and not isinstance(a, type):
         for f in dataclasses.fields(a):
             yield from _arrays_in(getattr(a, f.name), getattr(b, f.name), f"{name}.{f.name}")
