@@ -79,7 +79,7 @@ checks.exercise_2(newton_step)
 def gru_jacobian(params, h, gi):
     r, z, n, gh = jacobians.gru_gates(params, h, gi)
     H = h.shape[-1]
-    W = params["W_hh"]
+    W = params.W_hh
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.3: replace this line with your code")
 
