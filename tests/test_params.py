@@ -217,3 +217,14 @@ def test_charlm_grads_are_softmax_rnn_params():
     _, g = charlm.loss_and_grads(p, ids, ids[::-1])
     _same_structure(g, p)
     assert g.names()[:3] == ["layers.0.U", "layers.0.W", "layers.0.b"] and g.names()[-2:] == ["V", "c"]
+
+
+def test_graders_compare_params_by_name():
+    from course_lib.teaching.checks.core import compare_outputs  # noqa: PLC0415
+
+    p = EXAMPLES[softmax_rnn.SoftmaxRNNParams]
+    assert compare_outputs(p.copy(), p, name="grads") is None
+    q = p.copy()
+    q.layers[1].W[0, 0] += 1.0
+    msg = compare_outputs(q, p, name="grads", time_axis=None)
+    assert msg is not None and "grads.layers.1.W" in msg
