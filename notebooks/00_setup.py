@@ -106,7 +106,7 @@ print("points above the roof:", above or "none")
 # called again and again on the **same** matrix finds it in a cache if it fits -- and the caches are
 # much faster than memory. The sizes of this machine's caches:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 caches = backend.cache_sizes()
 print({k: f"{v >> 10} KiB" for k, v in caches.items()} or "the OS does not report cache sizes")
 
