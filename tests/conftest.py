@@ -3,22 +3,69 @@ import pytest
 
 
 @pytest.fixture
-def quiet_machine(monkeypatch):
-    """Measurements read as reliable whatever the load, so a speed check *judges* the speed.
-
-    The graders pass a slow-but-correct solution when the machine was busy (the noise guard says the
-    ratio means nothing); tests that prove a slow solution is rejected use this fixture so that they
-    do not depend on what else the machine is running."""
-    from course_lib.core import timing
-
-    monkeypatch.setattr(timing, "noise_from", lambda times, others=None: timing.Noise())
-    yield
-
-
-@pytest.fixture
 def busy_machine(monkeypatch):
-    """Every measurement reads as disturbed by other processes (the opposite of ``quiet_machine``)."""
+    """Every measurement reads as disturbed by other processes (a slow solution then passes: no verdict)."""
     from course_lib.core import timing
 
     monkeypatch.setattr(timing, "noise_from", lambda times, others=None: timing.Noise(others=1.5, busy=True))
     yield
+
+
+class FakeClock:
+    """A clock for ``course_lib.core.timing`` that moves only when the test says work was done.
+
+    Each call of a function timed by ``timing.compare`` costs ``costs[name]`` seconds (its keyword in
+    the compare call: ``yours``, ``course_parallel``, ...; ``default`` for the rest), and a timed
+    function may charge more itself with :meth:`advance` ("this call did 20 ms of work"). The functions
+    still run for real (their results are checked); only the time read is fake, so a slow solution is
+    slow by a set factor, whatever else the machine runs."""
+
+    def __init__(self, default: float = 1e-3):
+        self.now = 0.0
+        self.default = default
+        self.costs: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        if not seconds >= 0:
+            raise ValueError(f"seconds: a clock only moves forward, got {seconds!r}")
+        self.now += seconds
+
+    def cost(self, default: float | None = None, **costs: float) -> "FakeClock":
+        """Set the seconds each compared function costs per call, by its keyword name."""
+        if default is not None:
+            self.default = default
+        self.costs.update(costs)
+        return self
+
+    def _timed(self, name, fn):
+        def call():
+            out = fn()
+            self.calls[name] = self.calls.get(name, 0) + 1
+            self.advance(self.costs.get(name, self.default))
+            return out
+        return call
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """Replace the clock of every measurement in ``course_lib.core.timing`` by a :class:`FakeClock`.
+
+    The machine also reads as quiet (no load from other processes): a test that proves a slow solution
+    fails (or a fast one passes) a speed check is then deterministic on any machine, busy or not."""
+    from course_lib.core import timing
+
+    clock = FakeClock()
+    real_compare = timing.compare
+
+    def compare(*, repeat=5, warmup=1, baseline=None, **fns):
+        return real_compare(repeat=repeat, warmup=warmup, baseline=baseline,
+                            **{name: clock._timed(name, fn) for name, fn in fns.items()})
+
+    monkeypatch.setattr(timing, "clock", clock)
+    monkeypatch.setattr(timing, "_busy_cpu_seconds", lambda: None)
+    monkeypatch.setattr(timing, "compare", compare)
+    yield clock
