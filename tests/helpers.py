@@ -37,3 +37,13 @@ def require_seed_texts(seeds_dir: Path = SEEDS_DIR) -> Path:
     if what == "skip":
         pytest.skip(msg)
     return seeds_dir
+
+
+def raises_naming(exc_types, name: str, fn, *args, **kw) -> str:
+    """Call ``fn(*args, **kw)``, expect ``exc_types``, and check the message names the argument ``name``
+    (it starts with it, or says ``name:`` / ``name,`` as in "a, x: ..."). Returns the message."""
+    with pytest.raises(exc_types) as info:
+        fn(*args, **kw)
+    msg = str(info.value)
+    assert msg.startswith(name) or f"{name}:" in msg or f"{name}," in msg, msg
+    return msg

@@ -22,16 +22,11 @@ from course_lib.teaching.plots import newton as p_nt  # noqa: E402
 from course_lib.teaching.plots import perf as p_perf  # noqa: E402
 from course_lib.teaching.plots import rnn as p_rnn  # noqa: E402
 from course_lib.teaching.plots import scan as p_scan  # noqa: E402
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EMPTY = st.sampled_from([{}, [], (), np.zeros(0)])
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 @pytest.fixture(autouse=True)
