@@ -1,5 +1,29 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the markers every test gets from what it covers.
+
+Markers (registered in pyproject.toml):
+
+* ``ch00`` ... ``ch12``: the chapters a test file covers, computed from the ``course_lib`` modules it
+  imports (AST) and the chapter -> modules table ``course_lib.CHAPTERS``; a notebook item (nbval, a path
+  ``notebooks/NN_*.ipynb``, ``solutions/...``, ``exercises/...``) or a test parametrized over notebooks
+  (an id like ``solutions/08_scan``) belongs to chapter NN. ``pytest -m ch08`` runs chapter 08's tests.
+* ``slow``: measured to take more than 20 s in a full run (``SLOW`` below, from ``--durations=0``);
+  ``pytest -m "not slow"`` leaves them out.
+"""
 import pytest
+
+from helpers import chapters_of_item
+
+SLOW_SECONDS = 20
+#: node ids (file::test[param]) measured at more than SLOW_SECONDS in a full run (pytest --durations=0)
+SLOW: frozenset[str] = frozenset()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for ch in sorted(chapters_of_item(item)):
+            item.add_marker(getattr(pytest.mark, f"ch{ch}"))
+        if item.nodeid in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
