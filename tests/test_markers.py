@@ -33,3 +33,15 @@ def test_real_files_get_the_chapters_they_test(tmp_path):
     assert [p.name for p in scripts_run_by((tests / "test_bench_scan.py").read_text())] == ["scan.py"]
     assert chapters_of_file(REPO / "notebooks" / "08_scan.ipynb") == {"08"}
     assert chapters_of_file(tests / "test_layers.py") == set()
+
+
+def test_slow_ids_name_collected_tests(request):
+    """Every id in conftest.SLOW names a test that exists (a renamed test would silently lose its mark)."""
+    import conftest
+
+    root = Path(str(request.config.rootpath))
+    for nodeid in conftest.SLOW:
+        path, _, name = nodeid.partition("::")
+        func = name.split("[")[0]
+        assert (root / path).is_file(), nodeid
+        assert f"def {func}(" in (root / path).read_text(), nodeid
