@@ -15,7 +15,8 @@ def good_forward(params, X, h0=None):
     return c.H, c.Yhat
 
 
-def test_batched_forward_passes(capsys):
+def test_batched_forward_passes(capsys, fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)  # B sequences in one pass: about B x faster
     assert batching_checks.check_batched_forward(good_forward) == "Exercise 3.1 passed: 5/5 cases"
     assert "Exercise 3.1 passed: 5/5 cases" in capsys.readouterr().out
 
@@ -91,7 +92,8 @@ def _wrong_order_delta(dz, r, h):
     return out
 
 
-def test_fused_hidden_delta():
+def test_fused_hidden_delta(fake_clock):
+    fake_clock.cost(numpy_passes=3e-3, yours=1e-3)  # one pass instead of three
     assert threads_fusion_checks.check_fused_hidden_delta(_good_delta) == "Exercise 5.1 passed: 5/5 cases"
     assert threads_fusion_checks.parfor_count(_good_delta) >= 1
 

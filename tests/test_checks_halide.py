@@ -18,7 +18,8 @@ def good_schedule(s):
     s.prod.update().reorder(s.j, s.i, s.k.x).vectorize(s.j, 16, hl.TailStrategy.GuardWithIf)
 
 
-def test_61_accepts_solution(capsys):
+def test_61_accepts_solution(capsys, fake_clock):
+    fake_clock.cost(course=1e-3, yours=1e-3)
     assert C.check_hidden_schedule(good_schedule) == "Exercise 6.1 passed: 4/4 cases"
 
 

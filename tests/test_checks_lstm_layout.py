@@ -202,7 +202,8 @@ def forward_one_gemm(params, X, h0, c0):
     return H
 
 
-def test_one_gemm_solution_passes(capsys):
+def test_one_gemm_solution_passes(capsys, fake_clock):
+    fake_clock.cost(per_gate=4e-3, yours=1e-3)
     assert lstm_layout_checks.check_forward_one_gemm(forward_one_gemm) == "Exercise 9.5 passed: 4/4 cases"
 
 

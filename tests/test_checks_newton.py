@@ -99,7 +99,8 @@ def _quasi(f, jac_diag, h0, X, H):
     return H + scan.linear_recurrence(jac_diag(Hp, X), -r)
 
 
-def test_quasi_step_passes(capsys):
+def test_quasi_step_passes(capsys, fake_clock):
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
     assert checks.exercise_5(_quasi) == "Exercise 11.5 passed: 2/2 cases"
 
 

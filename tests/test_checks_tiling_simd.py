@@ -196,10 +196,12 @@ def parallel_wrong_sum(A, B):
     return C
 
 
-def test_tiled_passes(capsys):
+def test_tiled_passes(capsys, fake_clock):
+    fake_clock.cost(course_naive=5e-3, yours=1e-3)
     assert tiling_simd_checks.check_tiled_matmul(good_tiled) == "Exercise 4.1 passed: 5/5 cases"
     out = capsys.readouterr().out
     assert "Exercise 4.1 passed: 5/5 cases" in out and "uses SIMD instructions" in out
+    assert "as fast as the naive loop" in out  # the speed was judged (the fake clock reads as quiet)
 
 
 @pytest.mark.parametrize("fn,message", [
