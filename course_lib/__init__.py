@@ -26,25 +26,9 @@ One vocabulary everywhere:
 * arrays are time-major ``(T, B, features)``; float32 by default, float64 accepted for checks;
 * a plain call computes; it never benchmarks, tunes or writes a file behind the caller's back.
 
-Chapter -> modules:
-
-====  ======================  =====================================================================
- 00   setup                   core.backend, core.timing, teaching.widgets, teaching.claims, teaching.verdict
- 01   serial RNN              models.rnn, models.gradcheck, data.rotation
- 02   BPTT                    models.rnn (bptt_quadratic / bptt_linear), experiments.bptt
- 03   batching                experiments.batching, core.timing (roofline, cache residency)
- 04   tiling & SIMD           algorithms.matmul, experiments.matmul
- 05   threads & fusion        models.fast_rnn, algorithms.activations, experiments.profile, experiments.jit
- 06   Halide                  algorithms.halide_rnn, experiments.halide
- 07   parallel inference      models.softmax_rnn, models.charlm, parallel.inference, parallel.mpi_infer,
-                              experiments.inference
- 08   linear recurrences      algorithms.scan, algorithms.scan_cuda, models.linear_rnn, experiments.scan
- 09   LSTM & data layout      models.lstm, models.lstm_lm, experiments.lstm, experiments.autotune
- 10   MGRIT                   algorithms.mgrit, models.gru, parallel.mgrit_mpi, data.activity, experiments.mgrit
- 11   Newton in time          algorithms.matrix_scan, algorithms.newton, models.jacobians, models.mingru,
-                              parallel.deer, experiments.newton
- 12   which parallelism when  experiments.cost_model, parallel.cluster
-====  ======================  =====================================================================
+Chapter -> modules: :data:`CHAPTERS` (below, as data: the test suite derives its per-chapter markers
+``pytest -m ch08`` from it, and the chapters' titles are in :data:`CHAPTER_TITLES`). Each chapter lists
+the modules it teaches with, its grader in ``teaching/checks/`` and its figures in ``teaching/plots/``.
 
 Instructors: ``teaching.authoring`` (``python -m course_lib exercises build``, ``grade``) and
 ``teaching.nbgrader_export`` (``python -m course_lib export --nbgrader DIR``).
@@ -55,4 +39,37 @@ numba's CUDA simulator, and that must happen before numba is imported anywhere.
 from .core import backend  # noqa: F401  (must come first: sets NUMBA_ENABLE_CUDASIM)
 
 __version__ = "0.2.0"
-__all__ = ["backend", "__version__"]
+__all__ = ["backend", "__version__", "CHAPTERS", "CHAPTER_TITLES"]
+
+CHAPTER_TITLES = {
+    "00": "setup", "01": "serial RNN", "02": "BPTT", "03": "batching", "04": "tiling & SIMD",
+    "05": "threads & fusion", "06": "Halide", "07": "parallel inference", "08": "linear recurrences",
+    "09": "LSTM & data layout", "10": "MGRIT", "11": "Newton in time", "12": "which parallelism when",
+}
+
+#: chapter -> the course_lib modules (dotted, below ``course_lib``) it teaches with; the one table of it
+CHAPTERS = {
+    "00": ("core.backend", "core.timing", "teaching.widgets", "teaching.claims", "teaching.verdict",
+           "teaching.checks.setup"),
+    "01": ("models.rnn", "models.gradcheck", "data.rotation", "teaching.checks.serial_rnn", "teaching.plots.rnn"),
+    "02": ("models.rnn", "experiments.bptt", "teaching.checks.bptt", "teaching.plots.rnn"),
+    "03": ("experiments.batching", "core.timing", "teaching.checks.batching", "teaching.plots.perf"),
+    "04": ("algorithms.matmul", "experiments.matmul", "teaching.checks.tiling_simd", "teaching.plots.matmul"),
+    "05": ("models.fast_rnn", "algorithms.activations", "experiments.profile", "experiments.jit",
+           "teaching.checks.threads_fusion", "teaching.plots.perf"),
+    "06": ("algorithms.halide_rnn", "experiments.halide", "teaching.checks.halide", "teaching.claims.halide",
+           "teaching.plots.halide"),
+    "07": ("models.softmax_rnn", "models.charlm", "data.corpus", "parallel.inference", "parallel.mpi_infer",
+           "experiments.inference", "teaching.checks.parallel_inference", "teaching.claims.seed004",
+           "teaching.plots.inference"),
+    "08": ("algorithms.scan", "algorithms.scan_cuda", "models.linear_rnn", "experiments.scan",
+           "teaching.checks.scan", "teaching.plots.scan"),
+    "09": ("models.lstm", "models.lstm_lm", "data.corpus", "experiments.lstm", "experiments.autotune",
+           "teaching.checks.lstm_layout", "teaching.plots.lstm"),
+    "10": ("algorithms.mgrit", "models.gru", "parallel.mgrit_mpi", "data.activity", "experiments.mgrit",
+           "teaching.checks.mgrit", "teaching.plots.mgrit"),
+    "11": ("algorithms.matrix_scan", "algorithms.newton", "models.jacobians", "models.mingru", "parallel.deer",
+           "experiments.newton", "teaching.checks.newton", "teaching.claims.newton",
+           "teaching.plots.newton"),
+    "12": ("experiments.cost_model", "parallel.cluster", "teaching.checks.which", "teaching.plots.cost_model"),
+}

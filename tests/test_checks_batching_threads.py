@@ -15,7 +15,8 @@ def good_forward(params, X, h0=None):
     return c.H, c.Yhat
 
 
-def test_batched_forward_passes(capsys):
+def test_batched_forward_passes(capsys, fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)  # B sequences in one pass: about B x faster
     assert batching_checks.check_batched_forward(good_forward) == "Exercise 3.1 passed: 5/5 cases"
     assert "Exercise 3.1 passed: 5/5 cases" in capsys.readouterr().out
 
@@ -91,7 +92,8 @@ def _wrong_order_delta(dz, r, h):
     return out
 
 
-def test_fused_hidden_delta():
+def test_fused_hidden_delta(fake_clock):
+    fake_clock.cost(numpy_passes=3e-3, yours=1e-3)  # one pass instead of three
     assert threads_fusion_checks.check_fused_hidden_delta(_good_delta) == "Exercise 5.1 passed: 5/5 cases"
     assert threads_fusion_checks.parfor_count(_good_delta) >= 1
 
@@ -157,14 +159,18 @@ def test_batched_forward_loop_over_sequences_is_counted():
         batching_checks.check_batched_forward(per_sequence_loop)
 
 
-def test_batched_forward_speed_is_measured(quiet_machine):
-    import time
+def test_batched_forward_speed_is_measured(fake_clock):
+    """The course loop costs 1 ms a call on the fake clock; the right batched forward that also waits 20 ms
+    (charged to the clock, not slept) is 21x slower and fails; without the wait (0.1 ms) it passes."""
+    fake_clock.cost(one_at_a_time=1e-3, yours=1e-4)
 
     def slow(params, X, h0=None):
-        time.sleep(0.02)
+        fake_clock.advance(0.02)
         return good_forward(params, X, h0)
     with pytest.raises(ExerciseFailed, match=r"speed test[\s\S]*as fast as the course's one-sequence-at-a-time loop"):
         batching_checks.check_batched_forward(slow, retries=1)
+    assert batching_checks.check_batched_forward(good_forward).startswith("Exercise")
+    assert fake_clock.calls["yours"] >= 5
 
 
 @njit(parallel=True)
@@ -198,11 +204,12 @@ def _in_place_delta(dz, r, h):
     return dz
 
 
-def test_fused_hidden_delta_structure_and_speed(quiet_machine):
+def test_fused_hidden_delta_structure_and_speed(fake_clock):
     with pytest.raises(ExerciseFailed, match=r"prange loop \(line \d+, over j\) sits inside the loop over i"):
         threads_fusion_checks.check_fused_hidden_delta(_inner_prange_delta)
     with pytest.raises(ExerciseFailed, match=r"changed its input dz in place"):
         threads_fusion_checks.check_fused_hidden_delta(_in_place_delta)
+    fake_clock.cost(numpy_passes=1e-3, yours=24e-3)  # 24 recomputations of every element
     with pytest.raises(ExerciseFailed, match=r"speed test[\s\S]*as fast as numpy's separate passes"):
         threads_fusion_checks.check_fused_hidden_delta(_numpy_in_numba_delta, retries=1)
 

@@ -202,7 +202,8 @@ def forward_one_gemm(params, X, h0, c0):
     return H
 
 
-def test_one_gemm_solution_passes(capsys):
+def test_one_gemm_solution_passes(capsys, fake_clock):
+    fake_clock.cost(per_gate=4e-3, yours=1e-3)
     assert lstm_layout_checks.check_forward_one_gemm(forward_one_gemm) == "Exercise 9.5 passed: 4/4 cases"
 
 
@@ -228,7 +229,7 @@ def test_one_gemm_rejects_the_input_projection_inside_the_loop():
         lstm_layout_checks.check_forward_one_gemm(two_per_step)
 
 
-def test_one_gemm_rejects_zero_initial_state_and_slow_elementwise(quiet_machine):
+def test_one_gemm_rejects_zero_initial_state_and_slow_elementwise(fake_clock):
     with pytest.raises(ExerciseFailed, match=r"(?s)'H' differs.*time step 0.*starts at h0, c0"):
         lstm_layout_checks.check_forward_one_gemm(
             lambda p, X, h0, c0: forward_one_gemm(p, X, np.zeros_like(h0), np.zeros_like(c0)))
@@ -239,5 +240,6 @@ def test_one_gemm_rejects_zero_initial_state_and_slow_elementwise(quiet_machine)
         for idx in np.ndindex(H.shape):
             out[idx] = float(H[idx]) + 0.0
         return out
-    with pytest.raises(ExerciseFailed, match=r"(?s)speed test.*as fast as the course's per-gate step"):
+    fake_clock.cost(per_gate=1e-3, yours=3e-3)  # the element loop makes it 3x slower than the per-gate step
+    with pytest.raises(ExerciseFailed, match=r"(?s)speed test.*only 0.33x as fast as the course's per-gate step"):
         lstm_layout_checks.check_forward_one_gemm(slow, retries=1)

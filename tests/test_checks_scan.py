@@ -499,7 +499,8 @@ def _solution_fast_scan():
     return ns["fast_scan"]
 
 
-def test_fast_scan_solution_passes(capsys):
+def test_fast_scan_solution_passes(capsys, fake_clock):
+    fake_clock.cost(course_sequential=4e-3, yours=1e-3)
     scan_checks.check_fast_scan(_solution_fast_scan())
     out = capsys.readouterr().out
     assert "Exercise 8.5 passed: 8/8 cases" in out
@@ -534,19 +535,10 @@ def test_fast_scan_ignoring_chunks_is_named():
         scan_checks.check_fast_scan(fixed_chunks)
 
 
-def test_fast_scan_slow_chunked_scan_fails_on_speed(monkeypatch):
+def test_fast_scan_slow_chunked_scan_fails_on_speed(fake_clock):
     """A chunked scan in plain numpy is time-parallel (short span) but slow: the speed test names it
-    (the noise rule is switched off here: the timer is told the machine is quiet)."""
-    from course_lib.core import timing
-
-    real = timing.compare
-
-    def quiet_compare(**kw):
-        cmp = real(**kw)
-        cmp.noise = timing.Noise()
-        return cmp
-
-    monkeypatch.setattr(scan_checks.timing, "compare", quiet_compare)
+    (on the fake clock it costs twice the course's sequential loop)."""
+    fake_clock.cost(course_sequential=1e-3, yours=2e-3)
     with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
                                              r"float32\):\n  your scan is right and time-parallel, but only"):
         scan_checks.check_fast_scan(good_chunked, retries=1)

@@ -196,10 +196,12 @@ def parallel_wrong_sum(A, B):
     return C
 
 
-def test_tiled_passes(capsys):
+def test_tiled_passes(capsys, fake_clock):
+    fake_clock.cost(course_naive=5e-3, yours=1e-3)
     assert tiling_simd_checks.check_tiled_matmul(good_tiled) == "Exercise 4.1 passed: 5/5 cases"
     out = capsys.readouterr().out
     assert "Exercise 4.1 passed: 5/5 cases" in out and "uses SIMD instructions" in out
+    assert "as fast as the naive loop" in out  # the speed was judged (the fake clock reads as quiet)
 
 
 @pytest.mark.parametrize("fn,message", [
@@ -247,9 +249,15 @@ def test_parallel_passes_and_reports_structure(capsys):
     assert tiling_simd_checks.check_parallel_matmul(parallel_row_blocks, min_speedup=0).startswith("Exercise 4.2 passed")
 
 
-def test_a_slow_parallel_solution_fails_the_speed_test(quiet_machine):
-    with pytest.raises(ExerciseFailed, match="speed test"):
+def test_a_slow_parallel_solution_fails_the_speed_test(fake_clock):
+    fake_clock.cost(course_parallel=1e-3, yours=20e-3)  # every row 32 times over: about 20x the course loop
+    with pytest.raises(ExerciseFailed, match=r"speed test[\s\S]*runs at only 0.05x the speed"):
         tiling_simd_checks.check_parallel_matmul(slow_parallel)
+
+
+def test_a_right_parallel_solution_passes_the_speed_test_on_the_fake_clock(fake_clock):
+    fake_clock.cost(course_parallel=1e-3, yours=1e-3)
+    assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
 
 
 def test_prange_over_reduction_is_a_race():

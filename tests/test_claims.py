@@ -1,13 +1,11 @@
 """The seed-claims registry: every quote is verbatim in its seed text and contains its value."""
 import re
-from pathlib import Path
 
 import pytest
 
 from course_lib.teaching import claims
 from course_lib.teaching.claims import CLAIMS, Claim, numbers_in
-
-SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+from helpers import SEEDS_DIR, require_seed_texts, seed_texts_decision
 
 
 def _norm(text: str) -> str:
@@ -15,6 +13,7 @@ def _norm(text: str) -> str:
 
 
 def _seed_text(seed: str) -> str:
+    require_seed_texts(SEEDS_DIR)
     files = sorted(SEEDS_DIR.glob(f"{seed}_*.txt"))
     assert files, f"no seed text for {seed} in {SEEDS_DIR}"
     return _norm(files[0].read_text())
@@ -28,8 +27,6 @@ def test_registry_is_not_empty_and_well_formed():
         assert c.quote.strip() and c.where.strip() and c.conditions.strip()
 
 
-@pytest.mark.skipif(not SEEDS_DIR.is_dir(), reason=f"the seed texts are not here ({SEEDS_DIR}); "
-                    "the registry is checked against them where the course is developed")
 @pytest.mark.parametrize("cid", sorted(c for c in CLAIMS if CLAIMS[c].seed != "beyond"))
 def test_quote_is_verbatim_in_the_seed_and_holds_the_value(cid):
     c = CLAIMS[cid]
@@ -38,6 +35,31 @@ def test_quote_is_verbatim_in_the_seed_and_holds_the_value(cid):
     vals = numbers_in(c.quote)
     assert any(abs(v - c.value) <= 1e-9 * max(1.0, abs(c.value)) for v in vals), (
         f"{cid}: value {c.value:g} is not written in its quote (numbers there: {vals})")
+
+
+@pytest.mark.parametrize("ci, present, expected", [
+    ("true", True, "run"), ("", True, "run"),
+    ("true", False, "fail"), ("1", False, "fail"),
+    ("", False, "skip"), ("false", False, "skip")])
+def test_missing_seed_texts_fail_under_ci_and_skip_elsewhere(tmp_path, monkeypatch, ci, present, expected):
+    seeds = tmp_path / "shared" / "seeds"
+    if present:
+        seeds.mkdir(parents=True)
+        (seeds / "000_abc.txt").write_text("text")
+    monkeypatch.setenv("CI", ci)
+    what, msg = seed_texts_decision(seeds)
+    assert what == expected
+    if expected != "run":
+        assert str(seeds) in msg
+    if expected == "fail":  # and the test itself fails (not skips) with that message
+        with pytest.raises(pytest.fail.Exception, match="seed texts are missing"):
+            require_seed_texts(seeds)
+
+
+def test_an_empty_seeds_folder_counts_as_missing(tmp_path):
+    (tmp_path / "seeds").mkdir()
+    assert seed_texts_decision(tmp_path / "seeds", {"CI": "true"})[0] == "fail"
+    assert seed_texts_decision(tmp_path / "seeds", {})[0] == "skip"
 
 
 @pytest.mark.parametrize("cid", sorted(c for c in CLAIMS if CLAIMS[c].seed == "beyond"))

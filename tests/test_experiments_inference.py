@@ -1,7 +1,6 @@
 """Tests for course_lib.experiments.inference (chapter 07's measurements) and seed 004's goals:
 the measuring helpers return consistent, agreeing data with a noise verdict; bad inputs name the argument."""
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,9 +11,9 @@ from course_lib.core.timing import Noise
 from course_lib.experiments import inference as ex
 from course_lib.models import charlm, softmax_rnn
 from course_lib.teaching.claims import seed004
+from helpers import SEEDS_DIR, require_seed_texts
 
 MPI_OK, _ = backend.mpi_available()
-SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
 
 def test_problem_is_seeded():
@@ -96,8 +95,8 @@ def test_perplexity_is_the_same_through_every_method():
         ex.perplexity_by_method(p, ids, ())
 
 
-@pytest.mark.skipif(not SEEDS_DIR.is_dir(), reason=f"the seed texts are not here ({SEEDS_DIR})")
 def test_seed004_goals_are_verbatim_and_hold_no_invented_number():
+    require_seed_texts(SEEDS_DIR)
     text = re.sub(r"\s+", " ", next(SEEDS_DIR.glob("004_*.txt")).read_text())
     for gid, g in seed004.GOALS.items():
         assert re.sub(r"\s+", " ", g["quote"]) in text, gid

@@ -87,15 +87,24 @@ def test_tile_rate_for_the_widget():
         X.tile_rate(32, method="naive")
 
 
-def test_plots_draw_without_error():
+def test_plots_draw_the_data_they_are_given():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from course_lib.teaching.plots import matmul as kplots
 
     rows = X.ladder(16, ["ikj"], repeat=1)["rows"]
-    kplots.ladder_plot(rows, peak=100.0)
-    kplots.tile_heatmap(np.array([[1.0, np.nan], [2.0, 3.0]]), (4, 8), (4, 8), mark=(8, 4))
-    kplots.combination_plot(X.time_combinations(16, repeat=1, tile_i=4, tile_j=4, tile_k=4)["rows"])
-    kplots.size_pair_plot({"ikj": (1.0, 2.0), "numpy": (2.0, 1.5)}, (10, 16))
+    ax = kplots.ladder_plot(rows, peak=100.0)
+    np.testing.assert_allclose(ax.collections[-1].get_offsets()[:, 0], [r["gflops"] for r in rows])
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r["name"] for r in rows]
+    assert ax.lines[0].get_xdata()[0] == 100.0  # the peak line
+    ax = kplots.tile_heatmap(np.array([[1.0, np.nan], [2.0, 3.0]]), (4, 8), (4, 8), mark=(8, 4))
+    labels = [t.get_text() for t in ax.texts]
+    assert "3.0 ★" in labels and "seed" in labels and len(ax.patches) == 1  # best starred, the mark outlined
+    assert ax.patches[0].get_xy() == (-0.5, 0.5)  # mark (8 rows, 4 cols): row index 1, column index 0
+    combos = X.time_combinations(16, repeat=1, tile_i=4, tile_j=4, tile_k=4)["rows"]
+    ax = kplots.combination_plot(combos)
+    np.testing.assert_allclose(ax.collections[-1].get_offsets()[:, 0], [r["speedup"] for r in combos])
+    ax = kplots.size_pair_plot({"ikj": (1.0, 2.0), "numpy": (2.0, 1.5)}, (10, 16))
+    np.testing.assert_allclose([b.get_y() + b.get_height() for b in ax.patches], [2.0, 0.75])  # ratio tops
     import matplotlib.pyplot as plt
     plt.close("all")

@@ -19,8 +19,18 @@ def test_compile_times_toy_structure():
 
 
 def test_driver_source_is_valid_python():
+    """Each driver compiles, defines the ``call`` it times, and prints one JSON line with the four timings."""
+    import ast
+
     for target in jit.TARGETS:
-        compile(jit.driver_source(target, "/tmp/x"), "<driver>", "exec")
+        src = jit.driver_source(target, "/tmp/x")
+        tree = ast.parse(src)  # raises SyntaxError if not valid Python
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)} | {
+            t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert "call" in defined, target
+        prints = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "print"]
+        assert len(prints) == 1 and all(k in ast.unparse(prints[0]) for k in
+                                        ("import_s", "first_call_s", "second_call_s", "run_s")), target
 
 
 def test_bad_inputs():

@@ -184,3 +184,15 @@ def test_noise_and_comparison_reject_bad_arguments():
         c.ratio("c")
     with pytest.raises(ValueError, match="to: expected one of a, b"):
         c.speedup("a", over="z")
+
+
+def test_measure_and_compare_read_the_injected_clock(fake_clock):
+    """The clock hook the speed-check tests use: times come from timing.clock, not from the machine."""
+    t = timing.measure(lambda: fake_clock.advance(0.5), repeat=3, warmup=0, number=1)
+    assert t.times == [0.5, 0.5, 0.5] and t.noise.ok
+    fake_clock.cost(a=2e-3, b=1e-3)
+    cmp = timing.compare(a=lambda: None, b=lambda: None, repeat=4)
+    assert cmp.ratio("a", "b") == pytest.approx(2.0) and cmp.noise.ok
+    assert fake_clock.calls == {"a": 5, "b": 5}  # warmup 1 + repeat 4
+    with pytest.raises(ValueError, match="seconds"):
+        fake_clock.advance(-1)

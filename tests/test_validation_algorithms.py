@@ -4,15 +4,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import matrix_scan, newton
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(60)
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 def f(Hprev, X):

@@ -5,17 +5,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import mgrit, scan
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NONFINITE = st.sampled_from([np.inf, -np.inf, np.nan])
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name) or f"{name}," in str(info.value), \
-        str(info.value)
 
 
 REFS = [scan.recurrence_float64, lambda a, x: scan.hillis_steele(a, x)[0], lambda a, x: scan.blelloch(a, x)[0],

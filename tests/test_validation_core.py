@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.core import mpi, optim, results, timing, validate as v
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -15,12 +16,6 @@ FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 # anything that is not a usable size: negatives, bools, floats, strings, None, numpy bools
 BAD_SIZES = st.one_of(st.integers(max_value=-1), st.booleans(), st.floats(), st.text(max_size=3), st.none(),
                       st.just(np.bool_(True)), st.just(3.0), st.just("3"))
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert str(info.value).startswith(name) or f"{name}:" in str(info.value), str(info.value)
 
 
 # --------------------------------------------------------------------------- validate

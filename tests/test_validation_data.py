@@ -5,16 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.data import corpus, rotation
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
-    return str(info.value)
 
 
 @pytest.mark.timeout(5)

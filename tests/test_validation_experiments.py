@@ -7,14 +7,9 @@ import numpy as np
 import pytest
 
 from course_lib.experiments import autotune
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 def test_numpy_integers_as_repeat_write_valid_json(tmp_path):

@@ -13,17 +13,12 @@ from course_lib.experiments import mgrit as ex_mgrit
 from course_lib.experiments import newton as ex_newton
 from course_lib.experiments import scan as ex_scan
 from course_lib.parallel import cluster
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BAD_SIZE = st.one_of(st.integers(-5, 0), st.just(2.5), st.just("3"), st.just(True), st.just(None))
 HUGE = st.integers(10**12, 10**15)
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 # --------------------------------------------------------------------------- experiments.mgrit

@@ -22,16 +22,11 @@ from course_lib.teaching.plots import newton as p_nt  # noqa: E402
 from course_lib.teaching.plots import perf as p_perf  # noqa: E402
 from course_lib.teaching.plots import rnn as p_rnn  # noqa: E402
 from course_lib.teaching.plots import scan as p_scan  # noqa: E402
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EMPTY = st.sampled_from([{}, [], (), np.zeros(0)])
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 @pytest.fixture(autouse=True)
@@ -129,12 +124,25 @@ def test_plots_other_arguments():
 def test_plots_good_data_still_draw():
     ax = plots.loglog_plot([1, 2, 4], {"a": [1.0, 2.0, 4.0]})
     assert "slope 1.00" in ax.get_legend().get_texts()[0].get_text()
-    ax = p_mm.tile_heatmap(np.ones((2, 3)), [8, 16], [4, 8, 16])
-    assert ax is not None
+    ax = p_mm.tile_heatmap(np.array([[1.0, 2.0, 3.0], [4.0, 9.0, np.nan]]), [8, 16], [4, 8, 16])
+    assert ax.images[0].get_array().shape == (2, 3)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "8", "16"]
+    assert "9.0 ★" in [t.get_text() for t in ax.texts]  # the best cell is starred; the NaN cell has no label
+    assert len(ax.texts) == 5
     ax = p_lstm.method_bars({"naive": 2.0, "fused": 1.0})
-    assert ax is not None
+    assert [b.get_height() for b in ax.patches] == [2.0, 1.0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["naive", "fused"]
     from course_lib.parallel import cluster
-    ax = p_cm.gantt(cluster.wavefront_graph(3, 2).simulate(2))
-    assert ax is not None
-    p_mg.draw_two_level_cycle(8, 4)
-    p_inf.dependency_graph(3, 2)
+    sched = cluster.wavefront_graph(3, 2).simulate(2)
+    ax = p_cm.gantt(sched)
+    bars = [r for r in sched.rows if r[3] > r[2] and r[1] < 16]
+    assert bars and len(ax.patches) == len(bars)  # one bar per task that takes time
+    assert max(b.get_x() + b.get_width() for b in ax.patches) == pytest.approx(sched.makespan)
+    ax = p_mg.draw_two_level_cycle(8, 4)
+    assert list(ax.get_xticks()) == [0, 4, 8]  # the C-points, every m steps
+    assert [len(l.get_xdata()) for l in ax.lines[2:]] == [6, 3, 3]  # 6 F-points, 3 C-points on each level
+    ax = p_inf.dependency_graph(3, 2)
+    cells = [t.get_text() for t in ax.texts if t.get_text().startswith("h")]
+    assert sorted(cells) == sorted(f"h{l},{t}" for l in range(2) for t in range(3))
+    # arrows: x->h0 and h_top->y per step (2*3), layer below per cell above 0 (1*3), previous step (2*2)
+    assert sum(1 for t in ax.texts if t.get_text() == "") == 6 + 3 + 4

@@ -6,17 +6,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.data.corpus import Vocab
 from course_lib.models import charlm, gradcheck, jacobians, mingru, rnn, softmax_rnn as srnn
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BAD_SIZES = st.one_of(st.integers(max_value=0), st.booleans(), st.floats(), st.text(max_size=3), st.none(),
                       st.just("3"), st.just(3.0))
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 # --------------------------------------------------------------------------- rnn counters (issue bullet 3, 5)

@@ -10,15 +10,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from course_lib.core import backend
 from course_lib.models import softmax_rnn as srnn
 from course_lib.parallel import inference, mpi_infer
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(60)
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 @FAST

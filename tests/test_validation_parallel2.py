@@ -7,15 +7,10 @@ import pytest
 
 from course_lib.models import gru
 from course_lib.parallel import mgrit_mpi as MP
+from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
 DAHL = {"kind": "dahlquist", "lam": -1.0, "dt": 0.1, "u0": [1.0]}
-
-
-def raises_naming(exc_types, name, fn, *args, **kw):
-    with pytest.raises(exc_types) as info:
-        fn(*args, **kw)
-    assert f"{name}:" in str(info.value) or str(info.value).startswith(name), str(info.value)
 
 
 @pytest.fixture

@@ -25,28 +25,9 @@ from typing import Sequence
 
 from ..core.timing import Noise
 from .claims import Claim, claim
+from .verdict_line import Verdict
 
 __all__ = ["Verdict", "verdict", "judge"]
-
-
-class Verdict(str):
-    """A printable verdict line that also carries its outcome for code and tests.
-
-    ``outcome`` is one of ``"agrees"``, ``"smaller"``, ``"larger"``, ``"opposite"``, ``"unreliable"``;
-    ``reason`` is the explanation chosen (or "")."""
-
-    outcome: str
-    reason: str
-
-    def __new__(cls, text: str, outcome: str, reason: str = ""):
-        obj = super().__new__(cls, text)
-        obj.outcome = outcome
-        obj.reason = reason
-        return obj
-
-    @property
-    def agrees(self) -> bool:
-        return self.outcome == "agrees"
 
 
 def _fmt(value: float, unit: str) -> str:

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from ...core.timing import Noise
+from ..verdict_line import Verdict
 
 ENTRIES: dict = {}
 
@@ -55,9 +56,7 @@ def goal_verdict(gid: str, *, holds: bool, ours: str, here: str = "this machine"
     by the caller from measurements), what was measured (``ours``, printed by code), and when it does
     not hold, the first ``(condition, explanation)`` whose condition is true. An unreliable ``noise``
     (from :mod:`course_lib.core.timing`) means no conclusion. Returns a
-    :class:`course_lib.teaching.verdict.Verdict` (outcome ``"agrees"``, ``"opposite"`` or ``"unreliable"``)."""
-    from ..verdict import Verdict  # noqa: PLC0415 - verdict imports this package
-
+    :class:`course_lib.teaching.verdict_line.Verdict` (outcome ``"agrees"``, ``"opposite"`` or ``"unreliable"``)."""
     if not isinstance(holds, (bool, np.bool_)):
         raise TypeError(f"holds: expected a bool computed from the measurement, got {type(holds).__name__}")
     holds = bool(holds)

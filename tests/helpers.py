@@ -1,0 +1,124 @@
+"""Plain helpers shared by the test files (``from helpers import ...``; pytest puts tests/ on sys.path,
+since tests/ has no ``__init__.py``). Fixtures live in conftest.py."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+import course_lib
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS_DIR = REPO.parent / "shared" / "seeds"  # the seed texts, beside the repository where the course is developed
+
+
+def in_ci(environ=None) -> bool:
+    """Whether the tests run under CI (``CI=true``, as GitHub Actions, GitLab and most runners set it)."""
+    env = os.environ if environ is None else environ
+    return str(env.get("CI", "")).strip().lower() in ("true", "1", "yes")
+
+
+def seed_texts_decision(seeds_dir: Path = SEEDS_DIR, environ=None) -> tuple[str, str]:
+    """``("run" | "skip" | "fail", message)`` for tests that read the seed texts in ``seeds_dir``.
+
+    They run where the texts are; outside CI a missing folder (or one without ``NNN_*.txt`` files) skips;
+    under CI it fails, naming the missing path, so a CI run can never pass with the quote checks unseen."""
+    if seeds_dir.is_dir() and any(seeds_dir.glob("[0-9][0-9][0-9]_*.txt")):
+        return "run", ""
+    msg = (f"the seed texts are missing: {seeds_dir} (expected files NNN_*.txt there, beside the repository); "
+           "the claims registry is checked against them")
+    return ("fail", msg + " -- under CI=true this is an error") if in_ci(environ) else ("skip", msg)
+
+
+def require_seed_texts(seeds_dir: Path = SEEDS_DIR) -> Path:
+    """Call at the start of a test that reads the seed texts: skip or fail as :func:`seed_texts_decision` says."""
+    what, msg = seed_texts_decision(seeds_dir)
+    if what == "fail":
+        pytest.fail(msg, pytrace=False)
+    if what == "skip":
+        pytest.skip(msg)
+    return seeds_dir
+
+
+def raises_naming(exc_types, name: str, fn, *args, **kw) -> str:
+    """Call ``fn(*args, **kw)``, expect ``exc_types``, and check the message names the argument ``name``
+    (it starts with it, or says ``name:`` / ``name,`` as in "a, x: ..."). Returns the message."""
+    with pytest.raises(exc_types) as info:
+        fn(*args, **kw)
+    msg = str(info.value)
+    assert msg.startswith(name) or f"{name}:" in msg or f"{name}," in msg, msg
+    return msg
+
+
+# ---- chapter markers (used by conftest.pytest_collection_modifyitems) ------------------------------------
+_NOTEBOOK = re.compile(r"(?:^|[/\\\[-])(\d\d)_[a-z]")
+
+
+def chapters_of_modules(dotted: set[str], table=None) -> set[str]:
+    """The chapters (``"08"``, ...) whose modules appear among ``dotted`` (absolute module or name paths:
+    ``course_lib.algorithms.scan`` or ``course_lib.algorithms.scan.linear_recurrence`` both count)."""
+    table = course_lib.CHAPTERS if table is None else table
+    out = set()
+    for ch, mods in table.items():
+        for m in mods:
+            full = f"course_lib.{m}"
+            if any(d == full or d.startswith(full + ".") for d in dotted):
+                out.add(ch)
+                break
+    return out
+
+
+def imported_names(source: str) -> set[str]:
+    """Every absolute dotted name a test file imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``),
+    and the attributes it reads from an imported package (``plots.scan.x`` after ``from ... import plots``)."""
+    tree = ast.parse(source)
+    out, alias = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+            alias.update({a.asname: a.name for a in node.names if a.asname})
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+            alias.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in alias:
+            out.add(f"{alias[node.value.id]}.{node.attr}")
+    return out
+
+
+@lru_cache(maxsize=None)
+def chapters_of_file(path: Path) -> frozenset[str]:
+    """The chapters of one file: a notebook by its NN_ name, a Python test file by what it imports."""
+    m = re.match(r"(\d\d)_", path.name)
+    if path.suffix == ".ipynb":
+        return frozenset({m.group(1)} if m and m.group(1) in course_lib.CHAPTERS else ())
+    if path.suffix != ".py":
+        return frozenset()
+    source = path.read_text()
+    names = imported_names(source)
+    for script in scripts_run_by(source):  # a smoke test of benchmarks/x.py covers what x.py imports
+        names |= imported_names(script.read_text())
+    return frozenset(chapters_of_modules(names))
+
+
+def scripts_run_by(source: str) -> list[Path]:
+    """The ``benchmarks/*.py`` scripts a test file names (``ROOT / "benchmarks" / "scan.py"``)."""
+    consts = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    if "benchmarks" not in consts and not any(c.startswith("benchmarks/") for c in consts):
+        return []
+    bench = REPO / "benchmarks"
+    found = [bench / Path(c).name for c in consts if c.endswith(".py")]
+    return [p for p in found if p.is_file()]
+
+
+def chapters_of_item(item) -> set[str]:
+    chs = set(chapters_of_file(Path(str(item.path))))
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        chs |= {c for c in _NOTEBOOK.findall(callspec.id) if c in course_lib.CHAPTERS}
+    return chs
