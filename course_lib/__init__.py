@@ -43,7 +43,7 @@ Chapter -> modules:
  10   MGRIT                   algorithms.mgrit, models.gru, parallel.mgrit_mpi, data.activity, experiments.mgrit
  11   Newton in time          algorithms.matrix_scan, algorithms.newton, models.jacobians, models.mingru,
                               parallel.deer, experiments.newton
- 12   which parallelism when  experiments.cost_model, parallel.cluster
+ 12   which parallelism when  experiments.cost_model (with its cluster)
 ====  ======================  =====================================================================
 
 Instructors: ``teaching.authoring`` (``python -m course_lib exercises build``, ``grade``) and

@@ -133,7 +133,7 @@ def test_plots_good_data_still_draw():
     assert ax is not None
     ax = p_lstm.method_bars({"naive": 2.0, "fused": 1.0})
     assert ax is not None
-    from course_lib.parallel import cluster
+    from course_lib.experiments.cost_model import cluster
     ax = p_cm.gantt(cluster.wavefront_graph(3, 2).simulate(2))
     assert ax is not None
     p_mg.draw_two_level_cycle(8, 4)
