@@ -35,7 +35,7 @@ Chapter -> modules:
  03   batching                experiments.batching, core.timing (roofline, cache residency)
  04   tiling & SIMD           algorithms.matmul, experiments.matmul
  05   threads & fusion        models.fast_rnn, algorithms.activations, experiments.profile, experiments.jit
- 06   Halide                  algorithms.halide_rnn, experiments.halide
+ 06   Halide                  models.halide_rnn, experiments.halide
  07   parallel inference      models.softmax_rnn, models.charlm, parallel.inference, parallel.mpi_infer,
                               experiments.inference
  08   linear recurrences      algorithms.scan, algorithms.scan_cuda, models.linear_rnn, experiments.scan

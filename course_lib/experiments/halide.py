@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ..algorithms import halide_rnn as H
+from ..models import halide_rnn as H
 from ..algorithms import matmul as nb_matmul
 from ..core import backend, timing
 from ..core.validate import check_int, check_positive_int
