@@ -55,20 +55,6 @@ __all__ = [
 METHODS = ("serial", "batched", "threads", "wavefront", "mpi", "cuda")
 
 
-_CONTROLLER = None
-
-
-def _one_blas_thread():
-    """A context that limits BLAS to one thread (each worker is one core). The threadpoolctl
-    controller is made once: making it scans the loaded libraries, which costs far more than a cell."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController  # noqa: PLC0415
-
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
-
-
 def _threads(threads, cap: int | None = None) -> int:
     if threads is None:
         threads = backend.cpu_count()
@@ -92,7 +78,7 @@ def predict_threads(params: SoftmaxRNNParams, X, *, threads: int | None = None) 
         sl = slice(offsets[r], offsets[r] + counts[r])
         Y[:, sl] = batched_core(params, np.ascontiguousarray(X[:, sl]))
 
-    with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+    with backend.blas_threads(1), ThreadPoolExecutor(threads) as pool:
         list(pool.map(run, range(threads)))
     return Y
 
@@ -136,7 +122,7 @@ def predict_wavefront(params: SoftmaxRNNParams, X, *, threads: int | None = None
             for lt in diagonal:
                 cell(lt)
     else:
-        with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+        with backend.blas_threads(1), ThreadPoolExecutor(threads) as pool:
             for diagonal in schedule:
                 if len(diagonal) == 1:
                     cell(diagonal[0])

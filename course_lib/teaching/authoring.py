@@ -44,6 +44,8 @@ from pathlib import Path
 
 __all__ = [
     "COURSE_ROOT",
+    "cell_tags",
+    "normal_source",
     "FOLDERS",
     "notebook_pairs",
     "read_py",
@@ -107,7 +109,7 @@ def read_py(path: Path):
     path = _as_path(path, "path", must_exist=True)
     nb = jupytext.read(str(path), fmt="py:percent")
     for i, cell in enumerate(nb.cells):
-        key = f"{i}|{cell.cell_type}|{_normal_source(cell)}".encode()
+        key = f"{i}|{cell.cell_type}|{normal_source(cell)}".encode()
         cell.id = hashlib.sha1(key).hexdigest()[:12]
     return nb
 
@@ -134,11 +136,13 @@ def write_ipynb(nb, path: Path) -> None:
     Path(path).write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
 
 
-def _tags(cell) -> list[str]:
+def cell_tags(cell) -> list[str]:
+    """The tags in a notebook cell's metadata (a new list; empty when it has none)."""
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def _normal_source(cell) -> str:
+def normal_source(cell) -> str:
+    """A cell's source as one string, stripped (sources may be stored as a list of lines)."""
     src = cell.source if isinstance(cell.source, str) else "".join(cell.source)
     return src.strip()
 
@@ -157,11 +161,11 @@ def pair_problems(py: Path, ipynb: Path) -> list[str]:
     for i, (ca, cb) in enumerate(zip(a.cells, b.cells)):
         if ca.cell_type != cb.cell_type:
             problems.append(f"cell {i}: {ca.cell_type} in .py, {cb.cell_type} in .ipynb")
-        elif _normal_source(ca) != _normal_source(cb):
-            first = _normal_source(ca).splitlines()[:1]
+        elif normal_source(ca) != normal_source(cb):
+            first = normal_source(ca).splitlines()[:1]
             problems.append(f"cell {i} differs (starts {first!r})")
-        elif sorted(_tags(ca)) != sorted(_tags(cb)):
-            problems.append(f"cell {i}: tags {_tags(ca)} in .py, {_tags(cb)} in .ipynb")
+        elif sorted(cell_tags(ca)) != sorted(cell_tags(cb)):
+            problems.append(f"cell {i}: tags {cell_tags(ca)} in .py, {cell_tags(cb)} in .ipynb")
         if len(problems) >= 5:
             break
     return problems
@@ -277,7 +281,7 @@ def cells_checksum(nb) -> str:
     _check_nb(nb)
     h = hashlib.sha256()
     for c in nb.cells:
-        h.update(json.dumps([c.cell_type, _normal_source(c)], ensure_ascii=False).encode())
+        h.update(json.dumps([c.cell_type, normal_source(c)], ensure_ascii=False).encode())
     return h.hexdigest()
 
 
@@ -319,11 +323,11 @@ def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode
     nb = copy.deepcopy(solution_nb)
     current = ""
     for cell in nb.cells:
-        src = _normal_source(cell)
+        src = normal_source(cell)
         found = EXERCISE_RE.findall(src)
         if cell.cell_type == "markdown" and found:
             current = found[-1]
-        tags = [t for t in _tags(cell) if t != "raises-exception"]
+        tags = [t for t in cell_tags(cell) if t != "raises-exception"]
         if BEGIN in src or END in src:
             exercise = found[0] if (cell.cell_type == "code" and found) else current
             cell.source, _ = _strip_solution(cell.source if isinstance(cell.source, str) else "".join(cell.source),

@@ -13,7 +13,7 @@ from ...core import backend, timing
 from ...core.validate import check_choice, check_positive_int, check_str
 from . import cluster
 from .advice import advise
-from .machine import GPU, Machine, _blas, check_rates
+from .machine import GPU, Machine, check_rates
 from .model import Problem, predict, step_cost
 
 __all__ = ["CONFIG_NAMES", "Row", "Calibration", "calibrate", "seed_schedules", "measured_speedups",
@@ -49,7 +49,7 @@ def _config_05(small: bool):
 
     def on(n):
         def run():
-            with _blas(n):
+            with backend.blas_threads(n):
                 rnn.forward(p, X)
         return run
     prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=1, ny=H)
@@ -233,8 +233,8 @@ class Calibration:
         lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'error':>6}"]
         for r in self.rows:
             mark = "  OFF >2x: not advised" if r.off else ""
-            lines.append(f"{r.config:<{w}}  {r.label:<{lw}}  {timing._fmt_seconds(r.predicted):>10}  "
-                         f"{timing._fmt_seconds(r.measured):>10}  {r.error:>5.2f}x{mark}")
+            lines.append(f"{r.config:<{w}}  {r.label:<{lw}}  {timing.fmt_seconds(r.predicted):>10}  "
+                         f"{timing.fmt_seconds(r.measured):>10}  {r.error:>5.2f}x{mark}")
         bad = [c for c, n in self.noise.items() if not n.ok]
         if bad:
             lines.append("unreliable runs (busy machine or wide spread): " + ", ".join(bad))
@@ -258,7 +258,7 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
         if blas is None:
             cmp = timing.compare(repeat=repeat, **fns)
         else:
-            with _blas(blas):
+            with backend.blas_threads(blas):
                 cmp = timing.compare(repeat=repeat, **fns)
         noise[name] = cmp.noise
         info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}

@@ -195,18 +195,12 @@ def _simd_lanes() -> int:
     return 4
 
 
-def _blas(n):
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    return threadpool_limits(limits=n, user_api="blas")
-
-
 def _gemm_peak(n: int, threads: int, repeat: int) -> float:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     out = np.empty((n, n), np.float32)
-    with _blas(threads):
+    with backend.blas_threads(threads):
         t = timing.measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
     return timing.gemm_flops(n, n, n) / t.min / 1e9
 
@@ -250,7 +244,7 @@ def _measure(quick: bool) -> Machine:
     src = {}
     g1 = _gemm_peak(n, 1, rep)
     gall = _gemm_peak(n, cores, rep) if cores > 1 else g1
-    with _blas(1):
+    with backend.blas_threads(1):
         gemv = timing.gemv_rate(256, 256, repeat=rep)["gflops"]
     bw1 = timing.copy_bandwidth(mbytes=mb, repeat=rep)
     bwall = _parallel_copy_bandwidth(mb, cores, rep) if cores > 1 else bw1
@@ -277,7 +271,7 @@ def _measure(quick: bool) -> Machine:
     src["mpi_latency_s"] = src["mpi_bandwidth_gbs"] = "assumed: shared-memory MPI on one node (not measured here)"
     gpu = None
     if backend.gpu_available():
-        gpu = GPU.assumed(backend._detect_gpu()[1])
+        gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
                    max(bw1, bwall), call, handoff, region_s, step, gpu=gpu, source=src, noise=noise)

@@ -25,7 +25,6 @@ Typical use in a worksheet::
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from typing import Any, Callable, Iterable, Sequence
@@ -47,7 +46,6 @@ __all__ = [
     "CountedArray",
     "counted",
     "count_products",
-    "one_blas_thread",
 ]
 
 
@@ -466,12 +464,3 @@ def count_products(fn, *args, **kwargs) -> tuple[int, object]:
 
 
 
-
-def one_blas_thread():
-    """BLAS on one thread for both sides of a timed comparison (OpenBLAS threads on a busy machine
-    make small GEMMs erratic); a no-op without threadpoolctl."""
-    try:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")

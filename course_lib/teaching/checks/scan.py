@@ -122,15 +122,15 @@ def chunk_work(student, T: int = 24, H: int = 2, chunks: int = 4) -> dict:
     arithmetic: ``{"reads_per_step": float, "steps_read_twice": int, "T": T}``. A chunked scan reads
     every step twice (reduce, then expand; the last chunk's reduction may be skipped); the sequential
     loop reads each step once -- the extra work is the price of parallelism over time."""
-    from .tiling_simd import _ReadTrace, _traced  # noqa: PLC0415
+    from .tiling_simd import ReadTrace, traced_array  # noqa: PLC0415
 
     a, x, h0 = scan.random_problem(T, H, seed=99, dtype="float64")
-    _ReadTrace.log = []
+    ReadTrace.log = []
     try:
-        student(_traced(a), x.copy(), h0.copy(), chunks)
-        reads = np.asarray(_ReadTrace.log, dtype=np.int64)
+        student(traced_array(a), x.copy(), h0.copy(), chunks)
+        reads = np.asarray(ReadTrace.log, dtype=np.int64)
     finally:
-        _ReadTrace.log = None
+        ReadTrace.log = None
     per_step = np.bincount(reads // H, minlength=T)[:T] / H if reads.size else np.zeros(T)
     return {"reads_per_step": float(per_step.mean()), "steps_read_twice": int(np.sum(per_step >= 2)), "T": T,
             "chunks": chunks}

@@ -40,10 +40,11 @@ import numpy as np
 
 from ...algorithms import matmul
 from ...core import backend, timing
-from .core import Case, ExerciseFailed, check_function, one_blas_thread, passed
+from .core import Case, ExerciseFailed, check_function, passed
 
 __all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul",
-           "prange_loops", "reuse_distance", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP"]
+           "prange_loops", "reuse_distance", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP", "ReadTrace",
+           "traced_array"]
 
 _RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 MIN_TILED_SPEEDUP = 2.0      # 4.1: vs the course's naive ijk loop (matmul.matmul_naive), same run
@@ -69,15 +70,15 @@ def _fail(ex: str, message: str, hint: str = "", where: str = "") -> ExerciseFai
 
 
 # --------------------------------------------------------------------------- tracing reads (4.1)
-class _ReadTrace(np.ndarray):
+class ReadTrace(np.ndarray):
     """An array that logs the flat index of every element read from it (scalar reads, and every
-    element of a view that enters arithmetic), in order, into ``_ReadTrace.log``."""
+    element of a view that enters arithmetic), in order, into ``ReadTrace.log``."""
 
     log: list | None = None
 
     def _record(self, idx) -> None:
-        if _ReadTrace.log is not None:
-            _ReadTrace.log.extend(np.asarray(idx).ravel().tolist())
+        if ReadTrace.log is not None:
+            ReadTrace.log.extend(np.asarray(idx).ravel().tolist())
 
     def __getitem__(self, key):
         out = np.ndarray.__getitem__(self.view(np.ndarray), key)
@@ -86,7 +87,7 @@ class _ReadTrace(np.ndarray):
             return out
         sub = flat[key]
         if isinstance(out, np.ndarray):
-            v = out.view(_ReadTrace)
+            v = out.view(ReadTrace)
             v._flat = np.asarray(sub)
             return v
         self._record(sub)
@@ -94,16 +95,16 @@ class _ReadTrace(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         for x in inputs:
-            if isinstance(x, _ReadTrace) and getattr(x, "_flat", None) is not None:
+            if isinstance(x, ReadTrace) and getattr(x, "_flat", None) is not None:
                 x._record(x._flat)
         if "out" in kwargs:
             kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, np.ndarray) else o for o in kwargs["out"])
-        inputs = tuple(x.view(np.ndarray) if isinstance(x, _ReadTrace) else x for x in inputs)
+        inputs = tuple(x.view(np.ndarray) if isinstance(x, ReadTrace) else x for x in inputs)
         return getattr(ufunc, method)(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         def strip(v):
-            if isinstance(v, _ReadTrace):
+            if isinstance(v, ReadTrace):
                 if getattr(v, "_flat", None) is not None:
                     v._record(v._flat)
                 return v.view(np.ndarray)
@@ -113,8 +114,9 @@ class _ReadTrace(np.ndarray):
         return func(*strip(args), **{k: strip(v) for k, v in kwargs.items()})
 
 
-def _traced(a) -> _ReadTrace:
-    t = np.array(a, copy=True).view(_ReadTrace)
+def traced_array(a) -> ReadTrace:
+    """A copy of ``a`` as a :class:`ReadTrace` (every read of an element is logged by its flat index)."""
+    t = np.array(a, copy=True).view(ReadTrace)
     t._flat = np.arange(t.size).reshape(t.shape)
     return t
 
@@ -137,12 +139,12 @@ def reuse_distance(reads) -> tuple[float, float]:
 
 
 def _trace_b_reads(py_func, A, B, tile) -> list:
-    _ReadTrace.log = []
+    ReadTrace.log = []
     try:
-        py_func(A, _traced(B), tile)
-        return _ReadTrace.log
+        py_func(A, traced_array(B), tile)
+        return ReadTrace.log
     finally:
-        _ReadTrace.log = None
+        ReadTrace.log = None
 
 
 # --------------------------------------------------------------------------- 4.1
@@ -226,7 +228,7 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
     best = 0.0
     noisy = False
     for _ in range(max(1, int(retries))):
-        with one_blas_thread():
+        with backend.blas_threads(1):
             cmp = timing.compare(repeat=5, warmup=1, course_naive=lambda: matmul.matmul_naive(A, B),
                                  yours=lambda: student(A, B, tile_s))
         best = max(best, cmp.timings["course_naive"].min / cmp.timings["yours"].min)
@@ -594,7 +596,7 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
         A, B = _matrices(np.random.default_rng(7), N, N, N, np.float32)
         best, noisy = 0.0, False
         for _ in range(max(1, int(retries))):
-            with one_blas_thread():
+            with backend.blas_threads(1):
                 cmp = timing.compare(repeat=5, warmup=1, course_parallel=lambda: matmul.matmul_parallel(A, B),
                                      yours=lambda: student(A, B))
             best = max(best, cmp.timings["course_parallel"].min / cmp.timings["yours"].min)
