@@ -1,4 +1,4 @@
-"""What this machine has, and which backend CUDA kernels run on (layer 1: foundation).
+"""What this machine has, and which backend CUDA kernels run on (core folder).
 
 The one decision that must happen early: numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it
 is first imported. So this module decides -- *without importing numba* -- whether a usable GPU

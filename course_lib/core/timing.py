@@ -1,4 +1,4 @@
-"""Timing, FLOP/byte counting and a measured roofline (layer 1: foundation).
+"""Timing, FLOP/byte counting and a measured roofline (core folder).
 
 Every speed claim in the course is measured with these helpers on the reader's machine.
 

@@ -1,4 +1,4 @@
-"""Measuring helpers for chapter 06 (Halide) and ``benchmarks/halide.py`` (layer 6).
+"""Measuring helpers for chapter 06 (Halide) and ``benchmarks/halide.py`` (experiments folder).
 
 Everything is timed with :func:`course_lib.core.timing.compare` (interleaved, one process), and
 every function returns plain data (dicts, lists, the ``Comparison``) -- the notebook prints,

@@ -1,4 +1,4 @@
-"""Authoring tools: notebook pairs, execution, exercise generation (layer 3: teaching front).
+"""Authoring tools: notebook pairs, execution, exercise generation (teaching folder).
 
 Layout (see README):
 

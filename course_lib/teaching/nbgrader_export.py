@@ -1,4 +1,4 @@
-"""Export the worksheets as an nbgrader course (layer 3: teaching front).
+"""Export the worksheets as an nbgrader course (teaching folder).
 
 ``python -m course_lib export --nbgrader DIR`` writes::
 

@@ -1,4 +1,4 @@
-"""Exercise graders (layer 3: teaching front).
+"""Exercise graders (teaching folder).
 
 A check runs the student's function against the reference implementation on several small,
 seeded cases. On success it prints one stable line that nbval compares::

@@ -1,4 +1,4 @@
-"""Plots shared by all chapters (layer 3: teaching front).
+"""Plots shared by all chapters (teaching folder).
 
 Chapter-specific figures live in ``course_lib.teaching.plots.<topic>`` modules. Every function draws
 on an axis it is given (or a new one) and returns the axis, so notebooks can compose them.
