@@ -356,7 +356,8 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
     """``h_t = a_t * h_{t-1} + x_t`` for all t. ``a, x``: ``(T, H)`` or ``(T, B, H)``, float32/64;
     ``h0``: one step's shape or None (zeros). Returns ``h`` with the shape and dtype of ``x``.
 
-    ``method`` (all give the float64 loop's numbers to round-off; module docstring):
+    ``method`` (all give the float64 loop's numbers to round-off; module docstring;
+    :func:`kernel_for` names the kernel a call runs):
 
     * ``"sequential"``; ``"channels"`` (opt ``groups``: channel groups, default the numba thread
       count); ``"hillis_steele"``; ``"blelloch"``;
