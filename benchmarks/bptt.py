@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from course_lib.models import rnn  # noqa: E402
-from course_lib.core import timing
+from course_lib.core import backend, timing
 
 
 def main(argv=None) -> int:
@@ -33,9 +33,7 @@ def main(argv=None) -> int:
                     help="BLAS threads (default 1: compares the algorithms, not the threading; 0 = BLAS's default)")
     args = ap.parse_args(argv)
     if args.threads:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-        with threadpool_limits(limits=args.threads, user_api="blas"):
+        with backend.blas_threads(args.threads):
             return run(args)
     return run(args)
 

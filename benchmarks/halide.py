@@ -4,7 +4,7 @@
     python benchmarks/halide.py --quick    # tiny sizes (smoke test, a few seconds)
     python benchmarks/halide.py --batch 64 # the seed's n and T with a smaller batch
 
-Rows: every schedule of ``course_lib.algorithms.halide_rnn.SCHEDULES`` (the eight tiling x SIMD x
+Rows: every schedule of ``course_lib.models.halide_rnn.SCHEDULES`` (the eight tiling x SIMD x
 parallel combinations of seed Fig. 10, the specialised element-wise schedule of Fig. 13, the
 single-expression definitions of §4.9, and JIT-per-call of Fig. 14), then the numpy reference step
 (``rnn.bptt_linear`` + ``sgd_step``, BLAS) and ``fast_rnn.train_step``. All are timed interleaved
@@ -28,7 +28,7 @@ sys.path[:] = [q for q in sys.path if os.path.abspath(q or ".") != _HERE]
 sys.path.insert(0, os.path.join(_HERE, ".."))
 
 import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib.algorithms import halide_rnn as H  # noqa: E402
+from course_lib.models import halide_rnn as H  # noqa: E402
 from course_lib.core import backend, timing  # noqa: E402
 from course_lib.models import fast_rnn, rnn  # noqa: E402
 

@@ -54,9 +54,7 @@ def torch_predict(params, X, threads):
 
 
 def _one_thread(fn, *args):
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    with backend.blas_threads(1):
         return fn(*args)
 
 
@@ -104,7 +102,7 @@ def bench_config(B, L, H, T, *, nx, vocab, P, repeat, serial_seqs, peak):
     if not cmp.noise.ok:
         print("  " + cmp.noise.warning())
     for name, t, sps, rate, pct, x, diff in rows:
-        print(f"{B:>5} {L:>2} {H:>4} {T:>4}  {name:<25} {timing._fmt_seconds(t) if t == t else '-':>10} "
+        print(f"{B:>5} {L:>2} {H:>4} {T:>4}  {name:<25} {timing.fmt_seconds(t) if t == t else '-':>10} "
               f"{sps:>10.4g} {rate:>8.2f} {pct:>6.1f}% {x:>8.2f}x {diff:>9.1e}")
     return rows
 

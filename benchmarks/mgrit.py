@@ -31,9 +31,7 @@ def run(quick: bool) -> int:
     # Per-step GEMMs are tiny (B x H x 3H): a multi-threaded BLAS only adds synchronisation (and on a
     # shared machine, oversubscription). One BLAS thread everywhere; the parallelism measured here is
     # over time intervals (threads / MPI ranks), as in the seed.
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    with backend.blas_threads(1):
         return _run(quick)
 
 

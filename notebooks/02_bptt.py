@@ -28,11 +28,10 @@ import inspect
 
 import numpy as np
 import matplotlib.pyplot as plt
-from threadpoolctl import threadpool_limits
 
 import course_lib
 from course_lib.models import rnn, gradcheck
-from course_lib.core import timing
+from course_lib.core import backend, timing
 from course_lib.experiments import bptt
 from course_lib.teaching import widgets, plots
 from course_lib.teaching.claims import show
@@ -148,13 +147,13 @@ print(show("000.bptt.quadratic"))
 # and 2, or less? Think about what a call costs *besides* the per-step work (Python, allocating the
 # gradient arrays, the forward pass's two big GEMMs).
 #
-# The BLAS library is limited to **one thread** here (`threadpoolctl`): with matrices this small,
+# The BLAS library is limited to **one thread** here (`backend.blas_threads(1)`): with matrices this small,
 # threads only add waiting.
 
 # %% tags=["nbval-ignore-output"]
 Ts = timing.scaled([8, 16, 32, 64, 128, 256], [8, 16, 32, 64, 128])
 n, B = 32, 8
-with threadpool_limits(limits=1, user_api="blas"):
+with backend.blas_threads(1):
     rows = bptt.scaling(Ts, n, B=B, repeat=5)
 for r in rows:
     print(f"T={r['T']:4d}: linear {r['linear_s'] * 1e3:8.2f} ms  quadratic {r['quadratic_s'] * 1e3:9.2f} ms  "
@@ -230,7 +229,7 @@ def show_times(d, ax):
             f"{d['quadratic_s'] * 1e3:.2f} ms -> {d['ratio']:.1f}x slower (GEMM-FLOP ratio {d['flop_ratio']:.1f})")
 
 def times_one_thread(T, nh):
-    with threadpool_limits(limits=1, user_api="blas"):
+    with backend.blas_threads(1):
         return bptt.bptt_times(T, nh, B=8, repeat=2)
 
 panel = widgets.sweep_panel(

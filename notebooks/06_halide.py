@@ -28,7 +28,7 @@
 # (Figs. 8, 10-14 and the headline speed-up), using Halide's Python bindings
 # (`pip install halide`, `import halide as hl`).
 #
-# Open `course_lib/algorithms/halide_rnn.py`: the step is five small pipelines (the input
+# Open `course_lib/models/halide_rnn.py`: the step is five small pipelines (the input
 # projection, the hidden step, the output layer with its error, the backward step, the gradient +
 # SGD update), each a matrix product with an element-wise epilogue, and `SCHEDULES` names the
 # ways of running them.
@@ -37,7 +37,7 @@
 import numpy as np
 
 import course_lib  # noqa: F401  (first: backend decisions)
-from course_lib.algorithms import halide_rnn
+from course_lib.models import halide_rnn
 from course_lib.core import backend, timing
 from course_lib.experiments import halide as hx
 from course_lib.models import rnn

@@ -194,7 +194,7 @@ else:
 # With **one** channel the serial loop is one dependent multiply-add per step: the core waits for
 # each result before it can start the next, and its vector unit -- 8 or 16 float32 lanes -- sits
 # idle. The chunked scan then gives every lane its own stretch of time. In $\log_2 K$ passes over
-# contiguous memory (`scan._level`, vectorised) the pairs become *windows* of $K$ steps,
+# contiguous memory (`scan_kernels.level`, vectorised) the pairs become *windows* of $K$ steps,
 # $(A_t, B_t) = p_{t-K+1} \circ \dots \circ p_t$; after that $h_t = A_t h_{t-K} + B_t$ is the same
 # recurrence with stride $K$ -- $K$ independent chains, which the ordinary channel loop runs side by
 # side, one per lane. `scan.choose_lanes` gives channels that fill less than a quarter of a 64-byte

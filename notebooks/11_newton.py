@@ -154,9 +154,7 @@ for r in ex.work_comparison((0.5, 1.0, 2.0, 4.0)):
 # **Predict:** on this machine, is DEER faster or slower than the serial march at H = 8? At H = 64?
 
 # %% tags=["nbval-ignore-output"]
-from threadpoolctl import threadpool_limits
-
-with threadpool_limits(limits=1, user_api="blas"):
+with backend.blas_threads(1):
     cmp, info = ex.time_deer(T_SPEED, 8, 4, repeat=3)
 print(f"T = {T_SPEED}, H = 8, B = 4, {backend.cpu_count()} cores; iterations {info}")
 print(cmp.table())

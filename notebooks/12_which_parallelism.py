@@ -31,8 +31,8 @@
 #    machine has, so the seeds' numbers sit beside simulated and measured ones.
 # 4. **The advisor** (`advise(problem)`), with sliders.
 #
-# Open `course_lib/experiments/cost_model.py` (the model) and `course_lib/parallel/cluster.py` (the
-# task graphs): each method's cost is a dozen lines.
+# Open `course_lib/experiments/cost_model/model.py` (the model) and `course_lib/experiments/cost_model/cluster.py`
+# (the task graphs): each method's cost is a dozen lines.
 
 # %%
 import numpy as np
@@ -40,7 +40,7 @@ import numpy as np
 import course_lib
 from course_lib.core import backend, timing
 from course_lib.experiments import cost_model as cm
-from course_lib.parallel import cluster
+from course_lib.experiments.cost_model import cluster
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import claim, show
 from course_lib.teaching.plots import cost_model as plots
@@ -118,7 +118,7 @@ print("\nmethods the advisor will not advise on this machine (model off > 2x):",
 print(show("000.halide.summary.speedup", "001.summary.kernel_speedup", "002.speedup.max"))
 
 # %% [markdown]
-# Each schedule becomes a task graph (`course_lib.parallel.cluster`) with costs from the seed's machine --
+# Each schedule becomes a task graph (`course_lib.experiments.cost_model.cluster`) with costs from the seed's machine --
 # the numbers the seed states, the rest *assumed* and printed with the setting -- and runs on a virtual
 # clock. The Gantt charts show where the processors wait. *Predict*: which of the three schedules keeps
 # its processors busiest?

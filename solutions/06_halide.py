@@ -24,7 +24,7 @@
 import numpy as np
 
 import course_lib  # noqa: F401
-from course_lib.algorithms import halide_rnn
+from course_lib.models import halide_rnn
 from course_lib.teaching.checks import halide as halide_checks
 
 HALIDE, WHY = halide_rnn.available()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.algorithms import halide_rnn as H
+from course_lib.models import halide_rnn as H
 
 ROOT = Path(__file__).resolve().parent.parent
 

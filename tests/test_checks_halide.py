@@ -1,7 +1,7 @@
 """Graders of worksheet 06 (Halide): each accepts the solution and rejects wrong ones with the right message."""
 import pytest
 
-from course_lib.algorithms import halide_rnn as H
+from course_lib.models import halide_rnn as H
 from course_lib.teaching.checks import ExerciseFailed
 from course_lib.teaching.checks import halide as C
 

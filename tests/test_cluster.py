@@ -2,7 +2,8 @@
 import pytest
 
 from course_lib.algorithms import mgrit, newton, scan
-from course_lib.parallel import cluster, inference
+from course_lib.experiments.cost_model import cluster
+from course_lib.parallel import inference
 
 
 def test_critical_path_hand_computed_diamond():

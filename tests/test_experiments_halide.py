@@ -1,7 +1,7 @@
 """course_lib.experiments.halide: the chapter's measuring helpers return consistent data (tiny sizes)."""
 import pytest
 
-from course_lib.algorithms import halide_rnn as H
+from course_lib.models import halide_rnn as H
 from course_lib.experiments import halide as E
 
 ok, why = H.available()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from course_lib.experiments import lstm as E
+from course_lib.experiments import lstm_layout
 from course_lib.models import lstm
 
 
@@ -52,7 +53,7 @@ def test_rowdot_is_a_product_with_the_second_operand_transposed():
     rng = np.random.default_rng(0)
     A, Bm = rng.standard_normal((5, 9)).astype(np.float32), rng.standard_normal((7, 9)).astype(np.float32)
     out = np.empty((5, 7), np.float32)
-    E._rowdot(A, Bm, out)
+    lstm_layout._rowdot(A, Bm, out)
     np.testing.assert_allclose(out, A @ Bm.T, rtol=1e-5, atol=1e-5)
 
 
@@ -82,7 +83,7 @@ def test_parse_perf_skips_unsupported_counters():
     text = ("123456,,cache-references,1000,100.00,,\n"
             "<not supported>,,cache-misses,0,100.00,,\n"
             "77,,L1-dcache-loads,1000,100.00,,\n")
-    assert E._parse_perf(text) == {"cache-references": 123456.0, "L1-dcache-loads": 77.0}
+    assert lstm_layout._parse_perf(text) == {"cache-references": 123456.0, "L1-dcache-loads": 77.0}
 
 
 def test_bad_input_names_the_argument():

@@ -1,10 +1,10 @@
-"""course_lib.algorithms.halide_rnn: every schedule computes the reference SGD step; clear errors."""
+"""course_lib.models.halide_rnn: every schedule computes the reference SGD step; clear errors."""
 import dataclasses
 
 import numpy as np
 import pytest
 
-from course_lib.algorithms import halide_rnn as H
+from course_lib.models import halide_rnn as H
 from course_lib.models import rnn
 
 ok, why = H.available()

@@ -3,20 +3,88 @@ import numpy as np
 import pytest
 
 import course_lib  # noqa: F401  (before numba)
-from course_lib.algorithms import scan
+from course_lib.core import backend
+from course_lib.algorithms import scan, scan_kernels
 
-CPU_METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked")
+
+# (method, step shape, dtype, threads, opts, the kernel that must run): every kernel of scan_kernels,
+# every branch of the "chunked" choice (narrow rows, lanes, wide rows, forced blocking with and without
+# lanes, the textbook split on one and on two threads)
+AGREEMENT_CASES = [
+    ("sequential", (5,), "float32", 1, {}, "sequential"),
+    ("channels", (3, 5), "float32", 2, {}, "channels"),
+    ("hillis_steele", (5,), "float32", 1, {}, "hillis_steele"),
+    ("blelloch", (3, 5), "float64", 1, {}, "blelloch"),
+    ("chunked", (5,), "float32", 2, {}, "sequential"),           # 5..16 float32: one vector, the loop
+    ("chunked", (3,), "float32", 2, {}, "lanes"),                # few channels, small problem: lanes
+    ("chunked", (1, 2), "float64", 1, {}, "lanes"),
+    ("chunked", (3, 7), "float32", 2, {}, "sequential"),         # wide rows, small problem: the loop
+    ("chunked", (3,), "float32", 1, {"chunk": 16}, "chunked_blocked"),   # blocked, lanes
+    ("chunked", (2, 5), "float64", 2, {"chunk": 5}, "chunked_blocked"),  # blocked, channel loop
+    ("chunked", (2,), "float64", 2, {"chunk": 7, "lanes": 8}, "chunked_blocked"),
+    ("chunked", (3, 5), "float32", 1, {"chunks": 3}, "chunked"),         # textbook split, one thread
+    ("chunked", (5,), "float64", 2, {"chunks": 3}, "chunked_par"),       # textbook split, threads
+]
 
 
-@pytest.mark.parametrize("method", CPU_METHODS)
+class _KernelSpy:
+    """Stands in for scan's ``kernels`` module (scan_kernels itself is untouched: its kernels call each
+    other) and records every kernel that scan fetches from it."""
+
+    def __init__(self, ran):
+        self.ran = ran
+
+    def __getattr__(self, name):
+        fn = getattr(scan_kernels, name)
+        if name not in scan.KERNELS:
+            return fn
+        return lambda *args: (self.ran.append(name), fn(*args))[1]
+
+
+def _spy_on_kernels(monkeypatch):
+    """Record which kernel of scan_kernels (or numpy reference of scan) each call runs."""
+    ran = []
+    monkeypatch.setattr(scan, "kernels", _KernelSpy(ran))
+    for name in ("hillis_steele", "blelloch"):
+        fn = getattr(scan, "_" + name)
+        monkeypatch.setattr(scan, "_" + name, lambda *args, _fn=fn, _name=name: (ran.append(_name), _fn(*args))[1])
+    return ran
+
+
+@pytest.mark.parametrize("case", AGREEMENT_CASES, ids=lambda c: f"{c[0]}-{c[5]}-{c[2]}-{len(c[1])}d-p{c[3]}-{c[4]}")
 @pytest.mark.parametrize("T", [1, 2, 3, 7, 64, 333])
-@pytest.mark.parametrize("B", [None, 3])
-def test_methods_agree_with_float64_loop(method, T, B):
-    a, x, h0 = scan.random_problem(T, 5, B, seed=T)
-    h = scan.linear_recurrence(a, x, h0, method=method)
+def test_methods_agree_with_float64_loop(case, T, monkeypatch):
+    method, step, dtype, threads, opts, kernel = case
+    if "chunks" in opts:
+        opts = {"chunks": min(opts["chunks"], T)}  # at most one chunk per step
+    if threads > backend.max_threads():
+        pytest.skip(f"needs {threads} numba threads")
+    a, x, h0 = scan.random_problem(T, step[-1], step[0] if len(step) == 2 else None, seed=T, dtype=dtype)
+    assert scan.kernel_for(a, x, method=method, threads=threads, **opts) == kernel
+    ran = _spy_on_kernels(monkeypatch)
+    h = backend.on_threads(threads, lambda: scan.linear_recurrence(a, x, h0, method=method, **opts))()
+    assert ran == [kernel]
     ref = scan.recurrence_float64(a, x, h0)
-    assert h.shape == x.shape and h.dtype == np.float32
-    np.testing.assert_allclose(h, ref, rtol=2e-5, atol=2e-5)
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    assert h.shape == x.shape and h.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(h, ref, rtol=tol, atol=tol)
+
+
+def test_big_problems_take_the_blocked_scan_on_threads_and_the_loop_on_one():
+    a, x, h0 = scan.random_problem(4096, 256, seed=3)  # 2^20 elements: big enough to leave the serial path
+    assert scan.kernel_for(a, x, method="chunked", threads=2) == "chunked_blocked"
+    assert scan.kernel_for(a, x, method="chunked", threads=1) == "sequential"
+    assert scan.kernel_for(a[:, :2], x[:, :2], method="chunked", threads=1) == "lanes"
+    with pytest.raises(ValueError, match="threads: expected an integer >= 1"):
+        scan.kernel_for(a, x, method="chunked", threads=0)
+    with pytest.raises(ValueError, match="method"):
+        scan.kernel_for(a, x, method="nope")
+    with pytest.raises(ValueError, match="give chunks"):
+        scan.kernel_for(a, x, method="chunked", chunks=2, lanes=2)
+    if backend.max_threads() >= 2:
+        h = backend.on_threads(2, lambda: scan.linear_recurrence(a, x, h0, method="chunked"))()
+        ref = scan.recurrence_float64(a, x, h0)
+        assert np.max(np.abs(h - ref)) / np.max(np.abs(ref)) < 1e-5
 
 
 @pytest.mark.parametrize("chunks", [1, 2, 3, 5, 17, 40])
@@ -277,7 +345,7 @@ def test_pipelined_rounds_equal_the_float64_loop_for_any_thread_count(p, K, T):
     a, x, h0 = scan.random_problem(T, 3, seed=T + p + K, dtype="float64", low=-1.0, high=1.0)
     for L in (1, 4, 7):
         h = np.empty_like(a)
-        scan._chunked_blocked(a, x, h0, h, p, L, K, scan._x_chunk(L))
+        scan_kernels.chunked_blocked(a, x, h0, h, p, L, K, scan_kernels.x_chunk(L))
         np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12, atol=1e-12)
 
 

@@ -44,7 +44,7 @@ def test_matrix_scan_rejects_non_finite():
             getattr(matrix_scan, n)(None, None)
 
 
-halide_rnn = pytest.importorskip("course_lib.algorithms.halide_rnn")
+halide_rnn = pytest.importorskip("course_lib.models.halide_rnn")
 
 
 def test_halide_helpers():

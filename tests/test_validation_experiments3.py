@@ -1,5 +1,5 @@
 """Issue 18, experiments layer and the simulated cluster, third pass (mgrit, newton, halide, scan, cost_model,
-parallel.cluster): bad input is a ValueError/TypeError naming the argument -- raised before anything is timed,
+experiments.cost_model.cluster): bad input is a ValueError/TypeError naming the argument -- raised before anything is timed,
 compiled or allocated -- or a correct result; never NaN, a hang or a crash."""
 import math
 
@@ -12,7 +12,7 @@ from course_lib.experiments import halide as ex_halide
 from course_lib.experiments import mgrit as ex_mgrit
 from course_lib.experiments import newton as ex_newton
 from course_lib.experiments import scan as ex_scan
-from course_lib.parallel import cluster
+from course_lib.experiments.cost_model import cluster
 from helpers import raises_naming
 
 pytestmark = pytest.mark.timeout(30)
@@ -142,7 +142,7 @@ def test_cost_model_objects():
     assert all(v is None or isinstance(v, str) for v in cm.applicable(p, m).values())
 
 
-# --------------------------------------------------------------------------- parallel.cluster
+# --------------------------------------------------------------------------- experiments.cost_model.cluster
 @FAST
 @given(st.sampled_from([-1.0, float("nan"), float("inf"), "1"]))
 def test_cluster_costs_named(bad):

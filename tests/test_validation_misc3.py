@@ -132,7 +132,7 @@ def test_plots_good_data_still_draw():
     ax = p_lstm.method_bars({"naive": 2.0, "fused": 1.0})
     assert [b.get_height() for b in ax.patches] == [2.0, 1.0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["naive", "fused"]
-    from course_lib.parallel import cluster
+    from course_lib.experiments.cost_model import cluster
     sched = cluster.wavefront_graph(3, 2).simulate(2)
     ax = p_cm.gantt(sched)
     bars = [r for r in sched.rows if r[3] > r[2] and r[1] < 16]

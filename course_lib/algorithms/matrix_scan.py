@@ -1,4 +1,4 @@
-"""Linear recurrences with *matrix* coefficients: ``h_t = A_t h_{t-1} + b_t`` (layer 3: algorithms).
+"""Linear recurrences with *matrix* coefficients: ``h_t = A_t h_{t-1} + b_t`` (algorithms folder).
 
 Chapter 08 scanned the element-wise recurrence ``h_t = a_t * h_{t-1} + x_t``. A Newton step of a
 nonlinear RNN (DEER, chapter 11) is the same recurrence with a *matrix* per step -- the Jacobian

@@ -28,7 +28,7 @@ The fine-level iteration (:meth:`MGRIT.iterate`) is written once, against a smal
 :class:`Partition` interface: which C-intervals and C-points this process works on, ``map`` (run a
 piece of work over them), ``exchange`` (fetch the F-point before my first C-point), ``allreduce``,
 ``coarse_correct`` (C-values and residuals in, corrected C-values out) and ``gather``.
-:class:`ThreadPartition` (here) runs the intervals in CPU threads of one process;
+:class:`ThreadPartition` (:mod:`.mgrit_partition`) runs the intervals in CPU threads of one process;
 ``course_lib.parallel.mgrit_mpi.RankPartition`` gives each MPI rank a block of them. Both run the
 same arithmetic, so they return the same ``U`` (bit for bit).
 
@@ -37,7 +37,7 @@ Public API
 ``MGRIT(step, *, m=4, levels=2, relax="FCF", max_iter=10, tol=1e-8, cycle="V", coarse_step=None,
 threads=1, diverge_factor=1e4)`` with ``.solve(u0, nt) -> (U (nt+1, *u0.shape), history)`` and
 ``.iterate(u0, nt, partition, status=None)`` (the one loop; ``.steps_taken`` counts the steps)
-``Partition`` / ``ThreadPartition`` -- how the fine C-intervals are shared out
+``Partition`` / ``ThreadPartition`` -- how the fine C-intervals are shared out (:mod:`.mgrit_partition`)
 ``MGRITDivergence`` -- raised (never NaN returned) when the iterations blow up
 ``hierarchy(nt, m, levels)`` -- steps per level, with clear errors
 ``serial_solve(step, u0, nt)`` -- the reference sequential march
@@ -53,12 +53,12 @@ from __future__ import annotations
 
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 
 from ..core.validate import check_alloc, check_array, check_callable, check_choice, check_float, check_int, check_positive_int
+from .mgrit_partition import Partition, ThreadPartition
 
 __all__ = [
     "MGRIT",
@@ -126,76 +126,6 @@ def serial_solve(step: Callable, u0, nt: int) -> np.ndarray:
     for i in range(nt):
         U[i + 1] = step(U[i], i, 0)
     return U
-
-
-# --------------------------------------------------------------------------- sharing the fine level
-class Partition:
-    """How the fine level's ``nc`` C-intervals are shared out -- the interface :meth:`MGRIT.iterate`
-    is written against. Interval ``j`` holds the points ``j*m .. j*m + m - 1``; C-point ``j*m``.
-
-    ``intervals``  the C-intervals this process F-relaxes (a ``range``)
-    ``cpoints``    the C-points ``j >= 1`` this process C-relaxes and computes residuals for
-    ``points``     the time points this process owns (``range``; for the non-finite check)
-    ``map(fn, items)``          run ``fn(sub_range)`` over ``items`` (here: in threads)
-    ``exchange(U, m)``          make ``U[cpoints.start*m - 1]`` current (a neighbour's F-point)
-    ``allreduce(x, op)``        combine a float over all processes (``op`` "sum" or "min")
-    ``coarse_correct(U, R, m, correct)``  ``U[::m] = correct(U[::m], R)`` for the C-points owned here
-    ``gather(U)``               the whole ``U`` where the result is wanted (None elsewhere)
-
-    This class is the one-process version: everything is local and ``map`` runs serially."""
-
-    def __init__(self, nc: int):
-        self.nc = check_positive_int(nc, "nc")
-        self.intervals = range(nc)
-        self.cpoints = range(1, nc + 1)
-        self.points = None  # every point
-
-    def map(self, fn: Callable, items: range) -> None:
-        fn(items)
-
-    def exchange(self, U, m: int) -> None:
-        return None
-
-    def allreduce(self, x: float, op: str = "sum") -> float:
-        return float(x)
-
-    def coarse_correct(self, U, R, m: int, correct: Callable) -> None:
-        U[::m] = correct(U[::m].copy(), R)
-
-    def gather(self, U):
-        return U
-
-    def close(self) -> None:
-        return None
-
-
-class ThreadPartition(Partition):
-    """All intervals in this process, each ``map`` split into ``threads`` contiguous chunks run by a
-    thread pool (same arithmetic as one thread, so the same result)."""
-
-    def __init__(self, nc: int, threads: int = 1):
-        super().__init__(nc)
-        self.threads = check_positive_int(threads, "threads")
-        self._pool = None
-
-    def chunks(self, items: range) -> list[range]:
-        n = len(items)
-        w = min(self.threads, max(n, 1))
-        bounds = [items.start + (n * k) // w for k in range(w + 1)]
-        return [range(bounds[k], bounds[k + 1]) for k in range(w)]
-
-    def map(self, fn: Callable, items: range) -> None:
-        if self.threads == 1 or len(items) < 2:
-            fn(items)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads)
-        list(self._pool.map(fn, self.chunks(items)))
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
 
 
 # --------------------------------------------------------------------------- the solver

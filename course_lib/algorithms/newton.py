@@ -1,4 +1,4 @@
-"""Newton's method over the whole sequence: DEER, quasi-DEER and a damped variant (layer 3: algorithms).
+"""Newton's method over the whole sequence: DEER, quasi-DEER and a damped variant (algorithms folder).
 
 A nonlinear recurrence ``h_t = f(h_{t-1}, x_t)`` (t = 1..T, ``h_0`` given) is the root of the
 residual over the *whole trajectory* ``H = (h_1, ..., h_T)``::

@@ -29,6 +29,8 @@ Public API
 ``phase_steps(a, x, h0=None, *, chunks)``   the chunked scan's three phases as separate callables
 ``choose_chunks(T, N, threads)``, ``choose_lanes(N, itemsize)``, ``chunk_steps(N, itemsize)``
                                         the splits ``"chunked"`` uses by default
+``kernel_for(a, x, *, method, threads, **opts)``  the name of the kernel a call runs
+                                        (the numba kernels live in :mod:`.scan_kernels`)
 ``scan_counts(method, T)``             combines (work) and parallel steps (span) of each method
 ``closed_form(a, x, h0)``              cumprod/cumsum formula -- overflows: a cautionary tale
 ``recurrence_float64(a, x, h0)``       plain float64 loop, the reference
@@ -53,11 +55,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
 
 from ..core import backend
 from ..core.validate import (check_alloc, check_array, check_choice, check_dtype, check_float, check_int,
                               check_positive_int, check_power_of_two)
+from . import scan_kernels as kernels
+from .scan_kernels import TINY
 
 __all__ = [
     "METHODS",
@@ -70,6 +73,8 @@ __all__ = [
     "blelloch",
     "choose_chunks",
     "choose_lanes",
+    "kernel_for",
+    "KERNELS",
     "chunk_steps",
     "phase_steps",
     "scan_counts",
@@ -79,7 +84,8 @@ __all__ = [
 ]
 
 METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked", "cuda")
-TINY = 1e-30  # running products below this are flushed to zero (subnormal arithmetic is slow)
+KERNELS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked", "chunked_par", "lanes",
+           "chunked_blocked", "cuda")  # what :func:`kernel_for` may answer
 
 
 # --------------------------------------------------------------------------- validation
@@ -169,23 +175,6 @@ def closed_form(a, x, h0=None):
     return h.reshape(shape)
 
 
-# --------------------------------------------------------------------------- sequential (numba)
-@njit(cache=True)
-def _sequential(a, x, h0, h):
-    """h[t] = a[t] * h[t-1] + x[t] over (T, N) from the carry ``h0``; channels in the inner
-    (vectorised) loop. The chunked scans use it to expand each chunk from its carry."""
-    T, n = a.shape
-    prev = h0.copy()
-    for t in range(T):
-        at = a[t]
-        xt = x[t]
-        ht = h[t]
-        for j in range(n):
-            prev[j] = at[j] * prev[j] + xt[j]
-            ht[j] = prev[j]
-
-
-# --------------------------------------------------------------------------- references with counts
 @dataclass
 class ScanCounts:
     """Work (combines of the operator) and span (parallel steps) of one scan of length T."""
@@ -294,354 +283,6 @@ def _blelloch(a2, x2, h02):
     return h, ScanCounts("blelloch", T, work, span)
 
 
-# --------------------------------------------------------------------------- chunked (numba, parallel)
-@njit(cache=True)
-def _reduce_chunk(a, x, A, B):
-    """Compose the pairs of one chunk ``(L, n)``: ``A = prod a`` (flushed to 0 below TINY; NaN stays
-    NaN), ``B`` = the chunk's last h when it starts from 0. Loops from 0 over sliced rows (faster
-    than range(s, e) with a run-time start)."""
-    L, n = a.shape
-    tiny = a.dtype.type(TINY)  # compare in the array's dtype: a float64 constant would widen the loop
-    zero = a.dtype.type(0)
-    for j in range(n):
-        A[j] = 1.0
-        B[j] = 0.0
-    for t in range(L):
-        at = a[t]
-        xt = x[t]
-        for j in range(n):
-            p = A[j] * at[j]
-            A[j] = p if not (abs(p) < tiny) else zero  # flush: subnormal products are very slow
-            B[j] = at[j] * B[j] + xt[j]
-
-
-@njit(cache=True)
-def _chunked(a, x, h0, h, bounds):
-    """The textbook split, serial: reduce every chunk but the last -> scan the chunk carries ->
-    expand every chunk from its carry. (:func:`_chunked_par` is the same on threads.)"""
-    C = bounds.shape[0] - 1
-    n = a.shape[1]
-    A = np.empty((C, n), a.dtype)
-    B = np.empty((C, n), a.dtype)
-    carry = np.empty((C, n), a.dtype)
-    _phase_reduce(a, x, bounds, A, B)
-    _phase_carries(A, B, h0, carry)
-    _phase_expand(a, x, bounds, carry, h)
-
-
-@njit(cache=True)
-def _phase_reduce(a, x, bounds, A, B):
-    for c in range(bounds.shape[0] - 2):
-        s, e = bounds[c], bounds[c + 1]
-        _reduce_chunk(a[s:e], x[s:e], A[c], B[c])
-
-
-@njit(cache=True)
-def _phase_carries(A, B, h0, carry):
-    """carry[c] = h just before chunk c (a serial scan over the C chunks)."""
-    carry[0] = h0
-    for c in range(1, carry.shape[0]):
-        for j in range(carry.shape[1]):
-            carry[c, j] = A[c - 1, j] * carry[c - 1, j] + B[c - 1, j]
-
-
-@njit(cache=True)
-def _phase_expand(a, x, bounds, carry, h):
-    for c in range(bounds.shape[0] - 1):
-        s, e = bounds[c], bounds[c + 1]
-        _sequential(a[s:e], x[s:e], carry[c], h[s:e])
-
-
-@njit(cache=True, parallel=True)
-def _chunked_par(a, x, h0, h, bounds):
-    """The textbook split on threads: reduce every chunk but the last (chunk 0 is scanned outright:
-    its carry in is h0) -> scan the chunk carries (serial, C steps) -> expand chunks 1.. in parallel."""
-    C = bounds.shape[0] - 1
-    n = a.shape[1]
-    A = np.empty((C, n), a.dtype)
-    B = np.empty((C, n), a.dtype)
-    for c in prange(C):
-        s, e = bounds[c], bounds[c + 1]
-        if c == 0:
-            _sequential(a[s:e], x[s:e], h0, h[s:e])
-        elif c < C - 1:
-            _reduce_chunk(a[s:e], x[s:e], A[c], B[c])
-    carry = np.empty((C, n), a.dtype)  # carry[c] = h just before chunk c
-    carry[0] = h0
-    if C > 1:
-        carry[1] = h[bounds[1] - 1]
-    for c in range(2, C):
-        for j in range(n):
-            carry[c, j] = A[c - 1, j] * carry[c - 1, j] + B[c - 1, j]
-    for c in prange(1, C):
-        s, e = bounds[c], bounds[c + 1]
-        _sequential(a[s:e], x[s:e], carry[c], h[s:e])
-
-
-# --------------------------------------------------------------------------- SIMD lanes over time
-LANE_TILE = 8192  # elements per tile of the lane kernels: 4 scratch arrays of 32 KB (float32) stay in L2
-
-
-@njit(cache=True)
-def _level(sA, sB, dA, dB, d, N):
-    """One doubling pass over a tile of N elements: ``(dA, dB)[i] = (sA, sB)[i-d] o (sA, sB)[i]``
-    for ``i >= d`` (a copy below). Written over slices so that numba vectorises it."""
-    z = sA.dtype.type(0)
-    tiny = sA.dtype.type(TINY)  # in the arrays' dtype: a float64 constant halves the vector width
-    for i in range(min(d, N)):
-        dA[i] = sA[i]
-        dB[i] = sB[i]
-    if d >= N:
-        return
-    ar = sA[d:N]
-    al = sA[:N - d]
-    br = sB[d:N]
-    bl = sB[:N - d]
-    oa = dA[d:N]
-    ob = dB[d:N]
-    for i in range(N - d):
-        p = ar[i] * al[i]
-        oa[i] = p if not (abs(p) < tiny) else z
-        ob[i] = ar[i] * bl[i] + br[i]
-
-
-@njit(cache=True)
-def _windows(a, x, n, W, scratch):
-    """Windows of ``K = W / n`` steps for a flat tile ``a, x (N,)`` of n channels: returns arrays
-    (A, B) with ``(A, B)[i]`` = the composition of the pairs of the last K steps up to element i,
-    truncated at the tile start. ``scratch (4, >= N)``. ``log2 K`` passes of :func:`_level`."""
-    N = a.shape[0]
-    d = n
-    lev = 0
-    while d < W:
-        if lev == 0:
-            _level(a, x, scratch[0], scratch[1], d, N)
-        elif lev % 2 == 1:
-            _level(scratch[0], scratch[1], scratch[2], scratch[3], d, N)
-        else:
-            _level(scratch[2], scratch[3], scratch[0], scratch[1], d, N)
-        lev += 1
-        d *= 2
-    if lev == 0:
-        return a, x
-    if lev % 2 == 1:
-        return scratch[0][:N], scratch[1][:N]
-    return scratch[2][:N], scratch[3][:N]
-
-
-@njit(cache=True)
-def _lanes_rows(A, B, carry, h, n, W, prev):
-    """The second half of a lane scan, over one tile: ``h_t = A_t h_{t-K} + B_t`` row by row (rows of
-    ``W = K n`` elements, each lane its own chain, run by the vectorised :func:`_sequential`) from the
-    windows ``A, B (N,)`` of the tile, starting from ``carry (n,)``; leaves ``carry`` = the tile's
-    last step."""
-    N = A.shape[0]
-    for k in range(W):
-        prev[k] = carry[k % n]
-    R = N // W
-    if R:
-        _sequential(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), prev, h[:R * W].reshape(R, W))
-        if R * W < N:
-            for k in range(W):
-                prev[k] = h[R * W - W + k]
-    o = R * W
-    for k in range(N - o):
-        h[o + k] = A[o + k] * prev[k] + B[o + k]
-    for j in range(n):
-        carry[j] = h[N - n + j]
-
-
-@njit(cache=True)
-def _lanes_scan(a, x, carry, h, n, K, scratch, prev):
-    """Scan the flat range ``a, x -> h`` (``T * n`` elements, time-major) from ``carry (n,)`` with
-    ``K`` SIMD lanes per channel, tile by tile: windows of K steps (:func:`_windows`), then the rows
-    (:func:`_lanes_rows`). Leaves ``carry`` = the last step's h."""
-    W = K * n
-    tile = max(W, (LANE_TILE // W) * W)
-    total = a.shape[0]
-    s = 0
-    while s < total:
-        e = min(total, s + tile)
-        A, B = _windows(a[s:e], x[s:e], n, W, scratch)
-        _lanes_rows(A, B, carry, h[s:e], n, W, prev)
-        s = e
-
-
-@njit(cache=True)
-def _lanes_expand(WA, WB, carry, h, n, K, prev):
-    """Expand a chunk whose windows ``WA, WB`` (flat, as :func:`_lanes_reduce` kept them) are still
-    in this core's cache: only the rows remain to be run (no :func:`_windows` pass)."""
-    W = K * n
-    tile = max(W, (LANE_TILE // W) * W)
-    total = WA.shape[0]
-    c = carry.copy()
-    s = 0
-    while s < total:
-        e = min(total, s + tile)
-        _lanes_rows(WA[s:e], WB[s:e], c, h[s:e], n, W, prev)
-        s = e
-
-
-@njit(cache=True)
-def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out, WA, WB):
-    """Compose all pairs of the flat range ``a, x`` (``L * n`` elements) into ``(A_out, B_out) (n,)``
-    with K lanes per channel: windows per tile, then every lane composes its chain over the rows
-    (:func:`_reduce_chunk`), and the lanes that hold each channel's last step give the tile's pair.
-    The windows are kept in ``WA, WB`` (flat, ``L * n``) for :func:`_lanes_expand`, which then skips
-    the window passes."""
-    W = K * n
-    tile = max(W, (LANE_TILE // W) * W)
-    total = a.shape[0]
-    tiny = a.dtype.type(TINY)
-    zero = a.dtype.type(0)
-    for j in range(n):
-        A_out[j] = 1.0
-        B_out[j] = 0.0
-    s = 0
-    while s < total:
-        e = min(total, s + tile)
-        N = e - s
-        A, B = _windows(a[s:e], x[s:e], n, W, scratch)
-        WA[s:e] = A
-        WB[s:e] = B
-        R = N // W
-        if R:
-            _reduce_chunk(A[:R * W].reshape(R, W), B[:R * W].reshape(R, W), PA, PB)
-        else:
-            for k in range(W):
-                PA[k] = 1.0
-                PB[k] = 0.0
-        o = R * W
-        for k in range(N - o):
-            p = A[o + k] * PA[k]
-            PA[k] = p if not (abs(p) < tiny) else zero
-            PB[k] = A[o + k] * PB[k] + B[o + k]
-        for j in range(n):
-            k = (N - n + j) % W
-            p = PA[k] * A_out[j]
-            B_out[j] = PA[k] * B_out[j] + PB[k]
-            A_out[j] = p if not (abs(p) < tiny) else zero
-        s = e
-
-
-@njit(cache=True)
-def _lanes(a, x, h0, h, K):
-    """One thread, K lanes per channel, over the whole ``(T, n)`` problem."""
-    T, n = a.shape
-    W = K * n
-    scratch = np.empty((4, max(W, (LANE_TILE // W) * W)), a.dtype)
-    prev = np.empty(W, a.dtype)
-    carry = h0.copy()
-    _lanes_scan(a.reshape(T * n), x.reshape(T * n), carry, h.reshape(T * n), n, K, scratch, prev)
-
-
-@njit(cache=True)
-def _chunk_scan(a, x, carry, h, K, scratch, prev):
-    """Scan one chunk ``(L, n)`` from ``carry``: the channel loop (K = 1) or K lanes."""
-    if K == 1:
-        _sequential(a, x, carry, h)
-    else:
-        L, n = a.shape
-        c = carry.copy()
-        _lanes_scan(a.reshape(L * n), x.reshape(L * n), c, h.reshape(L * n), n, K, scratch, prev)
-
-
-@njit(cache=True)
-def _chunk_reduce(a, x, A, B, K, scratch, PA, PB, WA, WB):
-    """Compose one chunk ``(L, n)`` into ``(A, B) (n,)``: the channel loop (K = 1) or K lanes (which
-    keep the chunk's windows in ``WA, WB`` for :func:`_lanes_expand`)."""
-    if K == 1:
-        _reduce_chunk(a, x, A, B)
-    else:
-        L, n = a.shape
-        _lanes_reduce(a.reshape(L * n), x.reshape(L * n), n, K, scratch, PA, PB, A, B, WA[:L * n], WB[:L * n])
-
-
-@njit(cache=True)
-def _chunk_expand(a, x, carry, h, K, WA, WB, prev):
-    """Expand one chunk ``(L, n)`` that this thread reduced: the channel loop re-reads ``a, x`` from
-    its cache (K = 1); with lanes the kept windows leave only the rows to run."""
-    if K == 1:
-        _sequential(a, x, carry, h)
-    else:
-        L, n = a.shape
-        _lanes_expand(WA[:L * n], WB[:L * n], carry, h.reshape(L * n), n, K, prev)
-
-
-@njit(cache=True, parallel=True)
-def _chunked_blocked(a, x, h0, h, p, L, K, c0):
-    """The chunked scan on ``p`` threads, cache-blocked and pipelined. Time is cut into rounds, each
-    a chunk X (``c0`` steps) followed by chunks Y^1..Y^{p-1} (``L`` steps each). In round i
-
-    * thread 0 scans X_i from the carry (h just before it) -- one pass over memory;
-    * thread k >= 1 first expands Y_{i-1}^k, the chunk it reduced in the previous round -- ``a`` and
-      ``x`` (or, with lanes, the windows computed from them) are still in its cache, so this costs
-      no memory traffic but writing ``h`` -- then reduces Y_i^k to one pair (A, B);
-
-    then, between rounds (serial, p steps), the carries are composed: h before Y_i^1 is the end of
-    X_i, h before Y_i^{k+1} is (A, B)^k applied to it, and so on to the next round's carry. A last
-    round only expands. Every element of ``a`` and ``x`` thus crosses the memory bus once (12 bytes
-    per element with ``h``, as in the serial loop), every thread is busy in every round, and rounds
-    are separated by one join. ``prange(p)`` hands iteration k to thread k (static schedule), which
-    keeps a reduced chunk and its expansion on the same core. Inside a chunk each thread runs the
-    channel loop (``K = 1``) or ``K`` SIMD lanes per channel (:func:`_lanes_scan`)."""
-    T, n = a.shape
-    W = K * n
-    tile = max(W, (LANE_TILE // W) * W)
-    scratch = np.empty((p, 4, tile), a.dtype)
-    lane = np.empty((p, 3, W), a.dtype)  # prev, PA, PB per thread
-    keep = L * n if K > 1 else 0
-    WA = np.empty((p, keep), a.dtype)  # windows kept between reduce and expand (lanes only)
-    WB = np.empty((p, keep), a.dtype)
-    A = np.empty((p, n), a.dtype)
-    B = np.empty((p, n), a.dtype)
-    starts = np.empty((p, n), a.dtype)  # starts[k]: h just before Y^k of the last round
-    carry = h0.copy()                    # h just before X of this round
-    prev = np.zeros(p + 1, np.int64)     # chunk bounds of the last round (nothing yet)
-    cur = np.zeros(p + 1, np.int64)
-    s0 = 0
-    while True:
-        e0 = min(T, s0 + c0 + (p - 1) * L)
-        cur[0] = min(T, s0)
-        cur[1] = min(e0, s0 + c0)
-        for k in range(2, p + 1):
-            cur[k] = min(e0, cur[k - 1] + L)
-        for k in prange(p):
-            kk = np.int64(k)  # prange's index may be unsigned; keep the chunk index an int64
-            if kk == 0:
-                if cur[1] > cur[0]:
-                    _chunk_scan(a[cur[0]:cur[1]], x[cur[0]:cur[1]], carry, h[cur[0]:cur[1]], K, scratch[0],
-                                lane[0, 0])
-            else:
-                s, e = prev[kk], prev[kk + 1]
-                if e > s:
-                    _chunk_expand(a[s:e], x[s:e], starts[kk], h[s:e], K, WA[kk], WB[kk], lane[kk, 0])
-                s, e = cur[kk], cur[kk + 1]
-                if e > s:
-                    _chunk_reduce(a[s:e], x[s:e], A[kk], B[kk], K, scratch[kk], lane[kk, 1], lane[kk, 2],
-                                  WA[kk], WB[kk])
-        if s0 >= T:  # that was the last round: expansions only
-            break
-        for j in range(n):
-            carry[j] = h[cur[1] - 1, j]  # the end of X
-        for k in range(1, p):
-            starts[k] = carry
-            if cur[k + 1] > cur[k]:
-                for j in range(n):
-                    carry[j] = A[k, j] * carry[j] + B[k, j]
-        for k in range(p + 1):
-            prev[k] = cur[k]
-        s0 = e0
-
-
-def _x_chunk(L: int) -> int:
-    """Length of chunk X of :func:`_chunked_blocked` for Y chunks of ``L`` steps. Thread 0 makes one
-    pass over X while every other thread reduces a Y (one pass) and expands the previous one from
-    its cache (a lighter pass): X gets a third more steps than a Y, which balanced the threads on
-    the course's test machines for the channel loop and for lanes alike."""
-    return max(1, (4 * L) // 3)
-
-
 def chunk_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
     """Steps per chunk of the cache-blocked scan: ``a`` and ``x`` of one chunk (``2 n itemsize``
     bytes per step) fill about ``cache_bytes`` (1.5 MB: a per-core L2 of 1-2 MB, the rest caught by
@@ -665,16 +306,6 @@ def choose_lanes(n: int, itemsize: int = 4) -> int:
     return 1 << int(math.log2(64 // (n * itemsize)))
 
 
-@njit(cache=True, parallel=True)
-def _channels(a, x, h0, h, bounds):
-    """Parallel over channel groups: each thread runs the serial loop (:func:`_sequential`, the loop of
-    ``method="sequential"``) over the whole time axis on its channels."""
-    nb = bounds.shape[0] - 1
-    for b in prange(nb):
-        s, e = bounds[b], bounds[b + 1]
-        _sequential(a[:, s:e], x[:, s:e], h0[s:e], h[:, s:e])
-
-
 def choose_chunks(T: int, N: int = 1, threads: int | None = None) -> int:
     """Number of time chunks (threads that split time) for ``method="chunked"``.
 
@@ -690,16 +321,6 @@ def choose_chunks(T: int, N: int = 1, threads: int | None = None) -> int:
     return max(1, min(p + 1, T // 64))
 
 
-def _chunk_bounds(T: int, C: int) -> np.ndarray:
-    """Chunk 0 gets 2/3 of the others' length: it does a full scan (read a, x, write h) while the
-    others only reduce (read a, x), so both finish together."""
-    if C == 1:
-        return np.array([0, T], np.int64)
-    L = T / (C - 1 + 2 / 3)
-    first = int(round(2 * L / 3))
-    rest = np.linspace(first, T, C).round().astype(np.int64)
-    return np.concatenate([[0], rest]).astype(np.int64)
-
 
 def phase_steps(a, x, h0=None, *, chunks: int) -> dict:
     """The textbook chunked scan's three phases as separate zero-argument callables, on one thread,
@@ -714,15 +335,15 @@ def phase_steps(a, x, h0=None, *, chunks: int) -> dict:
     a2, x2, h02, shape = _validate(a, x, h0)
     T, n = a2.shape
     C = check_int(chunks, "chunks", low=1, high=T)
-    bounds = _chunk_bounds(T, C)
+    bounds = kernels.chunk_bounds(T, C)
     A = np.empty((C, n), a2.dtype)
     B = np.empty((C, n), a2.dtype)
     carry = np.empty((C, n), a2.dtype)
     h = np.empty_like(a2)
     return {"chunks": C,
-            "reduce": lambda: _phase_reduce(a2, x2, bounds, A, B),
-            "scan": lambda: _phase_carries(A, B, h02, carry),
-            "expand": lambda: _phase_expand(a2, x2, bounds, carry, h),
+            "reduce": lambda: kernels.phase_reduce(a2, x2, bounds, A, B),
+            "scan": lambda: kernels.phase_carries(A, B, h02, carry),
+            "expand": lambda: kernels.phase_expand(a2, x2, bounds, carry, h),
             "result": lambda: h.reshape(shape)}
 
 
@@ -735,7 +356,8 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
     """``h_t = a_t * h_{t-1} + x_t`` for all t. ``a, x``: ``(T, H)`` or ``(T, B, H)``, float32/64;
     ``h0``: one step's shape or None (zeros). Returns ``h`` with the shape and dtype of ``x``.
 
-    ``method`` (all give the float64 loop's numbers to round-off; module docstring):
+    ``method`` (all give the float64 loop's numbers to round-off; module docstring;
+    :func:`kernel_for` names the kernel a call runs):
 
     * ``"sequential"``; ``"channels"`` (opt ``groups``: channel groups, default the numba thread
       count); ``"hillis_steele"``; ``"blelloch"``;
@@ -759,54 +381,65 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
     return h.reshape(shape)
 
 
-def _run(method, a2, x2, h02, opts, x):
-    """Run ``method`` on validated ``(T, n)`` arrays; returns ``h (T, n)``."""
-    T, n = a2.shape
+def kernel_for(a, x, *, method: str = "sequential", threads: int | None = None, **opts) -> str:
+    """The name of the kernel that ``linear_recurrence(a, x, method=method, **opts)`` runs with
+    ``threads`` numba threads (default: the current count) -- one of :data:`KERNELS`: a function of
+    :mod:`course_lib.algorithms.scan_kernels` (``"sequential"``, ``"channels"``, ``"chunked"``,
+    ``"chunked_par"``, ``"lanes"``, ``"chunked_blocked"``), a numpy reference (``"hillis_steele"``,
+    ``"blelloch"``) or ``"cuda"``. :func:`linear_recurrence` itself dispatches through the same choice."""
+    check_choice(method, "method", METHODS)
+    a2, _, _, _ = _validate(a, x, None)
+    p = backend.get_threads() if threads is None else check_positive_int(threads, "threads")
+    return _plan(method, a2.shape, a2.dtype.itemsize, opts, p)[0]
+
+
+def _plan(method, shape, itemsize, opts, p):
+    """The kernel for ``method`` on a validated ``(T, n)`` problem of ``itemsize``-byte numbers with ``p``
+    numba threads: ``(name, args)``, ``args`` the kernel's arguments after ``(a, x, h0, h)``."""
+    T, n = shape
     allowed = _OPTS.get(method, set())
     unknown = set(opts) - allowed
     if unknown:
         raise ValueError(f"opts: method {method!r} accepts {sorted(allowed) or 'no options'}, got {sorted(unknown)}")
-    out = _check_out(opts.get("out"), x)
-    if method in ("sequential", "channels", "chunked"):
-        h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
-    if method == "sequential":
-        _sequential(a2, x2, h02, h)
-    elif method == "channels":
+    if method == "channels":
         groups = opts.get("groups")
-        nb = backend.get_threads() if groups is None else check_int(groups, "groups", low=1, high=n)
-        _channels(a2, x2, h02, h, np.linspace(0, n, min(nb, n) + 1).round().astype(np.int64))
-    elif method == "hillis_steele":
-        h = _hillis_steele(a2, x2, h02)[0]
-    elif method == "blelloch":
-        h = _blelloch(a2, x2, h02)[0]
-    elif method == "chunked":
-        chunks, chunk, lanes = opts.get("chunks"), opts.get("chunk"), opts.get("lanes")
-        if chunks is not None and (chunk is not None or lanes is not None):
-            raise ValueError("opts: give chunks (the textbook split of the whole sequence) or chunk/lanes "
-                             "(the cache-blocked scan), not both")
-        if chunks is not None:
-            bounds = _chunk_bounds(T, check_int(chunks, "chunks", low=1, high=T))
-            (_chunked_par if backend.get_threads() > 1 else _chunked)(a2, x2, h02, h, bounds)
-            return h
-        K = choose_lanes(n, a2.dtype.itemsize) if lanes is None else check_power_of_two(lanes, "lanes")
-        L = chunk_steps(n, a2.dtype.itemsize) if chunk is None else check_int(chunk, "chunk", low=1)
-        p = backend.get_threads()
-        narrow = K == 1 and n * a2.dtype.itemsize <= 64  # one vector per row and no lanes to add
-        if chunk is None and lanes is None and narrow:
-            # 5..16 float32 channels: the row already fills the vector, and splitting time into chunks
-            # only adds a second dependent pass per element -- the loop is the fastest form here
-            _sequential(a2, x2, h02, h)
-        elif chunk is None and choose_chunks(T, n) == 1:  # small problem or one thread: no threads
-            if K == 1:
-                _sequential(a2, x2, h02, h)
-            else:
-                _lanes(a2, x2, h02, h, K)
-        else:
-            _chunked_blocked(a2, x2, h02, h, p, L, K, _x_chunk(L))
-    else:
+        nb = p if groups is None else check_int(groups, "groups", low=1, high=n)
+        return "channels", (np.linspace(0, n, min(nb, n) + 1).round().astype(np.int64),)
+    if method != "chunked":
+        return method, ()
+    chunks, chunk, lanes = opts.get("chunks"), opts.get("chunk"), opts.get("lanes")
+    if chunks is not None and (chunk is not None or lanes is not None):
+        raise ValueError("opts: give chunks (the textbook split of the whole sequence) or chunk/lanes "
+                         "(the cache-blocked scan), not both")
+    if chunks is not None:
+        bounds = kernels.chunk_bounds(T, check_int(chunks, "chunks", low=1, high=T))
+        return ("chunked_par" if p > 1 else "chunked"), (bounds,)
+    K = choose_lanes(n, itemsize) if lanes is None else check_power_of_two(lanes, "lanes")
+    L = chunk_steps(n, itemsize) if chunk is None else check_int(chunk, "chunk", low=1)
+    narrow = K == 1 and n * itemsize <= 64  # one vector per row and no lanes to add
+    if chunk is None and lanes is None and narrow:
+        # 5..16 float32 channels: the row already fills the vector, and splitting time into chunks
+        # only adds a second dependent pass per element -- the loop is the fastest form here
+        return "sequential", ()
+    if chunk is None and choose_chunks(T, n, p) == 1:  # small problem or one thread: no threads
+        return ("sequential", ()) if K == 1 else ("lanes", (K,))
+    return "chunked_blocked", (p, L, K, kernels.x_chunk(L))
+
+
+def _run(method, a2, x2, h02, opts, x):
+    """Run ``method`` on validated ``(T, n)`` arrays; returns ``h (T, n)``."""
+    name, args = _plan(method, a2.shape, a2.dtype.itemsize, opts, backend.get_threads())
+    out = _check_out(opts.get("out"), x)
+    if name == "hillis_steele":
+        return _hillis_steele(a2, x2, h02)[0]
+    if name == "blelloch":
+        return _blelloch(a2, x2, h02)[0]
+    if name == "cuda":
         from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
 
-        h = scan_cuda.linear_recurrence_cuda(a2, x2, h02, **opts)
+        return scan_cuda.linear_recurrence_cuda(a2, x2, h02, **opts)
+    h = np.empty_like(a2) if out is None else out.reshape(a2.shape)
+    getattr(kernels, name)(a2, x2, h02, h, *args)
     return h
 
 

@@ -1,4 +1,4 @@
-"""Adam, the optimiser every chapter's training loop shares (layer 2: methods).
+"""Adam, the optimiser every chapter's training loop shares (core/).
 
     opt = Adam(params.arrays(), lr=1e-2, clip=5.0)   # a Params' arrays, updated in place
     for ...:

@@ -1,4 +1,4 @@
-"""The one parameter protocol every model's parameters (and gradients) follow (layer 2: core).
+"""The one parameter protocol every model's parameters (and gradients) follow (core/).
 
 A model's parameters are a ``@dataclass`` that also derives from :class:`Params`::
 

@@ -1,4 +1,4 @@
-"""Timing, FLOP/byte counting and a measured roofline (layer 1: foundation).
+"""Timing, FLOP/byte counting and a measured roofline (core folder).
 
 Every speed claim in the course is measured with these helpers on the reader's machine.
 
@@ -30,6 +30,7 @@ from .validate import as_array, check_float, check_int, check_positive_int
 
 __all__ = [
     "Noise",
+    "fmt_seconds",
     "noise_from",
     "Timing",
     "Comparison",
@@ -215,10 +216,11 @@ class Timing:
         return max(self.times)
 
     def __str__(self) -> str:
-        return f"{_fmt_seconds(self.median)} (min {_fmt_seconds(self.min)}, max {_fmt_seconds(self.max)}, n={len(self.times)})"
+        return f"{fmt_seconds(self.median)} (min {fmt_seconds(self.min)}, max {fmt_seconds(self.max)}, n={len(self.times)})"
 
 
-def _fmt_seconds(s: float) -> str:
+def fmt_seconds(s: float) -> str:
+    """``s`` seconds as a short label in s, ms or µs (three significant digits)."""
     if s >= 1:
         return f"{s:.3g} s"
     if s >= 1e-3:
@@ -309,7 +311,7 @@ class Comparison:
         lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}"]
         for row in self.rows():
             lines.append(
-                f"{row['name']:<{width}}  {_fmt_seconds(row['median_s']):>10}  {_fmt_seconds(row['min_s']):>10}  "
+                f"{row['name']:<{width}}  {fmt_seconds(row['median_s']):>10}  {fmt_seconds(row['min_s']):>10}  "
                 f"{row['ratio']:>11.2f}x"
             )
         return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Input validation shared by every public function in course_lib (layer 1: foundation).
+"""Input validation shared by every public function in course_lib (core folder).
 
 Every helper raises ``ValueError`` (or ``TypeError`` for the wrong kind of object) with a
 message that names the argument, what was expected and what was given, e.g.::

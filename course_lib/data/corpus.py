@@ -1,4 +1,4 @@
-"""A character-level text corpus that ships with Python itself (layer 1: foundation).
+"""A character-level text corpus that ships with Python itself (data folder).
 
 The text is the help topics of the standard library's ``pydoc_data`` package (what ``help()``
 prints for keywords and topics): about 460 k characters of English prose and code, present in

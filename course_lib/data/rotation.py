@@ -1,4 +1,4 @@
-"""Data for chapters 01-05: the seed's image-rotation task (layer 1: foundation).
+"""Data for chapters 01-05: the seed's image-rotation task (data folder).
 
 Seed 000 (§2.4) trains an RNN to rotate images: the input at step t is an image rotated t times
 by 10° anti-clockwise, flattened; the target is the next one, ``y_t = x_{t+1}``.

@@ -28,7 +28,7 @@ import numpy as np
 from ..core.backend import cache_sizes
 from ..core import backend, timing
 from ..models import fast_rnn
-from ..models.rnn import RNNParams, _check_inputs, bptt_linear, init_params, sgd_step
+from ..models.rnn import RNNParams, check_inputs, bptt_linear, init_params, sgd_step
 from ..core.validate import check_choice, check_int, check_positive_int
 
 __all__ = [
@@ -52,7 +52,7 @@ def forward_one_at_a_time(params: RNNParams, X: np.ndarray, h0: np.ndarray | Non
     X (T, B, nx) -> (H (T, B, nh), Yhat (T, B, ny)); the same numbers as ``rnn.forward``,
     computed with ``T * B * 3`` matrix-vector products instead of a few large GEMMs.
     """
-    X, _, h0 = _check_inputs(params, X, None, h0)
+    X, _, h0 = check_inputs(params, X, None, h0)
     T, B, _ = X.shape
     H = np.empty((T, B, params.nh), params.dtype)
     Yhat = np.empty((T, B, params.ny), params.dtype)

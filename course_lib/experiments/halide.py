@@ -1,4 +1,4 @@
-"""Measuring helpers for chapter 06 (Halide) and ``benchmarks/halide.py`` (layer 6).
+"""Measuring helpers for chapter 06 (Halide) and ``benchmarks/halide.py`` (experiments folder).
 
 Everything is timed with :func:`course_lib.core.timing.compare` (interleaved, one process), and
 every function returns plain data (dicts, lists, the ``Comparison``) -- the notebook prints,
@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ..algorithms import halide_rnn as H
+from ..models import halide_rnn as H
 from ..algorithms import matmul as nb_matmul
 from ..core import backend, timing
 from ..core.validate import check_int, check_positive_int

@@ -30,12 +30,6 @@ __all__ = ["problem", "measure_methods", "batch_sweep", "layer_sweep", "wavefron
            "cuda_run", "perplexity_by_method"]
 
 
-def _blas(limit):
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    return threadpool_limits(limits=limit, user_api="blas")
-
-
 def _threads(threads) -> int:
     return backend.cpu_count() if threads is None else check_positive_int(threads, "threads")
 
@@ -77,7 +71,7 @@ def measure_methods(B: int = 32, layers: int = 2, methods=("serial", "batched"),
     timed = [m for m in methods if m != "mpi"]
     seconds, probs, noise = {}, {}, Noise()
     if timed:
-        with _blas(blas_threads):
+        with backend.blas_threads(blas_threads):
             probs.update({m: run(m)() for m in timed})
             cmp = compare(**{m: run(m) for m in timed}, repeat=repeat, warmup=0)
         seconds.update({m: cmp.timings[m].median for m in timed})
@@ -130,7 +124,7 @@ def wavefront_costs(B: int = 64, nh: int = 128, *, threads: int | None = None, r
     params, X = problem(B, 1, T=1, nh=nh, nx=nh)
     layer, x = params.layers[0], X[0]
     h = np.zeros((X.shape[1], nh), np.float32)
-    with _blas(1), ThreadPoolExecutor(P) as pool:
+    with backend.blas_threads(1), ThreadPoolExecutor(P) as pool:
         cmp = compare(cell=lambda: cell_step(layer, x, h), handoff=lambda: list(pool.map(int, range(P))),
                       repeat=repeat, warmup=2)
     return {"cell": cmp.timings["cell"].median, "handoff": cmp.timings["handoff"].median, "threads": P,
@@ -151,7 +145,7 @@ def worker_sweep(Ps, *, B: int = 256, layers: int = 2, T: int = 32, nh: int = 12
     params, X = problem(B, layers, T=T, nh=nh, nx=nx, vocab=vocab)
     fns = {"batched": lambda: forward(params, X)}
     fns.update({f"threads={p}": (lambda p=p: inference.predict_threads(params, X, threads=p)) for p in Ps})
-    with _blas(1):
+    with backend.blas_threads(1):
         cmp = compare(**fns, repeat=repeat, warmup=1)
     t_batched = cmp.timings["batched"].median
     out = {"P": Ps, "B": B, "layers": layers, "T": T, "nh": nh, "t_batched": t_batched,

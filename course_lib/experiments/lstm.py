@@ -1,4 +1,4 @@
-"""Measuring the LSTM of chapter 09 (experiments layer): every timing the chapter and the benchmark show.
+"""Measuring the LSTM of chapter 09 (experiments folder): every timing the chapter and the benchmark show.
 
 All helpers build on :func:`course_lib.core.timing.compare` / :func:`~course_lib.core.timing.measure`;
 the model (:mod:`course_lib.models.lstm`) never times itself. Shapes: ``X (T, B, nx)``, ``H`` hidden units,
@@ -18,24 +18,18 @@ weights ``W_ih (4H, nx)``, ``W_hh (4H, H)``.
                                                    through each cache level of this machine
 ``hardware_counters(B, H, nx)``                    Fig. 3's utilisation half *measured* with ``perf stat``
                                                    where the machine exposes cache counters (else ``None``)
+                                                   (the four Fig. 3 helpers: :mod:`.lstm_layout`, re-exported)
 ``lm_throughput(ids, V, methods=...)``             character-LM training tokens/s per method (seed Fig. 4)
 ``widget_compute(B, H, method)``                   the chapter's slider
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
-from numba import njit
 
-from ..core import backend
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import check_choice, check_positive_int
 from ..models import lstm, lstm_lm
+from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
 __all__ = ["step_time", "method_times", "profile_step", "profile_training", "overhead_vs_batch",
            "latency_vs_batch", "layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
@@ -159,14 +153,14 @@ def _step_ops(method, p, x, h, c):
         ops = [("elementwise", "copy x_t into [x|h]", lambda: xh.__setitem__((slice(None), slice(0, nx)), x)),
                ("elementwise", "copy h into [x|h]", lambda: xh.__setitem__((slice(None), slice(nx, None)), h)),
                ("gemm", "[x|h] W^T", lambda: np.matmul(xh, WT, out=z)),
-               ("elementwise", "fused gate kernel", lambda: lstm._cell_bias(z, b, c, co, ho))]
+               ("elementwise", "fused gate kernel", lambda: lstm.cell_bias(z, b, c, co, ho))]
         return ops, 4
     if method == "fused_pre":
         pre = x @ p.W_ih.T + b
         z = np.empty((B, 4 * nh), x.dtype)
         co, ho = np.empty_like(c), np.empty_like(h)
         ops = [("gemm", "h W_hh^T", lambda: np.matmul(h, p.W_hh.T, out=z)),
-               ("elementwise", "fused gate kernel", lambda: lstm._cell_pre(z, pre.copy(), c, co, ho))]
+               ("elementwise", "fused gate kernel", lambda: lstm.cell_pre(z, pre.copy(), c, co, ho))]
         return ops, 2
     if method == "gemv":
         pre = x @ p.W_ih.T + b
@@ -177,14 +171,14 @@ def _step_ops(method, p, x, h, c):
             for r in range(B):
                 np.matmul(p.W_hh, h[r], out=z[r])
         ops = [("gemm", f"W_hh h_b, {B} gemv", rows),
-               ("elementwise", "fused gate kernel", lambda: lstm._cell_pre(z, pre.copy(), c, co, ho))]
+               ("elementwise", "fused gate kernel", lambda: lstm.cell_pre(z, pre.copy(), c, co, ho))]
         return ops, B + 1
     preT = np.ascontiguousarray(p.W_ih @ x.T + b[:, None])
     hT, cT = np.ascontiguousarray(h.T), np.ascontiguousarray(c.T)
     zT = np.empty((4 * nh, B), x.dtype)
     AT, cT2, hT2 = np.empty((4 * nh, B), x.dtype), np.empty_like(cT), np.empty_like(hT)
     ops = [("gemm", "W_hh h^T", lambda: np.matmul(p.W_hh, hT, out=zT)),
-           ("elementwise", "fused gate kernel", lambda: lstm._cell_transposed(zT, preT, 0, cT, AT, cT2, hT2))]
+           ("elementwise", "fused gate kernel", lambda: lstm.cell_transposed(zT, preT, 0, cT, AT, cT2, hT2))]
     return ops, 2
 
 
@@ -238,7 +232,7 @@ def _training_phases(p, X, dH):
     dh, dc = np.zeros((B, nh), X.dtype), np.zeros((B, nh), X.dtype)
     # one real backward fills dZ, so the GEMMs below multiply training's numbers
     for t in range(T - 1, -1, -1):
-        lstm._cell_backward(cache.A[t], Cs[t], c_prev[t], dH[t], dh, dc, dZ[t])
+        lstm.cell_backward(cache.A[t], Cs[t], c_prev[t], dH[t], dh, dc, dZ[t])
         np.matmul(dZ[t], p.W_hh, out=dh)
     dZ2 = dZ.reshape(T * B, 4 * nh)
     H_prev = np.concatenate([cache.h0[None], Hs[:-1]], axis=0).reshape(T * B, nh)
@@ -249,12 +243,12 @@ def _training_phases(p, X, dH):
 
     def cells_fwd():
         for t in range(T):
-            lstm._cell_pre(z, A[t], c_prev[t], Cw[t], Hw[t])
+            lstm.cell_pre(z, A[t], c_prev[t], Cw[t], Hw[t])
 
     def cells_bwd():
         dc[:] = 0.0
         for t in range(T - 1, -1, -1):
-            lstm._cell_backward(cache.A[t], Cs[t], c_prev[t], dH[t], dh, dc, dZ[t])
+            lstm.cell_backward(cache.A[t], Cs[t], c_prev[t], dH[t], dh, dc, dZ[t])
 
     def recurrent_bwd():
         for t in range(T - 1, -1, -1):
@@ -310,178 +304,6 @@ def profile_training(B: int, H: int, nx: int | None = None, T: int = 20, *, dtyp
     summed = sum(r["ms"] for r in rows)
     return {"rows": rows, "total_ms": 1e3 * total / T, "sum_ms": summed,
             "other_ms": 1e3 * total / T - summed, "peak": peak, "noise": cmp.noise}
-
-
-# --------------------------------------------------------------------------- Fig. 3: X W^T vs W X^T
-def _gemm_operands(B, H, nx, dtype):
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((B, nx)).astype(dtype)
-    W = rng.standard_normal((4 * H, nx)).astype(dtype)
-    return X, W
-
-
-def layout_gemm_times(B: int, H: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
-    """The seed's observation 2 with the machine's BLAS: ``Y = X W^T`` vs ``Y^T = W X^T`` for ``X (B, nx)``,
-    ``W (4H, nx)`` (each one BLAS call; numpy passes the transpose as a flag, no copy).
-
-    Returns best-of-``repeat`` seconds ``XWt_s``, ``WXt_s``, ``ratio = t(XW^T) / t(WX^T)`` (> 1: the
-    transposed layout is faster), GFLOP/s of each and the ``comparison``."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
-    X, W = _gemm_operands(B, H, nx, dtype)
-    Y, YT = np.empty((B, 4 * H), dtype), np.empty((4 * H, B), dtype)
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
-                  XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
-    a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
-    flops = gemm_flops(B, 4 * H, nx)
-    return {"B": B, "H": H, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
-            "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp}
-
-
-@njit(cache=True, fastmath=True)
-def _rowdot(A, Bm, out):
-    """``out[i, j] = A[i] . Bm[j]``: the outer loop walks the rows of ``A`` and, for each, streams ALL of
-    ``Bm`` through the cache; each dot product is contiguous (vectorised)."""
-    for i in range(A.shape[0]):
-        a = A[i]
-        for j in range(Bm.shape[0]):
-            b = Bm[j]
-            s = a.dtype.type(0.0)
-            for k in range(a.size):
-                s += a[k] * b[k]
-            out[i, j] = s
-
-
-def loop_order_times(B: int, H: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
-    """``Y = X W^T`` and ``Y^T = W X^T`` as the same plain loop nest (one dot product per output, written
-    row by row), without a BLAS's cache blocking: ``XWt`` loops over the B rows of X and streams the whole
-    ``W (4H, nx)`` once per row; ``WXt`` loops over the 4H rows of W and streams the small ``X (B, nx)``.
-    Same FLOPs, same code -- only which operand is re-read differs.
-
-    Returns best-of-``repeat`` seconds, ``ratio = t(XW^T) / t(WX^T)``, GFLOP/s, the ``comparison`` and
-    ``agree`` (both give the same numbers)."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
-    X, W = _gemm_operands(B, H, nx, dtype)
-    Y, YT = np.empty((B, 4 * H), dtype), np.empty((4 * H, B), dtype)
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
-                  XWt=lambda: _rowdot(X, W, Y), WXt=lambda: _rowdot(W, X, YT))
-    a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
-    flops = gemm_flops(B, 4 * H, nx)
-    tol = 1e-3 * np.sqrt(nx) * float(np.abs(Y).max() + 1)
-    return {"B": B, "H": H, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
-            "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp,
-            "agree": bool(np.allclose(Y, YT.T, atol=tol))}
-
-
-def layout_traffic_model(B: int, H: int, nx: int | None = None, *, caches: dict | None = None,
-                         itemsize: int = 4, line: int = 64) -> dict:
-    """Fig. 3's utilisation half, *modelled* (no hardware counter involved) for the loop nest of
-    :func:`loop_order_times`.
-
-    Each dot product loads one cache line of the outer row and one of the inner row per ``line`` bytes.
-    The outer row is reused for the whole inner loop (it always hits); the inner operand is re-read
-    once per outer row, so it hits in a cache level only if the *whole inner operand* fits there (LRU,
-    cyclic access: if it does not fit, every line is gone before it is used again). Per cache level
-    (``caches``: ``{"L1d": bytes, "L2": ..., ...}``, default :func:`course_lib.core.backend.cache_sizes`) this gives, for ``XWt`` (inner
-    operand W, ``4H x nx``) and ``WXt`` (inner operand X, ``B x nx``): ``hit_rate`` (share of line loads
-    served by that level or above) and ``bytes_from_below`` (bytes the level must fetch from further out).
-    Returns ``{"levels": {...}, "loads_lines", "bytes_X", "bytes_W", "modelled": True}``.
-    """
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
-    itemsize, line = check_positive_int(itemsize, "itemsize"), check_positive_int(line, "line")
-    caches = backend.cache_sizes() if caches is None else dict(caches)
-    if not caches:
-        raise ValueError("caches: this system does not report its cache sizes; pass caches={'L2': bytes, ...}")
-    for name, size in caches.items():
-        check_positive_int(size, f"caches[{name!r}]")
-    row_lines = -(-nx * itemsize // line)
-    bytes_X, bytes_W = B * nx * itemsize, 4 * H * nx * itemsize
-    loads = 2 * B * 4 * H * row_lines  # line loads: one outer + one inner row line per dot-product chunk
-    levels = {}
-    for name, size in sorted(caches.items(), key=lambda kv: kv[1]):
-        row = {}
-        for layout, outer_rows, inner_rows in (("XWt", B, 4 * H), ("WXt", 4 * H, B)):
-            inner_bytes = inner_rows * row_lines * line
-            fits = inner_bytes <= size
-            misses = outer_rows * row_lines + inner_rows * row_lines * (1 if fits else outer_rows)
-            row[layout] = {"inner_fits": fits, "hit_rate": 1.0 - misses / loads, "bytes_from_below": misses * line}
-        levels[name] = dict(row, size=size)
-    return {"B": B, "H": H, "nx": nx, "bytes_X": bytes_X, "bytes_W": bytes_W, "loads_lines": loads,
-            "levels": levels, "modelled": True}
-
-
-_COUNTERS = ("cache-references", "cache-misses", "L1-dcache-loads", "L1-dcache-load-misses")
-_PERF_SCRIPT = """
-import sys, numpy as np
-from course_lib.experiments.lstm import _gemm_operands, _rowdot
-B, H, nx, reps, layout = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-X, W = _gemm_operands(B, H, nx, "float32")
-A, Bm = (X, W) if layout == "XWt" else (W, X)
-out = np.empty((A.shape[0], Bm.shape[0]), np.float32)
-_rowdot(A[:1], Bm[:1], out[:1, :1])
-for _ in range(reps):
-    _rowdot(A, Bm, out)
-"""
-
-
-def _parse_perf(text: str) -> dict:
-    """``perf stat -x,`` output -> ``{event: count}``; events perf could not count are left out."""
-    counts = {}
-    for row in text.splitlines():
-        parts = row.split(",")
-        if len(parts) >= 3 and parts[2].strip() in _COUNTERS:
-            try:
-                counts[parts[2].strip()] = float(parts[0])
-            except ValueError:  # "<not supported>" / "<not counted>"
-                continue
-    return counts
-
-
-def hardware_counters(B: int, H: int, nx: int | None = None, *, reps: int = 20, timeout: float = 120.0):
-    """Fig. 3's utilisation half *measured*: run :func:`loop_order_times`'s loop nest in each layout in a
-    child process under ``perf stat`` and read the CPU's cache counters (the run with 0 repetitions is
-    subtracted, so Python's start-up does not count).
-
-    Returns ``(result, why)``: ``result`` is ``{"XWt": {event: count}, "WXt": {...}, "hit_rate": {layout:
-    1 - misses/references}}`` and ``why`` is ``""``; or ``(None, reason)`` when this machine cannot measure
-    it (no ``perf``, counters not exposed -- common in virtual machines -- or not permitted)."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
-    reps = check_positive_int(reps, "reps")
-    perf = shutil.which("perf")
-    if perf is None:
-        return None, "no `perf` on this machine"
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-
-    def run(layout, n):
-        cmd = [perf, "stat", "-x,", "-e", ",".join(_COUNTERS), sys.executable, "-c", _PERF_SCRIPT,
-               str(B), str(H), str(nx), str(n), layout]
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, f"perf stat failed ({type(exc).__name__})"
-        counts = _parse_perf(res.stderr)
-        if res.returncode != 0 and not counts:
-            return None, f"perf stat exited with {res.returncode}: {res.stderr.strip().splitlines()[-1:]}"
-        if not {"cache-references", "cache-misses"} <= set(counts):
-            return None, "perf runs, but this CPU/VM does not expose cache counters (<not supported>)"
-        return counts, ""
-
-    result = {}
-    for layout in ("XWt", "WXt"):
-        full, why = run(layout, reps)
-        if full is None:
-            return None, why
-        base, why = run(layout, 0)
-        if base is None:
-            return None, why
-        result[layout] = {k: max(full[k] - base.get(k, 0.0), 0.0) for k in full}
-    result["hit_rate"] = {lay: 1.0 - result[lay]["cache-misses"] / max(result[lay]["cache-references"], 1.0)
-                          for lay in ("XWt", "WXt")}
-    return result, ""
 
 
 # --------------------------------------------------------------------------- training throughput

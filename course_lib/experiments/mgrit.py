@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..algorithms import mgrit
-from ..core import timing
+from ..core import backend, timing
 from ..core.backend import mpi_available
 from ..core.validate import (check_alloc, check_array, check_callable, check_choice, check_float, check_int,
                              check_positive_int)
@@ -141,12 +141,6 @@ def preprocessing_needed(target: float, nt: int, P: int, **model) -> float:
 
 
 # --------------------------------------------------------------------------- measurements
-def _one_blas_thread():
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: int = 3) -> dict:
     """Data parallelism vs the time axis: the serial GRU forward over the whole batch ``B`` and over
     ``B // P`` sequences (one of ``P`` data-parallel workers' share), for each length in ``Ts``.
@@ -158,7 +152,7 @@ def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: 
     B = check_int(B, "B", low=P)
     p = gru.init_params(nx, H, seed=0)
     full, share, noise = [], [], timing.Noise()
-    with _one_blas_thread():
+    with backend.blas_threads(1):
         for T in Ts:
             X = np.random.default_rng(T).standard_normal((T, B, nx)).astype(np.float32)
             c = timing.compare(full=lambda: gru.gru_forward(p, X, implicit=True),
@@ -177,7 +171,7 @@ def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts)
     threads = check_positive_int(threads, "threads")
     opts = dict(mgrit_opts, method="mgrit")
     implicit = opts.pop("implicit", True)
-    with _one_blas_thread():
+    with backend.blas_threads(1):
         return timing.compare(serial=lambda: gru.gru_forward(params, X, implicit=implicit),
                               mgrit_1thread=lambda: gru.gru_forward(params, X, implicit=implicit, **opts),
                               mgrit_threads=lambda: gru.gru_forward(params, X, implicit=implicit, threads=threads,
@@ -207,7 +201,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
     for T in Ts:
         X = np.random.default_rng(T).standard_normal((T, B, nx))
         h0 = np.zeros((B, H))
-        with _one_blas_thread():
+        with backend.blas_threads(1):
             ts = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True), repeat=repeat, number=1)
         noise = noise | ts.noise
         if method == "mpi":
@@ -224,7 +218,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
                 n.add(excess > timing.OTHERS_LIMIT, f"other processes kept {excess:.1f} core(s) busy beside the MPI ranks")
             tp = float(np.median(times))
         else:
-            with _one_blas_thread():
+            with backend.blas_threads(1):
                 t = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True, method="mgrit", threads=ranks,
                                                            **opts), repeat=repeat, number=1)
             n, tp = t.noise, t.median

@@ -1,4 +1,4 @@
-"""Measuring helpers for chapter 11 (Newton in time): plain functions that return data (layer 6).
+"""Measuring helpers for chapter 11 (Newton in time): plain functions that return data (experiments folder).
 
 ``scaled_gru(H, scale, ...)``            a GRU whose W_hh is multiplied by ``scale`` (predictability knob)
 ``newton_iterates(...)``                 every DEER iterate: the trajectory zipping into place

@@ -1,4 +1,4 @@
-"""Chapter 05's measurements: phase breakdown, threads, fusion, framework vs numpy (experiments layer).
+"""Chapter 05's measurements: phase breakdown, threads, fusion, framework vs numpy (experiments folder).
 
 **Where does a training step spend its time?** The seed (§4.10) timed one epoch of its Halide RNN in
 ten phases and found the three matrix-product phases (compute h_t, hidden delta, gradient updates) and
@@ -28,6 +28,7 @@ The compute functions behind chapter 05's other plots and widget:
 ``fusion_comparison(B, n, T)``                 loop fusion vs separate passes (seed §4.9)
 ``error_model_comparison(n)``                  numba's error model and SIMD: the same kernel, 2 ways
 ``framework_vs_numpy(sizes, T)``               seed Fig. 7: compiled steps vs hand-written numpy
+                                               (:mod:`.frameworks`, re-exported here)
 """
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ from numba import njit
 
 from ..core import backend, timing
 from ..models import fast_rnn
-from ..models.rnn import RNNParams, init_params, _check_inputs
+from ..models.rnn import RNNParams, init_params, check_inputs
 from ..core.validate import check_choice, check_float, check_positive_int
+from .frameworks import FRAMEWORK_METHODS, framework_vs_numpy, torch_steps  # noqa: F401  (re-exported)
 
 __all__ = ["PHASES", "WORKLOADS", "reference_step_phased", "fast_step_phased", "profile_step",
            "thread_scaling", "workload_time", "fusion_comparison", "error_model_comparison",
@@ -84,7 +86,7 @@ def reference_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: f
     """
     lr = check_float(lr, "lr", low=0.0)
     c = _Clock()
-    X, Y, h0 = _check_inputs(params, X, Y, h0)                   # (h0: zeros when not given)
+    X, Y, h0 = check_inputs(params, X, Y, h0)                   # (h0: zeros when not given)
     Wxh, Whh, Why = params.Wxh, params.Whh, params.Why
     T = X.shape[0]
     H, Yhat = [], []
@@ -424,114 +426,3 @@ def error_model_comparison(n: int = 1_000_000, *, repeat: int = 5, seed: int = 0
     return {"n": n, "python_s": cmp.timings["python"].min, "numpy_s": cmp.timings["numpy"].min,
             "speedup": cmp.timings["python"].min / cmp.timings["numpy"].min,
             "same_result": bool(np.allclose(a, b, rtol=1e-5, atol=1e-6)), "noise": cmp.noise}
-
-
-# --------------------------------------------------------------------------- seed Fig. 7
-FRAMEWORK_METHODS = ("numpy", "numba", "torch")
-"""Fig. 7's columns: ``numpy`` = the hand-written step of chapters 01-02 (``rnn.bptt_linear`` +
-``rnn.sgd_step``), ``numba`` = :func:`course_lib.models.fast_rnn.train_step` (compiled fused kernels +
-BLAS), ``torch`` = ``torch.nn.RNN`` + autograd + SGD (only when torch is installed)."""
-
-
-def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, threads: int | None = None):
-    """``{"torch explicit ops": f, "torch.nn.RNN": g}``: two zero-argument torch training steps of the
-    same maths (float32, no biases), or None when torch is not installed. ``explicit`` writes the
-    step with torch tensor ops and no autograd; ``nn.RNN`` uses the framework (module + autograd +
-    ``torch.optim.SGD``). Each returns the loss before its update."""
-    try:
-        import torch  # noqa: PLC0415
-    except Exception:  # torch is optional (extra 'bench')
-        return None
-    if threads is not None:
-        torch.set_num_threads(check_positive_int(threads, "threads"))
-    Xt, Yt = torch.from_numpy(np.ascontiguousarray(X)), torch.from_numpy(np.ascontiguousarray(Y))
-    W = [torch.from_numpy(w.copy()) for w in (params.Wxh, params.Whh, params.Why)]
-    T, B, _ = X.shape
-
-    @torch.no_grad()
-    def explicit():
-        Wxh, Whh, Why = W
-        H = torch.matmul(Xt.reshape(T * B, -1), Wxh).reshape(T, B, -1)
-        torch.tanh_(H[0])
-        for t in range(1, T):
-            H[t].addmm_(H[t - 1], Whh).tanh_()
-        Yh = torch.tanh(H.reshape(T * B, -1) @ Why)
-        e = Yh - Yt.reshape(T * B, -1)
-        loss = float((e * e).sum())
-        D = 2 * e * (1 - Yh * Yh)
-        DZ = (D @ Why.T).reshape(T, B, -1)
-        DZ[T - 1].mul_(1 - H[T - 1] * H[T - 1])
-        for t in range(T - 2, -1, -1):
-            DZ[t].addmm_(DZ[t + 1], Whh.T).mul_(1 - H[t] * H[t])
-        H2, DZ2 = H.reshape(T * B, -1), DZ.reshape(T * B, -1)
-        gy = H2.T @ D
-        gh = H[:-1].reshape((T - 1) * B, -1).T @ DZ[1:].reshape((T - 1) * B, -1)
-        gx = Xt.reshape(T * B, -1).T @ DZ2
-        Wxh.sub_(lr * gx)
-        Whh.sub_(lr * gh)
-        Why.sub_(lr * gy)
-        return loss
-
-    cell = torch.nn.RNN(params.nx, params.nh, nonlinearity="tanh", bias=False)
-    out_layer = torch.nn.Linear(params.nh, params.ny, bias=False)
-    with torch.no_grad():
-        cell.weight_ih_l0.copy_(torch.from_numpy(params.Wxh.T.copy()))
-        cell.weight_hh_l0.copy_(torch.from_numpy(params.Whh.T.copy()))
-        out_layer.weight.copy_(torch.from_numpy(params.Why.T.copy()))
-    opt = torch.optim.SGD(list(cell.parameters()) + list(out_layer.parameters()), lr=lr)
-
-    def module():
-        opt.zero_grad(set_to_none=True)
-        H, _ = cell(Xt)
-        loss = ((torch.tanh(out_layer(H)) - Yt) ** 2).sum()
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-
-    return {"torch explicit ops": explicit, "torch.nn.RNN": module}
-
-
-def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: int = 5,
-                       seed: int = 0) -> dict:
-    """Seed Fig. 7: one training step (B = nx = nh = ny = n, T steps, float32, lr = 0) of
-    hand-written numpy against compiled steps, at each ``n`` in ``sizes``, interleaved per size.
-
-    Columns (``FRAMEWORK_METHODS``): ``numpy``, ``numba`` and, when torch imports, ``torch``
-    (``torch.nn.RNN`` + autograd + SGD). Also measured: ``call_overhead_s``, the time of each method
-    on the smallest possible problem (T = 1, n = 1) -- what one call costs before any arithmetic.
-    Returns ``{"sizes", "T", "methods", "seconds": {method: [..]}, "vs_numpy": {method: [numpy time /
-    method time]}, "call_overhead_s": {method: s}, "noise"}`` (``vs_numpy`` > 1: faster than numpy).
-    """
-    sizes = [check_positive_int(s, "sizes[i]", high=1024) for s in sizes]
-    if not sizes:
-        raise ValueError("sizes: expected at least one size, got none")
-    T = check_positive_int(T, "T", high=1000)
-    repeat = check_positive_int(repeat, "repeat")
-
-    def steps(n: int, T: int) -> dict:
-        p = init_params(n, n, n, seed=seed)
-        rng = np.random.default_rng(seed)
-        X = rng.uniform(-1, 1, (T, n, n)).astype(np.float32)
-        Y = rng.uniform(-1, 1, (T, n, n)).astype(np.float32)
-        ws = fast_rnn.make_workspace(T, n, n, n, n)
-        fns = {"numpy": lambda: sgd_step(p, bptt_linear(p, X, Y), 0.0),
-               "numba": lambda: fast_rnn.train_step(p, X, Y, 0.0, workspace=ws)}
-        ts = torch_steps(p, X, Y, 0.0)
-        if ts is not None:
-            fns["torch"] = ts["torch.nn.RNN"]
-        return fns
-
-    from ..models.rnn import bptt_linear, sgd_step  # noqa: PLC0415
-
-    tiny = timing.compare(repeat=max(repeat, 5), warmup=2, **steps(1, 1))
-    methods = list(tiny.timings)
-    seconds = {m: [] for m in methods}
-    noise = tiny.noise
-    for n in sizes:
-        cmp = timing.compare(repeat=repeat, warmup=1, **steps(n, T))
-        noise = noise | cmp.noise
-        for m in methods:
-            seconds[m].append(cmp.timings[m].min)
-    vs = {m: [a / b for a, b in zip(seconds["numpy"], seconds[m])] for m in methods}
-    return {"sizes": sizes, "T": T, "methods": methods, "seconds": seconds, "vs_numpy": vs,
-            "call_overhead_s": {m: tiny.timings[m].min for m in methods}, "noise": noise}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..algorithms import scan
+from ..algorithms import scan, scan_kernels
 from ..core import backend, timing
 from ..core.validate import check_choice, check_dtype, check_int, check_positive_int
 from ..models import linear_rnn
@@ -154,7 +154,7 @@ def lanes_vs_scalar(T: int, H: int = 1, *, repeat: int = 5, seed: int = 0) -> di
 
 def lane_instructions(dtype: str = "float32") -> dict:
     """Packed (SIMD) vs scalar multiply/add instructions in the machine code of the lane kernel's
-    doubling pass (``scan._level``) and of the serial loop (``scan._sequential``), as chapter 04
+    doubling pass (``scan_kernels.level``) and of the serial loop (``scan_kernels.sequential``), as chapter 04
     counts them (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each).
     Returns ``{"doubling pass": {...}, "serial loop": {...}}``."""
     dtype = check_dtype(dtype, "dtype")
@@ -165,8 +165,8 @@ def lane_instructions(dtype: str = "float32") -> dict:
     v = typeof(np.zeros(4, np.dtype(dtype)))
     m = typeof(np.zeros((2, 2), np.dtype(dtype)))
     i = typeof(1)
-    return {"doubling pass": simd_ops(scan._level, (v, v, v, v, i, i)),
-            "serial loop": simd_ops(scan._sequential, (m, m, v, m))}
+    return {"doubling pass": simd_ops(scan_kernels.level, (v, v, v, v, i, i)),
+            "serial loop": simd_ops(scan_kernels.sequential, (m, m, v, m))}
 
 
 # --------------------------------------------------------------------------- phases

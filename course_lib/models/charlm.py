@@ -30,7 +30,7 @@ from ..core.optim import Adam
 from ..core.results import TrainResult
 from ..core.validate import check_array, check_float, check_int, check_positive_int
 from ..data.corpus import Vocab, batch_windows, one_hot
-from .softmax_rnn import (Layer, SoftmaxRNNParams, _softmax, _step, check_params, encode, forward, hidden_states,
+from .softmax_rnn import (Layer, SoftmaxRNNParams, softmax_unchecked, step_unchecked, check_params, encode, forward, hidden_states,
                           output_probs)
 
 MAX_SAMPLE = 1_000_000   # characters one call to sample() may generate (one forward step each)
@@ -220,15 +220,15 @@ def sample(params: SoftmaxRNNParams, vocab: Vocab, prime: str = "\n", n: int = 2
     eye = np.eye(params.vocab, dtype=dt)          # row k: the one-hot character k
 
     for token in vocab.encode(prime):
-        o = _step(params, eye[int(token)], hs)
+        o = step_unchecked(params, eye[int(token)], hs)
     out = []
     for _ in range(n):
         with np.errstate(over="ignore"):
             z = o.astype(np.float64) / temperature
         if not np.all(np.isfinite(z)):
             raise ValueError(f"temperature: {temperature:g} is too small: the logits divided by it overflow")
-        p = _softmax(z)
+        p = softmax_unchecked(z)
         token = int(rng.choice(params.vocab, p=p))
         out.append(token)
-        o = _step(params, eye[token], hs)
+        o = step_unchecked(params, eye[token], hs)
     return vocab.decode(np.asarray(out, dtype=np.int64))

@@ -1,4 +1,4 @@
-"""Numerical gradients by central differences, in float64 (layer 2: methods).
+"""Numerical gradients by central differences, in float64 (models/).
 
 ``dE/dW[i] ≈ (E(W + eps e_i) - E(W - eps e_i)) / (2 eps)``, one pair of loss evaluations per
 entry: slow (O(#weights) forward passes) but simple enough to trust, which is the point -- it

@@ -215,7 +215,7 @@ def _check_cell(params, gi, h, dh_new=None, implicit=False, gamma=1.0):
     return p, gi, h, dh_new, gamma
 
 
-def _gates(p: GRUParams, gi, h):
+def gates_unchecked(p: GRUParams, gi, h):
     nh = h.shape[-1]
     gh = h @ p.W_hh.T + p.b_hh
     r = sigmoid(gi[..., :nh] + gh[..., :nh])
@@ -227,7 +227,7 @@ def _gates(p: GRUParams, gi, h):
 def gates(params, gi, h):
     """The gates ``(r, z, n)`` at state ``h`` (B, H) with input projection ``gi`` (B, 3H)."""
     p, gi, h, _, _ = _check_cell(params, gi, h)
-    r, z, n, _ = _gates(p, gi, h)
+    r, z, n, _ = gates_unchecked(p, gi, h)
     return r, z, n
 
 
@@ -236,11 +236,11 @@ def gru_cell(params, gi, h, *, implicit: bool = False, gamma: float = 1.0):
 
     classic: ``h + gamma (1 - z) (n - h)``; implicit: ``(h + gamma (1 - z) n) / (1 + gamma (1 - z))``."""
     p, gi, h, _, gamma = _check_cell(params, gi, h, implicit=implicit, gamma=gamma)
-    return _cell(p, gi, h, implicit=implicit, gamma=gamma)
+    return cell_unchecked(p, gi, h, implicit=implicit, gamma=gamma)
 
 
-def _cell(p: GRUParams, gi, h, *, implicit: bool, gamma: float):
-    r, z, n, _ = _gates(p, gi, h)
+def cell_unchecked(p: GRUParams, gi, h, *, implicit: bool, gamma: float):
+    r, z, n, _ = gates_unchecked(p, gi, h)
     a = gamma * (1.0 - z)
     if implicit:
         return (h + a * n) / (1.0 + a)
@@ -256,7 +256,7 @@ def gru_cell_backward(params, gi, h, dh_new, *, implicit: bool = False, gamma: f
 
 
 def _cell_backward(p: GRUParams, gi, h, dh_new, *, implicit: bool, gamma: float, need_dh: bool = True):
-    r, z, n, gh = _gates(p, gi, h)
+    r, z, n, gh = gates_unchecked(p, gi, h)
     nh = h.shape[-1]
     a = gamma * (1.0 - z)
     if implicit:
@@ -318,7 +318,7 @@ def gru_steps(params, GI, *, implicit: bool = False, dt: float = 1.0, m: int = 4
 
     def step(h, i, level):
         M = m ** level
-        return _cell(p, GI[i * M], h, implicit=implicit, gamma=dt * M)
+        return cell_unchecked(p, GI[i * M], h, implicit=implicit, gamma=dt * M)
 
     return step
 
@@ -344,7 +344,7 @@ def coarse_trajectory(params, X, h0=None, *, implicit: bool, dt: float = 1.0, M:
     out = [h0]
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(GI.shape[0]):
-            out.append(_cell(p, GI[k], out[-1], implicit=implicit, gamma=dt * M))
+            out.append(cell_unchecked(p, GI[k], out[-1], implicit=implicit, gamma=dt * M))
     return np.stack(out)
 
 
@@ -385,7 +385,7 @@ def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, 
         out = np.empty((T,) + h0.shape, dtype=np.result_type(h0.dtype, GI.dtype))
         h = h0
         for t in range(T):
-            h = out[t] = _cell(p, GI[t], h, implicit=implicit, gamma=dt)
+            h = out[t] = cell_unchecked(p, GI[t], h, implicit=implicit, gamma=dt)
         return (out, []) if return_history else out
     m, levels = opts.get("m", 4), opts.get("levels", 2)
     Tp = pad_to_hierarchy(T, m, levels)

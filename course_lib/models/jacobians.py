@@ -1,4 +1,4 @@
-"""Step functions and their analytic Jacobians, for Newton over the sequence (layer 4: models).
+"""Step functions and their analytic Jacobians, for Newton over the sequence (models/).
 
 DEER (course_lib.algorithms.newton) needs, for every time step at once, the step ``f(h_{t-1}, x_t)``
 and its Jacobian ``J_t = df/dh_{t-1}`` (column convention: ``J[..., i, j] = d h_t[i] / d h_{t-1}[j]``).
@@ -63,12 +63,12 @@ def gru_input_projection(params, X) -> np.ndarray:
 def gru_gates(params, Hprev, GI):
     """``(r, z, n, gh)`` at the states ``Hprev`` (..., H) with input projections ``GI`` (..., 3H)
     (the gates of :mod:`course_lib.models.gru`, plus ``gh = h W_hh^T + b_hh``)."""
-    return _gru._gates(_gru_params(params), GI, Hprev)
+    return _gru.gates_unchecked(_gru_params(params), GI, Hprev)
 
 
 def gru_step(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
     """The GRU cell of :mod:`course_lib.models.gru` for all steps at once: ``f(h_{t-1}, x_t)``."""
-    return _gru._cell(_gru_params(params), GI, Hprev, implicit=implicit, gamma=gamma)
+    return _gru.cell_unchecked(_gru_params(params), GI, Hprev, implicit=implicit, gamma=gamma)
 
 
 def gru_jacobian(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0,
@@ -78,7 +78,7 @@ def gru_jacobian(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.
     gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
     W_hh = p.W_hh
     H = W_hh.shape[1]
-    r, z, n, gh = _gru._gates(p, GI, Hprev)
+    r, z, n, gh = _gru.gates_unchecked(p, GI, Hprev)
     a = gamma * (1.0 - z)
     ghn = gh[..., 2 * H:]
     Wr, Wz, Wn = W_hh[:H], W_hh[H:2 * H], W_hh[2 * H:]
@@ -160,10 +160,10 @@ def elman_step(Whh, Hprev, XW) -> np.ndarray:
     Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3))
     check_shape(Hprev, "Hprev", (None,) * (Hprev.ndim - 1) + ("H",), dims)
     XW = check_array(XW, "XW", shape=Hprev.shape)
-    return _elman_step(Whh, Hprev, XW)
+    return elman_step_unchecked(Whh, Hprev, XW)
 
 
-def _elman_step(Whh, Hprev, XW) -> np.ndarray:
+def elman_step_unchecked(Whh, Hprev, XW) -> np.ndarray:
     return np.tanh(XW + Hprev @ Whh)
 
 

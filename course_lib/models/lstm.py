@@ -261,7 +261,7 @@ def _update(A, c_prev, c_out, h_out):
 
 
 @njit(cache=True, error_model="numpy")
-def _cell_bias(z, bias, c_prev, c_out, h_out):
+def cell_bias(z, bias, c_prev, c_out, h_out):
     """Fused element-wise step: ``z (B, 4H)`` holds the GEMM result (no bias); it is replaced
     by the activated gates [i|f|g|o]; writes ``c_out, h_out (B, H)``."""
     B, H4 = z.shape
@@ -273,8 +273,8 @@ def _cell_bias(z, bias, c_prev, c_out, h_out):
 
 
 @njit(cache=True, error_model="numpy")
-def _cell_pre(z, pre, c_prev, c_out, h_out):
-    """As :func:`_cell_bias` with the input projection precomputed: ``pre (B, 4H)`` (bias
+def cell_pre(z, pre, c_prev, c_out, h_out):
+    """As :func:`cell_bias` with the input projection precomputed: ``pre (B, 4H)`` (bias
     included) is replaced by the activated gates of ``z + pre``."""
     B, H4 = z.shape
     for b in range(B):
@@ -285,7 +285,7 @@ def _cell_pre(z, pre, c_prev, c_out, h_out):
 
 
 @njit(cache=True, error_model="numpy")
-def _cell_transposed(zT, preT, col, cT_prev, AT, cT, hT):
+def cell_transposed(zT, preT, col, cT_prev, AT, cT, hT):
     """Transposed layout, vectorised along the batch: ``zT (4H, B) = W_hh h^T``, ``preT
     (4H, T*B)`` whose columns ``col:col+B`` are this step. Writes the activated gates
     ``AT (4H, B)`` and the new state ``cT, hT (H, B)``."""
@@ -305,7 +305,7 @@ def _cell_transposed(zT, preT, col, cT_prev, AT, cT, hT):
 
 
 @njit(cache=True, error_model="numpy")
-def _cell_backward(A, c, c_prev, dH_t, dh_rec, dc, dZ):
+def cell_backward(A, c, c_prev, dH_t, dh_rec, dc, dZ):
     """One fused backward pass over the gates. In: activated gates ``A (B, 4H)``, ``c, c_prev``,
     the output gradient ``dH_t`` plus the recurrent one ``dh_rec`` (B, H); ``dc`` (B, H) is read
     (from step t+1) and overwritten with the gradient w.r.t. ``c_prev``. Out: ``dZ (B, 4H)``."""
@@ -364,7 +364,7 @@ def _forward_fused(p, X, h0, c0):
         xh[:, :nx] = X[t]
         xh[:, nx:] = h
         np.matmul(xh, W_cat_T, out=A[t])               # ONE GEMM for all four gates
-        _cell_bias(A[t], bias, c, C[t], H[t])          # ONE fused element-wise kernel
+        cell_bias(A[t], bias, c, C[t], H[t])          # ONE fused element-wise kernel
         h, c = H[t], C[t]
     return H, C, A
 
@@ -381,7 +381,7 @@ def _forward_fused_pre(p, X, h0, c0):
     h, c = h0, c0
     for t in range(T):
         np.matmul(h, W_hh_T, out=z)                    # Z = h W_hh^T      (B, 4H)
-        _cell_pre(z, A[t], c, C[t], H[t])              # A[t] <- gates(Z + pre_t)
+        cell_pre(z, A[t], c, C[t], H[t])              # A[t] <- gates(Z + pre_t)
         h, c = H[t], C[t]
     return H, C, A
 
@@ -398,7 +398,7 @@ def _forward_transposed(p, X, h0, c0):
     zT = np.empty((4 * nh, B), X.dtype)
     for t in range(T):
         np.matmul(p.W_hh, hT, out=zT)                  # Z^T = W_hh h^T   (4H, B)
-        _cell_transposed(zT, preT, t * B, cT, AT[t], CT[t], HT[t])
+        cell_transposed(zT, preT, t * B, cT, AT[t], CT[t], HT[t])
         hT, cT = HT[t], CT[t]
     # back to the (T, B, .) layout the caller sees: one copy each, after the loop
     return HT.transpose(0, 2, 1).copy(), CT.transpose(0, 2, 1).copy(), AT.transpose(0, 2, 1).copy()
@@ -416,7 +416,7 @@ def _forward_gemv(p, X, h0, c0):
     for t in range(T):
         for b in range(B):
             np.matmul(W_hh, h[b], out=z[b])            # z_b = W_hh h_b: one gemv, W_hh not repacked
-        _cell_pre(z, A[t], c, C[t], H[t])
+        cell_pre(z, A[t], c, C[t], H[t])
         h, c = H[t], C[t]
     return H, C, A
 
@@ -476,7 +476,7 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     rows = cache.method == "gemv"
     for t in range(T - 1, -1, -1):
         c_prev = cache.C[t - 1] if t > 0 else cache.c0
-        _cell_backward(cache.A[t], cache.C[t], c_prev, dH[t], dh, dc, dZ[t])
+        cell_backward(cache.A[t], cache.C[t], c_prev, dH[t], dh, dc, dZ[t])
         if rows:                                  # one gemv per batch row, as the gemv forward
             for b in range(B):
                 np.matmul(dZ[t, b], params.W_hh, out=dh[b])

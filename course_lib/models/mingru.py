@@ -1,4 +1,4 @@
-"""minGRU and minLSTM: gates that ignore h_{t-1}, so the RNN is a linear recurrence (layer 4: models).
+"""minGRU and minLSTM: gates that ignore h_{t-1}, so the RNN is a linear recurrence (models/).
 
 Feng et al. ("Were RNNs all we needed?", 2024) drop ``h_{t-1}`` from the gates and the candidate.
 Row-vector maths, time-major ``X (T, B, nx)``, ``g(x) = x + 0.5`` for ``x >= 0`` and ``sigmoid(x)``

@@ -116,7 +116,7 @@ def _check_params(params) -> RNNParams:
     return params
 
 
-def _check_inputs(params: RNNParams, X, Y=None, h0=None):
+def check_inputs(params: RNNParams, X, Y=None, h0=None):
     """Validate ``X (T, B, nx)``, ``Y (T, B, ny)``, ``h0 (B, nh)`` against ``params``."""
     _check_params(params)
     dims = {"nx": params.nx, "nh": params.nh, "ny": params.ny}
@@ -179,7 +179,7 @@ def forward(params: RNNParams, X: np.ndarray, h0: np.ndarray | None = None) -> R
     ``(T*B, nx) @ (nx, nh)`` before the loop, and the outputs of all steps one GEMM after it.
     Returns an :class:`RNNCache` with ``H (T, B, nh)`` and ``Yhat (T, B, ny)``.
     """
-    X, _, h0 = _check_inputs(params, X, None, h0)
+    X, _, h0 = check_inputs(params, X, None, h0)
     T, B, nx = X.shape
     nh = params.nh
     pre = (X.reshape(T * B, nx) @ params.Wxh).reshape(T, B, nh)  # x_t Wxh for every t
@@ -233,7 +233,7 @@ def bptt_quadratic(params: RNNParams, X: np.ndarray, Y: np.ndarray, h0: np.ndarr
     ``truncate`` (>= 0) stops each walk after ``truncate`` steps back, like WildML's
     ``bptt_truncate`` (the result is then an approximation).
     """
-    X, Y, h0 = _check_inputs(params, X, Y, h0)
+    X, Y, h0 = check_inputs(params, X, Y, h0)
     if truncate is not None:
         truncate = check_int(truncate, "truncate", low=0)
     cache = forward(params, X, h0)
@@ -262,7 +262,7 @@ def bptt_linear(params: RNNParams, X: np.ndarray, Y: np.ndarray, h0: np.ndarray 
 
         dWxh = Σ_t x_t^T dpre_t,   dWhh = Σ_t h_{t-1}^T dpre_t,   dWhy = Σ_t h_t^T dO_t
     """
-    X, Y, h0 = _check_inputs(params, X, Y, h0)
+    X, Y, h0 = check_inputs(params, X, Y, h0)
     cache = forward(params, X, h0)
     T, B, nx = X.shape
     nh, ny = params.nh, params.ny
@@ -320,7 +320,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     loss or the weights become non-finite, or the loss grows above ``explode_factor`` times
     its starting value.
     """
-    X, Y, _ = _check_inputs(params, X, Y, None)
+    X, Y, _ = check_inputs(params, X, Y, None)
     epochs = check_int(epochs, "epochs", low=0)
     lr = check_float(lr, "lr", low=0.0)
     N = X.shape[1]

@@ -245,10 +245,10 @@ def softmax(o, axis: int = -1) -> np.ndarray:
     if o.ndim == 0 or o.size == 0:
         raise ValueError(f"o: expected a non-empty array with at least one axis, got shape {tuple(o.shape)}")
     axis = check_int(axis, "axis", low=-o.ndim, high=o.ndim - 1)
-    return _softmax(o, axis)
+    return softmax_unchecked(o, axis)
 
 
-def _softmax(o: np.ndarray, axis: int = -1) -> np.ndarray:
+def softmax_unchecked(o: np.ndarray, axis: int = -1) -> np.ndarray:
     z = o - o.max(axis=axis, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=axis, keepdims=True)
@@ -257,7 +257,7 @@ def _softmax(o: np.ndarray, axis: int = -1) -> np.ndarray:
 def step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
     """The seed's loop body for ONE sequence, column vectors: ``x (nx,)``; ``h`` the list of the
     layers' states ``(H,)``, updated in place to step ``t``. Returns the logits ``o (vocab,)``.
-    (Validated; the loops that run it once per character use the unchecked ``_step``.)"""
+    (Validated; the loops that run it once per character use the unchecked ``step_unchecked``.)"""
     params = check_params(params)
     x = check_array(x, "x", shape=(params.nx,))
     if not isinstance(h, list) or len(h) != params.n_layers:
@@ -265,10 +265,10 @@ def step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
                         f"got {type(h).__name__}" + (f" of length {len(h)}" if isinstance(h, list) else ""))
     for l, L in enumerate(params.layers):
         h[l] = check_array(h[l], f"h[{l}]", shape=(L.W.shape[0],))
-    return _step(params, x, h)
+    return step_unchecked(params, x, h)
 
 
-def _step(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
+def step_unchecked(params: SoftmaxRNNParams, x: np.ndarray, h: list) -> np.ndarray:
     """:func:`step` without validation (hot loop)."""
     below = x
     for l, L in enumerate(params.layers):
@@ -289,10 +289,10 @@ def cell_step(layer: Layer, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     h = check_array(h, "h", shape=("B", "H"), dims=dims)
     if not (x.dtype == h.dtype == U.dtype):
         raise TypeError(f"h: expected the dtype of layer.U ({U.dtype}) for x and h, got {x.dtype} and {h.dtype}")
-    return _cell_step(layer, x, h)
+    return cell_step_unchecked(layer, x, h)
 
 
-def _cell_step(layer: Layer, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+def cell_step_unchecked(layer: Layer, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     """:func:`cell_step` without validation (the wavefront's inner loop)."""
     return np.tanh(x @ layer.U.T + h @ layer.W.T + layer.b)
 
@@ -307,7 +307,7 @@ def output_probs(params: SoftmaxRNNParams, h: np.ndarray) -> np.ndarray:
 
 
 def _output_probs(params: SoftmaxRNNParams, h: np.ndarray) -> np.ndarray:
-    return _softmax(h @ params.V.T + params.c)
+    return softmax_unchecked(h @ params.V.T + params.c)
 
 
 # --------------------------------------------------------------------------- forward passes
@@ -317,7 +317,7 @@ def _serial(params: SoftmaxRNNParams, X: np.ndarray) -> np.ndarray:
     for s in range(B):                      # one sequence,
         h = [np.zeros(L.W.shape[0], params.dtype) for L in params.layers]
         for t in range(T):                  # one time step,
-            Y[t, s] = _softmax(_step(params, X[t, s], h))   # one layer at a time (GEMV)
+            Y[t, s] = softmax_unchecked(step_unchecked(params, X[t, s], h))   # one layer at a time (GEMV)
     return Y
 
 

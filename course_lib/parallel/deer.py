@@ -1,4 +1,4 @@
-"""DEER: run a nonlinear RNN in parallel over the sequence with Newton's method (layer 5: parallel).
+"""DEER: run a nonlinear RNN in parallel over the sequence with Newton's method (parallel/).
 
 The user-facing namespace of chapter 11::
 
@@ -134,7 +134,7 @@ def _elman_weights(params):
 def elman_system(params):
     """``(f, jac, jac_diag)`` of the Elman step for :func:`solve` (inputs: ``XW = X Wxh``)."""
     _, Whh = _elman_weights(params)
-    return (lambda Hprev, XW: _jx._elman_step(Whh, Hprev, XW),
+    return (lambda Hprev, XW: _jx.elman_step_unchecked(Whh, Hprev, XW),
             lambda Hprev, XW: _jx.elman_jacobian(Whh, Hprev, XW),
             lambda Hprev, XW: _jx.elman_jacobian(Whh, Hprev, XW, diagonal=True))
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..core import backend
 from ..core.mpi import launch
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
-from ..models.softmax_rnn import (SoftmaxRNNParams, _cell_step, batched_core, cell_step, check_inputs, check_params,
+from ..models.softmax_rnn import (SoftmaxRNNParams, cell_step_unchecked, batched_core, cell_step, check_inputs, check_params,
                                   forward, output_probs)
 from .mpi_infer import PHASES
 
@@ -53,20 +53,6 @@ __all__ = [
 ]
 
 METHODS = ("serial", "batched", "threads", "wavefront", "mpi", "cuda")
-
-
-_CONTROLLER = None
-
-
-def _one_blas_thread():
-    """A context that limits BLAS to one thread (each worker is one core). The threadpoolctl
-    controller is made once: making it scans the loaded libraries, which costs far more than a cell."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController  # noqa: PLC0415
-
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _threads(threads, cap: int | None = None) -> int:
@@ -92,7 +78,7 @@ def predict_threads(params: SoftmaxRNNParams, X, *, threads: int | None = None) 
         sl = slice(offsets[r], offsets[r] + counts[r])
         Y[:, sl] = batched_core(params, np.ascontiguousarray(X[:, sl]))
 
-    with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+    with backend.blas_threads(1), ThreadPoolExecutor(threads) as pool:
         list(pool.map(run, range(threads)))
     return Y
 
@@ -128,7 +114,7 @@ def predict_wavefront(params: SoftmaxRNNParams, X, *, threads: int | None = None
         l, t = lt
         below = X[t] if l == 0 else hs[l - 1][t]
         prev = zero[l] if t == 0 else hs[l][t - 1]
-        hs[l][t] = _cell_step(params.layers[l], below, prev)
+        hs[l][t] = cell_step_unchecked(params.layers[l], below, prev)
 
     schedule = wavefront_schedule(T, nL)
     if threads == 1:
@@ -136,7 +122,7 @@ def predict_wavefront(params: SoftmaxRNNParams, X, *, threads: int | None = None
             for lt in diagonal:
                 cell(lt)
     else:
-        with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+        with backend.blas_threads(1), ThreadPoolExecutor(threads) as pool:
             for diagonal in schedule:
                 if len(diagonal) == 1:
                     cell(diagonal[0])

@@ -1,4 +1,7 @@
-"""Authoring tools: notebook pairs, execution, exercise generation (layer 3: teaching front).
+"""Authoring tools: notebook pairs, execution, exercise generation (teaching folder).
+
+Reading, writing, syncing and executing notebook pairs live in :mod:`.notebook_io` (re-exported here);
+this module generates the exercises.
 
 Layout (see README):
 
@@ -42,8 +45,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .notebook_io import (COURSE_ROOT, FOLDERS, as_path, cell_tags, check_nb, error_outputs, execute_notebook,
+                          has_outputs, normal_source, notebook_pairs, pair_problems, read_ipynb, read_py,
+                          run_notebook_report, sync_notebook, write_ipynb)
+
 __all__ = [
     "COURSE_ROOT",
+    "cell_tags",
+    "normal_source",
     "FOLDERS",
     "notebook_pairs",
     "read_py",
@@ -63,221 +72,26 @@ __all__ = [
     "run_notebook_report",
 ]
 
-COURSE_ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("notebooks", "solutions")
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 EXERCISE_RE = re.compile(r"Exercise\s+(\d+\.\d+[a-z]?)")
 CHECK_RE = re.compile(r"\bcheck\w*\s*\(|\b\w*checks\.")  # a grader call: check_x(...), checks.x, scan_checks.x
 
 
-# --------------------------------------------------------------------------- reading/writing
-def _as_path(path, name: str, *, must_exist: bool = False) -> Path:
-    """A ``str``/``PathLike`` as a ``Path`` (TypeError naming ``name`` otherwise)."""
-    if not isinstance(path, (str, Path)) or (isinstance(path, str) and not path.strip()):
-        raise TypeError(f"{name}: expected a file path (str or pathlib.Path), got {type(path).__name__} {path!r}")
-    path = Path(path)
-    if must_exist and not path.is_file():
-        raise FileNotFoundError(f"{name}: {path} does not exist")
-    return path
-
-
-def _check_nb(nb, name: str = "nb") -> None:
-    if not hasattr(nb, "cells") or not isinstance(getattr(nb, "cells"), list):
-        raise TypeError(f"{name}: expected an nbformat notebook, got {type(nb).__name__} (it needs .cells)")
-
-
-def notebook_pairs(folder: str | Path, root: Path | None = None) -> list[tuple[Path, Path]]:
-    """``(NN_slug.py, NN_slug.ipynb)`` pairs in ``folder`` (relative to the course root), sorted."""
-    if not isinstance(folder, (str, Path)):
-        raise TypeError(f"folder: expected a folder name or path, got {type(folder).__name__}")
-    root = COURSE_ROOT if root is None else _as_path(root, "root")
-    path = (root / folder) if not Path(folder).is_absolute() else Path(folder)
-    if not path.is_dir():
-        raise ValueError(f"folder: expected a directory, got {path} (which does not exist)")
-    pyfiles = sorted(p for p in path.glob("[0-9][0-9]_*.py"))
-    return [(p, p.with_suffix(".ipynb")) for p in pyfiles]
-
-
-def read_py(path: Path):
-    """A jupytext py:percent file as an nbformat notebook, with deterministic cell ids (derived
-    from each cell's position, type and source) so that re-executing does not churn the files."""
-    import jupytext  # noqa: PLC0415
-
-    path = _as_path(path, "path", must_exist=True)
-    nb = jupytext.read(str(path), fmt="py:percent")
-    for i, cell in enumerate(nb.cells):
-        key = f"{i}|{cell.cell_type}|{_normal_source(cell)}".encode()
-        cell.id = hashlib.sha1(key).hexdigest()[:12]
-    return nb
-
-
-def read_ipynb(path: Path):
-    """An ``.ipynb`` file as an nbformat notebook (version 4)."""
-    import nbformat  # noqa: PLC0415
-
-    path = _as_path(path, "path", must_exist=True)
-    return nbformat.read(str(path), as_version=4)
-
-
-def write_ipynb(nb, path: Path) -> None:
-    import nbformat  # noqa: PLC0415
-
-    _check_nb(nb)
-    path = _as_path(path, "path")
-    nb = copy.deepcopy(nb)
-    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
-    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
-    for key in ("text_representation",):
-        nb.metadata.get("jupytext", {}).pop(key, None)
-    nbformat.validate(nb)
-    Path(path).write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
-
-
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
-def _normal_source(cell) -> str:
-    src = cell.source if isinstance(cell.source, str) else "".join(cell.source)
-    return src.strip()
-
-
-def pair_problems(py: Path, ipynb: Path) -> list[str]:
-    """Why a pair is out of sync (empty list when in sync): missing file, cell count, a cell's
-    type, source or tags."""
-    py = _as_path(py, "py", must_exist=True)
-    ipynb = _as_path(ipynb, "ipynb")
-    if not ipynb.exists():
-        return [f"{ipynb.name} is missing (run: python -m course_lib notebooks --execute)"]
-    a, b = read_py(py), read_ipynb(ipynb)
-    problems = []
-    if len(a.cells) != len(b.cells):
-        problems.append(f"{py.name} has {len(a.cells)} cells, {ipynb.name} has {len(b.cells)}")
-    for i, (ca, cb) in enumerate(zip(a.cells, b.cells)):
-        if ca.cell_type != cb.cell_type:
-            problems.append(f"cell {i}: {ca.cell_type} in .py, {cb.cell_type} in .ipynb")
-        elif _normal_source(ca) != _normal_source(cb):
-            first = _normal_source(ca).splitlines()[:1]
-            problems.append(f"cell {i} differs (starts {first!r})")
-        elif sorted(_tags(ca)) != sorted(_tags(cb)):
-            problems.append(f"cell {i}: tags {_tags(ca)} in .py, {_tags(cb)} in .ipynb")
-        if len(problems) >= 5:
-            break
-    return problems
-
-
-def has_outputs(nb) -> bool:
-    """True when at least one code cell has an output (i.e. the notebook was executed)."""
-    _check_nb(nb)
-    return any(c.cell_type == "code" and c.get("outputs") for c in nb.cells)
-
-
-# --------------------------------------------------------------------------- executing
-def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False, env: dict | None = None):
-    """Run every cell with a ``python3`` kernel in ``cwd``; returns the executed notebook."""
-    import os  # noqa: PLC0415
-
-    from nbclient import NotebookClient  # noqa: PLC0415
-
-    if not isinstance(cwd, (str, Path)) or not Path(cwd).is_dir():
-        raise ValueError(f"cwd: expected an existing directory to run the notebook in, got {cwd}")
-    _check_nb(nb)
-    from ..core.validate import check_bool, check_int  # noqa: PLC0415
-
-    timeout = check_int(timeout, "timeout", low=1, high=24 * 3600)
-    allow_errors = check_bool(allow_errors, "allow_errors")
-    if env is not None and (not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                                  for k, v in env.items())):
-        raise TypeError(f"env: expected a dict of str -> str environment variables, got {env!r}")
-    nb = copy.deepcopy(nb)
-    old = {}
-    for k, v in (env or {}).items():
-        old[k] = os.environ.get(k)
-        os.environ[k] = v
-    try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
-                                record_timing=False,  # no timestamps: re-running must not churn the files
-                                resources={"metadata": {"path": str(cwd)}})
-        client.execute()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return nb
-
-
-def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int = 600) -> float:
-    """Write ``ipynb`` from ``py``: executed afresh, or (without ``execute``) keeping the
-    outputs of unchanged cells. Returns the seconds it took."""
-    t0 = time.perf_counter()
-    py, ipynb = _as_path(py, "py"), _as_path(ipynb, "ipynb")
-    if not py.is_file():
-        raise FileNotFoundError(f"py: expected a jupytext py:percent file, got {py} (missing)")
-    if not isinstance(execute, bool):
-        raise TypeError(f"execute: expected True or False, got {execute!r}")
-    nb = read_py(py)
-    if execute:
-        nb = execute_notebook(nb, py.parent, timeout=timeout)
-    elif ipynb.exists():
-        from jupytext.combine import combine_inputs_with_outputs  # noqa: PLC0415
-
-        nb = combine_inputs_with_outputs(nb, read_ipynb(ipynb), fmt="py:percent")
-    write_ipynb(nb, ipynb)
-    return time.perf_counter() - t0
-
-
-def error_outputs(nb) -> list[tuple[int, str, str]]:
-    """``(cell index, exception name, message)`` for every error output in an executed notebook."""
-    _check_nb(nb)
-    found = []
-    for i, c in enumerate(nb.cells):
-        for out in c.get("outputs", []):
-            if out.get("output_type") == "error":
-                found.append((i, out.get("ename", ""), out.get("evalue", "")))
-    return found
-
-
-def run_notebook_report(path: Path, timeout: int = 600) -> dict:
-    """Execute a notebook headless (errors allowed) and summarise it for an instructor:
-    seconds, checks passed, errors."""
-    t0 = time.perf_counter()
-    path = _as_path(path, "path")
-    if not path.is_file():
-        raise FileNotFoundError(f"path: expected a notebook file, got {path} (missing)")
-    nb = read_ipynb(path)
-    try:
-        nb = execute_notebook(nb, path.parent, timeout=timeout, allow_errors=True)
-        crashed = ""
-    except Exception as exc:  # timeouts, dead kernels
-        crashed = f"{type(exc).__name__}: {exc}"
-    passed = 0
-    for c in nb.cells:
-        for out in c.get("outputs", []):
-            text = out.get("text", "") if out.get("output_type") == "stream" else ""
-            passed += len(re.findall(r"^Exercise \S+ passed", text, flags=re.M))
-    errors = error_outputs(nb)
-    return {"notebook": str(path.relative_to(COURSE_ROOT)) if path.is_relative_to(COURSE_ROOT) else str(path),
-            "seconds": time.perf_counter() - t0, "checks_passed": passed,
-            "errors": [f"cell {i}: {e}" for i, e, _ in errors] + ([crashed] if crashed else [])}
-
-
 # --------------------------------------------------------------------------- exercises
 def exercise_path(solution_ipynb: Path, root: Path | None = None) -> Path:
     """Where the student worksheet of ``solution_ipynb`` goes: ``<root>/exercises/<same name>``."""
-    solution_ipynb = _as_path(solution_ipynb, "solution_ipynb")
-    root = COURSE_ROOT if root is None else _as_path(root, "root")
+    solution_ipynb = as_path(solution_ipynb, "solution_ipynb")
+    root = COURSE_ROOT if root is None else as_path(root, "root")
     return root / "exercises" / solution_ipynb.name
 
 
 def cells_checksum(nb) -> str:
     """sha256 over the cells' types and sources (not outputs): changes when a student edits."""
-    _check_nb(nb)
+    check_nb(nb)
     h = hashlib.sha256()
     for c in nb.cells:
-        h.update(json.dumps([c.cell_type, _normal_source(c)], ensure_ascii=False).encode())
+        h.update(json.dumps([c.cell_type, normal_source(c)], ensure_ascii=False).encode())
     return h.hexdigest()
 
 
@@ -313,17 +127,17 @@ def _strip_solution(source: str, exercise: str, markdown: bool) -> tuple[str, in
 
 def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode":  # noqa: F821
     """The student version of a solution notebook (a new notebook; the input is not changed)."""
-    _check_nb(solution_nb, "solution_nb")
+    check_nb(solution_nb, "solution_nb")
     if not isinstance(source_name, str):
         raise TypeError(f"source_name: expected a file name string, got {type(source_name).__name__}")
     nb = copy.deepcopy(solution_nb)
     current = ""
     for cell in nb.cells:
-        src = _normal_source(cell)
+        src = normal_source(cell)
         found = EXERCISE_RE.findall(src)
         if cell.cell_type == "markdown" and found:
             current = found[-1]
-        tags = [t for t in _tags(cell) if t != "raises-exception"]
+        tags = [t for t in cell_tags(cell) if t != "raises-exception"]
         if BEGIN in src or END in src:
             exercise = found[0] if (cell.cell_type == "code" and found) else current
             cell.source, _ = _strip_solution(cell.source if isinstance(cell.source, str) else "".join(cell.source),
@@ -370,7 +184,7 @@ def exercise_texts(solution_ipynb: Path) -> tuple[str, str]:
     import jupytext  # noqa: PLC0415
     import nbformat  # noqa: PLC0415
 
-    solution_ipynb = _as_path(solution_ipynb, "solution_ipynb", must_exist=True)
+    solution_ipynb = as_path(solution_ipynb, "solution_ipynb", must_exist=True)
     nb = build_exercise(read_ipynb(solution_ipynb), solution_ipynb.name)
     py = jupytext.writes(nb, fmt="py:percent")
     py = re.sub(r"^#\s+jupytext_version: .*\n", "", py, flags=re.M)

@@ -1,4 +1,4 @@
-"""Export the worksheets as an nbgrader course (layer 3: teaching front).
+"""Export the worksheets as an nbgrader course (teaching folder).
 
 ``python -m course_lib export --nbgrader DIR`` writes::
 
@@ -150,9 +150,9 @@ def nbgrader_notebook(solution_nb, chapter: str = "", points: dict[str, float] |
         return out
 
     for i, cell in enumerate(nb.cells):
-        src = authoring._normal_source(cell)
+        src = authoring.normal_source(cell)
         found = authoring.EXERCISE_RE.findall(src)
-        tags = authoring._tags(cell)
+        tags = authoring.cell_tags(cell)
         if cell.cell_type == "markdown" and found:
             if pending:
                 warnings.append(f"{chapter}: exercise {pending} has no check cell (no autograded points)")

@@ -1,4 +1,4 @@
-"""Slider panels: thin ipywidgets shells over plain functions (layer 3: teaching front).
+"""Slider panels: thin ipywidgets shells over plain functions (teaching folder).
 
 The pattern used in every chapter::
 

@@ -1,4 +1,4 @@
-"""Exercise graders (layer 3: teaching front).
+"""Exercise graders (teaching folder).
 
 The framework lives in :mod:`course_lib.teaching.checks.core` and is re-exported here
 (``checks.check_function``, ``checks.ExerciseFailed``, ...). Each chapter's worksheet checks

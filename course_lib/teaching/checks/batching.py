@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import timing
+from ...core import backend, timing
 from ...experiments import batching
 from ...models import rnn
-from .core import Case, ExerciseFailed, check_function, count_products, counted, one_blas_thread
+from .core import Case, ExerciseFailed, check_function, count_products, counted
 
 __all__ = ["check_batched_forward", "check_step_intensity", "MIN_SPEEDUP", "SPEED_SHAPE"]
 
@@ -58,7 +58,7 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     best = 0.0
     noisy = False
     for _ in range(max(1, int(retries))):
-        with one_blas_thread():
+        with backend.blas_threads(1):
             cmp = timing.compare(repeat=5, warmup=1,
                                  one_at_a_time=lambda: batching.forward_one_at_a_time(params, X),
                                  yours=lambda: student(params, X))

@@ -13,8 +13,8 @@ import contextlib
 import io
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from ...core import backend
 from ...models import rnn
 from ...models.gradcheck import relative_error
 from .serial_rnn import random_problem
@@ -213,7 +213,7 @@ def check_complexity(time_bptt, *, B: int = 4, n: int = 16) -> str:
     Y = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
     for name, fn, Ts, slope in (("bptt_linear", rnn.bptt_linear, LINEAR_TS, 1.0),
                                 ("bptt_quadratic", rnn.bptt_quadratic, QUADRATIC_TS, 2.0)):
-        with threadpool_limits(limits=1, user_api="blas"):  # tiny matrices: threads only add noise
+        with backend.blas_threads(1):  # tiny matrices: threads only add noise
             runs = [_student_times(time_bptt, fn, params, X, Y, Ts) for _ in range(2)]
             times = np.minimum(*runs)  # best of two: less noise
             backwards = _student_times(time_bptt, fn, params, X, Y, Ts[::-1])

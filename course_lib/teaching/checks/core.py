@@ -1,4 +1,4 @@
-"""Exercise graders (layer 3: teaching front).
+"""Exercise graders (teaching folder).
 
 A check runs the student's function against the reference implementation on several small,
 seeded cases. On success it prints one stable line that nbval compares::
@@ -25,7 +25,6 @@ Typical use in a worksheet::
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from typing import Any, Callable, Iterable, Sequence
@@ -48,7 +47,6 @@ __all__ = [
     "CountedArray",
     "counted",
     "count_products",
-    "one_blas_thread",
 ]
 
 
@@ -472,12 +470,3 @@ def count_products(fn, *args, **kwargs) -> tuple[int, object]:
 
 
 
-
-def one_blas_thread():
-    """BLAS on one thread for both sides of a timed comparison (OpenBLAS threads on a busy machine
-    make small GEMMs erratic); a no-op without threadpoolctl."""
-    try:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...algorithms import halide_rnn as H
+from ...models import halide_rnn as H
 from ...core import timing
 from .core import ExerciseFailed, compare_outputs, passed
 

@@ -23,10 +23,10 @@ import time
 import numpy as np
 
 from ...algorithms.activations import sigmoid
-from ...core import timing
+from ...core import backend, timing
 from ...models import lstm
 from .core import Case, ExerciseFailed, Passed, compare_outputs, passed
-from .core import count_products, counted, one_blas_thread
+from .core import count_products, counted
 
 __all__ = ["check_fused_step", "check_step_transposed", "check_pick_fastest", "check_cached_pick",
            "check_forward_one_gemm", "reference_fused_step", "reference_step_transposed", "gate_message",
@@ -363,7 +363,7 @@ def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries
     best = 0.0
     noisy = False
     for _ in range(max(1, int(retries))):
-        with one_blas_thread():
+        with backend.blas_threads(1):
             cmp = timing.compare(repeat=7, warmup=1,
                                  per_gate=lambda: lstm.lstm_forward(p, X, h0, c0, method="naive"),
                                  yours=lambda: student(p, X, h0, c0))

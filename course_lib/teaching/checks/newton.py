@@ -11,13 +11,12 @@ a ratio, retried, BLAS on one thread for both.
 """
 from __future__ import annotations
 
-import contextlib
 import tracemalloc
 
 import numpy as np
 
 from ...algorithms import matrix_scan, newton
-from ...core import timing
+from ...core import backend, timing
 from ...models import gru, jacobians, mingru
 from .core import ExerciseFailed, check_function, passed
 
@@ -202,14 +201,6 @@ def toy_diagonal(H: int = 3, scale: float = 1.2, seed: int = 0):
     return f, jac, jac_diag
 
 
-def _one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def _peak_bytes(fn, *args) -> int:
     was = tracemalloc.is_tracing()
     if not was:
@@ -289,7 +280,7 @@ def exercise_5(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SPEEDUP,
     best = 0.0
     noisy = False
     for _ in range(max(1, int(retries))):
-        with _one_blas_thread():
+        with backend.blas_threads(1):
             cmp = timing.compare(repeat=5, warmup=1, full_newton=lambda: newton.newton_step(f, jac, h0, X, Hg),
                                  yours=lambda: quasi_step(f, jd, h0, X, Hg))
         best = max(best, cmp.timings["full_newton"].min / cmp.timings["yours"].min)

@@ -3,7 +3,8 @@
 * 8.1 ``combine(p, q)`` -- the associative (not commutative) operator on (a, b) pairs
 * 8.2 ``chunked_scan(a, x, h0, chunks)`` -- reduce each chunk -> scan the carries -> expand
 * 8.3 ``recurrence_backward(a, h, h0, grad_h)`` -- the reverse scan
-* 8.4 a one-block Blelloch CUDA kernel ``kernel(a, x, h0, h)`` written by the student (T <= threads)
+* 8.4 a one-block Blelloch CUDA kernel ``kernel(a, x, h0, h)`` written by the student (T <= threads):
+  :mod:`.scan_cuda` (re-exported here)
 * 8.5 ``fast_scan(a, x, h0, chunks)`` -- a time-parallel scan for few channels that beats the loop
 
 8.5 is a speed exercise. After the numbers (float32 and float64, inputs unchanged), the check measures
@@ -28,17 +29,14 @@ the whole check).
 """
 from __future__ import annotations
 
-import contextlib
-import sys
-import threading
-import traceback
 import warnings
 
 import numpy as np
 
-from ...core import backend, timing
+from ...core import timing
 from ...algorithms import scan
-from .core import Case, ExerciseFailed, check_function, compare_outputs, passed
+from .core import Case, ExerciseFailed, check_function, compare_outputs
+from .scan_cuda import SharedMemoryHazard, check_block_kernel, counted_memory, memory_budget, traced_shared_memory
 
 __all__ = ["check_combine", "check_chunked_scan", "check_backward", "check_block_kernel", "check_fast_scan",
            "scan_span", "traced_shared_memory", "counted_memory", "memory_budget", "SharedMemoryHazard",
@@ -122,15 +120,15 @@ def chunk_work(student, T: int = 24, H: int = 2, chunks: int = 4) -> dict:
     arithmetic: ``{"reads_per_step": float, "steps_read_twice": int, "T": T}``. A chunked scan reads
     every step twice (reduce, then expand; the last chunk's reduction may be skipped); the sequential
     loop reads each step once -- the extra work is the price of parallelism over time."""
-    from .tiling_simd import _ReadTrace, _traced  # noqa: PLC0415
+    from .tiling_simd import ReadTrace, traced_array  # noqa: PLC0415
 
     a, x, h0 = scan.random_problem(T, H, seed=99, dtype="float64")
-    _ReadTrace.log = []
+    ReadTrace.log = []
     try:
-        student(_traced(a), x.copy(), h0.copy(), chunks)
-        reads = np.asarray(_ReadTrace.log, dtype=np.int64)
+        student(traced_array(a), x.copy(), h0.copy(), chunks)
+        reads = np.asarray(ReadTrace.log, dtype=np.int64)
     finally:
-        _ReadTrace.log = None
+        ReadTrace.log = None
     per_step = np.bincount(reads // H, minlength=T)[:T] / H if reads.size else np.zeros(T)
     return {"reads_per_step": float(per_step.mean()), "steps_read_twice": int(np.sum(per_step >= 2)), "T": T,
             "chunks": chunks}
@@ -190,326 +188,6 @@ def check_backward(student) -> str:
                           hint="g_t = a_{t+1} g_{t+1} + grad_h_t runs backwards from g_{T-1} = grad_h_{T-1}; "
                                "then grad_x = g, grad_a_t = h_{t-1} g_t (h_{-1} = h0), grad_h0 = a_0 g_0.")
 
-
-# --------------------------------------------------------------------------- 8.4: traced shared memory
-_ALLOC_LOCK = threading.Lock()
-
-
-class SharedMemoryHazard(RuntimeError):
-    """A race or a read of unwritten shared memory, found by :func:`traced_shared_memory`."""
-
-
-def _block_key(th) -> int:
-    b = th.blockIdx
-    return 1 + b.x + 65536 * (b.y + 65536 * b.z)
-
-
-class _Traced(np.ndarray):
-    """A shared array that records, per slot, the block, thread and barrier epoch of the last
-    write and of the last read(s), and raises :class:`SharedMemoryHazard` on a conflict."""
-
-    def _setup(self, label):
-        self._label = label
-        n = self.size
-        self._w_blk = np.zeros(n, np.int64)
-        self._w_tid = np.full(n, -1, np.int64)
-        self._w_ep = np.full(n, -1, np.int64)
-        self._r_blk = np.zeros(n, np.int64)
-        self._r_tid = np.full(n, -1, np.int64)  # -2: several threads read in this epoch
-        self._r_ep = np.full(n, -1, np.int64)
-        return self
-
-    def _flat(self, idx):
-        if isinstance(idx, (int, np.integer)) and self.ndim == 1:
-            i = int(idx)
-            return np.array([i + self.size if i < 0 else i])
-        return np.arange(self.size).reshape(self.shape)[idx].ravel()
-
-    def _who(self):
-        th = threading.current_thread()
-        if not hasattr(th, "thread_id"):
-            return None
-        return _block_key(th), int(th.thread_id), getattr(th, "_course_epoch", 0), list(th.threadIdx)
-
-    def __getitem__(self, idx):
-        who = self._who()
-        if who is not None:
-            blk, tid, ep, tidx = who
-            flat = self._flat(idx)
-            _count(2, flat.size)
-            for f in flat:
-                if self._w_blk[f] != blk:
-                    raise SharedMemoryHazard(
-                        f"read slot {f} of {self._label}, which no thread of this block has written yet "
-                        f"(uninitialised shared memory: its value is garbage)")
-                if self._w_tid[f] != tid and self._w_ep[f] == ep:
-                    raise SharedMemoryHazard(
-                        f"read slot {f} of {self._label}, written by thread {self._w_tid[f]} with no "
-                        f"cuda.syncthreads() in between (a race: the result depends on thread order)")
-                if self._r_blk[f] == blk and self._r_ep[f] == ep and self._r_tid[f] != tid:
-                    self._r_tid[f] = -2
-                else:
-                    self._r_blk[f], self._r_ep[f], self._r_tid[f] = blk, ep, tid
-        return self.view(np.ndarray)[idx]
-
-    def __setitem__(self, idx, value):
-        who = self._who()
-        if who is not None:
-            blk, tid, ep, tidx = who
-            flat = self._flat(idx)
-            _count(3, flat.size)
-            for f in flat:
-                if self._w_blk[f] == blk and self._w_ep[f] == ep and self._w_tid[f] != tid:
-                    raise SharedMemoryHazard(
-                        f"wrote slot {f} of {self._label}, which thread {self._w_tid[f]} also wrote with no "
-                        f"cuda.syncthreads() in between (a race)")
-                if self._r_blk[f] == blk and self._r_ep[f] == ep and self._r_tid[f] not in (tid, -1):
-                    other = "several threads" if self._r_tid[f] == -2 else f"thread {self._r_tid[f]}"
-                    raise SharedMemoryHazard(
-                        f"wrote slot {f} of {self._label}, which {other} read with no cuda.syncthreads() in "
-                        f"between (a race: the reader may see the old or the new value)")
-                self._w_blk[f], self._w_ep[f], self._w_tid[f] = blk, ep, tid
-        self.view(np.ndarray)[idx] = value
-
-
-@contextlib.contextmanager
-def traced_shared_memory():
-    """Inside this block, kernels launched in numba's CUDA simulator get traced, NaN-poisoned
-    shared arrays (``cuda.shared.array(n, dtype)``) and counted barriers; hazards raise
-    :class:`SharedMemoryHazard` (re-raised by the simulator with the thread's index).
-    Raises RuntimeError when kernels run on a real GPU (nothing to trace there)."""
-    if backend.cuda_mode() != "simulator":
-        raise RuntimeError("traced_shared_memory needs numba's CUDA simulator (kernels run on a GPU here)")
-    from numba.core import types  # noqa: PLC0415
-    from numba.cuda.simulator import kernel as sim_kernel  # noqa: PLC0415
-    from numba.cuda.simulator import kernelapi  # noqa: PLC0415
-    from numba.np import numpy_support  # noqa: PLC0415
-
-    orig_array = kernelapi.FakeCUDAShared.array
-    orig_sync = sim_kernel.BlockThread.syncthreads
-
-    def array(self, shape, dtype):
-        if isinstance(dtype, types.Type):
-            dtype = numpy_support.as_dtype(dtype)
-        if shape == 0:
-            return orig_array(self, shape, dtype)
-        caller = traceback.extract_stack(sys._getframe())[-2][0:2]
-        with _ALLOC_LOCK:  # threads of a block allocate concurrently: create the array once
-            return _allocate(self, caller, shape, dtype)
-
-    def _allocate(self, caller, shape, dtype):
-        res = self._allocations.get(caller)
-        if res is None:
-            base = np.empty(shape, dtype)
-            if base.dtype.kind == "f":
-                base.fill(np.nan)  # poison
-            else:
-                base.fill(-123456789)
-            res = base.view(_Traced)._setup(f"the shared array allocated on line {caller[1]} of {caller[0].split('/')[-1]}")
-            self._allocations[caller] = res
-        return res
-
-    def syncthreads(self):
-        self._course_epoch = getattr(self, "_course_epoch", 0) + 1
-        return orig_sync(self)
-
-    kernelapi.FakeCUDAShared.array = array
-    sim_kernel.BlockThread.syncthreads = syncthreads
-    try:
-        yield
-    finally:
-        _join_simulator_threads()
-        kernelapi.FakeCUDAShared.array = orig_array
-        sim_kernel.BlockThread.syncthreads = orig_sync
-
-
-def _join_simulator_threads(timeout: float = 10.0) -> None:
-    """After a launch that raised, the simulator leaves the block's other threads running until
-    their next barrier; wait for them so they cannot disturb the next launch."""
-    try:
-        from numba.cuda.simulator.kernel import BlockThread  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - not in simulator mode
-        return
-    for t in threading.enumerate():
-        if isinstance(t, BlockThread) and t is not threading.current_thread():
-            t.join(timeout)
-
-
-# --------------------------------------------------------------------------- 8.4: memory accesses per thread
-# The GPU-Puzzles idea (srush/GPU-Puzzles, lib.py): count, per thread, how often it touches global and
-# shared memory, and hold the maximum over threads against a budget that follows from the algorithm.
-COUNTER_NAMES = ("global reads", "global writes", "shared reads", "shared writes")
-_COUNTS: dict | None = None  # (channel, thread) -> [global reads, global writes, shared reads, shared writes]
-
-
-def _count(which: int, n: int) -> None:
-    counts = _COUNTS
-    if counts is None:
-        return
-    th = threading.current_thread()
-    if not hasattr(th, "thread_id"):
-        return
-    key = (int(th.blockIdx.x) + 65536 * (int(th.blockIdx.y) + 65536 * int(th.blockIdx.z)), int(th.thread_id))
-    row = counts.get(key)
-    if row is None:
-        row = counts.setdefault(key, [0, 0, 0, 0])
-    row[which] += int(n)
-
-
-def _n_elems(item, idx) -> int:
-    try:
-        v = np.asarray(item._ary)[idx]
-    except Exception:  # an out-of-range index: the real access raises right after
-        return 1
-    return int(getattr(v, "size", 1))
-
-
-@contextlib.contextmanager
-def counted_memory():
-    """Inside this block (numba's CUDA simulator), every element a kernel thread reads or writes in a
-    global array (a kernel argument) or in a shared array from :func:`traced_shared_memory` is
-    counted for that thread. Yields the dict ``{(block, thread): [global reads, global writes,
-    shared reads, shared writes]}``; ``block`` is ``blockIdx.x`` for a 1-D grid."""
-    global _COUNTS
-    if backend.cuda_mode() != "simulator":
-        raise RuntimeError("counted_memory needs numba's CUDA simulator (kernels run on a GPU here)")
-    from numba.cuda.simulator.cudadrv import devicearray  # noqa: PLC0415
-
-    cls = devicearray.FakeWithinKernelCUDAArray
-    orig_get, orig_set = cls.__getitem__, cls.__setitem__
-
-    def getitem(self, idx):
-        _count(0, _n_elems(self.__dict__["_item"], idx))
-        return orig_get(self, idx)
-
-    def setitem(self, idx, val):
-        _count(1, _n_elems(self.__dict__["_item"], idx))
-        return orig_set(self, idx, val)
-
-    counts: dict = {}
-    cls.__getitem__, cls.__setitem__ = getitem, setitem
-    _COUNTS = counts
-    try:
-        yield counts
-    finally:
-        _join_simulator_threads()
-        _COUNTS = None
-        cls.__getitem__, cls.__setitem__ = orig_get, orig_set
-
-
-def memory_budget(threads: int) -> tuple[int, int, int, int]:
-    """The 8.4 budget per thread for a block of ``threads`` (a power of two) threads, L = log2(threads)
-    levels: global reads 3 (a[i, c], x[i, c], h0[c], each once), global writes 1 (h[i, c]);
-    shared reads 12 L + 4 and shared writes 8 L + 4 -- each level of the up- and the down-sweep
-    combines two (a, b) pairs (at most 6 reads and 4 writes per level and sweep, re-reads
-    included), plus the loads, the identity at the root and the final read."""
-    levels = int(threads).bit_length() - 1
-    return 3, 1, 12 * levels + 4, 8 * levels + 4
-
-
-_BUDGET_HINTS = (
-    "read a[i, c], x[i, c] and h0[c] once each into local variables (registers) and use those; a thread never "
-    "needs another thread's inputs from global memory -- they reach it through shared memory",
-    "write h[i, c] once, at the end, and only from threads with i < T",
-    "each level of the up- and down-sweep combines two (a, b) pairs: a few reads per level, O(log T) in all; a "
-    "thread that loops over many slots (a serial prefix in shared memory) does O(T) work, which the tree avoids",
-    "each level writes at most the two pairs it combines; load your pair once, and do not copy shared arrays "
-    "around",
-)
-
-
-def _kernel_cases():
-    """(T, threads per block, channels): powers of two first, then odd T, then more threads than steps."""
-    shapes = [(1, 1, 1), (2, 2, 3), (8, 8, 3), (32, 32, 1), (5, 8, 3), (13, 16, 2), (3, 16, 1), (64, 64, 1)]
-    out = []
-    for i, (T, n, C) in enumerate(shapes):
-        a, x, h0 = scan.random_problem(T, C, seed=100 + i, dtype="float64", low=-1.0, high=1.0)
-        out.append((T, n, C, a, x, h0))
-    return out
-
-
-def _launch(kernel, a, x, h0, threads: int) -> np.ndarray:
-    from numba import cuda  # noqa: PLC0415  (course_lib is imported: the simulator is set up)
-
-    T, C = a.shape
-    h = np.full((T, C), np.nan)  # rows a thread forgets to write stay NaN
-    d_h = cuda.to_device(h)
-    kernel[C, threads](cuda.to_device(np.ascontiguousarray(a, np.float64)),
-                       cuda.to_device(np.ascontiguousarray(x, np.float64)),
-                       cuda.to_device(np.ascontiguousarray(h0, np.float64)), d_h)
-    cuda.synchronize()
-    return d_h.copy_to_host()
-
-
-def check_block_kernel(kernel) -> str:
-    """Exercise 8.4: a one-block Blelloch scan kernel ``kernel[C, n](a, x, h0, h)``: one block per
-    channel, ``n`` threads (a power of two) for ``T = a.shape[0] <= n`` steps; threads ``i >= T`` take
-    the identity (1, 0) and write nothing. Runs it in the simulator with traced, poisoned shared
-    memory (see module docstring) on 1..64 threads, odd T, T < n and up to 3 blocks, compares ``h``,
-    and holds every thread's global and shared reads and writes to :func:`memory_budget` (the
-    GPU-Puzzles idea); the pass prints the maxima on the largest block."""
-    if kernel is None or not (hasattr(kernel, "py_func") or callable(kernel)):
-        raise ExerciseFailed(f"Exercise 8.4: expected a @cuda.jit kernel, got {type(kernel).__name__}")
-    cases = _kernel_cases()
-    traced = backend.cuda_mode() == "simulator"
-    report = over = None
-    for n, (T, threads, C, a, x, h0) in enumerate(cases, start=1):
-        label = f"T={T}, {threads} threads per block, {C} block(s)"
-        where = f"Exercise 8.4 failed on case {n}/{len(cases)} ({label})"
-        counts: dict = {}
-        try:
-            if traced:
-                with traced_shared_memory(), counted_memory() as counts:
-                    h = _launch(kernel, a, x, h0, threads)
-            else:
-                h = _launch(kernel, a, x, h0, threads)
-        except NotImplementedError:
-            if traced:
-                _join_simulator_threads()
-            raise
-        except Exception as exc:
-            if traced:
-                _join_simulator_threads()
-            text = str(exc)
-            if "SharedMemoryHazard" in type(exc).__name__ or isinstance(exc, SharedMemoryHazard):
-                raise ExerciseFailed(
-                    f"{where}:\n  {text}\n"
-                    "  Hint: every thread must finish writing a level before any thread reads it -- "
-                    "put cuda.syncthreads() after the loads and after every level of both sweeps, "
-                    "and only read slots 0..n-1 that this block wrote.") from None
-            hint = ""
-            if T < threads or isinstance(exc, IndexError) or "index" in text.lower():
-                hint = ("\n  Hint: T = a.shape[0] may be smaller than the block (n = cuda.blockDim.x); threads with "
-                        "i >= T must not read a or x nor write h -- they put the identity (1, 0) in shared memory.")
-            raise ExerciseFailed(f"{where}:\n  your kernel raised {type(exc).__name__}: {text}{hint}") from None
-        msg = compare_outputs(h, scan.recurrence_float64(a, x, h0), name="h", rtol=1e-9, atol=1e-10)
-        if msg:
-            raise ExerciseFailed(
-                f"{where}:\n  {msg}\n"
-                "  Hint: after the down-sweep slot t holds the composition (A, B) of steps 0..t-1; "
-                "then h_t = a_t (A h0 + B) + x_t. Check the order inside combine: left first"
-                + ("; threads i >= T load the identity (1, 0)." if T < threads else "."))
-        if traced:  # budgets are judged after every case is right and race-free
-            budget = memory_budget(threads)
-            for k, name in enumerate(COUNTER_NAMES):
-                worst = max(counts.items(), key=lambda kv: (kv[1][k], -kv[0][0], -kv[0][1]), default=None)
-                if over is None and worst is not None and worst[1][k] > budget[k]:
-                    (blk, tid), row = worst
-                    over = (f"{where}:\n  your numbers are right, but thread {tid} of block {blk} made {row[k]} "
-                            f"{name}; the budget is {budget[k]} per thread for a block of {threads} threads "
-                            f"({', '.join(f'{nm} {b}' for nm, b in zip(COUNTER_NAMES, budget))}).\n"
-                            f"  Hint: {_BUDGET_HINTS[k]}.")
-            if n == len(cases):
-                most = [max((row[k] for row in counts.values()), default=0) for k in range(4)]
-                report = (f"  most per thread (T={T}, {threads} threads): " + ", ".join(
-                    f"{nm} {m} (budget {b})" for nm, m, b in zip(COUNTER_NAMES, most, budget)))
-    if over is not None:
-        raise ExerciseFailed(over)
-    suffix = "" if traced else " (on a GPU: outputs only, races and memory accesses are not traced)"
-    line = passed("8.4" + suffix, len(cases), len(cases))
-    if report:
-        print(report)
-    return line
 
 
 # --------------------------------------------------------------------------- 8.5: work and span, traced

@@ -111,7 +111,7 @@ def model_choice(exercise: str, kwargs: dict | None = None, machine: cm.Machine 
 
 
 def _fmt(s: float) -> str:
-    return timing._fmt_seconds(s)
+    return timing.fmt_seconds(s)
 
 
 def _args(kwargs: dict) -> str:

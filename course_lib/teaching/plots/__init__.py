@@ -1,4 +1,4 @@
-"""Plots shared by all chapters (layer 3: teaching front).
+"""Plots shared by all chapters (teaching folder).
 
 Chapter-specific figures live in ``course_lib.teaching.plots.<topic>`` modules. Every function draws
 on an axis it is given (or a new one) and returns the axis, so notebooks can compose them.
@@ -10,16 +10,17 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["new_axes", "roofline_plot", "loglog_plot", "bar_compare"]
+__all__ = ["new_axes", "roofline_plot", "loglog_plot", "bar_compare", "check_ax", "check_data", "check_series",
+           "check_keys"]
 
 
-def _check_ax(ax, name: str = "ax") -> None:
+def check_ax(ax, name: str = "ax") -> None:
     """``None`` or a matplotlib axis (anything with ``plot``)."""
     if ax is not None and not hasattr(ax, "plot"):
         raise TypeError(f"{name}: expected a matplotlib Axes or None, got {type(ax).__name__}")
 
 
-def _check_data(data, name: str, *, kind=None):
+def check_data(data, name: str, *, kind=None):
     """Non-empty plot data: a dict, list, tuple or array (``kind`` narrows it, e.g. ``dict``). Returns it."""
     kinds = kind or (dict, list, tuple, np.ndarray, range)
     if isinstance(data, (str, bytes)) or not isinstance(data, kinds):
@@ -30,10 +31,10 @@ def _check_data(data, name: str, *, kind=None):
     return data
 
 
-def _check_series(xs, xname: str, series: dict, sname: str) -> None:
+def check_series(xs, xname: str, series: dict, sname: str) -> None:
     """``xs`` non-empty and every ``series[k]`` with one value per x (numbers, at least one finite)."""
-    _check_data(xs, xname)
-    _check_data(series, sname, kind=dict)
+    check_data(xs, xname)
+    check_data(series, sname, kind=dict)
     for k, ys in series.items():
         if ys is None:
             continue
@@ -46,9 +47,9 @@ def _check_series(xs, xname: str, series: dict, sname: str) -> None:
             raise ValueError(f"{sname}[{k!r}]: expected {len(xs)} values (one per {one}), got {n}")
 
 
-def _check_keys(data, name: str, keys) -> None:
+def check_keys(data, name: str, keys) -> None:
     """A dict holding ``keys``."""
-    _check_data(data, name, kind=dict)
+    check_data(data, name, kind=dict)
     missing = [k for k in keys if k not in data]
     if missing:
         raise ValueError(f"{name}: missing key(s) {missing}; got {sorted(map(str, data))}")
@@ -56,7 +57,7 @@ def _check_keys(data, name: str, keys) -> None:
 
 def new_axes(ax=None, figsize=(6.0, 3.5)):
     """Return ``ax`` or a fresh axis."""
-    _check_ax(ax)
+    check_ax(ax)
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt  # noqa: PLC0415
@@ -98,7 +99,7 @@ def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=N
     in the label, so the legend shows the same slope the notebook prints."""
     from ...core.timing import loglog_slope  # noqa: PLC0415
 
-    _check_series(sizes, "sizes", series, "series")
+    check_series(sizes, "sizes", series, "series")
     for name, ys in series.items():
         if len(ys) != len(sizes):
             raise ValueError(f"series[{name!r}]: expected {len(sizes)} values (one per size), got {len(ys)}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["gantt", "seed_chart", "predicted_vs_measured", "ranking", "winner_map", "KIND_COLORS"]
@@ -19,7 +19,7 @@ def gantt(schedule, ax=None, *, max_procs: int = 16, unit: str = "s"):
     """One row per virtual processor (the first ``max_procs``), one bar per task, coloured by kind."""
     if not hasattr(schedule, "rows") or not hasattr(schedule, "P"):
         raise TypeError(f"schedule: expected a cluster.Schedule (TaskGraph.simulate), got {type(schedule).__name__}")
-    _check_data(schedule.rows, "schedule.rows")
+    check_data(schedule.rows, "schedule.rows")
     ax = new_axes(ax, figsize=(7.0, 3.0))
     seen = set()
     for name, p, start, end, kind in schedule.rows:
@@ -41,7 +41,7 @@ def gantt(schedule, ax=None, *, max_procs: int = 16, unit: str = "s"):
 def seed_chart(seeds: dict, measured: dict, ax=None):
     """Per seed claim three bars: the seed's number (registry), the simulated schedule on the seed's
     machine (assumptions), and what was measured here -- each labelled."""
-    _check_data(seeds, "seeds", kind=dict); _check_ax(ax)
+    check_data(seeds, "seeds", kind=dict); check_ax(ax)
     if not isinstance(measured, dict):
         raise TypeError(f"measured: expected a dict, got {type(measured).__name__}")
     from ..claims import claim  # noqa: PLC0415
@@ -70,7 +70,7 @@ def predicted_vs_measured(cal, ax=None):
     """Every row of a calibration: predicted against measured seconds, the 2x band shaded."""
     if not hasattr(cal, "rows"):
         raise TypeError(f"cal: expected a cost_model.Calibration, got {type(cal).__name__}")
-    _check_data(cal.rows, "cal.rows")
+    check_data(cal.rows, "cal.rows")
     ax = new_axes(ax, figsize=(5.0, 4.0))
     pred = np.array([r.predicted for r in cal.rows])
     meas = np.array([r.measured for r in cal.rows])
@@ -91,7 +91,7 @@ def predicted_vs_measured(cal, ax=None):
 
 def ranking(advice, ax=None):
     """The advisor's ranking as horizontal bars (predicted seconds, log); untrusted methods hatched."""
-    _check_data(advice, "advice", kind=(list, tuple))
+    check_data(advice, "advice", kind=(list, tuple))
     ax = new_axes(ax, figsize=(6.0, 3.0))
     names = [a.method for a in advice][::-1]
     secs = [a.seconds for a in advice][::-1]
@@ -107,7 +107,7 @@ def ranking(advice, ax=None):
 
 def winner_map(grid: dict, ax=None):
     """``grid = {"x": [...], "y": [...], "winner": 2-D list of method names, "xlabel", "ylabel"}``."""
-    _check_data(grid, "grid", kind=dict)
+    check_data(grid, "grid", kind=dict)
     ax = new_axes(ax, figsize=(5.0, 3.5))
     names = sorted({w for row in grid["winner"] for w in row})
     idx = {n: i for i, n in enumerate(names)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["schedule_bars", "rate_bars"]
@@ -16,7 +16,7 @@ __all__ = ["schedule_bars", "rate_bars"]
 def schedule_bars(table: dict, ax=None):
     """Seed Fig. 10: seconds per training step for each schedule (``experiments.halide.fig10_table``),
     with the speed-up over serial written on each bar."""
-    _check_data(table, "table", kind=dict)
+    check_data(table, "table", kind=dict)
     ax = new_axes(ax, figsize=(7.0, 3.6))
     rows = table["rows"]
     names = [r["name"] for r in rows]
@@ -36,7 +36,7 @@ def schedule_bars(table: dict, ax=None):
 
 def rate_bars(gflops: dict, ax=None, title: str = "GFLOP/s reached", peak: float | None = None):
     """Bars of GFLOP/s per implementation (``{"label": rate}``), with an optional peak line."""
-    _check_data(gflops, "gflops", kind=dict)
+    check_data(gflops, "gflops", kind=dict)
     ax = new_axes(ax, figsize=(6.0, 3.0))
     labels = list(gflops)
     ax.bar(labels, [gflops[k] for k in labels], color="tab:green")

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["dependency_graph", "wavefront_plot", "speedup_plot", "phase_bars"]
@@ -24,7 +24,7 @@ def _cell_colors(n):
 def dependency_graph(T: int, L: int, ax=None, color_diagonals: bool = False):
     """Nodes ``x[t]`` (bottom), cells ``h[l, t]`` and outputs ``y[t]`` (top); arrows for the two
     dependencies of a cell: the layer below at the same step, the same layer at the step before."""
-    check_positive_int(T, "T", high=64); check_positive_int(L, "L", high=32); _check_ax(ax)
+    check_positive_int(T, "T", high=64); check_positive_int(L, "L", high=32); check_ax(ax)
     ax = new_axes(ax, figsize=(1.1 * T + 1.5, 0.9 * (L + 2) + 0.6))
     colors = _cell_colors(T + L - 1)
     arrow = dict(arrowstyle="->", color="0.35", lw=1.2, shrinkA=11, shrinkB=11)
@@ -87,7 +87,7 @@ def speedup_plot(xs: Sequence[float], series: dict, ax=None, xlabel: str = "", t
     model curves (``{name: (xs, ys)}``, dashed). The legend sits outside the axes, so it hides no point;
     the y axis always shows 1 (no speedup) and every point. ``logy`` (base 2) suits ratios that span
     several powers of two (a 2x gain and a 2x loss lie equally far from 1)."""
-    _check_series(xs, "xs", series, "series")
+    check_series(xs, "xs", series, "series")
     if ideal is not None and len(ideal) != len(xs):
         raise ValueError(f"ideal: expected {len(xs)} values (one per x), got {len(ideal)}")
     ax = new_axes(ax, figsize=(7.5, 3.8))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "latency_plot", "method_bars", "hit_rate_bars"]
@@ -13,7 +13,7 @@ __all__ = ["draw_cell", "ratio_heatmap", "profile_bars", "overhead_plot", "laten
 def draw_cell(ax=None):
     """The LSTM cell: the four gate blocks fed by [x_t, h_{t-1}] (one stacked GEMM), the cell
     line c_{t-1} -> c_t on top and h_t leaving at the right."""
-    _check_ax(ax)
+    check_ax(ax)
     import matplotlib.patches as mp  # noqa: PLC0415
 
     ax = new_axes(ax, figsize=(8.0, 4.2))
@@ -69,7 +69,7 @@ def draw_cell(ax=None):
 
 def ratio_heatmap(Bs, Hs, ratio, ax=None, seed_point=(64, 512)):
     """Heat map of ``ratio[iH, iB] = t(XW^T) / t(WX^T)`` (> 1: the transposed layout is faster)."""
-    _check_data(Bs, "Bs"); _check_data(Hs, "Hs")
+    check_data(Bs, "Bs"); check_data(Hs, "Hs")
     if np.shape(ratio) != (len(Hs), len(Bs)):
         raise ValueError(f"ratio: expected shape (len(Hs), len(Bs)) = ({len(Hs)}, {len(Bs)}), got {np.shape(ratio)}")
     ax = new_axes(ax, figsize=(6.0, 4.0))
@@ -98,7 +98,7 @@ def profile_bars(profiles, ax=None, seed_share: float | None = None):
     """100%-stacked bars: the share of one step's time in GEMMs vs element-wise work, one bar
     per profiled method, labelled with the step time and the library calls per step; ``seed_share``
     (a fraction, from the claims registry) is drawn as a dashed line."""
-    _check_data(profiles, "profiles")
+    check_data(profiles, "profiles")
     ax = new_axes(ax, figsize=(7.0, 3.5))
     names = [p["method"] for p in profiles]
     gemm = np.array([100 * p["gemm_share"] for p in profiles])
@@ -121,7 +121,7 @@ def profile_bars(profiles, ax=None, seed_share: float | None = None):
 def _batch_lines(data, ax, ylabel, title):
     """One line per method against batch size, both axes log with plain-number ticks; ``title`` may
     name ``{H}``."""
-    _check_data(data, "data")
+    check_data(data, "data")
     ax = new_axes(ax)
     for key, values in data.items():
         if key in ("B", "H", "noise"):
@@ -159,7 +159,7 @@ def method_bars(values: dict, ax=None, title: str = "", ylabel: str = "ms per ti
                 higher_is_better: bool = False):
     """Bars of one number per method (default: ms per step, lower is better), the best in green,
     each annotated with its value and its ratio to the best."""
-    _check_data(values, "values", kind=dict)
+    check_data(values, "values", kind=dict)
     ax = new_axes(ax)
     names = list(values)
     vals = [values[n] for n in names]
@@ -181,7 +181,7 @@ def hit_rate_bars(model, ax=None, seed: dict | None = None, source: str = "model
     """Fig. 3's utilisation half: modelled hit rate of ``Y = X W^T`` and ``Y^T = W X^T`` in each cache
     level (``model`` from :func:`course_lib.experiments.lstm.layout_traffic_model`), with the seed's
     measured GPU hit rates (``seed = {"XWt": %, "WXt": %}``, from the claims registry) as a separate group."""
-    _check_data(model, "model")
+    check_data(model, "model")
     ax = new_axes(ax, figsize=(7.0, 3.5))
     groups = [f"{lvl}\n{model['levels'][lvl]['size'] // 1024} KiB" for lvl in model["levels"]]
     xwt = [100 * model["levels"][lvl]["XWt"]["hit_rate"] for lvl in model["levels"]]

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["ladder_plot", "tile_heatmap", "combination_plot", "size_pair_plot"]
@@ -22,7 +22,7 @@ __all__ = ["ladder_plot", "tile_heatmap", "combination_plot", "size_pair_plot"]
 def ladder_plot(rows: Sequence[dict], peak: float | None = None, ax=None, title: str | None = None):
     """GFLOP/s per kernel (rows from ``experiments.matmul.ladder``, optionally with an ``"n"`` key) as
     points on a log axis, each labelled with its % of BLAS; the measured GEMM peak as a dashed line."""
-    _check_data(rows, "rows", kind=(list, tuple))
+    check_data(rows, "rows", kind=(list, tuple))
     ax = new_axes(ax, figsize=(7.5, 0.45 * len(rows) + 1.4))
     names = [r["name"] + (f" (n={r['n']})" if "n" in r else "") for r in rows]
     rates = [r["gflops"] for r in rows]
@@ -53,7 +53,7 @@ def tile_heatmap(grid: np.ndarray, tiles_i: Sequence[int], tiles_j: Sequence[int
                  title: str | None = None, mark: tuple[int, int] | None = None, mark_label: str = "seed"):
     """Heat map of GFLOP/s over (tile_i rows, tile_j columns); NaN cells (tile > n) are blank.
     ``mark=(rows, cols)`` outlines one cell (e.g. the seed's 64 x 16) and the best cell is starred."""
-    _check_data(tiles_i, "tiles_i"); _check_data(tiles_j, "tiles_j")
+    check_data(tiles_i, "tiles_i"); check_data(tiles_j, "tiles_j")
     if np.shape(grid) != (len(tiles_i), len(tiles_j)):
         raise ValueError(f"grid: expected shape (len(tiles_i), len(tiles_j)) = ({len(tiles_i)}, {len(tiles_j)}), "
                          f"got {np.shape(grid)}")
@@ -87,7 +87,7 @@ def tile_heatmap(grid: np.ndarray, tiles_i: Sequence[int], tiles_j: Sequence[int
 def combination_plot(rows: Sequence[dict], ax=None, title: str | None = None):
     """Speedup over the all-off serial kernel for the 8 combinations of seed Fig. 10, as points on a
     log axis (1 thread blue, prange orange), each labelled; the serial level as a grey line."""
-    _check_data(rows, "rows", kind=(list, tuple))
+    check_data(rows, "rows", kind=(list, tuple))
     ax = new_axes(ax, figsize=(7.5, 3.8))
     names = [r["name"] for r in rows]
     sp = [r["speedup"] for r in rows]
@@ -118,7 +118,7 @@ def combination_plot(rows: Sequence[dict], ax=None, title: str | None = None):
 def size_pair_plot(rates: dict, sizes: tuple[int, int], ax=None, title: str | None = None):
     """Bars of ``rate at sizes[1] / rate at sizes[0]`` per kernel on a linear axis around 1
     (below 1: slower per FLOP at the second size). ``rates`` maps kernel -> (rate, rate)."""
-    _check_data(rates, "rates", kind=dict)
+    check_data(rates, "rates", kind=dict)
     if not isinstance(sizes, (tuple, list)) or len(sizes) != 2:
         raise ValueError(f"sizes: expected a pair (small, large), got {sizes!r}")
     ax = new_axes(ax, figsize=(6.0, 3.2))

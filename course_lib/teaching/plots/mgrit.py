@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["draw_two_level_cycle", "plot_histories", "plot_speedup_model", "plot_coarse_blowup",
@@ -21,7 +21,7 @@ def draw_two_level_cycle(nt: int = 16, m: int = 4, ax=None):
     """The fine grid (C- and F-points), the coarse grid, and the three phases of one iteration."""
     nt = check_positive_int(nt, "nt", high=256)
     m = check_int(m, "m", low=2, high=nt)
-    _check_ax(ax)
+    check_ax(ax)
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     if ax is None:
@@ -59,7 +59,7 @@ def draw_two_level_cycle(nt: int = 16, m: int = 4, ax=None):
 
 def plot_histories(histories: dict, ax=None, title: str = "", label_fmt: str = "m = {}"):
     """Residual norm per iteration (log scale), one line per key of ``histories``."""
-    _check_data(histories, "histories", kind=dict)
+    check_data(histories, "histories", kind=dict)
     ax = new_axes(ax)
     for key, hist in histories.items():
         h = np.maximum(np.asarray(hist, dtype=float), 1e-17)
@@ -78,7 +78,7 @@ def plot_speedup_model(Ps, curves: dict, *, seed_speedup: float | None = None, s
                        title: str = "MGRIT work/span model (a model, not a measurement)"):
     """Modelled speedup vs processors (log-log: both span decades), the seed's number as a dashed
     line labelled ``seed_label``, measured points as stars. Legend right of the axes."""
-    _check_series(Ps, "Ps", curves, "curves")
+    check_series(Ps, "Ps", curves, "curves")
     ax = new_axes(ax, figsize=(8.0, 4.0))
     for label, sp in curves.items():
         ax.loglog(Ps, sp, "-", label=f"model: {label}")
@@ -102,7 +102,7 @@ def plot_speedup_vs_length(Ts, curves: dict, *, measured: dict | None = None, se
                            title: str = "speedup of MGRIT over the serial march vs sequence length"):
     """Speedup vs sequence length T (log-log): model ``curves`` ({label: speedups at Ts}), measured
     points ({label: (Ts, speedups)}), the seed's number as a dashed line; 1 = break-even."""
-    _check_series(Ts, "Ts", curves, "curves")
+    check_series(Ts, "Ts", curves, "curves")
     ax = new_axes(ax, figsize=(8.0, 4.0))
     for label, sp in curves.items():
         ax.loglog(Ts, sp, "-", label=f"model: {label}")
@@ -125,7 +125,7 @@ def plot_speedup_vs_length(Ts, curves: dict, *, measured: dict | None = None, se
 
 def plot_time_axis(Ts, series: dict, ax=None, title: str = "serial GRU forward: time vs sequence length"):
     """Measured seconds vs T for each ``series`` ({label: seconds}), log-log (T spans a decade)."""
-    _check_series(Ts, "Ts", series, "series")
+    check_series(Ts, "Ts", series, "series")
     ax = new_axes(ax, figsize=(8.0, 3.5))
     for label, secs in series.items():
         ax.loglog(Ts, secs, "o-", label=label)
@@ -140,7 +140,7 @@ def plot_time_axis(Ts, series: dict, ax=None, title: str = "serial GRU forward: 
 
 def plot_coarse_blowup(explicit, implicit, *, M: int, ax=None):
     """max |h| along the coarse grid for the explicit and the implicit coarse step (log scale)."""
-    _check_data(explicit, "explicit"); _check_data(implicit, "implicit"); M = check_positive_int(M, "M")
+    check_data(explicit, "explicit"); check_data(implicit, "implicit"); M = check_positive_int(M, "M")
     ax = new_axes(ax)
     for name, traj in (("explicit (classic) GRU step", explicit), ("implicit GRU step", implicit)):
         mag = np.abs(np.asarray(traj, dtype=float)).reshape(len(traj), -1).max(axis=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["plot_iterates", "plot_histories", "plot_predictability", "plot_model_speedups", "plot_drift"]
@@ -14,7 +14,7 @@ __all__ = ["plot_iterates", "plot_histories", "plot_predictability", "plot_model
 def plot_iterates(iterates, serial, *, channel: int = 0, batch: int = 0, ax=None):
     """One hidden unit over time after each Newton iteration, with the serial trajectory: the
     correct prefix grows from the left."""
-    _check_data(iterates, "iterates", kind=(list, tuple))
+    check_data(iterates, "iterates", kind=(list, tuple))
     if np.ndim(serial) != 3:
         raise ValueError(f"serial: expected a (T, B, H) trajectory, got shape {np.shape(serial)}")
     ax = new_axes(ax, figsize=(7.0, 3.2))
@@ -32,7 +32,7 @@ def plot_iterates(iterates, serial, *, channel: int = 0, batch: int = 0, ax=None
 
 def plot_histories(histories: dict, *, ax=None, tol: float | None = None):
     """Max-abs residual per iteration, one line per method."""
-    _check_data(histories, "histories", kind=dict)
+    check_data(histories, "histories", kind=dict)
     ax = new_axes(ax)
     for name, h in histories.items():
         ax.semilogy(range(len(h)), np.maximum(h, 1e-17), marker="o", ms=3, label=name)
@@ -46,7 +46,7 @@ def plot_histories(histories: dict, *, ax=None, tol: float | None = None):
 
 def plot_predictability(rows, *, ax=None):
     """Iterations of each method vs the Lyapunov exponent (diverged points are marked with x)."""
-    _check_data(rows, "rows", kind=(list, tuple))
+    check_data(rows, "rows", kind=(list, tuple))
     ax = new_axes(ax)
     lyap = [r["lyapunov"] for r in rows]
     for m in ("newton", "quasi", "damped", "mgrit"):
@@ -68,7 +68,7 @@ def plot_predictability(rows, *, ax=None):
 
 def plot_model_speedups(Ps, Hs, speedups: dict, *, ax=None, measured=None):
     """Modelled speedup vs P for each hidden size (solid: Newton, dashed: quasi)."""
-    _check_data(Ps, "Ps"); _check_data(Hs, "Hs"); _check_data(speedups, "speedups", kind=dict)
+    check_data(Ps, "Ps"); check_data(Hs, "Hs"); check_data(speedups, "speedups", kind=dict)
     for k, S in speedups.items():
         if np.shape(S) != (len(Hs), len(Ps)):
             raise ValueError(f"speedups[{k!r}]: expected shape (len(Hs), len(Ps)) = ({len(Hs)}, {len(Ps)}), got {np.shape(S)}")
@@ -88,7 +88,7 @@ def plot_model_speedups(Ps, Hs, speedups: dict, *, ax=None, measured=None):
 
 def plot_drift(drift: dict, *, ax=None):
     """float32 error vs T of the three minGRU evaluations."""
-    _check_keys(drift, "drift", ("T",))
+    check_keys(drift, "drift", ("T",))
     ax = new_axes(ax)
     for m in ("sequential", "scan", "log_scan"):
         ax.loglog(drift["T"], np.maximum(drift[m], 1e-12), marker="o", label=m)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["per_sample_plot", "phase_bars", "thread_scaling_plot", "jit_bars", "step_bars", "residency_plot",
@@ -19,7 +19,7 @@ def per_sample_plot(data: dict, ax=None, title: str | None = None, log_batch: bo
     second axis. ``data`` from ``batching.time_per_sample``. ``log_batch=False`` for a linear sweep
     such as the seed's 100, 200, ..., 1000 (the times then on a linear axis from 0, so a flat curve
     looks flat)."""
-    _check_data(data, "data", kind=dict)
+    check_data(data, "data", kind=dict)
     ax = new_axes(ax, figsize=(6.5, 3.5))
     b = np.asarray(data["batch"])
     ms = 1e3 * np.asarray(data["per_sample_s"])
@@ -50,7 +50,7 @@ def phase_bars(profiles: dict, ax=None, seed: dict | None = None):
     ``profiles``: ``{"label": profile_step(...)}``; ``seed``: ``{phase: the seed's %}`` for the same
     phases (from the claims registry; optional).
     """
-    _check_data(profiles, "profiles", kind=dict)
+    check_data(profiles, "profiles", kind=dict)
     ax = new_axes(ax, figsize=(7.0, 4.6))
     series = {}
     if seed is not None:
@@ -74,7 +74,7 @@ def thread_scaling_plot(data: dict, ax=None):
     """Seed Fig. 12: speedup over 1 thread against the thread count, one line per workload. The ideal
     (linear) line is a wide grey band drawn underneath, so it stays visible where a curve follows it;
     markers are offset slightly so equal points do not hide each other."""
-    _check_data(data, "data", kind=dict)
+    check_data(data, "data", kind=dict)
     ax = new_axes(ax, figsize=(6.5, 3.5))
     th = np.asarray(data["threads"], dtype=float)
     ax.plot(th, th / th[0], "-", color="lightgrey", lw=8, alpha=0.8, zorder=0, label="ideal (linear)")
@@ -94,7 +94,7 @@ def thread_scaling_plot(data: dict, ax=None):
 
 def jit_bars(result: dict, ax=None):
     """Stacked bars of a fresh process: import + first call, JIT (empty cache) vs cached."""
-    _check_data(result, "result", kind=dict)
+    check_data(result, "result", kind=dict)
     ax = new_axes(ax, figsize=(5.0, 3.2))
     names = ["JIT (empty cache)", "cached (cache=True)"]
     imp = [result["jit"]["import_s"], result["cached"]["import_s"]]
@@ -111,7 +111,7 @@ def jit_bars(result: dict, ax=None):
 
 def step_bars(rows: dict, peak: float, ax=None):
     """Bars of GFLOP/s per step variant with the measured GEMM peak as a line."""
-    _check_data(rows, "rows", kind=dict); peak = check_float(peak, "peak", low=0.0, low_inclusive=False)
+    check_data(rows, "rows", kind=dict); peak = check_float(peak, "peak", low=0.0, low_inclusive=False)
     from . import bar_compare  # noqa: PLC0415
 
     ax = bar_compare(rows, ax=ax, ylabel="GFLOP/s", reference=peak, reference_label="GEMM peak (measured)")
@@ -125,7 +125,7 @@ def residency_plot(data: dict, ax=None):
     """GEMV bandwidth (GB/s of the matrix read per second) against the working set, log-x (sizes span
     decades), with each cache's size as a vertical line and the DRAM streaming bandwidth as a
     horizontal one. ``data`` from ``batching.gemv_residency``."""
-    _check_data(data, "data", kind=dict)
+    check_data(data, "data", kind=dict)
     ax = new_axes(ax, figsize=(6.5, 3.5))
     ws = np.asarray(data["working_set"], dtype=float) / 2**20
     ax.plot(ws, data["gbps"], "o-", color="tab:blue", label="GEMV: bytes of W per second")
@@ -147,7 +147,7 @@ def framework_plot(data: dict, ax=None):
     """Seed Fig. 7: each compiled step's speed relative to hand-written numpy (numpy time / its time)
     against the size n (log-x), with 1 (= as fast as numpy) as a line. ``data`` from
     ``profile.framework_vs_numpy``."""
-    _check_data(data, "data", kind=dict)
+    check_data(data, "data", kind=dict)
     ax = new_axes(ax, figsize=(6.5, 3.5))
     n = np.asarray(data["sizes"], dtype=float)
     for m in data["methods"]:

@@ -6,7 +6,7 @@ inside the functions.
 from __future__ import annotations
 
 import numpy as np
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["image_strips", "unrolled_rnn", "bptt_work", "loss_curve"]
@@ -15,7 +15,7 @@ __all__ = ["image_strips", "unrolled_rnn", "bptt_work", "loss_curve"]
 def image_strips(rows: dict, shape: tuple[int, int], *, max_frames: int = 10, title: str | None = None,
                  vmin: float = 0.0, vmax: float = 1.0):
     """One row of images per entry of ``rows`` (``name -> (T, H*W)`` frames), labelled t = 0, 1, ..."""
-    _check_data(rows, "rows", kind=dict)
+    check_data(rows, "rows", kind=dict)
     if not isinstance(shape, (tuple, list)) or len(shape) != 2:
         raise ValueError(f"shape: expected (height, width), got {shape!r}")
     max_frames = check_positive_int(max_frames, "max_frames", high=1000)
@@ -119,7 +119,7 @@ def bptt_work(T: int = 8, axes=None):
 
 def loss_curve(history, ax=None, baseline: float | None = None, baseline_label: str = "baseline"):
     """Loss per epoch on a log y axis, with an optional horizontal reference line."""
-    _check_data(history, "history")
+    check_data(history, "history")
     from . import new_axes  # noqa: PLC0415
 
     ax = new_axes(ax)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from . import new_axes
-from . import _check_ax, _check_data, _check_keys, _check_series  # noqa: F401
+from . import check_ax, check_data, check_keys, check_series  # noqa: F401
 from ...core.validate import check_float, check_int, check_positive_int  # noqa: F401
 
 __all__ = ["draw_scan_tree", "draw_scan_trees", "phase_split_bars", "render_sweep", "seed_phases",
@@ -114,7 +114,7 @@ def draw_scan_trees(T: int = 8):
 def phase_split_bars(splits: dict, ax=None):
     """Stacked horizontal bars of reduce / scan / expand fractions. ``splits`` maps a label to a
     dict with ``reduce``, ``scan``, ``expand`` fractions (the seed's split: :func:`seed_phases`)."""
-    _check_data(splits, "splits", kind=dict)
+    check_data(splits, "splits", kind=dict)
     ax = new_axes(ax, figsize=(7, 0.6 + 0.5 * len(splits)))
     colors = {"reduce": "tab:blue", "scan": "tab:orange", "expand": "tab:green"}
     for row, (label, fr) in enumerate(splits.items()):
@@ -136,7 +136,7 @@ def phase_split_bars(splits: dict, ax=None):
 
 def render_sweep(data: dict, ax) -> str:
     """Widget renderer for :func:`course_lib.experiments.scan.scan_sweep`: bars of GB/s, method vs sequential."""
-    _check_keys(data, "data", ("method",)); _check_ax(ax)
+    check_keys(data, "data", ("method",)); check_ax(ax)
     names = ["sequential", data["method"]]
     vals = [data["sequential_gbs"], data["gbs"]]
     ax.bar(names, vals, color=["tab:gray", "tab:blue"])
@@ -182,7 +182,7 @@ def time_vs_H(data: dict, T: int, ax=None):
 def crossover_map(data: dict, ax=None):
     """The crossover map of :func:`course_lib.experiments.scan.crossover`: one cell per measured (T, H),
     coloured by the winner, labelled with its speed-up over the sequential loop."""
-    _check_keys(data, "data", ("Hs",))
+    check_keys(data, "data", ("Hs",))
     ax = new_axes(ax, figsize=(6.5, 0.8 + 0.45 * len(data["Hs"])))
     Ts, Hs = data["Ts"], data["Hs"]
     letters = {"sequential": "S", "channels": "C", "chunked": "T"}
@@ -214,7 +214,7 @@ def crossover_map(data: dict, ax=None):
 def accuracy_curves(results: dict, ax=None):
     """Held-out accuracy per epoch of :func:`course_lib.experiments.scan.remember_first`'s runs; a
     run that reached 100% ends with a filled marker."""
-    _check_data(results, "results", kind=dict)
+    check_data(results, "results", kind=dict)
     ax = new_axes(ax, figsize=(6.0, 3.2))
     for layer, res in results.items():
         ep, acc = res.history["epoch"], res.history["val_accuracy"]

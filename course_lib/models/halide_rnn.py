@@ -1,4 +1,4 @@
-"""The seed's own tool: one RNN training step as a Halide *algorithm* plus named *schedules* (layer 3).
+"""The seed's own tool: one RNN training step as a Halide *algorithm* plus named *schedules* (models folder).
 
 Seed 000 (Han & Uboweja) wrote the RNN training step once in Halide and then changed only its
 *schedule*: tiles of 64 rows x 16 columns, vectorise by 16, ``parallel()``, a specialised
@@ -24,7 +24,7 @@ The step is five Halide pipelines, each a matrix product with an element-wise ep
 Halide indexes a numpy array ``M (rows, cols)`` as ``M[col, row]`` (the contiguous axis first), so
 every ``Func`` here is ``f[j, i]`` with ``j`` the column (innermost, vectorised) and ``i`` the row.
 
-``SCHEDULES`` maps a name to a :class:`Schedule`:
+``SCHEDULES`` maps a name to a :class:`Schedule` (:mod:`.halide_schedules`, re-exported here):
 
 * the eight combinations of tiling x SIMD x parallel of seed Fig. 10 (``"serial"`` ...
   ``"tiled+simd+parallel"``), all with the two-stage definition (pure ``prod = 0`` then update
@@ -54,13 +54,13 @@ import os
 import re
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from ..core.validate import check_array, check_callable, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import check_array, check_callable, check_float, check_int, check_positive_int
+from .halide_schedules import FIG10_NAMES, SCHEDULES, Schedule, get_schedule, make_schedule, schedule_stage
 
 __all__ = [
     "Schedule",
@@ -133,116 +133,6 @@ def available() -> tuple[bool, str]:
     return True, f"halide {version}, target {hl.get_jit_target_from_environment()}"
 
 
-# --------------------------------------------------------------------------- schedules
-@dataclass(frozen=True)
-class Schedule:
-    """How the loops of every pipeline are arranged; the algorithm never changes.
-
-    ``tile``: ``(rows, cols)`` of the output tiles of every product, or None (row by row).
-    ``vector``: SIMD lanes over columns (16 floats = one 512-bit register), or None (scalar).
-    ``parallel``: spread rows (or row tiles) over Halide's thread pool.
-    ``fused``: single-expression definitions (``hl.sum`` inline) instead of pure + update.
-    ``elementwise``: ``"inside"`` (epilogue computed in the product's loops) or ``"rows"``
-    (its own stage, parallel over rows and vectorised: the seed's specialised schedule).
-    ``compile``: ``"once"`` (cached callable) or ``"per_call"`` (rebuilt and JIT-compiled each call).
-    """
-
-    name: str
-    tile: tuple[int, int] | None = None
-    vector: int | None = None
-    parallel: bool = False
-    fused: bool = False
-    elementwise: str = "inside"
-    compile: str = "once"
-    figure: str = ""
-    description: str = ""
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise TypeError(f"name: expected a non-empty string, got {self.name!r}")
-        if self.tile is not None:
-            if not isinstance(self.tile, (tuple, list)) or len(self.tile) != 2:
-                raise ValueError(f"tile: expected (rows, cols) or None, got {self.tile!r}")
-            object.__setattr__(self, "tile", tuple(check_positive_int(v, "tile", high=4096) for v in self.tile))
-        if self.vector is not None:
-            object.__setattr__(self, "vector", check_positive_int(self.vector, "vector", high=256))
-        for flag in ("parallel", "fused"):
-            if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{flag}: expected True or False, got {getattr(self, flag)!r}")
-        check_choice(self.elementwise, "elementwise", ("inside", "rows"))
-        check_choice(self.compile, "compile", ("once", "per_call"))
-
-    def key(self) -> tuple:
-        """What the compiled code depends on (the name and the words do not)."""
-        return (self.tile, self.vector, self.parallel, self.fused, self.elementwise)
-
-
-SEED_TILE = (64, 16)  # "tiling of 64 rows and 16 columns" (seed §4.4)
-SEED_VECTOR = 16      # "process 16 elements in parallel" (512-bit SIMD on the Xeon Phi)
-
-
-def _fig10(tiled: bool, simd: bool, parallel: bool) -> Schedule:
-    parts = [p for p, on in (("tiled", tiled), ("simd", simd), ("parallel", parallel)) if on]
-    name = "+".join(parts) or "serial"
-    words = {"serial": "row by row, scalar, one thread"}.get(name, " + ".join(parts))
-    return Schedule(name, tile=SEED_TILE if tiled else None, vector=SEED_VECTOR if simd else None,
-                    parallel=parallel, figure="Fig. 10", description=words)
-
-
-FIG10_NAMES = ("serial", "tiled", "simd", "parallel", "tiled+simd", "tiled+parallel", "simd+parallel",
-               "tiled+simd+parallel")
-
-SCHEDULES: dict[str, Schedule] = {}
-for _n in FIG10_NAMES:
-    _s = _fig10("tiled" in _n, "simd" in _n, "parallel" in _n)
-    SCHEDULES[_s.name] = _s
-_best = SCHEDULES["tiled+simd+parallel"]
-SCHEDULES["specialized"] = dataclasses.replace(
-    _best, name="specialized", elementwise="rows", figure="Fig. 13",
-    description="tiled+simd+parallel products; element-wise stages on their own, parallel over rows")
-SCHEDULES["fused"] = dataclasses.replace(
-    _best, name="fused", fused=True, figure="§4.9",
-    description="tiled+simd+parallel on single-expression definitions (hl.sum inline)")
-SCHEDULES["jit_per_call"] = dataclasses.replace(
-    _best, name="jit_per_call", compile="per_call", figure="Fig. 14",
-    description="tiled+simd+parallel, rebuilt and JIT-compiled on every call")
-del _n, _s, _best
-
-
-def make_schedule(*, tile: tuple[int, int] | None = SEED_TILE, vector: int | None = SEED_VECTOR,
-                  parallel: bool = True, fused: bool = False, elementwise: str = "inside",
-                  name: str | None = None) -> Schedule:
-    """A custom :class:`Schedule` (the widget's): validated tile sizes, vector width, flags."""
-    if tile is not None:
-        if not isinstance(tile, (tuple, list)) or len(tile) != 2:
-            raise ValueError(f"tile: expected (rows, cols) or None, got {tile!r}")
-        tile = (check_int(tile[0], "tile[0] (rows)", low=1, high=4096),
-                check_int(tile[1], "tile[1] (cols)", low=1, high=4096))
-    if vector is not None:
-        vector = check_int(vector, "vector", low=1, high=64)
-        if vector & (vector - 1):
-            raise ValueError(f"vector: expected a power of two (lanes), got {vector}")
-        if vector == 1:
-            vector = None
-    if elementwise not in ("inside", "rows"):
-        raise ValueError(f"elementwise: expected 'inside' or 'rows', got {elementwise!r}")
-    if name is None:
-        name = (f"tile {tile[0]}x{tile[1]}" if tile else "rows") + (f", simd {vector}" if vector else "") + \
-               (", parallel" if parallel else "") + (", fused" if fused else "")
-    return Schedule(str(name), tile=tile, vector=vector, parallel=bool(parallel), fused=bool(fused),
-                    elementwise=elementwise, figure="custom", description=str(name))
-
-
-def get_schedule(schedule) -> Schedule:
-    """A :class:`Schedule` from a name in ``SCHEDULES`` or a Schedule (ValueError naming ``schedule``)."""
-    if isinstance(schedule, Schedule):
-        return schedule
-    if isinstance(schedule, str) and schedule in SCHEDULES:
-        return SCHEDULES[schedule]
-    raise ValueError(f"schedule: expected one of {', '.join(repr(s) for s in SCHEDULES)} or a Schedule, "
-                     f"got {schedule!r}")
-
-
 # --------------------------------------------------------------------------- algorithm + schedule
 @dataclass
 class _Stage:
@@ -272,77 +162,6 @@ def _product(hl, name: str, a_at: Callable, b_at: Callable, K, epilogue: Callabl
     return _Stage(out, prod, j, i, k)
 
 
-def _schedule_stage(hl, st: _Stage, sched: Schedule) -> None:
-    """Apply ``sched`` to one product stage (see :class:`Schedule`)."""
-    guard = hl.TailStrategy.GuardWithIf
-    V = sched.vector
-    j, i, k = st.j, st.i, st.k
-    if st.prod is None:  # fused: one definition, the reduction is inlined per output element
-        if sched.tile:
-            jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
-            st.out.tile(j, i, jo, io, ji, ii, sched.tile[1], sched.tile[0], guard)
-            if V:
-                st.out.vectorize(ji, V, guard)
-            if sched.parallel:
-                st.out.parallel(io)
-        else:
-            if V:
-                st.out.vectorize(j, V, guard)
-            if sched.parallel:
-                st.out.parallel(i)
-        return
-    target = st.out
-    if sched.elementwise == "rows":
-        # the product is its own stage, computed over the whole matrix with the product schedule;
-        # the element-wise epilogue is a second stage: parallel over rows, vectorised
-        st.prod.compute_root()
-        target = st.prod
-        if V:
-            st.out.vectorize(j, V, guard)
-        if sched.parallel:
-            st.out.parallel(i)
-        upd = st.prod.update()
-        if sched.tile:
-            jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
-            st.prod.tile(j, i, jo, io, ji, ii, sched.tile[1], sched.tile[0], guard)
-            upd.tile(j, i, jo, io, ji, ii, sched.tile[1], sched.tile[0], guard).reorder(ji, ii, k.x, jo, io)
-            if V:
-                st.prod.vectorize(ji, V, guard)
-                upd.vectorize(ji, V, guard)
-            if sched.parallel:
-                st.prod.parallel(io)
-                upd.parallel(io)
-        else:
-            upd.reorder(j, k.x, i)
-            if V:
-                st.prod.vectorize(j, V, guard)
-                upd.vectorize(j, V, guard)
-            if sched.parallel:
-                st.prod.parallel(i)
-                upd.parallel(i)
-        return
-    # element-wise epilogue inside the product's loops: the accumulator lives per tile (or per row)
-    upd = st.prod.update()
-    if sched.tile:
-        jo, io, ji, ii = hl.Var("jo"), hl.Var("io"), hl.Var("ji"), hl.Var("ii")
-        target.tile(j, i, jo, io, ji, ii, sched.tile[1], sched.tile[0], guard)
-        if V:
-            target.vectorize(ji, V, guard)
-        if sched.parallel:
-            target.parallel(io)
-        st.prod.compute_at(target, jo)
-        upd.reorder(j, i, k.x)  # for k: for rows of the tile: for columns of the tile
-    else:
-        if V:
-            target.vectorize(j, V, guard)
-        if sched.parallel:
-            target.parallel(i)
-        st.prod.compute_at(target, i)
-        upd.reorder(j, k.x)     # one row of accumulators: for k: for columns (the ikj order)
-    if V:
-        st.prod.vectorize(j, V, guard)
-        upd.vectorize(j, V, guard)
-
 
 def _float(hl):
     return hl.Float(32)
@@ -362,21 +181,21 @@ def _build(sched: Schedule) -> dict:
     A, B = hl.ImageParam(f32, 2, "A"), hl.ImageParam(f32, 2, "B")
     st = _product(hl, "gemm", lambda k, i: A[k, i], lambda j, k: B[j, k], A.dim(0).extent(),
                   lambda s, j, i: s, sched)
-    _schedule_stage(hl, st, sched)
+    schedule_stage(hl, st, sched)
     out["gemm"] = compile_(st.out, [A, B])
 
     # hidden: h[j, i] = tanh(P[j, i] + Σ_k hp[k, i] W[j, k])
     P, Hp, W = hl.ImageParam(f32, 2, "P"), hl.ImageParam(f32, 2, "h_prev"), hl.ImageParam(f32, 2, "Whh")
     st = _product(hl, "hidden", lambda k, i: Hp[k, i], lambda j, k: W[j, k], Hp.dim(0).extent(),
                   lambda s, j, i: hl.tanh(P[j, i] + s), sched)
-    _schedule_stage(hl, st, sched)
+    schedule_stage(hl, st, sched)
     out["hidden"] = compile_(st.out, [P, Hp, W])
 
     # output: yhat = tanh(H Why); dO = 2 (yhat - y)(1 - yhat²); rowloss[i] = Σ_j (yhat - y)² (float64)
     H, Wy, Yp = hl.ImageParam(f32, 2, "H"), hl.ImageParam(f32, 2, "Why"), hl.ImageParam(f32, 2, "Y")
     st = _product(hl, "yhat", lambda k, i: H[k, i], lambda j, k: Wy[j, k], H.dim(0).extent(),
                   lambda s, j, i: hl.tanh(s), sched)
-    _schedule_stage(hl, st, sched)
+    schedule_stage(hl, st, sched)
     yh = st.out
     j, i = st.j, st.i
     dO, rowloss = hl.Func("dO"), hl.Func("rowloss")
@@ -397,7 +216,7 @@ def _build(sched: Schedule) -> dict:
     dH, Dn, WT, Hc = (hl.ImageParam(f32, 2, n) for n in ("dH", "dpre_next", "WhhT", "h"))
     st = _product(hl, "backward", lambda k, i: Dn[k, i], lambda j, k: WT[j, k], Dn.dim(0).extent(),
                   lambda s, j, i: (dH[j, i] + s) * (hl.f32(1) - Hc[j, i] * Hc[j, i]), sched)
-    _schedule_stage(hl, st, sched)
+    schedule_stage(hl, st, sched)
     out["backward"] = compile_(st.out, [dH, Dn, WT, Hc])
 
     # grad_update: Wn[j, i] = W[j, i] - lr Σ_r A[i, r] G[j, r]   (A (R, ni), G (R, nj) in numpy terms)
@@ -405,7 +224,7 @@ def _build(sched: Schedule) -> dict:
     lr = hl.Param(f32, "lr")
     st = _product(hl, "grad_update", lambda r, i: Aa[i, r], lambda j, r: G[j, r], Aa.dim(1).extent(),
                   lambda s, j, i: W0[j, i] - lr * s, sched)
-    _schedule_stage(hl, st, sched)
+    schedule_stage(hl, st, sched)
     out["grad_update"] = compile_(st.out, [Aa, G, W0, lr])
     return out
 
@@ -558,7 +377,7 @@ def loop_nest(schedule, stage: str = "hidden") -> str:
            "grad_update": lambda s, j, i: C[j, i] - hl.f32(0.1) * s}[stage]
     a_at = (lambda r, i: A[i, r]) if stage == "grad_update" else (lambda k, i: A[k, i])
     st = _product(hl, stage, a_at, lambda j, k: B[j, k], A.dim(0).extent(), epi, sched)
-    _schedule_stage(hl, st, sched)
+    schedule_stage(hl, st, sched)
     return _print_loop_nest(hl.Pipeline(st.out))
 
 
@@ -598,7 +417,7 @@ def hidden_stage() -> HiddenStage:
 def apply_schedule(stage: HiddenStage, schedule) -> HiddenStage:
     """Schedule a :class:`HiddenStage` the way ``schedule`` (a name or Schedule) schedules the step."""
     sched = get_schedule(schedule)
-    _schedule_stage(stage.hl, _Stage(stage.h, stage.prod, stage.j, stage.i, stage.k), sched)
+    schedule_stage(stage.hl, _Stage(stage.h, stage.prod, stage.j, stage.i, stage.k), sched)
     return stage
 
 

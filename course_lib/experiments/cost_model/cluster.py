@@ -1,4 +1,4 @@
-"""A simulated cluster with a virtual clock: parallel schedules as task graphs (parallel layer).
+"""A simulated cluster with a virtual clock: parallel schedules as task graphs (experiments folder: the cost model's simulated machine).
 
 The seeds' headline numbers come from machines the reader does not have (61 cores, a K80, 36-core
 nodes). Here each schedule of the course is written as a *task graph*: tasks with a cost (seconds,
@@ -35,8 +35,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from ..algorithms.mgrit import RELAXATIONS, hierarchy
-from ..core.validate import check_bool, check_choice, check_float, check_int, check_positive_int, check_str
+from ...algorithms.mgrit import RELAXATIONS, hierarchy
+from ...core.validate import check_bool, check_choice, check_float, check_int, check_positive_int, check_str
 
 __all__ = [
     "Task",

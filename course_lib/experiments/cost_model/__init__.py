@@ -1,0 +1,90 @@
+"""Which parallelism when: one cost model across the course, and an advisor (experiments folder, chapter 12).
+
+Three pieces, each plain data:
+
+``Machine``   what this computer can do, *measured* by :meth:`Machine.measure` with
+              :mod:`course_lib.core.timing` (cached per process; ``quick=True`` for tests): cores, SIMD
+              lanes, GEMM peak per core and on all cores, GEMV rate with the weights in cache, streaming
+              bandwidth on one and on all cores, the cost of one library call, of a thread-pool hand-off
+              and of a numba parallel region, the latency of one dependent step. MPI and GPU numbers
+              cannot be measured on a machine without them: they are *assumed* and say so
+              (``machine.source[field]``). :meth:`Machine.preset` gives the seeds' machines (assumed).
+``Problem``   model ``kind`` (``"rnn"``, ``"lstm"``, ``"gru"``, ``"linear"``), ``mode`` (``"inference"`` or
+              ``"training"``), ``B``, ``T``, ``H``, ``layers`` (and ``nx``, ``ny``), validated.
+``Cost``      one method on one problem on one machine: ``work`` and ``span`` (flops), ``bytes`` moved,
+              ``calls`` (library calls or kernel launches), ``regions`` (fork-joins / barriers),
+              ``messages`` and ``comm_bytes``, the model's own ``counts`` (cells, steps, combines ...) and
+              the predicted ``seconds`` with its parts.
+
+Methods (:data:`METHODS`): ``serial`` (one sequence, one step at a time), ``batched`` (GEMM over the
+batch), ``threads`` (the batch split over CPU threads), ``wavefront`` (layers x time diagonals), ``mpi``
+(the batch split over ranks; an allreduce of gradients when training), ``scan`` (linear recurrences:
+parallel over time, chunked), ``channels`` (linear recurrences: parallel over channels), ``mgrit``,
+``deer`` and ``quasi_deer`` (nonlinear recurrences, parallel over time), ``gpu_scan`` and
+``gpu_batched`` (a GPU, when the machine has one).
+
+The time of a method is a roofline with overheads::
+
+    seconds = max(work / (P * rate), span / rate, bytes / bandwidth)
+              + calls * call + regions * region + messages * latency + comm_bytes / mpi_bandwidth
+
+with ``rate`` the GEMM rate at the rows a call multiplies (``min(peak, rows * gemv_rate)``: weights read
+once, used ``rows`` times). Python's GIL serialises the library calls of threads in one process
+(``calls`` are not divided by P there) -- separate processes (MPI) do divide them.
+
+``predict(method, problem, machine)`` -> Cost;  ``advise(problem, machine=None)`` -> ranked
+:class:`Advice` (method, seconds, reason). ``advise`` raises ValueError naming the argument for
+impossible problems; methods the model mispredicts here by more than 2x (a ``calibration`` from
+:func:`course_lib.experiments.which.calibrate`) are listed but not advised.
+
+Counts come from the course where it has them: the wavefront's diagonals and barrier steps
+(:func:`course_lib.parallel.inference.work_span` -- recomputed here in closed form, tested equal), the
+scan's combines (:func:`course_lib.algorithms.scan.scan_counts` -- closed form here, tested equal), MGRIT's
+and DEER's critical paths (the task graphs of :mod:`.cluster`, tested equal to
+:func:`course_lib.algorithms.mgrit.span_model` and :func:`course_lib.algorithms.newton.span_model`).
+
+The package, one idea per module: :mod:`.machine` (the machine's constants, measured or assumed),
+:mod:`.model` (problems, costs, ``predict``), :mod:`.advice` (the ranking), :mod:`.configurations` (the
+course's benchmark configurations the model is checked on: ``calibrate``, the seeds' schedules, winner
+maps) and :mod:`.cluster` (the simulated machine the task graphs run on).
+"""
+from __future__ import annotations
+
+from . import cluster
+from .advice import Advice, advise, first_choice
+from .configurations import (CONFIG_NAMES, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
+                             ranking_and_maps, seed_schedules)
+from .machine import GPU, Machine
+from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, deer_counts,
+                    mgrit_counts, predict, predict_all, scan_counts, wavefront_counts)
+
+__all__ = [
+    "KINDS",
+    "MODES",
+    "METHODS",
+    "GPU",
+    "Machine",
+    "Problem",
+    "Cost",
+    "Advice",
+    "predict",
+    "predict_all",
+    "advise",
+    "first_choice",
+    "applicable",
+    "wavefront_counts",
+    "scan_counts",
+    "mgrit_counts",
+    "deer_counts",
+    "MGRIT_ITERS",
+    "DEER_ITERS",
+    "CONFIG_NAMES",
+    "Row",
+    "Calibration",
+    "calibrate",
+    "seed_schedules",
+    "measured_speedups",
+    "SEED_SCHEDULES",
+    "ranking_and_maps",
+    "cluster",
+]

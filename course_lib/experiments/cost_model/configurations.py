@@ -1,0 +1,355 @@
+"""The cost model checked against the course (experiments folder, chapter 12): each chapter's benchmark
+configuration (:data:`CONFIG_NAMES`), timed and predicted -> :class:`Row` s and a :class:`Calibration`
+(:func:`calibrate`); the seeds' headline schedules on their machines (:func:`seed_schedules`); measured
+speedups; rankings and winner maps (:func:`ranking_and_maps`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ...core import backend, timing
+from ...core.validate import check_choice, check_positive_int, check_str
+from . import cluster
+from .advice import advise
+from .machine import GPU, Machine, check_rates
+from .model import Problem, predict, step_cost
+
+__all__ = ["CONFIG_NAMES", "Row", "Calibration", "calibrate", "seed_schedules", "measured_speedups",
+           "SEED_SCHEDULES", "ranking_and_maps"]
+
+
+# One function per chapter: it builds that chapter's benchmark configuration at a small size, with the
+# course's own code, and returns zero-argument callables to time plus the model's name for each. These
+# are the only places this module calls other chapters' code -- fix them here if an API moves.
+CONFIG_NAMES = ("03 batching", "05 threads", "07 inference", "08 scan (H=1)", "08 scan (H=128)", "10 MGRIT",
+                "11 DEER")
+
+
+def _config_03(small: bool):
+    from ..batching import forward_one_at_a_time  # noqa: PLC0415
+    from ...models import rnn  # noqa: PLC0415
+
+    B, T, H = (16, 10, 128) if small else (32, 10, 256)
+    p = rnn.init_params(H, H, H, seed=0)
+    X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
+    prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=1, ny=H)
+    return prob, {"serial": ("serial", {}, lambda: forward_one_at_a_time(p, X)),
+                  "batched": ("batched", {}, lambda: rnn.forward(p, X))}, 1, {}
+
+
+def _config_05(small: bool):
+    from ...models import rnn  # noqa: PLC0415
+
+    B, T, H = (128, 4, 512) if small else (256, 10, 1000)
+    p = rnn.init_params(H, H, H, seed=0)
+    X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
+    P = backend.cpu_count()
+
+    def on(n):
+        def run():
+            with backend.blas_threads(n):
+                rnn.forward(p, X)
+        return run
+    prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=1, ny=H)
+    return prob, {"batched": ("batched", {}, on(1)), f"threads ({P})": ("threads", {"P": P}, on(P))}, None, {}
+
+
+def _config_07(small: bool):
+    from ...parallel import inference  # noqa: PLC0415
+    from ...models.softmax_rnn import init_params  # noqa: PLC0415
+
+    B, T, H, L = (32, 16, 64, 4) if small else (64, 32, 64, 4)
+    P = backend.cpu_count()
+    params = init_params(32, H, 32, layers=L, seed=0)
+    X = np.random.default_rng(1).standard_normal((T, B, 32)).astype(np.float32)
+    prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=L, nx=32, ny=32)
+    run = {m: (lambda m=m: inference.predict(params, X, method=m, **({"threads": P} if m in ("threads", "wavefront")
+                                                                        else {})))
+           for m in ("serial", "batched", "threads", "wavefront")}
+    return prob, {m: (m, {"P": P} if m in ("threads", "wavefront") else {}, f) for m, f in run.items()}, 1, {}
+
+
+def _config_08(small: bool, H: int):
+    from ...algorithms import scan  # noqa: PLC0415
+
+    T = (1 << 18 if small else 1 << 20) // max(1, H // 8)
+    a, x, h0 = scan.random_problem(T, H, seed=0)
+    out = np.empty_like(a)
+    P = backend.max_threads()  # numba threads the chunked and channels scans can use here
+    prob = Problem("linear", "inference", B=1, T=T, H=H)
+    return prob, {"sequential": ("serial", {}, lambda: scan.linear_recurrence(a, x, h0, out=out)),
+                  "chunked": ("scan", {"P": P}, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)),
+                  "channels": ("channels", {"P": P},
+                               lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out))}, None, {}
+
+
+def _config_10(small: bool):
+    from ...models import gru  # noqa: PLC0415
+
+    B, T, H = (16, 256, 32) if small else (16, 1024, 32)
+    P = backend.cpu_count()
+    p = gru.init_params(8, H, seed=0)
+    X = np.random.default_rng(0).standard_normal((T, B, 8)).astype(np.float32)
+    opts = dict(m=4, levels=2, relax="FCF", max_iter=30, tol=1e-5)
+    _, hist = gru.gru_forward(p, X, implicit=True, method="mgrit", return_history=True, **opts)
+    iters = max(1, len(hist))
+    prob = Problem("gru", "inference", B=B, T=T, H=H, nx=8)
+    return prob, {"serial GRU": ("batched", {}, lambda: gru.gru_forward(p, X, implicit=True)),
+                  "mgrit (1 thread)": ("mgrit", {"P": 1, "iters": iters},
+                                       lambda: gru.gru_forward(p, X, implicit=True, method="mgrit", **opts)),
+                  f"mgrit ({P} threads)": ("mgrit", {"P": P, "iters": iters},
+                                           lambda: gru.gru_forward(p, X, implicit=True, method="mgrit", threads=P,
+                                                                   **opts))}, 1, {"iterations": iters}
+
+
+def _config_11(small: bool):
+    from ...models import gru  # noqa: PLC0415
+    from ...parallel import deer  # noqa: PLC0415
+
+    B, T, H = (4, 512, 8) if small else (4, 1024, 8)
+    p = gru.init_params(3, H, seed=0, dtype=np.float64)
+    X = np.random.default_rng(1).standard_normal((T, B, 3))
+    its = {}
+    for m in ("newton", "quasi"):
+        _, hist = deer.gru_forward(p, X, method=m, tol=1e-8, return_history=True)
+        its[m] = max(1, len(hist) - 1)
+    prob = Problem("gru", "inference", B=B, T=T, H=H, nx=3)
+    return prob, {"serial GRU": ("batched", {}, lambda: gru.gru_forward(p, X)),
+                  "deer": ("deer", {"iters": its["newton"], "P": 1},
+                           lambda: deer.gru_forward(p, X, method="newton", tol=1e-8)),
+                  "quasi_deer": ("quasi_deer", {"iters": its["quasi"], "P": 1},
+                                 lambda: deer.gru_forward(p, X, method="quasi", tol=1e-8))}, 1, \
+        {"iterations": its}
+
+
+_CONFIGS = {"03 batching": _config_03, "05 threads": _config_05, "07 inference": _config_07,
+            "08 scan (H=1)": lambda s: _config_08(s, 1), "08 scan (H=128)": lambda s: _config_08(s, 128),
+            "10 MGRIT": _config_10, "11 DEER": _config_11}
+
+
+@dataclass
+class Row:
+    """One line of the predicted-vs-measured table."""
+
+    config: str
+    label: str
+    method: str
+    predicted: float
+    measured: float
+    problem: Problem
+
+    def __post_init__(self):
+        for k in ("config", "label", "method"):
+            check_str(getattr(self, k), k)
+        check_rates(self, ("predicted", "measured"))  # their ratio is the error
+        if not isinstance(self.problem, Problem):
+            raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
+
+    @property
+    def error(self) -> float:
+        """max(pred/meas, meas/pred): 1 is perfect; > 2 means the model is off by more than 2x."""
+        return max(self.predicted / self.measured, self.measured / self.predicted)
+
+    @property
+    def off(self) -> bool:
+        return self.error > 2.0
+
+
+@dataclass
+class Calibration:
+    """The predicted-vs-measured table on this machine, per configuration, with the noise of each run."""
+
+    machine: Machine
+    rows: list
+    noise: dict
+    info: dict
+
+    def __post_init__(self):
+        if not isinstance(self.machine, Machine):
+            raise TypeError(f"machine: expected a Machine, got {type(self.machine).__name__}")
+        if not isinstance(self.rows, list) or not all(isinstance(r, Row) for r in self.rows):
+            raise TypeError("rows: expected a list of Row")
+        for k in ("noise", "info"):
+            if not isinstance(getattr(self, k), dict):
+                raise TypeError(f"{k}: expected a dict, got {type(getattr(self, k)).__name__}")
+
+    def _rows(self, config) -> list:
+        check_choice(config, "config", self.configs())
+        return [r for r in self.rows if r.config == config]
+
+    def configs(self) -> list[str]:
+        return list(dict.fromkeys(r.config for r in self.rows))
+
+    def errors(self) -> dict:
+        """``{model method: worst error factor}`` -- what :func:`advise` takes as ``calibration``."""
+        out: dict = {}
+        for r in self.rows:
+            out[r.method] = max(out.get(r.method, 0.0), r.error)
+        return out
+
+    def measured_fastest(self, config: str) -> str:
+        rows = self._rows(config)
+        return min(rows, key=lambda r: r.measured).label
+
+    def predicted_fastest(self, config: str) -> str:
+        rows = self._rows(config)
+        return min(rows, key=lambda r: r.predicted).label
+
+    def advised(self, config: str) -> str:
+        """The advisor's first choice among this configuration's methods (off-by->2x methods not advised)."""
+        rows = self._rows(config)
+        err = {r.label: r.error for r in rows}
+        trusted = [r for r in rows if err[r.label] <= 2.0] or rows
+        return min(trusted, key=lambda r: r.predicted).label
+
+    def explain(self, config: str) -> str:
+        """Whether the advisor's first choice is the measured fastest here, and if not why (computed)."""
+        rows = {r.label: r for r in self.rows if r.config == config}
+        adv, fast = self.advised(config), self.measured_fastest(config)
+        noise = self.noise[config]
+        if not noise.ok:
+            return f"{config}: no conclusion -- {'; '.join(noise.reasons)}"
+        if adv == fast:
+            return f"{config}: the advisor's first choice, {adv}, is the measured fastest."
+        a, f = rows[adv], rows[fast]
+        close = a.measured / f.measured
+        if close < 1.1:
+            why = f"they were within {close:.2f}x of each other, closer than the model can tell apart"
+        elif f.off:
+            why = (f"the model is off by {f.error:.1f}x for {fast} ({f.method}), so it is not advised there; its "
+                   f"largest part was {predict(f.method, f.problem, self.machine, **self.info['opts'][config][fast]).bottleneck}")
+        elif a.off:
+            why = f"the model is off by {a.error:.1f}x for {adv}, whose predicted time was too small"
+        else:
+            why = (f"both within 2x, but the predicted ratio {a.predicted / f.predicted:.2f} and the measured "
+                   f"{close:.2f} fall on opposite sides of 1")
+        return f"{config}: the advisor picks {adv}, the measured fastest is {fast} -- {why}."
+
+    def table(self) -> str:
+        w = max(len(r.config) for r in self.rows)
+        lw = max(len(r.label) for r in self.rows)
+        lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'error':>6}"]
+        for r in self.rows:
+            mark = "  OFF >2x: not advised" if r.off else ""
+            lines.append(f"{r.config:<{w}}  {r.label:<{lw}}  {timing.fmt_seconds(r.predicted):>10}  "
+                         f"{timing.fmt_seconds(r.measured):>10}  {r.error:>5.2f}x{mark}")
+        bad = [c for c, n in self.noise.items() if not n.ok]
+        if bad:
+            lines.append("unreliable runs (busy machine or wide spread): " + ", ".join(bad))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def calibrate(configs=None, *, machine: Machine | None = None, small: bool = True, repeat: int = 3) -> Calibration:
+    """Run each chapter's benchmark configuration (``configs``: names from :data:`CONFIG_NAMES`) with
+    :func:`core.timing.compare` and predict it with the model on ``machine`` (default: measured now).
+    Returns a :class:`Calibration` (the predicted-vs-measured table)."""
+    configs = CONFIG_NAMES if configs is None else tuple(check_choice(c, "configs", CONFIG_NAMES) for c in configs)
+    repeat = check_positive_int(repeat, "repeat")
+    machine = Machine.measure() if machine is None else machine
+    rows, noise, info = [], {}, {"opts": {}, "extra": {}}
+    for name in configs:
+        prob, entries, blas, extra = _CONFIGS[name](small)
+        fns = {label: f for label, (_, _, f) in entries.items()}
+        if blas is None:
+            cmp = timing.compare(repeat=repeat, **fns)
+        else:
+            with backend.blas_threads(blas):
+                cmp = timing.compare(repeat=repeat, **fns)
+        noise[name] = cmp.noise
+        info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}
+        info["extra"][name] = extra
+        for label, (meth, o, _) in entries.items():
+            pred = predict(meth, prob, machine, **o).seconds
+            rows.append(Row(name, label, meth, pred, cmp.timings[label].median, prob))
+    return Calibration(machine, rows, noise, info)
+
+
+# =========================================================================== the seeds' machines, simulated
+SEED_SCHEDULES = {
+    "000.halide.summary.speedup": ("05 threads", "batched", "threads"),
+    "001.summary.kernel_speedup": ("08 scan (H=128)", "sequential", "chunked"),
+    "002.speedup.max": ("10 MGRIT", "serial GRU", "mgrit"),
+}
+
+
+def seed_schedules() -> dict:
+    """Each seed's headline schedule on its own machine (:meth:`Machine.preset`, assumptions labelled),
+    as a task graph on the virtual clock: ``{claim id: {"graph", "P", "serial_s", "simulated", "setting"}}``.
+    ``simulated`` = one-processor time / the simulated makespan."""
+    out = {}
+    phi = Machine.preset("xeon_phi")
+    prob = Problem("rnn", "training", B=1000, T=10, H=1000, ny=1000)
+    f, b, _ = step_cost(prob, phi, prob.B)
+    par = f / (1e9 * phi.gemm_gflops_core)             # the GEMMs of one step on one core
+    elem = b / phi.bandwidth(phi.cores)               # element-wise passes: the memory bus, shared by all cores
+    g = cluster.threads_step_graph(prob.T, phi.cores, parallel_part=par, serial_part=elem, barrier=phi.region_s)
+    serial = prob.T * (par + b / phi.bandwidth(1))
+    out["000.halide.summary.speedup"] = dict(graph=g, P=phi.cores, serial_s=serial,
+                                             simulated=serial / g.simulate(phi.cores).makespan,
+                                             setting=f"{phi.name}; seed 000's step B=1000, n=1000, T=10")
+    host = Machine.preset("k80_host")
+    gpu = host.gpu
+    T, H, sms = 1 << 20, 128, 13
+    bw = 1e9 * gpu.bandwidth_gbs / sms
+    g = cluster.chunked_scan_graph(T, sms, reduce=8 * H / bw, carry=gpu.step_latency_s, expand=12 * H / bw,
+                                   launch=gpu.launch_s)
+    serial = T * gpu.step_latency_s + gpu.launch_s
+    out["001.summary.kernel_speedup"] = dict(graph=g, P=sms, serial_s=serial,
+                                             simulated=serial / g.simulate(sms).makespan,
+                                             setting=f"{gpu.name}, 13 SMs; T=2^20, H=128 (assumed: "
+                                                     f"{gpu.step_latency_s * 1e6:g} µs per dependent step)")
+    nt, P = 128, 32
+    g = cluster.mgrit_graph(nt, m=4, levels=3, iters=2, P=P, latency=0.5)
+    out["002.speedup.max"] = dict(graph=g, P=P, serial_s=float(nt), simulated=nt / g.simulate(P).makespan,
+                                  setting="Attaway: 128 frames, P = 128/4 = 32 processors, m=4, 3 levels, "
+                                          "2 iterations (assumed), exchange = half a step (assumed); GRU only, "
+                                          "no ResNet preprocessing")
+    return out
+
+
+def measured_speedups(cal: Calibration) -> dict:
+    """``{claim id: (speed-up measured here, what, noise)}`` for the seeds' schedules whose configuration
+    ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run)."""
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal: expected a Calibration (see calibrate), got {type(cal).__name__}")
+    out = {}
+    for cid, (config, base, par) in SEED_SCHEDULES.items():
+        rows = [r for r in cal.rows if r.config == config]
+        b = [r for r in rows if r.label == base]
+        p = [r for r in rows if r.label.startswith(par) and r.label != base]
+        if b and p:
+            q = p[-1]
+            out[cid] = (b[0].measured / q.measured, f"{config}: {base} / {q.label}", cal.noise[config])
+    return out
+
+
+# =========================================================================== the widget's data
+def ranking_and_maps(B: int = 32, T: int = 256, H: int = 128, layers: int = 2, cores: int = 2, gpu: bool = False,
+                     kind: str = "rnn", mode: str = "inference", *, machine: Machine | None = None,
+                     calibration: dict | None = None, n: int = 6) -> dict:
+    """The slider panel's data: the advisor's ranking for one problem on ``machine`` with ``cores``
+    (virtual) cores and an assumed GPU or none, and the winning (trusted) method over a (T, H) grid and
+    a (B, P) grid around it (``n`` x ``n`` points)."""
+    base = Machine.measure() if machine is None else machine
+    mach = base.with_cores(check_positive_int(cores, "cores", high=4096))
+    mach = mach.with_gpu(GPU.assumed() if gpu else None)
+    prob = Problem(kind, mode, B=B, T=T, H=H, layers=1 if kind == "linear" else layers)
+    adv = advise(prob, mach, calibration=calibration)
+
+    def win(p, m):
+        return advise(p, m, calibration=calibration)[0].method
+
+    Ts = sorted({max(8, int(T * 4.0 ** k)) for k in np.linspace(-2, 2, n)})
+    Hs = sorted({max(4, int(H * 4.0 ** k)) for k in np.linspace(-1.5, 1.5, n)})
+    Bs = sorted({max(1, int(B * 4.0 ** k)) for k in np.linspace(-2, 2, n)})
+    Ps = sorted({max(1, int(cores * 4.0 ** k)) for k in np.linspace(-1, 2, n)})
+    th = [[win(replace(prob, T=t, H=h), mach) for t in Ts] for h in Hs]
+    bp = [[win(replace(prob, B=b), base.with_cores(P).with_gpu(mach.gpu)) for b in Bs] for P in Ps]
+    return {"problem": prob, "machine": mach, "advice": adv,
+            "TH": {"x": Ts, "y": Hs, "winner": th, "xlabel": "T", "ylabel": "H"},
+            "BP": {"x": Bs, "y": Ps, "winner": bp, "xlabel": "B", "ylabel": "cores P"}}

@@ -1,0 +1,277 @@
+"""The cost model's machine (experiments folder, chapter 12): what this computer can do, *measured* by
+:meth:`Machine.measure` with :mod:`course_lib.core.timing` (cached per process; ``quick=True`` for tests) --
+cores, SIMD lanes, GEMM peak per core and on all cores, GEMV rate with the weights in cache, streaming
+bandwidth on one and on all cores, the cost of one library call, of a thread-pool hand-off and of a numba
+parallel region, the latency of one dependent step. MPI and GPU numbers are *assumed* and say so
+(``machine.source[field]``); :meth:`Machine.preset` gives the seeds' machines (assumed). :class:`GPU` holds a
+GPU's numbers. See :mod:`course_lib.experiments.cost_model` for the model that uses them.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+import numpy as np
+
+from ...core import backend, timing
+from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
+
+__all__ = ["GPU", "Machine", "check_rates"]
+
+
+# =========================================================================== the machine
+def check_rates(obj, rates=(), times=()) -> None:
+    """Positive finite rates (they divide) and non-negative finite times, each named by its field."""
+    for k in rates:
+        check_float(getattr(obj, k), k, low=0.0, low_inclusive=False)
+    for k in times:
+        check_float(getattr(obj, k), k, low=0.0)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """A GPU's numbers -- measured on a device run, or assumed (``source`` says which)."""
+
+    name: str
+    bandwidth_gbs: float      # reachable streaming bandwidth
+    gflops: float             # reachable float32 GEMM rate
+    launch_s: float           # one kernel launch
+    step_latency_s: float     # one dependent step of a kernel that loops over time (a global-memory round trip)
+    transfer_gbs: float = 12.0
+    source: str = "assumed"
+
+    def __post_init__(self):
+        check_str(self.name, "name")
+        check_str(self.source, "source", nonempty=False)
+        check_rates(self, ("bandwidth_gbs", "gflops", "transfer_gbs"), ("launch_s", "step_latency_s"))
+
+    @classmethod
+    def k80(cls) -> "GPU":
+        """Seed 001's GK210 (one chip of a Tesla K80): 240 GB/s peak of which its scan reached 104 GB/s
+        (claims 001.bandwidth.*); the rest are assumptions."""
+        return cls("Tesla K80 (one GK210)", 104.0, 2500.0, 10e-6, 1.0e-6, 6.0,
+                   "assumed: bandwidth from seed 001 (104 GB/s reached); launch 10 µs, 1 µs per dependent step")
+
+    @classmethod
+    def assumed(cls, name: str = "a current data-centre GPU") -> "GPU":
+        check_str(name, "name")
+        return cls(name, 1500.0, 15000.0, 5e-6, 0.7e-6, 20.0,
+                   "assumed: 1.5 TB/s, 15 TFLOP/s float32, 5 µs launch, 0.7 µs per dependent step")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a computer can do (see the module docstring); ``source`` labels each number."""
+
+    name: str
+    cores: int
+    simd_lanes: int
+    gemm_gflops_core: float
+    gemm_gflops_all: float
+    gemv_gflops: float
+    bandwidth_core_gbs: float
+    bandwidth_all_gbs: float
+    call_s: float
+    handoff_s: float
+    region_s: float
+    step_latency_s: float
+    mpi_latency_s: float = 2e-6
+    mpi_bandwidth_gbs: float = 5.0
+    gpu: GPU | None = None
+    source: dict = field(default_factory=dict, compare=False, hash=False)
+    noise: timing.Noise = field(default_factory=timing.Noise, compare=False, hash=False)
+
+    def __post_init__(self):
+        check_str(self.name, "name")
+        check_positive_int(self.cores, "cores", high=1 << 24)
+        check_positive_int(self.simd_lanes, "simd_lanes", high=1 << 12)
+        check_rates(self, ("gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
+                            "bandwidth_all_gbs", "mpi_bandwidth_gbs"),
+                     ("call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s"))
+        if self.gpu is not None and not isinstance(self.gpu, GPU):
+            raise TypeError(f"gpu: expected a GPU or None, got {type(self.gpu).__name__}")
+        if not isinstance(self.source, dict):
+            raise TypeError(f"source: expected a dict quantity -> label, got {type(self.source).__name__}")
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def measure(cls, quick: bool = False) -> "Machine":
+        """This machine, measured now with :mod:`course_lib.core.timing` (once per process and ``quick``)."""
+        return _measure(check_bool(quick, "quick"))
+
+    @classmethod
+    def preset(cls, name: str) -> "Machine":
+        """The seeds' machines, from their documents and stated assumptions (every number labelled):
+        ``"xeon_phi"`` (seed 000: 61 cores, 512-bit SIMD), ``"k80_host"`` (seed 001: a host with a K80),
+        ``"attaway"`` (seed 002: 36-core Xeon nodes, 4 MPI ranks x 9 threads per node, many nodes)."""
+        check_choice(name, "name", ("xeon_phi", "k80_host", "attaway"))
+        a = "assumed"
+        if name == "xeon_phi":
+            m = cls("61-core Xeon Phi (seed 000)", 61, 16, 30.0, 30.0 * 61 * 0.8, 4.0, 5.0, 170.0, 2e-6, 20e-6,
+                    10e-6, 4e-9, source={"cores": "seed 000", "simd_lanes": "seed 000 (512-bit SIMD)",
+                                          "*": f"{a}: 1.2 GHz cores, 30 GFLOP/s per core, 170 GB/s stream, "
+                                               "10 µs parallel region"})
+        elif name == "k80_host":
+            m = cls("host with a Tesla K80 (seed 001)", 8, 8, 40.0, 300.0, 10.0, 10.0, 40.0, 1e-6, 20e-6, 5e-6,
+                    1.5e-9, gpu=GPU.k80(), source={"*": f"{a}: an 8-core host of 2016", "gpu": GPU.k80().source})
+        else:
+            m = cls("Attaway, 36-core Xeon nodes (seed 002)", 36 * 32, 16, 70.0, 70.0 * 36 * 32 * 0.8, 10.0,
+                    10.0, 100.0 * 32, 1e-6, 20e-6, 10e-6, 1.5e-9, mpi_latency_s=3e-6, mpi_bandwidth_gbs=10.0,
+                    source={"cores": "seed 002 (36 cores per node; 32 nodes assumed)",
+                            "*": f"{a}: 2.3 GHz Xeon, 70 GFLOP/s per core, 100 GB/s per node, "
+                                 "3 µs / 10 GB/s interconnect"})
+        return m
+
+    def with_cores(self, P: int) -> "Machine":
+        """A virtual machine like this one with ``P`` cores (all-core rates scaled; labelled)."""
+        P = check_positive_int(P, "P", high=1 << 16)
+        eff = min(1.0, self.gemm_gflops_all / (self.gemm_gflops_core * self.cores))
+        src = dict(self.source)
+        src["cores"] = f"virtual: {P} cores; all-core GEMM and bandwidth scaled from {self.cores} measured"
+        return replace(self, name=f"{self.name}, {P} virtual cores", cores=P,
+                       gemm_gflops_all=self.gemm_gflops_core * P * eff,
+                       bandwidth_all_gbs=self.bandwidth_all_gbs * P / self.cores, source=src)
+
+    def with_gpu(self, gpu: GPU | None) -> "Machine":
+        if gpu is not None and not isinstance(gpu, GPU):
+            raise TypeError(f"gpu: expected a GPU or None, got {type(gpu).__name__}")
+        src = dict(self.source)
+        src["gpu"] = gpu.source if gpu else "none"
+        return replace(self, gpu=gpu, source=src)
+
+    # ---------------------------------------------------------------- rates
+    def gemm_rate(self, rows: float, threads: int = 1) -> float:
+        """FLOP/s of products whose weights are used by ``rows`` rows, on ``threads`` cores:
+        ``min(peak, rows * gemv rate)`` (weights read once, used ``rows`` times)."""
+        rows = check_float(rows, "rows", low=0.0)
+        threads = check_positive_int(threads, "threads")
+        per_core = min(self.gemm_gflops_core, max(1.0, rows) * self.gemv_gflops)
+        if threads > 1:
+            return 1e9 * min(per_core * threads, self.gemm_gflops_all * per_core / self.gemm_gflops_core)
+        return 1e9 * per_core
+
+    def bandwidth(self, threads: int = 1) -> float:
+        """Bytes/s streaming on ``threads`` cores."""
+        threads = check_positive_int(threads, "threads")
+        if threads <= 1:
+            return 1e9 * self.bandwidth_core_gbs
+        return 1e9 * min(self.bandwidth_all_gbs, self.bandwidth_core_gbs * threads)
+
+    def table(self) -> list[tuple[str, str, str]]:
+        """(quantity, value, source) rows for printing."""
+        rows = [("cores", f"{self.cores}", ""), ("SIMD lanes (float32)", f"{self.simd_lanes}", ""),
+                ("GEMM peak, 1 core", f"{self.gemm_gflops_core:.1f} GFLOP/s", ""),
+                ("GEMM peak, all cores", f"{self.gemm_gflops_all:.1f} GFLOP/s", ""),
+                ("GEMV, weights in cache", f"{self.gemv_gflops:.1f} GFLOP/s", ""),
+                ("stream bandwidth, 1 core", f"{self.bandwidth_core_gbs:.1f} GB/s", ""),
+                ("stream bandwidth, all cores", f"{self.bandwidth_all_gbs:.1f} GB/s", ""),
+                ("one library call", f"{self.call_s * 1e6:.2f} µs", ""),
+                ("thread-pool hand-off", f"{self.handoff_s * 1e6:.1f} µs", ""),
+                ("numba parallel region", f"{self.region_s * 1e6:.1f} µs", ""),
+                ("one dependent step", f"{self.step_latency_s * 1e9:.2f} ns", ""),
+                ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
+                ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
+                ("GPU", self.gpu.name if self.gpu else "none", "")]
+        keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
+                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
+                "mpi_bandwidth_gbs", "gpu"]
+        return [(q, v, self.source.get(k, self.source.get("*", ""))) for (q, v, _), k in zip(rows, keys)]
+
+    def __str__(self) -> str:
+        w = max(len(r[0]) for r in self.table())
+        return "\n".join(f"{q:<{w}}  {v:>16}  {s}" for q, v, s in self.table())
+
+
+def _simd_lanes() -> int:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return 16 if "avx512f" in flags else 8 if "avx" in flags else 4
+    except OSError:
+        pass
+    return 4
+
+
+def _gemm_peak(n: int, threads: int, repeat: int) -> float:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    out = np.empty((n, n), np.float32)
+    with backend.blas_threads(threads):
+        t = timing.measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
+    return timing.gemm_flops(n, n, n) / t.min / 1e9
+
+
+def _parallel_copy_bandwidth(mbytes: int, threads: int, repeat: int) -> float:
+    n = mbytes * 1_000_000 // 8
+    src = np.ones(n)
+    dst = np.empty_like(src)
+    parts = np.linspace(0, n, threads + 1).astype(int)
+    with ThreadPoolExecutor(threads) as pool:
+        def run():
+            list(pool.map(lambda i: np.copyto(dst[parts[i]:parts[i + 1]], src[parts[i]:parts[i + 1]]),
+                          range(threads)))
+        t = timing.measure(run, repeat=repeat, warmup=1, number=1)
+    return 2 * src.nbytes / t.min / 1e9
+
+
+@lru_cache(maxsize=None)
+def _numba_kernels():
+    from numba import njit, prange  # noqa: PLC0415
+
+    @njit(cache=True)
+    def chain(a, x):
+        h = np.float32(0.0)
+        for t in range(a.shape[0]):
+            h = a[t] * h + x[t]
+        return h
+
+    @njit(cache=True, parallel=True)
+    def region(out):
+        for i in prange(out.shape[0]):
+            out[i] += 1.0
+
+    return chain, region
+
+
+@lru_cache(maxsize=None)
+def _measure(quick: bool) -> Machine:
+    cores = backend.cpu_count()
+    n, rep, mb = (256, 3, 32) if quick else (768, 5, 128)
+    src = {}
+    g1 = _gemm_peak(n, 1, rep)
+    gall = _gemm_peak(n, cores, rep) if cores > 1 else g1
+    with backend.blas_threads(1):
+        gemv = timing.gemv_rate(256, 256, repeat=rep)["gflops"]
+    bw1 = timing.copy_bandwidth(mbytes=mb, repeat=rep)
+    bwall = _parallel_copy_bandwidth(mb, cores, rep) if cores > 1 else bw1
+    x, y = np.ones(8, np.float32), np.ones(8, np.float32)
+    call = timing.measure(np.add, x, y, repeat=rep, min_time=2e-3).min
+    probe = timing.measure(np.add, x, y, repeat=max(rep, 5), min_time=2e-2)
+    with ThreadPoolExecutor(cores) as pool:
+        handoff = timing.measure(lambda: list(pool.map(int, range(cores))), repeat=rep, min_time=2e-3).min
+    chain, region = _numba_kernels()
+    Tn = 20_000 if quick else 200_000
+    a = np.full(Tn, 0.5, np.float32)
+    xs = np.ones(Tn, np.float32)
+    step = timing.measure(chain, a, xs, repeat=rep, warmup=1).min / Tn
+    buf = np.zeros(max(2, cores), np.float64)
+    t_region = timing.measure(region, buf, repeat=rep, warmup=1, min_time=2e-3)
+    region_s = t_region.min
+    noise = (probe.noise | t_region.noise).add(region_s > 1e-3, "a numba parallel region took over 1 ms: "
+                                                 "its threads waited for cores other processes held")
+    for k in ("cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
+              "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s"):
+        src[k] = "measured" + (" (quick)" if quick else "")
+    src["cores"] = "measured (CPU affinity)"
+    src["simd_lanes"] = "from /proc/cpuinfo flags"
+    src["mpi_latency_s"] = src["mpi_bandwidth_gbs"] = "assumed: shared-memory MPI on one node (not measured here)"
+    gpu = None
+    if backend.gpu_available():
+        gpu = GPU.assumed(backend.detect_gpu()[1])
+    src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
+    return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
+                   max(bw1, bwall), call, handoff, region_s, step, gpu=gpu, source=src, noise=noise)

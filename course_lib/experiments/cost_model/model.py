@@ -1,0 +1,495 @@
+"""The cost model (experiments folder, chapter 12): a :class:`Problem` (model kind, mode, sizes), the
+:class:`Cost` of each method on it on a :class:`~.machine.Machine` -- a roofline with overheads (see
+:mod:`course_lib.experiments.cost_model`) -- and :func:`predict`, :func:`predict_all`, :func:`applicable`.
+Counts come from the course's task graphs (:mod:`.cluster`) or closed forms tested equal to the course's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_str
+from . import cluster
+from .machine import Machine
+
+__all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
+           "applicable", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
+
+KINDS = ("rnn", "lstm", "gru", "linear")
+MODES = ("inference", "training")
+METHODS = ("serial", "batched", "threads", "wavefront", "mpi", "scan", "channels", "mgrit", "deer", "quasi_deer",
+           "gpu_scan", "gpu_batched")
+GATES = {"rnn": 1, "gru": 3, "lstm": 4, "linear": 0}
+# library calls per cell (one layer, one step) in the course's numpy code: GEMVs/GEMMs, adds, activations, stores
+CALLS_PER_CELL = {"rnn": 5, "gru": 20, "lstm": 18, "linear": 0}
+CALLS_OUTPUT = 7          # softmax output per step: product, bias, max, subtract, exp, sum, divide
+TRAIN_FACTOR = 3.0        # backward ~ 2x forward flops and calls
+MGRIT_ITERS = 2           # the seed's and chapter 10's setting (iterations are a property of the dynamics)
+DEER_ITERS = {"deer": 6, "quasi_deer": 20}
+ITEMSIZE = 4              # float32
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is to be computed: a ``kind`` of recurrent model in a ``mode``, ``B`` sequences of ``T``
+    steps, ``H`` hidden units, ``layers`` stacked layers, ``nx`` inputs (default H), ``ny`` outputs per
+    step (0: none). ``linear`` is the element-wise recurrence ``h_t = a_t * h_{t-1} + x_t`` of chapter 08
+    (``B * H`` independent channels)."""
+
+    kind: str = "rnn"
+    mode: str = "inference"
+    B: int = 1
+    T: int = 100
+    H: int = 128
+    layers: int = 1
+    nx: int | None = None
+    ny: int = 0
+
+    def __post_init__(self):
+        check_choice(self.kind, "kind", KINDS)
+        check_choice(self.mode, "mode", MODES)
+        for name in ("B", "T", "H", "layers"):
+            check_positive_int(getattr(self, name), name, high=1 << 30)
+        if self.nx is not None:
+            check_positive_int(self.nx, "nx", high=1 << 30)
+        check_int(self.ny, "ny", low=0, high=1 << 30)
+        if self.kind == "linear" and self.layers != 1:
+            raise ValueError(f"layers: a linear recurrence (kind='linear') is one element-wise layer, got {self.layers}")
+
+    @property
+    def n_in(self) -> int:
+        return self.H if self.nx is None else self.nx
+
+    @property
+    def training(self) -> bool:
+        return self.mode == "training"
+
+    def cell_flops(self, rows: int = 1) -> float:
+        """Flops of one cell (one layer, one step) for ``rows`` sequences, forward."""
+        rows = check_float(rows, "rows", low=0.0)
+        if self.kind == "linear":
+            return 2.0 * rows * self.H
+        g = GATES[self.kind]
+        return rows * (2.0 * g * self.H * (self.n_in + self.H) + 10.0 * g * self.H)
+
+    def output_flops(self, rows: int = 1) -> float:
+        rows = check_float(rows, "rows", low=0.0)
+        return rows * (2.0 * self.H * self.ny + 5.0 * self.ny) if self.ny else 0.0
+
+    def param_bytes(self) -> float:
+        if self.kind == "linear":
+            return 0.0
+        g = GATES[self.kind]
+        return ITEMSIZE * self.layers * g * self.H * (self.n_in + self.H + 1) + ITEMSIZE * self.ny * (self.H + 1)
+
+    def flops(self) -> float:
+        f = self.T * (self.layers * self.cell_flops(self.B) + self.output_flops(self.B))
+        return f * (TRAIN_FACTOR if self.training else 1.0)
+
+    def describe(self) -> str:
+        return (f"{self.kind} {self.mode}, B={self.B}, T={self.T}, H={self.H}, layers={self.layers}"
+                + (f", ny={self.ny}" if self.ny else ""))
+
+
+# =========================================================================== costs
+@dataclass
+class Cost:
+    """The model's account of one method (see the module docstring). ``parts`` splits ``seconds``."""
+
+    method: str
+    problem: Problem
+    P: int
+    work: float = 0.0
+    span: float = 0.0
+    bytes: float = 0.0
+    calls: float = 0.0
+    regions: float = 0.0
+    messages: float = 0.0
+    comm_bytes: float = 0.0
+    counts: dict = field(default_factory=dict)
+    parts: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    note: str = ""
+
+    def __post_init__(self):
+        check_str(self.method, "method")
+        if not isinstance(self.problem, Problem):
+            raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
+        check_positive_int(self.P, "P")
+
+    @property
+    def bottleneck(self) -> str:
+        return max(self.parts, key=self.parts.get) if self.parts else ""
+
+
+def _finish(c: Cost, m: Machine, *, rate: float, bw: float, call_s: float | None = None, region_s: float | None = None,
+            gil: bool = True, latency: float | None = None, comm_bw: float | None = None) -> Cost:
+    compute = max(c.work / (c.P * rate), c.span / rate) if rate > 0 else 0.0
+    memory = c.bytes / bw if bw > 0 else 0.0
+    calls = c.calls * (m.call_s if call_s is None else call_s) / (1 if gil else c.P)
+    regions = c.regions * (m.region_s if region_s is None else region_s)
+    comm = c.messages * (m.mpi_latency_s if latency is None else latency) + \
+        c.comm_bytes / (1e9 * (m.mpi_bandwidth_gbs if comm_bw is None else comm_bw))
+    c.parts = {"compute": compute, "memory": memory, "calls": calls, "sync": regions, "communication": comm}
+    c.seconds = max(compute, memory) + calls + regions + comm
+    return c
+
+
+def _train(p: Problem) -> float:
+    return TRAIN_FACTOR if p.training else 1.0
+
+
+def _calls_per_step(p: Problem) -> float:
+    return p.layers * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)
+
+
+def _need_nonlinear(p: Problem, method: str):
+    if p.kind == "linear":
+        raise ValueError(f"kind: {method} solves nonlinear recurrences; a linear recurrence (kind='linear') is "
+                         f"solved exactly by a scan -- use method 'scan'")
+
+
+def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[float, float, float]:
+    """(flops, bytes, calls) of one time step of all layers for ``rows`` sequences."""
+    f = p.layers * p.cell_flops(rows) + p.output_flops(rows)
+    elem = 3 * ITEMSIZE * rows * max(1, GATES[p.kind]) * p.H * p.layers * 4  # element-wise passes
+    return f * _train(p), elem * _train(p), _calls_per_step(p) * _train(p)
+
+
+def cost_serial(p: Problem, m: Machine) -> Cost:
+    """One sequence, one step, one layer at a time: matrix-*vector* products (GEMV), B T layers cells;
+    a linear recurrence is the compiled loop over time (one dependent step per time step)."""
+    c = Cost("serial", p, 1)
+    if p.kind == "linear":
+        n = p.B * p.H
+        c.work = c.span = 2.0 * p.T * n * _train(p)
+        c.bytes = 3 * ITEMSIZE * p.T * n * _train(p)
+        c.calls = 1
+        c.counts = {"steps": p.T}
+        lat = p.T * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) * _train(p)  # 4: pipelined lanes
+        _finish(c, m, rate=0.0, bw=m.bandwidth(1))
+        c.parts["compute"] = lat
+        c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"]
+        return c
+    f, b, k = step_cost(p, m, 1)
+    c.work = c.span = p.B * p.T * f
+    c.bytes = p.B * p.T * b
+    c.calls = p.B * p.T * k
+    c.counts = {"cells": p.B * p.T * p.layers}
+    return _finish(c, m, rate=m.gemm_rate(1), bw=m.bandwidth(1))
+
+
+def cost_batched(p: Problem, m: Machine) -> Cost:
+    """All B sequences together: per step and layer one GEMM of B rows (chapter 03)."""
+    if p.kind == "linear":
+        c = cost_serial(p, m)
+        c.method = "batched"
+        return c
+    c = Cost("batched", p, 1)
+    f, b, k = step_cost(p, m, p.B)
+    c.work = c.span = p.T * f
+    c.bytes = p.T * b
+    c.calls = p.T * k
+    c.counts = {"steps": p.T * p.layers}
+    return _finish(c, m, rate=m.gemm_rate(p.B), bw=m.bandwidth(1))
+
+
+def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
+    """The batch split over ``P`` threads of one process, each running the batched pass on its share;
+    the library calls hold the GIL, so they add up over threads; one hand-off to the pool."""
+    P = min(m.cores if P is None else check_positive_int(P, "P"), p.B)
+    if p.B < 2:
+        raise ValueError("B: splitting the batch over threads needs B >= 2 sequences")
+    c = Cost("threads", p, P)
+    share = math.ceil(p.B / P)
+    f, b, k = step_cost(p, m, share)
+    c.work = p.T * f * P
+    c.span = p.T * f
+    c.bytes = p.T * b * P
+    c.calls = p.T * k * P
+    c.regions = 1
+    c.counts = {"share": share}
+    return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), region_s=m.handoff_s)
+
+
+def wavefront_counts(T: int, L: int, P: int) -> dict:
+    """Cells, diagonals (span) and barrier steps ``sum_d ceil(|D_d| / P)`` of the layer wavefront, in closed form."""
+    T, L, P = check_positive_int(T, "T"), check_positive_int(L, "L"), check_positive_int(P, "P")
+    steps = sum(math.ceil(min(d + 1, L, T, T + L - 1 - d) / P) for d in range(T + L - 1))
+    return {"work": T * L, "span": T + L - 1, "steps": steps}
+
+
+def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
+    """Cells (l, t) on one anti-diagonal run on ``P`` threads, a barrier (pool hand-off) per diagonal."""
+    if p.layers < 2:
+        raise ValueError(f"layers: the layer wavefront needs >= 2 layers (a diagonal holds at most `layers` "
+                         f"cells), got {p.layers}")
+    if p.kind == "linear":
+        raise ValueError("kind: a linear recurrence has one layer; the wavefront is for stacked layers")
+    P = min(m.cores if P is None else check_positive_int(P, "P"), p.layers)
+    wc = wavefront_counts(p.T, p.layers, P)
+    c = Cost("wavefront", p, P)
+    cell = p.cell_flops(p.B) * _train(p)
+    c.work = wc["work"] * cell + p.T * p.output_flops(p.B)
+    c.span = wc["steps"] * cell + p.T * p.output_flops(p.B)
+    c.bytes = wc["work"] * 3 * ITEMSIZE * p.B * max(1, GATES[p.kind]) * p.H * 4 * _train(p)
+    c.calls = (wc["work"] * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)) * _train(p)
+    c.regions = wc["span"] * _train(p)
+    c.counts = wc
+    return _finish(c, m, rate=m.gemm_rate(p.B), bw=m.bandwidth(P), region_s=m.handoff_s)
+
+
+def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
+    """The batch split over ``P`` ranks (separate processes: their calls run in parallel). Inference:
+    scatter inputs, gather outputs. Training: per step an allreduce of the gradients."""
+    P = min(m.cores if P is None else check_positive_int(P, "P"), p.B)
+    if p.B < 2:
+        raise ValueError("B: splitting the batch over MPI ranks needs B >= 2 sequences")
+    c = Cost("mpi", p, P)
+    share = math.ceil(p.B / P)
+    f, b, k = step_cost(p, m, share)
+    c.work, c.span = p.T * f * P, p.T * f
+    c.bytes, c.calls = p.T * b * P, p.T * k * P
+    rounds = 2 * math.ceil(math.log2(P)) if P > 1 else 0
+    if p.training:
+        c.messages = rounds
+        c.comm_bytes = 2 * p.param_bytes() * (P - 1) / P
+    else:
+        c.messages = 2 * (P - 1)
+        c.comm_bytes = ITEMSIZE * p.T * p.B * (p.n_in + max(p.ny, p.H)) * (P - 1) / P
+    c.counts = {"share": share, "rounds": rounds}
+    return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), gil=False)
+
+
+def scan_counts(method: str, T: int) -> dict:
+    """Combines (work) and parallel steps (span) of one scan, closed form: sequential T-1 / T-1;
+    Hillis-Steele ``sum_{d < ceil log2 T} (T - 2^d)`` / ``ceil log2 T``; Blelloch ``2(n - 1)`` / ``2 log2 n``
+    (n = T padded to a power of two); chunked on P = 2 chunks per thread: see :func:`cost_scan`."""
+    check_choice(method, "method", ("sequential", "hillis_steele", "blelloch"))
+    T = check_positive_int(T, "T")
+    lv = (T - 1).bit_length()
+    if method == "sequential":
+        return {"work": T - 1, "span": T - 1}
+    if method == "hillis_steele":
+        return {"work": lv * T - (2 ** lv - 1), "span": lv}
+    return {"work": 2 * (2 ** lv - 1), "span": 2 * lv}
+
+
+def _need_linear(p: Problem, method: str):
+    if p.kind != "linear":
+        raise ValueError(f"kind: {method} computes linear recurrences (kind='linear'); a {p.kind} is nonlinear -- "
+                         f"use 'deer', 'quasi_deer' or 'mgrit' for its time axis")
+
+
+def cost_scan(p: Problem, m: Machine, P: int | None = None) -> Cost:
+    """Chapter 08's chunked scan over time on ``P`` threads: reduce (read a, x) + expand (read a, x,
+    write h): 20 bytes per element instead of 12; few channels use SIMD lanes over time."""
+    _need_linear(p, "scan")
+    P = m.cores if P is None else check_positive_int(P, "P")
+    n = p.B * p.H
+    c = Cost("scan", p, P)
+    tr = _train(p)
+    c.work = 4.0 * p.T * n * tr
+    c.span = 4.0 * math.ceil(p.T / P) * n * tr
+    c.bytes = 5 * ITEMSIZE * p.T * n * tr
+    c.calls = 1
+    lanes = max(1, m.simd_lanes // max(1, n)) if n * ITEMSIZE <= 16 else 1
+    chunk = max(8, (3 << 19) // (2 * n * ITEMSIZE))
+    if p.T * n < (1 << 20):  # chapter 08's rule: small problems stay on one thread (lanes only)
+        P = c.P = 1
+        c.span = c.work
+    c.regions = 2 * math.ceil(p.T / (chunk * P)) * tr if P > 1 else 0
+    c.counts = {"chunks": P, "lanes": lanes, **scan_counts("sequential", p.T)}
+    _finish(c, m, rate=0.0, bw=m.bandwidth(P))
+    lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes * tr
+    c.parts["compute"] = lat
+    c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
+    return c
+
+
+def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
+    """Parallel over channel groups: each thread runs the whole time loop on ``B H / P`` channels."""
+    _need_linear(p, "channels")
+    n = p.B * p.H
+    P = min(m.cores if P is None else check_positive_int(P, "P"), n)
+    c = Cost("channels", p, P)
+    tr = _train(p)
+    c.work = 2.0 * p.T * n * tr
+    c.span = c.work / P
+    c.bytes = 3 * ITEMSIZE * p.T * n * tr
+    c.calls, c.regions = 1, tr
+    c.counts = {"groups": P}
+    _finish(c, m, rate=0.0, bw=m.bandwidth(P))
+    lat = p.T * m.step_latency_s * max(1.0, n / P / m.simd_lanes / 4) * tr
+    c.parts["compute"] = lat
+    c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
+    return c
+
+
+def mgrit_counts(T: int, P: int, *, iters: int = MGRIT_ITERS, m: int = 4, levels: int = 2,
+                 relax: str = "FCF") -> dict:
+    """Time steps on MGRIT's critical path and in all, from its task graph (:func:`cluster.mgrit_graph`);
+    T is padded to a multiple of ``m**(levels-1)`` as :func:`course_lib.models.gru.gru_forward` does."""
+    T, P = check_positive_int(T, "T"), check_positive_int(P, "P")
+    iters = check_positive_int(iters, "iters")
+    m = check_int(m, "m", low=2, high=1 << 16)
+    levels = check_int(levels, "levels", low=1, high=64)
+    q = m ** (levels - 1)
+    Tp = math.ceil(T / q) * q
+    g = cluster.mgrit_graph(Tp, m=m, levels=levels, iters=iters, P=P, relax=relax)
+    span, _ = g.critical_path()
+    return {"span": span, "work": g.work(), "T_padded": Tp, "iters": iters}
+
+
+def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,
+               levels: int = 2, cf: int = 4) -> Cost:
+    """MGRIT over time on ``P`` threads (chapter 10): its steps are batched cells of B rows; the span in
+    steps from its task graph; every step's library calls hold the GIL (they add up over threads)."""
+    _need_nonlinear(p, "mgrit")
+    P = m.cores if P is None else check_positive_int(P, "P")
+    iters = MGRIT_ITERS if iters is None else check_positive_int(iters, "iters")
+    if p.T < cf:
+        raise ValueError(f"T: MGRIT needs at least m = {cf} time steps to coarsen, got {p.T}")
+    mc = mgrit_counts(p.T, P, iters=iters, m=cf, levels=levels)
+    f, b, k = step_cost(p, m, p.B)
+    c = Cost("mgrit", p, P)
+    c.work, c.span = mc["work"] * f, mc["span"] * f
+    c.bytes = mc["work"] * b
+    c.calls = mc["work"] * (k + 4)  # + the solver's own bookkeeping per step
+    c.regions = 6 * iters * (levels - 1) if P > 1 else 0
+    c.counts = mc
+    return _finish(c, m, rate=m.gemm_rate(p.B), bw=m.bandwidth(P), region_s=m.handoff_s)
+
+
+def deer_counts(T: int, H: int, P: int, *, iters: int, method: str = "newton") -> dict:
+    """Flops of DEER on P processors from its task graph (:func:`cluster.deer_graph`): span and work."""
+    T, H, P = check_positive_int(T, "T"), check_positive_int(H, "H"), check_positive_int(P, "P")
+    iters = check_positive_int(iters, "iters")
+    g = cluster.deer_graph(T, H, iters=iters, P=P, method=method)
+    span, _ = g.critical_path()
+    return {"span": span, "work": g.work(), "iters": iters}
+
+
+def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,
+              method: str = "deer") -> Cost:
+    """DEER / quasi-DEER (chapter 11): ``iters`` Newton iterations, each evaluating the cell and its
+    Jacobian at every t at once (batched numpy: ~30 calls) and a matrix scan over time (full H x H
+    Jacobians for DEER, diagonal for quasi-DEER): flops from the task graph, memory for the Jacobians."""
+    _need_nonlinear(p, method)
+    P = m.cores if P is None else check_positive_int(P, "P")
+    key = "quasi" if method == "quasi_deer" else "newton"
+    iters = DEER_ITERS[method] if iters is None else check_positive_int(iters, "iters")
+    dc = deer_counts(p.T, p.H, P, iters=iters, method=key)
+    c = Cost(method, p, P)
+    rows = p.B * p.layers * _train(p)
+    c.work, c.span = dc["work"] * rows, dc["span"] * rows
+    jac = p.H * p.H if key == "newton" else p.H
+    c.bytes = iters * rows * p.T * (jac * 8 * 6 + p.H * 8 * 20)  # Jacobians written, scanned, read; float64
+    c.calls = iters * (40 + (4 * math.ceil(math.log2(max(2, p.T))) if key == "newton" else 6)) * p.layers * _train(p)
+    c.regions = iters * 3 if P > 1 else 0
+    c.counts = dc
+    rate = m.gemm_rate(min(p.H, 16) if key == "newton" else 1)
+    return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P))  # / 2: float64
+
+
+def cost_gpu_scan(p: Problem, m: Machine) -> Cost:
+    """Chapter 08's reduce / scan / expand kernels on the machine's GPU (3 launches; 20 bytes/element,
+    inputs and outputs copied over the bus)."""
+    _need_linear(p, "gpu_scan")
+    if m.gpu is None:
+        raise ValueError("machine: gpu_scan needs a machine with a GPU (Machine.with_gpu)")
+    g = m.gpu
+    n = p.B * p.H
+    c = Cost("gpu_scan", p, 1)
+    tr = _train(p)
+    c.bytes = 5 * ITEMSIZE * p.T * n * tr
+    c.calls = 3 * tr
+    c.comm_bytes = 3 * ITEMSIZE * p.T * n
+    c.counts = {"launches": 3 * tr}
+    c.parts = {"compute": 0.0, "memory": c.bytes / (1e9 * g.bandwidth_gbs), "calls": c.calls * g.launch_s,
+               "sync": 0.0, "communication": c.comm_bytes / (1e9 * g.transfer_gbs)}
+    c.seconds = sum(c.parts.values())
+    return c
+
+
+def cost_gpu_batched(p: Problem, m: Machine) -> Cost:
+    """One kernel per step and layer on the GPU (B x H threads, serial over time): T layers launches;
+    a linear recurrence is one kernel looping over time (seed 001's serial kernel)."""
+    if m.gpu is None:
+        raise ValueError("machine: gpu_batched needs a machine with a GPU (Machine.with_gpu)")
+    g = m.gpu
+    c = Cost("gpu_batched", p, 1)
+    tr = _train(p)
+    if p.kind == "linear":
+        n = p.B * p.H
+        c.bytes = 3 * ITEMSIZE * p.T * n * tr
+        c.calls = tr
+        c.comm_bytes = 3 * ITEMSIZE * p.T * n
+        lat = p.T * g.step_latency_s * tr
+        c.parts = {"compute": lat, "memory": c.bytes / (1e9 * g.bandwidth_gbs), "calls": c.calls * g.launch_s,
+                   "sync": 0.0, "communication": c.comm_bytes / (1e9 * g.transfer_gbs)}
+        c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["communication"]
+        return c
+    f, b, _ = step_cost(p, m, p.B)
+    c.work = c.span = p.T * f
+    c.bytes = p.T * (b + p.param_bytes())
+    c.calls = p.T * (p.layers + (1 if p.ny else 0)) * tr
+    c.comm_bytes = ITEMSIZE * p.T * p.B * (p.n_in + max(p.ny, p.H))
+    rate = 1e9 * min(g.gflops, p.B * 2.0 * g.bandwidth_gbs / ITEMSIZE)
+    c.parts = {"compute": c.work / rate, "memory": c.bytes / (1e9 * g.bandwidth_gbs),
+               "calls": c.calls * g.launch_s, "sync": 0.0, "communication": c.comm_bytes / (1e9 * g.transfer_gbs)}
+    c.seconds = max(c.parts["compute"], c.parts["memory"]) + c.parts["calls"] + c.parts["communication"]
+    return c
+
+
+_COSTS = {"serial": cost_serial, "batched": cost_batched, "threads": cost_threads, "wavefront": cost_wavefront,
+          "mpi": cost_mpi, "scan": cost_scan, "channels": cost_channels, "mgrit": cost_mgrit,
+          "deer": lambda p, m, **o: cost_deer(p, m, method="deer", **o),
+          "quasi_deer": lambda p, m, **o: cost_deer(p, m, method="quasi_deer", **o),
+          "gpu_scan": cost_gpu_scan, "gpu_batched": cost_gpu_batched}
+
+
+def predict(method: str, problem: Problem, machine: Machine | None = None, **opts) -> Cost:
+    """The :class:`Cost` of ``method`` on ``problem`` on ``machine`` (default: this one, measured).
+    Options: ``P=`` (workers) for parallel methods, ``iters=`` for mgrit/deer/quasi_deer. Raises
+    ValueError naming the argument when the method cannot apply to the problem."""
+    check_choice(method, "method", METHODS)
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
+    machine = Machine.measure() if machine is None else machine
+    if not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    return _COSTS[method](problem, machine, **opts)
+
+
+def applicable(problem: Problem, machine: Machine) -> dict:
+    """``{method: None or the reason it does not apply}`` for every method."""
+    _check_problem_machine(problem, machine)
+    out = {}
+    for meth in METHODS:
+        try:
+            _COSTS[meth](problem, machine)
+            out[meth] = None
+        except ValueError as exc:
+            out[meth] = str(exc)
+    return out
+
+
+def _check_problem_machine(problem, machine) -> None:
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
+    if not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+
+
+def predict_all(problem: Problem, machine: Machine | None = None, methods=None, **opts) -> dict:
+    """``{method: Cost}`` for every method that applies (or those in ``methods``, which must all apply)."""
+    machine = Machine.measure() if machine is None else machine
+    if methods is None:
+        ok = [k for k, v in applicable(problem, machine).items() if v is None]
+    else:
+        ok = [check_choice(k, "methods", METHODS) for k in methods]
+    return {k: predict(k, problem, machine, **opts.get(k, {})) for k in ok}
+
+
+# =========================================================================== the advisor
