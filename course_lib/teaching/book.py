@@ -20,6 +20,7 @@ nothing is fetched. ``python -m course_lib.teaching.book [--out DIR]`` is what `
 from __future__ import annotations
 
 import copy
+import html as html_lib
 import json
 import os
 import re
@@ -79,6 +80,25 @@ def _panel_outputs(model_id: str, state: dict, seen: set | None = None) -> list[
     return found
 
 
+def _widget_texts(model_id: str, state: dict, seen: set | None = None) -> list[str]:
+    """The text a widget tree finally showed: HTML/Label values, a progress bar as value/max."""
+    seen = set() if seen is None else seen
+    if model_id in seen or model_id not in state:
+        return []
+    seen.add(model_id)
+    model = state[model_id]
+    st, name = model.get("state", {}), model.get("model_name", "")
+    if name in ("HTMLModel", "LabelModel", "HTMLMathModel") and st.get("value"):
+        return [html_lib.unescape(re.sub(r"<[^>]+>", "", str(st["value"])))]
+    if name.endswith("ProgressModel") and st.get("max"):
+        return [f"[{'#' * int(20 * (st.get('value') or 0) / st['max'])}{'.' * (20 - int(20 * (st.get('value') or 0) / st['max']))}]"]
+    out: list[str] = []
+    for child in st.get("children", []) or []:
+        if isinstance(child, str) and child.startswith("IPY_MODEL_"):
+            out += _widget_texts(child[len("IPY_MODEL_"):], state, seen)
+    return out
+
+
 def _note_output(extra: str = "") -> dict:
     html = f'<p class="static-panel-note">{PANEL_NOTE}{extra}</p>'
     return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html}}
@@ -87,8 +107,9 @@ def _note_output(extra: str = "") -> dict:
 def static_widget_outputs(nb: dict) -> tuple[dict, int, int]:
     """A copy of notebook ``nb`` (a dict) whose widget views are replaced by their stored first render.
 
-    Returns ``(new_nb, panels, missing)``: how many widget outputs were replaced, and how many of those
-    had no stored render (they keep only the note). The widget state is dropped from the copy.
+    Returns ``(new_nb, panels, missing)``: how many slider panels were replaced, and how many of those
+    had no stored render (they keep only the note). A progress bar (tqdm) becomes the line of text it
+    last showed. The widget state is dropped from the copy.
     """
     _check_nb(nb, "nb")
     state = (nb.get("metadata", {}).get("widgets", {})
@@ -105,6 +126,12 @@ def static_widget_outputs(nb: dict) -> tuple[dict, int, int]:
                 continue
             panels += 1
             stored = _panel_outputs(view.get("model_id", ""), state)
+            texts = [] if stored else _widget_texts(view.get("model_id", ""), state)
+            if texts:  # a progress bar (tqdm): its last state as a line of text
+                panels -= 1
+                new_outputs.append({"output_type": "stream", "name": "stderr",
+                                    "text": " ".join(t.strip() for t in texts if t.strip()) + "\n"})
+                continue
             if not stored:
                 missing += 1
                 new_outputs.append(_note_output(" (Its first render was not stored in this notebook.)"))
@@ -159,7 +186,7 @@ def landing_page(readme: str, chapters: list[str]) -> str:
         name = m.group(1)
         if name not in names:
             return m.group(0)
-        return f"[{name}](chapters/{name}.ipynb) · [worksheet](worksheets/{name}_worksheet.ipynb)"
+        return f"[`{name}`](chapters/{name}.ipynb) · [worksheet](worksheets/{name}_worksheet.ipynb)"
 
     table = [re.sub(r"`(\d\d_[a-z0-9_]+)`", link, row) for row in table]
     parts = ["---", "title: Parallel RNNs, hands-on", "---", "", intro, "",
