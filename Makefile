@@ -1,6 +1,7 @@
 # Parallel RNNs, hands-on -- two commands do all the set-up:
 #   make lab    create .venv, install the course, register the kernel, start JupyterLab on 127.0.0.1
 #   make test   install what the tests need (+ Debian's chromium) and run the whole suite
+#   make book   the course as a static website in build/book/html (Jupyter Book 2, stored outputs)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,7 +15,8 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab test install-lab install-test kernel chromium notebooks exercises grade bench report clean
+.PHONY: lab test install-lab install-test kernel chromium notebooks exercises grade bench report clean \
+        book test-book install-book node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +32,18 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	@# nbgrader (for the export test) ships a JupyterLab extension; students' labs do not have it
 	-$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
 	touch $(VENV)/.lab-installed $@
+
+# The site: jupyter-book from PyPI (the 'book' extra), Node.js >= 18 for its mystmd (Debian's nodejs +
+# npm where missing), and the site template's one web library (KaTeX's style sheet) from npm.
+BOOK_TEMPLATE := book/template
+$(VENV)/.book-installed: pyproject.toml | $(VENV)/.lab-installed
+	$(PIP) install --quiet -e '.[book]' 2>&1 | grep -v "is neither a file nor a directory" || true
+	$(BIN)/jupyter-book --version >/dev/null
+	touch $@
+
+$(BOOK_TEMPLATE)/node_modules/.installed: $(BOOK_TEMPLATE)/package-lock.json | node
+	cd $(BOOK_TEMPLATE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
 
 install-lab: $(VENV)/.lab-installed
 install-test: $(VENV)/.test-installed
@@ -52,6 +66,32 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium is missing and apt-get is not usable here: the browser test will be skipped"; fi
 
+node:
+	@need_node() { command -v node >/dev/null 2>&1 && node -e 'process.exit(+process.versions.node.split(".")[0] >= 18 ? 0 : 1)'; }; \
+	if ! need_node || ! command -v npm >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing the system's Node.js and npm for the course site (apt-get install nodejs npm)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  fi; \
+	fi; \
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "make book needs Node.js >= 18 and npm: install them with your system's package manager" \
+	       "(Debian/Ubuntu as root: apt-get install nodejs npm; make book does that when run as root)"; exit 1; \
+	elif ! need_node; then \
+	  echo "make book needs Node.js >= 18 (Jupyter Book 2's mystmd); this system has $$(node --version)." \
+	       "Install a newer nodejs from your system's packages (Debian 12, Ubuntu 24.04 and later ship 18+)"; exit 1; \
+	else echo "node: $$(node --version), npm $$(npm --version)"; fi
+
+install-book: $(VENV)/.book-installed $(BOOK_TEMPLATE)/node_modules/.installed
+
+# renders the notebooks' stored outputs (nothing executed, nothing downloaded) into build/book/html
+book: install-book
+	$(BIN)/python -m course_lib.teaching.book
+
+# the site in headless Chromium: every page, image and link, math, no raw widget text, no solutions
+test-book: book install-test chromium
+	BOOK_REQUIRED=1 $(BIN)/python -m pytest -ra -p no:xdist tests/browser/test_book.py
+
 test: install-test kernel chromium
 	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 	  tests notebooks solutions \
@@ -73,4 +113,4 @@ bench: install-test
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache test-artifacts build/book $(BOOK_TEMPLATE)/node_modules
