@@ -109,6 +109,16 @@ def test_claims_are_traced_to_the_chapters_that_show_them():
     assert sum(bool(v) for v in chapters_of.values()) > len(CLAIMS) // 2
 
 
+def test_claims_compared_in_a_verdict_are_told_apart_from_those_only_shown():
+    compared = book.compared_claims(ROOT)
+    assert "000.bptt.quadratic" in compared   # verdict("000.bptt.quadratic", ...) in notebook 02
+    assert "002.speedup.max" in compared      # SEED_SPEEDUP = claim("002.speedup.max"); verdict(SEED_SPEEDUP.id, ...)
+    assert "000.task.features" not in compared  # only shown (a setting of the task)
+    page = book.seed_page("000", book.claim_chapters(ROOT), {n[:2]: n for n in CHAPTERS}, compared)
+    assert "reproduced (measured and compared) in chapter [02](chapters/02_bptt.ipynb)" in page
+    assert "shown in chapter [01](chapters/01_serial_rnn.ipynb)" in page
+
+
 def test_claims_index_and_seed_pages_quote_every_claim():
     chapters_of = book.claim_chapters(ROOT)
     files = {n[:2]: n for n in CHAPTERS}
@@ -116,7 +126,7 @@ def test_claims_index_and_seed_pages_quote_every_claim():
     for cid in CLAIMS:
         assert f"`{cid}`" in index
     page = book.seed_page("000", chapters_of, files)
-    assert "reproduces" in page and "(chapters/03_batching.ipynb)" in page
+    assert "reproduces 0" in page and "(chapters/03_batching.ipynb)" in page
     assert all(f"`{c.id}`" in page for c in CLAIMS.values() if c.seed == "000")
     with pytest.raises(ValueError, match="seed"):
         book.seed_page("999", chapters_of, files)

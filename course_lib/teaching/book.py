@@ -35,7 +35,7 @@ from .claims import CLAIMS, SEED_TITLES
 from .notebook_io import COURSE_ROOT, as_path
 
 __all__ = ["static_widget_outputs", "machine_description", "landing_page", "claim_chapters",
-           "claims_index_page", "seed_page", "prepare", "build", "WIDGET_MIME", "PANEL_NOTE"]
+           "compared_claims", "claims_index_page", "seed_page", "prepare", "build", "WIDGET_MIME", "PANEL_NOTE"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 PANEL_NOTE = ("Interactive panel: below is its first render, stored when the notebook ran. On this static "
@@ -249,6 +249,27 @@ def claim_chapters(root=None) -> dict[str, list[str]]:
     return out
 
 
+_CLAIM_VAR = re.compile(r"(\w+)\s*=\s*(?:claims\.)?(?:claim\(|CLAIMS\[)\s*[\"']([^\"']+)[\"']")
+
+
+def compared_claims(root=None) -> set[str]:
+    """Claim ids that a chapter compares with a measurement: named in a ``verdict(`` call, directly
+    (``verdict("002.speedup.max", ...``) or through a name bound to the claim
+    (``S = claim("002.speedup.max")`` ... ``verdict(S.id, ...``), in the notebooks, worksheets or
+    course_lib; the others are only shown."""
+    root = COURSE_ROOT if root is None else _folder(root, "root")
+    found: set[str] = set()
+    for text in list(_source_texts(root).values()) + list(_module_texts(root).values()):
+        names = {m.group(1): m.group(2) for m in _CLAIM_VAR.finditer(text)}
+        calls = [m.group(1) for m in re.finditer(r"verdict\(\s*([^,)]+)", text)]
+        for arg in calls:
+            arg = arg.strip()
+            cid = arg.strip("\"'") if arg[:1] in "\"'" else names.get(arg.split(".")[0])
+            if cid in CLAIMS:
+                found.add(cid)
+    return found
+
+
 def _chapter_links(chs: list[str], chapter_files: dict[str, str]) -> str:
     links = [f"[{ch}](chapters/{chapter_files[ch]}.ipynb)" for ch in chs if ch in chapter_files]
     return ", ".join(links) if links else "not shown in a chapter"
@@ -262,13 +283,16 @@ def _seed_label(seed: str) -> str:
     return SEED_TITLES.get(seed, "beyond the seeds (papers cited by the course)")
 
 
-def claims_index_page(chapters_of: dict[str, list[str]], chapter_files: dict[str, str]) -> str:
-    """The claims index (MyST markdown): one table row per claim, grouped by seed."""
+def claims_index_page(chapters_of: dict[str, list[str]], chapter_files: dict[str, str],
+                      compared: set[str] = frozenset()) -> str:
+    """The claims index (MyST markdown): one table row per claim, grouped by seed; ``compared``: the ids
+    a chapter compares with a measurement in a verdict line."""
     lines = ["---", "title: The seed claims", "---", "",
              "Every number from a seed paper that the course prints comes from one registry, "
              "`course_lib.teaching.claims`; each quote below is the seed's own words, checked against the "
-             "seed text by a test. The chapter column says which chapter shows the number and measures "
-             f"it on the reader's machine (its page shows the measurement {MEASURED_NOTE}).", ""]
+             "seed text by a test. The chapter column says which chapter shows the number; *verdict* marks "
+             "the ones it compares with a measurement on the reader's machine (on this site, "
+             f"{MEASURED_NOTE}).", ""]
     for seed in claims_mod.SEEDS:
         rows = [c for c in CLAIMS.values() if c.seed == seed]
         if not rows:
@@ -277,22 +301,27 @@ def claims_index_page(chapters_of: dict[str, list[str]], chapter_files: dict[str
                   "| id | value | where | quote | chapter |", "|---|---|---|---|---|"]
         for c in sorted(rows, key=lambda c: c.id):
             lines.append(f"| `{c.id}` | {_cell(c.formatted())} | {_cell(c.where)} | "
-                         f"“{_cell(c.quote)}” | {_chapter_links(chapters_of.get(c.id, []), chapter_files)} |")
+                         f"“{_cell(c.quote)}” | {_chapter_links(chapters_of.get(c.id, []), chapter_files)}"
+                         f"{' (*verdict*)' if c.id in compared else ''} |")
         lines.append("")
     return "\n".join(lines)
 
 
-def seed_page(seed: str, chapters_of: dict[str, list[str]], chapter_files: dict[str, str]) -> str:
-    """One seed's page (MyST markdown): its figures/sections, the numbers, and where the course
-    measures each against this machine."""
+def seed_page(seed: str, chapters_of: dict[str, list[str]], chapter_files: dict[str, str],
+              compared: set[str] = frozenset()) -> str:
+    """One seed's page (MyST markdown): its figures/sections, the numbers, where the course shows each
+    and which it reproduces (compares with a measurement in a verdict line)."""
     if seed not in claims_mod.SEEDS:
         raise ValueError(f"seed: expected one of {claims_mod.SEEDS}, got {seed!r}")
     rows = sorted((c for c in CLAIMS.values() if c.seed == seed), key=lambda c: (c.where, c.id))
     shown = [c for c in rows if chapters_of.get(c.id)]
+    measured = [c for c in shown if c.id in compared]
     lines = ["---", f"title: {_seed_label(seed)}", "---", "",
-             f"The course reproduces {len(shown)} of the {len(rows)} numbers it quotes from this paper: each is "
-             f"measured in the chapter named below and compared in a verdict line ({MEASURED_NOTE}; "
-             "run `make lab` to measure your own). Back to [the claims index](claims.md).", ""]
+             f"The course quotes {len(rows)} numbers from this paper and shows {len(shown)} of them in its "
+             f"chapters. It reproduces {len(measured)}: the chapter named below measures the same thing and "
+             f"a verdict line compares the two (on this site, {MEASURED_NOTE}; run `make lab` to measure "
+             "your own). The others set up a task or a condition and are shown where they are used. "
+             "Back to [the claims index](claims.md).", ""]
     by_where: dict[str, list] = {}
     for c in rows:
         by_where.setdefault(c.where, []).append(c)
@@ -300,8 +329,9 @@ def seed_page(seed: str, chapters_of: dict[str, list[str]], chapter_files: dict[
         lines += [f"## {where}", ""]
         for c in cs:
             chs = chapters_of.get(c.id, [])
+            how = ("reproduced (measured and compared) in chapter " if c.id in compared else "shown in chapter ")
             lines += [f"* **{_cell(c.formatted())}** (`{c.id}`; {_cell(c.conditions)}) -- "
-                      f"{'reproduced in chapter ' + _chapter_links(chs, chapter_files) if chs else 'quoted, not measured'}",
+                      f"{how + _chapter_links(chs, chapter_files) if chs else 'quoted, not shown in a chapter'}",
                       f"  > “{_cell(c.quote)}”" + (f" ({_cell(c.source)})" if c.source else ""), ""]
     return "\n".join(lines)
 
@@ -353,12 +383,12 @@ def prepare(root=None, src=None) -> dict:
         nb, _, _ = static_widget_outputs(_read_json(p))
         _write(src / "worksheets" / f"{p.stem}_worksheet.ipynb", json.dumps(nb, indent=1))
     chapter_files = {name[:2]: name for name in chapters}
-    chapters_of = claim_chapters(root)
+    chapters_of, compared = claim_chapters(root), compared_claims(root)
     seeds = [s for s in claims_mod.SEEDS if any(c.seed == s for c in CLAIMS.values())]
     _write(src / "index.md", landing_page((root / "README.md").read_text(encoding="utf-8"), chapters))
-    _write(src / "claims.md", claims_index_page(chapters_of, chapter_files))
+    _write(src / "claims.md", claims_index_page(chapters_of, chapter_files, compared))
     for s in seeds:
-        _write(src / f"seed-{s}.md", seed_page(s, chapters_of, chapter_files))
+        _write(src / f"seed-{s}.md", seed_page(s, chapters_of, chapter_files, compared))
     _write(src / "myst.yml", _myst_yml(chapters, seeds, root / TEMPLATE))
     machine = machine_description(_read_json(lectures[0]))
     meta = {"root": str(root), "machine": machine, "chapters": chapters, "seeds": seeds, "panels": panels,

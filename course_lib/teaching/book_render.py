@@ -252,10 +252,31 @@ def _banner(ctx: Context, location: str) -> str:
     return ""
 
 
+def _plain(node: dict) -> str:
+    return node.get("value", "") + "".join(_plain(c) for c in node.get("children", []) or [])
+
+
+def _without_title(node: dict, title: str) -> dict:
+    """The AST without its first depth-1 heading when that heading is the page title (shown once)."""
+    children = node.get("children", []) or []
+    for i, child in enumerate(children):
+        if child.get("type") == "heading" and child.get("depth") == 1:
+            if _plain(child).replace("\u200b", "").strip() == title.strip():
+                return dict(node, children=children[:i] + children[i + 1:])
+            return node
+        if child.get("type") in ("root", "block"):
+            pruned = _without_title(child, title)
+            if pruned is not child:
+                return dict(node, children=children[:i] + [pruned] + children[i + 1:])
+            if any(g.get("type") == "heading" and g.get("depth") == 1 for g in child.get("children", [])):
+                return node
+    return node
+
+
 def render_page(page: dict, ctx: Context, nav: str, site_title: str) -> str:
     """A whole HTML document for one page's JSON."""
     title = page.get("frontmatter", {}).get("title") or page.get("slug", "")
-    body = render_node(page.get("mdast", {}), ctx)
+    body = render_node(_without_title(page.get("mdast", {}), title), ctx)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_esc(title)} · {_esc(site_title)}</title>"
