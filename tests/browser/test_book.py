@@ -109,7 +109,7 @@ def crawled(site):
                                               else (blocked.append(route.request.url), route.abort())))
             pages = _crawl(page, site)
             page.goto(f"{site}/index.html")
-            page.screenshot(path=str(ARTIFACTS / "landing.png"), full_page=False)
+            page.screenshot(path=str(ARTIFACTS / "landing.png"), full_page=True)  # down to the chapter table
             page.goto(f"{site}/batching.html")
             page.locator("img.output").first.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "chapter_03_batching.png"), full_page=False)
