@@ -1,5 +1,5 @@
-"""Plain helpers shared by the test files (``from helpers import ...``; pytest puts tests/ on sys.path,
-since tests/ has no ``__init__.py``). Fixtures live in conftest.py."""
+"""Plain helpers shared by the test files (``from helpers import ...``: pyproject's ``pythonpath = ["tests"]``
+puts tests/ on sys.path, for every folder under it). Fixtures live in conftest.py."""
 from __future__ import annotations
 
 import ast

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "course_lib"
+PKG = Path(__file__).resolve().parents[2] / "course_lib"
 ORDER = ["core", "data", "algorithms", "models", "parallel", "experiments", "teaching"]
 GUI = {"matplotlib", "ipywidgets", "IPython"}
 DATA_READERS = {"matplotlib.cbook", "matplotlib.image"}  # reading matplotlib's bundled sample image is data, not GUI

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONDA_ONLY = {"python", "pip"}
 EXTRAS_IN_ENV = ("mpi", "dev")
 CONDA_NAME = {"halide": "halide-python"}  # PyPI name -> conda-forge name where they differ

@@ -8,7 +8,7 @@ import pytest
 
 from course_lib.algorithms import halide_rnn as H
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_halide_benchmark_quick():

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p for d in ("notebooks", "solutions") for p in (ROOT / d).glob("[0-9][0-9]_*.ipynb"))
 
 # A measured quantity: a number followed by a speed-up, a rate, a time or a percentage.

@@ -27,12 +27,12 @@ def test_chapters_come_from_what_is_imported():
 
 def test_real_files_get_the_chapters_they_test(tmp_path):
     tests = REPO / "tests"
-    assert chapters_of_file(tests / "test_scan.py") == {"08"}
-    assert chapters_of_file(tests / "test_mgrit.py") == {"10"}
-    assert "08" in chapters_of_file(tests / "test_bench_scan.py")  # through the benchmark script it runs
-    assert [p.name for p in scripts_run_by((tests / "test_bench_scan.py").read_text())] == ["scan.py"]
+    assert chapters_of_file(tests / "algorithms" / "test_scan.py") == {"08"}
+    assert chapters_of_file(tests / "algorithms" / "test_mgrit.py") == {"10"}
+    assert "08" in chapters_of_file(tests / "benchmarks" / "test_scan.py")  # through the benchmark script it runs
+    assert [p.name for p in scripts_run_by((tests / "benchmarks" / "test_scan.py").read_text())] == ["scan.py"]
     assert chapters_of_file(REPO / "notebooks" / "08_scan.ipynb") == {"08"}
-    assert chapters_of_file(tests / "test_layers.py") == set()
+    assert chapters_of_file(tests / "course" / "test_layers.py") == set()
 
 
 def test_slow_ids_name_collected_tests(request):

@@ -20,7 +20,7 @@ import pytest
 
 from course_lib.core import backend
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p for d in ("notebooks", "solutions") for p in (ROOT / d).glob("[0-9][0-9]_*.ipynb"))
 
 # Facts of *a* machine, whatever machine: sizes of caches, rates, wall times, lane / core counts

@@ -337,7 +337,7 @@ def _solution_block_kernel():
     """The worksheet's solution kernel (solutions/08_scan.py), compiled here."""
     import pathlib
 
-    src = (pathlib.Path(__file__).resolve().parents[1] / "solutions" / "08_scan.py").read_text()
+    src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
     body = src[src.index("@cuda.jit\ndef my_scan_kernel"):src.index("# %%\nscan_checks.check_block_kernel")]
     ns = {"cuda": cuda, "float64": float64, "BLOCK_MAX": BLOCK_MAX}
     exec(body, ns)
@@ -492,7 +492,7 @@ def _solution_fast_scan():
 
     from numba import njit
 
-    src = (pathlib.Path(__file__).resolve().parents[1] / "solutions" / "08_scan.py").read_text()
+    src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
     body = src[src.index("@njit\ndef fast_scan"):src.index("# %%\nscan_checks.check_fast_scan")]
     ns = {"np": np, "njit": njit}
     exec(body, ns)
