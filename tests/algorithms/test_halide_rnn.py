@@ -6,6 +6,7 @@ import pytest
 
 from course_lib.algorithms import halide_rnn as H
 from course_lib.models import rnn
+from helpers import raises_naming
 
 ok, why = H.available()
 pytestmark = pytest.mark.skipif(not ok, reason=f"halide unavailable: {why}")
@@ -133,3 +134,17 @@ def test_worksheet_helpers():
     dH, dn, WT, h = (rng.standard_normal(s).astype(np.float32) for s in ((5, 9), (5, 9), (9, 9), (5, 9)))
     np.testing.assert_allclose(two(dH, dn, WT, h), (dH + dn @ WT) * (1 - h * h), rtol=1e-5, atol=1e-5)
     assert two.stages == 2
+
+
+# --------------------------------------------------------------------------- bad input: the helpers
+@pytest.mark.timeout(60)
+def test_halide_helpers():
+    raises_naming(ValueError, "T", H.step_flops, -1, 1, 1, 1, 1)
+    raises_naming(TypeError, "nh", H.step_flops, 1, 1, 1, "2", 1)
+    assert H.step_flops(np.int64(1), 1, 1, 1, 1) == 16
+    raises_naming(TypeError, "fn", H.capture_stderr, None)
+    raises_naming(TypeError, "loop_nest_text", H.count_stages, None)
+    raises_naming(ValueError, "elementwise", H.Schedule, "x", elementwise="outside")
+    raises_naming(ValueError, "tile", H.Schedule, "x", tile=(0, 4))
+    raises_naming(TypeError, "parallel", H.Schedule, "x", parallel="yes")
+    raises_naming(TypeError, "stage", H.compile_hidden, None)

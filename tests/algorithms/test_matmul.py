@@ -1,11 +1,13 @@
 """course_lib.algorithms.matmul: every rung of the matmul ladder and the eight Fig. 10 combinations agree
 with numpy; bad inputs raise clear errors. No timed assertions (the timing helpers are tested in
-tests/test_experiments_matmul.py; speed lives in benchmarks/)."""
+tests/experiments/test_matmul.py; speed lives in benchmarks/)."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401  (sets up numba's CUDA simulator flag first)
 from course_lib.algorithms import matmul as K
+from helpers import raises_naming
 
 SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (64, 64, 64), (70, 130, 41), (5, 1, 9)]
 TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-10, atol=1e-10)}
@@ -166,3 +168,22 @@ def test_parallel_rows_per_block_validated():
 def test_kernel_cores_name_every_rung():
     assert set(K.KERNEL_CORES) == set(K.MATMUL_KERNELS)
     assert set(K.TILED_KERNELS) <= set(K.MATMUL_KERNELS)
+
+
+# --------------------------------------------------------------------------- combination_name
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from([0, 1, "yes", None, 1.0]), st.integers(0, 2))
+def test_combination_name_wants_bools(bad, pos):
+    args = [True, False, True]
+    args[pos] = bad
+    raises_naming(TypeError, ("tiled", "simd", "parallel")[pos], K.combination_name, *args)
+
+
+@pytest.mark.timeout(30)
+def test_combination_name_correct():
+    assert K.combination_name(True, True, True) == "tiled + simd + parallel"
+    assert K.combination_name(np.bool_(False), False, False) == "serial"

@@ -86,3 +86,13 @@ def test_work_span_model():
     assert diag["speedup"] > 10 > full["speedup"]   # the diagonal scan scales, the full one barely
     assert ms.work_span(1024, 1, P=64)["speedup"] > 1
     assert ms.work_span(64, 8, structure="block", k=2, P=4)["work"] > 0
+
+
+# --------------------------------------------------------------------------- bad input: every public function
+@pytest.mark.timeout(60)
+def test_matrix_scan_rejects_non_finite():
+    names = [n for n in ms.__all__ if callable(getattr(ms, n))]
+    assert names
+    for n in names:
+        with pytest.raises((TypeError, ValueError)):
+            getattr(ms, n)(None, None)

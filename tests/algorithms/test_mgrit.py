@@ -2,9 +2,11 @@
 iteration loop over any partition, the work count vs the span model, divergence, bad input."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import mgrit as M
 from course_lib.experiments import mgrit as XM
+from helpers import raises_naming
 
 
 def _nonlinear(m, n=4, seed=0):
@@ -235,3 +237,47 @@ def test_f_cycle_converges_in_fewer_iterations_than_v_cycle():
         np.testing.assert_allclose(U[:, 0], exact, atol=1e-12)
         its[cycle] = len(h)
     assert its["F"] < its["V"]
+
+
+# --------------------------------------------------------------------------- relaxation helpers
+# integer arrays never truncate silently, bad arguments named
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+STEP = M.dahlquist_step(-1.0, 0.1, 4)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("fn", [lambda U: M.f_relaxation(STEP, U, 4), lambda U: M.c_relaxation(STEP, U, 4),
+                                lambda U: M.two_level_iteration(STEP, STEP, U, 4)])
+def test_relaxation_helpers_refuse_integer_arrays(fn):
+    U = np.ones((9, 1), dtype=np.int64)  # used to truncate every new state to an integer
+    raises_naming(TypeError, "U", fn, U)
+    Un = np.ones((9, 1))
+    Un[2] = np.nan
+    raises_naming(ValueError, "U", fn, Un)
+    raises_naming(ValueError, "nt", fn, np.ones((8, 1)))
+    out = fn(np.ones((9, 1)))
+    assert out.dtype == np.float64 and np.isfinite(out).all()
+
+
+@pytest.mark.timeout(30)
+def test_relaxation_helpers_check_step_and_level():
+    raises_naming(TypeError, "step", M.f_relaxation, None, np.ones(9), 4)
+    raises_naming(ValueError, "level", M.c_relaxation, STEP, np.ones(9), 4, level=-1)
+    raises_naming(TypeError, "coarse_step", M.two_level_iteration, STEP, 3, np.ones(9), 4)
+    raises_naming(TypeError, "step", M.serial_solve, "f", np.ones(1), 4)
+    raises_naming(ValueError, "nt", M.serial_solve, STEP, np.ones(1000), 10**9)
+    raises_naming(ValueError, "history", M.convergence_factor, [1.0, np.nan])
+    raises_naming(ValueError, "history", M.convergence_factor, [1.0, -0.5])
+    assert M.convergence_factor([1.0, 0.5, 0.25]) == pytest.approx(0.5)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(2, 6), st.sampled_from([np.float32, np.float64]))
+def test_f_relaxation_matches_the_serial_march(nc, dtype):
+    U0 = np.zeros((4 * nc + 1, 2), dtype)
+    U0[::4] = M.serial_solve(STEP, np.ones(2, dtype), 4 * nc)[::4]
+    np.testing.assert_allclose(M.f_relaxation(STEP, U0, 4), M.serial_solve(STEP, np.ones(2, dtype), 4 * nc),
+                               rtol=1e-6)

@@ -1,8 +1,10 @@
 """The generic Newton-over-the-sequence solver: exactness, convergence, divergence, IFT gradient, Lyapunov."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import newton
+from helpers import raises_naming
 
 
 def _system(scale, H=4, seed=0):
@@ -123,3 +125,36 @@ def test_bad_callables_and_shapes():
         newton.solve(f, lambda Hp, X: np.zeros((5, 4)), np.zeros(4), np.ones((5, 4)))
     with pytest.raises(ValueError, match="^h0"):
         newton.solve(f, jac, np.full(4, np.nan), np.zeros((5, 4)))
+
+
+# --------------------------------------------------------------------------- shift and residual
+# right on good input, named errors on bad
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def f(Hprev, X):
+    return np.tanh(0.5 * Hprev + X)
+
+
+@pytest.mark.timeout(60)
+@FAST
+@given(st.integers(1, 6), st.integers(1, 3))
+def test_shift_and_residual_are_right(T, n):
+    rng = np.random.default_rng(T * 10 + n)
+    H, X, h0 = rng.standard_normal((T, n)), rng.standard_normal((T, n)), rng.standard_normal(n)
+    Hp = newton.shift(h0, H)
+    np.testing.assert_array_equal(Hp[0], h0)
+    np.testing.assert_array_equal(Hp[1:], H[:-1])
+    np.testing.assert_allclose(newton.residual(f, h0, X, H), H - f(Hp, X))
+
+
+@pytest.mark.timeout(60)
+def test_shift_and_residual_reject_garbage():
+    H = np.zeros((4, 3))
+    raises_naming(ValueError, "h0", newton.shift, np.zeros(2), H)
+    raises_naming(ValueError, "H", newton.shift, np.zeros(3), np.full((4, 3), np.nan))
+    raises_naming(TypeError, "h0", newton.shift, np.array(["a", "b", "c"]), H)
+    raises_naming(ValueError, "H", newton.shift, np.zeros(3), np.zeros((0, 3)))
+    raises_naming(TypeError, "f", newton.residual, None, np.zeros(3), H, H)
+    raises_naming(ValueError, "X", newton.residual, f, np.zeros(3), np.zeros((5, 3)), H)
+    raises_naming(ValueError, "f", newton.residual, lambda a, b: a[:, :1], np.zeros(3), H, H)

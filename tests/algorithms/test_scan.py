@@ -1,9 +1,11 @@
 """course_lib.algorithms.scan: every method agrees with a float64 loop; backward vs finite differences; errors."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401  (before numba)
 from course_lib.algorithms import scan
+from helpers import raises_naming
 
 CPU_METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked")
 
@@ -325,3 +327,57 @@ def test_blocked_option_errors():
         scan.linear_recurrence(a, a, method="chunked", chunk=4, chunks=2)
     with pytest.raises(ValueError, match="n: expected an integer >= 1"):
         scan.chunk_steps(0, 4)
+
+
+# --------------------------------------------------------------------------- bad input
+# NaN never passes through a reference, arguments named
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NONFINITE = st.sampled_from([np.inf, -np.inf, np.nan])
+
+
+REFS = [scan.recurrence_float64, lambda a, x: scan.hillis_steele(a, x)[0], lambda a, x: scan.blelloch(a, x)[0],
+        scan.closed_form]
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(NONFINITE, st.sampled_from(["a", "x"]), st.integers(0, 6), st.integers(0, 2), st.sampled_from(range(4)))
+def test_scan_references_reject_non_finite(bad, which, t, c, k):
+    a, x, _ = scan.random_problem(7, 3, seed=1, dtype="float64")
+    (a if which == "a" else x)[t, c] = bad
+    raises_naming(ValueError, which, REFS[k], a, x)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(1, 40), st.integers(1, 4), st.sampled_from(["float32", "float64"]))
+def test_scan_references_agree_on_good_input(T, H, dtype):
+    a, x, h0 = scan.random_problem(T, H, seed=T, dtype=dtype)
+    ref = scan.recurrence_float64(a, x, h0)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for h in (scan.hillis_steele(a, x, h0)[0], scan.blelloch(a, x, h0)[0]):
+        np.testing.assert_allclose(h, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(NONFINITE, st.sampled_from(["a0", "h"]))
+def test_linear_recurrence_backward_rejects_non_finite(bad, which):
+    a, x, h0 = scan.random_problem(6, 3, seed=2, dtype="float64")
+    h = scan.linear_recurrence(a, x, h0)
+    g = np.ones_like(h)
+    if which == "a0":
+        a[0, 1] = bad  # the reverse scan never reads a[0]: it used to come back as a NaN grad_h0
+        raises_naming(ValueError, "a", scan.linear_recurrence_backward, a, h, h0, g)
+    else:
+        h[3, 1] = bad  # h is not scanned: it used to come back as NaN in grad_a
+        raises_naming(ValueError, "h", scan.linear_recurrence_backward, a, h, h0, g)
+
+
+@pytest.mark.timeout(30)
+def test_scan_small_helpers():
+    raises_naming(TypeError, "dtype", scan.random_problem, 3, 2, dtype="int32")
+    raises_naming(ValueError, "T", scan.random_problem, 10**12, 10)
+    raises_naming(ValueError, "low", scan.random_problem, 3, 2, low=np.nan)
+    raises_naming(ValueError, "cache_bytes", scan.chunk_steps, 4, 4, 0)
+    raises_naming(ValueError, "T", scan.ScanCounts, "blelloch", 0, 0, 0)

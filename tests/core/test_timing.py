@@ -2,8 +2,10 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.core import timing
+from helpers import BAD_SIZES, raises_naming
 
 
 def test_measure_counts_calls_and_reports_per_call():
@@ -196,3 +198,38 @@ def test_measure_and_compare_read_the_injected_clock(fake_clock):
     assert fake_clock.calls == {"a": 5, "b": 5}  # warmup 1 + repeat 4
     with pytest.raises(ValueError, match="seconds"):
         fake_clock.advance(-1)
+
+
+# --------------------------------------------------------------------------- bad input: the flop and byte counters
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(BAD_SIZES)
+def test_flop_counters_reject_bad_sizes(bad):
+    raises_naming((TypeError, ValueError), "m", timing.gemm_flops, bad, 2, 3)
+    raises_naming((TypeError, ValueError), "k", timing.gemv_flops, 2, bad)
+    raises_naming((TypeError, ValueError), "n", timing.gemm_intensity, 2, bad, 3)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(1, 2**40), st.integers(1, 2**40), st.integers(1, 2**40))
+def test_gemm_flops_exact_with_numpy_ints(m, n, k):
+    got = timing.gemm_flops(np.int64(m), np.int64(n), np.int64(k))
+    assert got == 2 * m * n * k and type(got) is int          # no int64 overflow
+
+
+@pytest.mark.timeout(30)
+def test_gflops_array_bytes_and_slope_reject_garbage():
+    raises_naming(TypeError, "flops", timing.gflops, "1e9", 1.0)
+    raises_naming(ValueError, "flops", timing.gflops, float("nan"), 1.0)
+    raises_naming((TypeError, ValueError), "seconds", timing.gflops, 1e9, "2")
+    raises_naming(ValueError, "seconds", timing.gflops, 1e9, 0.0)
+    raises_naming(TypeError, "arrays[1]", timing.array_bytes, np.zeros(2), None)
+    raises_naming(TypeError, "arrays[0]", timing.array_bytes, ["a", "b"])
+    raises_naming(TypeError, "sizes", timing.loglog_slope, ["a", "b"], [1, 2])
+    raises_naming(ValueError, "sizes", timing.loglog_slope, [4, 4, 4], [1, 2, 3])
+    raises_naming(ValueError, "times", timing.loglog_slope, [1, 2], [[1, 2]])
+    assert timing.loglog_slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0)

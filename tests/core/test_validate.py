@@ -1,7 +1,11 @@
+import json
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.core import validate as v
+from helpers import BAD_SIZES, raises_naming
 
 
 def test_check_array_accepts_and_binds_dims():
@@ -90,3 +94,57 @@ def test_choice_and_power_of_two():
     assert v.check_power_of_two(64, "block") == 64
     with pytest.raises(ValueError, match="block: expected a power of two, got 48"):
         v.check_power_of_two(48, "block")
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(BAD_SIZES)
+def test_check_positive_int_rejects_non_sizes(bad):
+    if isinstance(bad, int) and not isinstance(bad, bool) and bad >= 1:
+        return
+    raises_naming((TypeError, ValueError), "n", v.check_positive_int, bad, "n")
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(min_value=0, max_value=2**62))
+def test_numpy_integers_are_accepted_and_become_python_ints(n):
+    out = v.check_int(np.int64(n), "n", low=0)
+    assert out == n and type(out) is int
+
+
+@pytest.mark.timeout(30)
+def test_bools_rejected_where_numbers_are_wanted():
+    for b in (True, np.bool_(False)):
+        raises_naming(TypeError, "n", v.check_int, b, "n")
+        raises_naming(TypeError, "x", v.check_float, b, "x")
+    assert v.check_bool(np.bool_(True), "flag") is True
+    raises_naming(TypeError, "flag", v.check_bool, 1, "flag")
+
+
+@pytest.mark.timeout(30)
+def test_check_alloc_names_the_argument_and_the_memory_before_allocating():
+    with pytest.raises(ValueError, match=r"T: too large: .* would need 149 TiB; the limit here is"):
+        v.check_alloc((10**10 + 1, 8, 16, 16), np.float64, "T")
+    assert v.check_alloc((3, 4), np.float32, "X") == 48
+    raises_naming(ValueError, "X", v.check_alloc, (10, 10), np.float64, "X", limit=799)
+
+
+@pytest.mark.timeout(30)
+def test_check_dtype_and_to_builtin():
+    assert v.check_dtype("float32") == np.float32
+    raises_naming(TypeError, "dtype", v.check_dtype, np.int32)
+    raises_naming(TypeError, "dtype", v.check_dtype, "not a dtype")
+    data = {"repeat": np.int64(3), "ms": [np.float32(0.5)], "pair": (np.int8(1), 2), "a": np.arange(2)}
+    assert json.loads(json.dumps(v.to_builtin(data))) == {"repeat": 3, "ms": [0.5], "pair": [1, 2], "a": [0, 1]}
+
+
+@pytest.mark.timeout(30)
+def test_check_choice_with_unhashable_or_array_values():
+    raises_naming(ValueError, "method", v.check_choice, np.arange(3), "method", ("a", "b"))
+    raises_naming(ValueError, "method", v.check_choice, [1], "method", ("a", "b"))

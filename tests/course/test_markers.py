@@ -29,8 +29,10 @@ def test_real_files_get_the_chapters_they_test(tmp_path):
     tests = REPO / "tests"
     assert chapters_of_file(tests / "algorithms" / "test_scan.py") == {"08"}
     assert chapters_of_file(tests / "algorithms" / "test_mgrit.py") == {"10"}
-    assert "08" in chapters_of_file(tests / "benchmarks" / "test_scan.py")  # through the benchmark script it runs
-    assert [p.name for p in scripts_run_by((tests / "benchmarks" / "test_scan.py").read_text())] == ["scan.py"]
+    # one string: a bare "benchmarks" in this file would read as this file running a benchmark script
+    bench_scan = REPO / "tests/benchmarks/test_scan.py"
+    assert "08" in chapters_of_file(bench_scan)  # through the benchmark script it runs
+    assert [p.name for p in scripts_run_by(bench_scan.read_text())] == ["scan.py"]
     assert chapters_of_file(REPO / "notebooks" / "08_scan.ipynb") == {"08"}
     assert chapters_of_file(tests / "course" / "test_layers.py") == set()
 

@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.data import corpus
+from helpers import raises_naming
 
 
 def test_text_ships_with_python_and_is_deterministic():
@@ -50,3 +52,30 @@ def test_one_hot():
     assert oh.sum() == 4
     with pytest.raises(ValueError, match=r"ids: expected token ids in \[0, 3\), got min 0, max 3"):
         corpus.one_hot(np.array([0, 3]), 3)
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+def test_corpus_bad_inputs():
+    v = corpus.Vocab.from_text("hello")
+    raises_naming(TypeError, "text", corpus.Vocab.from_text, 3)
+    raises_naming(TypeError, "text", v.encode, None)
+    raises_naming(ValueError, "text", v.encode, "z")
+    raises_naming(TypeError, "chars", corpus.Vocab, "")
+    raises_naming(ValueError, "chars", corpus.Vocab, "aa")
+    raises_naming(TypeError, "rng", corpus.batch_windows, np.arange(10), 3, 2, 0)
+    raises_naming(TypeError, "dtype", corpus.one_hot, np.arange(3), 4, dtype=np.int64)
+    raises_naming(ValueError, "ids", corpus.one_hot, np.array([5]), 4)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=20))
+def test_one_hot_round_trip(ids):
+    oh = corpus.one_hot(np.array(ids), 10)
+    np.testing.assert_array_equal(oh.argmax(-1), ids)
+    assert oh.sum() == len(ids)

@@ -3,10 +3,12 @@ Machine.measure(quick=True) gives positive finite numbers."""
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import mgrit, newton, scan
 from course_lib.experiments import cost_model as cm
 from course_lib.parallel import inference
+from helpers import raises_naming
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +127,59 @@ def test_advise_does_not_advise_a_method_the_calibration_never_checked():
     assert by["batched"].trusted
     assert all(not a.trusted and "never checked" in a.reason for k, a in by.items() if k != "batched")
     assert ranked[0].method == "batched"
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from(["gemm_gflops_core", "bandwidth_core_gbs", "call_s", "cores", "simd_lanes"]),
+       st.sampled_from([-1.0, float("nan"), float("inf"), "x", 0]))
+def test_machine_fields(field, bad):
+    base = cm.Machine.preset("xeon_phi")
+    import dataclasses
+    if bad == 0 and field == "call_s":
+        assert dataclasses.replace(base, call_s=0).call_s == 0  # a time may be 0
+        return
+    raises_naming((ValueError, TypeError), field, dataclasses.replace, base, **{field: bad})
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from([-1.0, float("nan"), "x", None]))
+def test_rates_and_flops(bad):
+    m = cm.Machine.preset("k80_host")
+    raises_naming((ValueError, TypeError), "rows", m.gemm_rate, bad)
+    raises_naming((ValueError, TypeError), "rows", cm.Problem().cell_flops, bad)
+    raises_naming((ValueError, TypeError), "rows", cm.Problem(ny=3).output_flops, bad)
+    raises_naming((ValueError, TypeError), "threads", m.bandwidth, bad)
+
+
+@pytest.mark.timeout(30)
+def test_cost_model_objects():
+    m = cm.Machine.preset("k80_host")
+    p = cm.Problem(T=64, H=8)
+    raises_naming(TypeError, "quick", cm.Machine.measure, "yes")
+    raises_naming(TypeError, "name", cm.GPU.assumed, 3)
+    raises_naming(ValueError, "bandwidth_gbs", cm.GPU, "g", -1.0, 1.0, 1e-6, 1e-6)
+    raises_naming(TypeError, "problem", cm.applicable, "p", m)
+    raises_naming(TypeError, "machine", cm.applicable, p, "m")
+    raises_naming(ValueError, "advice", cm.first_choice, [])
+    raises_naming(TypeError, "advice", cm.first_choice, ["serial"])
+    raises_naming(ValueError, "seconds", cm.Advice, "serial", float("nan"), "")
+    raises_naming(TypeError, "problem", cm.Cost, "serial", None, 1)
+    raises_naming(ValueError, "measured", cm.Row, "c", "l", "serial", 1.0, 0.0, p)
+    raises_naming(TypeError, "cal", cm.measured_speedups, {})
+    cal = cm.Calibration(m, [cm.Row("c", "l", "serial", 1.0, 2.0, p)], {"c": None}, {})
+    raises_naming(ValueError, "config", cal.measured_fastest, "other")
+    assert cal.measured_fastest("c") == "l" and cal.predicted_fastest("c") == "l"
+    raises_naming(TypeError, "rows", cm.Calibration, m, ["row"], {}, {})
+    for bad in (0, -2, 1.5):
+        raises_naming((ValueError, TypeError), "P", cm.mgrit_counts, 64, bad)
+        raises_naming((ValueError, TypeError), "H", cm.deer_counts, 64, bad, 1, iters=2)
+    adv = cm.advise(p, m)
+    assert cm.first_choice(adv) == adv[0].method
+    assert all(v is None or isinstance(v, str) for v in cm.applicable(p, m).values())

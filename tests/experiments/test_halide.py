@@ -3,6 +3,7 @@ import pytest
 
 from course_lib.algorithms import halide_rnn as H
 from course_lib.experiments import halide as E
+from helpers import raises_naming
 
 ok, why = H.available()
 pytestmark = pytest.mark.skipif(not ok, reason=f"halide unavailable: {why}")
@@ -46,3 +47,10 @@ def test_schedule_time_widget_function():
         E.schedule_time(tile_rows=-1)
     with pytest.raises(ValueError, match="B"):
         E.problem(0)
+
+
+# --------------------------------------------------------------------------- bad input: checked before compiling
+@pytest.mark.timeout(30)
+def test_halide_compile_seconds_checks_before_compiling():
+    raises_naming(ValueError, "schedule", E.compile_seconds, "no-such-schedule")
+    raises_naming((ValueError, TypeError), "schedule", E.compile_seconds, 3)

@@ -3,11 +3,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import mgrit
 from course_lib.core import backend, timing
 from course_lib.data import activity
 from course_lib.experiments import mgrit as XM
+from helpers import BAD_SIZE, raises_naming
 
 
 def test_counted_work_matches_the_model_and_grows_with_iterations():
@@ -72,3 +74,47 @@ def test_convergence_sweeps_and_model_curve():
     assert set(d["histories"]) == {2, 4} and all(0 <= f < 1 for f in d["factors"].values())
     sp = XM.speedup_model(256, [1, 2, 8], m=4, levels=2, iters=2)
     assert sp.shape == (3,) and np.all(np.diff(sp) > 0)
+
+
+# --------------------------------------------------------------------------- bad input
+# named before anything is timed or allocated
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HUGE = st.integers(10**12, 10**15)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(BAD_SIZE)
+def test_mgrit_sweeps_reject_bad_sizes(bad):
+    raises_naming((ValueError, TypeError), "P", XM.speedup_model, 64, [1, bad])
+    raises_naming((ValueError, TypeError), "nt", XM.convergence_table, nt=bad)
+    raises_naming((ValueError, TypeError), "nt", XM.counted_work, bad)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(HUGE)
+def test_mgrit_huge_nt_refused_before_allocating(nt):
+    raises_naming(ValueError, "nt", XM.counted_work, nt)
+    raises_naming(ValueError, "nt", XM.convergence_histories, nt=nt)
+
+
+@pytest.mark.timeout(30)
+def test_mgrit_sequences_and_choices():
+    raises_naming(ValueError, "ms", XM.convergence_table, ms=())
+    raises_naming(ValueError, "m", XM.convergence_table, ms=(1,))  # each item named as before
+    raises_naming(TypeError, "Ps", XM.speedup_model, 64, 4)
+    raises_naming(ValueError, "lam_dts", XM.convergence_table, lam_dts=(float("nan"),))
+    raises_naming(ValueError, "relax", XM.convergence_table, relax="X")
+    raises_naming(TypeError, "Ts", XM.time_axis, 5)
+    raises_naming(TypeError, "runs", XM.train_compare, [], None)
+    X = np.zeros((4, 3, 2), np.float32)
+    y = np.zeros(3, np.int64)
+    raises_naming(TypeError, "data", XM.train_compare, {"a": {}}, (X, y))
+    raises_naming(ValueError, "data[2] (Xte)", XM.train_compare, {"a": {}}, (X, y, X[:, :, :1], y))
+    raises_naming(TypeError, "progress", XM.train_compare, {"a": {}}, (X, y, X, y), progress=3)
+    # correct result on good input
+    out = XM.speedup_model(64, [1, 2], m=4, levels=2, iters=2)
+    assert out.shape == (2,) and np.all(np.isfinite(out))
+    t = XM.convergence_table(ms=(2,), lam_dts=(-1.0,), nt=16, max_iter=2)
+    assert t["rho"].shape == (1, 1)

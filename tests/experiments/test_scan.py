@@ -7,6 +7,7 @@ import course_lib  # noqa: F401  (before numba)
 from course_lib.algorithms import scan
 from course_lib.core import timing
 from course_lib.experiments import scan as xs
+from helpers import raises_naming
 
 
 def test_methods_vs_T_and_thread_scaling():
@@ -71,3 +72,10 @@ def test_backward_speedup_agrees_with_the_serial_backward():
         xs.backward_speedup(100, 1, method="cuda")
     with pytest.raises(ValueError, match="T"):
         xs.backward_speedup(0, 1)
+
+
+# --------------------------------------------------------------------------- bad input: lane_instructions
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("dtype", ["int32", "float16", "nope", 3.5])
+def test_scan_lane_instructions_dtype(dtype):
+    raises_naming(TypeError, "dtype", xs.lane_instructions, dtype)

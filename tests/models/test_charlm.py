@@ -1,6 +1,6 @@
 """Tests for course_lib.models.charlm: BPTT gradients vs finite differences, training lowers the loss and
 returns a TrainResult, perplexity (batched, serial or any predict function), seeded sampling, bad inputs.
-Perplexity through the parallel methods is tested in test_experiments_inference.py."""
+Perplexity through the parallel methods is tested in tests/experiments/test_inference.py."""
 import numpy as np
 import pytest
 
@@ -9,6 +9,7 @@ from course_lib.core.results import TrainResult
 from course_lib.data import corpus
 from course_lib.models import charlm
 from course_lib.models import softmax_rnn as inf
+from helpers import raises_naming
 
 
 def _model(vocab=6, nh=5, layers=2, seed=0):
@@ -148,3 +149,17 @@ def test_bad_inputs():
         charlm.perplexity(p, np.array([0, 1]), T=4)
     with pytest.raises(TypeError, match="predict"):
         charlm.perplexity(p, np.arange(50) % 6, T=4, predict="batched")
+
+
+# --------------------------------------------------------------------------- bad input: sample
+@pytest.mark.timeout(5)
+def test_sample_with_huge_n_is_refused_at_once():
+    vocab = corpus.Vocab("abcde")
+    p = inf.init_params(5, 4, 5, seed=0)
+    raises_naming(ValueError, "n", charlm.sample, p, vocab, "a", 10**10)
+    raises_naming(TypeError, "n", charlm.sample, p, vocab, "a", "10")
+    raises_naming(TypeError, "prime", charlm.sample, p, vocab, 3)
+    raises_naming(ValueError, "temperature", charlm.sample, p, vocab, "a", 5, temperature=1e-310)
+    raises_naming(ValueError, "text", charlm.sample, p, vocab, "z", 5)
+    out = charlm.sample(p, vocab, "ab", 7, seed=np.int64(1))
+    assert len(out) == 7 and set(out) <= set("abcde")

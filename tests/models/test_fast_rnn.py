@@ -1,9 +1,13 @@
 """course_lib.models.fast_rnn: the fast training step computes what rnn.bptt_linear + rnn.sgd_step compute."""
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401
 from course_lib.models import fast_rnn, rnn
+from helpers import raises_naming
 
 
 def _problem(T=6, B=4, nx=5, nh=7, ny=3, dtype=np.float64, seed=0):
@@ -191,3 +195,85 @@ def test_non_contiguous_inputs_are_copied_not_misread():
     g, _ = fast_rnn.gradients(p, Xf, Yf)
     ref = rnn.bptt_linear(p, X, Y)
     assert _rel(g.Whh, ref.Whh) < 1e-12
+
+
+# --------------------------------------------------------------------------- bad input: named, never NaN weights
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NONFINITE = st.sampled_from([np.inf, -np.inf, np.nan])
+
+
+def _rnn_problem(dtype=np.float32):
+    p = rnn.init_params(3, 4, 2, seed=0, dtype=dtype)
+    rng = np.random.default_rng(0)
+    return p, rng.standard_normal((3, 2, 3)).astype(dtype), rng.standard_normal((3, 2, 2)).astype(dtype)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(NONFINITE, st.sampled_from(["X", "Y"]), st.integers(0, 2), st.integers(0, 1))
+def test_fast_rnn_non_finite_inputs_are_named_never_nan_weights(bad, which, t, b):
+    p, X, Y = _rnn_problem()
+    arr = X if which == "X" else Y
+    arr[t, b, 0] = bad
+    raises_naming(ValueError, which, fast_rnn.train_step, p, X, Y, 0.1)
+    raises_naming(ValueError, which, fast_rnn.gradients, p, X, Y)
+    raises_naming(ValueError, which, fast_rnn.NumpyStep(3, 2, 3, 4, 2), p.copy(), X, Y, 0.1)
+
+
+@pytest.mark.timeout(30)
+def test_fast_rnn_inf_in_X_regression():
+    # used to return a normal-looking loss and NaN weights (tanh saturates inf, Xᵀ Δz = inf * 0)
+    p, X, Y = _rnn_problem()
+    X[0, 0, 0] = np.inf
+    raises_naming(ValueError, "X", fast_rnn.train_step, p, X, Y, 0.1)
+    raises_naming(ValueError, "X", fast_rnn.gradients, p, X, Y)
+
+
+@pytest.mark.timeout(30)
+def test_fast_rnn_argument_names():
+    p, X, Y = _rnn_problem()
+    raises_naming(ValueError, "threads", fast_rnn.train_step, p, X, Y, 0.1, threads=0)  # said "n: ..."
+    raises_naming(TypeError, "threads", fast_rnn.train_step, p, X, Y, 0.1, threads="2")
+    raises_naming(TypeError, "inplace", fast_rnn.train_step, p, X, Y, 0.1, inplace="yes")
+    raises_naming(TypeError, "h0", fast_rnn.step_flops, 2, 2, 2, 2, 2, h0="no")
+    raises_naming(ValueError, "T", fast_rnn.make_workspace, 10**9, 10**4, 1, 10**4, 1)  # refused before allocating
+    raises_naming(ValueError, "T", fast_rnn.NumpyStep, 10**9, 10**4, 1, 10**4, 1)
+    raises_naming(TypeError, "dtype", fast_rnn.NumpyStep, 1, 1, 1, 1, 1, np.int32)
+    raises_naming(ValueError, "method", fast_rnn.FusedKernels, "gpu", {})
+
+
+@pytest.mark.timeout(30)
+def test_descend_rejects_none_lr_and_integer_weights():
+    p, X, Y = _rnn_problem()
+    ws = fast_rnn.make_workspace(3, 2, 3, 4, 2)
+    fast_rnn.gradients(p, X, Y, workspace=ws)
+    raises_naming(TypeError, "lr", fast_rnn.descend, p, ws, None)       # used to give NaN weights
+    raises_naming(ValueError, "lr", fast_rnn.descend, p, ws, np.nan)
+    pint = rnn.RNNParams(*(np.ones(a.shape, np.int64) for a in (p.Wxh, p.Whh, p.Why)))
+    raises_naming(TypeError, "params.Wxh", fast_rnn.descend, pint, ws, 0.1)  # used to truncate silently
+    q = fast_rnn.descend(p, ws, 0.1)
+    assert all(np.isfinite(a).all() for a in (q.Wxh, q.Whh, q.Why))
+
+
+@pytest.mark.timeout(30)
+def test_phase_functions_check_their_arguments():
+    p, X, Y = _rnn_problem()
+    ws = fast_rnn.make_workspace(3, 2, 3, 4, 2)
+    raises_naming(TypeError, "ws", fast_rnn.forward_into, None, p, X)
+    raises_naming(ValueError, "X", fast_rnn.forward_into, ws, p, X[:, :1])
+    raises_naming(TypeError, "X", fast_rnn.forward_into, ws, p, X.astype(np.float64))
+    raises_naming(TypeError, "params", fast_rnn.output_pre_activation_into, ws, "p")
+    raises_naming(ValueError, "Y", fast_rnn.output_delta_into, ws, Y[:2])
+    raises_naming(ValueError, "params.Whh", fast_rnn.backward_into, ws, dataclasses.replace(p, Whh=p.Whh[:3, :3]))
+    raises_naming(ValueError, "h0", fast_rnn.weight_gradients_into, ws, X, np.zeros((2, 5), np.float32))
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.one_of(st.integers(max_value=0), st.floats(), st.text(max_size=2), st.none(), st.booleans()),
+       st.sampled_from(["T", "B", "nx", "nh", "ny"]))
+def test_numpy_step_and_workspace_sizes(bad, which):
+    args = dict(T=2, B=2, nx=2, nh=2, ny=2)
+    args[which] = bad
+    raises_naming((TypeError, ValueError), which, fast_rnn.NumpyStep, **args)
+    raises_naming((TypeError, ValueError), which, fast_rnn.make_workspace, **args)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from course_lib.models import gradcheck, rnn
+from helpers import raises_naming
 
 
 def test_numerical_gradient_of_known_functions():
@@ -53,3 +54,15 @@ def test_bad_input():
         gradcheck.numerical_gradient(lambda A: 0.0, np.zeros(3), eps=0.0)
     with pytest.raises(ValueError, match="X: expected shape"):
         gradcheck.rnn_numerical_gradients(rnn.init_params(3, 4, 2), np.zeros((2, 1, 5)), np.zeros((2, 1, 2)))
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+@pytest.mark.timeout(30)
+def test_gradcheck_rejects_garbage():
+    raises_naming(TypeError, "a", gradcheck.relative_error, None, None)         # used to return NaN
+    raises_naming(ValueError, "b", gradcheck.relative_error, np.zeros(2), np.array([0, np.nan]))
+    raises_naming(TypeError, "f", gradcheck.numerical_gradient, None, np.zeros(2))
+    raises_naming(TypeError, "params", gradcheck.rnn_numerical_gradients, None, None, None)
+    raises_naming(TypeError, "analytic", gradcheck.gradient_errors, None, None)
+    assert gradcheck.relative_error([1, 2], [1, 2]) == 0.0

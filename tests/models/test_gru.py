@@ -4,10 +4,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.models import gru as G
 from course_lib.algorithms.mgrit import MGRITDivergence
 from course_lib.core.results import TrainResult
+from helpers import raises_naming
 
 
 def _problem(T=12, B=2, nx=3, nh=5, seed=0):
@@ -220,3 +222,60 @@ def test_more_bad_inputs():
     with pytest.raises(ValueError, match="method: expected one of"):
         G.train_classifier(pc, X.astype(np.float32), np.zeros(2, dtype=int), method="fast")
     assert G.pad_to_hierarchy(100, 4, 3) == 112 and G.pad_to_hierarchy(16, 4, 2) == 16
+
+
+# --------------------------------------------------------------------------- bad input
+# the cell functions, params and helpers
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _gru():
+    p = G.init_params(3, 4, seed=0, dtype=np.float64)
+    rng = np.random.default_rng(1)
+    return p, rng.standard_normal((2, 12)), rng.standard_normal((2, 4)), rng.standard_normal((5, 2, 3))
+
+
+@pytest.mark.timeout(30)
+def test_gru_cell_functions_check_their_inputs():
+    p, gi, h, X = _gru()
+    for fn, extra in ((G.gru_cell, ()), (G.gates, ()), (G.gru_cell_backward, (h,))):
+        raises_naming(ValueError, "gi", fn, p, gi[:, :11], h, *extra)
+        raises_naming(ValueError, "h", fn, p, gi, h[:, :3], *extra)
+        bad = gi.copy()
+        bad[0, 0] = np.nan
+        raises_naming(ValueError, "gi", fn, p, bad, h, *extra)
+        raises_naming(TypeError, "params", fn, "p", gi, h, *extra)
+    raises_naming(ValueError, "dh_new", G.gru_cell_backward, p, gi, h, h[:1])
+    raises_naming(ValueError, "gamma", G.gru_cell, p, gi, h, gamma=-1.0)
+    raises_naming(TypeError, "implicit", G.gru_cell, p, gi, h, implicit="yes")
+    raises_naming(ValueError, "X", G.input_projection, p, X[..., :2])
+    raises_naming(TypeError, "X", G.input_projection, p, X.astype(np.int64))
+    Xn = X.copy()
+    Xn[0, 0, 0] = np.inf
+    raises_naming(ValueError, "X", G.input_projection, p, Xn)
+    np.testing.assert_allclose(G.input_projection(p, X), X @ p.W_ih.T + p.b_ih)
+
+
+@pytest.mark.timeout(30)
+def test_gru_params_and_helpers():
+    p, *_ = _gru()
+    raises_naming(ValueError, "params.W_hh", G.GRUParams, p.W_ih, p.W_hh[:, :3], p.b_ih, p.b_hh)
+    raises_naming(ValueError, "params.W_ih", G.GRUParams, p.W_ih[:11], p.W_hh, p.b_ih, p.b_hh)
+    raises_naming(TypeError, "dtype", p.astype, np.int8)
+    raises_naming(TypeError, "module", G.GRUParams.from_torch, object())
+    raises_naming(ValueError, "m", G.pad_to_hierarchy, 10, 1, 2)
+    raises_naming(TypeError, "T", G.pad_to_hierarchy, "10", 4, 2)
+    raises_naming(ValueError, "W_out", G.GRUClassifierParams, p, np.zeros((2, 5)), np.zeros(2))
+    raises_naming(ValueError, "nh", G.init_params, 3, 10**7)  # refused before allocating
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.floats(0.05, 20.0), st.booleans())
+def test_gru_cell_is_the_private_cell(gamma, implicit):
+    p, gi, h, _ = _gru()
+    out = G.gru_cell(p, gi, h, implicit=implicit, gamma=gamma)
+    r, z, n = G.gates(p, gi, h)
+    a = gamma * (1 - z)
+    want = (h + a * n) / (1 + a) if implicit else h + a * (n - h)
+    np.testing.assert_allclose(out, want, rtol=1e-12)

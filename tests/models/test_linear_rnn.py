@@ -1,11 +1,15 @@
 """course_lib.models.linear_rnn: GILR-LSTM, SRU, QRNN, serial LSTM -- params dataclasses, gradients,
 scan methods, training (TrainResult)."""
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401  (before numba)
 from course_lib.core.results import TrainResult
 from course_lib.models import linear_rnn as L
+from helpers import raises_naming
 
 
 def _numgrad(params, X, W, name):
@@ -124,3 +128,58 @@ def test_classifier_loss_and_its_errors():
         L.classifier_loss(h, np.ones(3), 0.0, np.array([1, 0]))
     with pytest.raises(TypeError, match="y: expected an integer array"):
         L.classifier_loss(h, np.ones(2), 0.0, np.array([1.0, 0.0]))
+
+
+# --------------------------------------------------------------------------- bad input
+# the parameter dataclasses refuse wrong shapes at construction, naming the field
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from(L.LAYERS), st.data())
+def test_linear_rnn_params_refuse_a_wrong_shape_by_name(layer, data):
+    p = L.init_params(layer, 3, 4, k=2)
+    name = data.draw(st.sampled_from(p.names()))
+    arr = getattr(p, name)
+    axis = data.draw(st.integers(0, arr.ndim - 1))
+    bad = np.delete(arr, 0, axis=axis)  # one row/column short
+    kw = {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
+    kw[name] = bad
+    try:
+        q = type(p)(**kw)
+    except ValueError as exc:  # named: the field, or (when the input matrix set a smaller nx) the one that disagrees
+        assert str(exc).startswith("params."), str(exc)
+        assert name in str(exc) or (name == p._input and axis == 0), str(exc)
+    else:  # only a one-matrix layer whose input rows define nx: a consistent, smaller layer
+        assert name == p._input and axis == 0 and q.nx == p.nx - 1 and q.H == p.H
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from(L.LAYERS), st.sampled_from(["list", "int", "str"]))
+def test_linear_rnn_params_dtype_and_kind(layer, how):
+    p = L.init_params(layer, 3, 4)
+    kw = {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
+    if how == "list":  # a nested list of floats is accepted (converted), a correct result
+        kw["b"] = kw["b"].tolist()
+        q = type(p)(**kw)
+        assert isinstance(q.b, np.ndarray) and q.H == 4
+        return
+    kw["b"] = kw["b"].astype(np.int64) if how == "int" else "b"
+    raises_naming(TypeError, "params.b", type(p), **kw)
+
+
+@pytest.mark.timeout(30)
+def test_linear_rnn_classifier_and_qrnn_window():
+    p = L.init_params("qrnn", 3, 4, k=2)
+    raises_naming(ValueError, "params.W", L.QRNNParams, W=p.W, b=p.b, k=4)  # 6 rows is not 4*nx
+    raises_naming((ValueError, TypeError), "params.k", L.QRNNParams, W=p.W, b=p.b, k=0)
+    raises_naming(TypeError, "rnn", L.ClassifierParams, "p", np.zeros(4), np.zeros(1))
+    raises_naming(ValueError, "w_out", L.ClassifierParams, p, np.zeros(5), np.zeros(1))
+    raises_naming(ValueError, "b_out", L.ClassifierParams, p, np.zeros(4), np.zeros(2))
+    # unchanged behaviour: grads of the same class, forward/backward agree in shape
+    X = np.random.default_rng(0).standard_normal((5, 2, 3))
+    Hs, cache = L.forward(p, X)
+    g, dX = L.backward(p, cache, np.ones_like(Hs))
+    assert isinstance(g, L.QRNNParams) and dX.shape == X.shape and np.all(np.isfinite(g.W))

@@ -1,9 +1,13 @@
 """course_lib.models.lstm: agreement with torch.nn.LSTM and between methods, numerical gradients,
 PyTorch-layout validation; a plain call never measures or writes a file."""
+import dataclasses
+import types
+
 import numpy as np
 import pytest
 
 from course_lib.models import lstm
+from helpers import raises_naming
 
 
 def _problem(T=5, B=3, nx=4, H=6, dtype=np.float64, seed=0):
@@ -206,3 +210,56 @@ def test_init_params_bad_input():
         lstm.init_params(3, 0)
     with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
         lstm.init_params(3, 2, dtype=np.int32)
+
+
+# --------------------------------------------------------------------------- bad input
+# from_torch, the parameter and cache dataclasses
+@pytest.mark.timeout(30)
+def test_lstm_from_torch_is_validated():
+    raises_naming(TypeError, "lstm", lstm.LSTMParams.from_torch, object())
+    p = lstm.init_params(3, 4) if hasattr(lstm, "init_params") else None
+
+    class T:  # a stand-in exposing torch's attribute protocol (.detach().cpu().numpy())
+        def __init__(self, a):
+            self.a = a
+
+        def detach(self):
+            return self
+
+        def cpu(self):
+            return self
+
+        def numpy(self):
+            return self.a
+
+    if p is not None:
+        fake = types.SimpleNamespace(weight_ih_l0=T(p.W_ih), weight_hh_l0=T(p.W_hh.T.copy()),  # transposed
+                                     bias_ih_l0=T(p.b_ih), bias_hh_l0=T(p.b_hh))
+        with pytest.raises(ValueError):
+            lstm.LSTMParams.from_torch(fake)
+        fake.num_layers = 2
+        raises_naming(ValueError, "lstm", lstm.LSTMParams.from_torch, fake)
+
+
+@pytest.mark.timeout(30)
+def test_lstm_params_ranks_checked_layout_left_to_check_params():
+    p = lstm.init_params(3, 4)
+    raises_naming(ValueError, "params.b_ih", lstm.LSTMParams, p.W_ih, p.W_hh, p.W_hh, p.b_hh)
+    raises_naming(TypeError, "params.W_hh", lstm.LSTMParams, p.W_ih, p.W_hh.astype(int), p.b_ih, p.b_hh)
+    # a transposed weight still constructs: lstm_forward explains the layout (chapter 09's teaching moment)
+    bad = lstm.LSTMParams(p.W_ih.T.copy(), p.W_hh, p.b_ih, p.b_hh)
+    raises_naming(ValueError, "params.W_ih", lstm.lstm_forward, bad, np.zeros((2, 1, 3), np.float32))
+
+
+@pytest.mark.timeout(30)
+def test_lstm_cache_and_grads_shapes():
+    p = lstm.init_params(3, 4, dtype=np.float64)
+    X = np.random.default_rng(0).standard_normal((3, 2, 3))
+    out = lstm.lstm_forward(p, X, method="naive", return_cache=True)
+    cache = out[-1]
+    raises_naming(ValueError, "cache.method", dataclasses.replace, cache, method="nope")
+    raises_naming(ValueError, "cache.A", dataclasses.replace, cache, A=cache.A[..., :-1])
+    raises_naming(ValueError, "cache.H", dataclasses.replace, cache, H=cache.H[:-1])
+    g, dX, dh0, dc0 = lstm.lstm_backward(p, cache, np.ones_like(cache.H))
+    assert type(g) is lstm.LSTMParams and dX.shape == X.shape and dh0.shape == dc0.shape == (2, p.nh)
+    assert all(np.all(np.isfinite(a)) for a in (*g.arrays(), dX, dh0, dc0))

@@ -1,10 +1,14 @@
 """course_lib.models.lstm_lm: train_lm returns a TrainResult, every LSTM method gives the same losses,
 the loss falls, gradients match finite differences, bad input names the argument."""
+import math
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.core.results import TrainResult
 from course_lib.models import lstm, lstm_lm
+from helpers import raises_naming
 
 
 def _ids(n=400, V=7):
@@ -49,3 +53,39 @@ def test_bad_input():
         lstm_lm.train_lm(_ids(), 7, steps=0)
     with pytest.raises(ValueError, match="V: expected an integer >= 1"):
         lstm_lm.init_lm(0, 4)
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(-3, -1) | st.integers(5, 9))
+def test_lm_ids_out_of_vocabulary_named(bad):
+    params = lstm_lm.init_lm(5, 4, seed=0)
+    X = np.zeros((3, 2), np.int64)
+    Y = np.ones((3, 2), np.int64)
+    Xb = X.copy()
+    Xb[1, 1] = bad
+    raises_naming(ValueError, "X_ids", lstm_lm.lm_loss_and_grads, params, Xb, Y)
+    raises_naming(ValueError, "Y_ids", lstm_lm.lm_loss_and_grads, params, X, Xb)
+    ids = np.arange(40) % 5
+    ids[7] = bad
+    raises_naming(ValueError, "ids", lstm_lm.train_lm, ids, 5, H=4, T=3, B=2, steps=1)
+
+
+@pytest.mark.timeout(30)
+def test_lm_params_and_sizes():
+    params = lstm_lm.init_lm(5, 4, seed=0)
+    raises_naming(TypeError, "lstm", lstm_lm.LMParams, "x", params.W_out, params.b_out)
+    raises_naming(ValueError, "W_out", lstm_lm.LMParams, params.lstm, params.W_out.T, params.b_out)
+    raises_naming(ValueError, "b_out", lstm_lm.LMParams, params.lstm, params.W_out, params.b_out[:-1])
+    raises_naming(TypeError, "params", lstm_lm.lm_loss_and_grads, {"W_out": 1}, np.zeros((2, 1), int), np.zeros((2, 1), int))
+    raises_naming(ValueError, "method", lstm_lm.lm_loss_and_grads, params, np.zeros((2, 1), int), np.zeros((2, 1), int), "fast")
+    raises_naming(ValueError, "H", lstm_lm.init_lm, 5, 10**9)
+    raises_naming(ValueError, "B", lstm_lm.train_lm, np.arange(40) % 5, 5, H=4, T=3, B=10**12, steps=1)
+    raises_naming(ValueError, "clip", lstm_lm.train_lm, np.arange(40) % 5, 5, H=4, T=3, B=2, steps=1, clip=-1.0)
+    loss, grads = lstm_lm.lm_loss_and_grads(params, np.zeros((3, 2), int), np.ones((3, 2), int))
+    assert math.isfinite(loss) and isinstance(grads, lstm_lm.LMParams)

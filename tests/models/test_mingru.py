@@ -1,8 +1,10 @@
 """minGRU / minLSTM: the three evaluations agree with each other and a float64 loop; gradients; training."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.models import mingru
+from helpers import raises_naming
 
 
 def _loop(a, b, h0=None):
@@ -91,3 +93,24 @@ def test_bad_inputs_name_the_argument(call, exc, name):
     X = np.zeros((6, 2, 3))
     with pytest.raises(exc, match=rf"^{name}"):
         call(p, X)
+
+
+# --------------------------------------------------------------------------- g and log_g
+# agree and stay finite; bad input named
+FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.lists(st.floats(-10, 30), min_size=1, max_size=6), st.floats(-1e6, -10))
+def test_g_and_log_g_agree_and_stay_finite(vals, very_negative):
+    x = np.array(vals)
+    np.testing.assert_allclose(mingru.log_g(x), np.log(mingru.g(x)), rtol=1e-6, atol=1e-12)
+    assert np.isfinite(mingru.log_g(np.array([very_negative]))).all()   # where log(g) would be -inf
+
+
+@pytest.mark.timeout(30)
+def test_g_rejects_garbage():
+    raises_naming(ValueError, "x", mingru.g, np.array([np.nan]))
+    raises_naming(TypeError, "x", mingru.log_g, np.array([1, 2]))
+    raises_naming(TypeError, "x", mingru.g, None)

@@ -1,8 +1,10 @@
 """course_lib.models.rnn: forward, loss, both BPTT algorithms vs numerical gradients, training, bad input."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.models import gradcheck, rnn
+from helpers import raises_naming
 
 SHAPES = [(1, 1, 2, 3, 2), (3, 2, 3, 4, 2), (6, 3, 4, 5, 3), (9, 2, 5, 3, 4)]
 
@@ -182,3 +184,71 @@ def test_other_bad_arguments():
         rnn.train(p, X, Y, epochs=1, lr=0.1, batch_size=5, seed=0, progress=False)
     with pytest.raises(ValueError, match="lr"):
         rnn.train(p, X, Y, epochs=1, lr=float("nan"), batch_size=2, seed=0, progress=False)
+
+
+# --------------------------------------------------------------------------- bad input
+# flop counters, output_error, entry points, init
+FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+BAD_SIZES = st.one_of(st.integers(max_value=0), st.booleans(), st.floats(), st.text(max_size=3), st.none(),
+                      st.just("3"), st.just(3.0))
+
+
+@pytest.mark.timeout(30)
+def test_forward_flops_regressions():
+    raises_naming(ValueError, "T", rnn.forward_flops, -1, 2, 3, 4, 5)      # used to return -144
+    raises_naming(TypeError, "B", rnn.forward_flops, 1, "3", 3, 4, 5)      # used to return a string
+    assert rnn.forward_flops(np.int64(2), 3, 4, 5, 6) == 2 * 2 * 3 * (4 * 5 + 25 + 30)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(BAD_SIZES, st.sampled_from(["T", "B", "nx", "nh", "ny"]))
+def test_flop_counters_reject_bad_sizes(bad, which):
+    args = dict(T=3, B=2, nx=4, nh=5, ny=6)
+    args[which] = bad
+    raises_naming((TypeError, ValueError), which, rnn.forward_flops, **args)
+    raises_naming((TypeError, ValueError), which, rnn.bptt_flops, **args)
+
+
+@pytest.mark.timeout(5)
+def test_bptt_flops_huge_T_is_closed_form_not_a_loop():
+    n = rnn.bptt_flops(10**10, 1, 1, 1, 1, method="quadratic", truncate=10**9)
+    assert isinstance(n, int) and n > 0
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(1, 60), st.integers(0, 70))
+def test_bptt_flops_truncated_matches_the_sum(T, tr):
+    walk = sum(min(t + 1, tr + 1) for t in range(T))
+    fwd = rnn.forward_flops(T, 2, 3, 4, 5)
+    assert rnn.bptt_flops(T, 2, 3, 4, 5, "quadratic", tr) == fwd + T * 2 * 2 * (2 * 4 * 5) + walk * 2 * 2 * (2 * 16 + 12)
+
+
+@pytest.mark.timeout(30)
+def test_output_error_checks_its_inputs():
+    Y = np.zeros((2, 3, 4))
+    raises_naming(ValueError, "Y", rnn.output_error, Y, np.zeros((2, 3, 5)))
+    raises_naming(ValueError, "Yhat", rnn.output_error, np.full((2, 3, 4), np.nan), Y)
+    raises_naming(TypeError, "Y", rnn.output_error, Y, np.zeros((2, 3, 4), np.int64))
+    raises_naming(TypeError, "Yhat", rnn.output_error, None, Y)
+    np.testing.assert_allclose(rnn.output_error(np.full((1, 1, 1), 0.5), np.zeros((1, 1, 1))), [[[0.75]]])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.one_of(st.just(np.inf), st.just(-np.inf), st.just(np.nan)), st.sampled_from(["X", "Y", "h0"]))
+def test_rnn_entry_points_reject_non_finite(bad, which):
+    p = rnn.init_params(3, 4, 2, seed=0)
+    args = dict(X=np.zeros((3, 2, 3), np.float32), Y=np.zeros((3, 2, 2), np.float32), h0=np.zeros((2, 4), np.float32))
+    args[which][0, 0] = bad
+    raises_naming(ValueError, which, rnn.bptt_linear, p, args["X"], args["Y"], args["h0"])
+
+
+@pytest.mark.timeout(30)
+def test_rnn_init_and_astype():
+    raises_naming(ValueError, "nh", rnn.init_params, 3, 10**6, 2)          # 8 TB of weights: refused first
+    raises_naming(TypeError, "dtype", rnn.init_params, 3, 4, 2, dtype=np.int32)
+    raises_naming(TypeError, "dtype", rnn.init_params(2, 2, 2).astype, "int8")

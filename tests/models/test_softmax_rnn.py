@@ -2,9 +2,11 @@
 the pieces (softmax, encode, step), the PyTorch layout, FLOP count, and clear errors on bad inputs."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401
 from course_lib.models import softmax_rnn as m
+from helpers import raises_naming
 
 
 def _problem(T=5, B=4, nx=6, nh=8, vocab=7, layers=2, seed=0, dtype=np.float32):
@@ -159,3 +161,48 @@ def test_flops():
     assert m.flops(2, 3, 2, 3, 4, layers=2) == 2 * 2 * 3 * (3 * 2 + 3 * 3 + 2 * 3 * 3 + 4 * 3)
     with pytest.raises(ValueError, match="layers"):
         m.flops(1, 1, 2, 3, 4, layers=0)
+
+
+# --------------------------------------------------------------------------- bad input
+# cell_step, step, softmax, output_probs, from_arrays
+FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module")
+def params():
+    return m.init_params(5, 4, 5, layers=2, seed=0)
+
+
+@pytest.mark.timeout(30)
+def test_cell_step_checks(params):
+    L = params.layers[0]
+    x, h = np.zeros((3, 5), np.float32), np.zeros((3, 4), np.float32)
+    assert m.cell_step(L, x, h).shape == (3, 4)
+    raises_naming(TypeError, "layer", m.cell_step, "L", x, h)
+    raises_naming(ValueError, "x", m.cell_step, L, np.zeros((3, 6), np.float32), h)
+    raises_naming(ValueError, "h", m.cell_step, L, x, np.zeros((2, 4), np.float32))
+    raises_naming(ValueError, "x", m.cell_step, L, np.full((3, 5), np.inf, np.float32), h)
+    raises_naming(TypeError, "h", m.cell_step, L, x, h.astype(np.float64))
+
+
+@pytest.mark.timeout(30)
+def test_step_softmax_output_probs_from_arrays(params):
+    h = [np.zeros(4, np.float32) for _ in range(2)]
+    assert m.step(params, np.zeros(5, np.float32), h).shape == (5,)
+    raises_naming(ValueError, "x", m.step, params, np.zeros(4, np.float32), h)
+    raises_naming(TypeError, "h", m.step, params, np.zeros(5, np.float32), h[:1])
+    raises_naming(ValueError, "o", m.softmax, np.zeros(0))
+    raises_naming(ValueError, "axis", m.softmax, np.zeros((2, 3)), axis=2)
+    raises_naming(ValueError, "h", m.output_probs, params, np.zeros((2, 3), np.float32))
+    raises_naming(ValueError, "arrays", m.SoftmaxRNNParams.from_arrays, {"layers.0.U": np.zeros((2, 2))})
+    raises_naming(TypeError, "arrays", m.SoftmaxRNNParams.from_arrays, [1, 2])
+    back = m.SoftmaxRNNParams.from_arrays(dict(zip(params.names(), params.arrays())))
+    np.testing.assert_array_equal(back.V, params.V)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.lists(st.floats(-50, 50), min_size=1, max_size=8))
+def test_softmax_is_a_distribution(vals):
+    p = m.softmax(np.array(vals))
+    assert np.all(np.isfinite(p)) and p.sum() == pytest.approx(1.0)

@@ -1,8 +1,12 @@
 """The simulated cluster: critical paths equal hand-computed ones and the course's own counts."""
+import math
+
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.algorithms import mgrit, newton, scan
 from course_lib.parallel import cluster, inference
+from helpers import raises_naming
 
 
 def test_critical_path_hand_computed_diamond():
@@ -76,3 +80,48 @@ def test_deer_graph_span_matches_newton_span_model(T, H, iters, P, method):
     assert g.critical_path()[0] == pytest.approx(newton.span_model(T, H, iters=iters, P=P, method=method)["span"])
     if P == 1:
         assert g.work() == pytest.approx(newton.span_model(T, H, iters=iters, P=1, method=method)["work"])
+
+
+# --------------------------------------------------------------------------- bad input
+# costs and sizes named, huge graphs refused fast
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from([-1.0, float("nan"), float("inf"), "1"]))
+def test_cluster_costs_named(bad):
+    raises_naming((ValueError, TypeError), "cell", cluster.wavefront_graph, 3, 2, bad)
+    raises_naming((ValueError, TypeError), "combine", cluster.blelloch_graph, 8, bad)
+    raises_naming((ValueError, TypeError), "combine", cluster.hillis_steele_graph, 8, bad)
+    raises_naming((ValueError, TypeError), "carry", cluster.chunked_scan_graph, 8, 2, reduce=1.0, carry=bad, expand=1.0)
+    raises_naming((ValueError, TypeError), "parallel_part", cluster.threads_step_graph, 4, 2, parallel_part=bad)
+    raises_naming((ValueError, TypeError), "per_seq", cluster.data_parallel_graph, 4, 2, bad)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(10**7, 10**12))
+def test_cluster_huge_graphs_refused_fast(n):
+    raises_naming(ValueError, "T", cluster.blelloch_graph, n)
+    raises_naming(ValueError, "T", cluster.hillis_steele_graph, n)
+    raises_naming(ValueError, "T", cluster.wavefront_graph, n, 3)
+    raises_naming(ValueError, "P", cluster.threads_step_graph, 4, n // 10**6 + 10**4, parallel_part=1.0)
+    raises_naming(ValueError, "P", cluster.deer_graph, n, 4, iters=2, P=n)
+    raises_naming(ValueError, "P", cluster.chunked_scan_graph, n, n, reduce=1.0, carry=1.0, expand=1.0)
+    raises_naming(ValueError, "P", cluster.TaskGraph().simulate, n)
+
+
+@pytest.mark.timeout(30)
+def test_cluster_objects():
+    raises_naming(ValueError, "kind", cluster.Task, "a", 1.0, (), "nap")
+    raises_naming(ValueError, "cost", cluster.Task, "a", -1.0)
+    raises_naming(TypeError, "deps", cluster.Task, "a", 1.0, "b")
+    raises_naming(TypeError, "label", cluster.TaskGraph, 3)
+    raises_naming(TypeError, "deps", cluster.TaskGraph().add, "a", 1.0, "b")
+    raises_naming((ValueError, TypeError), "P", cluster.Schedule, 0)
+    g = cluster.wavefront_graph(4, 2, 1.0)
+    s = g.simulate(2)
+    raises_naming(ValueError, "proc", s.busy, 2)
+    raises_naming(TypeError, "proc", s.busy, "0")
+    assert math.isclose(s.busy(0) + s.busy(1), s.work) and s.makespan >= g.critical_path()[0]

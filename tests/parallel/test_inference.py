@@ -2,12 +2,13 @@
 scatter/gather and model properties; bad inputs give clear errors naming the argument."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401  (switches numba's CUDA simulator on before numba loads)
 from course_lib.core import backend
 from course_lib.models import softmax_rnn
 from course_lib.parallel import inference as inf
+from helpers import raises_naming
 
 
 def _problem(T=5, B=4, nx=6, nh=8, vocab=7, layers=2, seed=0, dtype=np.float32):
@@ -182,3 +183,26 @@ def test_chapter_plots_draw():
     with pytest.raises(ValueError, match="phases"):
         iplots.phase_bars({})
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- bad input: cell_step
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(60)
+@FAST
+@given(st.integers(1, 4), st.sampled_from(["x", "h"]), st.sampled_from([np.nan, np.inf]))
+def test_cell_step_checks_through_inference(B, which, bad):
+    p = softmax_rnn.init_params(3, 4, 3, seed=0)
+    args = {"x": np.zeros((B, 3), np.float32), "h": np.zeros((B, 4), np.float32)}
+    assert inf.cell_step(p.layers[0], **args).shape == (B, 4)
+    args[which][0, 0] = bad
+    raises_naming(ValueError, which, inf.cell_step, p.layers[0], **args)
+
+
+@pytest.mark.timeout(60)
+def test_wavefront_still_matches_batched():
+    p = softmax_rnn.init_params(3, 4, 3, layers=2, seed=1)
+    X = softmax_rnn.encode(np.random.default_rng(0).integers(0, 3, (5, 2)), 3)
+    np.testing.assert_allclose(inf.predict(p, X, method="wavefront", threads=2),
+                               softmax_rnn.forward(p, X), rtol=1e-5, atol=1e-6)

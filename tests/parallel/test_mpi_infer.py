@@ -1,5 +1,8 @@
 """MPI data-parallel inference: real mpiexec with 2 (and 3) ranks vs serial; failures and hangs
 are reported with the failing rank (course_lib.core.mpi); skipped with the reason when MPI is not available."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -8,6 +11,7 @@ from course_lib.core import backend
 from course_lib.core.mpi import MPIFailed
 from course_lib.models import softmax_rnn
 from course_lib.parallel import inference as inf, mpi_infer
+from helpers import raises_naming
 
 MPI_OK, MPI_WHY = backend.mpi_available()
 needs_mpi = pytest.mark.skipif(not MPI_OK, reason=f"MPI is not available: {MPI_WHY}")
@@ -85,3 +89,41 @@ def test_missing_mpi_is_a_clear_error(monkeypatch):
 def test_worker_called_by_hand_without_a_folder_says_so(capsys):
     assert mpi_infer.main(["/nonexistent/folder"]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the worker called directly
+# a bad folder, input or option returns 2, never MPI_Aborts the calling Python
+@pytest.mark.timeout(60)
+def test_mpi_worker_called_directly_returns_instead_of_aborting(tmp_path):
+    assert mpi_infer.main([str(tmp_path / "missing")]) == 2
+    assert mpi_infer.main([str(tmp_path)]) == 2                      # no input.npz
+    (tmp_path / "input.npz").write_bytes(b"garbage")
+    assert mpi_infer.main([str(tmp_path)]) == 2                      # corrupt input
+    p = softmax_rnn.init_params(3, 4, 3, seed=0)
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([2, 2]), **dict(zip(p.names(), p.arrays())))
+    assert mpi_infer.main([str(tmp_path)]) == 2                      # counts do not sum to B
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
+    for bad in (["--repeat", "x"], ["--repeat", "0"], ["--fail-rank", "5"], ["--bogus"]):
+        assert mpi_infer.main([str(tmp_path), *bad]) == 2, bad
+
+
+@pytest.mark.timeout(60)
+def test_check_job_names_what_is_wrong(tmp_path):
+    p = softmax_rnn.init_params(3, 4, 3, seed=0)
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 5), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
+    raises_naming(ValueError, "input.npz X", mpi_infer.check_job, tmp_path, [])
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
+    raises_naming(ValueError, "--hang-rank", mpi_infer.check_job, tmp_path, ["--hang-rank", "1"])
+    mpi_infer.check_job(tmp_path, ["--repeat", "2"])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not backend.mpi_available()[0], reason="no MPI here")
+def test_a_failing_single_rank_body_does_not_kill_the_caller(tmp_path):
+    p = softmax_rnn.init_params(3, 4, 3, seed=0)
+    np.savez(tmp_path / "input.npz", X=np.zeros((2, 3, 3), np.float32), counts=np.array([3]), **dict(zip(p.names(), p.arrays())))
+    code = ("import sys; from course_lib.parallel import mpi_infer; "
+            f"rc = mpi_infer.main([{str(tmp_path)!r}, '--fail-rank', '0']); print('caller alive', rc)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=50)
+    assert "caller alive 1" in out.stdout, out.stdout + out.stderr
+    assert (tmp_path / "rank0.status").read_text().startswith("error: RuntimeError: injected failure")

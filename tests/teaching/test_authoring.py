@@ -1,5 +1,7 @@
 """The exercise generator and the notebook-pair tools, on small synthetic notebooks."""
 import json
+import os
+import stat
 from pathlib import Path
 
 import nbformat
@@ -176,3 +178,119 @@ def test_execute_and_report_on_a_tiny_notebook(tmp_path):
     report = authoring.run_notebook_report(path, timeout=120)
     assert report["checks_passed"] == 1
     assert report["errors"] == ["cell 1: NotImplementedError"]
+
+
+# --------------------------------------------------------------------------- exercise builder
+# a missing or corrupt half is reported as such (not as "edited"); read-only folders and corrupt solutions give a
+# status per notebook and the rest is built
+@pytest.fixture
+def course_of_two(tmp_path):
+    (tmp_path / "solutions").mkdir()
+    for name in ("09_demo", "10_other"):
+        (tmp_path / "solutions" / f"{name}.py").write_text("# placeholder pair\n")
+        nbformat.write(make_solution_nb(), tmp_path / "solutions" / f"{name}.ipynb")
+    return tmp_path
+
+
+def statuses(course_of_two, **kw):
+    return {r.path.name: r.status for r in authoring.build_exercises(root=course_of_two, **kw)}
+
+
+@pytest.mark.timeout(60)
+def test_deleted_half_is_restored_not_called_edited(course_of_two):
+    assert set(statuses(course_of_two).values()) == {"written"}
+    (course_of_two / "exercises" / "09_demo.py").unlink()
+    s = statuses(course_of_two)["09_demo.ipynb"]
+    assert s.startswith("written") and "restored the missing 09_demo.py" in s
+    (course_of_two / "exercises" / "09_demo.ipynb").unlink()
+    s = statuses(course_of_two)["09_demo.ipynb"]
+    assert s.startswith("written") and "restored the missing 09_demo.ipynb" in s
+
+
+@pytest.mark.timeout(60)
+def test_missing_ipynb_with_edited_py_is_refused_with_the_reason(course_of_two):
+    statuses(course_of_two)
+    py = course_of_two / "exercises" / "09_demo.py"
+    py.write_text(py.read_text().replace("# YOUR CODE HERE", "return x + h  # mine"))
+    (course_of_two / "exercises" / "09_demo.ipynb").unlink()
+    s = statuses(course_of_two)["09_demo.ipynb"]
+    assert s.startswith("refused") and "is missing" in s and "edited" not in s.split(";")[0].split("(")[0]
+    assert "return x + h  # mine" in py.read_text()
+
+
+@pytest.mark.timeout(60)
+def test_corrupt_half_is_reported_as_corrupt(course_of_two):
+    statuses(course_of_two)
+    (course_of_two / "exercises" / "09_demo.ipynb").write_text("{ not json")
+    s = statuses(course_of_two)["09_demo.ipynb"]
+    assert s.startswith("refused") and "not a readable notebook" in s
+    forced = authoring.build_exercises(root=course_of_two, force=True, only="09")[0]
+    assert forced.status.startswith("overwritten") and forced.backup.read_text() == "{ not json"
+
+
+@pytest.mark.timeout(60)
+def test_one_corrupt_solution_does_not_abort_the_build(course_of_two):
+    (course_of_two / "solutions" / "09_demo.ipynb").write_text("{ broken")
+    s = statuses(course_of_two)
+    assert s["09_demo.ipynb"].startswith("failed") and "solutions/09_demo.ipynb" in s["09_demo.ipynb"]
+    assert s["10_other.ipynb"] == "written"
+    nb = make_solution_nb()
+    nb.cells[3].source = "### BEGIN SOLUTION\nx = 1\n"           # malformed markers
+    nbformat.write(nb, course_of_two / "solutions" / "09_demo.ipynb")
+    assert "without '### END SOLUTION'" in statuses(course_of_two)["09_demo.ipynb"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_read_only_folders_give_a_status_not_a_traceback(course_of_two):
+    os.chmod(course_of_two, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        s = statuses(course_of_two)
+    finally:
+        os.chmod(course_of_two, stat.S_IRWXU)
+    assert all(v.startswith("failed (cannot create") for v in s.values())
+    statuses(course_of_two)
+    ex = course_of_two / "exercises"
+    (ex / "09_demo.py").unlink()
+    os.chmod(ex, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        s = statuses(course_of_two)
+    finally:
+        os.chmod(ex, stat.S_IRWXU)
+    assert s["09_demo.ipynb"].startswith("failed (cannot write")
+
+
+@pytest.mark.timeout(60)
+def test_read_only_files_give_a_status(course_of_two, monkeypatch):
+    statuses(course_of_two)
+    (course_of_two / "exercises" / "09_demo.py").unlink()
+    real = type(course_of_two).write_text
+
+    def deny(self, *a, **k):
+        if self.parent.name == "exercises":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(type(course_of_two), "write_text", deny)
+    s = statuses(course_of_two)
+    assert s["09_demo.ipynb"].startswith("failed (cannot write") and "Permission denied" in s["09_demo.ipynb"]
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda c: authoring.build_exercises(root=c, force="yes"), "force"),
+    (lambda c: authoring.build_exercises(root=c, only=7), "only"),
+    (lambda c: authoring.build_exercises(root=c / "nope"), "root"),
+    (lambda c: authoring.read_ipynb(c / "missing.ipynb"), "path"),
+    (lambda c: authoring.read_py(None), "path"),
+    (lambda c: authoring.cells_checksum({}), "nb"),
+    (lambda c: authoring.has_outputs(None), "nb"),
+    (lambda c: authoring.error_outputs("x"), "nb"),
+    (lambda c: authoring.exercise_path(None), "solution_ipynb"),
+    (lambda c: authoring.build_exercise(None), "solution_nb"),
+    (lambda c: authoring.pair_problems(c / "no.py", c / "no.ipynb"), "py"),
+    (lambda c: authoring.execute_notebook(nbformat.v4.new_notebook(), c, timeout=0), "timeout"),
+])
+def test_public_helpers_name_bad_arguments(course_of_two, call, name):
+    with pytest.raises((TypeError, ValueError, FileNotFoundError)) as info:
+        call(course_of_two)
+    assert str(info.value).startswith(name), str(info.value)

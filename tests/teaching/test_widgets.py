@@ -4,8 +4,10 @@ matplotlib.use("Agg")
 
 import ipywidgets as W
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from course_lib.teaching import widgets
+from helpers import raises_naming
 
 
 def test_within_budget_is_a_plain_function():
@@ -72,3 +74,27 @@ def test_panel_plain_text_is_a_readable_placeholder():
     text = panel._repr_mimebundle_()["text/plain"]
     assert "VBox" not in text and "run this cell" in text and "n" in text
     assert "application/vnd.jupyter.widget-view+json" in panel._repr_mimebundle_()
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from([float("nan"), -1.0, "x"]))
+def test_within_budget(bad):
+    raises_naming((ValueError, TypeError), "max_cost", widgets.within_budget, {"n": 2}, lambda n: n, bad)
+    raises_naming(TypeError, "cost", widgets.within_budget, {"n": 2}, bad, 10.0)
+    raises_naming(ValueError, "cost", widgets.within_budget, {"n": 2}, lambda n: float("nan"), 10.0)
+    raises_naming(TypeError, "values", widgets.within_budget, [("n", 2)], lambda n: n, 10.0)
+    assert widgets.within_budget({"n": 2}, lambda n: n ** 3, 10.0) == (True, 8.0)
+
+
+@pytest.mark.timeout(30)
+def test_placeholder_text():
+    raises_naming(TypeError, "names", widgets.placeholder_text, "abc")
+    raises_naming(TypeError, "names", widgets.placeholder_text, [1, 2])
+    assert "controls a, b" in widgets.placeholder_text(["a", "b"])
+    assert "controls n" in widgets.placeholder_text({"n": None})
