@@ -1,6 +1,6 @@
 """Parallel RNNs, hands-on -- the library behind the course notebooks.
 
-Seven folders; each imports only from the folders above it (``tests/test_layers.py`` checks it from
+Seven folders; each imports only from the folders above it (``tests/course/test_layers.py`` checks it from
 the code, and that there are no import cycles)::
 
     core/         the machine and how to measure on it; knows nothing about RNNs

@@ -192,7 +192,7 @@ print("one-hot inputs:", softmax_rnn.encode(val_ids[:8], vocab_chars.size).shape
 # %% [markdown]
 # Training uses backpropagation through time -- the O(T) reverse sweep of chapter 02 -- adapted to
 # the softmax output: for cross-entropy the gradient at the logits is simply $y - \text{onehot}$.
-# Gradients are checked against finite differences in `tests/test_charlm.py`; the code is
+# Gradients are checked against finite differences in `tests/models/test_charlm.py`; the code is
 # [`course_lib/models/charlm.py`](../course_lib/models/charlm.py). `charlm.train` returns the
 # course's `TrainResult` (final parameters, `history["loss"]`, seconds). A short Adam run in float64:
 

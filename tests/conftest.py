@@ -18,13 +18,13 @@ SLOW_SECONDS = 20
 #: (the --durations=0 output of a full run, 2026-11-25; the seconds measured beside each). Notebook cells are not
 #: listed: each is under 20 s, and nbval runs a notebook's cells in order.
 SLOW = frozenset({
-    "tests/test_bench_halide.py::test_halide_benchmark_quick",                                    # 35.6 s
-    "tests/browser/test_lab.py::test_setup_notebook_runs_and_slider_updates",                     # 28.8 s
-    "tests/test_checks_tiling_simd.py::test_oversubscribed_run_catches_a_race_the_source_check_misses",  # 28.3 s
-    "tests/test_nbgrader_export.py::test_real_nbgrader_autogrades_a_chapter",                     # 23.5 s
-    "tests/test_scan.py::test_subnormal_products_are_flushed_without_changing_h[opts2]",          # 21.0 s
-    "tests/test_scan.py::test_blocked_chunked_scan_equals_the_float64_loop[1-1-1]",               # 20.4 s
-    "tests/test_checks_which.py::test_pass_measures_and_reports[measured]",                       # 20.1 s
+    "tests/benchmarks/test_halide.py::test_halide_benchmark_quick",                                  # 35.6 s
+    "tests/browser/test_lab.py::test_setup_notebook_runs_and_slider_updates",                        # 28.8 s
+    "tests/teaching/checks/test_tiling_simd.py::test_oversubscribed_run_catches_a_race_the_source_check_misses",  # 28.3 s
+    "tests/course/test_nbgrader_export.py::test_real_nbgrader_autogrades_a_chapter",                 # 23.5 s
+    "tests/algorithms/test_scan.py::test_subnormal_products_are_flushed_without_changing_h[opts2]",  # 21.0 s
+    "tests/algorithms/test_scan.py::test_blocked_chunked_scan_equals_the_float64_loop[1-1-1]",       # 20.4 s
+    "tests/teaching/checks/test_which.py::test_pass_measures_and_reports[measured]",                 # 20.1 s
 })
 
 

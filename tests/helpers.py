@@ -1,5 +1,5 @@
-"""Plain helpers shared by the test files (``from helpers import ...``; pytest puts tests/ on sys.path,
-since tests/ has no ``__init__.py``). Fixtures live in conftest.py."""
+"""Plain helpers shared by the test files (``from helpers import ...``: pyproject's ``pythonpath = ["tests"]``
+puts tests/ on sys.path, for every folder under it). Fixtures live in conftest.py."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +8,9 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 import course_lib
 
@@ -42,6 +44,13 @@ def require_seed_texts(seeds_dir: Path = SEEDS_DIR) -> Path:
     if what == "skip":
         pytest.skip(msg)
     return seeds_dir
+
+
+#: anything that is not a usable size (>= 1): negatives, bools, floats, strings, None, numpy bools
+BAD_SIZES = st.one_of(st.integers(max_value=-1), st.booleans(), st.floats(), st.text(max_size=3), st.none(),
+                      st.just(np.bool_(True)), st.just(3.0), st.just("3"))
+#: a few fixed non-sizes (0 and below, a float, a string, a bool, None), for sweeps too slow for many examples
+BAD_SIZE = st.one_of(st.integers(-5, 0), st.just(2.5), st.just("3"), st.just(True), st.just(None))
 
 
 def raises_naming(exc_types, name: str, fn, *args, **kw) -> str:

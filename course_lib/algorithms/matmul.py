@@ -1,7 +1,7 @@
 """Matrix-multiply kernels in numba, as a ladder (algorithms layer; chapters 04 and 05).
 
 Chapter 04 climbs this ladder; chapter 05 adds threads. Every rung computes the same
-``C (m, n) = A (m, k) @ B (k, n)`` and is checked against numpy in ``tests/test_matmul.py``.
+``C (m, n) = A (m, k) @ B (k, n)`` and is checked against numpy in ``tests/algorithms/test_matmul.py``.
 
 =========================  =======================================================================
 ``matmul_naive``           ijk: the textbook triple loop. The inner loop is a dot product that walks

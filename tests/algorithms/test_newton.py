@@ -1,0 +1,160 @@
+"""The generic Newton-over-the-sequence solver: exactness, convergence, divergence, IFT gradient, Lyapunov."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from course_lib.algorithms import newton
+from helpers import raises_naming
+
+
+def _system(scale, H=4, seed=0):
+    """h_t = tanh(W h_{t-1} + x_t): contracting for small scale, chaotic for large."""
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((H, H)) * scale / np.sqrt(H)
+    f = lambda Hp, X: np.tanh(Hp @ W.T + X)  # noqa: E731
+    jac = lambda Hp, X: (1 - f(Hp, X) ** 2)[..., :, None] * W  # noqa: E731
+    return f, jac, W
+
+
+def _serial(f, h0, X):
+    out, h = [], h0
+    for t in range(len(X)):
+        h = f(h[None], X[t:t + 1])[0]
+        out.append(h)
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("method", newton.METHODS)
+def test_converges_to_serial_on_contracting_system(method):
+    f, jac, _ = _system(0.8)
+    rng = np.random.default_rng(1)
+    X, h0 = rng.standard_normal((60, 2, 4)), rng.standard_normal((2, 4))
+    H, hist = newton.solve(f, jac, h0, X, method=method)
+    np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)
+    assert hist[-1] <= 1e-12 and len(hist) - 1 < 60
+    if method == "newton":
+        assert len(hist) - 1 <= 8  # quadratic convergence: a handful of iterations
+
+
+@pytest.mark.parametrize("method", newton.METHODS)
+def test_k_iterations_make_the_first_k_states_exact(method):
+    f, jac, _ = _system(2.5)
+    rng = np.random.default_rng(2)
+    X, h0 = rng.standard_normal((12, 4)), rng.standard_normal(4)
+    ref = _serial(f, h0, X)
+    for k in (1, 3, 12):
+        H, _ = newton.solve(f, jac, h0, X, method=method, tol=0.0, max_iter=k)
+        np.testing.assert_allclose(H[:k], ref[:k], atol=1e-13, err_msg=f"{method}, k={k}")
+
+
+def test_divergence_raises_with_iteration_and_residual_never_nan():
+    f, jac, _ = _system(12.0, H=6)
+    X = np.random.default_rng(3).standard_normal((600, 6))
+    with pytest.raises(newton.NewtonDivergence, match=r"iteration \d+.*(residual|overflow)"):
+        newton.solve(f, jac, np.zeros(6), X, method="newton")
+    assert issubclass(newton.NewtonDivergence, FloatingPointError)
+    H, hist = newton.solve(f, jac, np.zeros(6), X, method="damped", max_iter=600)
+    assert np.all(np.isfinite(H)) and hist[-1] < 1e-10
+
+
+def test_gradient_by_implicit_function_theorem_matches_finite_differences():
+    f, jac, _ = _system(0.9, H=3)
+    rng = np.random.default_rng(4)
+    X, h0 = rng.standard_normal((15, 3)), rng.standard_normal(3)
+    w = rng.standard_normal((15, 3))
+    loss = lambda h0_: float(np.sum(w * _serial(f, h0_, X)))  # noqa: E731
+    H = _serial(f, h0, X)
+    lam, dh0 = newton.gradient(jac, H, h0, X, w)
+    eps = 1e-6
+    fd = np.array([(loss(h0 + eps * e) - loss(h0 - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(dh0, fd, rtol=1e-6, atol=1e-8)
+    # lam is the total derivative dL/dh_t: perturbing x_t moves h_t by (1-h_t^2) dx
+    t = 7
+    dx = np.zeros_like(X)
+    dx[t] = eps * rng.standard_normal(3)
+    fd_t = (np.sum(w * _serial(f, h0, X + dx)) - np.sum(w * _serial(f, h0, X - dx))) / 2
+    np.testing.assert_allclose(fd_t, np.sum(lam[t] * (1 - H[t] ** 2) * dx[t]), rtol=1e-5)
+
+
+def test_lyapunov_exponent_sign_tracks_predictability_and_iterations():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((300, 4))
+    lyap, iters = [], []
+    for scale in (0.5, 1.5):
+        f, jac, _ = _system(scale, seed=5)
+        H = _serial(f, np.zeros(4), X)
+        lyap.append(newton.lyapunov_exponent(jac, H, np.zeros(4), X))
+        iters.append(len(newton.solve(f, jac, np.zeros(4), X, method="damped", max_iter=300)[1]) - 1)
+    assert lyap[0] < lyap[1] < 0          # both contracting, the second less so
+    assert 2 * iters[0] < iters[1]        # less predictable -> more iterations
+    # linear system: the exponent is log of the spectral radius
+    J = np.broadcast_to(np.diag([0.5, 0.25]), (200, 2, 2))
+    assert abs(newton.lyapunov_from_jacobians(J) - np.log(0.5)) < 0.02
+
+
+def test_span_model_full_newton_collapses_with_H_quasi_does_not():
+    s1 = newton.span_model(10_000, 1, iters=5, P=1024)["speedup"]
+    s64 = newton.span_model(10_000, 64, iters=5, P=1024)["speedup"]
+    q64 = newton.span_model(10_000, 64, iters=20, P=1024, method="quasi")["speedup"]
+    assert s1 > 10 * s64 and q64 > s64
+    assert newton.span_model(1000, 64, iters=3, P=2)["speedup"] < 1  # a slowdown on 2 cores
+
+
+@pytest.mark.parametrize("kwargs,exc,name", [
+    (dict(method="secant"), ValueError, "method"),
+    (dict(tol=-1.0), ValueError, "tol"),
+    (dict(max_iter=-1), ValueError, "max_iter"),
+    (dict(max_iter=2.5), TypeError, "max_iter"),
+    (dict(init=np.zeros((3, 4))), ValueError, "init"),
+    (dict(scan="fft"), ValueError, "scan"),
+    (dict(clip=0.0), ValueError, "clip"),
+])
+def test_bad_inputs_name_the_argument(kwargs, exc, name):
+    f, jac, _ = _system(0.5)
+    with pytest.raises(exc, match=rf"^{name}"):
+        newton.solve(f, jac, np.zeros(4), np.zeros((10, 4)), **kwargs)
+
+
+def test_bad_callables_and_shapes():
+    f, jac, _ = _system(0.5)
+    with pytest.raises(TypeError, match="^f"):
+        newton.solve(None, jac, np.zeros(4), np.zeros((5, 4)))
+    with pytest.raises(TypeError, match="^jac"):
+        newton.solve(f, 3, np.zeros(4), np.zeros((5, 4)))
+    with pytest.raises(ValueError, match="^jac"):
+        newton.solve(f, lambda Hp, X: np.zeros((5, 4)), np.zeros(4), np.ones((5, 4)))
+    with pytest.raises(ValueError, match="^h0"):
+        newton.solve(f, jac, np.full(4, np.nan), np.zeros((5, 4)))
+
+
+# --------------------------------------------------------------------------- shift and residual
+# right on good input, named errors on bad
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def f(Hprev, X):
+    return np.tanh(0.5 * Hprev + X)
+
+
+@pytest.mark.timeout(60)
+@FAST
+@given(st.integers(1, 6), st.integers(1, 3))
+def test_shift_and_residual_are_right(T, n):
+    rng = np.random.default_rng(T * 10 + n)
+    H, X, h0 = rng.standard_normal((T, n)), rng.standard_normal((T, n)), rng.standard_normal(n)
+    Hp = newton.shift(h0, H)
+    np.testing.assert_array_equal(Hp[0], h0)
+    np.testing.assert_array_equal(Hp[1:], H[:-1])
+    np.testing.assert_allclose(newton.residual(f, h0, X, H), H - f(Hp, X))
+
+
+@pytest.mark.timeout(60)
+def test_shift_and_residual_reject_garbage():
+    H = np.zeros((4, 3))
+    raises_naming(ValueError, "h0", newton.shift, np.zeros(2), H)
+    raises_naming(ValueError, "H", newton.shift, np.zeros(3), np.full((4, 3), np.nan))
+    raises_naming(TypeError, "h0", newton.shift, np.array(["a", "b", "c"]), H)
+    raises_naming(ValueError, "H", newton.shift, np.zeros(3), np.zeros((0, 3)))
+    raises_naming(TypeError, "f", newton.residual, None, np.zeros(3), H, H)
+    raises_naming(ValueError, "X", newton.residual, f, np.zeros(3), np.zeros((5, 3)), H)
+    raises_naming(ValueError, "f", newton.residual, lambda a, b: a[:, :1], np.zeros(3), H, H)

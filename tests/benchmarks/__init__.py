@@ -1,0 +1,1 @@
+"""Smoke tests of the benchmark scripts: test_<script>.py runs benchmarks/<script>.py --quick."""

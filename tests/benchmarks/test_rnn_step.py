@@ -1,0 +1,19 @@
+"""Smoke test: benchmarks/rnn_step.py --quick runs and prints its table."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_rnn_step_benchmark_quick():
+    env = dict(os.environ, COURSE_BUDGET="small")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rnn_step.py"), "--quick", "--repeat", "2"],
+                          capture_output=True, text=True, timeout=300, cwd=str(ROOT), env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "step" in out and "GFLOP/s" in out and "% of peak" in out and "x fast" in out
+    for column in ("fast_rnn.train_step", "rnn (bptt_linear+sgd)", "careful numpy"):
+        assert column in out
+    assert "first-step losses agree" in out and "GEMM peak measured in this run" in out

@@ -1,0 +1,18 @@
+"""Smoke test: benchmarks/scan.py --quick runs and prints its tables (no timed assertions)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_scan_benchmark_quick():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scan.py"), "--quick"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=dict(os.environ, COURSE_BUDGET="small"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "method" in out.stdout and "GB/s" in out.stdout and "% stream" in out.stdout and "x seq" in out.stdout
+    for name in ("sequential (numba)", "chunked, 1 thread", "over channels", "stream h=a+x", "seed 001",
+                 "Issue 13 goals", "The backward pass", "Crossover map", "like-for-like", "register loop"):
+        assert name in out.stdout, name

@@ -1,0 +1,1 @@
+"""Browser test: a real JupyterLab in headless Chromium."""

@@ -1,0 +1,235 @@
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from course_lib.core import timing
+from helpers import BAD_SIZES, raises_naming
+
+
+def test_measure_counts_calls_and_reports_per_call():
+    calls = []
+    t = timing.measure(lambda: calls.append(1), repeat=4, warmup=2, number=3)
+    assert len(t.times) == 4 and t.number == 3
+    assert len(calls) == 2 + 4 * 3
+    assert t.min <= t.median <= t.max
+    assert "n=4" in str(t)
+
+
+def test_measure_bad_input():
+    with pytest.raises(TypeError, match="fn: expected a callable, got int"):
+        timing.measure(3)
+    with pytest.raises(ValueError, match="repeat: expected an integer >= 1, got 0"):
+        timing.measure(lambda: None, repeat=0)
+    with pytest.raises(ValueError, match="warmup: expected an integer >= 0, got -1"):
+        timing.measure(lambda: None, warmup=-1)
+
+
+def test_compare_is_interleaved_and_ratios_are_consistent():
+    order = []
+    c = timing.compare(a=lambda: order.append("a"), b=lambda: order.append("b"), repeat=3, warmup=0)
+    assert order == ["a", "b"] * 3
+    assert c.ratio("a") == pytest.approx(1.0)
+    assert c.speedup("b") == pytest.approx(1 / c.ratio("b"))
+    assert c.fastest in ("a", "b")
+    assert [r["name"] for r in c.rows()] == ["a", "b"]
+    assert "x a" in c.table()
+
+
+def test_compare_bad_input():
+    with pytest.raises(ValueError, match="expected at least one function"):
+        timing.compare()
+    with pytest.raises(TypeError, match="b: expected a callable"):
+        timing.compare(a=lambda: 1, b=2)
+    with pytest.raises(ValueError, match="baseline: expected one of a, got 'z'"):
+        timing.compare(a=lambda: 1, baseline="z")
+
+
+def test_flop_and_byte_counters():
+    assert timing.gemm_flops(2, 3, 4) == 48
+    assert timing.gemv_flops(10, 20) == 400
+    assert timing.array_bytes(np.zeros(10, np.float32), np.zeros(2)) == 56
+    assert timing.gemm_intensity(1000, 1000, 1000) == pytest.approx(2e9 / (4 * 3e6))
+    assert timing.gemm_intensity(1, 1000, 1000) == pytest.approx(2e6 / (4 * (1000 + 1e6 + 1000)))
+    assert timing.gflops(2e9, 2.0) == 1.0
+    with pytest.raises(ValueError, match="m: expected an integer >= 0, got -1"):
+        timing.gemm_flops(-1, 2, 3)
+    with pytest.raises(ValueError, match="itemsize: expected an integer >= 1"):
+        timing.gemm_intensity(2, 2, 2, itemsize=0)
+    with pytest.raises(ValueError, match="seconds: expected a positive time"):
+        timing.gflops(1.0, 0.0)
+
+
+def test_loglog_slope_recovers_exponents():
+    n = np.array([10, 20, 40, 80])
+    assert timing.loglog_slope(n, 3 * n**2) == pytest.approx(2.0)
+    assert timing.loglog_slope(n, 0.1 * n) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="sizes, times"):
+        timing.loglog_slope([1], [1])
+    with pytest.raises(ValueError, match="positive, finite"):
+        timing.loglog_slope([1, 2], [0, 1])
+
+
+def test_roofline_shape_and_measured_values():
+    assert timing.roofline(1.0, peak=100.0, bandwidth=10.0) == 10.0
+    assert timing.roofline(50.0, peak=100.0, bandwidth=10.0) == 100.0
+    np.testing.assert_allclose(timing.roofline(np.array([1.0, 100.0]), peak=100.0, bandwidth=10.0), [10.0, 100.0])
+    with pytest.raises(ValueError, match="intensity: expected finite values >= 0"):
+        timing.roofline(-1.0, peak=1.0, bandwidth=1.0)
+    peak = timing.peak_gflops("float32", n=256, repeat=2)
+    bw = timing.copy_bandwidth(mbytes=16, repeat=2)
+    assert peak > 0.1 and bw > 0.1
+    assert timing.peak_gflops("float32", n=256, repeat=2) == peak  # cached per process
+
+
+def test_gemm_rate_returns_consistent_fields():
+    r = timing.gemm_rate(64, repeat=2)
+    assert r["n"] == 64 and r["gflops"] > 0
+    assert r["intensity"] == pytest.approx(timing.gemm_intensity(64, 64, 64))
+    assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / r["peak_gflops"])
+    with pytest.raises(ValueError, match="n: expected an integer <= 8192"):
+        timing.gemm_rate(10_000)
+
+
+def test_budget_knob(monkeypatch):
+    monkeypatch.setenv("COURSE_BUDGET", "small")
+    assert timing.budget() == "small" and timing.scaled(100, 10) == 10
+    monkeypatch.setenv("COURSE_BUDGET", "full")
+    assert timing.scaled(100, 10) == 100
+    monkeypatch.setenv("COURSE_BUDGET", "huge")
+    with pytest.raises(ValueError, match="COURSE_BUDGET: expected 'full' or 'small', got 'huge'"):
+        timing.budget()
+
+
+# --------------------------------------------------------------------------- the noise guard
+def test_noise_flags_a_wide_spread_and_reads_cleanly_otherwise():
+    from course_lib.core.timing import noise_from as _noise
+
+    calm = _noise([1.0, 1.01, 0.99, 1.0, 1.02], others=0.0)
+    assert calm.ok and calm.warning() == ""
+    wide = _noise([1.0, 2.0, 0.5, 3.0, 1.0], others=0.0)
+    assert not wide.ok and "spread" in wide.warning()
+
+
+def test_noise_flags_other_processes():
+    from course_lib.core.timing import noise_from as _noise
+
+    busy = _noise([1.0] * 5, others=0.9)
+    assert not busy.ok and "other processes kept up to 0.9 core(s) busy" in busy.warning()
+
+
+def test_noise_add_and_merge():
+    from course_lib.core.timing import Noise
+
+    a = Noise().add(False, "never").add(True, "above the measured peak")
+    b = Noise(spread=0.1).add(True, "2 threads slower than 1")
+    m = a | b
+    assert m.reasons == ["above the measured peak", "2 threads slower than 1"] and not m.ok
+    w = Noise(spread=0.5, wide=True) | Noise(spread=2.0, wide=True) | Noise(others=0.7, busy=True) | Noise(others=1.2, busy=True)
+    assert w.reasons == ["repeats spread by up to 200% of the median",
+                         "other processes kept up to 1.2 core(s) busy meanwhile"]
+
+
+def test_measure_and_compare_carry_noise():
+    from course_lib.core import timing
+
+    t = timing.measure(lambda: sum(range(100)), repeat=5)
+    assert isinstance(t.noise, timing.Noise) and t.spread >= 0
+    c = timing.compare(a=lambda: sum(range(100)), b=lambda: sum(range(50)), repeat=5)
+    assert isinstance(c.noise, timing.Noise)
+    assert ("WARNING" in c.table()) == (not c.noise.ok)
+
+
+def test_a_busy_machine_is_detected():
+    """Another process spinning on every core while we measure must be seen."""
+    import multiprocessing as mp
+    import time as _time
+
+    from course_lib.core import timing
+
+    if timing._busy_cpu_seconds() is None:
+        pytest.skip("no /proc/stat on this OS")
+    stop = mp.Event()
+    procs = [mp.Process(target=_spin, args=(stop,)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        _time.sleep(0.2)
+        t = timing.measure(_time.sleep, 0.05, repeat=6, warmup=0)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join()
+    assert t.noise.others is not None and t.noise.others > timing.OTHERS_LIMIT
+    assert not t.noise.ok
+
+
+def _spin(stop):
+    while not stop.is_set():
+        pass
+
+
+def test_noise_and_comparison_reject_bad_arguments():
+    from course_lib.core import timing
+
+    with pytest.raises(TypeError, match="reason"):
+        timing.Noise().add(True, "")
+    with pytest.raises(ValueError, match="times"):
+        timing.noise_from([])
+    with pytest.raises(ValueError, match="times"):
+        timing.noise_from([1.0, -1.0])
+    with pytest.raises(ValueError, match="others"):
+        timing.noise_from([1.0], others=float("nan"))
+    c = timing.compare(a=lambda: None, b=lambda: None, repeat=3)
+    with pytest.raises(ValueError, match="name: expected one of a, b"):
+        c.ratio("c")
+    with pytest.raises(ValueError, match="to: expected one of a, b"):
+        c.speedup("a", over="z")
+
+
+def test_measure_and_compare_read_the_injected_clock(fake_clock):
+    """The clock hook the speed-check tests use: times come from timing.clock, not from the machine."""
+    t = timing.measure(lambda: fake_clock.advance(0.5), repeat=3, warmup=0, number=1)
+    assert t.times == [0.5, 0.5, 0.5] and t.noise.ok
+    fake_clock.cost(a=2e-3, b=1e-3)
+    cmp = timing.compare(a=lambda: None, b=lambda: None, repeat=4)
+    assert cmp.ratio("a", "b") == pytest.approx(2.0) and cmp.noise.ok
+    assert fake_clock.calls == {"a": 5, "b": 5}  # warmup 1 + repeat 4
+    with pytest.raises(ValueError, match="seconds"):
+        fake_clock.advance(-1)
+
+
+# --------------------------------------------------------------------------- bad input: the flop and byte counters
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(BAD_SIZES)
+def test_flop_counters_reject_bad_sizes(bad):
+    raises_naming((TypeError, ValueError), "m", timing.gemm_flops, bad, 2, 3)
+    raises_naming((TypeError, ValueError), "k", timing.gemv_flops, 2, bad)
+    raises_naming((TypeError, ValueError), "n", timing.gemm_intensity, 2, bad, 3)
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.integers(1, 2**40), st.integers(1, 2**40), st.integers(1, 2**40))
+def test_gemm_flops_exact_with_numpy_ints(m, n, k):
+    got = timing.gemm_flops(np.int64(m), np.int64(n), np.int64(k))
+    assert got == 2 * m * n * k and type(got) is int          # no int64 overflow
+
+
+@pytest.mark.timeout(30)
+def test_gflops_array_bytes_and_slope_reject_garbage():
+    raises_naming(TypeError, "flops", timing.gflops, "1e9", 1.0)
+    raises_naming(ValueError, "flops", timing.gflops, float("nan"), 1.0)
+    raises_naming((TypeError, ValueError), "seconds", timing.gflops, 1e9, "2")
+    raises_naming(ValueError, "seconds", timing.gflops, 1e9, 0.0)
+    raises_naming(TypeError, "arrays[1]", timing.array_bytes, np.zeros(2), None)
+    raises_naming(TypeError, "arrays[0]", timing.array_bytes, ["a", "b"])
+    raises_naming(TypeError, "sizes", timing.loglog_slope, ["a", "b"], [1, 2])
+    raises_naming(ValueError, "sizes", timing.loglog_slope, [4, 4, 4], [1, 2, 3])
+    raises_naming(ValueError, "times", timing.loglog_slope, [1, 2], [[1, 2]])
+    assert timing.loglog_slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0)

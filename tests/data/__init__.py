@@ -1,0 +1,1 @@
+"""Tests of course_lib/data/: test_<module>.py tests course_lib/data/<module>.py."""

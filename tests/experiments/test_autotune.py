@@ -1,0 +1,194 @@
+"""course_lib.experiments.autotune: measures once, caches per shape and machine, survives bad cache files."""
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from course_lib.experiments import autotune
+from course_lib.experiments import lstm as lstm_experiments
+from course_lib.models import lstm
+from helpers import raises_naming
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "c"))
+    autotune._MEMO.clear()
+    yield tmp_path / "c" / "lstm_autotune.json"
+    autotune._MEMO.clear()
+
+
+def test_cache_dir_honours_env(tmp_path, monkeypatch, cache):
+    assert autotune.cache_path() == cache
+    monkeypatch.delenv("COURSE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert autotune.cache_dir() == tmp_path / "xdg" / "parallel-rnns-course"
+
+
+def test_tune_measures_then_reads_cache(cache, monkeypatch):
+    d = autotune.tune(2, 8, 4, 5, "float32", threads=1, repeat=1, probe_steps=2)
+    assert d.measured_now and d.best in lstm.METHODS
+    assert set(d.table_ms) == set(lstm.METHODS) and all(ms > 0 for ms in d.table_ms.values())
+    assert d.best == min(d.table_ms, key=d.table_ms.get)
+    assert "picked" in d.table() and d.key == "B=2,H=8,nx=4,T=5,float32,threads=1"
+    data = json.loads(cache.read_text())
+    assert data["format"] == autotune.FORMAT
+    assert data["machines"][autotune.machine_id()][d.key]["best"] == d.best
+
+    calls = []
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: calls.append(1))
+    again = autotune.tune(2, 8, 4, 5, "float32", threads=1)
+    assert not again.measured_now and again.best == d.best and again.table_ms == d.table_ms and not calls
+    autotune._MEMO.clear()  # a new process: reads the file, still no measuring
+    again = autotune.tune(2, 8, 4, 5, "float32", threads=1)
+    assert not again.measured_now and again.best == d.best and not calls
+
+
+def test_force_remeasures_and_keys_differ(monkeypatch):
+    fake = {"B": 2, "H": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
+    calls = []
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: calls.append(k) or fake)
+    assert autotune.tune(2, 8, 4, 5, threads=1).best == "fused"
+    autotune.tune(2, 8, 4, 5, threads=1)
+    assert len(calls) == 1
+    autotune.tune(2, 8, 4, 5, threads=1, force=True)
+    assert len(calls) == 2
+    autotune.tune(2, 8, 4, 5, threads=2)          # another thread count is another key
+    autotune.tune(2, 8, 4, 5, "float64", threads=1)
+    assert len(calls) == 4
+    assert autotune.best_method(2, 8, 4, 5, threads=1) == "fused" and len(calls) == 4
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps([1, 2]), json.dumps({"format": "other/9", "machines": {}}),
+                                     "\x00\x01"])
+def test_corrupt_or_foreign_cache_is_ignored_with_warning(cache, content, monkeypatch):
+    cache.parent.mkdir(parents=True)
+    cache.write_text(content)
+    fake = {"ms_per_step": {"naive": 2.0, "transposed": 1.0}, "best": "transposed"}
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
+    with pytest.warns(UserWarning, match="autotune: ignoring"):
+        d = autotune.tune(3, 8, 4, 5, threads=1)
+    assert d.best == "transposed" and d.measured_now
+    data = json.loads(cache.read_text())   # replaced by a valid file
+    assert data["format"] == autotune.FORMAT
+
+
+def test_other_machine_and_malformed_entries(cache, monkeypatch):
+    key = autotune.shape_key(3, 8, 4, 5, threads=1)
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps({"format": autotune.FORMAT, "machines": {
+        "someone-else": {key: {"best": "naive", "table_ms": {"naive": 0.1}}},
+        autotune.machine_id(): {"bad": {"best": "cudnn", "table_ms": {}}}}}))
+    with pytest.warns(UserWarning, match="malformed entry"):
+        assert autotune.load_cache() == {}
+    fake = {"ms_per_step": {"naive": 2.0, "fused": 1.0}, "best": "fused"}
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert autotune.tune(3, 8, 4, 5, threads=1).best == "fused"   # not the other machine's 'naive'
+    data = json.loads(cache.read_text())
+    assert data["machines"]["someone-else"][key]["best"] == "naive"   # kept, not ours to delete
+
+
+def test_tuned_forward_uses_the_decision(monkeypatch, cache):
+    fake = {"ms_per_step": {"naive": 2.0, "transposed": 1.0}, "best": "transposed"}
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
+    p = lstm.init_params(4, 8)
+    X = np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)
+    H, _, c = autotune.lstm_forward_tuned(p, X, return_cache=True)
+    assert c.method == "transposed" and cache.exists()
+    np.testing.assert_array_equal(H, lstm.lstm_forward(p, X, method="transposed")[0])
+    assert autotune.best_method(3, 8, 4, 5, "float32") == "transposed"
+    with pytest.raises(ValueError, match="X: expected a 3-D array"):
+        autotune.lstm_forward_tuned(p, X[0])
+
+
+@pytest.mark.parametrize("entry, why", [
+    ({"best": "fused", "table_ms": {"fused": 1.0}, "probe": [1, 2]}, "probe: expected a dict"),
+    ({"best": "fused", "table_ms": {"naive": 1.0}}, "best: 'fused' is not one of the measured"),
+    ({"best": "naive", "table_ms": {"naive": True}}, "expected a positive number"),
+    ({"best": "naive", "table_ms": {"naive": -1.0}}, "expected a positive number"),
+    ({"best": "naive", "table_ms": {}}, "non-empty dict"),
+    ("naive", "expected a dict"),
+])
+def test_load_cache_rejects_malformed_entries(cache, entry, why):
+    """issue 18: a non-dict probe, a best missing from its times, boolean or non-positive times."""
+    cache.parent.mkdir(parents=True)
+    good = {"best": "fused", "table_ms": {"fused": 1.0, "naive": 2.0}, "probe": {"steps": 2}}
+    cache.write_text(json.dumps({"format": autotune.FORMAT, "machines": {
+        autotune.machine_id(): {"bad": entry, "good": good}}}))
+    with pytest.warns(UserWarning, match="malformed entry 'bad'.*" + re.escape(why)):
+        assert autotune.load_cache() == {"good": good}
+
+
+def test_clear_cache(cache):
+    autotune.tune(2, 8, 4, 2, threads=1, repeat=1, probe_steps=1)
+    assert cache.exists()
+    autotune.clear_cache()
+    assert not cache.exists() and not autotune._MEMO
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
+        autotune.tune(0, 8, 4)
+    with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
+        autotune.shape_key(2, 8, 4, 5, "int8")
+    with pytest.raises(ValueError, match="methods: expected one of"):
+        autotune.tune(2, 8, 4, methods=("naive", "cudnn"))
+    with pytest.raises(ValueError, match="methods: expected at least one"):
+        autotune.tune(2, 8, 4, methods=())
+    with pytest.raises(ValueError, match="threads: expected an integer >= 1"):
+        autotune.best_method(2, 8, 4, 5, threads=0)
+
+
+# --------------------------------------------------------------------------- bad input
+# numpy integers write valid JSON, bad arguments named, malformed cache entries ignored
+@pytest.mark.timeout(60)
+def test_numpy_integers_as_repeat_write_valid_json(tmp_path):
+    path = tmp_path / "cache.json"
+    d = autotune.tune(np.int64(2), np.int32(4), np.int64(3), np.int64(2), "float32", threads=1,
+                      methods=("naive",) if "naive" in autotune.lstm.METHODS else autotune.lstm.METHODS[:1],
+                      force=True, probe_steps=np.int64(1), repeat=np.int64(1), path=path)
+    data = json.loads(path.read_text())
+    entry = next(iter(next(iter(data["machines"].values())).values()))
+    assert entry["probe"]["repeat"] == 1 and isinstance(entry["probe"]["repeat"], int)
+    assert d.best in d.table_ms
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert autotune.load_cache(path)           # reads back cleanly
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kw, name", [({"repeat": 0}, "repeat"), ({"repeat": True}, "repeat"),
+                                      ({"probe_steps": 1.5}, "probe_steps"), ({"methods": "lstm"}, "methods"),
+                                      ({"methods": ["nope"]}, "methods"), ({"force": 1}, "force"),
+                                      ({"path": 3}, "path"), ({"threads": 0}, "threads"), ({"dtype": "int8"}, "dtype")])
+def test_tune_rejects_bad_arguments(kw, name, tmp_path):
+    call = dict(force=True, path=tmp_path / "c.json") | kw
+    raises_naming((TypeError, ValueError), name, autotune.tune, 2, 4, 3, 2, **call)
+
+
+@pytest.mark.timeout(60)
+def test_shape_key_and_cache_paths():
+    raises_naming((TypeError, ValueError), "B", autotune.shape_key, -1, 4, 3, 2)
+    raises_naming(TypeError, "H", autotune.shape_key, 1, "4", 3, 2)
+    assert autotune.shape_key(np.int64(1), 2, 3, 4, threads=np.int64(2)) == "B=1,H=2,nx=3,T=4,float32,threads=2"
+    raises_naming(TypeError, "path", autotune.load_cache, 3.0)
+    raises_naming(TypeError, "path", autotune.clear_cache, ["x"])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("entry", [
+    {"best": "x", "table_ms": {"x": 1.0}}, {"best": None, "table_ms": {}},
+    {"best": "M", "table_ms": {"M": True}}, {"best": "M", "table_ms": {"M": 1.0}, "probe": [1]},
+    {"best": "M2", "table_ms": {"M": 1.0}},
+])
+def test_malformed_cache_entries_are_ignored(entry, tmp_path):
+    m = autotune.lstm.METHODS[0]
+    entry = json.loads(json.dumps(entry).replace('"M"', json.dumps(m)))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"format": autotune.FORMAT, "machines": {autotune.machine_id(): {"k": entry}}}))
+    with pytest.warns(UserWarning, match="malformed"):
+        assert autotune.load_cache(path) == {}

@@ -1,0 +1,185 @@
+"""The cost model: its counts equal the course's algorithm counts; advise rejects impossible problems;
+Machine.measure(quick=True) gives positive finite numbers."""
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from course_lib.algorithms import mgrit, newton, scan
+from course_lib.experiments import cost_model as cm
+from course_lib.parallel import inference
+from helpers import raises_naming
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return cm.Machine.measure(quick=True)
+
+
+def test_measure_quick_positive_finite(machine):
+    for k in ("cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
+              "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
+              "mpi_bandwidth_gbs"):
+        v = getattr(machine, k)
+        assert v > 0 and math.isfinite(v), k
+    assert machine.source["mpi_latency_s"].startswith("assumed")
+    assert cm.Machine.measure(quick=True) is machine  # cached per process
+
+
+@pytest.mark.parametrize("method", ["sequential", "hillis_steele", "blelloch"])
+@pytest.mark.parametrize("T", [1, 2, 3, 7, 8, 100, 1024])
+def test_scan_counts_equal_the_course(method, T):
+    c = scan.scan_counts(method, T)
+    assert cm.scan_counts(method, T) == {"work": c.work, "span": c.span}
+
+
+@pytest.mark.parametrize("T,L,P", [(10, 3, 2), (32, 4, 2), (5, 7, 3), (1, 2, 1)])
+def test_wavefront_counts_equal_the_course(T, L, P):
+    ws = inference.work_span(T, L, P)
+    assert cm.wavefront_counts(T, L, P) == {"work": ws["work"], "span": ws["span"], "steps": ws["steps"]}
+
+
+def test_wavefront_cost_uses_the_counts(machine):
+    p = cm.Problem("rnn", B=8, T=20, H=16, layers=3)
+    c = cm.predict("wavefront", p, machine, P=2)
+    assert c.counts == cm.wavefront_counts(20, 3, 2)
+    assert c.regions == 20 + 3 - 1
+
+
+@pytest.mark.parametrize("T,P,iters", [(256, 2, 2), (1024, 16, 3), (64, 1, 1)])
+def test_mgrit_counts_equal_span_model(T, P, iters):
+    mc = cm.mgrit_counts(T, P, iters=iters)
+    sm = mgrit.span_model(T, m=4, levels=2, iters=iters, P=P, latency=0.0)
+    assert mc["span"] == pytest.approx(sm["span"]) and mc["work"] == pytest.approx(sm["work"])
+
+
+@pytest.mark.parametrize("T,H,P,method", [(512, 8, 2, "newton"), (1000, 16, 8, "quasi"), (64, 4, 1, "newton")])
+def test_deer_span_equals_newton_span_model(T, H, P, method):
+    assert cm.deer_counts(T, H, P, iters=4, method=method)["span"] == pytest.approx(
+        newton.span_model(T, H, iters=4, P=P, method=method)["span"])
+
+
+def test_cost_work_and_span(machine):
+    p = cm.Problem("gru", B=4, T=512, H=8)
+    c = cm.predict("deer", p, machine, P=2, iters=3)
+    assert c.span == pytest.approx(4 * newton.span_model(512, 8, iters=3, P=2)["span"])
+    s = cm.predict("serial", p, machine)
+    assert s.work == s.span and s.seconds > 0
+
+
+@pytest.mark.parametrize("kwargs,arg", [(dict(B=-1), "B"), (dict(T=0), "T"), (dict(H=-5), "H"), (dict(layers=0), "layers"),
+                                        (dict(kind="transformer"), "kind"), (dict(mode="fine-tuning"), "mode"),
+                                        (dict(kind="linear", layers=3), "layers")])
+def test_problem_rejects_impossible_sizes(kwargs, arg):
+    with pytest.raises((ValueError, TypeError), match=arg):
+        cm.Problem(**kwargs)
+
+
+def test_advise_rejects_methods_that_cannot_apply(machine):
+    with pytest.raises(ValueError, match="layers"):
+        cm.advise(cm.Problem("rnn", B=8, T=10, H=8, layers=1), machine, methods=["wavefront"])
+    with pytest.raises(ValueError, match="kind"):
+        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine, methods=["mgrit"])
+    with pytest.raises(ValueError, match="kind"):
+        cm.advise(cm.Problem("gru", B=1, T=100, H=4), machine, methods=["scan"])
+    with pytest.raises(ValueError, match="machine"):
+        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine.with_gpu(None), methods=["gpu_scan"])
+    with pytest.raises(ValueError, match="B"):
+        cm.advise(cm.Problem("rnn", B=1, T=10, H=8), machine, methods=["threads"])
+    with pytest.raises(ValueError, match="methods"):
+        cm.advise(cm.Problem("rnn"), machine, methods=["magic"])
+    with pytest.raises(TypeError, match="problem"):
+        cm.advise({"B": 3}, machine)
+
+
+def test_advise_ranks_and_respects_calibration(machine):
+    p = cm.Problem("rnn", B=64, T=32, H=64, layers=2)
+    adv = cm.advise(p, machine)
+    secs = [a.seconds for a in adv]
+    assert secs == sorted(secs) and all(a.trusted for a in adv)
+    m, s, r = adv[0]
+    assert isinstance(r, str) and s > 0
+    checked = {a.method: 1.0 for a in adv} | {adv[0].method: 3.0}
+    adv2 = cm.advise(p, machine, calibration=checked)
+    assert adv2[0].method != adv[0].method and not adv2[-1].trusted and "NOT ADVISED" in adv2[-1].reason
+
+
+def test_gpu_methods_appear_only_with_a_gpu(machine):
+    p = cm.Problem("linear", B=1, T=1 << 20, H=128)
+    assert "gpu_scan" not in [a.method for a in cm.advise(p, machine.with_gpu(None))]
+    assert "gpu_scan" in [a.method for a in cm.advise(p, machine.with_gpu(cm.GPU.k80()))]
+
+
+def test_seed_schedules_and_widget_data(machine):
+    s = cm.seed_schedules()
+    assert set(s) == set(cm.SEED_SCHEDULES)
+    for v in s.values():
+        assert v["simulated"] > 1 and v["graph"].critical_path()[0] > 0
+    d = cm.ranking_and_maps(B=16, T=64, H=32, layers=2, cores=4, gpu=True, machine=machine, n=3)
+    assert len(d["TH"]["winner"]) == len(d["TH"]["y"]) and d["advice"][0].method in cm.METHODS
+
+
+def test_advise_does_not_advise_a_method_the_calibration_never_checked():
+    m = cm.Machine.preset("xeon_phi")
+    prob = cm.Problem("rnn", "inference", B=64, T=16, H=32, layers=2)
+    ranked = cm.advise(prob, m, calibration={"batched": 1.2})
+    by = {a.method: a for a in ranked}
+    assert by["batched"].trusted
+    assert all(not a.trusted and "never checked" in a.reason for k, a in by.items() if k != "batched")
+    assert ranked[0].method == "batched"
+
+
+# --------------------------------------------------------------------------- bad input
+# a ValueError/TypeError naming the argument, or the right answer; never NaN, a hang or a crash
+FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from(["gemm_gflops_core", "bandwidth_core_gbs", "call_s", "cores", "simd_lanes"]),
+       st.sampled_from([-1.0, float("nan"), float("inf"), "x", 0]))
+def test_machine_fields(field, bad):
+    base = cm.Machine.preset("xeon_phi")
+    import dataclasses
+    if bad == 0 and field == "call_s":
+        assert dataclasses.replace(base, call_s=0).call_s == 0  # a time may be 0
+        return
+    raises_naming((ValueError, TypeError), field, dataclasses.replace, base, **{field: bad})
+
+
+@pytest.mark.timeout(30)
+@FAST
+@given(st.sampled_from([-1.0, float("nan"), "x", None]))
+def test_rates_and_flops(bad):
+    m = cm.Machine.preset("k80_host")
+    raises_naming((ValueError, TypeError), "rows", m.gemm_rate, bad)
+    raises_naming((ValueError, TypeError), "rows", cm.Problem().cell_flops, bad)
+    raises_naming((ValueError, TypeError), "rows", cm.Problem(ny=3).output_flops, bad)
+    raises_naming((ValueError, TypeError), "threads", m.bandwidth, bad)
+
+
+@pytest.mark.timeout(30)
+def test_cost_model_objects():
+    m = cm.Machine.preset("k80_host")
+    p = cm.Problem(T=64, H=8)
+    raises_naming(TypeError, "quick", cm.Machine.measure, "yes")
+    raises_naming(TypeError, "name", cm.GPU.assumed, 3)
+    raises_naming(ValueError, "bandwidth_gbs", cm.GPU, "g", -1.0, 1.0, 1e-6, 1e-6)
+    raises_naming(TypeError, "problem", cm.applicable, "p", m)
+    raises_naming(TypeError, "machine", cm.applicable, p, "m")
+    raises_naming(ValueError, "advice", cm.first_choice, [])
+    raises_naming(TypeError, "advice", cm.first_choice, ["serial"])
+    raises_naming(ValueError, "seconds", cm.Advice, "serial", float("nan"), "")
+    raises_naming(TypeError, "problem", cm.Cost, "serial", None, 1)
+    raises_naming(ValueError, "measured", cm.Row, "c", "l", "serial", 1.0, 0.0, p)
+    raises_naming(TypeError, "cal", cm.measured_speedups, {})
+    cal = cm.Calibration(m, [cm.Row("c", "l", "serial", 1.0, 2.0, p)], {"c": None}, {})
+    raises_naming(ValueError, "config", cal.measured_fastest, "other")
+    assert cal.measured_fastest("c") == "l" and cal.predicted_fastest("c") == "l"
+    raises_naming(TypeError, "rows", cm.Calibration, m, ["row"], {}, {})
+    for bad in (0, -2, 1.5):
+        raises_naming((ValueError, TypeError), "P", cm.mgrit_counts, 64, bad)
+        raises_naming((ValueError, TypeError), "H", cm.deer_counts, 64, bad, 1, iters=2)
+    adv = cm.advise(p, m)
+    assert cm.first_choice(adv) == adv[0].method
+    assert all(v is None or isinstance(v, str) for v in cm.applicable(p, m).values())

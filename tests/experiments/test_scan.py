@@ -1,0 +1,81 @@
+"""course_lib.experiments.scan: every measuring helper returns well-formed data (tiny sizes; no timed
+assertions -- the machine is shared), and rejects bad input naming the argument."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (before numba)
+from course_lib.algorithms import scan
+from course_lib.core import timing
+from course_lib.experiments import scan as xs
+from helpers import raises_naming
+
+
+def test_methods_vs_T_and_thread_scaling():
+    d = xs.methods_vs_T([256, 1024], 8, repeat=1)
+    assert [r["T"] for r in d["rows"]] == [256, 1024] and isinstance(d["noise"], timing.Noise)
+    assert set(d["rows"][0]["seconds"]) == {"sequential", "chunked", "channels"}
+    assert d["rows"][0]["speedup"]["sequential"] == 1.0
+    t = xs.thread_scaling(2048, 4, repeat=1)
+    assert [r["threads"] for r in t["rows"]][0] == 1 and t["sequential_seconds"] > 0
+
+
+def test_crossover_and_lanes():
+    c = xs.crossover([64, 256], [1, 4], repeat=1, max_elements=512)
+    assert set(c["cells"]) == {(64, 1), (256, 1), (64, 4)}
+    assert all(cell["winner"] in ("sequential", "channels", "chunked") for cell in c["cells"].values())
+    lv = xs.lanes_vs_scalar(4096, 1, repeat=1)
+    assert lv["lanes"] == 16 and "16 lanes" in lv["seconds"]
+    ins = xs.lane_instructions()
+    assert set(ins) == {"doubling pass", "serial loop"} and ins["doubling pass"]["vector"] > 0
+
+
+def test_phases():
+    a, x, h0 = scan.random_problem(2000, 4, seed=0)
+    ph = xs.chunked_phases(a, x, h0, chunks=4, repeat=1)
+    assert ph["chunks"] == 4 and abs(sum(ph[f"{p}_frac"] for p in xs.PHASES) - 1) < 1e-9
+    a, x, h0 = scan.random_problem(40, 1, seed=0)
+    ph = xs.cuda_phases(a, x, h0, block=4, chunk=4)
+    assert ph["grid"] == 3 and abs(sum(ph[f"{p}_frac"] for p in xs.PHASES) - 1) < 1e-9
+
+
+def test_scan_sweep():
+    d = xs.scan_sweep(T=2048, H=8, method="chunked", chunks=3, repeat=1)
+    assert d["chunks"] == 3 and d["max_rel_error"] < 1e-5 and d["seconds"] > 0
+    d = xs.scan_sweep(T=1024, H=4, method="channels", threads=1, repeat=1)
+    assert d["chunks"] is None
+    with pytest.raises(ValueError, match="method: expected one of"):
+        xs.scan_sweep(method="cuda")
+
+
+def test_layer_speedup_and_remember_first():
+    r = xs.layer_speedup("sru", 512, 1, 4, 4, repeat=1)
+    assert r["layer_speedup"]["sequential"] == 1.0 and 0 < r["scan_share"] <= 1 and r["cap"] >= 1
+    assert set(r["amdahl"]) == {"sequential", "channels", "chunked"}
+    t = xs.remember_first(8, H=8, max_epochs=2)
+    assert [row["layer"] for row in t["rows"]] == ["lstm", "gilr_lstm"]
+    assert all(row["epochs"] <= 2 for row in t["rows"])
+    with pytest.raises(ValueError, match="layer: expected one of"):
+        xs.layer_speedup("lstm")
+    with pytest.raises(ValueError, match="layers\\[i\\]: expected one of"):
+        xs.remember_first(8, layers=("gru",))
+
+
+def test_backward_speedup_agrees_with_the_serial_backward():
+    """The backward helper times the right things: its parallel backward equals the serial one, the
+    speed-ups are the ratios of its own timings, and bad arguments are named."""
+    r = xs.backward_speedup(2000, 3, repeat=2)
+    assert r["max_rel_diff"] < 1e-5 and set(r["ms"]) == {"scan_seq", "scan_par", "whole_seq", "whole_par"}
+    assert r["scan_speedup"] == pytest.approx(r["ms"]["scan_seq"] / r["ms"]["scan_par"])
+    assert r["whole_speedup"] == pytest.approx(r["ms"]["whole_seq"] / r["ms"]["whole_par"])
+    assert 0 < r["scan_share"] and hasattr(r["noise"], "ok")
+    with pytest.raises(ValueError, match="method"):
+        xs.backward_speedup(100, 1, method="cuda")
+    with pytest.raises(ValueError, match="T"):
+        xs.backward_speedup(0, 1)
+
+
+# --------------------------------------------------------------------------- bad input: lane_instructions
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("dtype", ["int32", "float16", "nope", 3.5])
+def test_scan_lane_instructions_dtype(dtype):
+    raises_naming(TypeError, "dtype", xs.lane_instructions, dtype)

@@ -1,0 +1,1 @@
+"""Tests of course_lib/models/: test_<module>.py tests course_lib/models/<module>.py."""

@@ -1,0 +1,1 @@
+"""Tests of course_lib/teaching/ (checks/ mirrors course_lib/teaching/checks/)."""

@@ -1,0 +1,562 @@
+"""Worksheet 07 checks: they pass the references and explain what is wrong with wrong answers,
+including CUDA kernels that are right only by luck (missing barrier, unwritten shared memory)."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (before numba)
+from numba import cuda, float64
+
+from course_lib.core import backend
+from course_lib.algorithms import scan, scan_cuda
+from course_lib.teaching.checks import scan as scan_checks
+from course_lib.teaching.checks.core import ExerciseFailed
+
+BLOCK_MAX = scan_cuda.BLOCK_MAX
+needs_sim = pytest.mark.skipif(backend.cuda_mode() != "simulator",
+                               reason="race tracing needs numba's CUDA simulator (a GPU is present)")
+
+
+def good_chunked(a, x, h0, chunks):
+    T = a.shape[0]
+    bounds = np.linspace(0, T, chunks + 1).round().astype(int)
+    pairs = []
+    for c in range(chunks):
+        A, B = np.ones_like(h0), np.zeros_like(h0)
+        for t in range(bounds[c], bounds[c + 1]):
+            A, B = scan.combine((A, B), (a[t], x[t]))
+        pairs.append((A, B))
+    carries = [h0]
+    for A, B in pairs[:-1]:
+        carries.append(A * carries[-1] + B)
+    h = np.empty_like(x)
+    for c in range(chunks):
+        prev = carries[c]
+        for t in range(bounds[c], bounds[c + 1]):
+            prev = a[t] * prev + x[t]
+            h[t] = prev
+    return h
+
+
+def sliced_chunked(a, x, h0, chunks):
+    """A valid alternative: numpy cumprod per chunk on slices."""
+    T = a.shape[0]
+    bounds = np.linspace(0, T, chunks + 1).astype(int)
+    carry = h0
+    h = np.empty_like(x)
+    reduced = []
+    for c in range(chunks):
+        s, e = bounds[c], bounds[c + 1]
+        A, B = np.ones_like(h0), np.zeros_like(h0)
+        for t in range(s, e):
+            A, B = a[t] * A, a[t] * B + x[t]
+        reduced.append((A, B))
+    for c in range(chunks):
+        s, e = bounds[c], bounds[c + 1]
+        h[s:e] = scan.linear_recurrence(a[s:e], x[s:e], carry)
+        carry = reduced[c][0] * carry + reduced[c][1]
+    return h
+
+
+def test_references_pass(capsys):
+    scan_checks.check_combine(scan.combine)
+    scan_checks.check_combine(lambda p, q: [q[0] * p[0], q[0] * p[1] + q[1]])  # a list of two is fine
+    scan_checks.check_chunked_scan(good_chunked)
+    scan_checks.check_chunked_scan(sliced_chunked)
+    scan_checks.check_backward(scan.linear_recurrence_backward)
+    out = capsys.readouterr().out
+    for ex, n in (("8.1", 5), ("8.2", 6), ("8.3", 5)):
+        assert f"Exercise {ex} passed: {n}/{n} cases" in out
+
+
+def test_combine_in_the_wrong_order_is_explained():
+    with pytest.raises(ExerciseFailed, match="(?s)Exercise 8.1 failed on case 1/5.*not commutative"):
+        scan_checks.check_combine(lambda p, q: (p[0] * q[0], p[0] * q[1] + p[1]))
+
+
+def test_chunked_scan_with_wrong_carries_is_explained():
+    def bad(a, x, h0, chunks):  # every chunk restarts from h0
+        bounds = np.linspace(0, a.shape[0], chunks + 1).astype(int)
+        h = np.empty_like(x)
+        for c in range(chunks):
+            s, e = bounds[c], bounds[c + 1]
+            h[s:e] = scan.linear_recurrence(a[s:e], x[s:e], h0)
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)'h' differs.*time step 4.*Hint: Chunk c must start"):
+        scan_checks.check_chunked_scan(bad)
+
+
+def test_chunked_scan_ignoring_chunks_is_named():
+    def sequential(a, x, h0, chunks):
+        h = np.empty_like(x)
+        prev = h0
+        for t in range(a.shape[0]):
+            prev = a[t] * prev + x[t]
+            h[t] = prev
+        return h
+    with pytest.raises(ExerciseFailed, match=r"does not work in chunks[\s\S]*ignoring `chunks`"):
+        scan_checks.check_chunked_scan(sequential)
+    with pytest.raises(ExerciseFailed, match=r"does not work in chunks"):
+        scan_checks.check_chunked_scan(lambda a, x, h0, chunks: scan.linear_recurrence(a, x, h0))
+
+
+def test_in_place_inputs_are_named():
+    def chunked_in_place(a, x, h0, chunks):
+        h = good_chunked(a, x, h0, chunks)
+        x[:] = h  # reuses x as the output buffer
+        return x
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.2 failed on case 1/6[\s\S]*changed its input x in place"):
+        scan_checks.check_chunked_scan(chunked_in_place)
+
+    def combine_in_place(p, q):
+        a1, b1 = p
+        a2, b2 = q
+        b1 *= a2
+        b1 += b2
+        a1 *= a2
+        return a1, b1
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.1 failed:\n  your combine changed its input p\[0\] in place|changed its input p\[1\] in place"):
+        scan_checks.check_combine(combine_in_place)
+
+
+def test_combine_wrong_length_message_is_true():
+    with pytest.raises(ExerciseFailed, match=r"expected a tuple of 2 outputs \(a, b\), got 3"):
+        scan_checks.check_combine(lambda p, q: (q[0] * p[0], q[0] * p[1] + q[1], 0))
+
+
+def test_backward_missing_shift_is_explained():
+    def bad(a, h, h0, grad_h):  # uses a_t instead of a_{t+1}
+        g = scan.linear_recurrence(np.ascontiguousarray(a[::-1]), np.ascontiguousarray(grad_h[::-1]))[::-1]
+        h_prev = np.concatenate([h0[None], h[:-1]])
+        return h_prev * g, g, a[0] * g[0]
+
+    with pytest.raises(ExerciseFailed, match="(?s)Exercise 8.3 failed on case 1/5.*'grad_a' differs"):
+        scan_checks.check_backward(bad)
+
+
+@cuda.jit
+def _no_first_barrier(a, x, h0, h):
+    """Correct Blelloch scan, except: no cuda.syncthreads() after loading shared memory."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c]
+
+
+@cuda.jit
+def _no_root_barrier(a, x, h0, h):
+    """Up-sweep, identity at the root, down-sweep -- but no barrier between the root write and the
+    first down-sweep level (thread 0 reads the root that thread n-1 writes)."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c]
+
+
+@cuda.jit
+def _reads_unwritten(a, x, h0, h):
+    """Right answer, but thread 0 reads slot -1 (never written) and then discards the value."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    sa[i] = a[i, c]
+    sb[i] = x[i, c]
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+    prev_a = sa[i - 1]  # i = 0 reads the last slot of the array: garbage
+    if i == 0:
+        prev_a = 1.0
+    h[i, c] = a[i, c] * (sa[i] * h0[c] + sb[i]) + x[i, c] + 0.0 * prev_a * 0.0
+
+
+@needs_sim
+def test_missing_first_barrier_is_caught():
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 2/8.*(race|no thread of this block has written)"):
+        scan_checks.check_block_kernel(_no_first_barrier)
+
+
+@needs_sim
+def test_missing_root_barrier_is_caught_even_when_the_output_is_right():
+    a, x, h0 = scan.random_problem(8, 1, seed=0, dtype="float64")
+    # the plain output may well be right (the simulator often runs thread n-1's write first) ...
+    scan_cuda.run_block_kernel(_no_root_barrier, a, x, h0)
+    # ... but the check sees the unsynchronised access every time
+    for _ in range(2):
+        with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed.*no cuda\.syncthreads\(\) in between"):
+            scan_checks.check_block_kernel(_no_root_barrier)
+
+
+@needs_sim
+def test_read_of_unwritten_shared_memory_is_caught_though_the_output_is_right():
+    a, x, h0 = scan.random_problem(8, 2, seed=0, dtype="float64")
+    h = scan_cuda.run_block_kernel(_reads_unwritten, a, x, h0)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-12)  # right by luck
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8.*read slot 1023 .*no thread of this block has written"):
+        scan_checks.check_block_kernel(_reads_unwritten)
+
+
+def test_wrong_formula_kernel_is_explained():
+    @cuda.jit
+    def no_h0(a, x, h0, h):
+        sa = cuda.shared.array(BLOCK_MAX, float64)
+        sb = cuda.shared.array(BLOCK_MAX, float64)
+        c = cuda.blockIdx.x
+        i = cuda.threadIdx.x
+        sa[i] = a[i, c]
+        sb[i] = x[i, c]
+        cuda.syncthreads()
+        n = cuda.blockDim.x
+        step = 1
+        while step < n:
+            k = (i + 1) * 2 * step - 1
+            if k < n:
+                sb[k] = sa[k] * sb[k - step] + sb[k]
+                sa[k] = sa[k] * sa[k - step]
+            step *= 2
+            cuda.syncthreads()
+        if i == n - 1:
+            sa[i] = 1.0
+            sb[i] = 0.0
+        cuda.syncthreads()
+        step = n // 2
+        while step >= 1:
+            k = (i + 1) * 2 * step - 1
+            if k < n:
+                ta = sa[k - step]
+                tb = sb[k - step]
+                sa[k - step] = sa[k]
+                sb[k - step] = sb[k]
+                sb[k] = ta * sb[k] + tb
+                sa[k] = ta * sa[k]
+            step //= 2
+            cuda.syncthreads()
+        h[i, c] = a[i, c] * sb[i] + x[i, c]  # forgot A * h0
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8.*'h' differs.*Hint"):
+        scan_checks.check_block_kernel(no_h0)
+
+
+def test_not_a_kernel():
+    with pytest.raises(ExerciseFailed, match="expected a @cuda.jit kernel"):
+        scan_checks.check_block_kernel(None)
+
+
+@needs_sim
+def test_tracing_is_undone_after_the_check():
+    from numba.cuda.simulator import kernelapi
+
+    before = kernelapi.FakeCUDAShared.array
+    with scan_checks.traced_shared_memory():
+        assert kernelapi.FakeCUDAShared.array is not before
+    assert kernelapi.FakeCUDAShared.array is before
+
+
+# --------------------------------------------------------------------------- 8.4: memory budget per thread
+def _solution_block_kernel():
+    """The worksheet's solution kernel (solutions/08_scan.py), compiled here."""
+    import pathlib
+
+    src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
+    body = src[src.index("@cuda.jit\ndef my_scan_kernel"):src.index("# %%\nscan_checks.check_block_kernel")]
+    ns = {"cuda": cuda, "float64": float64, "BLOCK_MAX": BLOCK_MAX}
+    exec(body, ns)
+    return ns["my_scan_kernel"]
+
+
+def test_block_kernel_solution_passes_with_its_memory_counts(capsys):
+    line = scan_checks.check_block_kernel(_solution_block_kernel())
+    out = capsys.readouterr().out
+    assert "Exercise 8.4 passed: 8/8 cases" in out
+    assert line == "Exercise 8.4 passed: 8/8 cases" or "GPU" in line
+    if backend.cuda_mode() == "simulator":
+        assert ("most per thread (T=64, 64 threads): global reads 3 (budget 3), global writes 1 (budget 1), "
+                "shared reads 68 (budget 76), shared writes 38 (budget 52)") in out
+
+
+def test_memory_budget_follows_the_levels():
+    assert scan_checks.memory_budget(1) == (3, 1, 4, 4)
+    assert scan_checks.memory_budget(64) == (3, 1, 76, 52)
+
+
+def _scan_body_then(final):
+    """Source of a correct Blelloch kernel (for T <= n) whose last line is ``final``."""
+    return f"""
+@cuda.jit
+def k(a, x, h0, h):
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    T = a.shape[0]
+    ai = 1.0
+    xi = 0.0
+    if i < T:
+        ai = a[i, c]
+        xi = x[i, c]
+    sa[i] = ai
+    sb[i] = xi
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            sb[k] = sa[k] * sb[k - step] + sb[k]
+            sa[k] = sa[k] * sa[k - step]
+        step *= 2
+        cuda.syncthreads()
+    if i == n - 1:
+        sa[i] = 1.0
+        sb[i] = 0.0
+    cuda.syncthreads()
+    step = n // 2
+    while step >= 1:
+        k = (i + 1) * 2 * step - 1
+        if k < n:
+            ta = sa[k - step]
+            tb = sb[k - step]
+            sa[k - step] = sa[k]
+            sb[k - step] = sb[k]
+            sb[k] = ta * sb[k] + tb
+            sa[k] = ta * sa[k]
+        step //= 2
+        cuda.syncthreads()
+{final}
+"""
+
+
+def _compile(src):
+    ns = {"cuda": cuda, "float64": float64, "BLOCK_MAX": BLOCK_MAX}
+    exec(src, ns)
+    return ns["k"]
+
+
+@needs_sim
+def test_kernel_rereading_the_input_from_global_memory_is_over_budget():
+    # right numbers: every thread recomputes h_i serially from the whole input in global memory
+    k = _compile(_scan_body_then("""    if i < T:
+        acc = h0[c]
+        for t in range(i + 1):
+            acc = a[t, c] * acc + x[t, c]
+        h[i, c] = acc"""))
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8 .*your numbers are right, "
+                                             r"but thread 0 of block 0 made 5 global reads; the budget is 3 per thread"
+                                             r".*Hint: read a\[i, c\], x\[i, c\] and h0\[c\] once each"):
+        scan_checks.check_block_kernel(k)
+
+
+@needs_sim
+def test_kernel_writing_its_output_twice_is_over_budget():
+    k = _compile(_scan_body_then("""    if i < T:
+        h[i, c] = 0.0
+        h[i, c] = ai * (sa[i] * h0[c] + sb[i]) + xi"""))
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 1/8 .*thread 0 of block 0 made 2 "
+                                             r"global writes; the budget is 1 per thread.*write h\[i, c\] once"):
+        scan_checks.check_block_kernel(k)
+
+
+@needs_sim
+def test_kernel_with_a_serial_prefix_in_shared_memory_is_over_budget():
+    @cuda.jit
+    def serial_shared(a, x, h0, h):
+        sa = cuda.shared.array(BLOCK_MAX, float64)
+        sb = cuda.shared.array(BLOCK_MAX, float64)
+        c = cuda.blockIdx.x
+        i = cuda.threadIdx.x
+        T = a.shape[0]
+        ai = 1.0
+        xi = 0.0
+        if i < T:
+            ai = a[i, c]
+            xi = x[i, c]
+        sa[i] = ai
+        sb[i] = xi
+        cuda.syncthreads()
+        if i < T:
+            acc = h0[c]
+            for t in range(i + 1):
+                acc = sa[t] * acc + sb[t]
+            h[i, c] = acc
+
+    # at T=32 thread 31 reads 64 slots, exactly the budget 12*5 + 4; at T=64 it needs 128 of 76
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 8/8 \(T=64, 64 threads per block, "
+                                             r"1 block\(s\)\).*thread 63 of block 0 made 128 shared reads; the budget "
+                                             r"is 76 per thread.*O\(log T\)"):
+        scan_checks.check_block_kernel(serial_shared)
+
+
+@needs_sim
+def test_power_of_two_only_kernel_is_told_about_t_below_the_block():
+    # the course's lecture kernel assumes T == blockDim.x: odd T / spare threads index past the input
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 5/8 \(T=5, 8 threads per block, "
+                                             r"3 block\(s\)\).*IndexError.*threads with i >= T must not read a or x"):
+        scan_checks.check_block_kernel(scan_cuda.blelloch_block_kernel)
+
+
+@needs_sim
+def test_counting_is_undone_after_the_check():
+    from numba.cuda.simulator.cudadrv import devicearray
+
+    before = devicearray.FakeWithinKernelCUDAArray.__getitem__
+    with scan_checks.counted_memory() as counts:
+        assert devicearray.FakeWithinKernelCUDAArray.__getitem__ is not before
+        assert counts == {}
+    assert devicearray.FakeWithinKernelCUDAArray.__getitem__ is before
+
+
+# --------------------------------------------------------------------------- 8.5: a scan that beats the loop
+def _solution_fast_scan():
+    """The worksheet's solution (solutions/08_scan.py), compiled here."""
+    import pathlib
+
+    from numba import njit
+
+    src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
+    body = src[src.index("@njit\ndef fast_scan"):src.index("# %%\nscan_checks.check_fast_scan")]
+    ns = {"np": np, "njit": njit}
+    exec(body, ns)
+    return ns["fast_scan"]
+
+
+def test_fast_scan_solution_passes(capsys, fake_clock):
+    fake_clock.cost(course_sequential=4e-3, yours=1e-3)
+    scan_checks.check_fast_scan(_solution_fast_scan())
+    out = capsys.readouterr().out
+    assert "Exercise 8.5 passed: 8/8 cases" in out
+    assert "span: 93 dependent operations for T=256 with 16 chunks" in out
+
+
+def test_fast_scan_sequential_loop_is_named():
+    from numba import njit
+
+    @njit
+    def loop(a, x, h0, chunks):  # fast (one chain in a register), right, but sequential
+        T, H = a.shape
+        h = np.empty_like(x)
+        for j in range(H):
+            p = h0[j]
+            for t in range(T):
+                p = a[t, j] * p + x[t, j]
+                h[t, j] = p
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed:\n  your numbers are right, but your scan is "
+                                             r"sequential in time(.|\n)*the span\) is 512"):
+        scan_checks.check_fast_scan(loop)
+
+
+def test_fast_scan_ignoring_chunks_is_named():
+    def fixed_chunks(a, x, h0, chunks):
+        return good_chunked(a, x, h0, min(8, a.shape[0]))  # always 8 chunks, whatever it is asked
+
+    with pytest.raises(ExerciseFailed, match=r"your function ignores `chunks`: for T=256 its span is \d+ with "
+                                             r"chunks=4 and \d+ with chunks=16"):
+        scan_checks.check_fast_scan(fixed_chunks)
+
+
+def test_fast_scan_slow_chunked_scan_fails_on_speed(fake_clock):
+    """A chunked scan in plain numpy is time-parallel (short span) but slow: the speed test names it
+    (on the fake clock it costs twice the course's sequential loop)."""
+    fake_clock.cost(course_sequential=1e-3, yours=2e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
+                                             r"float32\):\n  your scan is right and time-parallel, but only"):
+        scan_checks.check_fast_scan(good_chunked, retries=1)
+
+
+def test_fast_scan_fixed_float_type_and_in_place_are_named():
+    def float64_work(a, x, h0, chunks):
+        h = np.empty(x.shape)  # a fixed float type: the traced numbers cannot be stored
+        h[:] = good_chunked(a, x, h0, chunks)
+        return h.astype(x.dtype)
+
+    with pytest.raises(ExerciseFailed, match=r"stored one into an array of a fixed float type"):
+        scan_checks.check_fast_scan(float64_work)
+
+    def in_place(a, x, h0, chunks):
+        x[0] = a[0] * h0 + x[0]
+        h = good_chunked(a, x, h0 * 0, chunks)
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"changed its input x in place"):
+        scan_checks.check_fast_scan(in_place)
