@@ -12,6 +12,7 @@ def quiet_machine(monkeypatch):
     from course_lib.core import timing
 
     monkeypatch.setattr(timing, "noise_from", lambda times, others=None: timing.Noise())
+    monkeypatch.setattr(timing, "noise_of_pairs", lambda ratios, others=None: timing.Noise())
     yield
 
 
@@ -21,4 +22,5 @@ def busy_machine(monkeypatch):
     from course_lib.core import timing
 
     monkeypatch.setattr(timing, "noise_from", lambda times, others=None: timing.Noise(others=1.5, busy=True))
+    monkeypatch.setattr(timing, "noise_of_pairs", lambda ratios, others=None: timing.Noise(others=1.5, busy=True))
     yield

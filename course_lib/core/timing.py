@@ -8,11 +8,32 @@ Every speed claim in the course is measured with these helpers on the reader's m
 ``peak_gflops(dtype)`` / ``copy_bandwidth()`` / ``roofline(intensity)`` -- measured once per process
 ``budget()`` / ``scaled(full, small)`` -- the one knob that shrinks timing sweeps (``COURSE_BUDGET``)
 
-The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise` -- the spread
-of its repeats and the CPU time *other processes* took while it ran (from ``/proc/stat``, on Linux).
-A busy or unreliable run says so (``noise.ok`` is False, ``noise.warning()`` explains), and callers add
-the facts only they can judge (``noise.add(gflops > peak, "above the measured peak")``). Code that
-draws a conclusion from a measurement checks ``noise.ok`` first.
+How :func:`compare` survives a busy machine (ideas from pyperf, hyperfine and ``timeit``):
+
+1. *Calibrate* (pyperf): from the warm-up call, run each function ``number`` times per round so that a
+   round lasts at least ``min_time`` -- the clock's resolution then does not matter.
+2. *Interleave and pair*: round after round, every function runs once in turn (a, b, a, b, ...). The
+   ratio ``t_b / t_a`` within one round -- a *pair ratio* -- cancels slow drift, because both calls saw
+   the same machine. Ratios are the median pair ratio, not a ratio of medians.
+3. *Know how sure you are* (hyperfine's outlier-robust statistics, :mod:`course_lib.core.intervals`):
+   a distribution-free 95% interval for the median pair ratio, from order statistics. A few rounds that
+   another program slowed down move the interval little.
+4. *Adapt*: after the ``repeat`` rounds asked for, add rounds until every ratio's interval is narrow
+   (within about +-15%) or the time budget (``time_budget``, 2 s; 0.5 s with ``COURSE_BUDGET=small``)
+   is spent. A quiet machine stops at once; a busy one buys certainty with time.
+5. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s, and
+   ``clock="cpu"`` times single-threaded functions by this process's CPU time, which another program
+   cannot inflate.
+
+The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise`. For
+:func:`measure` it is the spread of the repeats and the CPU time *other processes* took meanwhile (from
+``/proc/stat``, on Linux). For :func:`compare` it is the pair ratios' intervals: the load of other
+processes no longer condemns a comparison whose pairs agree -- it is reported only as the likely cause
+when they do not. An unreliable run says so (``noise.ok`` is False, ``noise.warning()`` explains) *and*
+what can still be said (``noise.said``: "b was at least 1.8x faster than a in every one of 40 pairs").
+Callers add the facts only they can judge (``noise.add(gflops > peak, "above the measured peak")``),
+and ask the question they need answered: ``cmp.faster("b", by=2.0)`` is ``"yes"``, ``"no"`` or
+``"cannot tell"``.
 """
 from __future__ import annotations
 
@@ -26,11 +47,14 @@ from typing import Callable
 
 import numpy as np
 
+from .intervals import Ratio
 from .validate import as_array, check_float, check_int, check_positive_int
 
 __all__ = [
     "Noise",
     "noise_from",
+    "noise_of_pairs",
+    "CLOCKS",
     "Timing",
     "Comparison",
     "measure",
@@ -80,19 +104,26 @@ class Noise:
     ``spread``  interquartile range / median of the repeats (with fewer than 4: (max - min) / median),
     so one stray repeat does not condemn a run; ``others`` the average number of cores other
     processes kept busy while it ran (None where the OS does not tell). ``wide`` and ``busy`` say
-    whether those crossed their limits; ``notes`` are facts a caller added with :meth:`add`."""
+    whether those crossed their limits; ``notes`` are facts a caller added with :meth:`add`.
+    ``uncertain``: ratios of a :class:`Comparison` whose interval stayed wide (one sentence each);
+    ``said``: what the measurement still supports, one sentence per ratio (see :class:`Ratio`);
+    ``ratios``: the :class:`~course_lib.core.intervals.Ratio` objects behind them, for :meth:`faster`."""
 
     spread: float = 0.0
     others: float | None = None
     wide: bool = False
     busy: bool = False
     notes: list[str] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    ratios: list[Ratio] = field(default_factory=list)
 
     @property
     def reasons(self) -> list[str]:
         out = []
         if self.wide:
             out.append(f"repeats spread by up to {self.spread:.0%} of the median")
+        out += self.uncertain
         if self.busy and self.others is not None:
             out.append(f"other processes kept up to {self.others:.1f} core(s) busy meanwhile")
         return out + self.notes
@@ -109,23 +140,39 @@ class Noise:
             self.notes.append(reason)
         return self
 
+    def faster(self, name: str, by: float = 1.0, over: str | None = None) -> str:
+        """Is ``name`` at least ``by`` times faster than ``over`` (default: the comparison's baseline)?
+        ``"yes"``, ``"no"`` or ``"cannot tell"``, from the pair ratios this noise carries."""
+        found = [r for r in self.ratios if r.name == name and (over is None or r.over == over)]
+        if not found:
+            pairs = ", ".join(f"{r.name} over {r.over}" for r in self.ratios) or "none"
+            raise ValueError(f"name: no measured ratio for {name!r}" + (f" over {over!r}" if over else "") +
+                             f"; this noise carries: {pairs}")
+        return found[0].faster(by)
+
     def __or__(self, other: "Noise") -> "Noise":
-        """The worst of both: the larger spread and load, every note once."""
+        """The worst of both: the larger spread and load, every note (and interval sentence) once."""
         if not isinstance(other, Noise):
             return NotImplemented
         others = [o for o in (self.others, other.others) if o is not None]
         merged = Noise(max(self.spread, other.spread), max(others) if others else None,
-                       self.wide or other.wide, self.busy or other.busy, list(self.notes))
+                       self.wide or other.wide, self.busy or other.busy, list(self.notes),
+                       list(self.uncertain), list(self.said), list(self.ratios) + list(other.ratios))
         for r in other.notes:
             merged.add(True, r)
+        merged.uncertain += [r for r in other.uncertain if r not in merged.uncertain]
+        merged.said += [r for r in other.said if r not in merged.said]
         return merged
 
     def warning(self) -> str:
-        """One line for the reader: empty when the run looks reliable."""
+        """One line for the reader (two when something can still be said): empty when the run looks reliable."""
         if self.ok:
             return ""
-        return ("WARNING: this measurement is unreliable (" + "; ".join(self.reasons) +
-                "): no conclusion is drawn from it. Re-run the cell when the machine is quiet.")
+        line = ("WARNING: this measurement is unreliable (" + "; ".join(self.reasons) +
+                "): no firm conclusion is drawn from it.")
+        if self.said:
+            return line + "\nWhat it does show: " + "; ".join(self.said) + "."
+        return line + " Re-run the cell when the machine is quiet."
 
     def __str__(self) -> str:
         return self.warning() or "measurement looks reliable"
@@ -144,14 +191,17 @@ def _busy_cpu_seconds() -> float | None:
 
 
 class _Watch:
-    """Wall time, this process's CPU time and the whole machine's busy CPU time over a block."""
+    """Wall time (by ``clock``), this process's CPU time and the whole machine's busy CPU time over a block."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter):
+        self.clock = clock
 
     def __enter__(self):
-        self.wall0, self.own0, self.busy0 = time.perf_counter(), time.process_time(), _busy_cpu_seconds()
+        self.wall0, self.own0, self.busy0 = self.clock(), time.process_time(), _busy_cpu_seconds()
         return self
 
     def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall0
+        self.wall = self.clock() - self.wall0
         own = time.process_time() - self.own0
         busy1 = _busy_cpu_seconds()
         self.others = None
@@ -262,50 +312,93 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     return Timing(times, number, noise_from(times, w.others))
 
 
+# --------------------------------------------------------------------------- comparing, in pairs
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+TIME_BUDGET = {"full": 2.0, "small": 0.5}   # seconds compare() may spend adding rounds (COURSE_BUDGET)
+
+
 @dataclass
 class Comparison:
-    """Timings of several functions measured interleaved in one run."""
+    """Timings of several functions measured interleaved in one run.
+
+    ``timings[name].times[i]`` is the per-call time of ``name`` in round ``i`` (the same rounds for
+    every name), so ``times[i]`` of two names form a *pair*; ratios and their intervals come from pairs."""
 
     timings: dict[str, Timing]
     baseline: str
     work: dict[str, float] = field(default_factory=dict)  # optional FLOPs or bytes per call
     noise: Noise = field(default_factory=Noise)           # the whole run's (see :class:`Noise`)
 
-    def ratio(self, name: str, to: str | None = None) -> float:
-        """How many times slower ``name`` is than ``to`` (default: the baseline), by medians."""
-        to = to or self.baseline
-        for arg, value in (("name", name), ("to", to)):
+    def _check(self, **names: str) -> None:
+        for arg, value in names.items():
             if value not in self.timings:
                 raise ValueError(f"{arg}: expected one of {', '.join(self.timings)}, got {value!r}")
-        return self.timings[name].median / self.timings[to].median
+
+    def pairs(self, name: str, to: str | None = None) -> Ratio:
+        """The pair ratios ``t(name) / t(to)`` round by round (default ``to``: the baseline), as a
+        :class:`~course_lib.core.intervals.Ratio` with ``.interval``, ``.faster(by)`` and ``.said()``."""
+        to = to or self.baseline
+        self._check(name=name, to=to)
+        a, b = self.timings[name].times, self.timings[to].times
+        if len(a) != len(b):
+            raise ValueError(f"name, to: {name!r} and {to!r} were not measured in the same rounds "
+                             f"({len(a)} and {len(b)} times)")
+        return Ratio(name, to, [max(x, _TINY) / max(y, _TINY) for x, y in zip(a, b)])
+
+    def ratio(self, name: str, to: str | None = None) -> float:
+        """How many times slower ``name`` is than ``to`` (default: the baseline): the median pair ratio."""
+        to = to or self.baseline
+        self._check(name=name, to=to)
+        if len(self.timings[name].times) != len(self.timings[to].times):   # not paired: ratio of medians
+            return self.timings[name].median / self.timings[to].median
+        return self.pairs(name, to).median
 
     def speedup(self, name: str, over: str | None = None) -> float:
         """How many times faster ``name`` is than ``over`` (default: the baseline)."""
         return 1.0 / self.ratio(name, over)
+
+    def ratio_interval(self, name: str, to: str | None = None) -> tuple[float, float]:
+        """``(lo, hi)``: where the true :meth:`ratio` lies (95% where there are >= 6 pairs)."""
+        return self.pairs(name, to).interval
+
+    def speedup_interval(self, name: str, over: str | None = None) -> tuple[float, float]:
+        """``(lo, hi)``: where the true :meth:`speedup` lies (95% where there are >= 6 pairs)."""
+        return self.pairs(name, over).speedup_interval
+
+    def faster(self, name: str, by: float = 1.0, over: str | None = None) -> str:
+        """Is ``name`` at least ``by`` times faster than ``over``? ``"yes"``, ``"no"`` or ``"cannot tell"``."""
+        return self.pairs(name, over).faster(by)
+
+    def said(self, name: str, over: str | None = None) -> str:
+        """What the pairs support, in one sentence ("b was at least 1.8x faster than a in every one of ...")."""
+        return self.pairs(name, over).said()
 
     @property
     def fastest(self) -> str:
         return min(self.timings, key=lambda k: self.timings[k].median)
 
     def rows(self) -> list[dict]:
-        """One dict per function: name, median_s, min_s, max_s, ratio (vs baseline)."""
+        """One dict per function: name, median_s, min_s, max_s, ratio (vs baseline), ratio_lo, ratio_hi."""
         out = []
         for name, t in self.timings.items():
+            lo, hi = self.ratio_interval(name) if name != self.baseline else (1.0, 1.0)
             out.append({"name": name, "median_s": t.median, "min_s": t.min, "max_s": t.max,
-                        "ratio": self.ratio(name)})
+                        "ratio": self.ratio(name), "ratio_lo": lo, "ratio_hi": hi})
         return out
 
     def table(self) -> str:
-        """Median, min and ratio per function; a warning line under it when the run was unreliable."""
+        """Median, min, ratio and its interval per function; a warning under it when the run was unreliable."""
         return self._table() + ("\n" + self.noise.warning() if not self.noise.ok else "")
 
     def _table(self) -> str:
         width = max(len(n) for n in self.timings)
-        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}"]
+        n = len(self.timings[self.baseline].times)
+        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}  interval ({n} rounds)"]
         for row in self.rows():
+            interval = "" if row["name"] == self.baseline else f"{row['ratio_lo']:.2f}..{row['ratio_hi']:.2f}"
             lines.append(
                 f"{row['name']:<{width}}  {_fmt_seconds(row['median_s']):>10}  {_fmt_seconds(row['min_s']):>10}  "
-                f"{row['ratio']:>11.2f}x"
+                f"{row['ratio']:>11.2f}x  {interval}".rstrip()
             )
         return "\n".join(lines)
 
@@ -313,10 +406,76 @@ class Comparison:
         return self.table()
 
 
-def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **fns: Callable) -> Comparison:
-    """Time several zero-argument functions *interleaved* (a, b, c, a, b, c, ...) so that
-    drift in the machine's speed hits all of them alike. ``baseline`` (default: the first)
-    is what ratios are relative to.
+_TINY = 1e-12   # a per-call time of 0 (a clock too coarse) is read as this, so ratios stay finite
+
+
+def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
+    """The :class:`Noise` of a comparison: unreliable only where a ratio's interval is not narrow.
+
+    Load from other processes (``others``) is named as the likely cause when some interval stayed wide,
+    and is otherwise only recorded: interleaved pairs cancel what slows both calls of a pair alike."""
+    wide = [r for r in ratios if not r.narrow]
+    noise = Noise(others=others, ratios=list(ratios))
+    for r in wide:
+        lo, hi = r.speedup_interval
+        noise.uncertain.append(f"after {r.n} rounds the speed-up of {r.name} over {r.over} is only known to lie "
+                               f"between {lo:.2f}x and {hi:.2f}x")
+        noise.said.append(r.said())
+    noise.busy = bool(wide) and others is not None and others > OTHERS_LIMIT
+    return noise
+
+
+def _clock(clock) -> Callable[[], float]:
+    if clock is None:
+        return CLOCKS["wall"]
+    if isinstance(clock, str):
+        if clock not in CLOCKS:
+            raise ValueError(f"clock: expected one of {', '.join(map(repr, CLOCKS))} or a function, got {clock!r}")
+        return CLOCKS[clock]
+    if not callable(clock):
+        raise TypeError(f"clock: expected 'wall', 'cpu' or a function returning seconds, got {type(clock).__name__}")
+    return clock
+
+
+def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) -> int:
+    """Calls per round so that a round of ``fn`` lasts >= ``min_time``, from the timed *last* warm-up
+    call (pyperf's calibration). No warm-up, no extra calls: 1."""
+    if warmup == 0:
+        return 1
+    for _ in range(warmup - 1):
+        fn()
+    t0 = clock()
+    fn()
+    one = clock() - t0
+    if one >= min_time or one <= 0:
+        return 1
+    return min(10_000, max(1, int(math.ceil(min_time / one))))
+
+
+def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]]) -> None:
+    """One round: every function in turn, ``number[name]`` calls each; appends the per-call times."""
+    for name, fn in fns.items():
+        t0 = clock()
+        for _ in range(number[name]):
+            fn()
+        times[name].append((clock() - t0) / number[name])
+
+
+def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, clock=None,
+            time_budget: float | None = None, max_rounds: int = 1000, min_time: float = 1e-3,
+            **fns: Callable) -> Comparison:
+    """Time several zero-argument functions *interleaved*, in rounds (a, b, c, a, b, c, ...), so that
+    drift in the machine's speed hits all of them alike; ratios are judged pair by pair.
+
+    ``repeat``       rounds at least; more are added while some ratio's interval is wider than about
+                     +-15% and ``time_budget`` seconds (default 2, or 0.5 with ``COURSE_BUDGET=small``)
+                     are not yet spent, up to ``max_rounds``
+    ``warmup``       untimed calls of each function first; the last one also calibrates how many calls
+                     make a round last >= ``min_time`` (with ``warmup=0``: one call per round)
+    ``baseline``     what ratios are relative to (default: the first)
+    ``clock``        ``"wall"`` (default), ``"cpu"`` (this process's CPU time: for single-threaded
+                     functions, which another program's load then cannot inflate) or a function
+                     returning seconds (tests pass a fake one)
 
     >>> c = compare(loop=lambda: sum(range(1000)), builtin=lambda: 499500)
     >>> c.ratio("loop") == 1.0
@@ -329,24 +488,35 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **
             raise TypeError(f"{name}: expected a callable, got {type(fn).__name__}")
     repeat = check_positive_int(repeat, "repeat")
     warmup = check_int(warmup, "warmup", low=0)
+    max_rounds = max(check_positive_int(max_rounds, "max_rounds"), repeat)
+    min_time = check_float(min_time, "min_time", low=0.0)
+    time_budget = TIME_BUDGET[budget()] if time_budget is None else check_float(time_budget, "time_budget", low=0.0)
     baseline = baseline or next(iter(fns))
     if baseline not in fns:
         raise ValueError(f"baseline: expected one of {', '.join(fns)}, got {baseline!r}")
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
+    tick = _clock(clock)
+    wall = tick if callable(clock) else CLOCKS["wall"]   # the budget is spent in wall time (fake in tests)
+    number = {name: _calibrate(fn, warmup, tick, min_time) for name, fn in fns.items()}
     times: dict[str, list[float]] = {name: [] for name in fns}
-    with _Watch() as w:
-        for _ in range(repeat):
-            for name, fn in fns.items():
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
-    timings = {name: Timing(ts, 1, noise_from(ts, w.others)) for name, ts in times.items()}
-    noise = Noise(others=w.others)
-    for t in timings.values():
-        noise = noise | t.noise
-    return Comparison(timings, baseline, noise=noise)
+    others = [k for k in fns if k != baseline]
+    with _Watch(wall) as w:
+        start = wall()
+        while True:
+            _round(fns, number, tick, times)
+            done = len(times[baseline])
+            if done < repeat:
+                continue
+            narrow = all(Ratio(k, baseline, [max(x, _TINY) / max(y, _TINY) for x, y in
+                                             zip(times[k], times[baseline])]).narrow for k in others)
+            if narrow or done >= max_rounds or wall() - start >= time_budget:
+                break
+    timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
+    cmp = Comparison(timings, baseline)
+    if others:
+        cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
+    else:                                    # one function: nothing to pair, judge its repeats
+        cmp.noise = timings[baseline].noise
+    return cmp
 
 
 # --------------------------------------------------------------------------- counting
