@@ -419,7 +419,7 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     for r in wide:
         lo, hi = r.speedup_interval
         noise.uncertain.append(f"after {r.n} rounds the speed-up of {r.name} over {r.over} is only known to lie "
-                               f"between {lo:.2f}x and {hi:.2f}x")
+                               f"between {lo:.3g}x and {hi:.3g}x")
         noise.said.append(r.said())
     noise.busy = bool(wide) and others is not None and others > OTHERS_LIMIT
     return noise
