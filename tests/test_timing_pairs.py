@@ -96,11 +96,50 @@ def test_noisy_but_consistent_pairs_conclude_as_the_quiet_run_does(loaded):
     assert quiet.timings["a"].times == [1.0] * 5          # a quiet run stops after the rounds asked for
 
 
+def test_rounds_another_program_interrupted_are_set_aside(loaded):
+    """Preemption: a third of the calls lose the core for 2-20x their own time, at random, to either function."""
+    rng = np.random.default_rng(7)
+
+    def preempted(t):
+        return t * rng.uniform(0.98, 1.02) + (t * rng.uniform(2, 20) if rng.random() < 0.3 else 0.0)
+
+    c = run(loaded, lambda i: preempted(1.0), lambda i: preempted(0.5))
+    assert c.noise.ok, c.noise.warning()
+    r = c.pairs("b")
+    assert r.set_aside > 0 and c.speedup("b") == pytest.approx(2.0, rel=0.03)
+    assert f"and {r.set_aside} disturbed rounds set aside" in c.said("b")
+    assert intervals.undisturbed([1.0, 1.01, 0.99, 1.0, 9.0]) == [True, True, True, True, False]
+    assert intervals.undisturbed([1.0, 3.0, 2.0, 2.5, 1.5]) == [True] * 5       # a spread, not an outlier
+    assert intervals.Ratio.from_times("b", "a", [1] * 8 + [50, 60], [2] * 10).set_aside == 2
+    few = intervals.Ratio.from_times("b", "a", [1, 1, 1, 1, 50, 60], [2] * 6)
+    assert few.set_aside == 0 and few.n == 6                    # fewer than 5 would be left: all are kept
+
+
+def test_unequal_waiting_for_cores_is_not_trusted(loaded, monkeypatch):
+    """Threaded code on oversubscribed cores waits in every round, the serial baseline much less: pairs
+    cannot cancel that, however narrow the interval -- abstain (the run queue's wait says so)."""
+    queue = FakeClock()                                    # seconds our threads waited for a core, so far
+    monkeypatch.setattr(timing, "_run_queue_wait", queue)
+
+    def call(t, waits):
+        queue.spend(waits * t)
+        return t
+
+    c = run(loaded, lambda i: call(1.0, 0.1), lambda i: call(0.5, 0.9))
+    assert c.waited == pytest.approx({"a": 0.1, "b": 0.9})
+    assert c.pairs("b").narrow and not c.noise.ok and c.noise.busy       # narrow, but not to be trusted
+    assert "b's threads waited for a core 90% of its time, a's 10%" in c.noise.warning() and c.noise.said == []
+    alike = run(loaded, lambda i: call(1.0, 0.5), lambda i: call(0.5, 0.6))   # both slowed alike: pairs cancel it
+    assert alike.noise.ok
+    monkeypatch.setattr(timing, "_run_queue_wait", lambda: None)               # not Linux: nothing to judge by
+    assert run(loaded, lambda i: 1.0, lambda i: 0.5).waited == {}
+
+
 def test_load_alone_never_vetoes_but_is_named_when_pairs_disagree(loaded):
     c = run(loaded, lambda i: 1.0, lambda i: 0.5)
     assert c.noise.ok and c.noise.others == pytest.approx(1.5, abs=0.01)
     rng = np.random.default_rng(2)
-    bad = run(loaded, lambda i: 1.0, lambda i: rng.choice([0.5, 1.6]), time_budget=30.0)
+    bad = run(loaded, lambda i: 1.0, lambda i: rng.uniform(0.5, 1.6), time_budget=30.0)
     assert not bad.noise.ok and bad.noise.busy
     assert "other processes kept up to 1.5 core(s) busy" in bad.noise.warning()
 
@@ -108,7 +147,7 @@ def test_load_alone_never_vetoes_but_is_named_when_pairs_disagree(loaded):
 # --------------------------------------------------------------------------- (b) truly ambiguous
 def test_ambiguous_data_abstains_and_says_what_can_be_said():
     rng = np.random.default_rng(3)
-    c = run(FakeClock(), lambda i: 1.0, lambda i: rng.choice([0.6, 1.5]), time_budget=40.0)
+    c = run(FakeClock(), lambda i: 1.0, lambda i: rng.uniform(0.6, 1.5), time_budget=40.0)
     assert not c.noise.ok and c.faster("b") == "cannot tell"
     lo, hi = c.speedup_interval("b")
     assert lo < 1.0 < hi
@@ -143,12 +182,12 @@ def test_rounds_are_added_until_the_interval_is_narrow():
 
 def test_rounds_stop_when_the_budget_is_spent():
     rng = np.random.default_rng(6)
-    c = run(FakeClock(), lambda i: 1.0, lambda i: rng.choice([0.5, 1.5]), repeat=3, time_budget=20.0)
+    c = run(FakeClock(), lambda i: 1.0, lambda i: rng.uniform(0.5, 1.5), repeat=3, time_budget=20.0)
     n = len(c.timings["a"].times)
     assert n == 10      # each round costs 2 fake seconds on average: the 20 s budget ends it at about 10
     slow = run(FakeClock(), lambda i: 30.0, lambda i: 15.0 * rng.uniform(0.5, 1.5), repeat=2, time_budget=20.0)
     assert len(slow.timings["a"].times) == 2               # rounds asked for are always run, never more here
-    capped = run(FakeClock(), lambda i: 1.0, lambda i: rng.choice([0.5, 1.5]), time_budget=1e6, max_rounds=50)
+    capped = run(FakeClock(), lambda i: 1.0, lambda i: rng.uniform(0.5, 1.5), time_budget=1e6, max_rounds=50)
     assert len(capped.timings["a"].times) == 50
 
 

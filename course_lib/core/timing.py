@@ -15,13 +15,15 @@ How :func:`compare` survives a busy machine (ideas from pyperf, hyperfine and ``
 2. *Interleave and pair*: round after round, every function runs once in turn (a, b, a, b, ...). The
    ratio ``t_b / t_a`` within one round -- a *pair ratio* -- cancels slow drift, because both calls saw
    the same machine. Ratios are the median pair ratio, not a ratio of medians.
-3. *Know how sure you are* (hyperfine's outlier-robust statistics, :mod:`course_lib.core.intervals`):
-   a distribution-free 95% interval for the median pair ratio, from order statistics. A few rounds that
-   another program slowed down move the interval little.
-4. *Adapt*: after the ``repeat`` rounds asked for, add rounds until every ratio's interval is narrow
+3. *Set disturbed rounds aside* (hyperfine's outlier test): a round in which a call took more than 3
+   robust standard deviations longer than that function's median round was slowed by something else --
+   other programs only ever *add* time -- and its pair is left out.
+4. *Know how sure you are* (:mod:`course_lib.core.intervals`): a distribution-free 95% interval for the
+   median of the remaining pair ratios, from order statistics; no bell curve is assumed.
+5. *Adapt*: after the ``repeat`` rounds asked for, add rounds until every ratio's interval is narrow
    (within about +-15%) or the time budget (``time_budget``, 2 s; 0.5 s with ``COURSE_BUDGET=small``)
    is spent. A quiet machine stops at once; a busy one buys certainty with time.
-5. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s, and
+6. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s, and
    ``clock="cpu"`` times single-threaded functions by this process's CPU time, which another program
    cannot inflate.
 
@@ -328,6 +330,8 @@ class Comparison:
     baseline: str
     work: dict[str, float] = field(default_factory=dict)  # optional FLOPs or bytes per call
     noise: Noise = field(default_factory=Noise)           # the whole run's (see :class:`Noise`)
+    cores_used: dict[str, float] = field(default_factory=dict)  # this process's CPU time / wall time, per name
+    waited: dict[str, float] = field(default_factory=dict)      # share of wall time its threads waited for a core
 
     def _check(self, **names: str) -> None:
         for arg, value in names.items():
@@ -343,7 +347,8 @@ class Comparison:
         if len(a) != len(b):
             raise ValueError(f"name, to: {name!r} and {to!r} were not measured in the same rounds "
                              f"({len(a)} and {len(b)} times)")
-        return Ratio(name, to, [max(x, _TINY) / max(y, _TINY) for x, y in zip(a, b)])
+        waited = (self.waited[name], self.waited[to]) if name in self.waited and to in self.waited else None
+        return Ratio.from_times(name, to, a, b, waited)
 
     def ratio(self, name: str, to: str | None = None) -> float:
         """How many times slower ``name`` is than ``to`` (default: the baseline): the median pair ratio."""
@@ -406,22 +411,50 @@ class Comparison:
         return self.table()
 
 
-_TINY = 1e-12   # a per-call time of 0 (a clock too coarse) is read as this, so ratios stay finite
+
+def _run_queue_wait() -> float | None:
+    """Seconds this process's threads have spent ready to run but waiting for a core, summed over its
+    threads (Linux ``/proc/self/task/*/schedstat``); None where the OS does not tell."""
+    total, found = 0, False
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+                found = True
+        except (OSError, IndexError, ValueError):
+            continue                      # a thread that ended meanwhile
+    return total / 1e9 if found else None
+
+
+UNEQUAL_WAIT = 0.15   # two functions whose threads waited for cores this much more or less (share of wall time)
 
 
 def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
-    """The :class:`Noise` of a comparison: unreliable only where a ratio's interval is not narrow.
+    """The :class:`Noise` of a comparison: unreliable only where a ratio's interval is not narrow, or where
+    other processes made one function wait for cores more than the other (``Ratio.waited``).
 
-    Load from other processes (``others``) is named as the likely cause when some interval stayed wide,
-    and is otherwise only recorded: interleaved pairs cancel what slows both calls of a pair alike."""
-    wide = [r for r in ratios if not r.narrow]
+    Load from other processes (``others``) is otherwise named only as the likely cause when some interval
+    stayed wide: interleaved pairs cancel what slows both calls of a pair alike. Unequal waiting does not
+    cancel -- threaded code on oversubscribed cores waits in every round, the single-threaded baseline
+    much less -- so a narrow interval would be narrow and wrong."""
     noise = Noise(others=others, ratios=list(ratios))
-    for r in wide:
-        lo, hi = r.speedup_interval
-        noise.uncertain.append(f"after {r.n} rounds the speed-up of {r.name} over {r.over} is only known to lie "
-                               f"between {lo:.3g}x and {hi:.3g}x")
-        noise.said.append(r.said())
-    noise.busy = bool(wide) and others is not None and others > OTHERS_LIMIT
+    for r in ratios:
+        w = r.waited
+        if w is not None and abs(w[0] - w[1]) > UNEQUAL_WAIT and (others is None or others > OTHERS_LIMIT):
+            noise.uncertain.append(f"{r.name}'s threads waited for a core {w[0]:.0%} of its time, {r.over}'s "
+                                   f"{w[1]:.0%}: other processes slowed one more than the other in every round, "
+                                   "which pairs cannot cancel")
+            noise.busy = True
+        elif not r.narrow:
+            lo, hi = r.speedup_interval
+            noise.uncertain.append(f"after {r.n + r.set_aside} rounds the speed-up of {r.name} over {r.over} is "
+                                   f"only known to lie between {lo:.3g}x and {hi:.3g}x")
+            noise.said.append(r.said())
+            noise.busy = noise.busy or (others is not None and others > OTHERS_LIMIT)
     return noise
 
 
@@ -452,13 +485,21 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
     return min(10_000, max(1, int(math.ceil(min_time / one))))
 
 
-def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]]) -> None:
-    """One round: every function in turn, ``number[name]`` calls each; appends the per-call times."""
+def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],
+           cpu: dict[str, float], wait: dict[str, float | None]) -> None:
+    """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
+    adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``."""
+    cpu_clock = CLOCKS["cpu"]
     for name, fn in fns.items():
-        t0 = clock()
+        w0 = _run_queue_wait()
+        c0, t0 = cpu_clock(), clock()
         for _ in range(number[name]):
             fn()
-        times[name].append((clock() - t0) / number[name])
+        t1, c1 = clock(), cpu_clock()
+        w1 = _run_queue_wait()
+        times[name].append((t1 - t0) / number[name])
+        cpu[name] += c1 - c0
+        wait[name] = None if w0 is None or w1 is None or wait[name] is None else wait[name] + w1 - w0
 
 
 def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, clock=None,
@@ -498,20 +539,25 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     wall = tick if callable(clock) else CLOCKS["wall"]   # the budget is spent in wall time (fake in tests)
     number = {name: _calibrate(fn, warmup, tick, min_time) for name, fn in fns.items()}
     times: dict[str, list[float]] = {name: [] for name in fns}
+    cpu = dict.fromkeys(fns, 0.0)
+    wait: dict[str, float | None] = dict.fromkeys(fns, 0.0)
     others = [k for k in fns if k != baseline]
     with _Watch(wall) as w:
         start = wall()
         while True:
-            _round(fns, number, tick, times)
+            _round(fns, number, tick, times, cpu, wait)
             done = len(times[baseline])
             if done < repeat:
                 continue
-            narrow = all(Ratio(k, baseline, [max(x, _TINY) / max(y, _TINY) for x, y in
-                                             zip(times[k], times[baseline])]).narrow for k in others)
+            narrow = all(Ratio.from_times(k, baseline, times[k], times[baseline]).narrow for k in others)
             if narrow or done >= max_rounds or wall() - start >= time_budget:
                 break
     timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
-    cmp = Comparison(timings, baseline)
+    spent = {name: sum(ts) * number[name] for name, ts in times.items()}
+    used = {} if isinstance(clock, str) and clock == "cpu" else \
+        {name: cpu[name] / spent[name] for name in fns if spent[name] > 0}
+    waited = {name: wait[name] / spent[name] for name in used if wait[name] is not None}
+    cmp = Comparison(timings, baseline, cores_used=used, waited=waited)
     if others:
         cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
     else:                                    # one function: nothing to pair, judge its repeats
