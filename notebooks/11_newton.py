@@ -166,7 +166,7 @@ print(verdict(c.id, measured, here=f"{backend.cpu_count()} cores, CPU, T={T_SPEE
               reasons=[(backend.cpu_count() < 16, f"{backend.cpu_count()} CPU cores here, not thousands of GPU lanes"),
                        (info["newton"]["iters"] > 1, f"DEER needed {info['newton']['iters']} Newton iterations here, "
                         "each a pass over all T steps that does several times the serial step's work")],
-              noise=getattr(cmp, "noise", None)))
+              noise=cmp.noise, interval=cmp.speedup_interval("deer")))
 
 # %% [markdown]
 # DEER's paper finds the speedup falling steeply as the hidden size grows -- from hundreds of times at
