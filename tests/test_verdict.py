@@ -41,6 +41,7 @@ def test_without_a_pivot_the_line_never_speaks_of_direction():
         assert "direction" not in v.lower() and "the seed's value" in v
     assert "0.2× the seed's value, not within 1.5× of it" in verdict(PCT, 4.0, pivot=None)
     assert "Agrees: 0.95× the seed's value (within 1.5×)" in verdict(PCT, 19.0, pivot=None)
+    assert judge(20.0, -5.0, pivot=None) == "smaller" and "-0.25× the seed's value" in verdict(PCT, -5.0, pivot=None)
 
 
 def test_the_first_true_reason_explains_a_disagreement():

@@ -76,11 +76,11 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def factor(seed_value: float, ours: float) -> float:
-    """Ours as a multiple of the seed's value, on the claim's scale: ``|ours| / |seed|`` (inf where the
-    seed's is 0 and ours is not; 1.0 where both are 0)."""
+    """Ours as a multiple of the seed's value, on the claim's scale: ``ours / seed`` (negative where the
+    signs differ; inf where the seed's is 0 and ours is not; 1.0 where both are 0)."""
     if seed_value == 0:
         return 1.0 if ours == 0 else math.inf
-    return abs(ours) / abs(seed_value)
+    return ours / seed_value
 
 
 def judge(seed_value: float, ours: float, *, pivot: float | None = 1.0, within: float = 1.5) -> str:
@@ -108,7 +108,7 @@ def judge(seed_value: float, ours: float, *, pivot: float | None = 1.0, within: 
 def _words(outcome: str, seed_value: float, ours: float, pivot: float | None, within: float) -> str:
     """The verdict in words, with the factor stated."""
     r = factor(seed_value, ours)
-    n = _times(max(r, 1 / r) if r > 0 else math.inf)
+    n = _times(max(abs(r), 1 / abs(r)) if r else math.inf)
     bound = f"within {_times(within)}" if within > 1 else "equal"
     if outcome == "opposite":
         return "The opposite of the seed's finding here"
