@@ -280,7 +280,8 @@ class Comparison:
         """One dict per function: name, median_s, min_s, max_s, ratio (vs baseline), ratio_lo, ratio_hi."""
         out = []
         for name, t in self.timings.items():
-            lo, hi = self.ratio_interval(name) if name != self.baseline else (1.0, 1.0)
+            paired = len(t.times) == len(self.timings[self.baseline].times)
+            lo, hi = (1.0, 1.0) if name == self.baseline else self.ratio_interval(name) if paired else (math.nan,) * 2
             out.append({"name": name, "median_s": t.median, "min_s": t.min, "max_s": t.max,
                         "ratio": self.ratio(name), "ratio_lo": lo, "ratio_hi": hi})
         return out
