@@ -118,8 +118,8 @@ def test_rounds_another_program_interrupted_are_set_aside(loaded):
 def test_unequal_waiting_for_cores_is_not_trusted(loaded, monkeypatch):
     """Threaded code on oversubscribed cores waits in every round, the serial baseline much less: pairs
     cannot cancel that, however narrow the interval -- abstain (the run queue's wait says so)."""
-    queue = FakeClock()                                    # seconds our threads waited for a core, so far
-    monkeypatch.setattr(timing, "_run_queue_wait", queue)
+    queue = FakeClock()                                    # seconds our one thread waited for a core, so far
+    monkeypatch.setattr(timing, "_run_queue_wait", lambda: {"1": queue.t})
 
     def call(t, waits):
         queue.spend(waits * t)
@@ -128,11 +128,13 @@ def test_unequal_waiting_for_cores_is_not_trusted(loaded, monkeypatch):
     c = run(loaded, lambda i: call(1.0, 0.1), lambda i: call(0.5, 0.9))
     assert c.waited == pytest.approx({"a": 0.1, "b": 0.9})
     assert c.pairs("b").narrow and not c.noise.ok and c.noise.busy       # narrow, but not to be trusted
-    assert "b's threads waited for a core 90% of its time, a's 10%" in c.noise.warning() and c.noise.said == []
+    assert "threads waited for a core unequally (b 90%, a 10% of their time)" in c.noise.warning()
+    assert c.noise.said == []
     alike = run(loaded, lambda i: call(1.0, 0.5), lambda i: call(0.5, 0.6))   # both slowed alike: pairs cancel it
     assert alike.noise.ok
     monkeypatch.setattr(timing, "_run_queue_wait", lambda: None)               # not Linux: nothing to judge by
     assert run(loaded, lambda i: 1.0, lambda i: 0.5).waited == {}
+    assert timing._waited({"1": 2.0, "2": 5.0}, {"1": 2.5, "3": 0.25}) == pytest.approx(0.75)  # "2" ended: not -5
 
 
 def test_load_alone_never_vetoes_but_is_named_when_pairs_disagree(loaded):

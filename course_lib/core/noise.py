@@ -136,14 +136,20 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     cancel -- threaded code on oversubscribed cores waits in every round, the single-threaded baseline
     much less -- so a narrow interval would be narrow and wrong."""
     noise = Noise(others=others, ratios=list(ratios))
+    loaded = others is not None and others > OTHERS_LIMIT
+    unequal = [r for r in ratios if loaded and r.waited is not None and abs(r.waited[0] - r.waited[1]) > UNEQUAL_WAIT]
+    if unequal:
+        shares = {}
+        for r in unequal:
+            shares.update({r.name: r.waited[0], r.over: r.waited[1]})
+        noise.uncertain.append("the functions' threads waited for a core unequally (" +
+                               ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + " of their time): other "
+                               "processes slowed some more than others in every round, which pairs cannot cancel")
+        noise.busy = True
     for r in ratios:
-        w = r.waited
-        if w is not None and abs(w[0] - w[1]) > UNEQUAL_WAIT and (others is None or others > OTHERS_LIMIT):
-            noise.uncertain.append(f"{r.name}'s threads waited for a core {w[0]:.0%} of its time, {r.over}'s "
-                                   f"{w[1]:.0%}: other processes slowed one more than the other in every round, "
-                                   "which pairs cannot cancel")
-            noise.busy = True
-        elif not r.narrow:
+        if any(r is u for u in unequal):
+            continue
+        if not r.narrow:
             lo, hi = r.speedup_interval
             noise.uncertain.append(f"after {r.n + r.set_aside} rounds the speed-up of {r.name} over {r.over} is "
                                    f"only known to lie between {lo:.3g}x and {hi:.3g}x")

@@ -307,22 +307,29 @@ class Comparison:
 
 
 
-def _run_queue_wait() -> float | None:
-    """Seconds this process's threads have spent ready to run but waiting for a core, summed over its
-    threads (Linux ``/proc/self/task/*/schedstat``); None where the OS does not tell."""
-    total, found = 0, False
+def _run_queue_wait() -> dict[str, float] | None:
+    """Seconds each of this process's threads has spent ready to run but waiting for a core, by thread id
+    (Linux ``/proc/self/task/*/schedstat``); None where the OS does not tell."""
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
         return None
+    out = {}
     for tid in tasks:
         try:
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[1])
-                found = True
+                out[tid] = int(f.read().split()[1]) / 1e9
         except (OSError, IndexError, ValueError):
             continue                      # a thread that ended meanwhile
-    return total / 1e9 if found else None
+    return out or None
+
+
+def _waited(before: dict | None, after: dict | None) -> float | None:
+    """Run-queue wait between two readings, summed over threads (a thread born meanwhile counts whole;
+    one that ended meanwhile is lost, never negative)."""
+    if before is None or after is None:
+        return None
+    return sum(w - before.get(tid, 0.0) for tid, w in after.items() if w >= before.get(tid, 0.0))
 
 
 def _clock(clock) -> Callable[[], float]:
@@ -366,7 +373,8 @@ def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[
         w1 = _run_queue_wait()
         times[name].append((t1 - t0) / number[name])
         cpu[name] += c1 - c0
-        wait[name] = None if w0 is None or w1 is None or wait[name] is None else wait[name] + w1 - w0
+        dw = _waited(w0, w1)
+        wait[name] = None if dw is None or wait[name] is None else wait[name] + dw
 
 
 def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, clock=None,
