@@ -124,7 +124,7 @@ def noise_from(times: list[float], others: float | None = None) -> Noise:
                  busy=others is not None and others > OTHERS_LIMIT)
 
 
-UNEQUAL_WAIT = 0.15   # two functions whose threads waited for cores this much more or less (share of wall time)
+UNEQUAL_WAIT = 0.5    # threads of one function waited this many more core-seconds per second than the other's
 
 
 def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:

@@ -31,8 +31,11 @@ The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:
 :func:`measure` it is the spread of the repeats and the CPU time *other processes* took meanwhile (from
 ``/proc/stat``, on Linux). For :func:`compare` it is the pair ratios' intervals: the load of other
 processes no longer condemns a comparison whose pairs agree -- it is reported only as the likely cause
-when they do not. An unreliable run says so (``noise.ok`` is False, ``noise.warning()`` explains) *and*
-what can still be said (``noise.said``: "b was at least 1.8x faster than a in every one of 40 pairs").
+when they do not -- unless one function's threads waited for a core far more than the other's (from
+``/proc/self/task/*/schedstat``): threaded code on oversubscribed cores is slowed in *every* round, which
+pairs cannot cancel. (The guard lives in :mod:`course_lib.core.noise`.) An unreliable run says so
+(``noise.ok`` is False, ``noise.warning()`` explains) *and* what can still be said (``noise.said``:
+"b was at least 1.8x faster than a in every one of 40 pairs").
 Callers add the facts only they can judge (``noise.add(gflops > peak, "above the measured peak")``),
 and ask the question they need answered: ``cmp.faster("b", by=2.0)`` is ``"yes"``, ``"no"`` or
 ``"cannot tell"``.
