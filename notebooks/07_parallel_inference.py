@@ -270,7 +270,9 @@ v_openmp = seed004.goal_verdict(
               f"the gain grows with B ({thr_over_batched[0]:.2f}x -> {thr_over_batched[-1]:.2f}x) but each "
               f"worker's slice of {big['B'] // min(cores, big['B'])} sequences is still too small to pay "
               "for starting the pool and splitting the batch"),
-             (True, "one BLAS thread per worker: each slice is a smaller, less efficient GEMM than the whole batch")],
+             (big["seq_per_s"]["batched"] > 1.1 * by_B[-2]["seq_per_s"]["batched"],
+              f"one BLAS thread per worker: the batched pass still gets faster per sequence from B={by_B[-2]['B']} "
+              f"to B={big['B']}, so each worker's smaller slice is a less efficient GEMM than the whole batch")],
     noise=big["noise"])
 print(v_openmp)
 
@@ -393,8 +395,9 @@ if mpi_ok:
         here=f"{cores} cores, B={Bp}",
         reasons=[(Ps[-1] == 1, "1 core here: one rank only"),
                  (comm_share > 0.5, f"copying the slices there and back costs {comm_share:.2f} of the compute"),
-                 (True, f"each rank's slice of {Bp // Ps[-1]} sequences, with one BLAS thread, is a smaller GEMM "
-                        "than the whole batch")],
+                 (thr_P < 0.8 * Ps[-1], f"threads on the same {Ps[-1]} slices, with nothing to copy, also reach only "
+                                         f"{thr_P:.2f}x: each slice of {Bp // Ps[-1]} sequences, with one BLAS "
+                                         "thread, is a smaller GEMM than the whole batch")],
         noise=by_P["noise"])
 else:
     v_mpi = f"{seed004.goal('004.goal.mpi')}.  Here: MPI is not available ({mpi_info}), so nothing was measured."
@@ -492,9 +495,7 @@ if cuda_result["measured"]:
         "004.goal.cuda", holds=bool(x_cuda > 1.0),
         ours=f"the CUDA kernel {x_cuda:.2f}x the batched numpy pass (B=1024, L=2, H=256, T=32; "
              f"max |dp| {cuda_result['max_diff']:.1e})",
-        here="this GPU",
-        reasons=[(True, f"{launches} kernel launches and 32 device-to-host copies per call, and each thread "
-                        "computes a whole dot product alone; BLAS on the CPU tiles the same GEMMs")],
+        here=f"this GPU; {launches} kernel launches and 32 device-to-host copies per call",
         noise=cuda_result["noise"])
 else:
     v_cuda = (f"{seed004.goal('004.goal.cuda')}.  Here: no GPU (CUDA mode: {cuda_result['mode']}). The CUDA "

@@ -9,6 +9,8 @@ Markers (registered in pyproject.toml):
 * ``slow``: measured to take more than 20 s in a full run (``SLOW`` below, from ``--durations=0``);
   ``pytest -m "not slow"`` leaves them out.
 """
+import inspect
+
 import pytest
 
 from helpers import chapters_of_item
@@ -42,6 +44,7 @@ def busy_machine(monkeypatch):
     from course_lib.core import timing
 
     monkeypatch.setattr(timing, "noise_from", lambda times, others=None: timing.Noise(others=1.5, busy=True))
+    monkeypatch.setattr(timing, "noise_of_pairs", lambda ratios, others=None: timing.Noise(others=1.5, busy=True))
     yield
 
 
@@ -95,11 +98,14 @@ def fake_clock(monkeypatch):
     clock = FakeClock()
     real_compare = timing.compare
 
-    def compare(*, repeat=5, warmup=1, baseline=None, **fns):
-        return real_compare(repeat=repeat, warmup=warmup, baseline=baseline,
-                            **{name: clock._timed(name, fn) for name, fn in fns.items()})
+    options = set(inspect.signature(real_compare).parameters)
+
+    def compare(**kw):
+        fns = {name: clock._timed(name, fn) for name, fn in kw.items() if name not in options}
+        return real_compare(**{k: v for k, v in kw.items() if k in options}, **fns)
 
     monkeypatch.setattr(timing, "clock", clock)
     monkeypatch.setattr(timing, "_busy_cpu_seconds", lambda: None)
+    monkeypatch.setattr(timing, "_run_queue_wait", lambda: None)   # no real waits either
     monkeypatch.setattr(timing, "compare", compare)
     yield clock

@@ -8,11 +8,37 @@ Every speed claim in the course is measured with these helpers on the reader's m
 ``peak_gflops(dtype)`` / ``copy_bandwidth()`` / ``roofline(intensity)`` -- measured once per process
 ``budget()`` / ``scaled(full, small)`` -- the one knob that shrinks timing sweeps (``COURSE_BUDGET``)
 
-The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise` -- the spread
-of its repeats and the CPU time *other processes* took while it ran (from ``/proc/stat``, on Linux).
-A busy or unreliable run says so (``noise.ok`` is False, ``noise.warning()`` explains), and callers add
-the facts only they can judge (``noise.add(gflops > peak, "above the measured peak")``). Code that
-draws a conclusion from a measurement checks ``noise.ok`` first.
+How :func:`compare` survives a busy machine (ideas from pyperf, hyperfine and ``timeit``):
+
+1. *Calibrate* (pyperf): from the warm-up call, run each function ``number`` times per round so that a
+   round lasts at least ``min_time`` -- the clock's resolution then does not matter.
+2. *Interleave and pair*: round after round, every function runs once in turn (a, b, a, b, ...). The
+   ratio ``t_b / t_a`` within one round -- a *pair ratio* -- cancels slow drift, because both calls saw
+   the same machine. Ratios are the median pair ratio, not a ratio of medians.
+3. *Set disturbed rounds aside* (hyperfine's outlier test): a round in which a call took more than 3
+   robust standard deviations longer than that function's median round was slowed by something else --
+   other programs only ever *add* time -- and its pair is left out.
+4. *Know how sure you are* (:mod:`course_lib.core.intervals`): a distribution-free 95% interval for the
+   median of the remaining pair ratios, from order statistics; no bell curve is assumed.
+5. *Adapt*: after the ``repeat`` rounds asked for, add rounds until every ratio's interval is narrow
+   (within about +-15%) or the time budget (``time_budget``, 2 s; 0.5 s with ``COURSE_BUDGET=small``)
+   is spent. A quiet machine stops at once; a busy one buys certainty with time.
+6. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s, and
+   ``clock="cpu"`` times single-threaded functions by this process's CPU time, which another program
+   cannot inflate.
+
+The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise`. For
+:func:`measure` it is the spread of the repeats and the CPU time *other processes* took meanwhile (from
+``/proc/stat``, on Linux). For :func:`compare` it is the pair ratios' intervals: the load of other
+processes no longer condemns a comparison whose pairs agree -- it is reported only as the likely cause
+when they do not -- unless one function's threads waited for a core far more than the other's (from
+``/proc/self/task/*/schedstat``): threaded code on oversubscribed cores is slowed in *every* round, which
+pairs cannot cancel. (The guard lives in :mod:`course_lib.core.noise`.) An unreliable run says so
+(``noise.ok`` is False, ``noise.warning()`` explains) *and* what can still be said (``noise.said``:
+"b was at least 1.8x faster than a in every one of 40 pairs").
+Callers add the facts only they can judge (``noise.add(gflops > peak, "above the measured peak")``),
+and ask the question they need answered: ``cmp.faster("b", by=2.0)`` is ``"yes"``, ``"no"`` or
+``"cannot tell"``.
 """
 from __future__ import annotations
 
@@ -26,12 +52,17 @@ from typing import Callable
 
 import numpy as np
 
-from .validate import as_array, check_float, check_int, check_positive_int
+from .counting import array_bytes, gemm_flops, gemm_intensity, gemv_flops, gflops, loglog_slope
+from .intervals import Ratio
+from .noise import OTHERS_LIMIT, SPREAD_LIMIT, UNEQUAL_WAIT, Noise, noise_from, noise_of_pairs  # noqa: F401
+from .validate import check_float, check_int, check_positive_int
 
 __all__ = [
     "Noise",
     "fmt_seconds",
     "noise_from",
+    "noise_of_pairs",
+    "CLOCKS",
     "Timing",
     "Comparison",
     "measure",
@@ -69,69 +100,7 @@ def scaled(full, small):
     return small if budget() == "small" else full
 
 
-# --------------------------------------------------------------------------- the noise guard
-SPREAD_LIMIT = 0.3        # spread of the repeats (see _spread) above this: too wide to trust
-OTHERS_LIMIT = 0.25       # other processes used more than this many cores on average: busy
-
-
-@dataclass
-class Noise:
-    """Why a measurement should not be trusted (no reasons: nothing suspicious was seen).
-
-    ``spread``  interquartile range / median of the repeats (with fewer than 4: (max - min) / median),
-    so one stray repeat does not condemn a run; ``others`` the average number of cores other
-    processes kept busy while it ran (None where the OS does not tell). ``wide`` and ``busy`` say
-    whether those crossed their limits; ``notes`` are facts a caller added with :meth:`add`."""
-
-    spread: float = 0.0
-    others: float | None = None
-    wide: bool = False
-    busy: bool = False
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def reasons(self) -> list[str]:
-        out = []
-        if self.wide:
-            out.append(f"repeats spread by up to {self.spread:.0%} of the median")
-        if self.busy and self.others is not None:
-            out.append(f"other processes kept up to {self.others:.1f} core(s) busy meanwhile")
-        return out + self.notes
-
-    @property
-    def ok(self) -> bool:
-        return not self.reasons
-
-    def add(self, condition: bool, reason: str) -> "Noise":
-        """Record ``reason`` when ``condition`` holds (a fact only the caller can judge). Returns self."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise TypeError(f"reason: expected a non-empty sentence (str), got {reason!r}")
-        if condition and reason not in self.notes:
-            self.notes.append(reason)
-        return self
-
-    def __or__(self, other: "Noise") -> "Noise":
-        """The worst of both: the larger spread and load, every note once."""
-        if not isinstance(other, Noise):
-            return NotImplemented
-        others = [o for o in (self.others, other.others) if o is not None]
-        merged = Noise(max(self.spread, other.spread), max(others) if others else None,
-                       self.wide or other.wide, self.busy or other.busy, list(self.notes))
-        for r in other.notes:
-            merged.add(True, r)
-        return merged
-
-    def warning(self) -> str:
-        """One line for the reader: empty when the run looks reliable."""
-        if self.ok:
-            return ""
-        return ("WARNING: this measurement is unreliable (" + "; ".join(self.reasons) +
-                "): no conclusion is drawn from it. Re-run the cell when the machine is quiet.")
-
-    def __str__(self) -> str:
-        return self.warning() or "measurement looks reliable"
-
-
+# --------------------------------------------------------------------------- the machine's load (Noise: core/noise.py)
 def _busy_cpu_seconds() -> float | None:
     """CPU seconds all processes have spent busy since boot (Linux ``/proc/stat``), else None."""
     try:
@@ -145,14 +114,17 @@ def _busy_cpu_seconds() -> float | None:
 
 
 class _Watch:
-    """Wall time, this process's CPU time and the whole machine's busy CPU time over a block."""
+    """Wall time (by ``clock``), this process's CPU time and the whole machine's busy CPU time over a block."""
+
+    def __init__(self, clock: Callable[[], float] | None = None):
+        self.clock = clock or _wall
 
     def __enter__(self):
-        self.wall0, self.own0, self.busy0 = clock(), time.process_time(), _busy_cpu_seconds()
+        self.wall0, self.own0, self.busy0 = self.clock(), time.process_time(), _busy_cpu_seconds()
         return self
 
     def __exit__(self, *exc):
-        self.wall = clock() - self.wall0
+        self.wall = self.clock() - self.wall0
         own = time.process_time() - self.own0
         busy1 = _busy_cpu_seconds()
         self.others = None
@@ -162,33 +134,16 @@ class _Watch:
         return False
 
 
-def _spread(times: list[float]) -> float:
-    med = statistics.median(times)
-    if med <= 0:
-        return 0.0
-    if len(times) >= 4:
-        q1, _, q3 = statistics.quantiles(times, n=4)
-        return (q3 - q1) / med
-    return (max(times) - min(times)) / med
-
-
-def noise_from(times: list[float], others: float | None = None) -> Noise:
-    """The :class:`Noise` of a list of repeat times (and the load ``others`` measured meanwhile)."""
-    times = [check_float(s, "times", low=0.0) for s in times]
-    if not times:
-        raise ValueError("times: expected at least one measured time, got none")
-    if others is not None:
-        others = check_float(others, "others", low=0.0)
-    spread = _spread(times)
-    return Noise(spread=spread, others=others, wide=len(times) >= 3 and spread > SPREAD_LIMIT,
-                 busy=others is not None and others > OTHERS_LIMIT)
-
-
 # --------------------------------------------------------------------------- measuring
 #: The wall clock that measure(), compare() and the noise guard read (seconds, monotonic). Tests swap in
 #: a fake clock (tests/conftest.py ``fake_clock``) so that a speed check's verdict does not depend on
 #: how busy the machine is; students always get time.perf_counter.
 clock = time.perf_counter
+
+
+def _wall() -> float:
+    """The wall clock now: reads the :data:`clock` hook at each call (so a test's fake clock applies)."""
+    return clock()
 
 @dataclass
 class Timing:
@@ -269,50 +224,97 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     return Timing(times, number, noise_from(times, w.others))
 
 
+# --------------------------------------------------------------------------- comparing, in pairs
+CLOCKS: dict[str, Callable[[], float]] = {"wall": _wall, "cpu": time.process_time}
+TIME_BUDGET = {"full": 2.0, "small": 0.5}   # seconds compare() may spend adding rounds (COURSE_BUDGET)
+
+
 @dataclass
 class Comparison:
-    """Timings of several functions measured interleaved in one run."""
+    """Timings of several functions measured interleaved in one run.
+
+    ``timings[name].times[i]`` is the per-call time of ``name`` in round ``i`` (the same rounds for
+    every name), so ``times[i]`` of two names form a *pair*; ratios and their intervals come from pairs."""
 
     timings: dict[str, Timing]
     baseline: str
     work: dict[str, float] = field(default_factory=dict)  # optional FLOPs or bytes per call
     noise: Noise = field(default_factory=Noise)           # the whole run's (see :class:`Noise`)
+    cores_used: dict[str, float] = field(default_factory=dict)  # this process's CPU time / wall time, per name
+    waited: dict[str, float] = field(default_factory=dict)      # share of wall time its threads waited for a core
 
-    def ratio(self, name: str, to: str | None = None) -> float:
-        """How many times slower ``name`` is than ``to`` (default: the baseline), by medians."""
-        to = to or self.baseline
-        for arg, value in (("name", name), ("to", to)):
+    def _check(self, **names: str) -> None:
+        for arg, value in names.items():
             if value not in self.timings:
                 raise ValueError(f"{arg}: expected one of {', '.join(self.timings)}, got {value!r}")
-        return self.timings[name].median / self.timings[to].median
+
+    def pairs(self, name: str, to: str | None = None) -> Ratio:
+        """The pair ratios ``t(name) / t(to)`` round by round (default ``to``: the baseline), as a
+        :class:`~course_lib.core.intervals.Ratio` with ``.interval``, ``.faster(by)`` and ``.said()``."""
+        to = to or self.baseline
+        self._check(name=name, to=to)
+        a, b = self.timings[name].times, self.timings[to].times
+        if len(a) != len(b):
+            raise ValueError(f"name, to: {name!r} and {to!r} were not measured in the same rounds "
+                             f"({len(a)} and {len(b)} times)")
+        waited = (self.waited[name], self.waited[to]) if name in self.waited and to in self.waited else None
+        return Ratio.from_times(name, to, a, b, waited)
+
+    def ratio(self, name: str, to: str | None = None) -> float:
+        """How many times slower ``name`` is than ``to`` (default: the baseline): the median pair ratio."""
+        to = to or self.baseline
+        self._check(name=name, to=to)
+        if len(self.timings[name].times) != len(self.timings[to].times):   # not paired: ratio of medians
+            return self.timings[name].median / self.timings[to].median
+        return self.pairs(name, to).median
 
     def speedup(self, name: str, over: str | None = None) -> float:
         """How many times faster ``name`` is than ``over`` (default: the baseline)."""
         return 1.0 / self.ratio(name, over)
+
+    def ratio_interval(self, name: str, to: str | None = None) -> tuple[float, float]:
+        """``(lo, hi)``: where the true :meth:`ratio` lies (95% where there are >= 6 pairs)."""
+        return self.pairs(name, to).interval
+
+    def speedup_interval(self, name: str, over: str | None = None) -> tuple[float, float]:
+        """``(lo, hi)``: where the true :meth:`speedup` lies (95% where there are >= 6 pairs)."""
+        return self.pairs(name, over).speedup_interval
+
+    def faster(self, name: str, by: float = 1.0, over: str | None = None) -> str:
+        """Is ``name`` at least ``by`` times faster than ``over``? ``"yes"``, ``"no"`` or ``"cannot tell"``."""
+        return self.pairs(name, over).faster(by)
+
+    def said(self, name: str, over: str | None = None) -> str:
+        """What the pairs support, in one sentence ("b was at least 1.8x faster than a in every one of ...")."""
+        return self.pairs(name, over).said()
 
     @property
     def fastest(self) -> str:
         return min(self.timings, key=lambda k: self.timings[k].median)
 
     def rows(self) -> list[dict]:
-        """One dict per function: name, median_s, min_s, max_s, ratio (vs baseline)."""
+        """One dict per function: name, median_s, min_s, max_s, ratio (vs baseline), ratio_lo, ratio_hi."""
         out = []
         for name, t in self.timings.items():
+            paired = len(t.times) == len(self.timings[self.baseline].times)
+            lo, hi = (1.0, 1.0) if name == self.baseline else self.ratio_interval(name) if paired else (math.nan,) * 2
             out.append({"name": name, "median_s": t.median, "min_s": t.min, "max_s": t.max,
-                        "ratio": self.ratio(name)})
+                        "ratio": self.ratio(name), "ratio_lo": lo, "ratio_hi": hi})
         return out
 
     def table(self) -> str:
-        """Median, min and ratio per function; a warning line under it when the run was unreliable."""
+        """Median, min, ratio and its interval per function; a warning under it when the run was unreliable."""
         return self._table() + ("\n" + self.noise.warning() if not self.noise.ok else "")
 
     def _table(self) -> str:
         width = max(len(n) for n in self.timings)
-        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}"]
+        n = len(self.timings[self.baseline].times)
+        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}  interval ({n} rounds)"]
         for row in self.rows():
+            interval = "" if row["name"] == self.baseline else f"{row['ratio_lo']:.2f}..{row['ratio_hi']:.2f}"
             lines.append(
                 f"{row['name']:<{width}}  {fmt_seconds(row['median_s']):>10}  {fmt_seconds(row['min_s']):>10}  "
-                f"{row['ratio']:>11.2f}x"
+                f"{row['ratio']:>11.2f}x  {interval}".rstrip()
             )
         return "\n".join(lines)
 
@@ -320,10 +322,92 @@ class Comparison:
         return self.table()
 
 
-def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **fns: Callable) -> Comparison:
-    """Time several zero-argument functions *interleaved* (a, b, c, a, b, c, ...) so that
-    drift in the machine's speed hits all of them alike. ``baseline`` (default: the first)
-    is what ratios are relative to.
+
+def _run_queue_wait() -> dict[str, float] | None:
+    """Seconds each of this process's threads has spent ready to run but waiting for a core, by thread id
+    (Linux ``/proc/self/task/*/schedstat``); None where the OS does not tell."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    out = {}
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue                      # a thread that ended meanwhile
+    return out or None
+
+
+def _waited(before: dict | None, after: dict | None) -> float | None:
+    """Run-queue wait between two readings, summed over threads (a thread born meanwhile counts whole;
+    one that ended meanwhile is lost, never negative)."""
+    if before is None or after is None:
+        return None
+    return sum(w - before.get(tid, 0.0) for tid, w in after.items() if w >= before.get(tid, 0.0))
+
+
+def _clock(clock) -> Callable[[], float]:
+    if clock is None:
+        return CLOCKS["wall"]
+    if isinstance(clock, str):
+        if clock not in CLOCKS:
+            raise ValueError(f"clock: expected one of {', '.join(map(repr, CLOCKS))} or a function, got {clock!r}")
+        return CLOCKS[clock]
+    if not callable(clock):
+        raise TypeError(f"clock: expected 'wall', 'cpu' or a function returning seconds, got {type(clock).__name__}")
+    return clock
+
+
+def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) -> int:
+    """Calls per round so that a round of ``fn`` lasts >= ``min_time``, from the timed *last* warm-up
+    call (pyperf's calibration). No warm-up, no extra calls: 1."""
+    if warmup == 0:
+        return 1
+    for _ in range(warmup - 1):
+        fn()
+    t0 = clock()
+    fn()
+    one = clock() - t0
+    if one >= min_time or one <= 0:
+        return 1
+    return min(10_000, max(1, int(math.ceil(min_time / one))))
+
+
+def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],
+           cpu: dict[str, float], wait: dict[str, float | None]) -> None:
+    """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
+    adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``."""
+    cpu_clock = CLOCKS["cpu"]
+    for name, fn in fns.items():
+        w0 = _run_queue_wait()
+        c0, t0 = cpu_clock(), clock()
+        for _ in range(number[name]):
+            fn()
+        t1, c1 = clock(), cpu_clock()
+        w1 = _run_queue_wait()
+        times[name].append((t1 - t0) / number[name])
+        cpu[name] += c1 - c0
+        dw = _waited(w0, w1)
+        wait[name] = None if dw is None or wait[name] is None else wait[name] + dw
+
+
+def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, clock=None,
+            time_budget: float | None = None, max_rounds: int = 1000, min_time: float = 1e-3,
+            **fns: Callable) -> Comparison:
+    """Time several zero-argument functions *interleaved*, in rounds (a, b, c, a, b, c, ...), so that
+    drift in the machine's speed hits all of them alike; ratios are judged pair by pair.
+
+    ``repeat``       rounds at least; more are added while some ratio's interval is wider than about
+                     +-15% and ``time_budget`` seconds (default 2, or 0.5 with ``COURSE_BUDGET=small``)
+                     are not yet spent, up to ``max_rounds``
+    ``warmup``       untimed calls of each function first; the last one also calibrates how many calls
+                     make a round last >= ``min_time`` (with ``warmup=0``: one call per round)
+    ``baseline``     what ratios are relative to (default: the first)
+    ``clock``        ``"wall"`` (default), ``"cpu"`` (this process's CPU time: for single-threaded
+                     functions, which another program's load then cannot inflate) or a function
+                     returning seconds (tests pass a fake one)
 
     >>> c = compare(loop=lambda: sum(range(1000)), builtin=lambda: 499500)
     >>> c.ratio("loop") == 1.0
@@ -336,88 +420,40 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, **
             raise TypeError(f"{name}: expected a callable, got {type(fn).__name__}")
     repeat = check_positive_int(repeat, "repeat")
     warmup = check_int(warmup, "warmup", low=0)
+    max_rounds = max(check_positive_int(max_rounds, "max_rounds"), repeat)
+    min_time = check_float(min_time, "min_time", low=0.0)
+    time_budget = TIME_BUDGET[budget()] if time_budget is None else check_float(time_budget, "time_budget", low=0.0)
     baseline = baseline or next(iter(fns))
     if baseline not in fns:
         raise ValueError(f"baseline: expected one of {', '.join(fns)}, got {baseline!r}")
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
+    tick = _clock(clock)
+    wall = tick if callable(clock) else CLOCKS["wall"]   # the budget is spent in wall time (fake in tests)
+    number = {name: _calibrate(fn, warmup, tick, min_time) for name, fn in fns.items()}
     times: dict[str, list[float]] = {name: [] for name in fns}
-    with _Watch() as w:
-        for _ in range(repeat):
-            for name, fn in fns.items():
-                t0 = clock()
-                fn()
-                times[name].append(clock() - t0)
-    timings = {name: Timing(ts, 1, noise_from(ts, w.others)) for name, ts in times.items()}
-    noise = Noise(others=w.others)
-    for t in timings.values():
-        noise = noise | t.noise
-    return Comparison(timings, baseline, noise=noise)
-
-
-# --------------------------------------------------------------------------- counting
-def gemm_flops(m: int, n: int, k: int) -> int:
-    """FLOPs of ``(m, k) @ (k, n)``: one multiply and one add per term, ``2 m n k``."""
-    m, n, k = (check_int(v, nm, low=0) for v, nm in ((m, "m"), (n, "n"), (k, "k")))
-    return 2 * m * n * k      # Python ints: numpy integers in, no int64 overflow out
-
-
-def gemv_flops(m: int, k: int) -> int:
-    """FLOPs of ``(m, k) @ (k,)``: ``2 m k``."""
-    return gemm_flops(m, 1, k)
-
-
-def array_bytes(*arrays) -> int:
-    """Total bytes of the given arrays (what a kernel must at least read or write)."""
-    total = 0
-    for i, a in enumerate(arrays):
-        if isinstance(a, np.ndarray):
-            total += a.nbytes
-            continue
-        arr = as_array(a, f"arrays[{i}]")
-        if arr.dtype.kind not in "biufc":
-            raise TypeError(f"arrays[{i}]: expected a numeric array, got dtype {arr.dtype}")
-        total += arr.nbytes
-    return int(total)
-
-
-def gemm_intensity(m: int, n: int, k: int, itemsize: int = 4) -> float:
-    """Arithmetic intensity (FLOP/byte) of ``C (m, n) = A (m, k) @ B (k, n)`` when each matrix
-    crosses the memory bus once: ``2mnk / (itemsize * (mk + kn + mn))``."""
-    m, n, k, itemsize = (check_positive_int(v, nm) for v, nm in ((m, "m"), (n, "n"), (k, "k"), (itemsize, "itemsize")))
-    return gemm_flops(m, n, k) / (itemsize * (m * k + k * n + m * n))
-
-
-def gflops(flops: float, seconds: float) -> float:
-    """GFLOP/s."""
-    flops = check_float(flops, "flops", low=0.0)
-    if isinstance(seconds, (int, float, np.integer, np.floating)) and not isinstance(seconds, (bool, np.bool_)) \
-            and seconds <= 0:
-        raise ValueError(f"seconds: expected a positive time, got {seconds}")
-    seconds = check_float(seconds, "seconds", low=0.0, low_inclusive=False)
-    return flops / seconds / 1e9
-
-
-def loglog_slope(sizes, times) -> float:
-    """Least-squares slope of ``log(times)`` against ``log(sizes)``: ~1 for O(N), ~2 for O(N^2)."""
-    sizes = as_array(sizes, "sizes")
-    times = as_array(times, "times")
-    for arr, nm in ((sizes, "sizes"), (times, "times")):
-        if arr.dtype.kind not in "iuf":
-            raise TypeError(f"{nm}: expected real numbers, got dtype {arr.dtype}")
-        if arr.ndim != 1:
-            raise ValueError(f"{nm}: expected a 1-D sequence of values, got shape {tuple(arr.shape)}")
-    sizes = sizes.astype(float)
-    times = times.astype(float)
-    if sizes.shape != times.shape or sizes.size < 2:
-        raise ValueError(f"sizes, times: expected two equal-length sequences of >= 2 values, "
-                         f"got {sizes.size} and {times.size}")
-    if not (np.all(sizes > 0) and np.all(times > 0) and np.all(np.isfinite(sizes)) and np.all(np.isfinite(times))):
-        raise ValueError("sizes, times: expected positive, finite values")
-    if np.ptp(np.log(sizes)) == 0:
-        raise ValueError(f"sizes: expected at least two different sizes to fit a slope, got {sizes.tolist()}")
-    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
+    cpu = dict.fromkeys(fns, 0.0)
+    wait: dict[str, float | None] = dict.fromkeys(fns, 0.0)
+    others = [k for k in fns if k != baseline]
+    with _Watch(wall) as w:
+        start = wall()
+        while True:
+            _round(fns, number, tick, times, cpu, wait)
+            done = len(times[baseline])
+            if done < repeat:
+                continue
+            narrow = all(Ratio.from_times(k, baseline, times[k], times[baseline]).narrow for k in others)
+            if narrow or done >= max_rounds or wall() - start >= time_budget:
+                break
+    timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
+    spent = {name: sum(ts) * number[name] for name, ts in times.items()}
+    used = {} if isinstance(clock, str) and clock == "cpu" else \
+        {name: cpu[name] / spent[name] for name in fns if spent[name] > 0}
+    waited = {name: wait[name] / spent[name] for name in used if wait[name] is not None}
+    cmp = Comparison(timings, baseline, cores_used=used, waited=waited)
+    if others:
+        cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
+    else:                                    # one function: nothing to pair, judge its repeats
+        cmp.noise = timings[baseline].noise
+    return cmp
 
 
 # --------------------------------------------------------------------------- roofline

@@ -6,28 +6,43 @@ prints one line made here from the measured facts::
     print(verdict("000.summary.speedup", ours=speedup, here=f"{cores} cores",
                   reasons=[(cores < 8, f"{cores} cores here, not 61"),
                            (gemm_share > 0.8, "BLAS already runs the GEMMs in parallel")],
-                  noise=cmp.noise))
+                  noise=cmp.noise, interval=cmp.speedup_interval("parallel")))
 
-    Seed 000, §1 (61-core Xeon Phi, ...): 39×.  Here (2 cores): 1.8×.  Same direction, smaller
-    (0.046 of the seed's) -- 2 cores here, not 61.
+    Seed 000, §1 (61-core Xeon Phi, ...): 39×.  Here (2 cores): 1.8×.  Same direction, 22× smaller
+    here -- 2 cores here, not 61.
 
-Agreement has two parts. *Direction*: ours and the seed's lie on the same side of ``pivot`` (1.0 for
-speed-ups and ratios: faster or slower; ``None`` when only the size matters). *Size*: ours is within a
-factor ``within`` of the seed's. When they disagree, the first reason whose condition is true (the
-caller computes each condition from measurements) is the explanation; when none is true, the line says
-that no measured fact here explains it. When ``noise`` (from :mod:`course_lib.core.timing`) says the
-run was unreliable, the line draws no conclusion at all.
+The rule (:func:`judge`), on the scale the claim is stated in:
+
+- *Direction* (only with a ``pivot``: 1.0 for speed-ups and ratios): ours and the seed's lie on the same
+  side of the pivot, or it is "the opposite of the seed's finding". With ``pivot=None`` the line never
+  speaks of direction; it says "N× the seed's value".
+- *Size*: ours / seed's. It *agrees* only when that factor lies within ``[1/within, within]``
+  (``within=1.5`` unless the chapter states another factor, which the line then prints); otherwise the
+  line says "N× smaller" or "N× larger", with N stated.
+- *Reasons* are ``(condition, explanation)`` pairs; every condition is a bool the caller computed from a
+  measured or counted fact about this machine (``tests/test_reasons.py`` rejects constants and conditions
+  that only restate the outcome). The first true one is printed *whatever the outcome*: after a
+  disagreement as the explanation, after an agreement as "although ..." -- a caveat that holds here is
+  worth reading even when the numbers happen to meet. No true reason after a disagreement: the line says
+  that no fact measured here explains it.
+- *Noise*: when ``noise`` (from :mod:`course_lib.core.timing`) says the run was unreliable, the line
+  concludes only if ``interval`` (where ours truly lies, e.g. ``cmp.speedup_interval(name)``) gives the
+  same verdict at both ends. Otherwise it abstains -- and says what can still be said: which verdicts
+  the interval allows, or the comparison's own sentences ("b was at least 1.8x faster than a in every
+  one of 40 pairs").
 """
 from __future__ import annotations
 
 import math
 from typing import Sequence
 
+import numpy as np
+
 from ..core.timing import Noise
 from .claims import Claim, claim
 from .verdict_line import Verdict
 
-__all__ = ["Verdict", "verdict", "judge"]
+__all__ = ["Verdict", "verdict", "judge", "factor"]
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -41,53 +56,83 @@ def _fmt(value: float, unit: str) -> str:
     return f"{v} {unit}".strip()
 
 
-def judge(seed_value: float, ours: float, *, pivot: float | None = 1.0, within: float = 2.0) -> str:
-    """``"agrees"``, ``"smaller"``, ``"larger"`` or ``"opposite"`` (ours vs the seed's, see module doc)."""
-    if not (isinstance(within, (int, float)) and within >= 1):
+def factor(seed_value: float, ours: float) -> float:
+    """Ours as a multiple of the seed's value, on the claim's scale: ``ours / seed`` (negative where the
+    signs differ; inf where the seed's is 0 and ours is not; 1.0 where both are 0)."""
+    if seed_value == 0:
+        return 1.0 if ours == 0 else math.inf
+    return ours / seed_value
+
+
+def judge(seed_value: float, ours: float, *, pivot: float | None = 1.0, within: float = 1.5) -> str:
+    """``"agrees"``, ``"smaller"``, ``"larger"`` or ``"opposite"`` (ours vs the seed's, see module doc).
+
+    Along ``ours`` the outcomes form contiguous stretches (opposite / smaller / agrees / larger), so two
+    values with the same outcome have it for everything between them too."""
+    if isinstance(within, bool) or not (isinstance(within, (int, float)) and within >= 1):
         raise ValueError(f"within: expected a factor >= 1, got {within!r}")
-    if not math.isfinite(ours):
+    if isinstance(ours, bool) or not isinstance(ours, (int, float)) or not math.isfinite(ours):
         raise ValueError(f"ours: expected a finite measured number, got {ours!r}")
     if pivot is not None:
         seed_side = (seed_value > pivot) - (seed_value < pivot)
         our_side = (ours > pivot) - (ours < pivot)
         if seed_side != our_side:
             return "opposite"
-        # sizes are compared as distances from the pivot on a log scale for ratios around 1
-        if pivot == 1.0 and seed_value > 0 and ours > 0:
-            s, o = abs(math.log(seed_value)), abs(math.log(ours))
-            if s == 0 or o == 0:
-                return "agrees" if s == o else ("smaller" if o < s else "larger")
-            r = o / s
-        else:
-            s, o = abs(seed_value - pivot), abs(ours - pivot)
-            r = o / s if s else (1.0 if o == 0 else math.inf)
-    else:
-        r = ours / seed_value if seed_value else (1.0 if ours == 0 else math.inf)
+    elif (seed_value > 0 > ours) or (seed_value < 0 < ours):
+        return "larger" if ours > seed_value else "smaller"     # no direction to speak of: by value
+    r = factor(seed_value, ours)
     if 1 / within <= r <= within:
         return "agrees"
     return "smaller" if r < 1 else "larger"
 
 
-_WORDS = {
-    "agrees": "Agrees: same direction and roughly the same size.",
-    "smaller": "Same direction, smaller here",
-    "larger": "Same direction, larger here",
-    "opposite": "The opposite of the seed's finding here",
-}
+def _words(outcome: str, seed_value: float, ours: float, pivot: float | None, within: float) -> str:
+    """The verdict in words, with the factor stated."""
+    r = factor(seed_value, ours)
+    n = _times(max(abs(r), 1 / abs(r)) if r else math.inf)
+    bound = f"within {_times(within)}" if within > 1 else "equal"
+    if outcome == "opposite":
+        return "The opposite of the seed's finding here"
+    if pivot is None:
+        return (f"Agrees: {_times(r)} the seed's value ({bound})" if outcome == "agrees"
+                else f"{_times(r)} the seed's value, not {bound} of it")
+    if outcome == "agrees":
+        return f"Agrees: same direction, {_times(r)} the seed's value ({bound})"
+    return f"Same direction, {n} {outcome} here"
 
 
-def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None = 1.0, within: float = 2.0,
+def _times(v: float) -> str:
+    if not math.isfinite(v):
+        return "∞×"
+    return f"{v:.2g}×" if v < 10 else f"{v:.0f}×"
+
+
+def _check_reasons(reasons) -> list[tuple[bool, str]]:
+    out = []
+    for pair in reasons:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], str)):
+            raise TypeError(f"reasons: expected (condition, explanation) pairs, got {pair!r}")
+        if not isinstance(pair[0], (bool, np.bool_)):
+            raise TypeError(f"reasons: a condition must be a bool computed from a measurement, got "
+                            f"{type(pair[0]).__name__} {pair[0]!r} for {pair[1]!r}")
+        out.append((bool(pair[0]), pair[1]))
+    return out
+
+
+def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None = 1.0, within: float = 1.5,
             reasons: Sequence[tuple[bool, str]] = (), noise: Noise | None = None,
-            unit: str | None = None) -> Verdict:
-    """One line: the seed's number and conditions, ours, agreement, and the reason when they differ.
+            unit: str | None = None, interval: tuple[float, float] | None = None) -> Verdict:
+    """One line: the seed's number and conditions, ours, the verdict, and the first reason that holds.
 
     ``cid``      a claim id (or :class:`Claim`) from :mod:`course_lib.teaching.claims`
     ``ours``     our measured number, in the claim's unit (or ``unit``)
     ``here``     our conditions in a few words ("2 cores, n = 1000")
     ``pivot``    the value that separates the two directions (1.0 for speed-ups; None: size only)
-    ``within``   how close counts as "roughly the same size" (a factor)
-    ``reasons``  ``(condition, explanation)`` pairs computed from measured facts, most specific first
-    ``noise``    the measurement's :class:`~course_lib.core.timing.Noise`; unreliable -> no conclusion
+    ``within``   the factor that counts as agreeing (printed in the line)
+    ``reasons``  ``(condition, explanation)`` pairs, conditions computed from measured facts, most specific first
+    ``noise``    the measurement's :class:`~course_lib.core.timing.Noise`; unreliable -> see ``interval``
+    ``interval`` ``(lo, hi)`` around ``ours`` on the same scale (e.g. ``cmp.speedup_interval(name)``): on an
+                 unreliable run the line still concludes when both ends give the same verdict
     """
     c: Claim = claim(cid)
     if isinstance(ours, bool) or not isinstance(ours, (int, float)):
@@ -96,18 +141,48 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
     if noise is not None and not isinstance(noise, Noise):
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise (a Timing's or Comparison's .noise), "
                         f"got {type(noise).__name__}")
-    for pair in reasons:
-        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], str)):
-            raise TypeError(f"reasons: expected (condition, explanation) pairs, got {pair!r}")
+    reasons = _check_reasons(reasons)
+    outcome = judge(c.value, ours, pivot=pivot, within=within)
+    if interval is not None:
+        lo, hi = _check_interval(interval, ours)
     u = c.unit if unit is None else unit
     head = (f"Seed {c.seed if c.seed != 'beyond' else c.source}, {c.where} ({c.conditions}): {c.formatted()}.  "
             f"Here ({here}): {_fmt(ours, u)}.  ")
+    tail = ""
     if noise is not None and not noise.ok:
-        return Verdict(head + "No verdict: " + "; ".join(noise.reasons) +
-                       " -- re-run when the machine is quiet.", "unreliable", "; ".join(noise.reasons))
-    outcome = judge(c.value, ours, pivot=pivot, within=within)
-    if outcome == "agrees":
-        return Verdict(head + _WORDS["agrees"], outcome)
+        why_not = "; ".join(noise.reasons)
+        ends = None if interval is None else [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
+        if ends is None or ends[0] != ends[1] or noise.notes:
+            return Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable", why_not)
+        outcome = ends[0]
+        tail = (f" (an unreliable run -- {why_not} -- but every value between {_fmt(lo, u)} and {_fmt(hi, u)} "
+                f"gives this verdict)")
     why = next((text for cond, text in reasons if cond), "")
-    tail = f" -- {why}." if why else " -- no fact measured here explains the difference."
-    return Verdict(head + _WORDS[outcome] + tail, outcome, why)
+    if outcome == "agrees":
+        line = _words(outcome, c.value, ours, pivot, within) + (f", although {why}" if why else "")
+    else:
+        line = _words(outcome, c.value, ours, pivot, within) + (
+            f" -- {why}" if why else " -- no fact measured here explains the difference")
+    return Verdict(head + line + tail + ".", outcome, why)
+
+
+def _check_interval(interval, ours: float) -> tuple[float, float]:
+    if not (isinstance(interval, (tuple, list)) and len(interval) == 2):
+        raise TypeError(f"interval: expected (lo, hi), got {interval!r}")
+    lo, hi = (float(v) for v in interval)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo <= ours * (1 + 1e-9) and hi >= ours * (1 - 1e-9)):
+        raise ValueError(f"interval: expected finite (lo, hi) with lo <= ours = {ours:.4g} <= hi, got {interval!r}")
+    return lo, hi
+
+
+def _abstain(noise: Noise, ends, interval, unit: str, seed_value: float, pivot, within: float) -> str:
+    """The line when the run cannot decide: what is wrong, and what can still be said."""
+    head = "No verdict: " + "; ".join(noise.reasons)
+    if ends is not None and not noise.notes:
+        lo, hi = interval
+        options = " and ".join(f"'{o}' (at {_fmt(v, unit)})" for o, v in zip(ends, (lo, hi)))
+        return head + (f".  Ours lies between {_fmt(lo, unit)} and {_fmt(hi, unit)}, which allows {options} "
+                       "-- more rounds, on a quieter machine, would decide.")
+    if noise.said:
+        return head + ".  What can be said: " + "; ".join(noise.said) + "."
+    return head + " -- re-run when the machine is quiet."

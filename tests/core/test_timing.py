@@ -28,8 +28,11 @@ def test_measure_bad_input():
 
 def test_compare_is_interleaved_and_ratios_are_consistent():
     order = []
-    c = timing.compare(a=lambda: order.append("a"), b=lambda: order.append("b"), repeat=3, warmup=0)
+    c = timing.compare(a=lambda: order.append("a"), b=lambda: order.append("b"), repeat=3, warmup=0, max_rounds=3)
     assert order == ["a", "b"] * 3
+    order.clear()
+    c = timing.compare(a=lambda: order.append("a"), b=lambda: order.append("b"), repeat=3, warmup=0)
+    assert len(order) >= 6 and order == ["a", "b"] * (len(order) // 2)   # more rounds only ever whole rounds
     assert c.ratio("a") == pytest.approx(1.0)
     assert c.speedup("b") == pytest.approx(1 / c.ratio("b"))
     assert c.fastest in ("a", "b")
@@ -44,6 +47,12 @@ def test_compare_bad_input():
         timing.compare(a=lambda: 1, b=2)
     with pytest.raises(ValueError, match="baseline: expected one of a, got 'z'"):
         timing.compare(a=lambda: 1, baseline="z")
+    with pytest.raises(ValueError, match="clock: expected one of 'wall', 'cpu'"):
+        timing.compare(a=lambda: 1, clock="sundial")
+    with pytest.raises(TypeError, match="clock: expected 'wall', 'cpu' or a function"):
+        timing.compare(a=lambda: 1, clock=3)
+    with pytest.raises(ValueError, match="time_budget: expected a number >= 0"):
+        timing.compare(a=lambda: 1, time_budget=-1)
 
 
 def test_flop_and_byte_counters():
@@ -195,7 +204,8 @@ def test_measure_and_compare_read_the_injected_clock(fake_clock):
     fake_clock.cost(a=2e-3, b=1e-3)
     cmp = timing.compare(a=lambda: None, b=lambda: None, repeat=4)
     assert cmp.ratio("a", "b") == pytest.approx(2.0) and cmp.noise.ok
-    assert fake_clock.calls == {"a": 5, "b": 5}  # warmup 1 + repeat 4
+    # warmup 1 (which also calibrates the calls per round) + repeat 4 rounds of `number` calls each
+    assert fake_clock.calls == {k: 1 + 4 * cmp.timings[k].number for k in "ab"}
     with pytest.raises(ValueError, match="seconds"):
         fake_clock.advance(-1)
 

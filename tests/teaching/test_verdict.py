@@ -1,26 +1,47 @@
-"""Verdict lines: agreement in direction and size, reasons chosen by the caller's facts, noise respected."""
+"""Verdict lines: agreement only within a stated factor, N stated otherwise, reasons printed whenever one holds,
+no 'direction' without a pivot, and an unreliable run concluding only where its interval decides."""
 import pytest
 
-from course_lib.core.timing import Noise
+from course_lib.core import intervals
+from course_lib.core.timing import Noise, noise_of_pairs
 from course_lib.teaching.claims import Claim
-from course_lib.teaching.verdict import judge, verdict
+from course_lib.teaching.verdict import factor, judge, verdict
 
 SEED = Claim("t.speedup", 39.0, "x", "000", "§1", "61-core Xeon Phi", "approx. 39x speedup")
+PCT = Claim("t.share", 20.0, "%", "003", "Fig. 1", "Titan Xp", "about 20% of the time")
 
 
-def test_judge_directions_and_sizes():
-    assert judge(39.0, 30.0) == "agrees"
+def test_judge_agrees_only_within_the_factor_on_the_claims_scale():
+    assert judge(39.0, 30.0) == "agrees"                      # 0.77x the seed's
+    assert judge(39.0, 7.25) == "smaller"                     # 5.4x smaller: no longer 'agrees' (issue 23)
+    assert judge(3.0, 6.28) == "larger"                       # numba's one-off compile vs a per-step recompile
+    assert judge(8.0, 12.5) == "larger"                       # 12.5x on 8 lanes vs 8x on 16 lanes
     assert judge(39.0, 1.8) == "smaller"
-    assert judge(3.0, 0.5) == "opposite"          # seed: faster; here: slower
+    assert judge(3.0, 0.5) == "opposite"                      # seed: faster; here: slower
     assert judge(1.5, 40.0) == "larger"
-    assert judge(10.0, 6.0, pivot=None) == "agrees"
-    assert judge(10.0, 2.0, pivot=None) == "smaller"
-    assert judge(0.5, 0.45) == "agrees"           # both slowdowns of similar size
+    assert judge(0.5, 0.45) == "agrees"                       # both slowdowns of similar size
+    assert judge(10.0, 6.0, pivot=None) == "smaller" and judge(10.0, 6.0, pivot=None, within=2.0) == "agrees"
+    assert judge(39.0, 39 * 1.5) == "agrees" and judge(39.0, 39 * 1.51) == "larger"
+    assert factor(39.0, 7.8) == pytest.approx(0.2) and factor(0.0, 0.0) == 1.0
 
 
-def test_agreeing_verdict_names_both_numbers():
-    v = verdict(SEED, 30.0, here="2 cores")
-    assert v.agrees and "39×" in v and "30×" in v and "61-core Xeon Phi" in v and "2 cores" in v
+def test_the_verdict_states_the_factor():
+    v = verdict(SEED, 7.8, here="2 cores")
+    assert v.outcome == "smaller" and "Same direction, 5× smaller here" in v
+    assert "39×" in v and "7.8×" in v and "61-core Xeon Phi" in v and "2 cores" in v
+    a = verdict(SEED, 30.0)
+    assert a.agrees and "Agrees: same direction, 0.77× the seed's value (within 1.5×)" in a
+    wide = verdict(SEED, 20.0, within=2.0)
+    assert wide.agrees and "within 2×" in wide
+
+
+def test_without_a_pivot_the_line_never_speaks_of_direction():
+    for ours in (4.0, 19.0, 60.0):
+        v = verdict(PCT, ours, pivot=None)
+        assert "direction" not in v.lower() and "the seed's value" in v
+    assert "0.2× the seed's value, not within 1.5× of it" in verdict(PCT, 4.0, pivot=None)
+    assert "Agrees: 0.95× the seed's value (within 1.5×)" in verdict(PCT, 19.0, pivot=None)
+    assert judge(20.0, -5.0, pivot=None) == "smaller" and "-0.25× the seed's value" in verdict(PCT, -5.0, pivot=None)
 
 
 def test_the_first_true_reason_explains_a_disagreement():
@@ -28,15 +49,42 @@ def test_the_first_true_reason_explains_a_disagreement():
     assert v.outcome == "smaller" and v.reason == "2 cores here, not 61" and "not 61" in v and "later" not in v
 
 
+def test_a_reason_that_holds_is_printed_on_agreement_too():
+    v = verdict(SEED, 30.0, reasons=[(False, "no"), (True, "2 cores here, not 61")])
+    assert v.agrees and v.endswith("(within 1.5×), although 2 cores here, not 61.")
+    assert verdict(SEED, 30.0, reasons=[(False, "no")]).endswith("(within 1.5×).")
+
+
 def test_no_reason_is_said_plainly():
     v = verdict(SEED, 0.5, reasons=[(False, "x")])
     assert v.outcome == "opposite" and "no fact measured here explains" in v
 
 
-def test_unreliable_measurement_draws_no_conclusion():
+def test_unreliable_measurement_without_an_interval_draws_no_conclusion():
     noise = Noise().add(True, "other processes kept 1.0 core(s) busy meanwhile")
     v = verdict(SEED, 1.8, reasons=[(True, "2 cores")], noise=noise)
     assert v.outcome == "unreliable" and "No verdict" in v and "busy" in v and "2 cores" not in v.split("No verdict")[1]
+
+
+def test_unreliable_run_concludes_when_its_interval_decides():
+    ratio = intervals.Ratio("par", "ser", [1 / 1.8, 1 / 2.6, 1 / 1.6, 1 / 2.2, 1 / 3.0, 1 / 1.7])
+    noise = noise_of_pairs([ratio], others=1.5)
+    assert not noise.ok
+    lo, hi = ratio.speedup_interval
+    v = verdict(SEED, 1 / ratio.median, noise=noise, interval=(lo, hi), reasons=[(True, "2 cores here")])
+    assert v.outcome == "smaller" and "every value between 1.6× and 3×" in v and "2 cores here" in v
+
+
+def test_unreliable_run_that_cannot_decide_says_what_can_be_said():
+    ratio = intervals.Ratio("par", "ser", [1 / 20, 1 / 40, 1 / 25, 1 / 60, 1 / 30, 1 / 45])
+    noise = noise_of_pairs([ratio], others=1.5)
+    v = verdict(SEED, 1 / ratio.median, noise=noise, interval=ratio.speedup_interval)
+    assert v.outcome == "unreliable"
+    assert "which allows 'smaller' (at 20×) and 'larger' (at 60×)" in v
+    plain = verdict(SEED, 1 / ratio.median, noise=noise)
+    assert plain.outcome == "unreliable" and "What can be said: par was at least 20x faster than ser" in plain
+    noted = noise | Noise().add(True, "faster than the measured GEMM peak")    # a caller's fact: no interval helps
+    assert verdict(SEED, 30.0, noise=noted, interval=(29.0, 31.0)).outcome == "unreliable"
 
 
 def test_bad_arguments():
@@ -48,5 +96,11 @@ def test_bad_arguments():
         verdict(SEED, 1.0, noise="busy")
     with pytest.raises(TypeError, match="reasons"):
         verdict(SEED, 1.0, reasons=["2 cores"])
+    with pytest.raises(TypeError, match="reasons: a condition must be a bool"):
+        verdict(SEED, 1.0, reasons=[(1, "2 cores")])
     with pytest.raises(ValueError, match="within"):
         judge(1.0, 2.0, within=0.5)
+    with pytest.raises(ValueError, match="interval: expected finite"):
+        verdict(SEED, 10.0, interval=(20.0, 30.0))
+    with pytest.raises(TypeError, match="interval"):
+        verdict(SEED, 10.0, interval=5.0)

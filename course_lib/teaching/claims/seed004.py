@@ -65,7 +65,8 @@ def goal_verdict(gid: str, *, holds: bool, ours: str, here: str = "this machine"
     head = f"{goal(gid)}.  Here ({here}): {ours}.  "
     if noise is not None and not noise.ok:
         why = "; ".join(noise.reasons)
-        return Verdict(head + f"No verdict: {why} -- re-run when the machine is quiet.", "unreliable", why)
+        can = f".  What can be said: {'; '.join(noise.said)}." if noise.said else " -- re-run when the machine is quiet."
+        return Verdict(head + f"No verdict: {why}{can}", "unreliable", why)
     if holds:
         return Verdict(head + "Holds here.", "agrees")
     why = next((text for cond, text in reasons if cond), "")

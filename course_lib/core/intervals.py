@@ -1,0 +1,150 @@
+"""How sure is a measured ratio? Order-statistic intervals over paired runs (layer 1: foundation).
+
+:func:`course_lib.core.timing.compare` runs the functions in *rounds* (a, b, a, b, ...). Within one
+round the two calls see nearly the same machine, so ``t_b / t_a`` -- one *pair ratio* -- cancels slow
+drift (another program starting, the clock speed changing). This module turns a list of pair ratios
+into what can honestly be said about the true ratio:
+
+``undisturbed(times)`` -> which rounds another program left alone: a round more than 3 robust standard
+    deviations (1.4826 x the median absolute deviation) above the median is set aside, as hyperfine flags
+    outliers -- other programs only ever *add* time, and a quiet run has no such rounds.
+``median_interval(values, confidence)`` -> ``(lo, hi)``: a distribution-free interval for the median
+    from order statistics -- the k-th smallest and k-th largest value, with k from the binomial
+    distribution (each value falls below the median with probability 1/2). No bell curve is assumed,
+    so a few runs that a busy machine slowed by 5x widen it a little instead of wrecking it.
+:class:`Ratio` -- the pair ratios of one function against another: ``.interval``, ``.narrow``,
+    ``.faster(by)`` ("yes" / "no" / "cannot tell") and ``.said()`` (a sentence of what can be said).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from .validate import check_float
+
+__all__ = ["median_interval", "undisturbed", "Ratio", "CONFIDENCE", "NARROW"]
+
+CONFIDENCE = 0.95   # the intervals' coverage where there are enough pairs (>= 6 for 95%)
+NARROW = 1.15       # an interval is narrow when it lies within this factor of the median on both sides
+
+
+def median_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """``(lo, hi)``: the k-th smallest and k-th largest of ``values``, the largest k whose interval
+    still covers the median with probability >= ``confidence`` (``P(Binomial(n, 1/2) < k) <= (1 - c) / 2``).
+
+    Too few values for that confidence (n < 6 at 95%) give ``(min, max)``: a rough interval."""
+    xs = sorted(check_float(v, "values") for v in values)
+    if not xs:
+        raise ValueError("values: expected at least one number, got none")
+    confidence = check_float(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    n, tail, cdf, k = len(xs), (1 - confidence) / 2, 0.0, 0
+    while k < n // 2:
+        cdf += math.comb(n, k) / 2 ** n       # P(Binomial(n, 1/2) == k), summed: P(B <= k)
+        if cdf > tail:
+            break
+        k += 1
+    k = max(k, 1)
+    return xs[k - 1], xs[n - k]
+
+
+def undisturbed(times) -> list[bool]:
+    """For each time, True unless it lies more than 3 robust standard deviations above the median
+    (the deviation is at least 1% of the median, so a very steady run does not flag its own jitter)."""
+    ts = [check_float(t, "times", low=0.0) for t in times]
+    if not ts:
+        raise ValueError("times: expected at least one time, got none")
+    med = statistics.median(ts)
+    mad = max(statistics.median(abs(t - med) for t in ts), 0.01 * med)
+    return [t <= med + 3 * 1.4826 * mad for t in ts]
+
+
+@dataclass
+class Ratio:
+    """Pair ratios ``t(name) / t(over)``, one per round of a comparison (> 1: ``name`` is slower).
+
+    ``values`` (n,) the pair ratios in round order; ``set_aside`` how many more rounds were measured but
+    left out as disturbed (see :func:`undisturbed`); ``waited`` for each of the two, the share of its wall
+    time its threads spent ready to run but waiting for a core (None: not measured). ``confidence`` the
+    interval's coverage target."""
+
+    name: str
+    over: str
+    values: list[float]
+    confidence: float = CONFIDENCE
+    set_aside: int = 0
+    waited: tuple[float, float] | None = None
+
+    @classmethod
+    def from_times(cls, name: str, over: str, times, base_times, waited=None) -> "Ratio":
+        """Pair ratios ``times[i] / base_times[i]`` of the rounds neither call of which was disturbed
+        (all rounds when that would leave fewer than 5, or fewer than a third of them)."""
+        if len(times) != len(base_times):
+            raise ValueError(f"times, base_times: expected one time per round for both, got {len(times)} "
+                             f"and {len(base_times)}")
+        keep = [x and y for x, y in zip(undisturbed(times), undisturbed(base_times))]
+        if sum(keep) < max(5, len(keep) / 3):
+            keep = [True] * len(keep)
+        tiny = 1e-12    # a per-call time of 0 (a clock too coarse) is read as this, so ratios stay finite
+        values = [max(a, tiny) / max(b, tiny) for a, b, k in zip(times, base_times, keep) if k]
+        return cls(name, over, values, set_aside=len(keep) - len(values), waited=waited)
+
+    def __post_init__(self):
+        self.values = [check_float(v, "values", low=0.0, low_inclusive=False) for v in self.values]
+        if not self.values:
+            raise ValueError("values: expected at least one pair ratio, got none")
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        """The typical pair ratio: how many times slower ``name`` is than ``over``."""
+        return statistics.median(self.values)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """``(lo, hi)`` for the median pair ratio (see :func:`median_interval`)."""
+        return median_interval(self.values, self.confidence)
+
+    @property
+    def speedup_interval(self) -> tuple[float, float]:
+        """``(lo, hi)`` for how many times *faster* ``name`` is than ``over``."""
+        lo, hi = self.interval
+        return 1 / hi, 1 / lo
+
+    @property
+    def narrow(self) -> bool:
+        """The interval lies within a factor :data:`NARROW` of the median on both sides (about +-15%)."""
+        lo, hi = self.interval
+        m = self.median
+        return hi <= m * NARROW and lo >= m / NARROW
+
+    def faster(self, by: float = 1.0) -> str:
+        """Is ``name`` at least ``by`` times faster than ``over``? ``"yes"``, ``"no"`` or ``"cannot tell"``
+        (the speed-up's interval lies above ``by``, below it, or straddles it)."""
+        by = check_float(by, "by", low=0.0, low_inclusive=False)
+        lo, hi = self.speedup_interval
+        return "yes" if lo >= by else "no" if hi < by else "cannot tell"
+
+    def said(self) -> str:
+        """One sentence of what the pairs support, e.g. "b was at least 1.8x faster than a in every one of
+        12 pairs (the speed-up lies between 1.9x and 2.3x)"."""
+        s_lo, s_hi = self.speedup_interval
+        every_lo, every_hi = 1 / max(self.values), 1 / min(self.values)
+        where = f"the speed-up lies between {_x(s_lo)} and {_x(s_hi)}"
+        if self.n >= 6:
+            where += f" with {self.confidence:.0%} confidence"
+        pairs = f"{self.n} pairs" + (f" (and {self.set_aside} disturbed rounds set aside)" if self.set_aside else "")
+        if every_lo > 1:
+            head = f"{self.name} was at least {_x(every_lo)} faster than {self.over} in every one of {pairs}"
+        elif every_hi < 1:
+            head = f"{self.name} was at least {_x(1 / every_hi)} slower than {self.over} in every one of {pairs}"
+        else:
+            head = f"{self.name} and {self.over} each won some of {pairs}"
+        return f"{head} ({where})"
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x" if v < 10 else f"{v:.3g}x"

@@ -1,0 +1,158 @@
+"""The noise guard: whether a measurement can be trusted, and what it still shows (layer 1: foundation).
+
+:class:`Noise` carries why a :class:`~course_lib.core.timing.Timing` or
+:class:`~course_lib.core.timing.Comparison` should not be trusted (no reasons: nothing suspicious was
+seen) and, for a comparison, what its pairs still support. :func:`noise_from` judges the repeats of one
+function (their spread, and the load of other processes meanwhile); :func:`noise_of_pairs` judges a
+comparison by its pair ratios' intervals (:mod:`course_lib.core.intervals`). The method is explained in
+:mod:`course_lib.core.timing`, which re-exports everything here.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from .intervals import Ratio
+from .validate import check_float
+
+__all__ = ["Noise", "noise_from", "noise_of_pairs", "SPREAD_LIMIT", "OTHERS_LIMIT", "UNEQUAL_WAIT"]
+
+SPREAD_LIMIT = 0.3        # spread of the repeats (see _spread) above this: too wide to trust
+OTHERS_LIMIT = 0.25       # other processes used more than this many cores on average: busy
+
+
+@dataclass
+class Noise:
+    """Why a measurement should not be trusted (no reasons: nothing suspicious was seen).
+
+    ``spread``  interquartile range / median of the repeats (with fewer than 4: (max - min) / median),
+    so one stray repeat does not condemn a run; ``others`` the average number of cores other
+    processes kept busy while it ran (None where the OS does not tell). ``wide`` and ``busy`` say
+    whether those crossed their limits; ``notes`` are facts a caller added with :meth:`add`.
+    ``uncertain``: ratios of a :class:`Comparison` whose interval stayed wide (one sentence each);
+    ``said``: what the measurement still supports, one sentence per ratio (see :class:`Ratio`);
+    ``ratios``: the :class:`~course_lib.core.intervals.Ratio` objects behind them, for :meth:`faster`."""
+
+    spread: float = 0.0
+    others: float | None = None
+    wide: bool = False
+    busy: bool = False
+    notes: list[str] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    ratios: list[Ratio] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        out = []
+        if self.wide:
+            out.append(f"repeats spread by up to {self.spread:.0%} of the median")
+        out += self.uncertain
+        if self.busy and self.others is not None:
+            out.append(f"other processes kept up to {self.others:.1f} core(s) busy meanwhile")
+        return out + self.notes
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    def add(self, condition: bool, reason: str) -> "Noise":
+        """Record ``reason`` when ``condition`` holds (a fact only the caller can judge). Returns self."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise TypeError(f"reason: expected a non-empty sentence (str), got {reason!r}")
+        if condition and reason not in self.notes:
+            self.notes.append(reason)
+        return self
+
+    def faster(self, name: str, by: float = 1.0, over: str | None = None) -> str:
+        """Is ``name`` at least ``by`` times faster than ``over`` (default: the comparison's baseline)?
+        ``"yes"``, ``"no"`` or ``"cannot tell"``, from the pair ratios this noise carries."""
+        found = [r for r in self.ratios if r.name == name and (over is None or r.over == over)]
+        if not found:
+            pairs = ", ".join(f"{r.name} over {r.over}" for r in self.ratios) or "none"
+            raise ValueError(f"name: no measured ratio for {name!r}" + (f" over {over!r}" if over else "") +
+                             f"; this noise carries: {pairs}")
+        return found[0].faster(by)
+
+    def __or__(self, other: "Noise") -> "Noise":
+        """The worst of both: the larger spread and load, every note (and interval sentence) once."""
+        if not isinstance(other, Noise):
+            return NotImplemented
+        others = [o for o in (self.others, other.others) if o is not None]
+        merged = Noise(max(self.spread, other.spread), max(others) if others else None,
+                       self.wide or other.wide, self.busy or other.busy, list(self.notes),
+                       list(self.uncertain), list(self.said), list(self.ratios) + list(other.ratios))
+        for r in other.notes:
+            merged.add(True, r)
+        merged.uncertain += [r for r in other.uncertain if r not in merged.uncertain]
+        merged.said += [r for r in other.said if r not in merged.said]
+        return merged
+
+    def warning(self) -> str:
+        """One line for the reader (two when something can still be said): empty when the run looks reliable."""
+        if self.ok:
+            return ""
+        line = ("WARNING: this measurement is unreliable (" + "; ".join(self.reasons) +
+                "): no firm conclusion is drawn from it.")
+        if self.said:
+            return line + "\nWhat it does show: " + "; ".join(self.said) + "."
+        return line + " Re-run the cell when the machine is quiet."
+
+    def __str__(self) -> str:
+        return self.warning() or "measurement looks reliable"
+
+
+def _spread(times: list[float]) -> float:
+    med = statistics.median(times)
+    if med <= 0:
+        return 0.0
+    if len(times) >= 4:
+        q1, _, q3 = statistics.quantiles(times, n=4)
+        return (q3 - q1) / med
+    return (max(times) - min(times)) / med
+
+
+def noise_from(times: list[float], others: float | None = None) -> Noise:
+    """The :class:`Noise` of a list of repeat times (and the load ``others`` measured meanwhile)."""
+    times = [check_float(s, "times", low=0.0) for s in times]
+    if not times:
+        raise ValueError("times: expected at least one measured time, got none")
+    if others is not None:
+        others = check_float(others, "others", low=0.0)
+    spread = _spread(times)
+    return Noise(spread=spread, others=others, wide=len(times) >= 3 and spread > SPREAD_LIMIT,
+                 busy=others is not None and others > OTHERS_LIMIT)
+
+
+UNEQUAL_WAIT = 0.5    # threads of one function waited this many more core-seconds per second than the other's
+
+
+def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
+    """The :class:`Noise` of a comparison: unreliable only where a ratio's interval is not narrow, or where
+    other processes made one function wait for cores more than the other (``Ratio.waited``).
+
+    Load from other processes (``others``) is otherwise named only as the likely cause when some interval
+    stayed wide: interleaved pairs cancel what slows both calls of a pair alike. Unequal waiting does not
+    cancel -- threaded code on oversubscribed cores waits in every round, the single-threaded baseline
+    much less -- so a narrow interval would be narrow and wrong."""
+    noise = Noise(others=others, ratios=list(ratios))
+    loaded = others is not None and others > OTHERS_LIMIT
+    unequal = [r for r in ratios if loaded and r.waited is not None and abs(r.waited[0] - r.waited[1]) > UNEQUAL_WAIT]
+    if unequal:
+        shares = {}
+        for r in unequal:
+            shares.update({r.name: r.waited[0], r.over: r.waited[1]})
+        noise.uncertain.append("the functions' threads waited for a core unequally (" +
+                               ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + " of their time): other "
+                               "processes slowed some more than others in every round, which pairs cannot cancel")
+        noise.busy = True
+    for r in ratios:
+        if any(r is u for u in unequal):
+            continue
+        if not r.narrow:
+            lo, hi = r.speedup_interval
+            noise.uncertain.append(f"after {r.n + r.set_aside} rounds the speed-up of {r.name} over {r.over} is "
+                                   f"only known to lie between {lo:.3g}x and {hi:.3g}x")
+            noise.said.append(r.said())
+            noise.busy = noise.busy or (others is not None and others > OTHERS_LIMIT)
+    return noise
