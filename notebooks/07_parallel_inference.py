@@ -569,4 +569,5 @@ print(seed004.goal("004.goal.compare") + ".  Here: "
 # In the worksheet you write the wavefront schedule, a numerically stable softmax, batched
 # softmax inference and the scatter/gather of a batch over $P$ ranks.
 #
+# Worksheet: [exercises/07_parallel_inference.ipynb](../exercises/07_parallel_inference.ipynb).
 # Next: [08 · linear recurrences and scan](08_scan.ipynb).

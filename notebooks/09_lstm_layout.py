@@ -603,4 +603,5 @@ widgets.sweep_panel(E.widget_compute,
 # * Small batches change the answer: a GEMM's packing can cost more than its arithmetic, and B
 #   matrix–vector products that stream the weights as stored can win.
 #
-# Next: [10 · MGRIT](10_mgrit.ipynb) — parallel in time. Worksheet: `exercises/09_lstm_layout.ipynb`.
+# Worksheet: [exercises/09_lstm_layout.ipynb](../exercises/09_lstm_layout.ipynb).
+# Next: [10 · MGRIT](10_mgrit.ipynb) — parallel in time.

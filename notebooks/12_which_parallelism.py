@@ -202,3 +202,5 @@ widgets.sweep_panel(panel_data, controls={"B": (1, 1024, 1, 32), "T": (8, 8192, 
 #   trustworthy here, and the advisor stays silent where it is not.
 # * The seeds' speed-ups need their processors: the simulated schedules show how many, and where the
 #   processors wait.
+#
+# Worksheet: [exercises/12_which_parallelism.ipynb](../exercises/12_which_parallelism.ipynb). This is the last chapter.
