@@ -481,7 +481,7 @@ else:
 decision = autotune.tune(64, 512, 512, 100, "float32", force=True)
 print(decision.key)
 print(decision.table())
-print(f"(measured in {decision.probe['seconds']:.2f} s, stored in {autotune.cache_path()})")
+print(f"(measured in {decision.probe['seconds']:.2f} s, stored in $COURSE_CACHE_DIR/{autotune.cache_path().name})")
 
 # %%
 again = autotune.tune(64, 512, 512, 100, "float32")

@@ -236,13 +236,18 @@ def mpiexec_path() -> str | None:
 
 
 def mpi_available() -> tuple[bool, str]:
-    """(True, description) when mpi4py imports and an mpiexec is found, else (False, reason)."""
+    """(True, description) when mpi4py imports and an mpiexec is found, else (False, reason).
+
+    The description names the launcher generically (``mpiexec`` in this Python's environment or on
+    PATH), never its absolute path: it is printed in committed notebook outputs. ``mpiexec_path()``
+    gives the path."""
     if not _module_installed("mpi4py"):
         return False, "mpi4py is not installed (pip install -e '.[mpi]')"
     exe = mpiexec_path()
     if exe is None:
         return False, "mpi4py is installed but no mpiexec was found"
-    return True, exe
+    here = os.path.dirname(exe) == os.path.dirname(sys.executable)
+    return True, "mpiexec (in this Python's environment)" if here else "mpiexec (on PATH)"
 
 
 # --------------------------------------------------------------------------- report

@@ -31,7 +31,10 @@ import numpy as np
 
 from ..core.validate import check_callable, check_float, check_str
 
-__all__ = ["make_control", "sweep_panel", "within_budget", "placeholder_text"]
+__all__ = ["make_control", "sweep_panel", "within_budget", "placeholder_text", "PANEL_CLASS"]
+
+#: the CSS class of every panel's box (the browser test finds panels by it)
+PANEL_CLASS = "course-panel"
 
 
 def placeholder_text(names) -> str:
@@ -159,6 +162,7 @@ def sweep_panel(compute: Callable[..., Any], controls: Mapping[str, Any], *,
     for w in widgets.values():
         w.observe(refresh, names="value")
     box = _panel_class()([W.HBox(list(widgets.values())), out])
+    box.add_class(PANEL_CLASS)
     box.controls = widgets
     box.output = out
     box.refresh = refresh
