@@ -35,7 +35,7 @@ install-lab: $(VENV)/.lab-installed
 install-test: $(VENV)/.test-installed
 
 kernel: $(VENV)/.lab-installed
-	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (parallel-rnns)" >/dev/null
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	@echo "registered kernel 'python3' in $(VENV)"
 
 lab: install-lab kernel
