@@ -46,8 +46,12 @@ def test_report_names_mpiexec_without_a_path():
     line = str(backend.report())
     assert not MACHINE_PATH.search(line), line
     if ok:
-        assert info.startswith("mpiexec (") and "/" not in info, info
-        assert backend.mpiexec_path().endswith("mpiexec")  # the path is still there for who needs it
+        assert info == backend.mpiexec_path()  # the launcher's path, for who starts it
+        assert backend.mpiexec_name(info).startswith("mpiexec (") and "/" not in backend.mpiexec_name(info)
+        assert f"mpi4py + {backend.mpiexec_name(info)}" in line
+    assert backend.mpiexec_name("/somewhere/else/bin/mpiexec") == "mpiexec (on PATH)"
+    with pytest.raises(TypeError, match="exe"):
+        backend.mpiexec_name(None)
 
 
 @pytest.mark.parametrize("desc, total, unit, text", [
