@@ -29,8 +29,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-#: the CSS class sweep_panel gives its box (course_lib.teaching.widgets.PANEL_CLASS)
-PANEL = ".course-panel"
+#: a slider panel: the VBox holding the Output widget (sweep_panel also gives it the CSS class
+#: course_lib.teaching.widgets.PANEL_CLASS, "course-panel")
+PANEL = ".widget-vbox:has(> .widget-output)"
+#: notebooks to walk (another checkout's, to measure it: LABDRIVER_NOTEBOOKS=/path/to/notebooks)
+NOTEBOOKS = Path(os.environ.get("LABDRIVER_NOTEBOOKS", ROOT / "notebooks"))
 
 
 def free_port() -> int:
@@ -321,7 +324,7 @@ def browser(tmp: Path, width: int = 1280, height: int = 1000):
 
 
 def notebook_names(only=()) -> list[str]:
-    names = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    names = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     return [n for n in names if not only or n[:2] in only]
 
 
@@ -333,7 +336,7 @@ def main(argv) -> int:
     rows = []
     with lab_server(served, tmp) as server, browser(tmp) as page:
         for name in notebook_names(only):
-            shutil.copy(ROOT / "notebooks" / name, served / "notebooks" / name)
+            shutil.copy(NOTEBOOKS / name, served / "notebooks" / name)
             print(name, flush=True)
             try:
                 secs = run_all(page, server, f"notebooks/{name}")
