@@ -62,11 +62,11 @@ test: install-test kernel chromium
 	  tests notebooks solutions \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-# The browser walk: every lecture notebook Run All in a real JupyterLab, every control of every slider
-# panel moved once and its redrawn plot decoded, then `git status` of the served copy checked (slow:
-# about 20-30 minutes on 2 cores, so it is not part of `make test`; .ci/run runs it after `make test`).
+# The browser walk alone (tests/browser/test_panels.py, also part of `make test`): every lecture notebook
+# Run All in a real JupyterLab, every control of every slider panel moved once and its redrawn plot
+# decoded, then `git status` of the served copy checked. About 10 minutes on 2 cores.
 test-browser: install-test kernel chromium
-	COURSE_BUDGET=$(TEST_BUDGET) COURSE_BROWSER_WALK=1 $(BIN)/python -m pytest -ra --durations=20 $(PYTEST_ARGS) tests/browser/test_panels.py
+	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 $(PYTEST_ARGS) tests/browser/test_panels.py
 
 notebooks: install-test kernel
 	$(BIN)/python -m course_lib notebooks --execute

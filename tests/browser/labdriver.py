@@ -68,7 +68,8 @@ def wait(predicate, timeout: float, what: str, interval: float = 0.25):
 def lab_server(served: Path, tmp: Path, *, env_extra: dict | None = None):
     """A JupyterLab serving ``served`` (with the repo's jupyter_server_config.json), private dirs in ``tmp``.
     Yields ``{"base", "token", "tmp", "proc"}``."""
-    shutil.copy(ROOT / "jupyter_server_config.json", served / "jupyter_server_config.json")  # as `make lab`
+    # as `make lab` (the config of the checkout whose notebooks are walked)
+    shutil.copy(NOTEBOOKS.parent / "jupyter_server_config.json", served / "jupyter_server_config.json")
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", str(ROOT))
@@ -80,6 +81,9 @@ def lab_server(served: Path, tmp: Path, *, env_extra: dict | None = None):
     notify = tmp / "settings" / "@jupyterlab" / "apputils-extension"  # no "Jupyter news?" pop-up
     notify.mkdir(parents=True, exist_ok=True)
     (notify / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    subshells = os.environ.get("LABDRIVER_COMMS_OVER_SUBSHELLS")  # JupyterLab's default: perCommTarget
+    if subshells:
+        (notify / "kernels-settings.jupyterlab-settings").write_text(json.dumps({"commsOverSubshells": subshells}))
     # every cell in the DOM (no lazy "windowing"), so a Run All's progress can be read off the prompts
     tracker = tmp / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True, exist_ok=True)
