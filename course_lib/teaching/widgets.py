@@ -23,10 +23,13 @@ Each redraw is self-contained: the figure is a ``matplotlib.figure.Figure`` of t
 never registered with pyplot, rendered to a PNG and put into the panel's Output widget together
 with the text in one update of its ``outputs``. Nothing global is shared with the notebook's other
 cells or panels: no ``plt.show()`` (which, in the inline backend, displays *and closes every open
-figure*), no ``plt.gcf()``, no output captured by message id. (A redraw built on pyplot's global
-state and on capturing ``display()`` into the Output widget came out blank or half-drawn when the
-kernel handled the slider's message while other cells' figures were open -- ipykernel 7 dispatches
-comm messages while a cell holds the shell -- see tests/browser/test_panels.py.)
+figure*), no ``plt.gcf()``, no output captured by message id. Why: JupyterLab 4.6 sends widget
+comm messages over a kernel *subshell* (its ``commsOverSubshells`` setting, default
+``perCommTarget``) and ipykernel 7 runs a subshell in a thread of its own, so a redraw runs off the
+main thread, at the same time as other pyplot users. A redraw built on pyplot's process-wide state
+came out blank, title-only or half-drawn, or raised inside ``tight_layout`` (chapters 00, 10, 11,
+12); with ``commsOverSubshells`` disabled the same code drew every plot. See
+tests/test_panel_threads.py and tests/browser/test_panels.py.
 
 The controls sit in a grid that wraps (``CONTROL_WIDTH`` px per column), so six sliders do not
 share one row.
