@@ -15,16 +15,19 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab test install-lab install-test kernel chromium notebooks exercises grade bench report clean \
-        book test-book install-book node
+.PHONY: lab test test-browser install-lab install-test kernel chromium notebooks exercises grade bench report \
+        clean book test-book install-book node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e . 2>&1 | grep -v "is neither a file nor a directory" || true
-	$(BIN)/python -c "import course_lib, jupyterlab, ipywidgets, numba" 
-	touch $@
+	@echo "[1/3] installing the course and JupyterLab into $(VENV) -- the first run downloads about 150 MB"
+	@echo "      and takes 2-4 minutes (pip prints each package as it goes); later runs skip this step."
+	@$(PIP) install --progress-bar on -e . 2>&1 | grep --line-buffered -v -e "is neither a file nor a directory" -e "^Requirement already satisfied" || true
+	@$(BIN)/python -c "import course_lib, jupyterlab, ipywidgets, numba"
+	@echo "[1/3] installed."
+	@touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[dev,mpi]' 2>&1 | grep -v "is neither a file nor a directory" || true
@@ -48,13 +51,15 @@ $(BOOK_TEMPLATE)/node_modules/.installed: $(BOOK_TEMPLATE)/package-lock.json | n
 install-lab: $(VENV)/.lab-installed
 install-test: $(VENV)/.test-installed
 
+# The display name is the one the notebooks store: JupyterLab writes the running kernel's name into
+# every notebook it saves (tests/test_lab_save.py holds the two together).
 kernel: $(VENV)/.lab-installed
-	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (parallel-rnns)" >/dev/null
-	@echo "registered kernel 'python3' in $(VENV)"
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	@echo "[2/3] registered kernel 'python3' (Python 3) in $(VENV)"
 
 lab: install-lab kernel
 	@echo ""
-	@echo "Starting JupyterLab on http://127.0.0.1:$(PORT)/lab -- open the URL with the token printed below."
+	@echo "[3/3] starting JupyterLab (a few seconds) on http://127.0.0.1:$(PORT)/lab -- open the URL with the token printed below."
 	@echo "Start with notebooks/00_setup.ipynb. Stop with Ctrl-C."
 	@echo ""
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser --ServerApp.root_dir="$(CURDIR)" --config="$(CURDIR)/jupyter_server_config.json" $(ROOT_FLAG)
@@ -96,6 +101,12 @@ test: install-test kernel chromium
 	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 	  tests notebooks solutions \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# The browser walk alone (tests/browser/test_panels.py, also part of `make test`): every lecture notebook
+# Run All in a real JupyterLab, every control of every slider panel moved once and its redrawn plot
+# decoded, then `git status` of the served copy checked. About 10 minutes on 2 cores.
+test-browser: install-test kernel chromium
+	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 $(PYTEST_ARGS) tests/browser/test_panels.py
 
 notebooks: install-test kernel
 	$(BIN)/python -m course_lib notebooks --execute

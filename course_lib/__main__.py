@@ -71,6 +71,8 @@ def _cmd_grade(args) -> int:
     from .teaching import authoring
 
     folders = ["solutions"] + (["exercises"] if args.exercises else [])
+    print("PASS: a solution notebook ran with every check passing.  RUNS: an unsolved worksheet ran to the end,\n"
+          "stopping only at its exercises' NotImplementedError placeholders.  FAIL: any other error (shown).")
     rows = []
     for folder in folders:
         for path in sorted((authoring.COURSE_ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
@@ -86,6 +88,10 @@ def _cmd_grade(args) -> int:
             r["status"] = status
             print(f"{status}  {r['notebook']:<40} {r['seconds']:6.1f} s  checks passed: {r['checks_passed']:>2}"
                   + (f"  errors: {'; '.join(r['errors'])[:200]}" if r["errors"] and status == "FAIL" else ""))
+    counts = {k: sum(r["status"] == k for r in rows) for k in ("PASS", "RUNS", "FAIL")}
+    total = sum(r["seconds"] for r in rows)
+    print(f"{len(rows)} notebooks in {total:.0f} s: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == "FAIL")
+          + ("" if counts["FAIL"] else " -- all good"))
     return 0 if all(r["status"] != "FAIL" for r in rows) else 1
 
 

@@ -134,4 +134,4 @@ for threads in sorted({1, backend.max_threads()}):
         print(f"{threads} thread(s)  {name:<30} {flops / cmp.timings[name].min / 1e9:7.1f} GFLOP/s")
     if not cmp.noise.ok:
         print(cmp.noise.warning())
-backend.set_threads(backend.max_threads())
+print("back to", backend.set_threads(backend.max_threads()), "thread(s)")

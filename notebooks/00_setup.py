@@ -232,4 +232,7 @@ checks.check_function("0.0", timing.gemm_intensity, timing.gemm_intensity,
 # | 10 | MGRIT | parallel-in-time training of GRUs with multigrid | Moon & Cyr (seed 002) |
 # | 11 | Newton in time | DEER, quasi-DEER and minGRU: nonlinear RNNs solved over the sequence | DEER, ELK, minGRU papers |
 #
+# | 12 | which parallelism when | a cost model, simulated schedules and an advisor for all of the above | all seeds |
+#
+# Worksheet: [exercises/00_setup.ipynb](../exercises/00_setup.ipynb) (your first checks).
 # Next: [01 · the serial RNN](01_serial_rnn.ipynb).

@@ -256,5 +256,6 @@ else:
 # * Central differences in float64 confirm the hand-written gradients (the printed relative errors);
 #   a wrong backward pass is caught with the gradient and the time step where it goes wrong.
 #
+# Worksheet: [exercises/01_serial_rnn.ipynb](../exercises/01_serial_rnn.ipynb).
 # Next: [02 · BPTT from O(N²) to O(N)](02_bptt.ipynb) -- how those gradients are computed, and why
-# one way is quadratic in the sequence length. Worksheet: `exercises/01_serial_rnn.ipynb`.
+# one way is quadratic in the sequence length.

@@ -255,4 +255,5 @@ panel
 # * Only the line carrying `dh_next` is sequential in the sweep; the weight gradients are sums over
 #   time and batch, one GEMM each. Chapter 03 makes those GEMMs big by batching.
 #
+# Worksheet: [exercises/02_bptt.ipynb](../exercises/02_bptt.ipynb).
 # Next: [03 · batching](03_batching.ipynb).

@@ -278,5 +278,5 @@ widgets.sweep_panel(
 #   be there on your machine, and the computed line above says whether it is.
 # * Small layers gain most from batching: their steps are dominated by fixed per-call costs.
 #
-# Worksheet: `exercises/03_batching.ipynb` (a batched forward pass; the intensity of a step).
+# Worksheet: [exercises/03_batching.ipynb](../exercises/03_batching.ipynb) (a batched forward pass; the intensity of a step).
 # Next: [04 · tiling & SIMD](04_tiling_simd.ipynb).

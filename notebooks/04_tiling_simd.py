@@ -381,4 +381,5 @@ widgets.sweep_panel(
 #   of k per pass) is what lifts `parallel_tiled` towards the roofline.
 # * Chapter 05 adds threads, fusion and compile caching, and builds the fastest training step.
 #
-# Next: [05 · threads, fusion, JIT vs AOT](05_threads_fusion.ipynb). Worksheet: `exercises/04_tiling_simd.ipynb`.
+# Worksheet: [exercises/04_tiling_simd.ipynb](../exercises/04_tiling_simd.ipynb).
+# Next: [05 · threads, fusion, JIT vs AOT](05_threads_fusion.ipynb).

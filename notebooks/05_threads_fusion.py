@@ -404,6 +404,6 @@ widgets.sweep_panel(
 # * A compiled step's call overhead decides the small-data regime (seed Fig. 7); compile once,
 #   outside the loop, and a compile cache makes even the first call cheap.
 #
-# Worksheet: `exercises/05_threads_fusion.ipynb` (fused kernels of the backward pass).
+# Worksheet: [exercises/05_threads_fusion.ipynb](../exercises/05_threads_fusion.ipynb) (fused kernels of the backward pass).
 #
 # Next: [06 · Halide](06_halide.ipynb).

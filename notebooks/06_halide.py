@@ -314,3 +314,6 @@ if HALIDE:
 #   machine agrees with the seed's Xeon Phi and where not.
 # * Compile once, run many times: a compiler inside the training loop costs more than the loop.
 # * Worksheet 06: write a schedule for the hidden-state product yourself, and fuse two stages into one.
+#
+# Worksheet: [exercises/06_halide.ipynb](../exercises/06_halide.ipynb).
+# Next: [07 · parallel inference](07_parallel_inference.ipynb).

@@ -62,7 +62,7 @@ from course_lib.teaching.plots import inference as iplots
 cores = backend.cpu_count()
 mpi_ok, mpi_info = backend.mpi_available()
 print("cores:", cores, "| CUDA kernels run on:", backend.cuda_mode(),
-      "| MPI:", mpi_info if mpi_ok else f"not available ({mpi_info})")
+      "| MPI:", backend.mpiexec_name(mpi_info) if mpi_ok else f"not available ({mpi_info})")
 
 # %% [markdown]
 # What the seed set out to do, in its own words:
@@ -570,4 +570,5 @@ print(seed004.goal("004.goal.compare") + ".  Here: "
 # In the worksheet you write the wavefront schedule, a numerically stable softmax, batched
 # softmax inference and the scatter/gather of a batch over $P$ ranks.
 #
+# Worksheet: [exercises/07_parallel_inference.ipynb](../exercises/07_parallel_inference.ipynb).
 # Next: [08 · linear recurrences and scan](08_scan.ipynb).

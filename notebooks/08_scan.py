@@ -578,4 +578,5 @@ panel
 #   forward *and* backward passes are scans; how much a whole layer gains depends on how much of it
 #   the scan is (Amdahl) -- which is why the seed's layer speed-up is so much smaller than its kernel's.
 #
-# Next: [09 · LSTM, data layout and an autotuner](09_lstm_layout.ipynb). Worksheet: `exercises/08_scan.ipynb`.
+# Worksheet: [exercises/08_scan.ipynb](../exercises/08_scan.ipynb).
+# Next: [09 · LSTM, data layout and an autotuner](09_lstm_layout.ipynb).

@@ -479,7 +479,7 @@ else:
 decision = autotune.tune(64, 512, 512, 100, "float32", force=True)
 print(decision.key)
 print(decision.table())
-print(f"(measured in {decision.probe['seconds']:.2f} s, stored in {autotune.cache_path()})")
+print(f"(measured in {decision.probe['seconds']:.2f} s, stored in $COURSE_CACHE_DIR/{autotune.cache_path().name})")
 
 # %%
 again = autotune.tune(64, 512, 512, 100, "float32")
@@ -607,4 +607,5 @@ widgets.sweep_panel(E.widget_compute,
 # * Small batches change the answer: a GEMM's packing can cost more than its arithmetic, and B
 #   matrix–vector products that stream the weights as stored can win.
 #
-# Next: [10 · MGRIT](10_mgrit.ipynb) — parallel in time. Worksheet: `exercises/09_lstm_layout.ipynb`.
+# Worksheet: [exercises/09_lstm_layout.ipynb](../exercises/09_lstm_layout.ipynb).
+# Next: [10 · MGRIT](10_mgrit.ipynb) — parallel in time.

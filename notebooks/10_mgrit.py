@@ -535,4 +535,5 @@ print(f"training time on one process: MGRIT 2 iters {np.mean(train['implicit GRU
 # - Data and model parallelism never shorten the chain of $T$ steps; parallel-in-time methods do, at
 #   the price of extra work. Chapter 11 attacks the same chain with Newton's method instead.
 #
-# Next: [11 · Newton in time](11_newton.ipynb). Worksheet: `exercises/10_mgrit.ipynb`.
+# Worksheet: [exercises/10_mgrit.ipynb](../exercises/10_mgrit.ipynb).
+# Next: [11 · Newton in time](11_newton.ipynb).

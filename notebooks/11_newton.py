@@ -235,7 +235,7 @@ print(f"remember-first: GRU {acc[('remember first', 'gru')]:.2f} vs one minGRU l
 # %% [markdown]
 # What to look for in the remember task: a single minGRU layer's gates see only $x_t$, never the state, so
 # they cannot decide to *keep* the first element and ignore later noise; the GRU's gates can. Feng et al.
-# stack several layers. The line below reads the table:
+# stack several layers. The last line printed above reads the table.
 #
 # ## What we learned
 #
@@ -246,4 +246,5 @@ print(f"remember-first: GRU {acc[('remember first', 'gru')]:.2f} vs one minGRU l
 # - The full-Jacobian scan costs $O(H^3)$ per step: a slowdown on few cores, and the speedup collapses with H.
 # - minGRU avoids Newton altogether; its log-space scan is elegant but drifts in float32.
 #
-# Worksheet: `exercises/11_newton.ipynb`.
+# Worksheet: [exercises/11_newton.ipynb](../exercises/11_newton.ipynb).
+# Next: [12 · which parallelism when](12_which_parallelism.ipynb).

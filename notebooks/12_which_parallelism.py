@@ -177,10 +177,8 @@ def panel_data(B=32, T=256, H=64, layers=2, cores=2, gpu=False):
     return cm.ranking_and_maps(B, T, H, layers, cores, gpu, machine=machine, calibration=errors, n=5)
 
 
-def render(d, ax):
-    ax.remove()
-    fig = plt.gcf()
-    a1, a2, a3 = fig.add_subplot(1, 3, 1), fig.add_subplot(1, 3, 2), fig.add_subplot(1, 3, 3)
+def render(d, axes):
+    a1, a2, a3 = axes
     plots.ranking(d["advice"], ax=a1)
     plots.winner_map(d["TH"], ax=a2)
     plots.winner_map(d["BP"], ax=a3)
@@ -190,7 +188,7 @@ def render(d, ax):
 
 widgets.sweep_panel(panel_data, controls={"B": (1, 1024, 1, 32), "T": (8, 8192, 8, 256), "H": (4, 1024, 4, 64),
                                           "layers": (1, 8, 1, 2), "cores": (1, 256, 1, 2), "gpu": False},
-                    render=render, figsize=(13, 3.6))
+                    render=render, axes=(1, 3), figsize=(13, 3.6))
 
 # %% [markdown]
 # ## What to take away
@@ -202,3 +200,5 @@ widgets.sweep_panel(panel_data, controls={"B": (1, 1024, 1, 32), "T": (8, 8192, 
 #   trustworthy here, and the advisor stays silent where it is not.
 # * The seeds' speed-ups need their processors: the simulated schedules show how many, and where the
 #   processors wait.
+#
+# Worksheet: [exercises/12_which_parallelism.ipynb](../exercises/12_which_parallelism.ipynb). This is the last chapter.

@@ -42,6 +42,7 @@ __all__ = [
     "xp",
     "mpi_available",
     "mpiexec_path",
+    "mpiexec_name",
     "cpu_count",
     "cpu_model",
     "blas_vector_bits",
@@ -236,13 +237,23 @@ def mpiexec_path() -> str | None:
 
 
 def mpi_available() -> tuple[bool, str]:
-    """(True, description) when mpi4py imports and an mpiexec is found, else (False, reason)."""
+    """(True, the mpiexec path) when mpi4py imports and an mpiexec is found, else (False, reason)."""
     if not _module_installed("mpi4py"):
         return False, "mpi4py is not installed (pip install -e '.[mpi]')"
     exe = mpiexec_path()
     if exe is None:
         return False, "mpi4py is installed but no mpiexec was found"
     return True, exe
+
+
+def mpiexec_name(exe: str) -> str:
+    """A generic name for the launcher at ``exe`` (for printed reports, which end up in committed
+    notebook outputs): ``mpiexec (in this Python's environment)`` or ``mpiexec (on PATH)`` -- never a
+    machine's path."""
+    if not isinstance(exe, str) or not exe:
+        raise TypeError(f"exe: expected the path of an mpiexec, got {exe!r}")
+    where = "in this Python's environment" if os.path.dirname(exe) == os.path.dirname(sys.executable) else "on PATH"
+    return f"{os.path.basename(exe)} ({where})"
 
 
 # --------------------------------------------------------------------------- report
@@ -397,7 +408,7 @@ def report() -> Report:
             "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
             "CUDA": cuda,
             "CuPy": cupy_state,
-            "MPI": f"mpi4py + {mpi_info}" if mpi_ok else f"not available: {mpi_info}",
+            "MPI": f"mpi4py + {mpiexec_name(mpi_info)}" if mpi_ok else f"not available: {mpi_info}",
             "Python": platform.python_version(),
             "numpy": numpy.__version__,
             "numba": numba.__version__,

@@ -120,11 +120,11 @@ def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, B: in
     p = params.astype(params.dtype)               # a copy
     rng = np.random.default_rng(seed)
     losses: list = []
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from ..core.progress import progress_bar  # noqa: PLC0415
 
     from threadpoolctl import threadpool_limits  # noqa: PLC0415
 
-    bar = tqdm(range(1, steps + 1), desc="training", disable=not progress, mininterval=0.5)
+    bar = progress_bar(range(1, steps + 1), desc="training", unit="step", disable=not progress, mininterval=0.5)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):  # small GEMMs: one BLAS thread is faster
         _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses)

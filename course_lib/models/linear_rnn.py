@@ -454,9 +454,9 @@ def train_remember_first(layer: str, T: int, *, H: int = 16, nx: int = 4, batch:
     info = {"layer": layer, "T": T, "method": method, "converged": False, "epochs": 0, "steps": 0}
     bar = None
     if progress:
-        from tqdm.auto import tqdm  # noqa: PLC0415
+        from ..core.progress import progress_bar  # noqa: PLC0415
 
-        bar = tqdm(total=max_epochs, desc=f"{layer} T={T}", unit="epoch")
+        bar = progress_bar(total=max_epochs, desc=f"{layer} T={T}", unit="epoch")
     t0 = time.perf_counter()
     for epoch in range(1, max_epochs + 1):
         order = rng.permutation(train_size)

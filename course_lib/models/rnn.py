@@ -335,9 +335,9 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     epoch_losses, step_losses = [start], []
     bar = None
     if progress:
-        from tqdm.auto import tqdm  # noqa: PLC0415  (only needed for the bar)
+        from ..core.progress import progress_bar  # noqa: PLC0415  (only needed for the bar)
 
-        bar = tqdm(total=epochs * steps_per_epoch, desc="training", unit="step")
+        bar = progress_bar(total=epochs * steps_per_epoch, desc="training", unit="step")
 
     def diverged(where: str, what: str) -> TrainingDiverged:
         return TrainingDiverged(

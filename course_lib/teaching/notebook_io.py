@@ -5,9 +5,12 @@ re-making the outputs). :mod:`course_lib.teaching.authoring` builds the exercise
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
+import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -124,10 +127,27 @@ def has_outputs(nb) -> bool:
 
 
 # --------------------------------------------------------------------------- executing
+@contextlib.contextmanager
+def _kernel_manager():
+    """A ``python3`` kernel manager talking over Unix sockets in a temporary folder where there are
+    Unix sockets (the kernel then has no reason to warn that TCP is unencrypted, once per notebook),
+    else the default (TCP on localhost)."""
+    from jupyter_client.manager import KernelManager  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="course-kernel-") as folder:
+        if os.name == "posix":
+            km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
+        else:  # pragma: no cover - no Unix sockets
+            km = KernelManager(kernel_name="python3")
+        try:
+            yield km
+        finally:  # nbclient leaves a kernel it did not create running
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+
+
 def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False, env: dict | None = None):
     """Run every cell with a ``python3`` kernel in ``cwd``; returns the executed notebook."""
-    import os  # noqa: PLC0415
-
     from nbclient import NotebookClient  # noqa: PLC0415
 
     if not isinstance(cwd, (str, Path)) or not Path(cwd).is_dir():
@@ -146,10 +166,11 @@ def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fal
         old[k] = os.environ.get(k)
         os.environ[k] = v
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
-                                record_timing=False,  # no timestamps: re-running must not churn the files
-                                resources={"metadata": {"path": str(cwd)}})
-        client.execute()
+        with _kernel_manager() as km:
+            client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
+                                    record_timing=False,  # no timestamps: re-running must not churn the files
+                                    resources={"metadata": {"path": str(cwd)}})
+            client.execute()
     finally:
         for k, v in old.items():
             if v is None:

@@ -5,6 +5,7 @@ memory accesses (see :mod:`course_lib.teaching.checks.scan`, which re-exports th
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 import traceback
@@ -21,6 +22,7 @@ __all__ = ["check_block_kernel", "traced_shared_memory", "counted_memory", "memo
 
 # --------------------------------------------------------------------------- 8.4: traced shared memory
 _ALLOC_LOCK = threading.Lock()
+_SIM_PREFIX = re.compile(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ")
 
 
 class SharedMemoryHazard(RuntimeError):
@@ -291,10 +293,13 @@ def check_block_kernel(kernel) -> str:
                     h = _launch(kernel, a, x, h0, threads)
             else:
                 h = _launch(kernel, a, x, h0, threads)
-        except NotImplementedError:
+        except NotImplementedError as exc:
             if traced:
                 _join_simulator_threads()
-            raise
+            # numba's simulator prefixes the message with the thread ("tid=[0, 0, 0] ctaid=[0, 0, 0]: ");
+            # without it the worksheet shows the placeholder as its one line, not a traceback through
+            # the simulator's threads
+            raise NotImplementedError(_SIM_PREFIX.sub("", str(exc))) from None
         except Exception as exc:
             if traced:
                 _join_simulator_threads()

@@ -102,6 +102,7 @@ def ranking(advice, ax=None):
             b.set_hatch("//")
     ax.set_xscale("log")
     ax.set_xlabel("predicted seconds (log)")
+    ax.set_title("the advisor's ranking (hatched: not trusted here)", fontsize=9)
     return ax
 
 
@@ -120,6 +121,8 @@ def winner_map(grid: dict, ax=None):
     ax.set_yticklabels([str(v) for v in grid["y"]], fontsize=7)
     ax.set_xlabel(grid.get("xlabel", ""))
     ax.set_ylabel(grid.get("ylabel", ""))
+    if grid.get("xlabel") and grid.get("ylabel"):
+        ax.set_title(f"fastest method over ({grid['xlabel']}, {grid['ylabel']})", fontsize=9)
     from matplotlib.patches import Patch  # noqa: PLC0415
 
     ax.legend(handles=[Patch(color=cmap(idx[n]), label=n) for n in names], fontsize=7, loc="upper left",

@@ -196,18 +196,18 @@ def crossover_map(data: dict, ax=None):
                 continue
             w = cell["winner"]
             ax.add_patch(mpatches.Rectangle((j - 0.5, i - 0.5), 1, 1, color=METHOD_COLORS[w], alpha=0.6))
-            ax.text(j, i, f"{letters[w]} {cell['speedup'][w]:.1f}", ha="center", va="center", fontsize=6)
+            ax.text(j, i, f"{letters[w]} {cell['speedup'][w]:.1f}", ha="center", va="center", fontsize=9)
     ax.set_xlim(-0.5, len(Ts) - 0.5)
     ax.set_ylim(-0.5, len(Hs) - 0.5)
     ax.set_xticks(range(len(Ts)))
-    ax.set_xticklabels([f"2^{int(np.log2(T))}" if T & (T - 1) == 0 else str(T) for T in Ts], fontsize=7)
+    ax.set_xticklabels([f"2^{int(np.log2(T))}" if T & (T - 1) == 0 else str(T) for T in Ts], fontsize=9)
     ax.set_yticks(range(len(Hs)))
-    ax.set_yticklabels([str(H) for H in Hs], fontsize=7)
+    ax.set_yticklabels([str(H) for H in Hs], fontsize=9)
     ax.set_xlabel("T (time steps)")
     ax.set_ylabel("H (channels)")
-    ax.set_title("fastest: S sequential, C over channels, T over time (x the sequential loop)", fontsize=8)
+    ax.set_title("fastest: S sequential, C over channels, T over time (x the sequential loop)", fontsize=10)
     handles = [mpatches.Patch(color=c, alpha=0.6, label=m) for m, c in METHOD_COLORS.items()]
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(handles=handles, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
