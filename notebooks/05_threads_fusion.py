@@ -238,7 +238,7 @@ print("phases (the seed's rows):", ", ".join(profile.PHASES))
 # ### The whole step against the GEMM peak
 #
 # Steps of the same maths, timed interleaved with a plain GEMM: the fast step (its fused
-# element-wise passes on the calling thread, `method="serial"`, the default), the same with those
+# element-wise passes on the calling thread, `method="loop"`, the default), the same with those
 # passes split over numba's threads (`make_workspace(..., method="prange")`), a careful numpy step
 # (same GEMMs and buffers, but one numpy pass per element-wise operation: `fast_rnn.NumpyStep`) and
 # the reference (`bptt_linear` + `sgd_step`). GFLOP/s counts the step's GEMM FLOPs

@@ -79,7 +79,7 @@ for gid in seed004.GOALS:
 # column-vector convention of the pseudocode -- which is also the layout of `torch.nn.RNN`
 # (`SoftmaxRNNParams.to_torch()`). Layer 0 reads $x[t]$, layer $l$ reads $h[l-1, t]$.
 # `softmax_rnn.forward(params, X, method=...)` takes time-major inputs `X (T, B, nx)` and returns
-# probabilities `(T, B, vocab)`; `method="serial"` is the seed's loop verbatim: one sequence, one
+# probabilities `(T, B, vocab)`; `method="sequential"` is the seed's loop verbatim: one sequence, one
 # step, one layer at a time, with matrix-*vector* products.
 
 # %%
@@ -90,7 +90,7 @@ for l, layer in enumerate(params.layers):
     print(f"layer {l}: U {layer.U.shape}, W {layer.W.shape}, b {layer.b.shape}")
 print(f"output : V {params.V.shape}, c {params.c.shape}")
 X = rng.standard_normal((T, B, nx)).astype(np.float32)
-Y = softmax_rnn.forward(params, X, method="serial")
+Y = softmax_rnn.forward(params, X, method="sequential")
 print("probabilities:", Y.shape, "| every row sums to 1:", bool(np.allclose(Y.sum(-1), 1.0)))
 
 # %% [markdown]
@@ -119,20 +119,20 @@ ax = iplots.dependency_graph(6, 3)
 #
 # | method | what runs in parallel | how |
 # |---|---|---|
-# | `serial` | nothing | the seed's loop, GEMV per cell |
+# | `sequential` | nothing | the seed's loop, GEMV per cell |
 # | `batched` | the sequences, inside BLAS | `Z = X U^T + b` for all steps at once, then `h = tanh(Z[t] + h W^T)`: GEMMs |
 # | `threads` | slices of the batch | a thread pool (shared memory), `threads=` workers, one BLAS thread each |
 # | `wavefront` | the cells of one anti-diagonal | a thread pool, a barrier between diagonals |
 # | `mpi` | slices of the batch, in separate processes | `mpiexec -n ranks`: broadcast, scatter, compute, gather |
-# | `cuda` | every (unit, sequence) pair of a cell | a numba CUDA kernel per cell, `block=(units, sequences)` |
+# | `cuda_batched` | every (unit, sequence) pair of a cell | a numba CUDA kernel per cell, `block=(units, sequences)` |
 #
 # They must agree to float32 round-off. (Without a GPU the CUDA kernel runs in numba's CUDA
 # simulator: the very same kernel code, executed thread by thread on the CPU -- slowly, so this
 # check is tiny.)
 
 # %%
-reference = softmax_rnn.forward(params, X, method="serial")
-for method in ("batched", "threads", "wavefront", "cuda"):
+reference = softmax_rnn.forward(params, X, method="sequential")
+for method in ("batched", "threads", "wavefront", "cuda_batched"):
     got = inference.predict(params, X, method=method)
     err = float(np.max(np.abs(got - reference)))
     print(f"{method:<10} max |p - p_serial| < 1e-5: {err < 1e-5}")
@@ -217,7 +217,7 @@ print(f"held-out perplexity: {ppl:.2f}  (uniform guess: {vocab_chars.size}, "
 
 # %%
 lm32 = lm.astype(np.float32)
-ppls = experiments.perplexity_by_method(lm32, val_ids, ("serial", "batched", "wavefront"), T=64, max_windows=128)
+ppls = experiments.perplexity_by_method(lm32, val_ids, ("sequential", "batched", "wavefront"), T=64, max_windows=128)
 print({m: round(v, 2) for m, v in ppls.items()})
 print("all equal to 1e-4 relative:", max(ppls.values()) / min(ppls.values()) - 1 < 1e-4)
 
@@ -237,7 +237,7 @@ print(charlm.sample(lm, vocab_chars, prime="The ", n=240, seed=0, temperature=0.
 # The seed plans to speed up the forward pass with OpenMP: a team of threads sharing memory. Our
 # `threads` method is the same idea -- a pool of `threads` workers, each running the batched pass
 # on its slice of the batch. A 2-layer network with $H = 64$ and $T = 32$; sequences per second of
-# each method, relative to the serial loop. The baselines `serial` and `batched` run on **one
+# each method, relative to the serial loop. The baselines `sequential` and `batched` run on **one
 # core** (one BLAS thread); `threads` uses one worker per core.
 #
 # **Predict** before you run: (1) how much faster is `batched` than the serial loop at $B = 1$, where
@@ -246,7 +246,7 @@ print(charlm.sample(lm, vocab_chars, prime="The ", n=240, seed=0, temperature=0.
 
 # %% tags=["nbval-ignore-output"]
 sweep_B = timing.scaled([1, 4, 16, 64, 256], [1, 4, 16, 64])
-methods_B = ("serial", "batched", "threads")
+methods_B = ("sequential", "batched", "threads")
 by_B = experiments.batch_sweep(sweep_B, methods=methods_B, layers=2, T=32, nh=64, repeat=3)
 for d in by_B:
     print(f"B={d['B']:>4}: " + ", ".join(f"{m} {d['seq_per_s'][m]:9.0f} seq/s" for m in methods_B)
@@ -486,7 +486,7 @@ cuda_result = experiments.cuda_run(B=1024, layers=2, T=32, nh=256)
 if cuda_result["measured"]:
     cmp = cuda_result["comparison"]
     print(cmp.table())
-    x_cuda = cmp.speedup("cuda", over="batched")
+    x_cuda = cmp.speedup("cuda_batched", over="batched")
     launches = 32 * (2 + 2)
     v_cuda = seed004.goal_verdict(
         "004.goal.cuda", holds=bool(x_cuda > 1.0),
@@ -510,12 +510,12 @@ print(v_cuda)
 # yourself for other sizes. (Large batches with the serial loop are capped.)
 
 # %% tags=["nbval-ignore-output"]
-choices = [m for m in inference.METHODS if m != "serial"
-           and (m != "mpi" or mpi_ok) and (m != "cuda" or backend.gpu_available())]
+choices = [m for m in inference.METHODS if m != "sequential"
+           and (m != "mpi" or mpi_ok) and (m != "cuda_batched" or backend.gpu_available())]
 
 
 def compare_to_serial(batch, layers, method):
-    return experiments.measure_methods(B=batch, layers=layers, methods=("serial", method),
+    return experiments.measure_methods(B=batch, layers=layers, methods=("sequential", method),
                                        T=32, nh=64, repeat=2, threads=P_here, ranks=min(2, batch))
 
 

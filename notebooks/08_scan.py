@@ -336,7 +336,7 @@ h_blk = scan_cuda.run_block_kernel(scan_cuda.blelloch_block_kernel, a, x, h0)
 print("teaching kernel, T=16 threads, 2 blocks: max error",
       f"< 1e-12: {np.abs(h_blk - scan.recurrence_float64(a, x, h0)).max() < 1e-12}")
 a, x, h0 = scan.random_problem(200, 3, seed=6)
-h_cuda = scan.linear_recurrence(a, x, h0, method="cuda", block=8, chunk=4)
+h_cuda = scan.linear_recurrence(a, x, h0, method="cuda_chunked", block=8, chunk=4)
 print("reduce/scan/expand kernels, T=200, 3 channels, grid of 7 blocks x 8 threads x 4 steps: max rel. error",
       f"< 1e-5: {np.abs(h_cuda - scan.recurrence_float64(a, x, h0)).max() / np.abs(h0).max() < 1e-5}")
 

@@ -49,7 +49,7 @@ print(show("002.speedup.max", "002.hmdb51.frames", "002.approach.steps_per_proce
 
 # %% [markdown]
 # We build it all in `course_lib.algorithms.mgrit` (the generic solver: one iteration loop),
-# `course_lib.models.gru` (cells, forward and backward with `method="serial"` or `method="mgrit"`),
+# `course_lib.models.gru` (cells, forward and backward with `method="sequential"` or `method="mgrit"`),
 # `course_lib.parallel.mgrit_mpi` (the same loop over MPI ranks) and `course_lib.experiments.mgrit`
 # (the measurements of this chapter).
 #
@@ -354,9 +354,9 @@ SV_Ts = timing.scaled([128, 256, 512, 1024], [128, 256])
 RANKS = max(2, min(CORES, 4))
 sv = xmgrit.speedup_vs_length(SV_Ts, ranks=RANKS, m=BUDGET["m"], levels=BUDGET["levels"], relax=BUDGET["relax"],
                               iters=BUDGET["iters"], repeat=3)
-print(f"{'T':>6} {'serial':>9} {'MGRIT ' + sv['method'] + ' x' + str(RANKS):>16} {'speedup':>8} {'model P=' + str(RANKS):>11}")
-for T_, s_, p_, x_, mo in zip(sv["Ts"], sv["serial"], sv["parallel"], sv["speedup"], sv["model"]):
-    print(f"{T_:>6} {s_ * 1e3:>7.1f}ms {p_ * 1e3:>14.1f}ms {x_:>7.2f}x {mo:>10.2f}x")
+print(f"{'T':>6} {'sequential':>10} {'MGRIT ' + sv['method'] + ' x' + str(RANKS):>16} {'speedup':>8} {'model P=' + str(RANKS):>11}")
+for T_, s_, p_, x_, mo in zip(sv["Ts"], sv["sequential"], sv["parallel"], sv["speedup"], sv["model"]):
+    print(f"{T_:>6} {s_ * 1e3:>8.1f}ms {p_ * 1e3:>14.1f}ms {x_:>7.2f}x {mo:>10.2f}x")
 if not sv["noise"].ok:
     print(sv["noise"].warning())
 

@@ -61,7 +61,7 @@ T_SPEED = timing.scaled(2048, 256)  # sequence length of the timing cells (timin
 p = ex.scaled_gru(8, 1.0, seed=0)
 X = np.random.default_rng(1).standard_normal((64, 2, 3))
 data = ex.newton_iterates(p, X, method="newton", n_iter=4)
-nplots.plot_iterates(data["iterates"], data["serial"], channel=0)
+nplots.plot_iterates(data["iterates"], data["sequential"], channel=0)
 plt.show()
 print("max-abs residual per iteration:", ["%.1e" % v for v in data["history"]])
 H_deer, hist = deer.gru_forward(p, X, return_history=True)
@@ -158,7 +158,7 @@ with backend.blas_threads(1):
     cmp, info = ex.time_deer(T_SPEED, 8, 4, repeat=3)
 print(f"T = {T_SPEED}, H = 8, B = 4, {backend.cpu_count()} cores; iterations {info}")
 print(cmp.table())
-measured = cmp.speedup("deer")
+measured = cmp.speedup("newton")
 c = CLAIMS["beyond.deer.readme.gru_speedup"]
 print(verdict(c.id, measured, here=f"{backend.cpu_count()} cores, CPU, T={T_SPEED}, H=8", pivot=1.0, within=4.0,
               reasons=[(backend.cpu_count() < 16, f"{backend.cpu_count()} CPU cores here, not thousands of GPU lanes"),

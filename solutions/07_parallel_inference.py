@@ -176,7 +176,7 @@ def data_parallel_predict(params, X, P):
 def check_data_parallel():
     params = softmax_rnn.init_params(5, 7, 6, layers=2, seed=1, dtype=np.float64)
     X = np.random.default_rng(2).standard_normal((6, 10, 5))
-    ref = softmax_rnn.forward(params, X, method="serial")
+    ref = softmax_rnn.forward(params, X, method="sequential")
     for P in (1, 3, 10):
         err = float(np.max(np.abs(data_parallel_predict(params, X, P) - ref)))
         print(f"P={P:>2}: max |p - p_serial| < 1e-12: {err < 1e-12}")

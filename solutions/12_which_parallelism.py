@@ -61,8 +61,8 @@ checks.report("12.1")
 # ## Exercise 12.2 · Problem (b): one long linear recurrence
 #
 # `h_t = a_t h_{t-1} + x_t` (chapter 08) with `H` channels and `T` steps, one sequence (stated: `H=1`,
-# `T=2**20`). Candidates: `"serial"` (the compiled loop over time), `"channels"` (channels split over
-# the cores), `"scan"` (chapter 08's chunked scan, parallel over time). This time compare the
+# `T=2**20`). Candidates: `"sequential"` (the compiled loop over time), `"channels"` (channels split over
+# the cores), `"chunked"` (chapter 08's chunked scan, parallel over time). This time compare the
 # per-method costs yourself: `cm.predict(method, problem, machine)` returns a `Cost` whose `.seconds`
 # is the predicted time (and `.parts` says what it is made of). *Predict first*: with one channel,
 # what can the `"channels"` method split?
@@ -71,7 +71,7 @@ checks.report("12.1")
 def predict_b(T, H, machine):
     ### BEGIN SOLUTION
     problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
-    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("serial", "channels", "scan")}
+    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
     return min(seconds, key=seconds.get)
     ### END SOLUTION
 
@@ -87,15 +87,15 @@ checks.report("12.2")
 #
 # *Training* (forward and gradient) of a GRU (chapters 10-11) with `H` units on `B` sequences of `T`
 # steps (stated: `B=1, T=1024, H=32`). Candidates: `"batched"` (step by step in time, the batch in one
-# product per step -- for `B=1` this is the serial GRU), `"mgrit"` (chapter 10), `"deer"` and
-# `"quasi_deer"` (chapter 11). *Predict first*: one sequence leaves no batch to split -- which of the
+# product per step -- for `B=1` this is the serial GRU), `"mgrit"` (chapter 10), `"newton"` and
+# `"quasi"` (chapter 11). *Predict first*: one sequence leaves no batch to split -- which of the
 # time-parallel methods pays for its extra work on this machine, and which part of its cost decides?
 
 # %%
 def predict_c(B, T, H, machine):
     ### BEGIN SOLUTION
     problem = cm.Problem("gru", "training", B=B, T=T, H=H)
-    return cm.advise(problem, machine, methods=["batched", "mgrit", "deer", "quasi_deer"])[0].method
+    return cm.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
     ### END SOLUTION
 
 

@@ -54,7 +54,7 @@ def test_uniform_model_has_perplexity_equal_to_vocab():
     p.V[:] = 0.0  # every output is softmax(0) = uniform
     ids = np.random.default_rng(0).integers(0, 9, 200)
     assert charlm.perplexity(p, ids, T=16) == pytest.approx(9.0, rel=1e-5)
-    serial = lambda params, X: inf.forward(params, X, method="serial")  # noqa: E731
+    serial = lambda params, X: inf.forward(params, X, method="sequential")  # noqa: E731
     assert charlm.perplexity(p, ids, T=16, predict=serial) == pytest.approx(9.0, rel=1e-5)
 
 

@@ -29,13 +29,13 @@ def predict_a(B, T, H, layers, machine):
 
 def predict_b(T, H, machine):
     problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
-    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("serial", "channels", "scan")}
+    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
     return min(seconds, key=seconds.get)
 
 
 def predict_c(B, T, H, machine):
     problem = cm.Problem("gru", "training", B=B, T=T, H=H)
-    return cm.advise(problem, machine, methods=["batched", "mgrit", "deer", "quasi_deer"])[0].method
+    return cm.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
 
 
 SOLUTIONS = {"12.1": predict_a, "12.2": predict_b, "12.3": predict_c}
@@ -106,14 +106,14 @@ def test_non_strings_and_unknown_names(machine, ex, value, msg):
 
 
 @pytest.mark.parametrize("ex,method,reason", [
-    ("12.1", "scan", r"'scan' cannot apply to this problem \(rnn inference.*\): kind: scan computes linear"),
+    ("12.1", "chunked", r"'chunked' cannot apply to this problem \(rnn inference.*\): kind: chunked computes linear"),
     ("12.1", "mgrit", r"'mgrit' applies, but it is not one of this problem's candidates"),
     ("12.2", "mgrit", r"'mgrit' cannot apply to this problem \(linear inference.*\): kind: mgrit solves nonlinear"),
     ("12.2", "wavefront", r"'wavefront' cannot apply(.|\n)*layers"),
     ("12.2", "threads", r"'threads' cannot apply(.|\n)*B: splitting the batch"),
-    ("12.3", "scan", r"'scan' cannot apply to this problem \(gru training.*\): kind"),
-    ("12.3", "serial", r"'serial' applies, but it is not one of this problem's candidates"),
-    ("12.3", "gpu_batched", r"'gpu_batched' cannot apply(.|\n)*machine: gpu_batched needs a machine with a GPU"),
+    ("12.3", "chunked", r"'chunked' cannot apply to this problem \(gru training.*\): kind"),
+    ("12.3", "sequential", r"'sequential' applies, but it is not one of this problem's candidates"),
+    ("12.3", "cuda_batched", r"'cuda_batched' cannot apply(.|\n)*machine: cuda_batched needs a machine with a GPU"),
 ])
 def test_methods_that_cannot_apply_or_are_not_candidates(machine, ex, method, reason):
     with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed on problem \(.\) as stated(.|\n)*{reason}"):
@@ -181,10 +181,10 @@ def test_explain_agreement_tie_noise_assumptions_and_error(machine):
     assert "the model is off by" in text
     # MGRIT took many more iterations than the model assumed: re-predicted with them, the model agrees
     prob = which.PROBLEMS["12.3"].problem(which.PROBLEMS["12.3"].primary)
-    obs = {"mgrit": {"P": 1, "iters": 1}, "deer": {"P": 1, "iters": 200}, "quasi_deer": {"P": 1, "iters": 400}}
+    obs = {"mgrit": {"P": 1, "iters": 1}, "newton": {"P": 1, "iters": 200}, "quasi": {"P": 1, "iters": 400}}
     redo = {k: cm.predict(k, prob, quiet, **obs.get(k, {})).seconds for k in CANDIDATES["12.3"]}
     fast = min(redo, key=redo.get)
-    choice = "deer" if fast != "deer" else "quasi_deer"
+    choice = "newton" if fast != "newton" else "quasi"
     med = {k: (1e-3 if k == fast else 1.0) for k in CANDIDATES["12.3"]}
     m = _fake("12.3", med, {k: 1.0 for k in med}, quiet, observed=obs)
     text = which.explain(m, choice)

@@ -59,9 +59,9 @@ def test_deer_span_equals_newton_span_model(T, H, P, method):
 
 def test_cost_work_and_span(machine):
     p = cm.Problem("gru", B=4, T=512, H=8)
-    c = cm.predict("deer", p, machine, P=2, iters=3)
+    c = cm.predict("newton", p, machine, P=2, iters=3)
     assert c.span == pytest.approx(4 * newton.span_model(512, 8, iters=3, P=2)["span"])
-    s = cm.predict("serial", p, machine)
+    s = cm.predict("sequential", p, machine)
     assert s.work == s.span and s.seconds > 0
 
 
@@ -79,9 +79,9 @@ def test_advise_rejects_methods_that_cannot_apply(machine):
     with pytest.raises(ValueError, match="kind"):
         cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine, methods=["mgrit"])
     with pytest.raises(ValueError, match="kind"):
-        cm.advise(cm.Problem("gru", B=1, T=100, H=4), machine, methods=["scan"])
+        cm.advise(cm.Problem("gru", B=1, T=100, H=4), machine, methods=["chunked"])
     with pytest.raises(ValueError, match="machine"):
-        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine.with_gpu(None), methods=["gpu_scan"])
+        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine.with_gpu(None), methods=["cuda_chunked"])
     with pytest.raises(ValueError, match="B"):
         cm.advise(cm.Problem("rnn", B=1, T=10, H=8), machine, methods=["threads"])
     with pytest.raises(ValueError, match="methods"):
@@ -104,8 +104,8 @@ def test_advise_ranks_and_respects_calibration(machine):
 
 def test_gpu_methods_appear_only_with_a_gpu(machine):
     p = cm.Problem("linear", B=1, T=1 << 20, H=128)
-    assert "gpu_scan" not in [a.method for a in cm.advise(p, machine.with_gpu(None))]
-    assert "gpu_scan" in [a.method for a in cm.advise(p, machine.with_gpu(cm.GPU.k80()))]
+    assert "cuda_chunked" not in [a.method for a in cm.advise(p, machine.with_gpu(None))]
+    assert "cuda_chunked" in [a.method for a in cm.advise(p, machine.with_gpu(cm.GPU.k80()))]
 
 
 def test_seed_schedules_and_widget_data(machine):

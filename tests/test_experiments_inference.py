@@ -25,10 +25,10 @@ def test_problem_is_seeded():
 
 
 def test_measure_methods_returns_consistent_data():
-    methods = ("serial", "batched", "threads", "wavefront") + (("mpi",) if MPI_OK else ())
+    methods = ("sequential", "batched", "threads", "wavefront") + (("mpi",) if MPI_OK else ())
     d = ex.measure_methods(B=4, layers=2, methods=methods, T=4, nh=8, nx=4, vocab=5, repeat=2, threads=2)
     assert set(d["seconds"]) == set(methods) == set(d["speedup"]) == set(d["seq_per_s"])
-    assert d["speedup"]["serial"] == 1.0
+    assert d["speedup"]["sequential"] == 1.0
     assert all(t > 0 for t in d["seconds"].values())
     assert d["seq_per_s"]["batched"] == pytest.approx(4 / d["seconds"]["batched"])
     assert max(d["max_diff"].values()) < 1e-5
@@ -39,7 +39,7 @@ def test_measure_methods_bad_inputs():
     with pytest.raises(ValueError, match="methods"):
         ex.measure_methods(methods=("nope",))
     with pytest.raises(ValueError, match="methods"):
-        ex.measure_methods(methods="serial")
+        ex.measure_methods(methods="sequential")
     with pytest.raises(ValueError, match="B"):
         ex.measure_methods(B=10**6)
     with pytest.raises(ValueError, match="sizes"):
@@ -47,7 +47,7 @@ def test_measure_methods_bad_inputs():
 
 
 def test_sweeps_have_one_entry_per_size_and_a_model():
-    by_B = ex.batch_sweep([1, 3], methods=("serial", "batched"), T=3, nh=4, nx=3, vocab=3, repeat=1)
+    by_B = ex.batch_sweep([1, 3], methods=("sequential", "batched"), T=3, nh=4, nx=3, vocab=3, repeat=1)
     assert [d["B"] for d in by_B] == [1, 3]
     ls = ex.layer_sweep([1, 3], B=2, T=4, nh=4, nx=3, vocab=3, threads=2, repeat=1)
     assert ls["layers"] == [1, 3] and len(ls["measured"]) == 2
@@ -83,7 +83,7 @@ def test_cuda_run_measures_only_on_a_gpu():
 def test_perplexity_is_the_same_through_every_method():
     p = softmax_rnn.init_params(9, 6, 9, layers=2, seed=0)
     ids = np.random.default_rng(0).integers(0, 9, 300)
-    methods = ("serial", "batched", "threads", "wavefront", "cuda") + (("mpi",) if MPI_OK else ())
+    methods = ("sequential", "batched", "threads", "wavefront", "cuda_batched") + (("mpi",) if MPI_OK else ())
     ppl = ex.perplexity_by_method(p, ids, methods, T=8, max_windows=4, threads=2, ranks=2)
     assert set(ppl) == set(methods)
     ref = charlm.perplexity(p, ids, T=8, max_windows=4)

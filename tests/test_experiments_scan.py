@@ -43,7 +43,7 @@ def test_scan_sweep():
     d = xs.scan_sweep(T=1024, H=4, method="channels", threads=1, repeat=1)
     assert d["chunks"] is None
     with pytest.raises(ValueError, match="method: expected one of"):
-        xs.scan_sweep(method="cuda")
+        xs.scan_sweep(method="cuda_chunked")
 
 
 def test_layer_speedup_and_remember_first():
@@ -68,6 +68,6 @@ def test_backward_speedup_agrees_with_the_serial_backward():
     assert r["whole_speedup"] == pytest.approx(r["ms"]["whole_seq"] / r["ms"]["whole_par"])
     assert 0 < r["scan_share"] and hasattr(r["noise"], "ok")
     with pytest.raises(ValueError, match="method"):
-        xs.backward_speedup(100, 1, method="cuda")
+        xs.backward_speedup(100, 1, method="cuda_chunked")
     with pytest.raises(ValueError, match="T"):
         xs.backward_speedup(0, 1)

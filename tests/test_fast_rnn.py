@@ -91,7 +91,7 @@ def test_fused_tanh_float32_accuracy_and_saturation(method):
 def test_serial_and_prange_twins_agree():
     rng = np.random.default_rng(3)
     z, r, h = (rng.standard_normal((37, 53)).astype(np.float32) for _ in range(3))
-    s, p = fast_rnn.fused_kernels("serial"), fast_rnn.fused_kernels("prange")
+    s, p = fast_rnn.fused_kernels("loop"), fast_rnn.fused_kernels("prange")
     a, b = z.copy(), z.copy()
     s.add_tanh_backward(a, r, h)
     p.add_tanh_backward(b, r, h)
@@ -104,7 +104,7 @@ def test_serial_and_prange_twins_agree():
 
 
 def test_twins_are_one_body_compiled_serial_and_parallel():
-    s, p = fast_rnn.fused_kernels("serial"), fast_rnn.fused_kernels("prange")
+    s, p = fast_rnn.fused_kernels("loop"), fast_rnn.fused_kernels("prange")
     assert s.add_tanh.py_func.__code__ is p.add_tanh.py_func.__code__
     assert not s.add_tanh.targetoptions.get("parallel") and p.add_tanh.targetoptions.get("parallel")
 

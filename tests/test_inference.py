@@ -21,14 +21,14 @@ def _problem(T=5, B=4, nx=6, nh=8, vocab=7, layers=2, seed=0, dtype=np.float32):
 
 
 def _serial(p, X):
-    return softmax_rnn.forward(p, X, method="serial")
+    return softmax_rnn.forward(p, X, method="sequential")
 
 
 def test_methods_list_and_default():
-    assert inf.METHODS == ("serial", "batched", "threads", "wavefront", "mpi", "cuda")
+    assert inf.METHODS == ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched")
     p, X = _problem()
     np.testing.assert_array_equal(inf.predict(p, X), softmax_rnn.forward(p, X))  # default: batched
-    np.testing.assert_array_equal(inf.predict(p, X, method="serial"), _serial(p, X))
+    np.testing.assert_array_equal(inf.predict(p, X, method="sequential"), _serial(p, X))
 
 
 @pytest.mark.parametrize("layers", [1, 3])
@@ -52,8 +52,8 @@ def test_cuda_kernel_matches_serial_at_tiny_size():
     if backend.cuda_mode() == "unavailable":
         pytest.skip("numba was imported before course_lib and there is no GPU")
     p, X = _problem(T=3, B=2, nx=3, nh=4, vocab=5, layers=2)
-    np.testing.assert_allclose(inf.predict(p, X, method="cuda"), _serial(p, X), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(inf.predict(p, X, method="cuda", block=(2, 1)), _serial(p, X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched"), _serial(p, X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched", block=(2, 1)), _serial(p, X), rtol=1e-5, atol=1e-6)
 
 
 def test_cuda_refuses_large_simulated_problems_and_bad_blocks():

@@ -210,10 +210,10 @@ def test_bad_inputs():
         scan.linear_recurrence(a, x, method="channels", groups=4)
     with pytest.raises(ValueError, match="lanes: expected a power of two, got 3"):
         scan.linear_recurrence(a, x, method="chunked", lanes=3)
-    with pytest.raises(ValueError, match="opts: method 'cuda' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
-        scan.linear_recurrence(a, x, method="cuda", threads=4)
+    with pytest.raises(ValueError, match="opts: method 'cuda_chunked' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
+        scan.linear_recurrence(a, x, method="cuda_chunked", threads=4)
     with pytest.raises(ValueError, match="method: expected one of"):
-        scan.scan_counts("cuda", 8)
+        scan.scan_counts("cuda_chunked", 8)
     with pytest.raises(ValueError, match="T: expected an integer >= 1"):
         scan.choose_chunks(0)
     with pytest.raises(ValueError, match="h0: contains"):
@@ -258,7 +258,7 @@ def test_plots_draw_and_reject_bad_input():
     assert "speedup" in scan_plots.render_sweep(d, ax2)
     plt.close("all")
     with pytest.raises(ValueError, match="method: expected one of"):
-        scan_plots.draw_scan_tree("cuda", 8)
+        scan_plots.draw_scan_tree("cuda_chunked", 8)
     with pytest.raises(ValueError, match="T: expected an integer <= 64"):
         scan_plots.draw_scan_tree("blelloch", 1000)
 

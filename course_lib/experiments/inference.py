@@ -44,7 +44,7 @@ def problem(B: int, layers: int, *, T: int = 32, nh: int = 64, nx: int = 32, voc
     return params, X
 
 
-def measure_methods(B: int = 32, layers: int = 2, methods=("serial", "batched"), *, T: int = 32, nh: int = 64,
+def measure_methods(B: int = 32, layers: int = 2, methods=("sequential", "batched"), *, T: int = 32, nh: int = 64,
                     nx: int = 32, vocab: int = 32, seed: int = 0, repeat: int = 3, threads: int | None = None,
                     ranks: int = 2, blas_threads: int | None = 1) -> dict:
     """Time each inference method on one random problem (the widget's and the B-sweep's data).
@@ -88,7 +88,7 @@ def measure_methods(B: int = 32, layers: int = 2, methods=("serial", "batched"),
             "noise": noise}
 
 
-def batch_sweep(sizes, methods=("serial", "batched", "threads"), **kwargs) -> list[dict]:
+def batch_sweep(sizes, methods=("sequential", "batched", "threads"), **kwargs) -> list[dict]:
     """:func:`measure_methods` for every batch size in ``sizes`` (same keyword arguments)."""
     sizes = [check_positive_int(b, "sizes") for b in sizes]
     if not sizes:
@@ -171,13 +171,13 @@ def cuda_run(*, B: int = 1024, layers: int = 2, T: int = 32, nh: int = 256, nx: 
     params, X = problem(B, layers, T=T, nh=nh, nx=nx, vocab=vocab)
     ref = forward(params, X)
     got = inference.predict_cuda(params, X)  # also compiles the kernels
-    cmp = compare(batched=lambda: forward(params, X), cuda=lambda: inference.predict_cuda(params, X),
+    cmp = compare(batched=lambda: forward(params, X), cuda_batched=lambda: inference.predict_cuda(params, X),
                   repeat=repeat, warmup=1)
     return {"mode": mode, "measured": True, "comparison": cmp, "max_diff": float(np.max(np.abs(got - ref))),
             "B": B, "layers": layers, "T": T, "nh": nh, "noise": cmp.noise}
 
 
-def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("serial", "batched", "wavefront"), *,
+def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("sequential", "batched", "wavefront"), *,
                          T: int = 64, max_windows: int | None = None, **opts) -> dict:
     """Held-out perplexity (:func:`course_lib.models.charlm.perplexity`) computed through each inference
     method of :func:`course_lib.parallel.inference.predict` (``opts`` go to the methods that take them).
@@ -185,7 +185,7 @@ def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("serial", "batc
     if isinstance(methods, str) or not methods:
         raise ValueError(f"methods: expected a non-empty sequence of method names, got {methods!r}")
     methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
-    takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"), "cuda": ("block",)}
+    takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"), "cuda_batched": ("block",)}
     unknown = set(opts) - {k for m in methods for k in takes.get(m, ())}
     if unknown:
         raise TypeError(f"opts: {sorted(unknown)} is not an option of the methods {list(methods)}")

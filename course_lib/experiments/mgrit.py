@@ -167,12 +167,12 @@ def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: 
 
 def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts):
     """Serial vs MGRIT forward (1 thread and ``threads`` threads) in this process, interleaved, one
-    BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``serial``)."""
+    BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``sequential``)."""
     threads = check_positive_int(threads, "threads")
     opts = dict(mgrit_opts, method="mgrit")
     implicit = opts.pop("implicit", True)
     with backend.blas_threads(1):
-        return timing.compare(serial=lambda: gru.gru_forward(params, X, implicit=implicit),
+        return timing.compare(sequential=lambda: gru.gru_forward(params, X, implicit=implicit),
                               mgrit_1thread=lambda: gru.gru_forward(params, X, implicit=implicit, **opts),
                               mgrit_threads=lambda: gru.gru_forward(params, X, implicit=implicit, threads=threads,
                                                                     **opts),
@@ -186,7 +186,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
 
     The serial march is timed here (one BLAS thread) with :func:`core.timing.measure`; the MPI solve
     inside the job on rank 0's clock (start-up excluded; ``mgrit_mpi.solve(repeat=...)``). Returns
-    ``{"Ts", "serial": [s], "parallel": [s], "speedup": [x], "model": [x at P=ranks],
+    ``{"Ts", "sequential": [s], "parallel": [s], "speedup": [x], "model": [x at P=ranks],
     "work": steps per serial step, "noise": Noise, "method": "mpi" | "threads"}``. Without MPI the
     parallel column is MGRIT with ``ranks`` threads in this process (and ``method`` says so)."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
@@ -194,7 +194,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
     ok, _ = mpi_available()
     method = "mpi" if ok else "threads"
     opts = dict(m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
-    out = {"Ts": Ts, "ranks": ranks, "serial": [], "parallel": [], "speedup": [], "model": [], "method": method,
+    out = {"Ts": Ts, "ranks": ranks, "sequential": [], "parallel": [], "speedup": [], "model": [], "method": method,
            "work": counted_work(Ts[0], m=m, levels=levels, relax=relax, iters=iters), "opts": opts}
     noise = timing.Noise()
     p = gru.init_params(nx, H, seed=0, dtype=np.float64)
@@ -223,7 +223,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
                                                            **opts), repeat=repeat, number=1)
             n, tp = t.noise, t.median
         noise = noise | n
-        out["serial"].append(ts.median)
+        out["sequential"].append(ts.median)
         out["parallel"].append(tp)
         out["speedup"].append(ts.median / tp)
         out["model"].append(mgrit.span_model(T, m=m, levels=levels, iters=iters, P=ranks, relax=relax)["speedup"])

@@ -75,14 +75,14 @@ def mgrit_forward(params, X, h0=None, *, implicit=True, **opts):
 
 def newton_iterates(params, X, *, method: str = "newton", n_iter: int = 6, implicit: bool = False):
     """Iterates 0..n_iter of DEER from a zero start and the serial trajectory:
-    ``{"iterates": [H0, H1, ...], "serial": H, "history": [...]}``."""
+    ``{"iterates": [H0, H1, ...], "sequential": H, "history": [...]}``."""
     check_choice(method, "method", deer.METHODS)
     n_iter = check_int(n_iter, "n_iter", low=0, high=10_000)
     implicit = check_bool(implicit, "implicit")
     iterates = []
     _, hist = deer.gru_forward(params, X, method=method, implicit=implicit, tol=0.0, max_iter=n_iter,
                                return_history=True, callback=lambda k, H: iterates.append(H.copy()))
-    return {"iterates": iterates, "serial": gru.gru_forward(params, X, implicit=implicit), "history": hist}
+    return {"iterates": iterates, "sequential": gru.gru_forward(params, X, implicit=implicit), "history": hist}
 
 
 def _iters(params, X, method, tol, implicit):
@@ -177,8 +177,8 @@ def time_deer(T: int = 1024, H: int = 8, B: int = 4, *, repeat: int = 3, tol: fl
         Hd, hist = deer.gru_forward(p, X, method=m, tol=tol, scan=scan, return_history=True)
         info[m] = {"iters": len(hist) - 1, "err": float(np.abs(Hd - ref).max())}
     cmp = timing.compare(serial_numba=lambda: jacobians.gru_serial_numba(p, X),
-                         deer=lambda: deer.gru_forward(p, X, method="newton", tol=tol, scan=scan),
-                         quasi_deer=lambda: deer.gru_forward(p, X, method="quasi", tol=tol, scan=scan),
+                         newton=lambda: deer.gru_forward(p, X, method="newton", tol=tol, scan=scan),
+                         quasi=lambda: deer.gru_forward(p, X, method="quasi", tol=tol, scan=scan),
                          repeat=repeat)
     return cmp, info
 
@@ -206,7 +206,7 @@ def model_speedups(T: int, Hs, Ps, *, iters: dict | int = 5, methods=("newton", 
 
 def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", H: int = 8, B: int = 4, seed: int = 0) -> dict:
     """Max relative error of the float32 sequential / linear scan / log scan against a float64 loop:
-    ``{"T": [...], "sequential": [...], "scan": [...], "log_scan": [...]}``."""
+    ``{"T": [...], "sequential": [...], "chunked": [...], "log_space": [...]}``."""
     check_choice(kind, "kind", mingru.KINDS)
     H = check_positive_int(H, "H")
     B = check_positive_int(B, "B")
@@ -251,7 +251,7 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, H: int = 16, ep
     for task, (X, y, Xv, yv, C) in tasks.items():
         for kind in mingru.KINDS:
             r = mingru.train_classifier(kind, X, y, H=H, n_classes=C, epochs=epochs, lr=2e-2, seed=seed,
-                                        method="scan", X_val=Xv, y_val=yv)
+                                        method="chunked", X_val=Xv, y_val=yv)
             rows.append({"task": task, "model": kind, "val_accuracy": r.history["val_accuracy"][-1],
                          "seconds": r.seconds})
         t0 = time.perf_counter()

@@ -27,17 +27,17 @@ but organised the way the hardware likes it. Five ideas, each worth a chapter se
    BLAS reads with its transpose flag -- no copies.
 5. **Threads** for BLAS (and, optionally, numba), set together with
    :func:`course_lib.core.backend.set_threads`. By default the fused passes stay on the calling
-   thread (``method="serial"``, see :func:`make_workspace`): the GEMMs carry almost all the FLOPs
+   thread (``method="loop"``, see :func:`make_workspace`): the GEMMs carry almost all the FLOPs
    and get every thread.
 
 Public API
 ----------
-``make_workspace(T, B, nx, nh, ny, dtype=np.float32, *, method="serial") -> Workspace``
+``make_workspace(T, B, nx, nh, ny, dtype=np.float32, *, method="loop") -> Workspace``
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
 ``gradients(params, X, Y, *, workspace=None, h0=None) -> (RNNParams of gradients, loss)``
 ``step_flops(T, B, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
 ``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation
-``fused_kernels(method)`` -- the six fused element-wise kernels, ``"serial"`` or ``"prange"``
+``fused_kernels(method)`` -- the six fused element-wise kernels, ``"loop"`` or ``"prange"``
 ``prepare(params, X, Y, h0=None, workspace=None)`` -- validated, contiguous inputs and a workspace
 
 The phase functions (``forward_into``, ``output_pre_activation_into``, ``output_delta_into``, ``backward_into``,
@@ -83,7 +83,7 @@ __all__ = [
 # Each operation is written once, for one row (inline, vectorised by LLVM: a loop over a contiguous
 # row view), and driven over the rows by ONE body whose loop is a ``prange``. That body is compiled
 # twice (:func:`_twins`, as minitorch does): without ``parallel=True`` numba runs ``prange`` like
-# ``range`` on the calling thread ("serial"), with it the rows are split across numba's threads
+# ``range`` on the calling thread ("loop"), with it the rows are split across numba's threads
 # ("prange"). ``Workspace.method`` picks the twin.
 _OPTS = dict(fastmath=True, error_model="numpy", cache=True)
 
@@ -184,7 +184,7 @@ def _twins(body):
     return njit(**_OPTS)(body), njit(parallel=True, **_OPTS)(par)
 
 
-ELEMENTWISE_METHODS = ("serial", "prange")
+ELEMENTWISE_METHODS = ("loop", "prange")
 """How the fused element-wise passes run: on the calling thread, or rows split over numba's threads."""
 
 _BODIES = (_tanh_inplace, _add_tanh, _output_delta_loss, _tanh_backward_inplace, _add_tanh_backward, _axpy_into)
@@ -216,8 +216,8 @@ def _build_kernels() -> dict:
 _KERNELS = _build_kernels()
 
 
-def fused_kernels(method: str = "serial") -> FusedKernels:
-    """The fused element-wise kernels, ``method="serial"`` (calling thread) or ``"prange"``
+def fused_kernels(method: str = "loop") -> FusedKernels:
+    """The fused element-wise kernels, ``method="loop"`` (calling thread) or ``"prange"``
     (rows split over numba's threads): the same numbers either way (the loss sums rows in a
     different order, so it agrees to round-off)."""
     return _KERNELS[check_choice(method, "method", ELEMENTWISE_METHODS)]
@@ -233,7 +233,7 @@ class Workspace:
     DZ  (T, B, nh)  hidden delta through tanh (first Δŷ Whyᵀ, then the recurrence in place)
     tmp (B, nh)     the recurrent product of one time step
     gWxh, gWhh, gWhy  gradients (nx, nh), (nh, nh), (nh, ny)
-    method  how the fused element-wise kernels run: ``"serial"`` (the calling thread) or
+    method  how the fused element-wise kernels run: ``"loop"`` (the calling thread) or
             ``"prange"`` (rows split over numba's threads); BLAS threads are used either way
     """
 
@@ -250,7 +250,7 @@ class Workspace:
     gWxh: np.ndarray
     gWhh: np.ndarray
     gWhy: np.ndarray
-    method: str = "serial"
+    method: str = "loop"
 
     def __post_init__(self):
         # shapes only (O(1)): the buffers must be the ones make_workspace would allocate
@@ -275,10 +275,10 @@ class Workspace:
 
 
 def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
-                   method: str = "serial") -> Workspace:
+                   method: str = "loop") -> Workspace:
     """Allocate the buffers of one training step for sequences ``(T, B, nx)`` -> ``(T, B, ny)``.
 
-    ``method="serial"`` (default) keeps the fused element-wise passes on the calling thread: they
+    ``method="loop"`` (default) keeps the fused element-wise passes on the calling thread: they
     are memory-bound (a second thread gains little) and, between two multi-threaded BLAS calls, a
     numba parallel region must wait for cores that BLAS's idle threads may still be spinning on.
     ``"prange"`` splits them across numba's threads (chapter 05 measures both).

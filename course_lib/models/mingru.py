@@ -12,8 +12,8 @@ Both are ``h_t = a_t h_{t-1} + b_t`` with everything computed from the inputs in
 to evaluate it (``method=``):
 
 * ``"sequential"`` -- chapter 08's numba loop (:func:`course_lib.algorithms.scan.linear_recurrence`);
-* ``"scan"``       -- the same recurrence by the parallel chunked scan (linear space);
-* ``"log_scan"``   -- Heinsen's two prefix sums in log space: ``a*_t = cumsum(log a)``,
+* ``"chunked"``    -- the same recurrence by the parallel chunked scan (linear space);
+* ``"log_space"``  -- Heinsen's two prefix sums in log space: ``a*_t = cumsum(log a)``,
   ``log h_t = a*_t + logcumsumexp(log b_s - a*_s)`` (needs ``b, h0 >= 0``: hence ``g``).
 
 A linear head on the last state and softmax cross-entropy make a classifier; training uses
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 KINDS = ("mingru", "minlstm")
-METHODS = ("sequential", "scan", "log_scan")
+METHODS = ("sequential", "chunked", "log_space")
 
 
 class _MinParams(Params):
@@ -228,14 +228,14 @@ def log_space_scan(log_a, log_b, h0=None):
 # --------------------------------------------------------------------------- forward / backward
 def forward(kind: str, params, X, h0=None, *, method: str = "sequential"):
     """Hidden states ``Hs`` (T, B, H) of a minGRU/minLSTM layer over ``X`` (T, B, nx) from ``h0``
-    (zeros by default; ``>= 0`` for ``"log_scan"``). All three methods compute the same numbers."""
+    (zeros by default; ``>= 0`` for ``"log_space"``). All three methods compute the same numbers."""
     check_choice(method, "method", METHODS)
     _kind_of(kind, params)
     X = _check_X(params, X)
     H = params.W_h.shape[1]
     if h0 is not None:
         h0 = check_array(h0, "h0", shape=(X.shape[1], H))
-    if method == "log_scan":
+    if method == "log_space":
         la, lb = log_coefficients(kind, params, X)
         return log_space_scan(la, lb, h0)
     a, b = coefficients(kind, params, X)

@@ -35,7 +35,7 @@ def _config_03(small: bool):
     p = rnn.init_params(H, H, H, seed=0)
     X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
     prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=1, ny=H)
-    return prob, {"serial": ("serial", {}, lambda: forward_one_at_a_time(p, X)),
+    return prob, {"sequential": ("sequential", {}, lambda: forward_one_at_a_time(p, X)),
                   "batched": ("batched", {}, lambda: rnn.forward(p, X))}, 1, {}
 
 
@@ -67,7 +67,7 @@ def _config_07(small: bool):
     prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=L, nx=32, ny=32)
     run = {m: (lambda m=m: inference.predict(params, X, method=m, **({"threads": P} if m in ("threads", "wavefront")
                                                                         else {})))
-           for m in ("serial", "batched", "threads", "wavefront")}
+           for m in ("sequential", "batched", "threads", "wavefront")}
     return prob, {m: (m, {"P": P} if m in ("threads", "wavefront") else {}, f) for m, f in run.items()}, 1, {}
 
 
@@ -79,8 +79,8 @@ def _config_08(small: bool, H: int):
     out = np.empty_like(a)
     P = backend.max_threads()  # numba threads the chunked and channels scans can use here
     prob = Problem("linear", "inference", B=1, T=T, H=H)
-    return prob, {"sequential": ("serial", {}, lambda: scan.linear_recurrence(a, x, h0, out=out)),
-                  "chunked": ("scan", {"P": P}, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)),
+    return prob, {"sequential": ("sequential", {}, lambda: scan.linear_recurrence(a, x, h0, out=out)),
+                  "chunked": ("chunked", {"P": P}, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)),
                   "channels": ("channels", {"P": P},
                                lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out))}, None, {}
 
@@ -96,7 +96,7 @@ def _config_10(small: bool):
     _, hist = gru.gru_forward(p, X, implicit=True, method="mgrit", return_history=True, **opts)
     iters = max(1, len(hist))
     prob = Problem("gru", "inference", B=B, T=T, H=H, nx=8)
-    return prob, {"serial GRU": ("batched", {}, lambda: gru.gru_forward(p, X, implicit=True)),
+    return prob, {"batched GRU": ("batched", {}, lambda: gru.gru_forward(p, X, implicit=True)),
                   "mgrit (1 thread)": ("mgrit", {"P": 1, "iters": iters},
                                        lambda: gru.gru_forward(p, X, implicit=True, method="mgrit", **opts)),
                   f"mgrit ({P} threads)": ("mgrit", {"P": P, "iters": iters},
@@ -116,10 +116,10 @@ def _config_11(small: bool):
         _, hist = deer.gru_forward(p, X, method=m, tol=1e-8, return_history=True)
         its[m] = max(1, len(hist) - 1)
     prob = Problem("gru", "inference", B=B, T=T, H=H, nx=3)
-    return prob, {"serial GRU": ("batched", {}, lambda: gru.gru_forward(p, X)),
-                  "deer": ("deer", {"iters": its["newton"], "P": 1},
+    return prob, {"batched GRU": ("batched", {}, lambda: gru.gru_forward(p, X)),
+                  "newton": ("newton", {"iters": its["newton"], "P": 1},
                            lambda: deer.gru_forward(p, X, method="newton", tol=1e-8)),
-                  "quasi_deer": ("quasi_deer", {"iters": its["quasi"], "P": 1},
+                  "quasi": ("quasi", {"iters": its["quasi"], "P": 1},
                                  lambda: deer.gru_forward(p, X, method="quasi", tol=1e-8))}, 1, \
         {"iterations": its}
 
@@ -273,7 +273,7 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
 SEED_SCHEDULES = {
     "000.halide.summary.speedup": ("05 threads", "batched", "threads"),
     "001.summary.kernel_speedup": ("08 scan (H=128)", "sequential", "chunked"),
-    "002.speedup.max": ("10 MGRIT", "serial GRU", "mgrit"),
+    "002.speedup.max": ("10 MGRIT", "batched GRU", "mgrit"),
 }
 
 

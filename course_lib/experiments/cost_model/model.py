@@ -17,15 +17,15 @@ __all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", 
 
 KINDS = ("rnn", "lstm", "gru", "linear")
 MODES = ("inference", "training")
-METHODS = ("serial", "batched", "threads", "wavefront", "mpi", "scan", "channels", "mgrit", "deer", "quasi_deer",
-           "gpu_scan", "gpu_batched")
+METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "chunked", "channels", "mgrit", "newton", "quasi",
+           "cuda_chunked", "cuda_batched")
 GATES = {"rnn": 1, "gru": 3, "lstm": 4, "linear": 0}
 # library calls per cell (one layer, one step) in the course's numpy code: GEMVs/GEMMs, adds, activations, stores
 CALLS_PER_CELL = {"rnn": 5, "gru": 20, "lstm": 18, "linear": 0}
 CALLS_OUTPUT = 7          # softmax output per step: product, bias, max, subtract, exp, sum, divide
 TRAIN_FACTOR = 3.0        # backward ~ 2x forward flops and calls
 MGRIT_ITERS = 2           # the seed's and chapter 10's setting (iterations are a property of the dynamics)
-DEER_ITERS = {"deer": 6, "quasi_deer": 20}
+DEER_ITERS = {"newton": 6, "quasi": 20}
 ITEMSIZE = 4              # float32
 
 
@@ -146,7 +146,7 @@ def _calls_per_step(p: Problem) -> float:
 def _need_nonlinear(p: Problem, method: str):
     if p.kind == "linear":
         raise ValueError(f"kind: {method} solves nonlinear recurrences; a linear recurrence (kind='linear') is "
-                         f"solved exactly by a scan -- use method 'scan'")
+                         f"solved exactly by a scan -- use method 'chunked'")
 
 
 def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[float, float, float]:
@@ -156,10 +156,10 @@ def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[floa
     return f * _train(p), elem * _train(p), _calls_per_step(p) * _train(p)
 
 
-def cost_serial(p: Problem, m: Machine) -> Cost:
+def cost_sequential(p: Problem, m: Machine) -> Cost:
     """One sequence, one step, one layer at a time: matrix-*vector* products (GEMV), B T layers cells;
     a linear recurrence is the compiled loop over time (one dependent step per time step)."""
-    c = Cost("serial", p, 1)
+    c = Cost("sequential", p, 1)
     if p.kind == "linear":
         n = p.B * p.H
         c.work = c.span = 2.0 * p.T * n * _train(p)
@@ -182,7 +182,7 @@ def cost_serial(p: Problem, m: Machine) -> Cost:
 def cost_batched(p: Problem, m: Machine) -> Cost:
     """All B sequences together: per step and layer one GEMM of B rows (chapter 03)."""
     if p.kind == "linear":
-        c = cost_serial(p, m)
+        c = cost_sequential(p, m)
         c.method = "batched"
         return c
     c = Cost("batched", p, 1)
@@ -264,7 +264,7 @@ def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
 def scan_counts(method: str, T: int) -> dict:
     """Combines (work) and parallel steps (span) of one scan, closed form: sequential T-1 / T-1;
     Hillis-Steele ``sum_{d < ceil log2 T} (T - 2^d)`` / ``ceil log2 T``; Blelloch ``2(n - 1)`` / ``2 log2 n``
-    (n = T padded to a power of two); chunked on P = 2 chunks per thread: see :func:`cost_scan`."""
+    (n = T padded to a power of two); chunked on P = 2 chunks per thread: see :func:`cost_chunked`."""
     check_choice(method, "method", ("sequential", "hillis_steele", "blelloch"))
     T = check_positive_int(T, "T")
     lv = (T - 1).bit_length()
@@ -278,16 +278,16 @@ def scan_counts(method: str, T: int) -> dict:
 def _need_linear(p: Problem, method: str):
     if p.kind != "linear":
         raise ValueError(f"kind: {method} computes linear recurrences (kind='linear'); a {p.kind} is nonlinear -- "
-                         f"use 'deer', 'quasi_deer' or 'mgrit' for its time axis")
+                         f"use 'newton', 'quasi' or 'mgrit' for its time axis")
 
 
-def cost_scan(p: Problem, m: Machine, P: int | None = None) -> Cost:
+def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Chapter 08's chunked scan over time on ``P`` threads: reduce (read a, x) + expand (read a, x,
     write h): 20 bytes per element instead of 12; few channels use SIMD lanes over time."""
-    _need_linear(p, "scan")
+    _need_linear(p, "chunked")
     P = m.cores if P is None else check_positive_int(P, "P")
     n = p.B * p.H
-    c = Cost("scan", p, P)
+    c = Cost("chunked", p, P)
     tr = _train(p)
     c.work = 4.0 * p.T * n * tr
     c.span = 4.0 * math.ceil(p.T / P) * n * tr
@@ -371,36 +371,36 @@ def deer_counts(T: int, H: int, P: int, *, iters: int, method: str = "newton") -
 
 
 def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,
-              method: str = "deer") -> Cost:
+              method: str = "newton") -> Cost:
     """DEER / quasi-DEER (chapter 11): ``iters`` Newton iterations, each evaluating the cell and its
     Jacobian at every t at once (batched numpy: ~30 calls) and a matrix scan over time (full H x H
     Jacobians for DEER, diagonal for quasi-DEER): flops from the task graph, memory for the Jacobians."""
+    method = check_choice(method, "method", ("newton", "quasi"))
     _need_nonlinear(p, method)
     P = m.cores if P is None else check_positive_int(P, "P")
-    key = "quasi" if method == "quasi_deer" else "newton"
     iters = DEER_ITERS[method] if iters is None else check_positive_int(iters, "iters")
-    dc = deer_counts(p.T, p.H, P, iters=iters, method=key)
+    dc = deer_counts(p.T, p.H, P, iters=iters, method=method)
     c = Cost(method, p, P)
     rows = p.B * p.layers * _train(p)
     c.work, c.span = dc["work"] * rows, dc["span"] * rows
-    jac = p.H * p.H if key == "newton" else p.H
+    jac = p.H * p.H if method == "newton" else p.H
     c.bytes = iters * rows * p.T * (jac * 8 * 6 + p.H * 8 * 20)  # Jacobians written, scanned, read; float64
-    c.calls = iters * (40 + (4 * math.ceil(math.log2(max(2, p.T))) if key == "newton" else 6)) * p.layers * _train(p)
+    c.calls = iters * (40 + (4 * math.ceil(math.log2(max(2, p.T))) if method == "newton" else 6)) * p.layers * _train(p)
     c.regions = iters * 3 if P > 1 else 0
     c.counts = dc
-    rate = m.gemm_rate(min(p.H, 16) if key == "newton" else 1)
+    rate = m.gemm_rate(min(p.H, 16) if method == "newton" else 1)
     return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P))  # / 2: float64
 
 
-def cost_gpu_scan(p: Problem, m: Machine) -> Cost:
+def cost_cuda_chunked(p: Problem, m: Machine) -> Cost:
     """Chapter 08's reduce / scan / expand kernels on the machine's GPU (3 launches; 20 bytes/element,
     inputs and outputs copied over the bus)."""
-    _need_linear(p, "gpu_scan")
+    _need_linear(p, "cuda_chunked")
     if m.gpu is None:
-        raise ValueError("machine: gpu_scan needs a machine with a GPU (Machine.with_gpu)")
+        raise ValueError("machine: cuda_chunked needs a machine with a GPU (Machine.with_gpu)")
     g = m.gpu
     n = p.B * p.H
-    c = Cost("gpu_scan", p, 1)
+    c = Cost("cuda_chunked", p, 1)
     tr = _train(p)
     c.bytes = 5 * ITEMSIZE * p.T * n * tr
     c.calls = 3 * tr
@@ -412,13 +412,13 @@ def cost_gpu_scan(p: Problem, m: Machine) -> Cost:
     return c
 
 
-def cost_gpu_batched(p: Problem, m: Machine) -> Cost:
+def cost_cuda_batched(p: Problem, m: Machine) -> Cost:
     """One kernel per step and layer on the GPU (B x H threads, serial over time): T layers launches;
     a linear recurrence is one kernel looping over time (seed 001's serial kernel)."""
     if m.gpu is None:
-        raise ValueError("machine: gpu_batched needs a machine with a GPU (Machine.with_gpu)")
+        raise ValueError("machine: cuda_batched needs a machine with a GPU (Machine.with_gpu)")
     g = m.gpu
-    c = Cost("gpu_batched", p, 1)
+    c = Cost("cuda_batched", p, 1)
     tr = _train(p)
     if p.kind == "linear":
         n = p.B * p.H
@@ -442,16 +442,16 @@ def cost_gpu_batched(p: Problem, m: Machine) -> Cost:
     return c
 
 
-_COSTS = {"serial": cost_serial, "batched": cost_batched, "threads": cost_threads, "wavefront": cost_wavefront,
-          "mpi": cost_mpi, "scan": cost_scan, "channels": cost_channels, "mgrit": cost_mgrit,
-          "deer": lambda p, m, **o: cost_deer(p, m, method="deer", **o),
-          "quasi_deer": lambda p, m, **o: cost_deer(p, m, method="quasi_deer", **o),
-          "gpu_scan": cost_gpu_scan, "gpu_batched": cost_gpu_batched}
+_COSTS = {"sequential": cost_sequential, "batched": cost_batched, "threads": cost_threads, "wavefront": cost_wavefront,
+          "mpi": cost_mpi, "chunked": cost_chunked, "channels": cost_channels, "mgrit": cost_mgrit,
+          "newton": lambda p, m, **o: cost_deer(p, m, method="newton", **o),
+          "quasi": lambda p, m, **o: cost_deer(p, m, method="quasi", **o),
+          "cuda_chunked": cost_cuda_chunked, "cuda_batched": cost_cuda_batched}
 
 
 def predict(method: str, problem: Problem, machine: Machine | None = None, **opts) -> Cost:
     """The :class:`Cost` of ``method`` on ``problem`` on ``machine`` (default: this one, measured).
-    Options: ``P=`` (workers) for parallel methods, ``iters=`` for mgrit/deer/quasi_deer. Raises
+    Options: ``P=`` (workers) for parallel methods, ``iters=`` for mgrit/newton/quasi. Raises
     ValueError naming the argument when the method cannot apply to the problem."""
     check_choice(method, "method", METHODS)
     if not isinstance(problem, Problem):

@@ -5,7 +5,7 @@ and :mod:`course_lib.parallel.inference`.
 Exercise 7.3 is also a speed exercise: after the numbers, the check *counts* the matrix products your
 function makes with the weights (``@``, ``np.matmul``, ``np.dot``, ``np.einsum`` ... on ``U``, ``W``,
 ``V``; see :class:`course_lib.teaching.checks.core.CountedArray`) -- per time step they must not depend on the batch size ``B`` nor on
-``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="serial")``,
+``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="sequential")``,
 one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times faster, as a ratio, retried.
 """
 from __future__ import annotations
@@ -160,7 +160,7 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     for _ in range(max(1, int(retries))):
         with backend.blas_threads(1):  # both sides alike: BLAS threads on a busy machine make small GEMMs erratic
             cmp = timing.compare(repeat=5, warmup=1,
-                                 course_serial=lambda: softmax_rnn.forward(params, X, method="serial"),
+                                 course_serial=lambda: softmax_rnn.forward(params, X, method="sequential"),
                                  yours=lambda: student(params, X))
         best = max(best, cmp.timings["course_serial"].min / cmp.timings["yours"].min)
         noisy = noisy or not cmp.noise.ok
@@ -314,7 +314,7 @@ def run_split_under_mpi(split_batch, *, B: int = 7, P: int = 2, timeout: float =
     params = softmax_rnn.init_params(6, 8, 5, layers=2, seed=3)
     X = np.random.default_rng(4).standard_normal((5, B, 6)).astype(np.float32)
     res = inference.run_mpi(params, X, ranks=P, counts=list(counts), timeout=timeout)
-    ref = softmax_rnn.forward(params, X, method="serial")
+    ref = softmax_rnn.forward(params, X, method="sequential")
     msg = compare_outputs(res.probs, ref, name="probs", rtol=1e-4, atol=1e-6)
     if msg:
         raise ExerciseFailed(f"Under mpiexec -n {P} with counts {list(counts)}:\n  {msg}")

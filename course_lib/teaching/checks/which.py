@@ -66,7 +66,7 @@ PROBLEMS = {
                   (dict(B=2, T=64, H=1024, layers=8), CORES64),
                   (dict(B=256, T=32, H=64, layers=2), PHI))),
     "12.2": Spec("12.2", "b", "a linear recurrence h_t = a_t h_{t-1} + x_t (chapter 08) with H channels over T steps",
-                 ("serial", "channels", "scan"),
+                 ("sequential", "channels", "chunked"),
                  lambda T, H: cm.Problem("linear", "inference", B=1, T=T, H=H),
                  dict(T=1 << 20, H=1),
                  ((dict(T=1 << 20, H=64), THIS),
@@ -74,7 +74,7 @@ PROBLEMS = {
                   (dict(T=1 << 20, H=64), CORES64))),
     "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with H units on B sequences "
                               "of T steps",
-                 ("batched", "mgrit", "deer", "quasi_deer"),
+                 ("batched", "mgrit", "newton", "quasi"),
                  lambda B, T, H: cm.Problem("gru", "training", B=B, T=T, H=H),
                  dict(B=1, T=1024, H=32),
                  ((dict(B=16, T=1024, H=32), THIS),
@@ -132,7 +132,7 @@ def _validate_answer(spec: Spec, got, prob: cm.Problem, mach: cm.Machine, where:
     if got not in cm.METHODS:
         raise ExerciseFailed(f"{ex}:\n  {got!r} is not a method of the cost model; this problem's candidates are "
                              f"{cands} (all methods: cost_model.METHODS)\n  Hint: spelling -- the model's names "
-                             f"are lower case, e.g. 'quasi_deer', 'scan'")
+                             f"are lower case, e.g. 'quasi', 'chunked'")
     why = cm.applicable(prob, mach)[got]
     if why is not None:
         raise ExerciseFailed(f"{ex}:\n  {got!r} cannot apply to this problem ({prob.describe()}): {why}\n"
@@ -239,10 +239,10 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
 
         a, x, h0 = scan.random_problem(kwargs["T"], kwargs["H"], seed=0)
         out = np.empty_like(x)
-        run = {"serial": lambda: scan.linear_recurrence(a, x, h0, out=out),
+        run = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out),
                "channels": lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out),
-               "scan": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)}
-        return run, {"channels": {"P": P}, "scan": {"P": P}}
+               "chunked": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)}
+        return run, {"channels": {"P": P}, "chunked": {"P": P}}
     from ...models import gru  # noqa: PLC0415
     from ...parallel import deer  # noqa: PLC0415
 
@@ -263,17 +263,16 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
         hb = gru.gru_backward(p, X, Hs, dH, implicit=True, method="mgrit", return_history=True, **mg)[-1]
         its["mgrit"] = max(1, round((len(hf) + len(hb)) / 2))
 
-    def newton(method, name):
+    def newton(method):
         def run():
             Hs, hist = deer.gru_forward(p, X, method=method, implicit=True, tol=1e-5, return_history=True)
             deer.gru_gradient(p, X, dH, H=Hs, method=method, implicit=True)
-            its[name] = max(1, len(hist) - 1)
+            its[method] = max(1, len(hist) - 1)
         return run
 
-    run = {"batched": serial, "mgrit": mgrit, "deer": newton("newton", "deer"),
-           "quasi_deer": newton("quasi", "quasi_deer")}
+    run = {"batched": serial, "mgrit": mgrit, "newton": newton("newton"), "quasi": newton("quasi")}
     # numpy's element-wise passes of DEER run on one core; MGRIT's levels on P threads
-    return run, {"mgrit": {"P": P, "iters": its}, "deer": {"P": 1, "iters": its}, "quasi_deer": {"P": 1, "iters": its}}
+    return run, {"mgrit": {"P": P, "iters": its}, "newton": {"P": 1, "iters": its}, "quasi": {"P": 1, "iters": its}}
 
 
 def measure_candidates(exercise: str, machine: cm.Machine | None = None, *, repeat: int | None = None) -> Measurement:
@@ -388,7 +387,7 @@ def exercise_2(predict_b, machine: cm.Machine | None = None, *, measure: bool = 
 
 
 def exercise_3(predict_c, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
-    """Exercise 12.3: ``predict_c(B, T, H, machine)``: batched / mgrit / deer / quasi_deer for GRU training."""
+    """Exercise 12.3: ``predict_c(B, T, H, machine)``: batched / mgrit / newton / quasi for GRU training."""
     return _exercise("12.3", predict_c, machine, measure)
 
 
