@@ -18,21 +18,21 @@
 #
 # Three problems, three decisions. For each you write a function that turns the problem's description
 # into a `cost_model.Problem` and asks the cost model of chapter 12 which candidate method is fastest
-# on a given `machine` -- with `cm.advise(problem, machine, methods=[...])` or the per-method costs
-# `cm.predict(method, problem, machine).seconds`. Return the method's *name* (a string).
+# on a given `machine` -- with `cost_model_exp.advise(problem, machine, methods=[...])` or the per-method costs
+# `cost_model_exp.predict(method, problem, machine).seconds`. Return the method's *name* (a string).
 #
 # The check calls your function on the stated problem on this machine and on three other problems and
 # machines (so the answer must come from the arguments, not be typed in), then runs the candidates with
 # the course's own code and times them with `core.timing.compare`. You pass when your prediction is the
 # model's first choice; whether the measurement agreed -- and if not, why -- is printed by
-# `checks.report(...)` in the cell after each check. The machine's noise never fails you.
+# `which_checks.report(...)` in the cell after each check. The machine's noise never fails you.
 
 # %%
 from course_lib.core import timing
-from course_lib.experiments import cost_model as cm
-from course_lib.teaching.checks import which as checks
+from course_lib.experiments import cost_model as cost_model_exp
+from course_lib.teaching.checks import which as which_checks
 
-machine = cm.Machine.measure(quick=timing.budget() == "small")
+machine = cost_model_exp.Machine.measure(quick=timing.budget() == "small")
 
 # %% [markdown]
 # ## Exercise 12.1 · Problem (a): inference over a large batch
@@ -46,16 +46,16 @@ machine = cm.Machine.measure(quick=timing.budget() == "small")
 # %%
 def predict_a(B, T, H, layers, machine):
     ### BEGIN SOLUTION
-    problem = cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
-    return cm.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
+    problem = cost_model_exp.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
+    return cost_model_exp.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
     ### END SOLUTION
 
 
 # %%
-checks.exercise_1(predict_a, machine)
+which_checks.check_predict_a(predict_a, machine)
 
 # %% tags=["nbval-ignore-output"]
-checks.report("12.1")
+which_checks.report("12.1")
 
 # %% [markdown]
 # ## Exercise 12.2 · Problem (b): one long linear recurrence
@@ -63,24 +63,24 @@ checks.report("12.1")
 # `h_t = a_t h_{t-1} + x_t` (chapter 08) with `H` channels and `T` steps, one sequence (stated: `H=1`,
 # `T=2**20`). Candidates: `"sequential"` (the compiled loop over time), `"channels"` (channels split over
 # the cores), `"chunked"` (chapter 08's chunked scan, parallel over time). This time compare the
-# per-method costs yourself: `cm.predict(method, problem, machine)` returns a `Cost` whose `.seconds`
+# per-method costs yourself: `cost_model_exp.predict(method, problem, machine)` returns a `Cost` whose `.seconds`
 # is the predicted time (and `.parts` says what it is made of). *Predict first*: with one channel,
 # what can the `"channels"` method split?
 
 # %%
 def predict_b(T, H, machine):
     ### BEGIN SOLUTION
-    problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
-    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
+    problem = cost_model_exp.Problem("linear", "inference", B=1, T=T, H=H)
+    seconds = {m: cost_model_exp.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
     return min(seconds, key=seconds.get)
     ### END SOLUTION
 
 
 # %%
-checks.exercise_2(predict_b, machine)
+which_checks.check_predict_b(predict_b, machine)
 
 # %% tags=["nbval-ignore-output"]
-checks.report("12.2")
+which_checks.report("12.2")
 
 # %% [markdown]
 # ## Exercise 12.3 · Problem (c): training a GRU on long sequences
@@ -94,21 +94,21 @@ checks.report("12.2")
 # %%
 def predict_c(B, T, H, machine):
     ### BEGIN SOLUTION
-    problem = cm.Problem("gru", "training", B=B, T=T, H=H)
-    return cm.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
+    problem = cost_model_exp.Problem("gru", "training", B=B, T=T, H=H)
+    return cost_model_exp.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
     ### END SOLUTION
 
 
 # %%
-checks.exercise_3(predict_c, machine)
+which_checks.check_predict_c(predict_c, machine)
 
 # %% tags=["nbval-ignore-output"]
-checks.report("12.3")
+which_checks.report("12.3")
 
 # %% [markdown]
 # ## Looking back
 #
 # In the reports above: where the measured fastest was not the model's choice, was it the run's noise,
 # a near tie, an assumption the run did not meet (iterations, cores), or a part of the cost the model
-# gets wrong on this machine? Change the stated sizes in a copy of a cell -- `checks.model_choice("12.3",
+# gets wrong on this machine? Change the stated sizes in a copy of a cell -- `which_checks.model_choice("12.3",
 # dict(B=16, T=1024, H=32), machine)` -- and predict before you look.

@@ -39,7 +39,7 @@ def predict_c(B, T, H, machine):
 
 
 SOLUTIONS = {"12.1": predict_a, "12.2": predict_b, "12.3": predict_c}
-CHECKS = {"12.1": which.exercise_1, "12.2": which.exercise_2, "12.3": which.exercise_3}
+CHECKS = {"12.1": which.check_predict_a, "12.2": which.check_predict_b, "12.3": which.check_predict_c}
 
 
 def _returning(value):
@@ -60,7 +60,7 @@ def test_pass_measures_and_reports(machine, capsys):
     which._REPORTS.pop("12.2", None)
     which.report("12.2")
     assert "no measurement yet" in capsys.readouterr().out
-    which.exercise_2(predict_b, machine)
+    which.check_predict_b(predict_b, machine)
     which.report("12.2")
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "Exercise 12.2 passed: 4/4 cases"  # the stable line carries no measured number
@@ -125,12 +125,12 @@ def test_advice_object_and_raising_function(machine):
         return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, layers=layers, ny=H), machine,
                          methods=CANDIDATES["12.1"])[0]
     with pytest.raises(ExerciseFailed, match=r"12.1 failed(.|\n)*returned an Advice object(.|\n)*\.method"):
-        which.exercise_1(advice, machine, measure=False)
+        which.check_predict_a(advice, machine, measure=False)
 
     def forgot_layers(B, T, H, layers, machine):  # wavefront needs >= 2 layers: the model refuses
         return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, ny=H), machine, methods=CANDIDATES["12.1"])[0].method
     with pytest.raises(ExerciseFailed, match=r"12.1 failed on problem \(a\)(.|\n)*raised ValueError: layers"):
-        which.exercise_1(forgot_layers, machine, measure=False)
+        which.check_predict_a(forgot_layers, machine, measure=False)
 
 
 @pytest.mark.parametrize("ex", sorted(SOLUTIONS))
@@ -152,9 +152,9 @@ def test_unsolved_exercise_lets_not_implemented_through(machine):
     def todo(**kwargs):
         raise NotImplementedError("Exercise 12.1: replace this line with your code")
     with pytest.raises(NotImplementedError):
-        which.exercise_1(todo, machine)
+        which.check_predict_a(todo, machine)
     with pytest.raises(ExerciseFailed, match="expected a function"):
-        which.exercise_1("threads", machine)
+        which.check_predict_a("threads", machine)
 
 
 # --------------------------------------------------------------------------- the computed explanation

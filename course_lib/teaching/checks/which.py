@@ -31,7 +31,7 @@ from ...core import backend, timing
 from ...experiments import cost_model as cm
 from .core import ExerciseFailed, passed
 
-__all__ = ["PROBLEMS", "Spec", "Measurement", "exercise_1", "exercise_2", "exercise_3", "model_choice",
+__all__ = ["PROBLEMS", "Spec", "Measurement", "check_predict_a", "check_predict_b", "check_predict_c", "model_choice",
            "measure_candidates", "explain", "report"]
 
 THIS = "this machine"
@@ -375,18 +375,18 @@ def _exercise(exercise: str, fn, machine, measure: bool) -> str:
     return passed(exercise, n, n)
 
 
-def exercise_1(predict_a, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+def check_predict_a(predict_a, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
     """Exercise 12.1: ``predict_a(B, T, H, layers, machine) -> method name``: the model's fastest of
     batched / threads / wavefront for softmax-RNN inference. Then measures them (see :func:`report`)."""
     return _exercise("12.1", predict_a, machine, measure)
 
 
-def exercise_2(predict_b, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+def check_predict_b(predict_b, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
     """Exercise 12.2: ``predict_b(T, H, machine)``: serial / channels / scan for a linear recurrence."""
     return _exercise("12.2", predict_b, machine, measure)
 
 
-def exercise_3(predict_c, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+def check_predict_c(predict_c, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
     """Exercise 12.3: ``predict_c(B, T, H, machine)``: batched / mgrit / newton / quasi for GRU training."""
     return _exercise("12.3", predict_c, machine, measure)
 
