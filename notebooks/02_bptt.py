@@ -154,7 +154,7 @@ print(show("000.bptt.quadratic"))
 Ts = timing.scaled([8, 16, 32, 64, 128, 256], [8, 16, 32, 64, 128])
 n, B = 32, 8
 with backend.blas_threads(1):
-    rows = bptt_exp.scaling(Ts, n, B=B, repeat=5)
+    rows = bptt_exp.scaling(Ts, n, batch=B, repeat=5)
 for r in rows:
     print(f"T={r['T']:4d}: linear {r['linear_s'] * 1e3:8.2f} ms  quadratic {r['quadratic_s'] * 1e3:9.2f} ms  "
           f"ratio {r['ratio']:6.1f}x  (GEMM-FLOP ratio {r['flop_ratio']:.1f})")
@@ -205,7 +205,7 @@ print(f"sweep: slope {upper['linear']:.2f} over T >= {T_FIT} (the algorithm's is
 # %% tags=["nbval-ignore-output"]
 n_seed = timing.scaled(128, 64)
 for T in (10, 25):
-    d = bptt_exp.bptt_times(T, n_seed, B=n_seed, repeat=2)
+    d = bptt_exp.bptt_times(T, n_seed, batch=n_seed, repeat=2)
     print(f"T={T:3d}, n=B={n_seed}: sweep {d['linear_s'] * 1e3:7.1f} ms, double loop {d['quadratic_s'] * 1e3:8.1f} ms, "
           f"ratio {d['ratio']:5.1f}x  (GEMM-FLOP ratio {d['flop_ratio']:.1f}; measured/FLOP {d['ratio'] / d['flop_ratio']:.2f})"
           + ("" if d["noise"].ok else "\n  " + d["noise"].warning()))
@@ -230,7 +230,7 @@ def show_times(d, ax):
 
 def times_one_thread(T, nh):
     with backend.blas_threads(1):
-        return bptt_exp.bptt_times(T, nh, B=8, repeat=2)
+        return bptt_exp.bptt_times(T, nh, batch=8, repeat=2)
 
 panel = widgets.sweep_panel(
     times_one_thread,

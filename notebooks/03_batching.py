@@ -87,7 +87,7 @@ for B in (1, 10, 100, 1000):
 # %% tags=["nbval-ignore-output"]
 bw = timing.copy_bandwidth()
 caches = batching_exp.cache_sizes()
-g = batching_exp.gemv_vs_gemm(n=timing.scaled(1000, 512), B=timing.scaled(256, 128), repeat=5)
+g = batching_exp.gemv_vs_gemm(n=timing.scaled(1000, 512), batch=timing.scaled(256, 128), repeat=5)
 peak = max(timing.peak_gflops(), g["gemm_gflops"])  # a busy moment can only make a measured peak too low
 if peak > timing.peak_gflops():
     print("(the GEMM below beat the peak measured earlier: the machine's load changed; the higher rate is the peak)")

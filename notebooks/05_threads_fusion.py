@@ -153,7 +153,7 @@ print(claims.show("000.halide.s49.loop_fusion"))
 
 # %% tags=["nbval-ignore-output"]
 fB, fn_ = timing.scaled(256, 128), timing.scaled(512, 256)
-fus = profile_exp.fusion_comparison(B=fB, n=fn_, T=10, repeat=7)
+fus = profile_exp.fusion_comparison(batch=fB, n=fn_, T=10, repeat=7)
 arrays = 10 * fB * fn_ * 4
 print(f"separate numpy passes (1 thread): {fus['separate_s'] * 1e3:7.2f} ms")
 print(f"fused numba kernels   (1 thread): {fus['fused_1thread_s'] * 1e3:7.2f} ms  -> fusion alone {fus['fusion_speedup']:.2f}x")
@@ -204,7 +204,7 @@ print("same values either way:", em["same_result"])
 
 # %% tags=["nbval-ignore-output"]
 size = timing.scaled(384, 128)
-prof = {m: profile_exp.profile_step(m, T=10, B=size, n=size, repeat=3) for m in ("reference", "fast")}
+prof = {m: profile_exp.profile_step(m, T=10, batch=size, n=size, repeat=3) for m in ("reference", "fast")}
 seed_pct = {ph: claims.CLAIMS[S410_PHASES[ph]].value for ph in profile_exp.PHASES}
 print(f"{'phase (seed row)':<26} {'seed %':>7} {'reference %':>12} {'fast %':>8}")
 for i, ph in enumerate(profile_exp.PHASES, 1):

@@ -295,7 +295,7 @@ def _render(d, ax):
 if HALIDE:
     panel = widgets.sweep_panel(
         lambda tile_rows, tile_cols, vector, parallel: halide_exp.schedule_time(tile_rows, tile_cols, vector, parallel,
-                                                                       B=timing.scaled(16, 4), repeat=2),
+                                                                       batch=timing.scaled(16, 4), repeat=2),
         controls={"tile_rows": (0, 256, 8, 64), "tile_cols": (8, 256, 8, 16),
                   "vector": {"1 (scalar)": 1, "4": 4, "8": 8, "16": 16, "32": 32}, "parallel": True},
         render=_render, title="one training step, n = 1000, T = 10")

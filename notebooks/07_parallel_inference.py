@@ -199,7 +199,7 @@ print("one-hot inputs:", softmax_rnn.encode(val_ids[:8], vocab_chars.size).shape
 # %% tags=["nbval-ignore-output"]
 H_LM = 96
 lm0 = softmax_rnn.init_params(vocab_chars.size, H_LM, vocab_chars.size, layers=1, seed=0, dtype=np.float64)
-run = charlm.train(lm0, train_ids, steps=400, T=32, B=32, lr=5e-3, seed=0)
+run = charlm.train(lm0, train_ids, steps=400, T=32, batch=32, lr=5e-3, seed=0)
 print(f"trained in {run.seconds:.1f} s")
 
 # %%
@@ -298,8 +298,8 @@ print(v_openmp)
 # %% tags=["nbval-ignore-output"]
 P_here = min(4, max(2, cores))
 sweep_L = timing.scaled([1, 2, 4, 8], [1, 2, 4])
-by_L = inference_exp.layer_sweep(sweep_L, B=64, T=32, nh=128, threads=P_here, repeat=3)
-costs = inference_exp.wavefront_costs(B=64, nh=128, threads=P_here)
+by_L = inference_exp.layer_sweep(sweep_L, batch=64, T=32, nh=128, threads=P_here, repeat=3)
+costs = inference_exp.wavefront_costs(batch=64, nh=128, threads=P_here)
 for l, meas, mod in zip(by_L["layers"], by_L["measured"], by_L["model"]):
     print(f"L={l}: wavefront / batched {meas:.2f}x (work/span model: {mod:.2f}x)")
 print(f"one cell (64x128 @ 128x128, twice, + tanh): {costs['cell'] * 1e6:.0f} us; handing {P_here} tasks "
@@ -355,7 +355,7 @@ if noise_L.ok:
 # %% tags=["nbval-ignore-output"]
 Bp, Lp = 256, 2
 Ps = list(range(1, min(4, cores) + 1))
-by_P = inference_exp.worker_sweep(Ps, B=Bp, layers=Lp, T=32, nh=128, repeat=3, mpi=mpi_ok)
+by_P = inference_exp.worker_sweep(Ps, batch=Bp, layers=Lp, T=32, nh=128, repeat=3, mpi=mpi_ok)
 print(f"one worker, batched, 1 BLAS thread: {by_P['t_batched'] * 1e3:.1f} ms for B={Bp}")
 for i, p in enumerate(Ps):
     print(f"P={p}: threads {by_P['threads'][i]:.2f}x" + (f", MPI (in-job) {by_P['mpi'][i]:.2f}x" if mpi_ok else ""))
@@ -482,7 +482,7 @@ else:
 # ships no recorded GPU run to show in its place.
 
 # %% tags=["nbval-ignore-output"]
-cuda_result = inference_exp.cuda_run(B=1024, layers=2, T=32, nh=256)
+cuda_result = inference_exp.cuda_run(batch=1024, layers=2, T=32, nh=256)
 if cuda_result["measured"]:
     cmp = cuda_result["comparison"]
     print(cmp.table())
@@ -515,7 +515,7 @@ choices = [m for m in inference.METHODS if m != "sequential"
 
 
 def compare_to_serial(batch, layers, method):
-    return inference_exp.measure_methods(B=batch, layers=layers, methods=("sequential", method),
+    return inference_exp.measure_methods(batch=batch, layers=layers, methods=("sequential", method),
                                        T=32, nh=64, repeat=2, threads=P_here, ranks=min(2, batch))
 
 

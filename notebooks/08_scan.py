@@ -119,7 +119,7 @@ for T in (8, 1024, 2 ** 20):
 # serial loop on groups of channels in parallel; `"chunked"` is parallel over time, next section):
 
 # %%
-a, x, h0 = scan.random_problem(1000, 16, B=2, seed=3)
+a, x, h0 = scan.random_problem(1000, 16, batch=2, seed=3)
 ref = scan.recurrence_float64(a, x, h0)
 for m in ("sequential", "channels", "hillis_steele", "blelloch", "chunked"):
     h = scan.linear_recurrence(a, x, h0, method=m)
@@ -473,7 +473,7 @@ for layer in linear_rnn.LAYERS:
 
 # %% tags=["nbval-ignore-output"]
 LT = timing.scaled(2 ** 16, 2 ** 13)
-layer_runs = {ly: scan_exp.layer_speedup(ly, LT, B=1, nx=4, H=4, repeat=3) for ly in ("gilr_lstm", "sru", "qrnn")}
+layer_runs = {ly: scan_exp.layer_speedup(ly, LT, batch=1, nx=4, nh=4, repeat=3) for ly in ("gilr_lstm", "sru", "qrnn")}
 print(f"T = {LT}, B = 1, nx = H = 4, float32, forward + backward; speed-ups over the serial scan")
 print(f"{'layer':>10} {'channels':>9} {'chunked':>8} {'scan share':>11} {'scan alone':>11} {'Amdahl':>7} {'cap':>6}")
 for ly, r in layer_runs.items():
@@ -511,7 +511,7 @@ print(show("001.remember.lstm_seconds", "001.remember.scan_seconds"))
 
 # %% tags=["nbval-ignore-output"]
 T_rem = 16
-table = scan_exp.remember_first(T_rem, layers=("lstm", "gilr_lstm"), method="chunked", H=8, max_epochs=40)
+table = scan_exp.remember_first(T_rem, layers=("lstm", "gilr_lstm"), method="chunked", nh=8, max_epochs=40)
 seed_row = {"lstm": (claim("001.remember.lstm_seconds").value, claim("001.remember.lstm_epochs").value),
             "gilr_lstm": (claim("001.remember.scan_seconds").value, claim("001.remember.scan_epochs").value)}
 print(f"{'':<30}{'Traditional LSTM':>26}{'LSTM using the scan':>30}")
@@ -551,11 +551,11 @@ else:
 # %% tags=["nbval-ignore-output"]
 panel = widgets.sweep_panel(
     scan_exp.scan_sweep,
-    controls={"T": (1024, 1 << 20, 1024, 1 << 16), "H": (1, 1024, 1, 128),
+    controls={"T": (1024, 1 << 20, 1024, 1 << 16), "nh": (1, 1024, 1, 128),
               "method": list(scan_exp.SWEEP_METHODS),
               "chunks": (0, 64, 1, 0)},
     render=scan_plots.render_sweep,
-    cost=lambda T, H, method, chunks: T * H * (20 if method in ("blelloch", "hillis_steele") else 1),
+    cost=lambda T, nh, method, chunks: T * nh * (20 if method in ("blelloch", "hillis_steele") else 1),
     max_cost=2 ** 27,
     title="linear recurrence: method vs the serial loop",
 )

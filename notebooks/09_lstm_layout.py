@@ -351,7 +351,7 @@ print(noise4.warning() or f"transposed layout faster (by > 5%) in {int((ratios >
 # **Predict:** will the ratio at B = 1 be nearer the call-count ratio, or the seed's overhead ratio?
 
 # %% tags=["nbval-ignore-output"]
-ov = lstm_exp.overhead_vs_batch(timing.scaled([1, 4, 16, 64, 256], [1, 16, 256]), H=128,
+ov = lstm_exp.overhead_vs_batch(timing.scaled([1, 4, 16, 64, 256], [1, 16, 256]), nh=128,
                          methods=("naive", "fused_pre", "transposed"), T=timing.scaled(20, 10))
 lstm_plots.overhead_plot(ov)
 plt.show()
@@ -450,7 +450,7 @@ else:
 # with one GEMM per step? With `gemv`? Up to which B will `gemv` stay ahead?
 
 # %% tags=["nbval-ignore-output"]
-lat = lstm_exp.latency_vs_batch(timing.scaled([1, 2, 4, 8, 16, 64], [1, 2, 8]), H=timing.scaled(512, 256),
+lat = lstm_exp.latency_vs_batch(timing.scaled([1, 2, 4, 8, 16, 64], [1, 2, 8]), nh=timing.scaled(512, 256),
                          methods=("fused_pre", "transposed", "gemv"), T=timing.scaled(20, 8))
 lstm_plots.latency_plot(lat)
 plt.show()
@@ -541,8 +541,8 @@ else:
 text = corpus.load_text(200_000)
 vocab = corpus.Vocab.from_text(text)
 ids = vocab.encode(text)
-LM = dict(H=128, T=32, B=32, steps=20, seed=0)
-print(f"{len(text)} characters, vocabulary {vocab.size}; {LM['steps']} steps of {LM['T']} x {LM['B']} characters")
+LM = dict(nh=128, T=32, batch=32, steps=20, seed=0)
+print(f"{len(text)} characters, vocabulary {vocab.size}; {LM['steps']} steps of {LM['T']} x {LM['batch']} characters")
 
 # %% tags=["nbval-ignore-output"]
 lm = lstm_exp.lm_throughput(ids, vocab.size, repeat=timing.scaled(3, 1), **LM)
@@ -552,9 +552,9 @@ for m, v in tps.items():
 lstm_plots.method_bars(tps, ylabel="tokens / s (higher is better)", higher_is_better=True,
                    title="char-LM training throughput" + flag(lm["comparison"].noise))
 plt.show()
-lm_prof = lstm_exp.profile_step(LM["B"], LM["H"], vocab.size, method="naive", repeat=3)
+lm_prof = lstm_exp.profile_step(LM["batch"], LM["nh"], vocab.size, method="naive", repeat=3)
 gain = tps[lm["best"]] / tps["naive"]
-print(verdict("003.summary.vs_default", gain, here=f"char LM, H = {LM['H']}, T = B = {LM['T']}, "
+print(verdict("003.summary.vs_default", gain, here=f"char LM, H = {LM['nh']}, T = B = {LM['T']}, "
               f"{lm['best']} vs naive, 1 thread", noise=lm["comparison"].noise,
               reasons=[(lm_prof["gemm_share"] > 0.7,
                         f"naive already spends {lm_prof['gemm_share']:.0%} of a step in GEMMs here, which fusion "
@@ -582,8 +582,8 @@ def _render(data, ax):
 
 
 widgets.sweep_panel(lstm_exp.widget_compute,
-                    {"B": (1, 256, 1, 64), "H": (32, 1024, 32, 256), "method": list(lstm.METHODS[1:])},
-                    render=_render, cost=lambda B, H, method: B * H * H, max_cost=256 * 1024 * 1024)
+                    {"batch": (1, 256, 1, 64), "nh": (32, 1024, 32, 256), "method": list(lstm.METHODS[1:])},
+                    render=_render, cost=lambda batch, nh, method: batch * nh * nh, max_cost=256 * 1024 * 1024)
 
 # %% [markdown]
 # ## What we learned

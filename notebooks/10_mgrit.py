@@ -66,7 +66,7 @@ print(show("002.speedup.max", "002.hmdb51.frames", "002.approach.steps_per_proce
 
 # %% tags=["nbval-ignore-output"]
 TA_Ts = timing.scaled([128, 256, 512, 1024, 2048], [128, 256, 512])
-ta = mgrit_exp.time_axis(TA_Ts, B=32, P=4)
+ta = mgrit_exp.time_axis(TA_Ts, batch=32, P=4)
 mgrit_plots.plot_time_axis(ta["Ts"], {f"whole batch B = {ta['B']} (1 worker)": ta["full"],
                                  f"B / P = {ta['B'] // ta['P']} (one of P = {ta['P']} data-parallel workers)": ta["share"]})
 plt.tight_layout()

@@ -154,9 +154,9 @@ for cid, (ours, what, noise) in measured.items():
 # mispredicts here. Impossible problems are refused with the argument named:
 
 # %%
-for bad in (dict(kind="rnn", B=8, T=10, H=8, layers=1, methods=["wavefront"]),
-            dict(kind="linear", B=1, T=100, H=4, layers=1, methods=["mgrit"]),
-            dict(kind="rnn", B=-3, T=10, H=8, layers=1, methods=None)):
+for bad in (dict(kind="rnn", batch=8, T=10, nh=8, layers=1, methods=["wavefront"]),
+            dict(kind="linear", batch=1, T=100, nh=4, layers=1, methods=["mgrit"]),
+            dict(kind="rnn", batch=-3, T=10, nh=8, layers=1, methods=None)):
     methods = bad.pop("methods")
     try:
         cost_model_exp.advise(cost_model_exp.Problem(**bad), machine, methods=methods)
@@ -164,7 +164,7 @@ for bad in (dict(kind="rnn", B=8, T=10, H=8, layers=1, methods=["wavefront"]),
         print("ValueError:", exc)
 
 # %% tags=["nbval-ignore-output"]
-problem = cost_model_exp.Problem("gru", "training", B=16, T=1024, H=32)
+problem = cost_model_exp.Problem("gru", "training", batch=16, T=1024, nh=32)
 for a in cost_model_exp.advise(problem, machine, calibration=errors):
     print(f"{a.method:<12} {a.seconds * 1e3:9.3f} ms  {'' if a.trusted else '(not advised) '}{a.reason}")
 
@@ -173,8 +173,8 @@ for a in cost_model_exp.advise(problem, machine, calibration=errors):
 # (cores are virtual beyond this machine's; the GPU switch adds an *assumed* GPU).
 
 # %% tags=["nbval-ignore-output"]
-def panel_data(B=32, T=256, H=64, layers=2, cores=2, gpu=False):
-    return cost_model_exp.ranking_and_maps(B, T, H, layers, cores, gpu, machine=machine, calibration=errors, n=5)
+def panel_data(batch=32, T=256, nh=64, layers=2, cores=2, gpu=False):
+    return cost_model_exp.ranking_and_maps(batch, T, nh, layers, cores, gpu, machine=machine, calibration=errors, n=5)
 
 
 def render(d, ax):
@@ -188,7 +188,7 @@ def render(d, ax):
     return f"{d['problem'].describe()}: advise {best.method} ({best.reason})"
 
 
-widgets.sweep_panel(panel_data, controls={"B": (1, 1024, 1, 32), "T": (8, 8192, 8, 256), "H": (4, 1024, 4, 64),
+widgets.sweep_panel(panel_data, controls={"batch": (1, 1024, 1, 32), "T": (8, 8192, 8, 256), "nh": (4, 1024, 4, 64),
                                           "layers": (1, 8, 1, 2), "cores": (1, 256, 1, 2), "gpu": False},
                     render=render, figsize=(13, 3.6))
 

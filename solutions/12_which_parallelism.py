@@ -37,16 +37,16 @@ machine = cost_model_exp.Machine.measure(quick=timing.budget() == "small")
 # %% [markdown]
 # ## Exercise 12.1 · Problem (a): inference over a large batch
 #
-# A trained softmax RNN of chapter 07 -- `layers` layers of `H` units, `H` inputs and `H` outputs per
-# step (`ny=H`) -- is run for *inference* on `B` sequences of `T` steps (stated: `B=256, T=32, H=64,
+# A trained softmax RNN of chapter 07 -- `layers` layers of `nh` units, `nh` inputs and `nh` outputs per
+# step (`ny=nh`) -- is run for *inference* on `batch` sequences of `T` steps (stated: `batch=256, T=32, nh=64,
 # layers=2`). Candidates: `"batched"` (one GEMM per step and layer), `"threads"` (the batch split over
 # the cores), `"wavefront"` (layers × time diagonals on the cores). *Predict first*, without the model:
 # with 256 sequences and 64 units, is the batch or the layer axis worth the threads?
 
 # %%
-def predict_a(B, T, H, layers, machine):
+def predict_a(batch, T, nh, layers, machine):
     ### BEGIN SOLUTION
-    problem = cost_model_exp.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
+    problem = cost_model_exp.Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers, ny=nh)
     return cost_model_exp.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
     ### END SOLUTION
 
@@ -60,7 +60,7 @@ which_checks.report("12.1")
 # %% [markdown]
 # ## Exercise 12.2 · Problem (b): one long linear recurrence
 #
-# `h_t = a_t h_{t-1} + x_t` (chapter 08) with `H` channels and `T` steps, one sequence (stated: `H=1`,
+# `h_t = a_t h_{t-1} + x_t` (chapter 08) with `nh` channels and `T` steps, one sequence (stated: `nh=1`,
 # `T=2**20`). Candidates: `"sequential"` (the compiled loop over time), `"channels"` (channels split over
 # the cores), `"chunked"` (chapter 08's chunked scan, parallel over time). This time compare the
 # per-method costs yourself: `cost_model_exp.predict(method, problem, machine)` returns a `Cost` whose `.seconds`
@@ -68,9 +68,9 @@ which_checks.report("12.1")
 # what can the `"channels"` method split?
 
 # %%
-def predict_b(T, H, machine):
+def predict_b(T, nh, machine):
     ### BEGIN SOLUTION
-    problem = cost_model_exp.Problem("linear", "inference", B=1, T=T, H=H)
+    problem = cost_model_exp.Problem("linear", "inference", batch=1, T=T, nh=nh)
     seconds = {m: cost_model_exp.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
     return min(seconds, key=seconds.get)
     ### END SOLUTION
@@ -85,16 +85,16 @@ which_checks.report("12.2")
 # %% [markdown]
 # ## Exercise 12.3 · Problem (c): training a GRU on long sequences
 #
-# *Training* (forward and gradient) of a GRU (chapters 10-11) with `H` units on `B` sequences of `T`
-# steps (stated: `B=1, T=1024, H=32`). Candidates: `"batched"` (step by step in time, the batch in one
-# product per step -- for `B=1` this is the serial GRU), `"mgrit"` (chapter 10), `"newton"` and
+# *Training* (forward and gradient) of a GRU (chapters 10-11) with `nh` units on `batch` sequences of `T`
+# steps (stated: `batch=1, T=1024, nh=32`). Candidates: `"batched"` (step by step in time, the batch in one
+# product per step -- for `batch=1` this is the serial GRU), `"mgrit"` (chapter 10), `"newton"` and
 # `"quasi"` (chapter 11). *Predict first*: one sequence leaves no batch to split -- which of the
 # time-parallel methods pays for its extra work on this machine, and which part of its cost decides?
 
 # %%
-def predict_c(B, T, H, machine):
+def predict_c(batch, T, nh, machine):
     ### BEGIN SOLUTION
-    problem = cost_model_exp.Problem("gru", "training", B=B, T=T, H=H)
+    problem = cost_model_exp.Problem("gru", "training", batch=batch, T=T, nh=nh)
     return cost_model_exp.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
     ### END SOLUTION
 
@@ -111,4 +111,4 @@ which_checks.report("12.3")
 # In the reports above: where the measured fastest was not the model's choice, was it the run's noise,
 # a near tie, an assumption the run did not meet (iterations, cores), or a part of the cost the model
 # gets wrong on this machine? Change the stated sizes in a copy of a cell -- `which_checks.model_choice("12.3",
-# dict(B=16, T=1024, H=32), machine)` -- and predict before you look.
+# dict(batch=16, T=1024, nh=32), machine)` -- and predict before you look.

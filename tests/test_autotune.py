@@ -130,7 +130,7 @@ def test_clear_cache(cache):
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
+    with pytest.raises(ValueError, match="batch: expected an integer >= 1"):
         autotune.tune(0, 8, 4)
     with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
         autotune.shape_key(2, 8, 4, 5, "int8")

@@ -22,19 +22,19 @@ def machine(request):
     return cm.Machine.preset("k80_host").with_gpu(None)
 
 
-def predict_a(B, T, H, layers, machine):
-    problem = cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
+def predict_a(batch, T, nh, layers, machine):
+    problem = cm.Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers, ny=nh)
     return cm.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
 
 
-def predict_b(T, H, machine):
-    problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
+def predict_b(T, nh, machine):
+    problem = cm.Problem("linear", "inference", batch=1, T=T, nh=nh)
     seconds = {m: cm.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
     return min(seconds, key=seconds.get)
 
 
-def predict_c(B, T, H, machine):
-    problem = cm.Problem("gru", "training", B=B, T=T, H=H)
+def predict_c(batch, T, nh, machine):
+    problem = cm.Problem("gru", "training", batch=batch, T=T, nh=nh)
     return cm.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
 
 
@@ -110,7 +110,7 @@ def test_non_strings_and_unknown_names(machine, ex, value, msg):
     ("12.1", "mgrit", r"'mgrit' applies, but it is not one of this problem's candidates"),
     ("12.2", "mgrit", r"'mgrit' cannot apply to this problem \(linear inference.*\): kind: mgrit solves nonlinear"),
     ("12.2", "wavefront", r"'wavefront' cannot apply(.|\n)*layers"),
-    ("12.2", "threads", r"'threads' cannot apply(.|\n)*B: splitting the batch"),
+    ("12.2", "threads", r"'threads' cannot apply(.|\n)*batch: splitting the batch"),
     ("12.3", "chunked", r"'chunked' cannot apply to this problem \(gru training.*\): kind"),
     ("12.3", "sequential", r"'sequential' applies, but it is not one of this problem's candidates"),
     ("12.3", "cuda_batched", r"'cuda_batched' cannot apply(.|\n)*machine: cuda_batched needs a machine with a GPU"),
@@ -121,14 +121,15 @@ def test_methods_that_cannot_apply_or_are_not_candidates(machine, ex, method, re
 
 
 def test_advice_object_and_raising_function(machine):
-    def advice(B, T, H, layers, machine):
-        return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, layers=layers, ny=H), machine,
+    def advice(batch, T, nh, layers, machine):
+        return cm.advise(cm.Problem("rnn", batch=batch, T=T, nh=nh, layers=layers, ny=nh), machine,
                          methods=CANDIDATES["12.1"])[0]
     with pytest.raises(ExerciseFailed, match=r"12.1 failed(.|\n)*returned an Advice object(.|\n)*\.method"):
         which.check_predict_a(advice, machine, measure=False)
 
-    def forgot_layers(B, T, H, layers, machine):  # wavefront needs >= 2 layers: the model refuses
-        return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, ny=H), machine, methods=CANDIDATES["12.1"])[0].method
+    def forgot_layers(batch, T, nh, layers, machine):  # wavefront needs >= 2 layers: the model refuses
+        return cm.advise(cm.Problem("rnn", batch=batch, T=T, nh=nh, ny=nh), machine,
+                         methods=CANDIDATES["12.1"])[0].method
     with pytest.raises(ExerciseFailed, match=r"12.1 failed on problem \(a\)(.|\n)*raised ValueError: layers"):
         which.check_predict_a(forgot_layers, machine, measure=False)
 

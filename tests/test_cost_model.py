@@ -38,7 +38,7 @@ def test_wavefront_counts_equal_the_course(T, L, P):
 
 
 def test_wavefront_cost_uses_the_counts(machine):
-    p = cm.Problem("rnn", B=8, T=20, H=16, layers=3)
+    p = cm.Problem("rnn", batch=8, T=20, nh=16, layers=3)
     c = cm.predict("wavefront", p, machine, P=2)
     assert c.counts == cm.wavefront_counts(20, 3, 2)
     assert c.regions == 20 + 3 - 1
@@ -58,7 +58,7 @@ def test_deer_span_equals_newton_span_model(T, H, P, method):
 
 
 def test_cost_work_and_span(machine):
-    p = cm.Problem("gru", B=4, T=512, H=8)
+    p = cm.Problem("gru", batch=4, T=512, nh=8)
     c = cm.predict("newton", p, machine, P=2, iters=3)
     assert c.span == pytest.approx(4 * newton.span_model(512, 8, iters=3, P=2)["span"])
     s = cm.predict("sequential", p, machine)
@@ -75,15 +75,15 @@ def test_problem_rejects_impossible_sizes(kwargs, arg):
 
 def test_advise_rejects_methods_that_cannot_apply(machine):
     with pytest.raises(ValueError, match="layers"):
-        cm.advise(cm.Problem("rnn", B=8, T=10, H=8, layers=1), machine, methods=["wavefront"])
+        cm.advise(cm.Problem("rnn", batch=8, T=10, nh=8, layers=1), machine, methods=["wavefront"])
     with pytest.raises(ValueError, match="kind"):
-        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine, methods=["mgrit"])
+        cm.advise(cm.Problem("linear", batch=1, T=100, nh=4), machine, methods=["mgrit"])
     with pytest.raises(ValueError, match="kind"):
-        cm.advise(cm.Problem("gru", B=1, T=100, H=4), machine, methods=["chunked"])
+        cm.advise(cm.Problem("gru", batch=1, T=100, nh=4), machine, methods=["chunked"])
     with pytest.raises(ValueError, match="machine"):
-        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine.with_gpu(None), methods=["cuda_chunked"])
-    with pytest.raises(ValueError, match="B"):
-        cm.advise(cm.Problem("rnn", B=1, T=10, H=8), machine, methods=["threads"])
+        cm.advise(cm.Problem("linear", batch=1, T=100, nh=4), machine.with_gpu(None), methods=["cuda_chunked"])
+    with pytest.raises(ValueError, match="batch"):
+        cm.advise(cm.Problem("rnn", batch=1, T=10, nh=8), machine, methods=["threads"])
     with pytest.raises(ValueError, match="methods"):
         cm.advise(cm.Problem("rnn"), machine, methods=["magic"])
     with pytest.raises(TypeError, match="problem"):
@@ -91,7 +91,7 @@ def test_advise_rejects_methods_that_cannot_apply(machine):
 
 
 def test_advise_ranks_and_respects_calibration(machine):
-    p = cm.Problem("rnn", B=64, T=32, H=64, layers=2)
+    p = cm.Problem("rnn", batch=64, T=32, nh=64, layers=2)
     adv = cm.advise(p, machine)
     secs = [a.seconds for a in adv]
     assert secs == sorted(secs) and all(a.trusted for a in adv)
@@ -103,7 +103,7 @@ def test_advise_ranks_and_respects_calibration(machine):
 
 
 def test_gpu_methods_appear_only_with_a_gpu(machine):
-    p = cm.Problem("linear", B=1, T=1 << 20, H=128)
+    p = cm.Problem("linear", batch=1, T=1 << 20, nh=128)
     assert "cuda_chunked" not in [a.method for a in cm.advise(p, machine.with_gpu(None))]
     assert "cuda_chunked" in [a.method for a in cm.advise(p, machine.with_gpu(cm.GPU.k80()))]
 
@@ -113,13 +113,13 @@ def test_seed_schedules_and_widget_data(machine):
     assert set(s) == set(cm.SEED_SCHEDULES)
     for v in s.values():
         assert v["simulated"] > 1 and v["graph"].critical_path()[0] > 0
-    d = cm.ranking_and_maps(B=16, T=64, H=32, layers=2, cores=4, gpu=True, machine=machine, n=3)
+    d = cm.ranking_and_maps(batch=16, T=64, nh=32, layers=2, cores=4, gpu=True, machine=machine, n=3)
     assert len(d["TH"]["winner"]) == len(d["TH"]["y"]) and d["advice"][0].method in cm.METHODS
 
 
 def test_advise_does_not_advise_a_method_the_calibration_never_checked():
     m = cm.Machine.preset("xeon_phi")
-    prob = cm.Problem("rnn", "inference", B=64, T=16, H=32, layers=2)
+    prob = cm.Problem("rnn", "inference", batch=64, T=16, nh=32, layers=2)
     ranked = cm.advise(prob, m, calibration={"batched": 1.2})
     by = {a.method: a for a in ranked}
     assert by["batched"].trusted

@@ -32,12 +32,12 @@ def test_preprocessing_model_and_the_cost_it_needs():
 
 
 def test_time_axis_returns_times_and_slopes():
-    d = XM.time_axis([32, 64], B=8, P=4, H=8, repeat=2)
+    d = XM.time_axis([32, 64], batch=8, P=4, nh=8, repeat=2)
     assert d["Ts"] == [32, 64] and len(d["full"]) == len(d["share"]) == 2
     assert all(t > 0 for t in d["full"] + d["share"]) and isinstance(d["noise"], timing.Noise)
     assert math.isfinite(d["slope_full"]) and math.isfinite(d["slope_share"])
-    with pytest.raises(ValueError, match="B: expected an integer >= 4"):
-        XM.time_axis([32], B=2, P=4)
+    with pytest.raises(ValueError, match="batch: expected an integer >= 4"):
+        XM.time_axis([32], batch=2, P=4)
 
 
 def test_forward_speed_compares_three_ways():
@@ -50,7 +50,7 @@ def test_forward_speed_compares_three_ways():
 
 
 def test_speedup_vs_length_small():
-    d = XM.speedup_vs_length([64], ranks=2, B=2, H=4, nx=2, m=4, levels=2, iters=1, repeat=2, timeout=60)
+    d = XM.speedup_vs_length([64], ranks=2, batch=2, nh=4, nx=2, m=4, levels=2, iters=1, repeat=2, timeout=60)
     assert d["method"] == ("mpi" if backend.mpi_available()[0] else "threads")
     assert len(d["speedup"]) == 1 and d["speedup"][0] == pytest.approx(d["sequential"][0] / d["parallel"][0])
     assert d["model"][0] == pytest.approx(mgrit.span_model(64, m=4, levels=2, iters=1, P=2)["speedup"])

@@ -146,7 +146,7 @@ def test_workspace_size_and_bad_dtype():
     assert ws.nbytes == 4 * (30 + 36 + 30 + 15 + 20 + 25 + 30)
     with pytest.raises(TypeError, match="dtype"):
         fast_rnn.make_workspace(2, 3, 4, 5, 6, np.int32)
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         fast_rnn.make_workspace(2, 0, 4, 5, 6)
     with pytest.raises(ValueError, match="method"):
         fast_rnn.make_workspace(2, 3, 4, 5, 6, method="threads")

@@ -153,7 +153,7 @@ def test_data_parallel_model():
     m = inf.data_parallel_model(8, 4, t_seq=1.0)
     assert m["time"] == 2.0 and m["speedup"] == 4.0
     assert inf.data_parallel_model(8, 4, t_seq=1.0, t_comm=0.5)["speedup"] < 4.0
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         inf.data_parallel_model(0, 1, 1.0)
     with pytest.raises(ValueError, match="t_seq"):
         inf.data_parallel_model(4, 1, 0.0)

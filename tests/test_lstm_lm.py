@@ -13,7 +13,7 @@ def _ids(n=400, V=7):
 
 def test_train_returns_train_result_and_methods_agree():
     ids = _ids()
-    runs = {m: lstm_lm.train_lm(ids, 7, H=8, T=6, B=4, steps=12, method=m, seed=1) for m in lstm.METHODS}
+    runs = {m: lstm_lm.train_lm(ids, 7, nh=8, T=6, batch=4, steps=12, method=m, seed=1) for m in lstm.METHODS}
     for m, r in runs.items():
         assert isinstance(r, TrainResult) and isinstance(r.params, lstm_lm.LMParams)
         assert len(r.history["loss"]) == 12 and r.seconds > 0
@@ -44,7 +44,7 @@ def test_loss_gradient_matches_finite_differences():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="method: expected one of"):
-        lstm_lm.train_lm(_ids(), 7, H=4, T=4, B=2, steps=1, method="auto")
+        lstm_lm.train_lm(_ids(), 7, nh=4, T=4, batch=2, steps=1, method="auto")
     with pytest.raises(ValueError, match="steps: expected an integer >= 1"):
         lstm_lm.train_lm(_ids(), 7, steps=0)
     with pytest.raises(ValueError, match="V: expected an integer >= 1"):

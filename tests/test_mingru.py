@@ -67,7 +67,7 @@ def test_float32_log_scan_drifts_more_than_linear_scan():
 
 
 def test_training_returns_trainresult_and_learns_activity():
-    r = mingru.train_activity("mingru", 64, n_train=256, n_val=128, epochs=6, H=16, method="chunked")
+    r = mingru.train_activity("mingru", 64, n_train=256, n_val=128, epochs=6, nh=16, method="chunked")
     assert set(r.history) >= {"loss", "accuracy", "val_accuracy"} and r.seconds > 0
     assert isinstance(r.params, mingru.MinGRUParams)
     assert r.history["val_accuracy"][-1] > 0.5  # 4 classes: chance is 0.25

@@ -253,7 +253,7 @@ def test_plots_draw_and_reject_bad_input():
     ax = scan_plots.phase_split_bars({"seed": scan_plots.seed_phases()})
     assert ax.get_xlabel() == "fraction of the scan's time"
     assert abs(sum(scan_plots.seed_phases().values()) - 1) < 1e-9
-    d = xscan.scan_sweep(T=1024, H=4, method="chunked", repeat=1)
+    d = xscan.scan_sweep(T=1024, nh=4, method="chunked", repeat=1)
     _, ax2 = plt.subplots()
     assert "speedup" in scan_plots.render_sweep(d, ax2)
     plt.close("all")
@@ -264,7 +264,7 @@ def test_plots_draw_and_reject_bad_input():
 
 
 def test_out_is_written_and_returned():
-    a, x, h0 = scan.random_problem(300, 4, B=2, seed=9)
+    a, x, h0 = scan.random_problem(300, 4, batch=2, seed=9)
     ref = scan.recurrence_float64(a, x, h0)
     for method in ("sequential", "chunked", "channels"):
         out = np.full_like(x, np.nan)

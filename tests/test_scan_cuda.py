@@ -23,7 +23,7 @@ def test_three_kernel_scan_matches_loop(T, N, block, chunk):
 
 
 def test_three_kernel_scan_batched_shape_through_linear_recurrence():
-    a, x, h0 = scan.random_problem(20, 2, B=2, seed=0)
+    a, x, h0 = scan.random_problem(20, 2, batch=2, seed=0)
     h = scan.linear_recurrence(a, x, h0, method="cuda_chunked", block=4, chunk=2)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
 

@@ -36,8 +36,8 @@ def test_tune_rejects_bad_arguments(kw, name, tmp_path):
 
 
 def test_shape_key_and_cache_paths():
-    raises_naming((TypeError, ValueError), "B", autotune.shape_key, -1, 4, 3, 2)
-    raises_naming(TypeError, "H", autotune.shape_key, 1, "4", 3, 2)
+    raises_naming((TypeError, ValueError), "batch", autotune.shape_key, -1, 4, 3, 2)
+    raises_naming(TypeError, "nh", autotune.shape_key, 1, "4", 3, 2)
     assert autotune.shape_key(np.int64(1), 2, 3, 4, threads=np.int64(2)) == "B=1,H=2,nx=3,T=4,float32,threads=2"
     raises_naming(TypeError, "path", autotune.load_cache, 3.0)
     raises_naming(TypeError, "path", autotune.clear_cache, ["x"])

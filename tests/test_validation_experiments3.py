@@ -118,7 +118,7 @@ def test_rates_and_flops(bad):
 
 def test_cost_model_objects():
     m = cm.Machine.preset("k80_host")
-    p = cm.Problem(T=64, H=8)
+    p = cm.Problem(T=64, nh=8)
     raises_naming(TypeError, "quick", cm.Machine.measure, "yes")
     raises_naming(TypeError, "name", cm.GPU.assumed, 3)
     raises_naming(ValueError, "bandwidth_gbs", cm.GPU, "g", -1.0, 1.0, 1e-6, 1e-6)
@@ -136,7 +136,7 @@ def test_cost_model_objects():
     raises_naming(TypeError, "rows", cm.Calibration, m, ["row"], {}, {})
     for bad in (0, -2, 1.5):
         raises_naming((ValueError, TypeError), "P", cm.mgrit_counts, 64, bad)
-        raises_naming((ValueError, TypeError), "H", cm.deer_counts, 64, bad, 1, iters=2)
+        raises_naming((ValueError, TypeError), "nh", cm.deer_counts, 64, bad, 1, iters=2)
     adv = cm.advise(p, m)
     assert cm.first_choice(adv) == adv[0].method
     assert all(v is None or isinstance(v, str) for v in cm.applicable(p, m).values())

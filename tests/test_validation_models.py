@@ -17,14 +17,14 @@ BAD_SIZES = st.one_of(st.integers(max_value=0), st.booleans(), st.floats(), st.t
 # --------------------------------------------------------------------------- rnn counters (issue bullet 3, 5)
 def test_forward_flops_regressions():
     raises_naming(ValueError, "T", rnn.forward_flops, -1, 2, 3, 4, 5)      # used to return -144
-    raises_naming(TypeError, "B", rnn.forward_flops, 1, "3", 3, 4, 5)      # used to return a string
+    raises_naming(TypeError, "batch", rnn.forward_flops, 1, "3", 3, 4, 5)      # used to return a string
     assert rnn.forward_flops(np.int64(2), 3, 4, 5, 6) == 2 * 2 * 3 * (4 * 5 + 25 + 30)
 
 
 @FAST
-@given(BAD_SIZES, st.sampled_from(["T", "B", "nx", "nh", "ny"]))
+@given(BAD_SIZES, st.sampled_from(["T", "batch", "nx", "nh", "ny"]))
 def test_flop_counters_reject_bad_sizes(bad, which):
-    args = dict(T=3, B=2, nx=4, nh=5, ny=6)
+    args = dict(T=3, batch=2, nx=4, nh=5, ny=6)
     args[which] = bad
     raises_naming((TypeError, ValueError), which, rnn.forward_flops, **args)
     raises_naming((TypeError, ValueError), which, rnn.bptt_flops, **args)

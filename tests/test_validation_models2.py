@@ -79,9 +79,9 @@ def test_phase_functions_check_their_arguments():
 
 @FAST
 @given(st.one_of(st.integers(max_value=0), st.floats(), st.text(max_size=2), st.none(), st.booleans()),
-       st.sampled_from(["T", "B", "nx", "nh", "ny"]))
+       st.sampled_from(["T", "batch", "nx", "nh", "ny"]))
 def test_numpy_step_and_workspace_sizes(bad, which):
-    args = dict(T=2, B=2, nx=2, nh=2, ny=2)
+    args = dict(T=2, batch=2, nx=2, nh=2, ny=2)
     args[which] = bad
     raises_naming((TypeError, ValueError), which, fast_rnn.NumpyStep, **args)
     raises_naming((TypeError, ValueError), which, fast_rnn.make_workspace, **args)

@@ -100,7 +100,7 @@ def test_lm_ids_out_of_vocabulary_named(bad):
     raises_naming(ValueError, "Y_ids", lstm_lm.lm_loss_and_grads, params, X, Xb)
     ids = np.arange(40) % 5
     ids[7] = bad
-    raises_naming(ValueError, "ids", lstm_lm.train_lm, ids, 5, H=4, T=3, B=2, steps=1)
+    raises_naming(ValueError, "ids", lstm_lm.train_lm, ids, 5, nh=4, T=3, batch=2, steps=1)
 
 
 def test_lm_params_and_sizes():
@@ -110,9 +110,9 @@ def test_lm_params_and_sizes():
     raises_naming(ValueError, "b_out", lstm_lm.LMParams, params.lstm, params.W_out, params.b_out[:-1])
     raises_naming(TypeError, "params", lstm_lm.lm_loss_and_grads, {"W_out": 1}, np.zeros((2, 1), int), np.zeros((2, 1), int))
     raises_naming(ValueError, "method", lstm_lm.lm_loss_and_grads, params, np.zeros((2, 1), int), np.zeros((2, 1), int), "fast")
-    raises_naming(ValueError, "H", lstm_lm.init_lm, 5, 10**9)
-    raises_naming(ValueError, "B", lstm_lm.train_lm, np.arange(40) % 5, 5, H=4, T=3, B=10**12, steps=1)
-    raises_naming(ValueError, "clip", lstm_lm.train_lm, np.arange(40) % 5, 5, H=4, T=3, B=2, steps=1, clip=-1.0)
+    raises_naming(ValueError, "nh", lstm_lm.init_lm, 5, 10**9)
+    raises_naming(ValueError, "batch", lstm_lm.train_lm, np.arange(40) % 5, 5, nh=4, T=3, batch=10**12, steps=1)
+    raises_naming(ValueError, "clip", lstm_lm.train_lm, np.arange(40) % 5, 5, nh=4, T=3, batch=2, steps=1, clip=-1.0)
     loss, grads = lstm_lm.lm_loss_and_grads(params, np.zeros((3, 2), int), np.ones((3, 2), int))
     assert math.isfinite(loss) and isinstance(grads, lstm_lm.LMParams)
 

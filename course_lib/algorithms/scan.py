@@ -114,17 +114,17 @@ def _validate(a, x, h0, name_a="a", name_x="x", name_h0="h0", *, finite=False):
             np.ascontiguousarray(h0).reshape(n), a.shape)
 
 
-def random_problem(T: int, H: int, B: int | None = None, *, seed: int = 0, dtype="float32",
+def random_problem(T: int, nh: int, batch: int | None = None, *, seed: int = 0, dtype="float32",
                    low: float = 0.5, high: float = 1.0):
     """A seeded test problem: ``a`` uniform in ``[low, high)``, ``x`` standard normal, ``h0`` normal.
 
     Returns ``(a, x, h0)`` with ``a, x`` of shape ``(T, H)`` (or ``(T, B, H)``)."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     low = check_float(low, "low")
     high = check_float(high, "high")
     rng = np.random.default_rng(seed)
-    shape = (T, H) if B is None else (T, check_positive_int(B, "B"), H)
+    shape = (T, nh) if batch is None else (T, check_positive_int(batch, "batch"), nh)
     dt = check_dtype(dtype, "dtype")
     check_alloc((2,) + shape, dt, "T", what="a and x")
     a = rng.random(shape, dtype=dt)

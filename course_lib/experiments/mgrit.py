@@ -141,26 +141,26 @@ def preprocessing_needed(target: float, nt: int, P: int, **model) -> float:
 
 
 # --------------------------------------------------------------------------- measurements
-def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: int = 3) -> dict:
-    """Data parallelism vs the time axis: the serial GRU forward over the whole batch ``B`` and over
+def time_axis(Ts, *, batch: int = 32, P: int = 4, nh: int = 32, nx: int = 8, repeat: int = 3) -> dict:
+    """Data parallelism vs the time axis: the serial GRU forward over the whole batch ``batch`` and over
     ``B // P`` sequences (one of ``P`` data-parallel workers' share), for each length in ``Ts``.
 
     Returns ``{"Ts", "full": [s], "share": [s], "slope_full", "slope_share", "noise"}`` (median
     seconds, log-log slopes vs T, the merged noise of the runs). One BLAS thread."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
     P = check_int(P, "P", low=2)
-    B = check_int(B, "B", low=P)
-    p = gru.init_params(nx, H, seed=0)
+    batch = check_int(batch, "batch", low=P)
+    p = gru.init_params(nx, nh, seed=0)
     full, share, noise = [], [], timing.Noise()
     with backend.blas_threads(1):
         for T in Ts:
-            X = np.random.default_rng(T).standard_normal((T, B, nx)).astype(np.float32)
+            X = np.random.default_rng(T).standard_normal((T, batch, nx)).astype(np.float32)
             c = timing.compare(full=lambda: gru.gru_forward(p, X, implicit=True),
-                               share=lambda: gru.gru_forward(p, X[:, : B // P], implicit=True), repeat=repeat)
+                               share=lambda: gru.gru_forward(p, X[:, : batch // P], implicit=True), repeat=repeat)
             full.append(c.timings["full"].median)
             share.append(c.timings["share"].median)
             noise = noise | c.noise
-    return {"Ts": Ts, "B": B, "P": P, "full": full, "share": share,
+    return {"Ts": Ts, "B": batch, "P": P, "full": full, "share": share,
             "slope_full": timing.loglog_slope(Ts, full), "slope_share": timing.loglog_slope(Ts, share),
             "noise": noise}
 
@@ -179,7 +179,7 @@ def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts)
                               repeat=repeat)
 
 
-def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int = 8, m: int = 4, levels: int = 3,
+def speedup_vs_length(Ts, *, ranks: int = 2, batch: int = 16, nh: int = 64, nx: int = 8, m: int = 4, levels: int = 3,
                       relax: str = "FCF", iters: int = 2, repeat: int = 3, timeout: float = 120.0) -> dict:
     """Serial implicit-GRU forward vs MGRIT over ``ranks`` MPI ranks (``iters`` iterations: the
     inexact budget), for each sequence length in ``Ts``.
@@ -197,10 +197,10 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
     out = {"Ts": Ts, "ranks": ranks, "sequential": [], "parallel": [], "speedup": [], "model": [], "method": method,
            "work": counted_work(Ts[0], m=m, levels=levels, relax=relax, iters=iters), "opts": opts}
     noise = timing.Noise()
-    p = gru.init_params(nx, H, seed=0, dtype=np.float64)
+    p = gru.init_params(nx, nh, seed=0, dtype=np.float64)
     for T in Ts:
-        X = np.random.default_rng(T).standard_normal((T, B, nx))
-        h0 = np.zeros((B, H))
+        X = np.random.default_rng(T).standard_normal((T, batch, nx))
+        h0 = np.zeros((batch, nh))
         with backend.blas_threads(1):
             ts = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True), repeat=repeat, number=1)
         noise = noise | ts.noise

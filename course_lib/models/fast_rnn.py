@@ -238,7 +238,7 @@ class Workspace:
     """
 
     T: int
-    B: int
+    batch: int
     nx: int
     nh: int
     ny: int
@@ -255,7 +255,7 @@ class Workspace:
     def __post_init__(self):
         # shapes only (O(1)): the buffers must be the ones make_workspace would allocate
         T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((self.T, "T"), (self.B, "B"), (self.nx, "nx"), (self.nh, "nh"), (self.ny, "ny")))
+                            ((self.T, "T"), (self.batch, "batch"), (self.nx, "nx"), (self.nh, "nh"), (self.ny, "ny")))
         self.dtype = check_dtype(self.dtype, "dtype")
         self.method = check_choice(self.method, "method", ELEMENTWISE_METHODS)
         for name, shape in (("H", (T, B, nh)), ("D", (T, B, ny)), ("DZ", (T, B, nh)), ("tmp", (B, nh)),
@@ -266,15 +266,15 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.H, self.D, self.DZ, self.tmp, self.gWxh, self.gWhh, self.gWhy))
 
-    def fits(self, T, B, nx, nh, ny, dtype) -> bool:
+    def fits(self, T, batch, nx, nh, ny, dtype) -> bool:
         """Whether this workspace was made for these sizes and dtype."""
-        for v, n in ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
+        for v, n in ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
             check_positive_int(v, n)
         dtype = check_dtype(dtype, "dtype")
-        return (self.T, self.B, self.nx, self.nh, self.ny, self.dtype) == (T, B, nx, nh, ny, np.dtype(dtype))
+        return (self.T, self.batch, self.nx, self.nh, self.ny, self.dtype) == (T, batch, nx, nh, ny, np.dtype(dtype))
 
 
-def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
+def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
                    method: str = "loop") -> Workspace:
     """Allocate the buffers of one training step for sequences ``(T, B, nx)`` -> ``(T, B, ny)``.
 
@@ -283,30 +283,30 @@ def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, 
     numba parallel region must wait for cores that BLAS's idle threads may still be spinning on.
     ``"prange"`` splits them across numba's threads (chapter 05 measures both).
     """
-    T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     dt = check_dtype(dtype, "dtype")
     method = check_choice(method, "method", ELEMENTWISE_METHODS)
-    check_alloc((T, B, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
+    check_alloc((T, batch, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
     e = lambda *s: np.empty(s, dt)  # noqa: E731
-    return Workspace(T, B, nx, nh, ny, dt, H=e(T, B, nh), D=e(T, B, ny), DZ=e(T, B, nh), tmp=e(B, nh),
+    return Workspace(T, batch, nx, nh, ny, dt, H=e(T, batch, nh), D=e(T, batch, ny), DZ=e(T, batch, nh), tmp=e(batch, nh),
                      gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
 
 
-def step_flops(T: int, B: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
+def step_flops(T: int, batch: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
     """GEMM FLOPs of one training step (element-wise work not counted).
 
     Forward: X Wxh, the T (or T−1 with a zero h0) recurrent products, H Why. Backward: Δŷ Whyᵀ,
     T−1 products Δz Whhᵀ, and the gradients Hᵀ Δŷ, H_{t-1}ᵀ Δz (T or T−1 terms), Xᵀ Δz.
     At the seed's size (T=10, B=n=1000, zero h0) that is 154 GFLOP.
     """
-    T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     h0 = check_bool(h0, "h0")
     rec = T if h0 else T - 1
-    forward = 2 * T * B * nx * nh + 2 * rec * B * nh * nh + 2 * T * B * nh * ny
-    backward = 2 * T * B * ny * nh + 2 * (T - 1) * B * nh * nh
-    grads = 2 * T * B * nh * ny + 2 * rec * B * nh * nh + 2 * T * B * nx * nh
+    forward = 2 * T * batch * nx * nh + 2 * rec * batch * nh * nh + 2 * T * batch * nh * ny
+    backward = 2 * T * batch * ny * nh + 2 * (T - 1) * batch * nh * nh
+    grads = 2 * T * batch * nh * ny + 2 * rec * batch * nh * nh + 2 * T * batch * nx * nh
     return forward + backward + grads
 
 
@@ -344,7 +344,7 @@ def prepare(params, X, Y, h0=None, workspace=None):
     elif not workspace.fits(T, B, nx, nh, ny, dt):
         w = workspace
         raise ValueError(
-            f"workspace: made for (T, B, nx, nh, ny, dtype) = {(w.T, w.B, w.nx, w.nh, w.ny, w.dtype.name)}, "
+            f"workspace: made for (T, B, nx, nh, ny, dtype) = {(w.T, w.batch, w.nx, w.nh, w.ny, w.dtype.name)}, "
             f"got arrays for {(T, B, nx, nh, ny, dt.name)}")
     params = RNNParams(np.ascontiguousarray(Wxh), np.ascontiguousarray(Whh), np.ascontiguousarray(Why))
     return params, X, Y, h0, workspace
@@ -387,7 +387,7 @@ def _check_phase(ws, params=None, X=None, Y=None, h0=None) -> None:
             raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
         for name, shape in (("Wxh", (ws.nx, ws.nh)), ("Whh", (ws.nh, ws.nh)), ("Why", (ws.nh, ws.ny))):
             check_array(getattr(params, name), f"params.{name}", shape=shape, dtype=dt, finite=False)
-    for a, name, shape in ((X, "X", (ws.T, ws.B, ws.nx)), (Y, "Y", (ws.T, ws.B, ws.ny)), (h0, "h0", (ws.B, ws.nh))):
+    for a, name, shape in ((X, "X", (ws.T, ws.batch, ws.nx)), (Y, "Y", (ws.T, ws.batch, ws.ny)), (h0, "h0", (ws.batch, ws.nh))):
         if a is not None:
             check_array(a, name, shape=shape, dtype=dt, finite=False, contiguous=True)
 
@@ -396,7 +396,7 @@ def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray
     """ws.H <- all hidden states: one GEMM for every x_t Wxh, then T recurrent GEMMs, each
     followed by one fused ``tanh(z + h Whh)`` pass."""
     _check_phase(ws, params, X, h0=h0)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     H2 = ws.H.reshape(T * B, ws.nh)
     k = _KERNELS[ws.method]
     np.matmul(X.reshape(T * B, ws.nx), params.Wxh, out=H2)   # input projection, all t at once
@@ -413,14 +413,14 @@ def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray
 def output_pre_activation_into(ws: Workspace, params: RNNParams) -> None:
     """ws.D <- H Why for all time steps in one GEMM."""
     _check_phase(ws, params)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     np.matmul(ws.H.reshape(T * B, ws.nh), params.Why, out=ws.D.reshape(T * B, ws.ny))
 
 
 def output_delta_into(ws: Workspace, Y: np.ndarray) -> float:
     """ws.D (pre-activations) <- 2(ŷ−y)(1−ŷ²) with ŷ = tanh(D); returns the loss Σ(ŷ−y)²."""
     _check_phase(ws, Y=Y)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     k = _KERNELS[ws.method]
     return float(k.output_delta_loss(ws.D.reshape(T * B, ws.ny), Y.reshape(T * B, ws.ny)))
 
@@ -429,7 +429,7 @@ def backward_into(ws: Workspace, params: RNNParams) -> None:
     """ws.DZ <- ∂E/∂(x_t Wxh + h_{t−1} Whh) for every t: one GEMM for the output's share
     Δŷ Whyᵀ, then the reverse sweep Δz_t = (Δh_t + Δz_{t+1} Whhᵀ)(1 − h_t²)."""
     _check_phase(ws, params)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     np.matmul(ws.D.reshape(T * B, ws.ny), params.Why.T, out=ws.DZ.reshape(T * B, ws.nh))
     k = _KERNELS[ws.method]
     k.tanh_backward_inplace(ws.DZ[T - 1], ws.H[T - 1])
@@ -443,7 +443,7 @@ def weight_gradients_into(ws: Workspace, X: np.ndarray, h0: np.ndarray | None = 
     """ws.gWhy <- Hᵀ Δŷ, ws.gWhh <- Σ_t h_{t−1}ᵀ Δz_t, ws.gWxh <- Xᵀ Δz: one GEMM each
     (the sum over time steps *is* the inner dimension of the GEMM)."""
     _check_phase(ws, X=X, h0=h0)
-    T, B, nh = ws.T, ws.B, ws.nh
+    T, B, nh = ws.T, ws.batch, ws.nh
     H2 = ws.H.reshape(T * B, nh)
     DZ2 = ws.DZ.reshape(T * B, nh)
     np.matmul(H2.T, ws.D.reshape(T * B, ws.ny), out=ws.gWhy)
@@ -520,16 +520,16 @@ class NumpyStep:
     fused kernels: each element-wise operation is its own pass over memory, single-threaded.
     The "separate passes" side of chapter 05's fusion comparison and a benchmark column."""
 
-    def __init__(self, T, B, nx, nh, ny, dtype=np.float32):
-        T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    def __init__(self, T, batch, nx, nh, ny, dtype=np.float32):
+        T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
         dtype = check_dtype(dtype, "dtype")
-        check_alloc((T, B, 2 * nh + 2 * ny), dtype, "T", what="the NumpyStep buffers")
+        check_alloc((T, batch, 2 * nh + 2 * ny), dtype, "T", what="the NumpyStep buffers")
         self.dtype = dtype
-        self.shape = (T, B, nx, nh, ny)
+        self.shape = (T, batch, nx, nh, ny)
         e = lambda *s: np.empty(s, dtype)  # noqa: E731
-        self.H, self.D, self.DZ = e(T, B, nh), e(T, B, ny), e(T, B, nh)
-        self.tmp, self.tmp2 = e(B, nh), e(T, B, ny)
+        self.H, self.D, self.DZ = e(T, batch, nh), e(T, batch, ny), e(T, batch, nh)
+        self.tmp, self.tmp2 = e(batch, nh), e(T, batch, ny)
         self.g = [e(nx, nh), e(nh, nh), e(nh, ny)]
 
     def __call__(self, p: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float):

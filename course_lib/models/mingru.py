@@ -143,25 +143,25 @@ def _log_g(x):
 
 
 # --------------------------------------------------------------------------- parameters
-def init_params(kind: str, nx: int, H: int, n_classes: int = 2, *, seed: int = 0, dtype="float64",
+def init_params(kind: str, nx: int, nh: int, n_classes: int = 2, *, seed: int = 0, dtype="float64",
                 retain_bias: float = 2.0):
     """Uniform(-1/sqrt(nx), 1/sqrt(nx)) input weights; the gate biases start at "keep the old state"
     (minGRU ``b_z = -retain_bias``, minLSTM ``b_f = +retain_bias``); a small head."""
     check_choice(kind, "kind", KINDS)
     nx = check_positive_int(nx, "nx")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     n_classes = check_int(n_classes, "n_classes", low=2)
     retain_bias = check_float(retain_bias, "retain_bias")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)
 
     def W():
-        return rng.uniform(-k, k, size=(nx, H)).astype(dtype)
+        return rng.uniform(-k, k, size=(nx, nh)).astype(dtype)
 
     def b():
-        return np.zeros(H, dtype=dtype)
+        return np.zeros(nh, dtype=dtype)
 
-    head = dict(W_out=(rng.standard_normal((H, n_classes)) / np.sqrt(H)).astype(dtype),
+    head = dict(W_out=(rng.standard_normal((nh, n_classes)) / np.sqrt(nh)).astype(dtype),
                 b_out=np.zeros(n_classes, dtype=dtype))
     if kind == "mingru":
         return MinGRUParams(W_z=W(), b_z=b() - retain_bias, W_h=W(), b_h=b(), **head)
@@ -307,7 +307,7 @@ def predict(kind: str, params, X, *, method: str = "sequential") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- training
-def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = None, epochs: int = 5,
+def train_classifier(kind: str, X, y, *, nh: int = 16, n_classes: int | None = None, epochs: int = 5,
                      batch: int = 32, lr: float = 1e-2, seed: int = 0, method: str = "sequential",
                      X_val=None, y_val=None) -> TrainResult:
     """Adam on shuffled mini-batches of ``X`` (T, N, nx), ``y`` (N,). ``history``: ``loss`` and
@@ -319,7 +319,7 @@ def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = No
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     C = int(y.max()) + 1 if n_classes is None else check_int(n_classes, "n_classes", low=2)
-    params = init_params(kind, X.shape[2], H, max(C, 2), seed=seed, dtype=X.dtype)
+    params = init_params(kind, X.shape[2], nh, max(C, 2), seed=seed, dtype=X.dtype)
     opt = Adam(params.arrays(), lr, clip=5.0)
     rng = np.random.default_rng(seed)
     history: dict = {"loss": [], "accuracy": []}
@@ -340,7 +340,7 @@ def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = No
     return TrainResult(history=history, params=params, seconds=time.perf_counter() - t0)
 
 
-def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 256, nx: int = 4, H: int = 16,
+def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 256, nx: int = 4, nh: int = 16,
                          epochs: int = 5, batch: int = 32, lr: float = 2e-2, seed: int = 0,
                          method: str = "sequential") -> TrainResult:
     """Chapter 08's remember-the-first-element task (:func:`models.linear_rnn.remember_first_batch`)."""
@@ -348,16 +348,16 @@ def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 
 
     X, y = remember_first_batch(T, n_train, nx, np.random.default_rng(seed))
     Xv, yv = remember_first_batch(T, n_val, nx, np.random.default_rng(seed + 12345))
-    return train_classifier(kind, X, y, H=H, n_classes=2, epochs=epochs, batch=batch, lr=lr, seed=seed,
+    return train_classifier(kind, X, y, nh=nh, n_classes=2, epochs=epochs, batch=batch, lr=lr, seed=seed,
                             method=method, X_val=Xv, y_val=yv)
 
 
-def train_activity(kind: str, length: int = 128, *, n_train: int = 256, n_val: int = 128, H: int = 16,
+def train_activity(kind: str, length: int = 128, *, n_train: int = 256, n_val: int = 128, nh: int = 16,
                    epochs: int = 5, batch: int = 32, lr: float = 2e-2, seed: int = 0,
                    method: str = "sequential") -> TrainResult:
     """Chapter 10's activity task (:mod:`course_lib.data.activity`), float64."""
     from ..data.activity import train_test  # noqa: PLC0415
 
     Xtr, ytr, Xte, yte = train_test(n_train, n_val, length, seed=seed)
-    return train_classifier(kind, Xtr.astype(np.float64), ytr, H=H, n_classes=4, epochs=epochs, batch=batch,
+    return train_classifier(kind, Xtr.astype(np.float64), ytr, nh=nh, n_classes=4, epochs=epochs, batch=batch,
                             lr=lr, seed=seed, method=method, X_val=Xte.astype(np.float64), y_val=yte)

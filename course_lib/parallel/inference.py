@@ -239,8 +239,8 @@ def predict_cuda(params: SoftmaxRNNParams, X, *, block: tuple[int, int] | None =
 
 
 # --------------------------------------------------------------------------- scatter / gather
-def split_batch(B: int, P: int) -> tuple[list[int], list[int]]:
-    """How ``B`` sequences are shared by ``P`` ranks: ``(counts, offsets)``.
+def split_batch(batch: int, P: int) -> tuple[list[int], list[int]]:
+    """How ``batch`` sequences are shared by ``P`` ranks: ``(counts, offsets)``.
 
     Balanced: every rank gets ``B // P`` sequences and the first ``B % P`` ranks one more; rank
     ``r`` owns sequences ``offsets[r] : offsets[r] + counts[r]``. ``P > B`` is a ValueError (a rank
@@ -249,11 +249,11 @@ def split_batch(B: int, P: int) -> tuple[list[int], list[int]]:
     >>> split_batch(7, 3)
     ([3, 2, 2], [0, 3, 5])
     """
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
-    if P > B:
-        raise ValueError(f"P: expected at most B = {B} ranks (one sequence each at least), got P = {P}")
-    base, extra = divmod(B, P)
+    if P > batch:
+        raise ValueError(f"P: expected at most B = {batch} ranks (one sequence each at least), got P = {P}")
+    base, extra = divmod(batch, P)
     counts = [base + (1 if r < extra else 0) for r in range(P)]
     offsets = [int(v) for v in np.concatenate([[0], np.cumsum(counts)[:-1]])]
     return counts, offsets
@@ -381,14 +381,14 @@ def work_span(T: int, L: int, P: int | None = None) -> dict:
     return out
 
 
-def data_parallel_model(B: int, P: int, t_seq: float, t_comm: float = 0.0, t_fixed: float = 0.0) -> dict:
+def data_parallel_model(batch: int, P: int, t_seq: float, t_comm: float = 0.0, t_fixed: float = 0.0) -> dict:
     """Model of batch (data) parallelism: ``P`` workers each run ``ceil(B / P)`` sequences at
     ``t_seq`` s each, plus ``t_comm`` s per sequence moved (scatter + gather) and ``t_fixed`` s of
     start-up. Returns time and speedup over one worker without communication."""
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
     t_seq = check_float(t_seq, "t_seq", low=0.0, low_inclusive=False)
     t_comm = check_float(t_comm, "t_comm", low=0.0)
     t_fixed = check_float(t_fixed, "t_fixed", low=0.0)
-    t = math.ceil(B / P) * t_seq + B * t_comm + t_fixed
-    return {"B": B, "P": P, "time": t, "speedup": B * t_seq / t}
+    t = math.ceil(batch / P) * t_seq + batch * t_comm + t_fixed
+    return {"B": batch, "P": P, "time": t, "speedup": batch * t_seq / t}

@@ -64,10 +64,10 @@ def check_combine(combine) -> str:
 
 
 # --------------------------------------------------------------------------- 11.2
-def toy_system(H: int = 3, scale: float = 1.2, seed: int = 0):
+def toy_system(nh: int = 3, scale: float = 1.2, seed: int = 0):
     """``(f, jac)`` of ``h_t = tanh(h_{t-1} W^T + x_t)`` (column-convention Jacobian)."""
     rng = np.random.default_rng(seed)
-    W = rng.standard_normal((H, H)) * scale / np.sqrt(H)
+    W = rng.standard_normal((nh, nh)) * scale / np.sqrt(nh)
 
     def f(Hp, X):
         return np.tanh(Hp @ W.T + X)
@@ -189,11 +189,11 @@ def check_log_space_scan(log_space_scan) -> str:
 
 
 # --------------------------------------------------------------------------- 11.5
-def toy_diagonal(H: int = 3, scale: float = 1.2, seed: int = 0):
+def toy_diagonal(nh: int = 3, scale: float = 1.2, seed: int = 0):
     """``(f, jac, jac_diag)`` of :func:`toy_system`; ``jac_diag(H_prev, X) -> (T, B, H)`` is the diagonal of
     the Jacobian in O(T B H) work: ``(1 - f^2) * diag(W)``."""
-    f, jac = toy_system(H, scale, seed)
-    w = np.diagonal(jac(np.zeros((1, H)), np.zeros((1, H)))[0]).copy()  # tanh'(0) = 1: diag(W)
+    f, jac = toy_system(nh, scale, seed)
+    w = np.diagonal(jac(np.zeros((1, nh)), np.zeros((1, nh)))[0]).copy()  # tanh'(0) = 1: diag(W)
 
     def jac_diag(Hp, X):
         return (1 - f(Hp, X) ** 2) * w
