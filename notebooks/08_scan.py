@@ -409,7 +409,7 @@ print(verdict("001.bandwidth.fraction", frac, here=f"chunked, {P} CPU threads, T
 bwd = [scan_exp.backward_speedup(T_, H_, repeat=3)
        for H_, T_ in ((1, timing.scaled(2 ** 21, 2 ** 16)), (H, timing.scaled(2 ** 18, 2 ** 12)))]
 for r in bwd:
-    print(f"H = {r['H']:3d}, T = {r['T']:8d}: reverse scan {r['scan_speedup']:.2f}x, whole backward "
+    print(f"H = {r['nh']:3d}, T = {r['T']:8d}: reverse scan {r['scan_speedup']:.2f}x, whole backward "
           f"{r['whole_speedup']:.2f}x the serial one; the serial scan is {r['scan_share']:.0%} of the serial backward "
           f"(chunked equals serial: {r['max_rel_diff'] < 1e-5})")
 noise_b = bwd[0]["noise"] | bwd[1]["noise"]
@@ -418,7 +418,7 @@ if not noise_b.ok:
 else:
     for r in bwd:
         cap = 1 / (1 - r["scan_share"] + r["scan_share"] / max(r["scan_speedup"], 1e-9))
-        print(f"H = {r['H']}: Amdahl with the measured scan share and scan speed-up allows {cap:.2f}x; measured "
+        print(f"H = {r['nh']}: Amdahl with the measured scan share and scan speed-up allows {cap:.2f}x; measured "
               f"{r['whole_speedup']:.2f}x" + (" -- the element-wise work around the scan sets the limit"
                                               if r["scan_share"] < 0.5 else ""))
 

@@ -576,7 +576,7 @@ print("all methods reach the same loss:", len(set(finals.values())) == 1)
 
 # %% tags=["nbval-ignore-output"]
 def _render(data, ax):
-    lstm_plots.method_bars(data["ms_per_step"], ax, title=f"B = {data['B']}, H = {data['H']}")
+    lstm_plots.method_bars(data["ms_per_step"], ax, title=f"B = {data['B']}, nh = {data['nh']}")
     m = data["method"]
     return f"{m}: {data['ms_per_step'][m]:.3f} ms/step, {data['gflops'][m]:.1f} GFLOP/s"
 

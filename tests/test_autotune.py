@@ -46,7 +46,7 @@ def test_tune_measures_then_reads_cache(cache, monkeypatch):
 
 
 def test_force_remeasures_and_keys_differ(monkeypatch):
-    fake = {"B": 2, "H": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
+    fake = {"B": 2, "nh": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
     calls = []
     monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: calls.append(k) or fake)
     assert autotune.tune(2, 8, 4, 5, threads=1).best == "fused"

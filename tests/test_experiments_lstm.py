@@ -33,7 +33,7 @@ def test_method_times_step_time_overhead_widget():
     assert o["B"] == [1, 2] and len(o["naive"]) == 2 and all(t > 0 for t in o["fused_pre"])
     assert hasattr(o["noise"], "ok") and hasattr(E.profile_step(2, 4, repeat=1)["noise"], "ok")
     lat = E.latency_vs_batch([1, 3], nh=8, methods=("fused_pre", "gemv"), T=2, repeat=1)
-    assert lat["B"] == [1, 3] and lat["H"] == 8 and len(lat["gemv"]) == 2 and all(t > 0 for t in lat["fused_pre"])
+    assert lat["B"] == [1, 3] and lat["nh"] == 8 and len(lat["gemv"]) == 2 and all(t > 0 for t in lat["fused_pre"])
     with pytest.raises(ValueError, match="batches"):
         E.latency_vs_batch([], nh=8)
     g = E.profile_step(3, 4, method="gemv", repeat=1)

@@ -76,7 +76,7 @@ def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METH
                  backward: bool = False, repeat: int = 3) -> dict:
     """Milliseconds per step of each method at one shape, measured interleaved in one run.
 
-    Returns ``{"B", "H", "nx", "T", "ms_per_step": {method: ms}, "best": name, "comparison": Comparison}``
+    Returns ``{"B", "nh", "nx", "T", "ms_per_step": {method: ms}, "best": name, "comparison": Comparison}``
     (the :class:`~course_lib.core.timing.Comparison` carries the spread of the repeats)."""
     batch, nh, nx, T = _shape(batch, nh, nx, T)
     methods = _methods(methods)
@@ -85,20 +85,20 @@ def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METH
     cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
                   **{m: _runner(p, X, m, backward, dH) for m in methods})
     ms = {m: cmp.timings[m].median / T * 1e3 for m in methods}
-    return {"B": batch, "H": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
+    return {"B": batch, "nh": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
 
 
 def latency_vs_batch(batches, nh: int = 128, *, methods=("fused_pre", "gemv"), T: int = 20,
                      dtype="float32", repeat: int = 3) -> dict:
     """Milliseconds per forward step of each method at each batch size (nx = H) -- the latency a
-    server answering B requests at once would see. Returns ``{"B": [...], "H": H, "noise": Noise,
+    server answering B requests at once would see. Returns ``{"B": [...], "nh": nh, "noise": Noise,
     method: [ms, ...], ...}``."""
     nh = check_positive_int(nh, "nh")
     methods = _methods(methods)
     Bs = [int(check_positive_int(b, "batches")) for b in batches]
     if not Bs:
         raise ValueError("batches: expected at least one batch size")
-    out, noise = {"B": Bs, "H": nh}, Noise()
+    out, noise = {"B": Bs, "nh": nh}, Noise()
     for b in Bs:
         r = method_times(b, nh, nh, T, methods=methods, dtype=dtype, repeat=repeat)
         noise = noise | r["comparison"].noise
@@ -112,9 +112,9 @@ def overhead_vs_batch(batches, nh: int = 128, *, methods=("naive", "fused_pre"),
                       dtype="float32", repeat: int = 3) -> dict:
     """Microseconds per step *per sample* of each method at each batch size (nx = H): at small B the
     per-call overhead dominates, so the method with fewer calls per step wins by more.
-    Returns ``{"B": [...], "H": H, "noise": Noise, method: [µs, ...], ...}``."""
+    Returns ``{"B": [...], "nh": nh, "noise": Noise, method: [µs, ...], ...}``."""
     lat = latency_vs_batch(batches, nh, methods=methods, T=T, dtype=dtype, repeat=repeat)
-    out = {"B": lat["B"], "H": lat["H"], "noise": lat["noise"]}
+    out = {"B": lat["B"], "nh": lat["nh"], "noise": lat["noise"]}
     for m in _methods(methods):
         out[m] = [ms * 1e3 / b for ms, b in zip(lat[m], lat["B"])]
     return out
@@ -186,7 +186,7 @@ def profile_step(batch: int, nh: int, nx: int | None = None, *, method: str = "n
                  repeat: int = 5) -> dict:
     """Profile one time step: time each library call of the step separately.
 
-    Returns ``{"method", "B", "H", "nx", "calls_per_step", "gemm_s", "elementwise_s", "gemm_share",
+    Returns ``{"method", "B", "nh", "nx", "calls_per_step", "gemm_s", "elementwise_s", "gemm_share",
     "ops": [(kind, label, seconds), ...], "noise"}``. ``calls_per_step`` counts numpy/BLAS/numba calls -- the CPU
     analogue of the seed's kernel launches. (For ``fused_pre``/``transposed`` the big input GEMM done
     once for all steps is not part of the step.)"""
@@ -207,7 +207,7 @@ def profile_step(batch: int, nh: int, nx: int | None = None, *, method: str = "n
         noise = noise | t.noise
     gemm = sum(s for k, _, s in rows if k == "gemm")
     ew = sum(s for k, _, s in rows if k == "elementwise")
-    return {"method": method, "B": batch, "H": nh, "nx": nx, "calls_per_step": n_calls, "gemm_s": gemm,
+    return {"method": method, "B": batch, "nh": nh, "nx": nx, "calls_per_step": n_calls, "gemm_s": gemm,
             "elementwise_s": ew, "gemm_share": gemm / (gemm + ew), "ops": rows, "noise": noise}
 
 
@@ -332,5 +332,5 @@ def widget_compute(batch: int = 64, nh: int = 256, method: str = "fused_pre", T:
     method = check_choice(method, "method", lstm.METHODS)
     ms = method_times(batch, nh, nh, T, methods=tuple(dict.fromkeys(("naive", method))), repeat=3)["ms_per_step"]
     flops = 2 * gemm_flops(batch, 4 * nh, nh)
-    return {"B": batch, "H": nh, "method": method, "ms_per_step": ms,
+    return {"B": batch, "nh": nh, "method": method, "ms_per_step": ms,
             "gflops": {m: flops / (t * 1e-3) / 1e9 for m, t in ms.items()}}

@@ -47,7 +47,7 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
                   XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
-    return {"B": batch, "H": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
+    return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp}
 
 
@@ -82,7 +82,7 @@ def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
     tol = 1e-3 * np.sqrt(nx) * float(np.abs(Y).max() + 1)
-    return {"B": batch, "H": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
+    return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp,
             "agree": bool(np.allclose(Y, YT.T, atol=tol))}
 
@@ -121,7 +121,7 @@ def layout_traffic_model(batch: int, nh: int, nx: int | None = None, *, caches: 
             misses = outer_rows * row_lines + inner_rows * row_lines * (1 if fits else outer_rows)
             row[layout] = {"inner_fits": fits, "hit_rate": 1.0 - misses / loads, "bytes_from_below": misses * line}
         levels[name] = dict(row, size=size)
-    return {"B": batch, "H": nh, "nx": nx, "bytes_X": bytes_X, "bytes_W": bytes_W, "loads_lines": loads,
+    return {"B": batch, "nh": nh, "nx": nx, "bytes_X": bytes_X, "bytes_W": bytes_W, "loads_lines": loads,
             "levels": levels, "modelled": True}
 
 

@@ -64,7 +64,7 @@ def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "cha
                  seed: int = 0) -> dict:
     """Each method against the sequential loop at every T in ``sizes``, H channels, float32, results
     written into one preallocated array (a fresh result array costs page faults that threads cannot
-    share). Returns ``{"H", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
+    share). Returns ``{"nh", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
     "speedup": {method: x sequential}}], "noise"}``."""
     nh = check_positive_int(nh, "nh")
     sizes = [check_positive_int(T, "sizes[i]") for T in sizes]
@@ -81,12 +81,12 @@ def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "cha
         nbytes = 3 * a.nbytes
         rows.append({"T": T, "seconds": secs, "gbs": {k: nbytes / v / 1e9 for k, v in secs.items()},
                      "speedup": {k: cmp.speedup(k) for k in secs}})
-    return {"H": nh, "rows": rows, "noise": noise}
+    return {"nh": nh, "rows": rows, "noise": noise}
 
 
 def thread_scaling(T: int, nh: int = 128, *, repeat: int = 3, seed: int = 0) -> dict:
     """``method="chunked"`` on 1, 2, ... numba threads and the sequential loop, interleaved in one
-    run. Returns ``{"T", "H", "rows": [{"threads", "seconds", "speedup", "gbs"}], "sequential_seconds",
+    run. Returns ``{"T", "nh", "rows": [{"threads", "seconds", "speedup", "gbs"}], "sequential_seconds",
     "sequential_gbs", "noise"}`` (speed-ups over the sequential loop)."""
     T = check_positive_int(T, "T")
     nh = check_positive_int(nh, "nh")
@@ -101,7 +101,7 @@ def thread_scaling(T: int, nh: int = 128, *, repeat: int = 3, seed: int = 0) -> 
     rows = [{"threads": n, "seconds": cmp.timings[f"chunked_{n}"].median, "speedup": cmp.speedup(f"chunked_{n}"),
              "gbs": nbytes / cmp.timings[f"chunked_{n}"].median / 1e9} for n in range(1, p + 1)]
     seq = cmp.timings["sequential"].median
-    return {"T": T, "H": nh, "rows": rows, "sequential_seconds": seq, "sequential_gbs": nbytes / seq / 1e9,
+    return {"T": T, "nh": nh, "rows": rows, "sequential_seconds": seq, "sequential_gbs": nbytes / seq / 1e9,
             "noise": cmp.noise}
 
 
@@ -134,7 +134,7 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
 def lanes_vs_scalar(T: int, nh: int = 1, *, repeat: int = 5, seed: int = 0) -> dict:
     """One thread: the sequential loop, and ``"chunked"`` with 1 lane per channel (the channel loop)
     and with :func:`~course_lib.algorithms.scan.choose_lanes` lanes (SIMD lanes over time).
-    Returns ``{"T", "H", "lanes", "seconds": {...}, "speedup": {...}, "noise"}``."""
+    Returns ``{"T", "nh", "lanes", "seconds": {...}, "speedup": {...}, "noise"}``."""
     T = check_positive_int(T, "T")
     nh = check_positive_int(nh, "nh")
     a, x, h0 = scan.random_problem(T, nh, seed=seed)
@@ -148,7 +148,7 @@ def lanes_vs_scalar(T: int, nh: int = 1, *, repeat: int = 5, seed: int = 0) -> d
                                                                        chunk=L, out=out))}
     cmp = timing.compare(repeat=repeat, **fns)
     secs = {k: t.median for k, t in cmp.timings.items()}
-    return {"T": T, "H": nh, "lanes": K, "seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs},
+    return {"T": T, "nh": nh, "lanes": K, "seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs},
             "noise": cmp.noise}
 
 
@@ -232,7 +232,7 @@ def scan_sweep(T: int = 4096, nh: int = 128, method: str = "chunked", chunks: in
     err = float(np.max(np.abs(h - r)) / max(1.0, float(np.max(np.abs(r)))))
     t_m, t_s = cmp.timings["method"].median, cmp.timings["sequential"].median
     nbytes = 3 * a.nbytes
-    return {"T": T, "H": nh, "method": method, "seconds": t_m, "sequential_seconds": t_s,
+    return {"T": T, "nh": nh, "method": method, "seconds": t_m, "sequential_seconds": t_s,
             "speedup": t_s / t_m, "gbs": nbytes / t_m / 1e9, "sequential_gbs": nbytes / t_s / 1e9,
             "max_rel_error": err, "noise": cmp.noise,
             "chunks": (chunks or scan.choose_chunks(T, nh)) if method == "chunked" else None}
@@ -244,7 +244,7 @@ def backward_speedup(T: int, nh: int = 1, *, method: str = "chunked", repeat: in
     float32, timed twice in one interleaved run: the reverse scan alone (the forward code on the
     time-reversed ``a_{t+1}`` and ``dL/dh``, into a preallocated array -- what a scan method
     parallelises) and the whole :func:`~course_lib.algorithms.scan.linear_recurrence_backward` call
-    (which also reverses its inputs and forms ``dL/da``). Returns ``{"T", "H", "method", "ms":
+    (which also reverses its inputs and forms ``dL/da``). Returns ``{"T", "nh", "method", "ms":
     {"scan_seq", "scan_par", "whole_seq", "whole_par"}, "scan_speedup", "whole_speedup",
     "scan_share" (the serial reverse scan's share of the serial backward), "max_rel_diff", "noise"}``."""
     T, nh = check_positive_int(T, "T"), check_positive_int(nh, "nh")
@@ -266,7 +266,7 @@ def backward_speedup(T: int, nh: int = 1, *, method: str = "chunked", repeat: in
                          whole_seq=lambda: scan.linear_recurrence_backward(a, h, h0, g),
                          whole_par=lambda: scan.linear_recurrence_backward(a, h, h0, g, method=method))
     ms = {k: 1e3 * t.median for k, t in cmp.timings.items()}
-    return {"T": T, "H": nh, "method": method, "ms": ms, "scan_speedup": ms["scan_seq"] / ms["scan_par"],
+    return {"T": T, "nh": nh, "method": method, "ms": ms, "scan_speedup": ms["scan_seq"] / ms["scan_par"],
             "whole_speedup": ms["whole_seq"] / ms["whole_par"], "scan_share": ms["scan_seq"] / ms["whole_seq"],
             "max_rel_diff": diff, "noise": cmp.noise}
 
@@ -278,7 +278,7 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int 
     interleaved; and the same layer's scans alone (forward scans + reverse scans, as the layer
     calls them) to say how much of the layer the scan is.
 
-    Returns ``{"layer", "T", "B", "nx", "H", "layer_seconds": {method: s}, "layer_speedup": {method: x
+    Returns ``{"layer", "T", "B", "nx", "nh", "layer_seconds": {method: s}, "layer_speedup": {method: x
     first method}, "scan_seconds": {...}, "scan_speedup": {...}, "scan_share": share of the first
     method's layer time spent in its scans, "amdahl": {method: layer speed-up predicted from the
     share and that method's scan speed-up}, "cap": the layer speed-up with an infinitely fast scan,
@@ -318,7 +318,7 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int 
     base = methods[0]
     share = min(1.0, sc.timings[base].median / lay.timings[base].median)
     amdahl = {m: 1.0 / ((1 - share) + share / sc.speedup(m)) for m in methods}
-    return {"layer": layer, "T": T, "B": batch, "nx": nx, "H": nh, "dtype": dtype,
+    return {"layer": layer, "T": T, "B": batch, "nx": nx, "nh": nh, "dtype": dtype,
             "layer_seconds": {m: lay.timings[m].median for m in methods},
             "layer_speedup": {m: lay.speedup(m) for m in methods},
             "scan_seconds": {m: sc.timings[m].median for m in methods},

@@ -102,7 +102,7 @@ def train_lm(ids, V: int, *, nh: int = 128, T: int = 32, batch: int = 32, steps:
 
     Returns a :class:`~course_lib.core.results.TrainResult`: ``params`` (:class:`LMParams`), ``history``
     ``{"loss": [mean cross-entropy per step]}``, ``seconds`` of the whole loop (forward, backward and
-    update) and ``info`` ``{"method", "tokens_per_s", "H", "T", "B", "steps"}``; ``tokens_per_s`` counts
+    update) and ``info`` ``{"method", "tokens_per_s", "nh", "T", "B", "steps"}``; ``tokens_per_s`` counts
     ``steps * T * B`` characters over ``seconds``. (For the fastest method on this machine ask
     :func:`course_lib.experiments.autotune.best_method` and pass its answer.)"""
     ids = check_array(ids, "ids", ndim=1, dtype="int")
@@ -128,5 +128,5 @@ def train_lm(ids, V: int, *, nh: int = 128, T: int = 32, batch: int = 32, steps:
         opt.step(grads.arrays())
     seconds = time.perf_counter() - t0
     return TrainResult(params, {"loss": losses}, seconds,
-                       {"method": method, "tokens_per_s": steps * T * batch / seconds, "H": nh, "T": T, "B": batch,
+                       {"method": method, "tokens_per_s": steps * T * batch / seconds, "nh": nh, "T": T, "B": batch,
                         "steps": steps})

@@ -273,7 +273,7 @@ def scan_span(student, T: int = 256, nh: int = 2, chunks: int = 16) -> dict:
         raise ValueError(f"returned shape {h.shape} on the traced run, expected {(T, nh)}")
     depth = np.array([[e.d if isinstance(e, _Dep) else 0 for e in row] for row in h])
     values = np.array([[e.v if isinstance(e, _Dep) else float(e) for e in row] for row in h])
-    return {"span": int(depth.max()), "work": int(work), "T": T, "H": nh, "chunks": chunks, "values": values}
+    return {"span": int(depth.max()), "work": int(work), "T": T, "nh": nh, "chunks": chunks, "values": values}
 
 
 def _fast_cases():
@@ -371,5 +371,5 @@ def check_fast_scan(student, *, chunks: int = 16, min_speedup: float = MIN_SCAN_
         # too noisy to judge: the deterministic structure checks above stand (stable output)
     print(line)
     print(f"  span: {s_many['span']} dependent operations for T={Ts} with {many} chunks ({s_few['span']} with {few}; "
-          f"the loop: {loop}); work: {s_many['work']} multiplications (the loop: {Ts * s_many['H']})")
+          f"the loop: {loop}); work: {s_many['work']} multiplications (the loop: {Ts * s_many['nh']})")
     return line

@@ -138,7 +138,7 @@ def _batch_lines(data, ax, ylabel, title):
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch size B")
     ax.set_ylabel(ylabel)
-    ax.set_title(title.format(H=data["H"]))
+    ax.set_title(title.format(H=data["nh"]))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
@@ -198,7 +198,7 @@ def hit_rate_bars(model, ax=None, seed: dict | None = None, source: str = "model
     ax.set_xticks(x, groups)
     ax.set_ylim(0, 118)
     ax.set_ylabel("cache hit rate (%)")
-    ax.set_title(f"X {model['B']}x{model['nx']}, W {4 * model['H']}x{model['nx']}: "
+    ax.set_title(f"X {model['B']}x{model['nx']}, W {4 * model['nh']}x{model['nx']}: "
                  f"hit rate per cache level (this machine: {source})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.figure.tight_layout()
