@@ -28,9 +28,9 @@ Methods (``method=``, same numbers every time):
 
 Public API
 ----------
-``combine(p, q)``, ``identity(H)``, ``linear_recurrence(A, b, h0=None, *, structure="full", method="sequential", chunks=None)``,
+``combine(p, q)``, ``identity(nh)``, ``linear_recurrence(A, b, h0=None, *, structure="full", method="sequential", chunks=None)``,
 ``recurrence_float64(A, b, h0=None, *, structure="full")`` the reference loop,
-``work_span(T, H, *, structure, method, P)`` flop counts for the work/span model, ``random_problem(...)``.
+``work_span(T, nh, *, structure, method, P)`` flop counts for the work/span model, ``random_problem(...)``.
 """
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ Public API
 ``residual(f, h0, X, H)``, ``shift(h0, H)``
 ``gradient(jac, H, h0, X, dH, *, vjp=None)`` -> ``(lam, dh0)`` or ``(vjp(...), dh0)``: implicit function theorem
 ``lyapunov_exponent(jac, H, h0, X, *, seed=0)`` -> largest Lyapunov exponent along the trajectory
-``span_model(T, H, *, iters, P, method)`` -> work/span counts of DEER vs the sequential march
+``span_model(T, nh, *, iters, P, method)`` -> work/span counts of DEER vs the sequential march
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ Public API
 ``scan_counts(method, T)``             combines (work) and parallel steps (span) of each method
 ``closed_form(a, x, h0)``              cumprod/cumsum formula -- overflows: a cautionary tale
 ``recurrence_float64(a, x, h0)``       plain float64 loop, the reference
-``random_problem(T, H, B=None, ...)``  a seeded test problem
+``random_problem(T, nh, batch=None, ...)``  a seeded test problem
 
 **SIMD lanes over time.** With one channel the serial loop is one dependent multiply-add per
 step: the core waits for the previous result and its vector units sit idle. ``"chunked"`` then

@@ -7,7 +7,7 @@ every CPython install -- nothing is downloaded.
 ``load_text(max_chars=None)``    -> str (topics in sorted order, joined by blank lines)
 ``Vocab.from_text(text)``        -> a character vocabulary with ``encode``/``decode``
 ``split(ids, val_fraction)``     -> (train_ids, val_ids), a contiguous held-out tail
-``batch_windows(ids, T, B, rng)`` -> (X_ids (T, B), Y_ids (T, B)) next-character windows
+``batch_windows(ids, T, batch, rng)`` -> (X_ids (T, B), Y_ids (T, B)) next-character windows
 ``one_hot(ids, vocab_size)``     -> float32 one-hot of any shape ``(...,)`` -> ``(..., V)``
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ you ask for it explicitly::
     lstm.lstm_forward(params, X, method=method)
     autotune.lstm_forward_tuned(params, X)                     # the same in one call
 
-``tune(B, H, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
+``tune(batch, nh, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
 ``best_method(...)``                   -> the method name of that decision
 ``lstm_forward_tuned(params, X, ...)`` -> ``lstm.lstm_forward`` with the tuned method
 ``cache_path()`` / ``load_cache()`` / ``clear_cache()``

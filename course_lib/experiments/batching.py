@@ -13,11 +13,11 @@ in a cache is re-read from that cache, many times faster than from DRAM. :func:`
 measures it (a GEMV whose matrix fits in cache vs one whose matrix does not).
 
 ``forward_one_at_a_time(params, X)``            the unbatched reference: a loop over sequences
-``rnn_step_flops(B, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
+``rnn_step_flops(batch, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
 ``cache_sizes()``                               this CPU's cache sizes (bytes): :func:`course_lib.core.backend.cache_sizes`
 ``cache_level(nbytes)``                         the smallest cache a working set fits in ("DRAM" if none)
 ``gemv_residency(sizes)``                       GEMV speed vs matrix size: in cache vs from DRAM
-``gemv_vs_gemm(n, B)``                          B GEMVs vs one GEMM, timed now
+``gemv_vs_gemm(n, batch)``                          B GEMVs vs one GEMM, timed now
 ``time_per_sample(batch_sizes, n, T)``          seed Fig. 9: training time per sequence vs batch size
 ``batch_point(batch, width, T)``                one point of that curve (the widget's compute function)
 """

@@ -1,12 +1,12 @@
 """Measurements for chapter 07 (parallel inference): every timing the notebook, the widget and the
 benchmark show, built on :func:`course_lib.core.timing.compare` (interleaved, with its noise guard).
 
-``problem(B, layers, T=, nh=, nx=, vocab=, seed=)``      -> (params, X) a seeded random problem
-``measure_methods(B, layers, methods, ...)``              -> seconds, sequences/s, speed-up, agreement, noise
+``problem(batch, layers, T=, nh=, nx=, vocab=, seed=)``      -> (params, X) a seeded random problem
+``measure_methods(batch, layers, methods, ...)``              -> seconds, sequences/s, speed-up, agreement, noise
 ``batch_sweep(sizes, methods, ...)``                      -> one :func:`measure_methods` per batch size
-``layer_sweep(layers, B=, threads=, ...)``                -> wavefront / batched measured and modelled per depth
-``wavefront_costs(B, nh, threads=)``                      -> one cell vs one hand-off to the pool and back
-``worker_sweep(Ps, B=, ...)``                             -> threads and MPI over the batch, P = 1, 2, ...
+``layer_sweep(layers, batch=, threads=, ...)``                -> wavefront / batched measured and modelled per depth
+``wavefront_costs(batch, nh, threads=)``                      -> one cell vs one hand-off to the pool and back
+``worker_sweep(Ps, batch=, ...)``                             -> threads and MPI over the batch, P = 1, 2, ...
 ``cuda_run(...)``                                         -> the CUDA kernel against batched numpy, on a GPU only
 ``perplexity_by_method(params, ids, methods, ...)``       -> held-out perplexity through each inference method
 

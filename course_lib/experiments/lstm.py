@@ -4,23 +4,23 @@ All helpers build on :func:`course_lib.core.timing.compare` / :func:`~course_lib
 the model (:mod:`course_lib.models.lstm`) never times itself. Shapes: ``X (T, B, nx)``, ``H`` hidden units,
 weights ``W_ih (4H, nx)``, ``W_hh (4H, H)``.
 
-``step_time(B, H, nx, T, method=...)``            seconds per time step of one method
-``method_times(B, H, nx, T, methods=...)``         ms per step of several methods, interleaved; the fastest
-``profile_step(B, H, nx, method=...)``             one step split into its library calls: GEMM vs element-wise
-``profile_training(B, H, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
+``step_time(batch, nh, nx, T, method=...)``            seconds per time step of one method
+``method_times(batch, nh, nx, T, methods=...)``         ms per step of several methods, interleaved; the fastest
+``profile_step(batch, nh, nx, method=...)``             one step split into its library calls: GEMM vs element-wise
+``profile_training(batch, nh, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
                                                    the whole sequence: where the milliseconds go
-``overhead_vs_batch(batches, H, methods=...)``     µs per step per sample against batch size
-``latency_vs_batch(batches, H, methods=...)``      ms per step against batch size (small-batch inference)
-``layout_gemm_times(B, H, nx)``                    the seed's Fig. 3 runtime half: BLAS ``X W^T`` vs ``W X^T``
-``loop_order_times(B, H, nx)``                     the same product as a plain dot-product loop nest, in both
+``overhead_vs_batch(batches, nh, methods=...)``     µs per step per sample against batch size
+``latency_vs_batch(batches, nh, methods=...)``      ms per step against batch size (small-batch inference)
+``layout_gemm_times(batch, nh, nx)``                    the seed's Fig. 3 runtime half: BLAS ``X W^T`` vs ``W X^T``
+``loop_order_times(batch, nh, nx)``                     the same product as a plain dot-product loop nest, in both
                                                    layouts (no BLAS blocking): where the cache shows
-``layout_traffic_model(B, H, nx)``                 Fig. 3's utilisation half, *modelled* from bytes moved
+``layout_traffic_model(batch, nh, nx)``                 Fig. 3's utilisation half, *modelled* from bytes moved
                                                    through each cache level of this machine
-``hardware_counters(B, H, nx)``                    Fig. 3's utilisation half *measured* with ``perf stat``
+``hardware_counters(batch, nh, nx)``                    Fig. 3's utilisation half *measured* with ``perf stat``
                                                    where the machine exposes cache counters (else ``None``)
                                                    (the four Fig. 3 helpers: :mod:`.lstm_layout`, re-exported)
 ``lm_throughput(ids, V, methods=...)``             character-LM training tokens/s per method (seed Fig. 4)
-``widget_compute(B, H, method)``                   the chapter's slider
+``widget_compute(batch, nh, method)``                   the chapter's slider
 """
 from __future__ import annotations
 

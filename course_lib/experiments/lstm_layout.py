@@ -3,10 +3,10 @@
 the cache shows), modelled from the bytes each cache level moves, and measured with ``perf stat`` where the
 machine exposes cache counters. Re-exported by :mod:`course_lib.experiments.lstm`.
 
-``layout_gemm_times(B, H, nx)``      BLAS ``X W^T`` vs ``W X^T``
-``loop_order_times(B, H, nx)``       the same product as a dot-product loop nest, in both layouts
-``layout_traffic_model(B, H, nx)``   bytes moved through each cache level of this machine, modelled
-``hardware_counters(B, H, nx)``      ``perf stat`` cache counters (``(None, why)`` where there are none)
+``layout_gemm_times(batch, nh, nx)``      BLAS ``X W^T`` vs ``W X^T``
+``loop_order_times(batch, nh, nx)``       the same product as a dot-product loop nest, in both layouts
+``layout_traffic_model(batch, nh, nx)``   bytes moved through each cache level of this machine, modelled
+``hardware_counters(batch, nh, nx)``      ``perf stat`` cache counters (``(None, why)`` where there are none)
 """
 from __future__ import annotations
 

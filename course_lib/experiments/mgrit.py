@@ -9,7 +9,7 @@ version (:mod:`course_lib.parallel.mgrit_mpi`) never time anything.
 ``speedup_model(nt, Ps, ...)``        -- the work/span model's speedup for each processor count
 ``counted_work(nt, ...)``             -- time steps MGRIT really takes (counted), per serial step
 ``preprocessing_model(nt, P, c, ...)`` -- the span model with a per-frame cost ``c`` that is parallel over time
-``time_axis(Ts, B, P, ...)``          -- data parallelism vs the time axis: serial GRU time vs T, whole batch vs B/P
+``time_axis(Ts, batch, P, ...)``          -- data parallelism vs the time axis: serial GRU time vs T, whole batch vs B/P
 ``forward_speed(params, X, ...)``     -- serial vs MGRIT (1 thread, threads) in one process, interleaved
 ``speedup_vs_length(Ts, ...)``        -- serial vs MGRIT over MPI ranks for each sequence length, with the model
 ``train_compare(runs, data, seeds)``  -- train classic / implicit / MGRIT-implicit GRUs, test accuracy per seed

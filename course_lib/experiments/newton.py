@@ -1,11 +1,11 @@
 """Measuring helpers for chapter 11 (Newton in time): plain functions that return data (experiments folder).
 
-``scaled_gru(H, scale, ...)``            a GRU whose W_hh is multiplied by ``scale`` (predictability knob)
+``scaled_gru(nh, scale, ...)``            a GRU whose W_hh is multiplied by ``scale`` (predictability knob)
 ``newton_iterates(...)``                 every DEER iterate: the trajectory zipping into place
 ``predictability(scale, ...)``           Lyapunov exponent + iterations of Newton / quasi / damped / MGRIT
 ``iterations_vs_T(Ts, ...)``             iterations of each method vs the sequence length
 ``work_comparison(...)``                 DEER vs MGRIT on one GRU at one tolerance: iterations and work
-``time_deer(T, H, B, ...)``              timing.compare of the numba serial loop, DEER and quasi-DEER
+``time_deer(T, nh, batch, ...)``              timing.compare of the numba serial loop, DEER and quasi-DEER
 ``model_speedups(T, Hs, Ps, iters)``     the work/span model's predicted speedup
 ``scan_drift(Ts, ...)``                  float32 linear- vs log-space minGRU scan vs a float64 loop
 ``mingru_vs_gru(...)``                   accuracy and time of minGRU / minLSTM / GRU on both tasks

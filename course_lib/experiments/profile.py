@@ -18,14 +18,14 @@ Both compute the same gradients as :func:`course_lib.models.rnn.bptt_linear` (te
 ``PHASES``                                  the ten phase names, the seed's rows in order
 ``reference_step_phased(params, X, Y, lr)`` -> (new params, loss, {phase: seconds})
 ``fast_step_phased(params, X, Y, lr, workspace=None)`` -> (new params, loss, {phase: seconds})
-``profile_step(method, T, B, n, repeat, seed)`` -> dict with seconds and percentages per phase
+``profile_step(method, T, batch, n, repeat, seed)`` -> dict with seconds and percentages per phase
 
 The compute functions behind chapter 05's other plots and widget:
 
 ``WORKLOADS``                                  what ``thread_scaling`` can time
 ``thread_scaling(workloads, threads, n)``      seed Fig. 12: time vs thread count, interleaved
 ``workload_time(workload, threads, n)``        one point (the widget's compute function)
-``fusion_comparison(B, n, T)``                 loop fusion vs separate passes (seed §4.9)
+``fusion_comparison(batch, n, T)``                 loop fusion vs separate passes (seed §4.9)
 ``error_model_comparison(n)``                  numba's error model and SIMD: the same kernel, 2 ways
 ``framework_vs_numpy(sizes, T)``               seed Fig. 7: compiled steps vs hand-written numpy
                                                (:mod:`.frameworks`, re-exported here)

@@ -10,7 +10,7 @@ chapter 02, adapted to a softmax output and the cross-entropy loss::
 Then inference: perplexity ``exp(loss)`` on held-out text and sampled text.
 
 ``loss_and_grads(params, X_ids, Y_ids)`` -> (loss, grads as a SoftmaxRNNParams)
-``train(params, ids, steps=, T=, B=, lr=, seed=)`` -> :class:`course_lib.core.results.TrainResult`
+``train(params, ids, steps=, T=, batch=, lr=, seed=)`` -> :class:`course_lib.core.results.TrainResult`
     (``history["loss"]``: the loss of every step; tqdm progress bar)
 ``perplexity(params, ids, T=, max_windows=, predict=)``, ``perplexity_of(probs, targets)``,
 ``unigram_perplexity(train_ids, ids, vocab_size)``, ``eval_windows(ids, T)``

@@ -32,10 +32,10 @@ but organised the way the hardware likes it. Five ideas, each worth a chapter se
 
 Public API
 ----------
-``make_workspace(T, B, nx, nh, ny, dtype=np.float32, *, method="loop") -> Workspace``
+``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop") -> Workspace``
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
 ``gradients(params, X, Y, *, workspace=None, h0=None) -> (RNNParams of gradients, loss)``
-``step_flops(T, B, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
+``step_flops(T, batch, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
 ``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation
 ``fused_kernels(method)`` -- the six fused element-wise kernels, ``"loop"`` or ``"prange"``
 ``prepare(params, X, Y, h0=None, workspace=None)`` -- validated, contiguous inputs and a workspace

@@ -23,9 +23,9 @@ Layers (the ``layer`` of their parameters), shapes time-major: ``X (T, B, nx)`` 
   h_{t-1}, so no scan)::  [f, i, o, z] = [sigmoid, sigmoid, sigmoid, tanh](x_t W + h_{t-1} U + b);
   c_t = f c + i z; h_t = o tanh(c_t)
 
-Public API: ``init_params(layer, nx, H, *, k=2, seed=0)`` -> the layer's params dataclass;
+Public API: ``init_params(layer, nx, nh, *, k=2, seed=0)`` -> the layer's params dataclass;
 ``forward(params, X, *, method=)`` -> ``(Hs, cache)``; ``backward(params, cache, dHs, *, method=)``
--> ``(grads, dX)`` (grads: the params' dataclass holding gradients); ``remember_first_batch(T, B, nx,
+-> ``(grads, dX)`` (grads: the params' dataclass holding gradients); ``remember_first_batch(T, batch, nx,
 rng)``; ``classifier_loss(...)``; ``train_remember_first(layer, T, ...)`` -> :class:`TrainResult`
 whose params are a :class:`ClassifierParams`. ``method`` is always the scan method (the serial
 ``"lstm"`` has no scan and ignores it).

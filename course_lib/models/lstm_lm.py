@@ -6,7 +6,7 @@ Wikitext-2 language modelling; this is the same experiment at laptop scale: one-
 with Adam on the pydoc help text (:mod:`course_lib.data.corpus`). Every LSTM method computes the
 same numbers, so the losses agree and only the tokens per second differ.
 
-``init_lm(V, H, seed)`` -> :class:`LMParams`
+``init_lm(V, nh, seed)`` -> :class:`LMParams`
 ``lm_loss_and_grads(params, X_ids, Y_ids, method)`` -> (mean cross-entropy in nats, grads)
 ``train_lm(ids, V, nh=..., T=..., batch=..., steps=..., method=...)`` -> :class:`~course_lib.core.results.TrainResult`
 """

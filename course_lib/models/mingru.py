@@ -20,7 +20,7 @@ A linear head on the last state and softmax cross-entropy make a classifier; tra
 :class:`course_lib.core.optim.Adam` and returns a :class:`TrainResult` (history of loss/accuracy per
 step, params, seconds).
 
-Public API: ``MinGRUParams``, ``MinLSTMParams``, ``init_params(kind, nx, H, n_classes)``,
+Public API: ``MinGRUParams``, ``MinLSTMParams``, ``init_params(kind, nx, nh, n_classes)``,
 ``coefficients(kind, params, X)``, ``forward(kind, params, X, h0=None, *, method)``,
 ``backward(kind, params, X, Hs, dHs, h0=None)``, ``loss_and_grads``, ``predict``,
 ``train_classifier``, ``train_remember_first``, ``train_activity``.

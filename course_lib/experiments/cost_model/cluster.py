@@ -17,10 +17,10 @@ Builders for the course's schedules (costs are arguments: a caller passes second
 or unit costs to count steps):
 
 ``wavefront_graph(T, L, cell, P=, barrier=)``      chapter 07's layer wavefront (cells (l, t))
-``data_parallel_graph(B, P, per_seq, ...)``        chapter 07's MPI batch split (scatter, compute, gather
+``data_parallel_graph(batch, P, per_seq, ...)``        chapter 07's MPI batch split (scatter, compute, gather
                                                    or an allreduce of gradients when training)
 ``mgrit_graph(nt, m=, levels=, iters=, P=, step=, latency=)``   chapter 10's MGRIT V-cycles, phase by phase
-``deer_graph(T, H, iters=, P=, method=)``          chapter 11's DEER iterations (flops per task)
+``deer_graph(T, nh, iters=, P=, method=)``          chapter 11's DEER iterations (flops per task)
 ``blelloch_graph(T, combine=)``, ``hillis_steele_graph(T, combine=)``   chapter 08's scans, one task per combine
 ``chunked_scan_graph(T, P, reduce, carry, expand, launch=)``    the reduce / carries / expand scan (CPU or GPU)
 ``threads_step_graph(T, P, parallel_part, serial_part, barrier=)``  a step loop split over P threads (Halide, BLAS)
