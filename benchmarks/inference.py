@@ -65,7 +65,8 @@ def bench_config(batch, L, nh, T, *, nx, vocab, P, repeat, serial_seqs, peak):
     ref = softmax_rnn.forward(params, X)
     Xs = np.ascontiguousarray(X[:, :serial_seqs])
     fns = {
-        f"sequential ({serial_seqs} seqs)": (lambda: softmax_rnn.forward(params, Xs, method="sequential"), serial_seqs, None),
+        f"sequential ({serial_seqs} seqs)": (lambda: softmax_rnn.forward(params, Xs, method="sequential"),
+                                             serial_seqs, None),
         "batched": (lambda: softmax_rnn.forward(params, X), batch, ref),
         "batched (1 BLAS thread)": (lambda: _one_thread(softmax_rnn.forward, params, X), batch, ref),
         f"threads (P={P})": (lambda: inference.predict_threads(params, X, threads=P), batch, ref),

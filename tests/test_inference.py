@@ -53,7 +53,8 @@ def test_cuda_kernel_matches_serial_at_tiny_size():
         pytest.skip("numba was imported before course_lib and there is no GPU")
     p, X = _problem(T=3, B=2, nx=3, nh=4, vocab=5, layers=2)
     np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched"), _serial(p, X), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched", block=(2, 1)), _serial(p, X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched", block=(2, 1)), _serial(p, X),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_cuda_refuses_large_simulated_problems_and_bad_blocks():

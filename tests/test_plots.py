@@ -42,3 +42,14 @@ def test_bad_input():
     with pytest.raises(ValueError, match="values: expected a non-empty mapping"):
         plots.bar_compare({})
     plt.close("all")
+
+
+def test_lstm_batch_lines_read_the_latency_result():
+    """latency_plot / overhead_plot draw what experiments.lstm.latency_vs_batch returns (keys B, nh, noise)."""
+    from course_lib.core.timing import Noise
+    from course_lib.teaching.plots import lstm as lstm_plots
+
+    data = {"B": [1, 4], "nh": 8, "noise": Noise(), "naive": [2.0, 3.0], "fused_pre": [1.0, 1.5]}
+    ax = lstm_plots.latency_plot(data)
+    assert "nh = 8" in ax.get_title() and sorted(line.get_label() for line in ax.get_lines()) == ["fused_pre", "naive"]
+    plt.close("all")

@@ -210,7 +210,8 @@ def test_bad_inputs():
         scan.linear_recurrence(a, x, method="channels", groups=4)
     with pytest.raises(ValueError, match="lanes: expected a power of two, got 3"):
         scan.linear_recurrence(a, x, method="chunked", lanes=3)
-    with pytest.raises(ValueError, match="opts: method 'cuda_chunked' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
+    with pytest.raises(ValueError,
+                       match="opts: method 'cuda_chunked' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
         scan.linear_recurrence(a, x, method="cuda_chunked", threads=4)
     with pytest.raises(ValueError, match="method: expected one of"):
         scan.scan_counts("cuda_chunked", 8)

@@ -1,8 +1,9 @@
 """One vocabulary, computed from the code (AST), like test_layers.py.
 
 Over every course_lib module, notebooks/*.py, solutions/*.py and benchmarks/*.py:
-(a) every value ``method`` takes -- in a ``*METHODS`` table (or matmul's ``MATMUL_KERNELS``), a ``method=``/``methods=`` keyword or default,
-    a ``check_choice(..., "method", ...)``, a comparison with ``method``, a ``{"method": [...]}`` control --
+(a) every value ``method`` takes -- in a ``*METHODS`` table (or matmul's ``MATMUL_KERNELS``), a
+    ``method=``/``methods=`` keyword or default, a ``check_choice(..., "method", ...)``, a comparison with
+    ``method``, a ``{"method": [...]}`` control --
     is a key of ``course_lib.core.vocabulary.METHOD_MEANINGS`` (one value per meaning);
 (b) no parameter, keyword or field named ``H``/``B`` is a size (``H`` is the state array, ``B`` a dimension
     in shapes), and ``batch_size``/``hidden``/``hidden_size`` do not appear as names of sizes at all;

@@ -39,7 +39,8 @@ def bptt_times(T: int, nh: int, *, batch: int = 8, nx: int | None = None, ny: in
                   repeat=repeat, warmup=1)
     lin, quad = cmp.timings["linear"].min, cmp.timings["quadratic"].min
     return {"T": T, "nh": nh, "B": batch, "linear_s": lin, "quadratic_s": quad, "ratio": quad / lin,
-            "flop_ratio": rnn.bptt_flops(T, batch, nx, nh, ny, "quadratic") / rnn.bptt_flops(T, batch, nx, nh, ny, "linear"),
+            "flop_ratio": (rnn.bptt_flops(T, batch, nx, nh, ny, "quadratic")
+                           / rnn.bptt_flops(T, batch, nx, nh, ny, "linear")),
             "noise": cmp.noise}
 
 

@@ -185,7 +185,8 @@ def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("sequential", "
     if isinstance(methods, str) or not methods:
         raise ValueError(f"methods: expected a non-empty sequence of method names, got {methods!r}")
     methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
-    takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"), "cuda_batched": ("block",)}
+    takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"),
+             "cuda_batched": ("block",)}
     unknown = set(opts) - {k for m in methods for k in takes.get(m, ())}
     if unknown:
         raise TypeError(f"opts: {sorted(unknown)} is not an option of the methods {list(methods)}")

@@ -289,8 +289,8 @@ def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float
     method = check_choice(method, "method", ELEMENTWISE_METHODS)
     check_alloc((T, batch, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
     e = lambda *s: np.empty(s, dt)  # noqa: E731
-    return Workspace(T, batch, nx, nh, ny, dt, H=e(T, batch, nh), D=e(T, batch, ny), DZ=e(T, batch, nh), tmp=e(batch, nh),
-                     gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
+    return Workspace(T, batch, nx, nh, ny, dt, H=e(T, batch, nh), D=e(T, batch, ny), DZ=e(T, batch, nh),
+                     tmp=e(batch, nh), gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
 
 
 def step_flops(T: int, batch: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
@@ -387,7 +387,8 @@ def _check_phase(ws, params=None, X=None, Y=None, h0=None) -> None:
             raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
         for name, shape in (("Wxh", (ws.nx, ws.nh)), ("Whh", (ws.nh, ws.nh)), ("Why", (ws.nh, ws.ny))):
             check_array(getattr(params, name), f"params.{name}", shape=shape, dtype=dt, finite=False)
-    for a, name, shape in ((X, "X", (ws.T, ws.batch, ws.nx)), (Y, "Y", (ws.T, ws.batch, ws.ny)), (h0, "h0", (ws.batch, ws.nh))):
+    for a, name, shape in ((X, "X", (ws.T, ws.batch, ws.nx)), (Y, "Y", (ws.T, ws.batch, ws.ny)),
+                           (h0, "h0", (ws.batch, ws.nh))):
         if a is not None:
             check_array(a, name, shape=shape, dtype=dt, finite=False, contiguous=True)
 

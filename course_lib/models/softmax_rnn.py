@@ -367,5 +367,6 @@ def forward(params: SoftmaxRNNParams, X, *, method: str = "batched") -> np.ndarr
 def flops(T: int, batch: int, nx: int, nh: int, vocab: int, layers: int = 1) -> int:
     """Matrix-product FLOPs of one forward pass: ``2 T B (H nx + (L-1) H^2 + L H^2 + vocab H)``."""
     T, batch, nx, nh, vocab, layers = (check_positive_int(v, n) for v, n in
-                                   ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (vocab, "vocab"), (layers, "layers")))
+                                       ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (vocab, "vocab"),
+                                        (layers, "layers")))
     return 2 * T * batch * (nh * nx + (layers - 1) * nh * nh + layers * nh * nh + vocab * nh)

@@ -73,8 +73,8 @@ PROBLEMS = {
                  ((dict(T=1 << 20, nh=64), THIS),
                   (dict(T=1024, nh=16384), PHI),
                   (dict(T=1 << 20, nh=64), CORES64))),
-    "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with nh units on batch sequences "
-                              "of T steps",
+    "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with nh units on batch "
+                              "sequences of T steps",
                  ("batched", "mgrit", "newton", "quasi"),
                  lambda batch, T, nh: cm.Problem("gru", "training", batch=batch, T=T, nh=nh),
                  dict(batch=1, T=1024, nh=32),
@@ -192,8 +192,8 @@ def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str
             msg += ("\n  your answer is the model's choice for this problem on this machine, not on the machine you "
                     "were given\n  Hint: use the `machine` argument, not Machine.measure() or a global machine")
         else:
-            msg += (f"\n  Hint: build the Problem from the description ({spec.what}): kind, mode, batch, T, nh, layers, "
-                    f"ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
+            msg += (f"\n  Hint: build the Problem from the description ({spec.what}): kind, mode, batch, T, nh, "
+                    f"layers, ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
                     f"cost_model.predict(method, problem, machine).seconds")
         raise ExerciseFailed(msg)
     return spec, here, first_answer, len(cases)
