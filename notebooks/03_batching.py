@@ -72,7 +72,8 @@ print("same hidden states:", np.allclose(H_loop, cache.H, rtol=1e-12, atol=1e-12
 n = 1000
 print(f"{'B':>5} {'MFLOP':>9} {'MB moved':>9} {'FLOP/byte':>10}")
 for B in (1, 10, 100, 1000):
-    print(f"{B:>5} {batching_exp.rnn_step_flops(B, n, n) / 1e6:>9.1f} {batching_exp.rnn_step_bytes(B, n, n) / 1e6:>9.2f} "
+    print(f"{B:>5} {batching_exp.rnn_step_flops(B, n, n) / 1e6:>9.1f} "
+          f"{batching_exp.rnn_step_bytes(B, n, n) / 1e6:>9.2f} "
           f"{batching_exp.rnn_step_intensity(B, n, n):>10.2f}")
 
 # %% [markdown]

@@ -160,7 +160,8 @@ if not ladder_noise.ok:
 print(f"\nloop order (ikj / naive at n = {N_SMALL}): {rate['ikj', N_SMALL] / rate['naive', N_SMALL]:.1f}x; "
       f"tiling a scalar loop (tiled / naive): {rate['tiled', N_SMALL] / rate['naive', N_SMALL]:.2f}x; "
       f"tiling a SIMD loop (tiled_simd / ikj at n = {N_BIG}): {rate['tiled_simd', N_BIG] / rate['ikj', N_BIG]:.2f}x")
-matmul_plots.ladder_plot(rows, peak=peak, title=f"The ladder on this machine (float32; peak measured {peak:.0f} GFLOP/s)");
+matmul_plots.ladder_plot(rows, peak=peak,
+                         title=f"The ladder on this machine (float32; peak measured {peak:.0f} GFLOP/s)");
 
 # %% [markdown]
 # What each step changes -- compare with the ratios printed under the table:
