@@ -58,41 +58,42 @@ def _one_thread(fn, *args):
         return fn(*args)
 
 
-def bench_config(B, L, H, T, *, nx, vocab, P, repeat, serial_seqs, peak):
-    params = softmax_rnn.init_params(nx, H, vocab, layers=L, seed=0)
-    X = np.random.default_rng(1).standard_normal((T, B, nx)).astype(np.float32)
-    flops = softmax_rnn.flops(T, B, nx, H, vocab, L)
+def bench_config(batch, L, nh, T, *, nx, vocab, P, repeat, serial_seqs, peak):
+    params = softmax_rnn.init_params(nx, nh, vocab, layers=L, seed=0)
+    X = np.random.default_rng(1).standard_normal((T, batch, nx)).astype(np.float32)
+    flops = softmax_rnn.flops(T, batch, nx, nh, vocab, L)
     ref = softmax_rnn.forward(params, X)
     Xs = np.ascontiguousarray(X[:, :serial_seqs])
     fns = {
-        f"serial ({serial_seqs} seqs)": (lambda: softmax_rnn.forward(params, Xs, method="serial"), serial_seqs, None),
-        "batched": (lambda: softmax_rnn.forward(params, X), B, ref),
-        "batched (1 BLAS thread)": (lambda: _one_thread(softmax_rnn.forward, params, X), B, ref),
-        f"threads (P={P})": (lambda: inference.predict_threads(params, X, threads=P), B, ref),
-        f"wavefront (P={P})": (lambda: inference.predict_wavefront(params, X, threads=P), B, ref),
+        f"sequential ({serial_seqs} seqs)": (lambda: softmax_rnn.forward(params, Xs, method="sequential"),
+                                             serial_seqs, None),
+        "batched": (lambda: softmax_rnn.forward(params, X), batch, ref),
+        "batched (1 BLAS thread)": (lambda: _one_thread(softmax_rnn.forward, params, X), batch, ref),
+        f"threads (P={P})": (lambda: inference.predict_threads(params, X, threads=P), batch, ref),
+        f"wavefront (P={P})": (lambda: inference.predict_wavefront(params, X, threads=P), batch, ref),
     }
     tp = torch_predict(params, X, backend.cpu_count())
     if tp is not None:
-        fns["torch.nn.RNN"] = (tp, B, ref)
+        fns["torch.nn.RNN"] = (tp, batch, ref)
     if backend.gpu_available():
-        fns["cuda (numba kernel)"] = (lambda: inference.predict_cuda(params, X), B, ref)
+        fns["cuda (numba kernel)"] = (lambda: inference.predict_cuda(params, X), batch, ref)
     cmp = timing.compare(**{k: v[0] for k, v in fns.items()}, repeat=repeat, warmup=1, baseline="batched")
     rows = []
     t_batched = cmp.timings["batched"].min
     for name, (fn, nseq, want) in fns.items():
         t = cmp.timings[name].min
         diff = float(np.max(np.abs(fn() - (want if want is not None else ref[:, :serial_seqs]))))
-        rate = flops * nseq / B / t / 1e9
-        rows.append((name, t, nseq / t, rate, 100 * rate / peak, (nseq / t) / (B / t_batched), diff))
+        rate = flops * nseq / batch / t / 1e9
+        rows.append((name, t, nseq / t, rate, 100 * rate / peak, (nseq / t) / (batch / t_batched), diff))
     ok, why = backend.mpi_available()
-    if ok and P <= B:
+    if ok and P <= batch:
         try:
             res = inference.run_mpi(params, X, ranks=P, repeat=repeat)
             t = res.in_job
             diff = float(np.max(np.abs(res.probs - ref)))
             rate = flops / t / 1e9
-            rows.append((f"mpi (P={P}, in-job)", t, B / t, rate, 100 * rate / peak, t_batched / t, diff))
-            rows.append((f"mpi (P={P}, whole launch)", res.wall, B / res.wall, flops / res.wall / 1e9,
+            rows.append((f"mpi (P={P}, in-job)", t, batch / t, rate, 100 * rate / peak, t_batched / t, diff))
+            rows.append((f"mpi (P={P}, whole launch)", res.wall, batch / res.wall, flops / res.wall / 1e9,
                          100 * flops / res.wall / 1e9 / peak, t_batched / res.wall, diff))
         except MPIFailed as exc:
             print(f"  mpi failed: {exc}")
@@ -102,7 +103,7 @@ def bench_config(B, L, H, T, *, nx, vocab, P, repeat, serial_seqs, peak):
     if not cmp.noise.ok:
         print("  " + cmp.noise.warning())
     for name, t, sps, rate, pct, x, diff in rows:
-        print(f"{B:>5} {L:>2} {H:>4} {T:>4}  {name:<25} {timing.fmt_seconds(t) if t == t else '-':>10} "
+        print(f"{batch:>5} {L:>2} {nh:>4} {T:>4}  {name:<25} {timing.fmt_seconds(t) if t == t else '-':>10} "
               f"{sps:>10.4g} {rate:>8.2f} {pct:>6.1f}% {x:>8.2f}x {diff:>9.1e}")
     return rows
 

@@ -66,12 +66,12 @@ def _stream_gbs(a, x, h, repeat):
     return {int(k): nbytes / t.median / 1e9 for k, t in c.timings.items()}, c.noise
 
 
-def table_h128(sizes, H, repeat, torch):
+def table_h128(sizes, nh, repeat, torch):
     p = int(numba.config.NUMBA_NUM_THREADS)
-    print(f"\n## 1. H = {H}, float32")
+    print(f"\n## 1. H = {nh}, float32")
     print(f"{'T':>8}  {'method':<30} {'time':>10} {'GB/s':>7} {'% stream':>9} {'x seq':>7} {'max err':>9}")
     for T in sizes:
-        a, x, h0 = scan.random_problem(T, H, seed=0)
+        a, x, h0 = scan.random_problem(T, nh, seed=0)
         nbytes = 3 * a.nbytes
         h = np.empty_like(a)
         stream, s_noise = _stream_gbs(a, x, h, repeat)
@@ -98,7 +98,7 @@ def table_h128(sizes, H, repeat, torch):
 
             fns["torch loop"] = torch_loop
         if backend.gpu_available():
-            fns["cuda reduce/scan/expand"] = lambda: scan.linear_recurrence(a, x, h0, method="cuda")
+            fns["cuda reduce/scan/expand"] = lambda: scan.linear_recurrence(a, x, h0, method="cuda_chunked")
         errs = {}
         for name, fn in fns.items():
             out = fn()

@@ -26,7 +26,7 @@
 # %%
 import numpy as np
 
-from course_lib.experiments import batching
+from course_lib.experiments import batching as batching_exp
 from course_lib.models import rnn
 from course_lib.core import timing
 from course_lib.teaching.checks import batching as batching_checks
@@ -46,7 +46,7 @@ from course_lib.teaching.checks import batching as batching_checks
 #
 # This is a speed exercise. After the numbers, the check counts the matrix products your function
 # makes with the weights -- they must not grow with the batch size B -- and then times it against
-# the course's one-sequence-at-a-time loop (`batching.forward_one_at_a_time`) in the same run: it
+# the course's one-sequence-at-a-time loop (`batching_exp.forward_one_at_a_time`) in the same run: it
 # must be at least three times as fast.
 
 # %% tags=["solution", "raises-exception"]
@@ -66,7 +66,7 @@ batching_checks.check_batched_forward(batched_forward)
 # `itemsize` bytes per number. Return FLOPs per byte.
 
 # %% tags=["solution", "raises-exception"]
-def rnn_step_intensity(B, nx, nh, itemsize=4):
+def rnn_step_intensity(batch, nx, nh, itemsize=4):
     """FLOP per byte of one recurrent step for B sequences."""
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 3.2: replace this line with your code")
@@ -77,11 +77,11 @@ batching_checks.check_step_intensity(rnn_step_intensity)
 # %% [markdown]
 # ## Put it to use
 #
-# (This cell uses the course's `batching.rnn_step_intensity`, so it runs before you solve 3.2.)
+# (This cell uses the course's `batching_exp.rnn_step_intensity`, so it runs before you solve 3.2.)
 # From which batch size is one recurrent step at width 1000 compute-bound on this machine --
 # that is, above the roofline's ridge point?
 
 # %% tags=["nbval-ignore-output"]
 ridge = timing.peak_gflops() / timing.copy_bandwidth()
-B_cross = next(B for B in range(1, 100_000) if batching.rnn_step_intensity(B, 1000, 1000) >= ridge)
+B_cross = next(B for B in range(1, 100_000) if batching_exp.rnn_step_intensity(B, 1000, 1000) >= ridge)
 print(f"ridge point {ridge:.1f} FLOP/byte: batches of B >= {B_cross} make the step compute-bound here")

@@ -82,14 +82,14 @@ threads_fusion_checks.check_output_delta_and_loss(output_delta_and_loss)
 # %% [markdown]
 # ## How much does fusion save?
 #
-# (Course code, so this runs before you solve anything.) `profile.fusion_comparison` times the
+# (Course code, so this runs before you solve anything.) `profile_exp.fusion_comparison` times the
 # same element-wise work as separate numpy passes and as the course's fused kernels.
 
 # %% tags=["nbval-ignore-output"]
-from course_lib.experiments import profile
+from course_lib.experiments import profile as profile_exp
 from course_lib.teaching.verdict import verdict
 
-fus = profile.fusion_comparison(B=timing.scaled(256, 64), n=256, T=10)
+fus = profile_exp.fusion_comparison(batch=timing.scaled(256, 64), n=256, T=10)
 print(f"separate passes {fus['separate_s'] * 1e3:.2f} ms, fused (1 thread) {fus['fused_1thread_s'] * 1e3:.2f} ms: "
       f"{fus['fusion_speedup']:.2f}x; fused on {backend.get_threads()} thread(s): {fus['total_speedup']:.2f}x")
 print(verdict("000.halide.s49.loop_fusion", fus["fusion_speedup"], here="1 thread, numpy passes vs fused numba",

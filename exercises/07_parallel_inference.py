@@ -115,10 +115,10 @@ parallel_inference_checks.check_batched_predict(batched_predict)
 # `offsets[r]` (that is exactly what `comm.Scatterv` needs). The split must be balanced -- the
 # slowest rank sets the pace -- so every rank gets $\lfloor B/P \rfloor$ sequences and the first
 # $B \bmod P$ ranks one more. With more ranks than sequences some rank would idle: raise a
-# `ValueError`. Write `split_batch(B, P)` returning `(counts, offsets)` as two lists.
+# `ValueError`. Write `split_batch(batch, P)` returning `(counts, offsets)` as two lists.
 
 # %% tags=["solution", "raises-exception"]
-def split_batch(B, P):
+def split_batch(batch, P):
     """(counts, offsets): rank r owns sequences offsets[r] : offsets[r] + counts[r]."""
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 7.4: replace this line with your code")
@@ -158,7 +158,7 @@ def data_parallel_predict(params, X, P):
 def check_data_parallel():
     params = softmax_rnn.init_params(5, 7, 6, layers=2, seed=1, dtype=np.float64)
     X = np.random.default_rng(2).standard_normal((6, 10, 5))
-    ref = softmax_rnn.forward(params, X, method="serial")
+    ref = softmax_rnn.forward(params, X, method="sequential")
     for P in (1, 3, 10):
         err = float(np.max(np.abs(data_parallel_predict(params, X, P) - ref)))
         print(f"P={P:>2}: max |p - p_serial| < 1e-12: {err < 1e-12}")
@@ -172,4 +172,4 @@ check_data_parallel()
 # which are compared with serial inference. Without MPI the cell says so.
 
 # %% tags=["nbval-ignore-output", "check", "raises-exception"]
-parallel_inference_checks.run_split_under_mpi(split_batch, B=7, P=2)
+parallel_inference_checks.run_split_under_mpi(split_batch, batch=7, P=2)

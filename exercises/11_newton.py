@@ -31,7 +31,7 @@ import numpy as np
 
 from course_lib.algorithms import matrix_scan, scan
 from course_lib.models import jacobians
-from course_lib.teaching.checks import newton as checks
+from course_lib.teaching.checks import newton as newton_checks
 
 # %% [markdown]
 # ## Exercise 11.1 · The (A, b) combine
@@ -48,7 +48,7 @@ def combine(p, q):
 
 
 # %% tags=["raises-exception"]
-checks.exercise_1(combine)
+newton_checks.check_combine(combine)
 
 # %% [markdown]
 # ## Exercise 11.2 · One Newton step is a scan
@@ -64,7 +64,7 @@ def newton_step(f, jac, h0, X, H):
 
 
 # %% tags=["raises-exception"]
-checks.exercise_2(newton_step)
+newton_checks.check_newton_step(newton_step)
 
 # %% [markdown]
 # ## Exercise 11.3 · The GRU's Jacobian
@@ -85,7 +85,7 @@ def gru_jacobian(params, h, gi):
 
 
 # %% tags=["raises-exception"]
-checks.exercise_3(gru_jacobian)
+newton_checks.check_gru_jacobian(gru_jacobian)
 
 # %% [markdown]
 # ## Exercise 11.4 · minGRU's log-space scan
@@ -95,13 +95,13 @@ checks.exercise_3(gru_jacobian)
 # `np.logaddexp.accumulate(x, axis=0)` is logcumsumexp.
 
 # %% tags=["solution", "raises-exception"]
-def log_scan(log_a, log_b):
+def log_space_scan(log_a, log_b):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.4: replace this line with your code")
 
 
 # %% tags=["raises-exception"]
-checks.exercise_4(log_scan)
+newton_checks.check_log_space_scan(log_space_scan)
 
 # %% [markdown]
 # ## Exercise 11.5 · Quasi-DEER as one element-wise scan (a speed exercise)
@@ -115,7 +115,7 @@ checks.exercise_4(log_scan)
 #
 # The check compares three iterations with the course's quasi step, counts the memory your step
 # needs in bytes per state element (full matrices need `8 H`), and times it against one full Newton
-# step at `H = 48` in the same run: at least `checks.MIN_SPEEDUP` times faster on your machine.
+# step at `H = 48` in the same run: at least `newton_checks.MIN_SPEEDUP` times faster on your machine.
 
 # %% tags=["solution", "raises-exception"]
 def quasi_step(f, jac_diag, h0, X, H):
@@ -124,4 +124,4 @@ def quasi_step(f, jac_diag, h0, X, H):
 
 
 # %% tags=["raises-exception"]
-checks.exercise_5(quasi_step)
+newton_checks.check_quasi_step(quasi_step)

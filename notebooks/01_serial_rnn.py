@@ -140,7 +140,7 @@ print(f"test loss per sequence: copy-the-input {copy_loss:.2f}, untrained RNN {s
 # rate is too large the loss blows up, and `train` stops with a message instead of returning NaNs.
 
 # %% tags=["nbval-ignore-output"]
-result = rnn.train(params, X, Y, epochs=40, lr=1e-2, batch_size=8, seed=0)
+result = rnn.train(params, X, Y, epochs=40, lr=1e-2, batch=8, seed=0)
 
 # %%
 trained = result.params
@@ -158,7 +158,7 @@ plt.show()
 
 # %%
 try:
-    rnn.train(params, X, Y, epochs=5, lr=1.0, batch_size=8, seed=0, progress=False)
+    rnn.train(params, X, Y, epochs=5, lr=1.0, batch=8, seed=0, progress=False)
 except rnn.TrainingDiverged as err:
     print("TrainingDiverged:", err)
 

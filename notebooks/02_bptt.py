@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import course_lib
 from course_lib.models import rnn, gradcheck
 from course_lib.core import backend, timing
-from course_lib.experiments import bptt
+from course_lib.experiments import bptt as bptt_exp
 from course_lib.teaching import widgets, plots
 from course_lib.teaching.claims import show
 from course_lib.teaching.verdict import verdict
@@ -154,7 +154,7 @@ print(show("000.bptt.quadratic"))
 Ts = timing.scaled([8, 16, 32, 64, 128, 256], [8, 16, 32, 64, 128])
 n, B = 32, 8
 with backend.blas_threads(1):
-    rows = bptt.scaling(Ts, n, B=B, repeat=5)
+    rows = bptt_exp.scaling(Ts, n, batch=B, repeat=5)
 for r in rows:
     print(f"T={r['T']:4d}: linear {r['linear_s'] * 1e3:8.2f} ms  quadratic {r['quadratic_s'] * 1e3:9.2f} ms  "
           f"ratio {r['ratio']:6.1f}x  (GEMM-FLOP ratio {r['flop_ratio']:.1f})")
@@ -162,9 +162,9 @@ noise = rows[0]["noise"]
 for r in rows[1:]:
     noise = noise | r["noise"]
 lin_t, quad_t = [r["linear_s"] for r in rows], [r["quadratic_s"] for r in rows]
-every = bptt.fit_slopes(rows, t_min=Ts[0])
+every = bptt_exp.fit_slopes(rows, t_min=Ts[0])
 T_FIT = Ts[len(Ts) // 2]                       # the upper half of the range: where the asymptote should hold
-upper = bptt.fit_slopes(rows, t_min=T_FIT)
+upper = bptt_exp.fit_slopes(rows, t_min=T_FIT)
 print(f"\nslopes over all T:      sweep {every['linear']:.2f}, double loop {every['quadratic']:.2f}")
 print(f"slopes over T >= {T_FIT:<4d}:  sweep {upper['linear']:.2f}, double loop {upper['quadratic']:.2f}")
 if not noise.ok:
@@ -205,7 +205,7 @@ print(f"sweep: slope {upper['linear']:.2f} over T >= {T_FIT} (the algorithm's is
 # %% tags=["nbval-ignore-output"]
 n_seed = timing.scaled(128, 64)
 for T in (10, 25):
-    d = bptt.bptt_times(T, n_seed, B=n_seed, repeat=2)
+    d = bptt_exp.bptt_times(T, n_seed, batch=n_seed, repeat=2)
     print(f"T={T:3d}, n=B={n_seed}: sweep {d['linear_s'] * 1e3:7.1f} ms, double loop {d['quadratic_s'] * 1e3:8.1f} ms, "
           f"ratio {d['ratio']:5.1f}x  (GEMM-FLOP ratio {d['flop_ratio']:.1f}; measured/FLOP {d['ratio'] / d['flop_ratio']:.2f})"
           + ("" if d["noise"].ok else "\n  " + d["noise"].warning()))
@@ -213,12 +213,12 @@ for T in (10, 25):
 # %% [markdown]
 # ## Try it: a (T, nh) panel
 #
-# `bptt.bptt_times(T, nh)` (in `course_lib.experiments.bptt`) times both algorithms now and returns the times, their ratio and the
+# `bptt_exp.bptt_times(T, nh)` (in `course_lib.experiments.bptt`) times both algorithms now and returns the times, their ratio and the
 # FLOP ratio; the panel is a thin shell over it. Long sequences and wide layers are capped so a
 # slider cannot start a minute-long computation.
 
 # %% tags=["nbval-ignore-output"]
-print(sorted(bptt.bptt_times(16, 16, repeat=1)))
+print(sorted(bptt_exp.bptt_times(16, 16, repeat=1)))
 
 # %% tags=["nbval-ignore-output"]
 def show_times(d, ax):
@@ -230,7 +230,7 @@ def show_times(d, ax):
 
 def times_one_thread(T, nh):
     with backend.blas_threads(1):
-        return bptt.bptt_times(T, nh, B=8, repeat=2)
+        return bptt_exp.bptt_times(T, nh, batch=8, repeat=2)
 
 panel = widgets.sweep_panel(
     times_one_thread,

@@ -34,11 +34,11 @@
 import numpy as np
 
 import course_lib
-from course_lib.experiments import batching
+from course_lib.experiments import batching as batching_exp
 from course_lib.models import rnn
 from course_lib.core import backend, timing
 from course_lib.teaching import claims, plots, widgets
-from course_lib.teaching.plots import perf
+from course_lib.teaching.plots import perf as perf_plots
 
 print(claims.show("000.ch03.fig9.batch_min", "000.ch03.s43.small_workload"))
 
@@ -47,7 +47,7 @@ print(claims.show("000.ch03.fig9.batch_min", "000.ch03.s43.small_workload"))
 #
 # Three sequences of four steps, 5 inputs, 6 hidden units, 2 outputs. Batched, every time step is
 # one product of a $(B, n_x) = (3, 5)$ block with $W_{xh}$; unbatched, it is three products of a
-# $(1, 5)$ row. `batching.forward_one_at_a_time` is the unbatched loop (open
+# $(1, 5)$ row. `batching_exp.forward_one_at_a_time` is the unbatched loop (open
 # `course_lib/experiments/batching.py`); `rnn.forward` from chapter 01 is the batched one.
 
 # %%
@@ -55,7 +55,7 @@ params = rnn.init_params(5, 6, 2, seed=0, dtype=np.float64)
 X = np.random.default_rng(0).uniform(-1, 1, (4, 3, 5))          # (T, B, nx)
 print("X_t of one time step, all sequences:", X[0].shape, "-> one GEMM (3, 5) @ (5, 6)")
 print("x_t of one sequence:                ", X[0, 0].shape, "  -> one GEMV (5,) @ (5, 6), three times")
-H_loop, Yhat_loop = batching.forward_one_at_a_time(params, X)
+H_loop, Yhat_loop = batching_exp.forward_one_at_a_time(params, X)
 cache = rnn.forward(params, X)
 print("same hidden states:", np.allclose(H_loop, cache.H, rtol=1e-12, atol=1e-12),
       "| same outputs:", np.allclose(Yhat_loop, cache.Yhat, rtol=1e-12, atol=1e-12))
@@ -72,8 +72,9 @@ print("same hidden states:", np.allclose(H_loop, cache.H, rtol=1e-12, atol=1e-12
 n = 1000
 print(f"{'B':>5} {'MFLOP':>9} {'MB moved':>9} {'FLOP/byte':>10}")
 for B in (1, 10, 100, 1000):
-    print(f"{B:>5} {batching.rnn_step_flops(B, n, n) / 1e6:>9.1f} {batching.rnn_step_bytes(B, n, n) / 1e6:>9.2f} "
-          f"{batching.rnn_step_intensity(B, n, n):>10.2f}")
+    print(f"{B:>5} {batching_exp.rnn_step_flops(B, n, n) / 1e6:>9.1f} "
+          f"{batching_exp.rnn_step_bytes(B, n, n) / 1e6:>9.2f} "
+          f"{batching_exp.rnn_step_intensity(B, n, n):>10.2f}")
 
 # %% [markdown]
 # At $B = 1$ the step does half a FLOP per byte of weights it reads. The measured **roofline**
@@ -86,8 +87,8 @@ for B in (1, 10, 100, 1000):
 
 # %% tags=["nbval-ignore-output"]
 bw = timing.copy_bandwidth()
-caches = batching.cache_sizes()
-g = batching.gemv_vs_gemm(n=timing.scaled(1000, 512), B=timing.scaled(256, 128), repeat=5)
+caches = batching_exp.cache_sizes()
+g = batching_exp.gemv_vs_gemm(n=timing.scaled(1000, 512), batch=timing.scaled(256, 128), repeat=5)
 peak = max(timing.peak_gflops(), g["gemm_gflops"])  # a busy moment can only make a measured peak too low
 if peak > timing.peak_gflops():
     print("(the GEMM below beat the peak measured earlier: the machine's load changed; the higher rate is the peak)")
@@ -129,12 +130,12 @@ ax.set_title("GEMV vs GEMM on this machine's measured (DRAM) roofline");
 # whenever `W` fits in one, and caches deliver many times DRAM's bandwidth. A point can then sit
 # *above* the DRAM roof without breaking any law: it is under the cache's roof.
 #
-# `batching.gemv_residency` times one GEMV (one BLAS thread) with matrices from a few hundred KiB
+# `batching_exp.gemv_residency` times one GEMV (one BLAS thread) with matrices from a few hundred KiB
 # (inside L2) to far beyond the last-level cache. **Predict**: how does the bandwidth change as the
 # working set crosses each cache size?
 
 # %% tags=["nbval-ignore-output"]
-res = batching.gemv_residency(timing.scaled((256, 512, 1024, 2048, 4096, 8192), (256, 1024, 4096)), repeat=5)
+res = batching_exp.gemv_residency(timing.scaled((256, 512, 1024, 2048, 4096, 8192), (256, 1024, 4096)), repeat=5)
 for n, ws, lvl, gf, gb in zip(res["n"], res["working_set"], res["level"], res["gflops"], res["gbps"]):
     print(f"n = {n:>5}: working set {ws / 2**20:8.2f} MiB -> fits in {lvl:<4}  {gb:6.1f} GB/s  ({gf:5.1f} GFLOP/s)")
 print(f"DRAM streaming bandwidth (copy): {res['dram_gbps']:.1f} GB/s")
@@ -149,7 +150,7 @@ else:
     print("this sweep stayed on one side of the last cache: widen `sizes` to see both regimes")
 
 # %% tags=["nbval-ignore-output"]
-perf.residency_plot(res);
+perf_plots.residency_plot(res);
 
 # %% [markdown]
 # So the GEMV's roof depends on where $W$ lives. The chapter's $n = 1000$ float32 weights are 4 MB:
@@ -172,7 +173,7 @@ width = timing.scaled(1000, 128)
 b_lo, b_hi = (int(claims.CLAIMS[k].value) for k in ("000.ch03.fig9.batch_min", "000.ch03.fig9.batch_max"))
 seed_range = timing.scaled((b_lo, 200, 400, 700, b_hi), (10, 40, 100))
 batches = timing.scaled((1, 10), (1, 4)) + seed_range
-sweep = batching.time_per_sample(batches, width=width, T=10, method="fast", repeat=2)
+sweep = batching_exp.time_per_sample(batches, width=width, T=10, method="fast", repeat=2)
 peak = max(peak, sweep["gflops"].max())
 for b, s, gf, ai in zip(sweep["batch"], sweep["per_sample_s"], sweep["gflops"], sweep["intensity"]):
     print(f"B = {b:>4}: {s * 1e3:8.3f} ms per sequence, {gf:6.1f} GFLOP/s, intensity {ai:6.1f} FLOP/byte")
@@ -203,9 +204,9 @@ else:
 import matplotlib.pyplot as plt  # noqa: E402
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.6))
-perf.per_sample_plot(sweep, ax=ax1, title=f"B = 1 ... {seed_range[-1]} (log-log)")
+perf_plots.per_sample_plot(sweep, ax=ax1, title=f"B = 1 ... {seed_range[-1]} (log-log)")
 sub = {k: (v[i0:] if isinstance(v, np.ndarray) else v) for k, v in sweep.items()}
-perf.per_sample_plot(sub, ax=ax2, log_batch=False, title="the seed's range, linear axes from 0")
+perf_plots.per_sample_plot(sub, ax=ax2, log_batch=False, title="the seed's range, linear axes from 0")
 fig.tight_layout()
 
 # %% [markdown]
@@ -224,7 +225,7 @@ fig.tight_layout()
 
 # %% tags=["nbval-ignore-output"]
 small_w = int(claims.CLAIMS["000.ch03.s43.small_workload"].value)
-small = batching.time_per_sample((1, 10, 100, 1000), width=small_w, T=10, method="fast", repeat=5)
+small = batching_exp.time_per_sample((1, 10, 100, 1000), width=small_w, T=10, method="fast", repeat=5)
 for b, s, st, fl in zip(small["batch"], small["per_sample_s"], small["step_s"], small["flops"]):
     busy = min(1.0, fl / (peak * 1e9) / st)
     print(f"width {small_w}, B = {b:>4}: {s * 1e6:8.2f} µs per sequence; at the peak its FLOPs would fill "
@@ -243,11 +244,11 @@ else:
 # %% [markdown]
 # ## Try it: batch size and width
 #
-# The panel calls `batching.batch_point(batch, width)` -- one training step timed now -- and
+# The panel calls `batching_exp.batch_point(batch, width)` -- one training step timed now -- and
 # draws the rate against the roofline's bound at that intensity. Work is capped.
 
 # %%
-sorted(batching.batch_point(4, 32, T=2, repeat=1))
+sorted(batching_exp.batch_point(4, 32, T=2, repeat=1))
 
 # %% tags=["nbval-ignore-output"]
 def show_point(d, ax):
@@ -259,7 +260,7 @@ def show_point(d, ax):
             f"{d['gflops']:.1f} GFLOP/s; intensity {d['intensity']:.1f} FLOP/byte{warn}")
 
 widgets.sweep_panel(
-    batching.batch_point,
+    batching_exp.batch_point,
     controls={"batch": (1, 1000, 1, 64), "width": (32, 1024, 32, 256)},
     render=show_point,
     cost=lambda batch, width: 16 * 10 * batch * width * width, max_cost=16 * 10 * 1000 * 512 * 512,

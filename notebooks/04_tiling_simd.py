@@ -39,10 +39,10 @@ import numpy as np
 
 import course_lib  # first: decides numba's CUDA mode before numba is imported
 from course_lib.core import backend, timing
-from course_lib.experiments.batching import cache_level as batching_level
+from course_lib.experiments.batching import cache_level
 from course_lib.algorithms import matmul
-from course_lib.experiments import matmul as xm
-from course_lib.teaching.plots import matmul as kplots
+from course_lib.experiments import matmul as matmul_exp
+from course_lib.teaching.plots import matmul as matmul_plots
 from course_lib.teaching import claims, plots, widgets
 from course_lib.teaching.verdict import verdict
 
@@ -112,7 +112,7 @@ for name, kernel in matmul.MATMUL_KERNELS.items():
 # %% [markdown]
 # ## 3 · Did the compiler really use SIMD?
 #
-# "Vectorisable" is a promise; the machine code is the proof. `xm.vector_instructions` compiles a
+# "Vectorisable" is a promise; the machine code is the proof. `matmul_exp.vector_instructions` compiles a
 # kernel's core and counts floating-point multiply/add/FMA instructions that work on packed vector
 # registers (`xmm` = 128 bit = 4 float32, `ymm` = 256 bit = 8, `zmm` = 512 bit = 16) versus scalar
 # ones. The ijk loops keep a running sum in strict order, which the compiler may not reorder; the ikj
@@ -122,7 +122,7 @@ for name, kernel in matmul.MATMUL_KERNELS.items():
 # %% tags=["nbval-ignore-output"]
 simd_info = {}
 for name in ("naive", "tiled_simd", "parallel_tiled"):
-    v = simd_info[name] = xm.vector_instructions(name)
+    v = simd_info[name] = matmul_exp.vector_instructions(name)
     print(f"{name:<15} vector ops {v['vector']:>3}, scalar ops {v['scalar']:>3}, widest register: {v['widest']}")
 LANES = {"zmm": 16, "ymm": 8, "xmm": 4}.get(simd_info["tiled_simd"]["widest"], 1)
 print(f"\nwidest vectors here: {simd_info['tiled_simd']['widest']} = {LANES} float32 lanes per instruction "
@@ -145,8 +145,8 @@ print(claims.show("000.ch04.blas_simd"))
 
 # %% tags=["nbval-ignore-output"]
 peak = timing.peak_gflops("float32")
-slow = xm.ladder(N_SMALL, ["naive", "tiled", "ikj"], repeat=2)
-fast = xm.ladder(N_BIG, ["ikj", "tiled_simd", "parallel", "parallel_tiled"], repeat=3)
+slow = matmul_exp.ladder(N_SMALL, ["naive", "tiled", "ikj"], repeat=2)
+fast = matmul_exp.ladder(N_BIG, ["ikj", "tiled_simd", "parallel", "parallel_tiled"], repeat=3)
 rows = [dict(r, n=N_SMALL) for r in slow["rows"]] + [dict(r, n=N_BIG) for r in fast["rows"]]
 ladder_noise = slow["noise"] | fast["noise"]
 print(f"{'kernel':<16}{'n':>6}{'time':>11}{'GFLOP/s':>10}{'% of BLAS':>11}{'% of peak':>11}")
@@ -160,7 +160,8 @@ if not ladder_noise.ok:
 print(f"\nloop order (ikj / naive at n = {N_SMALL}): {rate['ikj', N_SMALL] / rate['naive', N_SMALL]:.1f}x; "
       f"tiling a scalar loop (tiled / naive): {rate['tiled', N_SMALL] / rate['naive', N_SMALL]:.2f}x; "
       f"tiling a SIMD loop (tiled_simd / ikj at n = {N_BIG}): {rate['tiled_simd', N_BIG] / rate['ikj', N_BIG]:.2f}x")
-kplots.ladder_plot(rows, peak=peak, title=f"The ladder on this machine (float32; peak measured {peak:.0f} GFLOP/s)");
+matmul_plots.ladder_plot(rows, peak=peak,
+                         title=f"The ladder on this machine (float32; peak measured {peak:.0f} GFLOP/s)");
 
 # %% [markdown]
 # What each step changes -- compare with the ratios printed under the table:
@@ -225,8 +226,8 @@ ax.set_title("Ladder kernels against the measured roofline");
 print(claims.show("000.ch04.pow2.penalty", "000.ch04.fig8.best_seconds"))
 
 # %% tags=["nbval-ignore-output"]
-fast_pair = xm.compare_sizes(PAIR_FAST, ("tiled_simd", "parallel_tiled", "numpy"), repeat=3)
-slow_pair = xm.compare_sizes(PAIR_SLOW, ("naive", "tiled", "ikj"), repeat=1)
+fast_pair = matmul_exp.compare_sizes(PAIR_FAST, ("tiled_simd", "parallel_tiled", "numpy"), repeat=3)
+slow_pair = matmul_exp.compare_sizes(PAIR_SLOW, ("naive", "tiled", "ikj"), repeat=1)
 for pair, res in ((PAIR_SLOW, slow_pair), (PAIR_FAST, fast_pair)):
     for name, (a, b) in res["rates"].items():
         verdict_pow2 = ("slower per FLOP at the power of two" if b < 0.9 * a else
@@ -237,8 +238,8 @@ for pair, res in ((PAIR_SLOW, slow_pair), (PAIR_FAST, fast_pair)):
         print(res["noise"].warning())
 import matplotlib.pyplot as plt  # noqa: E402
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
-kplots.size_pair_plot(slow_pair["rates"], PAIR_SLOW, ax=axes[0], title=f"simple loops, n = {PAIR_SLOW[0]} vs {PAIR_SLOW[1]}")
-kplots.size_pair_plot(fast_pair["rates"], PAIR_FAST, ax=axes[1], title=f"tiled kernels and BLAS, n = {PAIR_FAST[0]} vs {PAIR_FAST[1]}")
+matmul_plots.size_pair_plot(slow_pair["rates"], PAIR_SLOW, ax=axes[0], title=f"simple loops, n = {PAIR_SLOW[0]} vs {PAIR_SLOW[1]}")
+matmul_plots.size_pair_plot(fast_pair["rates"], PAIR_FAST, ax=axes[1], title=f"tiled kernels and BLAS, n = {PAIR_FAST[0]} vs {PAIR_FAST[1]}")
 fig.tight_layout()
 
 # %% [markdown]
@@ -263,9 +264,9 @@ print(claims.show("000.halide.fig10.tile_rows", "000.halide.fig10.tile_cols"))
 SEED_TILE = (int(claims.CLAIMS["000.halide.fig10.tile_rows"].value), int(claims.CLAIMS["000.halide.fig10.tile_cols"].value))
 tiles_i = (4, 16, 64, 128)
 tiles_j = (16, 64, 128, 512)
-sw = xm.tile_sweep(N_SWEEP, tiles_i, tiles_j, tile_k=64, method="tiled_simd", repeat=3)
+sw = matmul_exp.tile_sweep(N_SWEEP, tiles_i, tiles_j, tile_k=64, method="tiled_simd", repeat=3)
 grid = sw["grid"]
-kplots.tile_heatmap(grid, tiles_i, tiles_j, mark=SEED_TILE, mark_label="seed 64x16",
+matmul_plots.tile_heatmap(grid, tiles_i, tiles_j, mark=SEED_TILE, mark_label="seed 64x16",
                     title=f"matmul_tiled_simd, n = {N_SWEEP}, tile_k = 64 (★ best here)");
 a, b = np.unravel_index(np.nanargmax(grid), grid.shape)
 print(f"best tile here: {tiles_i[a]} rows x {tiles_j[b]} columns, {grid[a, b]:.1f} GFLOP/s")
@@ -297,11 +298,11 @@ elif col16 < 0.9:
 # **Predict** before running: which combination wins here, and does tiling help or hurt once SIMD is on?
 
 # %% tags=["nbval-ignore-output"]
-combo = xm.time_combinations(N_COMBO, repeat=3, tile_i=SEED_TILE[0], tile_j=SEED_TILE[1], tile_k=64)
+combo = matmul_exp.time_combinations(N_COMBO, repeat=3, tile_i=SEED_TILE[0], tile_j=SEED_TILE[1], tile_k=64)
 combos = combo["rows"]
 for r in combos:
     print(f"{r['name']:<26} {r['seconds'] * 1e3:8.1f} ms  {r['gflops']:6.2f} GFLOP/s  {r['speedup']:5.1f}x serial")
-kplots.combination_plot(combos, title=f"Tiling x SIMD x parallel, n = {N_COMBO} (seed Fig. 10)");
+matmul_plots.combination_plot(combos, title=f"Tiling x SIMD x parallel, n = {N_COMBO} (seed Fig. 10)");
 
 # %% tags=["nbval-ignore-output"]
 by = {(r["tiled"], r["simd"], r["parallel"]): r for r in combos}
@@ -319,7 +320,7 @@ else:
           f"the speed of tiled+simd is {tile_with_simd:.2f}x that of simd" +
           ("" if tile_with_simd > 1 else f" -- the seed's headline is reversed here: its 16-column tile makes the vector "
            f"loop {SEED_TILE[1] / LANES:g} instruction(s) long with {LANES} lanes, and at n = {N_COMBO} B "
-           f"({4 * N_COMBO**2 / 2**10:.0f} KiB) already fits in {batching_level(4 * N_COMBO**2)}, so there is "
+           f"({4 * N_COMBO**2 / 2**10:.0f} KiB) already fits in {cache_level(4 * N_COMBO**2)}, so there is "
            "little cache traffic for tiling to save."))
     print(f"ours: tiling with parallel (scalar) {'helps' if tile_with_par > 1 else 'hurts'}: the speed of "
           f"tiled+parallel is {tile_with_par:.2f}x that of parallel (seed: tiling + parallel() was slower than "
@@ -337,7 +338,7 @@ print(verdict("000.halide.fig11.simd_speedup", simd_gain, here=f"{LANES} lanes, 
 #
 # ## 9 · Try it: tile sizes
 #
-# The slider panel calls `xm.tile_rate(n, tile_i, tile_j, tile_k, method=...)` -- a plain
+# The slider panel calls `matmul_exp.tile_rate(n, tile_i, tile_j, tile_k, method=...)` -- a plain
 # function you can call yourself: it times a tiled kernel with those tiles, and numpy at the same
 # size, interleaved. Try the seed's 64 x 16, tiles of 1, and tiles as big as the matrix.
 
@@ -358,7 +359,7 @@ def tile_cost(n, tile_i, tile_j, tile_k, method):
 
 
 widgets.sweep_panel(
-    xm.tile_rate,
+    matmul_exp.tile_rate,
     controls={"method": ["tiled_simd", "parallel_tiled", "tiled"], "n": (64, 1024, 64, 256),
               "tile_i": (1, 256, 1, 64), "tile_j": (8, 1024, 8, 64), "tile_k": (8, 512, 8, 64)},
     render=show_tile_rate,

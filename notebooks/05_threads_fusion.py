@@ -39,12 +39,12 @@ import numpy as np
 import course_lib
 from course_lib.core import backend, timing
 from course_lib.models import fast_rnn, rnn
-from course_lib.experiments import jit, profile
-from course_lib.experiments import matmul as xm
+from course_lib.experiments import jit as jit_exp, profile as profile_exp
+from course_lib.experiments import matmul as matmul_exp
 from course_lib.experiments.batching import cache_level, cache_sizes
 from course_lib.teaching import claims, plots, widgets
 from course_lib.teaching.claims.seed000_perf import S410_PHASES
-from course_lib.teaching.plots import perf
+from course_lib.teaching.plots import perf as perf_plots
 from course_lib.teaching.verdict import verdict
 
 CORES = backend.max_threads()  # cores, capped by NUMBA_NUM_THREADS
@@ -90,10 +90,10 @@ print(claims.show("000.halide.fig12.parallel_ideal"))
 # %% tags=["nbval-ignore-output"]
 print(f"cores: {CORES}, numba threads now: {backend.get_threads()}")
 n_threads_demo = timing.scaled(384, 128)
-scaling = profile.thread_scaling(profile.WORKLOADS, n=n_threads_demo, repeat=5)
+scaling = profile_exp.thread_scaling(profile_exp.WORKLOADS, n=n_threads_demo, repeat=5)
 top = scaling["threads"][-1]
 l2 = cache_sizes().get("L2")
-for w in profile.WORKLOADS:
+for w in profile_exp.WORKLOADS:
     secs = ", ".join(f"{t} thr {s * 1e3:7.2f} ms" for t, s in zip(scaling["threads"], scaling["seconds"][w]))
     sp = scaling["speedup"][w][-1]
     why = ""
@@ -109,7 +109,7 @@ if not scaling["noise"].ok:
     print(scaling["noise"].warning())
 
 # %% tags=["nbval-ignore-output"]
-perf.thread_scaling_plot(scaling);
+perf_plots.thread_scaling_plot(scaling);
 
 # %% [markdown]
 # The seed's reading of its Fig. 12: Halide's `parallel()` scaled well with vectorisation but
@@ -124,7 +124,7 @@ perf.thread_scaling_plot(scaling);
 # slower, like the seed's?
 
 # %% tags=["nbval-ignore-output"]
-combo = xm.time_combinations(timing.scaled(256, 128), repeat=3)
+combo = matmul_exp.time_combinations(timing.scaled(256, 128), repeat=3)
 combos = combo["rows"]
 for r in combos:
     print(f"{r['name']:<26} {r['gflops']:7.2f} GFLOP/s   {r['speedup']:6.1f}x over serial")
@@ -145,7 +145,7 @@ if not combo["noise"].ok:
 # hidden delta $(\Delta h + \Delta z\,W_{hh}^T)(1-h^2)$. Written as numpy expressions each
 # operation is its own pass over memory (11 passes for the two below); fused into numba loops
 # it is **one pass per kernel** -- each number is loaded once, everything is done to it while it
-# sits in a register, and it is stored once. `profile.fusion_comparison` times both on one thread,
+# sits in a register, and it is stored once. `profile_exp.fusion_comparison` times both on one thread,
 # and the fused kernels again on all threads. **Predict** the fusion speedup, given the seed's.
 
 # %%
@@ -153,7 +153,7 @@ print(claims.show("000.halide.s49.loop_fusion"))
 
 # %% tags=["nbval-ignore-output"]
 fB, fn_ = timing.scaled(256, 128), timing.scaled(512, 256)
-fus = profile.fusion_comparison(B=fB, n=fn_, T=10, repeat=7)
+fus = profile_exp.fusion_comparison(batch=fB, n=fn_, T=10, repeat=7)
 arrays = 10 * fB * fn_ * 4
 print(f"separate numpy passes (1 thread): {fus['separate_s'] * 1e3:7.2f} ms")
 print(f"fused numba kernels   (1 thread): {fus['fused_1thread_s'] * 1e3:7.2f} ms  -> fusion alone {fus['fusion_speedup']:.2f}x")
@@ -180,7 +180,7 @@ print("fused and separate agree (max abs diff < 1e-5):", fus["max_abs_diff"] < 1
 # ways. **Predict** the ratio.
 
 # %% tags=["nbval-ignore-output"]
-em = profile.error_model_comparison(timing.scaled(4_000_000, 1_000_000), repeat=7)
+em = profile_exp.error_model_comparison(timing.scaled(4_000_000, 1_000_000), repeat=7)
 print(f"error_model='python': {em['python_s'] * 1e3:6.2f} ms   error_model='numpy': {em['numpy_s'] * 1e3:6.2f} ms"
       f"   -> {em['speedup']:.1f}x")
 print(em["noise"].warning() or "(run looked reliable)")
@@ -191,7 +191,7 @@ print("same values either way:", em["same_result"])
 # %% [markdown]
 # ## 3 · Where the time goes (seed §4.10)
 #
-# `profile.profile_step` runs one step phase by phase with a clock between phases -- the seed's ten
+# `profile_exp.profile_step` runs one step phase by phase with a clock between phases -- the seed's ten
 # rows, in its order. The *reference* is organised like the seed's step: a forward loop that
 # computes $h_t$, then $\hat y_t$, then copies both into the arrays kept for backpropagation; the
 # loss; a reverse loop with the output delta, hidden delta and gradient updates of each step; the
@@ -204,10 +204,10 @@ print("same values either way:", em["same_result"])
 
 # %% tags=["nbval-ignore-output"]
 size = timing.scaled(384, 128)
-prof = {m: profile.profile_step(m, T=10, B=size, n=size, repeat=3) for m in ("reference", "fast")}
-seed_pct = {ph: claims.CLAIMS[S410_PHASES[ph]].value for ph in profile.PHASES}
+prof = {m: profile_exp.profile_step(m, T=10, batch=size, n=size, repeat=3) for m in ("reference", "fast")}
+seed_pct = {ph: claims.CLAIMS[S410_PHASES[ph]].value for ph in profile_exp.PHASES}
 print(f"{'phase (seed row)':<26} {'seed %':>7} {'reference %':>12} {'fast %':>8}")
-for i, ph in enumerate(profile.PHASES, 1):
+for i, ph in enumerate(profile_exp.PHASES, 1):
     print(f"{f'{i}. {ph}':<26} {seed_pct[ph]:>7.2f} {prof['reference']['percent'][ph]:>12.2f} {prof['fast']['percent'][ph]:>8.2f}")
 print(f"\nstep time: reference {prof['reference']['total_s'] * 1e3:.1f} ms, fast {prof['fast']['total_s'] * 1e3:.1f} ms "
       f"({prof['reference']['total_s'] / prof['fast']['total_s']:.2f}x)")
@@ -222,7 +222,7 @@ print(verdict("000.ch05.s410.saving", ref_pct["saving intermediates"], pivot=Non
               noise=prof["reference"]["noise"]))
 
 # %% tags=["nbval-ignore-output"]
-perf.phase_bars({"reference (numpy, per time step)": prof["reference"], "fast_rnn": prof["fast"]}, seed=seed_pct);
+perf_plots.phase_bars({"reference (numpy, per time step)": prof["reference"], "fast_rnn": prof["fast"]}, seed=seed_pct);
 
 # %% [markdown]
 # The seed found the three GEMM phases (compute $h_t$, hidden delta, gradient updates) at about a
@@ -232,13 +232,13 @@ perf.phase_bars({"reference (numpy, per time step)": prof["reference"], "fast_rn
 
 # %%
 print("percentages add to 100:", all(abs(sum(p["percent"].values()) - 100) < 1e-6 for p in prof.values()))
-print("phases (the seed's rows):", ", ".join(profile.PHASES))
+print("phases (the seed's rows):", ", ".join(profile_exp.PHASES))
 
 # %% [markdown]
 # ### The whole step against the GEMM peak
 #
 # Steps of the same maths, timed interleaved with a plain GEMM: the fast step (its fused
-# element-wise passes on the calling thread, `method="serial"`, the default), the same with those
+# element-wise passes on the calling thread, `method="loop"`, the default), the same with those
 # passes split over numba's threads (`make_workspace(..., method="prange")`), a careful numpy step
 # (same GEMMs and buffers, but one numpy pass per element-wise operation: `fast_rnn.NumpyStep`) and
 # the reference (`bptt_linear` + `sgd_step`). GFLOP/s counts the step's GEMM FLOPs
@@ -274,7 +274,7 @@ else:
     print(f"fastest here: {fastest}; splitting the fused passes over threads took {pr:.2f}x the serial passes' step time")
 
 # %% tags=["nbval-ignore-output"]
-perf.step_bars(rates, peak_now);
+perf_plots.step_bars(rates, peak_now);
 
 # %% [markdown]
 # Why `fast_rnn` keeps the fused passes on the calling thread by default: they are memory-bound, so
@@ -298,7 +298,7 @@ perf.step_bars(rates, peak_now);
 print(claims.show("000.ch05.fig7.small_data", "000.ch05.fig7.cores"))
 
 # %% tags=["nbval-ignore-output"]
-fw = profile.framework_vs_numpy(timing.scaled((4, 8, 16, 32, 64, 128, 256, 512), (4, 16, 64)), T=10, repeat=5)
+fw = profile_exp.framework_vs_numpy(timing.scaled((4, 8, 16, 32, 64, 128, 256, 512), (4, 16, 64)), T=10, repeat=5)
 print(f"{'n':>5} " + " ".join(f"{m + ' ms':>12}" for m in fw["methods"]) + "   " +
       " ".join(f"{m + ' vs numpy':>16}" for m in fw["methods"] if m != "numpy"))
 for i, s in enumerate(fw["sizes"]):
@@ -322,7 +322,7 @@ print(verdict("000.ch05.fig7.small_data", numpy_ahead, here=f"{CORES} cores, {fr
               noise=fw["noise"]))
 
 # %% tags=["nbval-ignore-output"]
-perf.framework_plot(fw);
+perf_plots.framework_plot(fw);
 
 # %% [markdown]
 # ## 5 · JIT vs a cached compile (seed Fig. 14)
@@ -330,7 +330,7 @@ perf.framework_plot(fw);
 # The seed's Halide code got faster per epoch when it moved from just-in-time to ahead-of-time
 # compilation, because its JIT version recompiled stages during training. numba compiles each
 # function on its first call in a process; `@njit(cache=True)` stores the machine code on disk
-# so the next process only loads it -- numba's AOT. `jit.compile_times` measures both in fresh
+# so the next process only loads it -- numba's AOT. `jit_exp.compile_times` measures both in fresh
 # subprocesses sharing a temporary cache directory (the first compiles, the second loads), and in
 # each it times whole runs of 1, 10 and 100 calls. **Predict**: how does the JIT/cached ratio of a
 # run change as the run gets longer?
@@ -339,15 +339,15 @@ perf.framework_plot(fw);
 print(claims.show("000.halide.fig14.aot_speedup"))
 
 # %% tags=["nbval-ignore-output"]
-jt = jit.compile_times(timing.scaled("fast_rnn", "toy"))
+jt = jit_exp.compile_times(timing.scaled("fast_rnn", "toy"))
 for mode in ("jit", "cached"):
     r = jt[mode]
     print(f"{mode:<7} import {r['import_s']:.2f} s, first call {r['first_call_s']:.3f} s, second call {r['second_call_s'] * 1e3:.2f} ms")
 print(f"the cache saves {jt['compile_s']:.2f} s on the first call ({jt['first_call_ratio']:.1f}x faster first call)")
-for k in map(str, jit.RUN_LENGTHS):
+for k in map(str, jit_exp.RUN_LENGTHS):
     print(f"a run of {k:>3} calls (measured): JIT {jt['jit']['run_s'][k]:.3f} s vs cached {jt['cached']['run_s'][k]:.3f} s "
           f"({jt['run_ratio'][k]:.2f}x)")
-longest = str(max(jit.RUN_LENGTHS))
+longest = str(max(jit_exp.RUN_LENGTHS))
 step = jt["jit"]["second_call_s"]
 print(verdict("000.halide.fig14.aot_speedup", jt["run_ratio"][longest], here=f"numba, {jt['target']}, a run of {longest} calls",
               reasons=[(jt["compile_s"] > 10 * int(longest) * step,
@@ -357,7 +357,7 @@ print(verdict("000.halide.fig14.aot_speedup", jt["run_ratio"][longest], here=f"n
                         "numba compiles once per process; the seed's JIT Halide recompiled stages at every step")]))
 
 # %% tags=["nbval-ignore-output"]
-perf.jit_bars(jt);
+perf_plots.jit_bars(jt);
 
 # %% [markdown]
 # numba pays its compile cost once per process (and the cache removes even that), so over a long
@@ -366,10 +366,10 @@ perf.jit_bars(jt);
 #
 # ## Try it: threads and workload
 #
-# `profile.workload_time(workload, threads, n)` times one workload at one thread count now.
+# `profile_exp.workload_time(workload, threads, n)` times one workload at one thread count now.
 
 # %%
-profile.WORKLOADS
+profile_exp.WORKLOADS
 
 # %% tags=["nbval-ignore-output"]
 def show_workload(d, ax):
@@ -381,8 +381,8 @@ def show_workload(d, ax):
     return f"{d['workload']} at n = {d['n']} on {d['threads']} thread(s): {d['seconds'] * 1e3:.2f} ms{rate}{warn}"
 
 widgets.sweep_panel(
-    profile.workload_time,
-    controls={"workload": list(profile.WORKLOADS), "threads": (1, backend.get_threads(), 1, backend.get_threads()),
+    profile_exp.workload_time,
+    controls={"workload": list(profile_exp.WORKLOADS), "threads": (1, backend.get_threads(), 1, backend.get_threads()),
               "n": (64, 1024, 64, 256)},
     render=show_workload,
     cost=lambda workload, threads, n: n ** 3, max_cost=1024 ** 3,

@@ -39,10 +39,10 @@ import numpy as np
 import course_lib  # noqa: F401  (first: backend decisions)
 from course_lib.models import halide_rnn
 from course_lib.core import backend, timing
-from course_lib.experiments import halide as hx
+from course_lib.experiments import halide as halide_exp
 from course_lib.models import rnn
 from course_lib.teaching import claims, widgets
-from course_lib.teaching.plots import halide as hplots
+from course_lib.teaching.plots import halide as halide_plots
 from course_lib.teaching.verdict import verdict
 
 HALIDE, WHY = halide_rnn.available()
@@ -126,18 +126,18 @@ if HALIDE:
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
     B_table = timing.scaled(32, 8)
-    table = hx.fig10_table(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
+    table = halide_exp.fig10_table(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
     for r in table["rows"]:
         print(f"{r['name']:<21} {r['seconds'] * 1e3:8.1f} ms  {r['gflops']:6.1f} GFLOP/s  {r['speedup']:5.1f}x over serial")
     print(table["cmp"].noise if hasattr(table["cmp"], "noise") else "")
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    hplots.schedule_bars(table);
+    halide_plots.schedule_bars(table);
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    f = hx.fig10_findings(table)
+    f = halide_exp.fig10_findings(table)
     noise = getattr(table["cmp"], "noise", None)
     reliable = noise is None or noise.ok
     def effect(ratio, band=0.05):  # ratios within 5% of 1 are no effect on a shared machine
@@ -169,7 +169,7 @@ if HALIDE:
 if HALIDE:
     for what in ("simd", "parallel"):
         print(f"{what} speed-up: " + ", ".join(f"{k} {v:.2f}x" for k, v in f[what].items()))
-    cores = hx.cores()
+    cores = halide_exp.cores()
     print(verdict("000.halide.fig11.simd_speedup", ours=f["simd"]["with tiling+parallel"], here=f"{cores} cores",
                   reasons=[(f["simd"]["alone"] > f["simd"]["with tiling+parallel"],
                             "SIMD gains less once threads share the memory bus")],
@@ -206,7 +206,7 @@ if HALIDE:
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    sp = hx.specialized_vs_best(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
+    sp = halide_exp.specialized_vs_best(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
     print(sp["cmp"].table())
     for k, label in (("specialized_speedup", "specialised element-wise stages"), ("fused_speedup", "single-expression definitions")):
         v = sp[k]
@@ -227,7 +227,7 @@ if HALIDE:
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    jv = hx.jit_vs_once(timing.scaled(16, 4), n=1000, T=10, steps=2, repeat=timing.scaled(2, 1))
+    jv = halide_exp.jit_vs_once(timing.scaled(16, 4), n=1000, T=10, steps=2, repeat=timing.scaled(2, 1))
     print(jv["cmp"].table())
     print(f"compiling the five pipelines once: {jv['compile_s']:.2f} s; one compiled step: {jv['run_s'] * 1e3:.1f} ms")
     print(verdict("000.halide.fig14.aot_speedup", ours=jv["speedup"], here=f"{cores} cores",
@@ -244,7 +244,7 @@ if HALIDE:
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    ep = hx.epoch_comparison(B_table, n=1000, T=10, steps=2, repeat=timing.scaled(2, 1))
+    ep = halide_exp.epoch_comparison(B_table, n=1000, T=10, steps=2, repeat=timing.scaled(2, 1))
     print(ep["cmp"].table())
     halide_rate = next(r["gflops"] for r in table["rows"] if r["name"] == "tiled+simd+parallel")
     blas_peak = timing.peak_gflops("float32")
@@ -267,12 +267,12 @@ if HALIDE:
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    gm = hx.gemm_comparison(1000, repeat=timing.scaled(3, 2))
+    gm = halide_exp.gemm_comparison(1000, repeat=timing.scaled(3, 2))
     for k, v in gm["gflops"].items():
         print(f"{k:<8} {v:7.1f} GFLOP/s")
-    st = hx.step_comparison(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
+    st = halide_exp.step_comparison(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
     print(st["cmp"].table())
-    hplots.rate_bars({**{f"{k} GEMM": v for k, v in gm["gflops"].items()},
+    halide_plots.rate_bars({**{f"{k} GEMM": v for k, v in gm["gflops"].items()},
                       **{f"{k} step": v for k, v in st["gflops"].items()}}, title="GFLOP/s, products and whole steps");
 
 # %%
@@ -297,8 +297,8 @@ def _render(d, ax):
 
 if HALIDE:
     panel = widgets.sweep_panel(
-        lambda tile_rows, tile_cols, vector, parallel: hx.schedule_time(tile_rows, tile_cols, vector, parallel,
-                                                                       B=timing.scaled(16, 4), repeat=2),
+        lambda tile_rows, tile_cols, vector, parallel: halide_exp.schedule_time(tile_rows, tile_cols, vector, parallel,
+                                                                       batch=timing.scaled(16, 4), repeat=2),
         controls={"tile_rows": (0, 256, 8, 64), "tile_cols": (8, 256, 8, 16),
                   "vector": {"1 (scalar)": 1, "4": 4, "8": 8, "16": 16, "32": 32}, "parallel": True},
         render=_render, title="one training step, n = 1000, T = 10")

@@ -52,12 +52,12 @@ import course_lib
 from course_lib.core import backend, timing
 from course_lib.core.mpi import MPIFailed
 from course_lib.data import corpus
-from course_lib.experiments import inference as experiments
+from course_lib.experiments import inference as inference_exp
 from course_lib.models import charlm, softmax_rnn
 from course_lib.parallel import inference
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import seed004
-from course_lib.teaching.plots import inference as iplots
+from course_lib.teaching.plots import inference as inference_plots
 
 cores = backend.cpu_count()
 mpi_ok, mpi_info = backend.mpi_available()
@@ -79,7 +79,7 @@ for gid in seed004.GOALS:
 # column-vector convention of the pseudocode -- which is also the layout of `torch.nn.RNN`
 # (`SoftmaxRNNParams.to_torch()`). Layer 0 reads $x[t]$, layer $l$ reads $h[l-1, t]$.
 # `softmax_rnn.forward(params, X, method=...)` takes time-major inputs `X (T, B, nx)` and returns
-# probabilities `(T, B, vocab)`; `method="serial"` is the seed's loop verbatim: one sequence, one
+# probabilities `(T, B, vocab)`; `method="sequential"` is the seed's loop verbatim: one sequence, one
 # step, one layer at a time, with matrix-*vector* products.
 
 # %%
@@ -90,7 +90,7 @@ for l, layer in enumerate(params.layers):
     print(f"layer {l}: U {layer.U.shape}, W {layer.W.shape}, b {layer.b.shape}")
 print(f"output : V {params.V.shape}, c {params.c.shape}")
 X = rng.standard_normal((T, B, nx)).astype(np.float32)
-Y = softmax_rnn.forward(params, X, method="serial")
+Y = softmax_rnn.forward(params, X, method="sequential")
 print("probabilities:", Y.shape, "| every row sums to 1:", bool(np.allclose(Y.sum(-1), 1.0)))
 
 # %% [markdown]
@@ -101,7 +101,7 @@ print("probabilities:", Y.shape, "| every row sums to 1:", bool(np.allclose(Y.su
 # cell can start as soon as both of its inputs exist -- nothing else constrains it.
 
 # %%
-ax = iplots.dependency_graph(6, 3)
+ax = inference_plots.dependency_graph(6, 3)
 
 # %% [markdown]
 # Two observations drive the rest of the chapter:
@@ -119,20 +119,20 @@ ax = iplots.dependency_graph(6, 3)
 #
 # | method | what runs in parallel | how |
 # |---|---|---|
-# | `serial` | nothing | the seed's loop, GEMV per cell |
+# | `sequential` | nothing | the seed's loop, GEMV per cell |
 # | `batched` | the sequences, inside BLAS | `Z = X U^T + b` for all steps at once, then `h = tanh(Z[t] + h W^T)`: GEMMs |
 # | `threads` | slices of the batch | a thread pool (shared memory), `threads=` workers, one BLAS thread each |
 # | `wavefront` | the cells of one anti-diagonal | a thread pool, a barrier between diagonals |
 # | `mpi` | slices of the batch, in separate processes | `mpiexec -n ranks`: broadcast, scatter, compute, gather |
-# | `cuda` | every (unit, sequence) pair of a cell | a numba CUDA kernel per cell, `block=(units, sequences)` |
+# | `cuda_batched` | every (unit, sequence) pair of a cell | a numba CUDA kernel per cell, `block=(units, sequences)` |
 #
 # They must agree to float32 round-off. (Without a GPU the CUDA kernel runs in numba's CUDA
 # simulator: the very same kernel code, executed thread by thread on the CPU -- slowly, so this
 # check is tiny.)
 
 # %%
-reference = softmax_rnn.forward(params, X, method="serial")
-for method in ("batched", "threads", "wavefront", "cuda"):
+reference = softmax_rnn.forward(params, X, method="sequential")
+for method in ("batched", "threads", "wavefront", "cuda_batched"):
     got = inference.predict(params, X, method=method)
     err = float(np.max(np.abs(got - reference)))
     print(f"{method:<10} max |p - p_serial| < 1e-5: {err < 1e-5}")
@@ -166,7 +166,7 @@ print(f"work = T*L = {ws['work']} cells, span = T+L-1 = {ws['span']} steps, "
       f"average parallelism = {ws['parallelism']:.2f}")
 
 # %%
-ax = iplots.wavefront_plot(schedule)
+ax = inference_plots.wavefront_plot(schedule)
 
 # %% [markdown]
 # The critical path shrinks from $T \cdot L$ to $T + L - 1$ cells, but never more than $L$ cells
@@ -199,7 +199,7 @@ print("one-hot inputs:", softmax_rnn.encode(val_ids[:8], vocab_chars.size).shape
 # %% tags=["nbval-ignore-output"]
 H_LM = 96
 lm0 = softmax_rnn.init_params(vocab_chars.size, H_LM, vocab_chars.size, layers=1, seed=0, dtype=np.float64)
-run = charlm.train(lm0, train_ids, steps=400, T=32, B=32, lr=5e-3, seed=0)
+run = charlm.train(lm0, train_ids, steps=400, T=32, batch=32, lr=5e-3, seed=0)
 print(f"trained in {run.seconds:.1f} s")
 
 # %%
@@ -217,7 +217,7 @@ print(f"held-out perplexity: {ppl:.2f}  (uniform guess: {vocab_chars.size}, "
 
 # %%
 lm32 = lm.astype(np.float32)
-ppls = experiments.perplexity_by_method(lm32, val_ids, ("serial", "batched", "wavefront"), T=64, max_windows=128)
+ppls = inference_exp.perplexity_by_method(lm32, val_ids, ("sequential", "batched", "wavefront"), T=64, max_windows=128)
 print({m: round(v, 2) for m, v in ppls.items()})
 print("all equal to 1e-4 relative:", max(ppls.values()) / min(ppls.values()) - 1 < 1e-4)
 
@@ -237,7 +237,7 @@ print(charlm.sample(lm, vocab_chars, prime="The ", n=240, seed=0, temperature=0.
 # The seed plans to speed up the forward pass with OpenMP: a team of threads sharing memory. Our
 # `threads` method is the same idea -- a pool of `threads` workers, each running the batched pass
 # on its slice of the batch. A 2-layer network with $H = 64$ and $T = 32$; sequences per second of
-# each method, relative to the serial loop. The baselines `serial` and `batched` run on **one
+# each method, relative to the serial loop. The baselines `sequential` and `batched` run on **one
 # core** (one BLAS thread); `threads` uses one worker per core.
 #
 # **Predict** before you run: (1) how much faster is `batched` than the serial loop at $B = 1$, where
@@ -246,12 +246,12 @@ print(charlm.sample(lm, vocab_chars, prime="The ", n=240, seed=0, temperature=0.
 
 # %% tags=["nbval-ignore-output"]
 sweep_B = timing.scaled([1, 4, 16, 64, 256], [1, 4, 16, 64])
-methods_B = ("serial", "batched", "threads")
-by_B = experiments.batch_sweep(sweep_B, methods=methods_B, layers=2, T=32, nh=64, repeat=3)
+methods_B = ("sequential", "batched", "threads")
+by_B = inference_exp.batch_sweep(sweep_B, methods=methods_B, layers=2, T=32, nh=64, repeat=3)
 for d in by_B:
     print(f"B={d['B']:>4}: " + ", ".join(f"{m} {d['seq_per_s'][m]:9.0f} seq/s" for m in methods_B)
           + f" | threads / batched {d['speedup']['threads'] / d['speedup']['batched']:.2f}x")
-ax = iplots.speedup_plot(sweep_B, {m: [d["speedup"][m] for d in by_B] for m in methods_B[1:]},
+ax = inference_plots.speedup_plot(sweep_B, {m: [d["speedup"][m] for d in by_B] for m in methods_B[1:]},
                          xlabel="batch size B", logy=True,
                          title="Speedup over the serial loop (measured, L=2, H=64, T=32)")
 
@@ -300,14 +300,14 @@ print(v_openmp)
 # %% tags=["nbval-ignore-output"]
 P_here = min(4, max(2, cores))
 sweep_L = timing.scaled([1, 2, 4, 8], [1, 2, 4])
-by_L = experiments.layer_sweep(sweep_L, B=64, T=32, nh=128, threads=P_here, repeat=3)
-costs = experiments.wavefront_costs(B=64, nh=128, threads=P_here)
+by_L = inference_exp.layer_sweep(sweep_L, batch=64, T=32, nh=128, threads=P_here, repeat=3)
+costs = inference_exp.wavefront_costs(batch=64, nh=128, threads=P_here)
 for l, meas, mod in zip(by_L["layers"], by_L["measured"], by_L["model"]):
     print(f"L={l}: wavefront / batched {meas:.2f}x (work/span model: {mod:.2f}x)")
 print(f"one cell (64x128 @ 128x128, twice, + tanh): {costs['cell'] * 1e6:.0f} us; handing {P_here} tasks "
       f"to the pool and waiting for them: {costs['handoff'] * 1e6:.0f} us "
       f"({costs['handoff'] / costs['cell']:.2f} of a cell)")
-ax = iplots.speedup_plot(sweep_L, {f"wavefront, {P_here} threads (measured)": by_L["measured"]},
+ax = inference_plots.speedup_plot(sweep_L, {f"wavefront, {P_here} threads (measured)": by_L["measured"]},
                          xlabel="layers L", logy=True,
                          title="Wavefront over layer-by-layer batched (B=64, H=128, T=32)",
                          model={f"work/span model, P={P_here}": (sweep_L, by_L["model"])})
@@ -357,7 +357,7 @@ if noise_L.ok:
 # %% tags=["nbval-ignore-output"]
 Bp, Lp = 256, 2
 Ps = list(range(1, min(4, cores) + 1))
-by_P = experiments.worker_sweep(Ps, B=Bp, layers=Lp, T=32, nh=128, repeat=3, mpi=mpi_ok)
+by_P = inference_exp.worker_sweep(Ps, batch=Bp, layers=Lp, T=32, nh=128, repeat=3, mpi=mpi_ok)
 print(f"one worker, batched, 1 BLAS thread: {by_P['t_batched'] * 1e3:.1f} ms for B={Bp}")
 for i, p in enumerate(Ps):
     print(f"P={p}: threads {by_P['threads'][i]:.2f}x" + (f", MPI (in-job) {by_P['mpi'][i]:.2f}x" if mpi_ok else ""))
@@ -377,7 +377,7 @@ model_mpi = [inference.data_parallel_model(Bp, p, t_seq, t_comm)["speedup"] for 
 series = {"threads (measured)": by_P["threads"]}
 if mpi_ok:
     series["MPI (measured, in-job)"] = by_P["mpi"]
-ax = iplots.speedup_plot(Ps, series, xlabel="workers / ranks P", logy=True,
+ax = inference_plots.speedup_plot(Ps, series, xlabel="workers / ranks P", logy=True,
                          title=f"Batch parallelism, B={Bp}, L={Lp}, H=128, T=32",
                          model={"model: no communication (= ideal P while P divides B)": (P_model, model_shared),
                                 "model: + measured scatter/gather" if mpi_ok else "model: + a guessed copy":
@@ -440,7 +440,7 @@ if mpi_ok:
           f"in-job {r.in_job * 1e3:.1f} ms (+ {r.phase('bcast') * 1e3:.1f} ms to broadcast the parameters)")
     if not by_P["noise"].ok:
         print(by_P["noise"].warning())
-    ax = iplots.phase_bars(phases, title="Where the time goes: message passing vs shared memory")
+    ax = inference_plots.phase_bars(phases, title="Where the time goes: message passing vs shared memory")
 else:
     print("MPI is not available here:", mpi_info)
 
@@ -485,11 +485,11 @@ else:
 # ships no recorded GPU run to show in its place.
 
 # %% tags=["nbval-ignore-output"]
-cuda_result = experiments.cuda_run(B=1024, layers=2, T=32, nh=256)
+cuda_result = inference_exp.cuda_run(batch=1024, layers=2, T=32, nh=256)
 if cuda_result["measured"]:
     cmp = cuda_result["comparison"]
     print(cmp.table())
-    x_cuda = cmp.speedup("cuda", over="batched")
+    x_cuda = cmp.speedup("cuda_batched", over="batched")
     launches = 32 * (2 + 2)
     v_cuda = seed004.goal_verdict(
         "004.goal.cuda", holds=bool(x_cuda > 1.0),
@@ -511,12 +511,12 @@ print(v_cuda)
 # yourself for other sizes. (Large batches with the serial loop are capped.)
 
 # %% tags=["nbval-ignore-output"]
-choices = [m for m in inference.METHODS if m != "serial"
-           and (m != "mpi" or mpi_ok) and (m != "cuda" or backend.gpu_available())]
+choices = [m for m in inference.METHODS if m != "sequential"
+           and (m != "mpi" or mpi_ok) and (m != "cuda_batched" or backend.gpu_available())]
 
 
 def compare_to_serial(batch, layers, method):
-    return experiments.measure_methods(B=batch, layers=layers, methods=("serial", method),
+    return inference_exp.measure_methods(batch=batch, layers=layers, methods=("sequential", method),
                                        T=32, nh=64, repeat=2, threads=P_here, ranks=min(2, batch))
 
 

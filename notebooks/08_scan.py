@@ -42,7 +42,7 @@ import numpy as np
 import course_lib  # first: decides GPU vs CUDA simulator before numba is imported
 from course_lib.algorithms import scan, scan_cuda
 from course_lib.core import backend, timing
-from course_lib.experiments import scan as xscan
+from course_lib.experiments import scan as scan_exp
 from course_lib.models import linear_rnn
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import claim, show
@@ -119,7 +119,7 @@ for T in (8, 1024, 2 ** 20):
 # serial loop on groups of channels in parallel; `"chunked"` is parallel over time, next section):
 
 # %%
-a, x, h0 = scan.random_problem(1000, 16, B=2, seed=3)
+a, x, h0 = scan.random_problem(1000, 16, batch=2, seed=3)
 ref = scan.recurrence_float64(a, x, h0)
 for m in ("sequential", "channels", "hillis_steele", "blelloch", "chunked"):
     h = scan.linear_recurrence(a, x, h0, method=m)
@@ -202,7 +202,7 @@ else:
 # vectorised? Count the packed instructions as chapter 04 did:
 
 # %% tags=["nbval-ignore-output"]
-ins = xscan.lane_instructions()
+ins = scan_exp.lane_instructions()
 for name, v in ins.items():
     print(f"{name:<14} packed ops {v['vector']:>3}, scalar ops {v['scalar']:>3}, widest register: {v['widest']}")
 print("lanes per channel chosen for H = 1, 2, 4, 8 (float32):", [scan.choose_lanes(h_, 4) for h_ in (1, 2, 4, 8)])
@@ -212,7 +212,7 @@ print("lanes per channel chosen for H = 1, 2, 4, 8 (float32):", [scan.choose_lan
 # same chunked kernel be with lanes than without them (`lanes=1` is the plain channel loop)?
 
 # %% tags=["nbval-ignore-output"]
-lv = xscan.lanes_vs_scalar(timing.scaled(2 ** 22, 2 ** 18), 1, repeat=5)
+lv = scan_exp.lanes_vs_scalar(timing.scaled(2 ** 22, 2 ** 18), 1, repeat=5)
 for name, s in lv["seconds"].items():
     print(f"{name:<14} {1e3 * s:8.2f} ms  {lv['speedup'][name]:5.2f}x the sequential loop")
 if not lv["noise"].ok:
@@ -231,7 +231,7 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 bw = timing.copy_bandwidth()
-mvt = xscan.methods_vs_T(SIZES, H, repeat=3)
+mvt = scan_exp.methods_vs_T(SIZES, H, repeat=3)
 print(f"np.copyto streaming bandwidth: {bw:.1f} GB/s")
 names = list(mvt["rows"][0]["seconds"])
 print(f"{'T':>8} " + " ".join(f"{k + ' GB/s':>16}" for k in names) + f" {'chunked x seq':>14} {'chunked x channels':>19}")
@@ -250,7 +250,7 @@ plt.show()
 # size). On a machine shared with other work, expect noise: the cell says so when it sees it.
 
 # %% tags=["nbval-ignore-output"]
-ts = xscan.thread_scaling(min(SIZES[-1], 2 ** 18), H, repeat=3)
+ts = scan_exp.thread_scaling(min(SIZES[-1], 2 ** 18), H, repeat=3)
 for row in ts["rows"]:
     print(f"{row['threads']} thread(s): chunked {1e3 * row['seconds']:.2f} ms = {row['gbs']:.1f} GB/s, "
           f"{row['speedup']:.2f}x the serial loop ({ts['sequential_gbs']:.1f} GB/s)")
@@ -267,7 +267,7 @@ if not ts["noise"].ok:
 # %% tags=["nbval-ignore-output"]
 CT = timing.scaled([2 ** 10, 2 ** 13, 2 ** 16, 2 ** 19], [2 ** 10, 2 ** 13])
 CH = [1, 2, 4, 8, 16, 64, 256]
-cross = xscan.crossover(CT, CH, repeat=3, max_elements=timing.scaled(1 << 22, 1 << 16))
+cross = scan_exp.crossover(CT, CH, repeat=3, max_elements=timing.scaled(1 << 22, 1 << 16))
 T_big = max(T_ for T_ in CT if sum((T_, h_) in cross["cells"] for h_ in CH) >= 5)
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.8))
 scan_plots.time_vs_H(cross, T_big, ax=axes[0])
@@ -302,7 +302,7 @@ print(show("001.phases.reduce", "001.phases.scan", "001.phases.expand"))
 # %% tags=["nbval-ignore-output"]
 T_ph = timing.scaled(2 ** 19, 2 ** 16)
 a, x, h0 = scan.random_problem(T_ph, H, seed=0)
-cpu = xscan.chunked_phases(a, x, h0, chunks=8, repeat=3)
+cpu = scan_exp.chunked_phases(a, x, h0, chunks=8, repeat=3)
 print(f"CPU, T={T_ph}, {cpu['chunks']} chunks: reduce {100 * cpu['reduce_frac']:.1f}% / scan "
       f"{100 * cpu['scan_frac']:.1f}% / expand {100 * cpu['expand_frac']:.1f}%")
 print(verdict("001.phases.expand", 100 * cpu["expand_frac"], here=f"1 CPU thread, T = {T_ph}, H = {H}",
@@ -336,7 +336,7 @@ h_blk = scan_cuda.run_block_kernel(scan_cuda.blelloch_block_kernel, a, x, h0)
 print("teaching kernel, T=16 threads, 2 blocks: max error",
       f"< 1e-12: {np.abs(h_blk - scan.recurrence_float64(a, x, h0)).max() < 1e-12}")
 a, x, h0 = scan.random_problem(200, 3, seed=6)
-h_cuda = scan.linear_recurrence(a, x, h0, method="cuda", block=8, chunk=4)
+h_cuda = scan.linear_recurrence(a, x, h0, method="cuda_chunked", block=8, chunk=4)
 print("reduce/scan/expand kernels, T=200, 3 channels, grid of 7 blocks x 8 threads x 4 steps: max rel. error",
       f"< 1e-5: {np.abs(h_cuda - scan.recurrence_float64(a, x, h0)).max() / np.abs(h0).max() < 1e-5}")
 
@@ -347,17 +347,17 @@ print("reduce/scan/expand kernels, T=200, 3 channels, grid of 7 blocks x 8 threa
 # %% tags=["nbval-ignore-output"]
 if backend.gpu_available():
     a, x, h0 = scan.random_problem(524_288, 128, seed=0)
-    gpu = xscan.cuda_phases(a, x, h0, repeat=5)
+    gpu = scan_exp.cuda_phases(a, x, h0, repeat=5)
     label = "this GPU, T=524288, H=128"
 else:
     a, x, h0 = scan.random_problem(256, 2, seed=0)
-    gpu = xscan.cuda_phases(a, x, h0, block=16, chunk=4, repeat=1)
+    gpu = scan_exp.cuda_phases(a, x, h0, block=16, chunk=4, repeat=1)
     label = "CUDA SIMULATOR (CPU threads!), T=256, H=2"
 print(f"{label}: reduce {100 * gpu['reduce_frac']:.1f}% / scan {100 * gpu['scan_frac']:.1f}% / "
       f"expand {100 * gpu['expand_frac']:.1f}%  (grid {gpu['grid']} blocks x {gpu['block']} threads x {gpu['chunk']} steps)")
 splits = {"seed: K80 GPU, T=524288": scan_plots.seed_phases(),
-          f"ours: CPU, {cpu['chunks']} chunks, 1 thread": {k: cpu[f"{k}_frac"] for k in xscan.PHASES},
-          ("ours: GPU" if backend.gpu_available() else "ours: CUDA simulator"): {k: gpu[f"{k}_frac"] for k in xscan.PHASES}}
+          f"ours: CPU, {cpu['chunks']} chunks, 1 thread": {k: cpu[f"{k}_frac"] for k in scan_exp.PHASES},
+          ("ours: GPU" if backend.gpu_available() else "ours: CUDA simulator"): {k: gpu[f"{k}_frac"] for k in scan_exp.PHASES}}
 scan_plots.phase_split_bars(splits)
 plt.show()
 
@@ -406,10 +406,10 @@ print(verdict("001.bandwidth.fraction", frac, here=f"chunked, {P} CPU threads, T
 # at 128?
 
 # %% tags=["nbval-ignore-output"]
-bwd = [xscan.backward_speedup(T_, H_, repeat=3)
+bwd = [scan_exp.backward_speedup(T_, H_, repeat=3)
        for H_, T_ in ((1, timing.scaled(2 ** 21, 2 ** 16)), (H, timing.scaled(2 ** 18, 2 ** 12)))]
 for r in bwd:
-    print(f"H = {r['H']:3d}, T = {r['T']:8d}: reverse scan {r['scan_speedup']:.2f}x, whole backward "
+    print(f"H = {r['nh']:3d}, T = {r['T']:8d}: reverse scan {r['scan_speedup']:.2f}x, whole backward "
           f"{r['whole_speedup']:.2f}x the serial one; the serial scan is {r['scan_share']:.0%} of the serial backward "
           f"(chunked equals serial: {r['max_rel_diff'] < 1e-5})")
 noise_b = bwd[0]["noise"] | bwd[1]["noise"]
@@ -418,7 +418,7 @@ if not noise_b.ok:
 else:
     for r in bwd:
         cap = 1 / (1 - r["scan_share"] + r["scan_share"] / max(r["scan_speedup"], 1e-9))
-        print(f"H = {r['H']}: Amdahl with the measured scan share and scan speed-up allows {cap:.2f}x; measured "
+        print(f"H = {r['nh']}: Amdahl with the measured scan share and scan speed-up allows {cap:.2f}x; measured "
               f"{r['whole_speedup']:.2f}x" + (" -- the element-wise work around the scan sets the limit"
                                               if r["scan_share"] < 0.5 else ""))
 
@@ -473,7 +473,7 @@ for layer in linear_rnn.LAYERS:
 
 # %% tags=["nbval-ignore-output"]
 LT = timing.scaled(2 ** 16, 2 ** 13)
-layer_runs = {ly: xscan.layer_speedup(ly, LT, B=1, nx=4, H=4, repeat=3) for ly in ("gilr_lstm", "sru", "qrnn")}
+layer_runs = {ly: scan_exp.layer_speedup(ly, LT, batch=1, nx=4, nh=4, repeat=3) for ly in ("gilr_lstm", "sru", "qrnn")}
 print(f"T = {LT}, B = 1, nx = H = 4, float32, forward + backward; speed-ups over the serial scan")
 print(f"{'layer':>10} {'channels':>9} {'chunked':>8} {'scan share':>11} {'scan alone':>11} {'Amdahl':>7} {'cap':>6}")
 for ly, r in layer_runs.items():
@@ -511,7 +511,7 @@ print(show("001.remember.lstm_seconds", "001.remember.scan_seconds"))
 
 # %% tags=["nbval-ignore-output"]
 T_rem = 16
-table = xscan.remember_first(T_rem, layers=("lstm", "gilr_lstm"), method="chunked", H=8, max_epochs=40)
+table = scan_exp.remember_first(T_rem, layers=("lstm", "gilr_lstm"), method="chunked", nh=8, max_epochs=40)
 seed_row = {"lstm": (claim("001.remember.lstm_seconds").value, claim("001.remember.lstm_epochs").value),
             "gilr_lstm": (claim("001.remember.scan_seconds").value, claim("001.remember.scan_epochs").value)}
 print(f"{'':<30}{'Traditional LSTM':>26}{'LSTM using the scan':>30}")
@@ -550,12 +550,12 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.sweep_panel(
-    xscan.scan_sweep,
-    controls={"T": (1024, 1 << 20, 1024, 1 << 16), "H": (1, 1024, 1, 128),
-              "method": list(xscan.SWEEP_METHODS),
+    scan_exp.scan_sweep,
+    controls={"T": (1024, 1 << 20, 1024, 1 << 16), "nh": (1, 1024, 1, 128),
+              "method": list(scan_exp.SWEEP_METHODS),
               "chunks": (0, 64, 1, 0)},
     render=scan_plots.render_sweep,
-    cost=lambda T, H, method, chunks: T * H * (20 if method in ("blelloch", "hillis_steele") else 1),
+    cost=lambda T, nh, method, chunks: T * nh * (20 if method in ("blelloch", "hillis_steele") else 1),
     max_cost=2 ** 27,
     title="linear recurrence: method vs the serial loop",
 )

@@ -59,11 +59,11 @@ import numpy as np
 
 from course_lib.core import backend, timing
 from course_lib.data import corpus
-from course_lib.experiments import autotune
-from course_lib.experiments import lstm as E
+from course_lib.experiments import autotune as autotune_exp
+from course_lib.experiments import lstm as lstm_exp
 from course_lib.models import lstm
 from course_lib.teaching import widgets
-from course_lib.teaching.plots import lstm as lplots
+from course_lib.teaching.plots import lstm as lstm_plots
 from course_lib.teaching.verdict import verdict
 
 backend.set_threads(1)
@@ -87,7 +87,7 @@ except ImportError:
 # `W_ih (4H, nx)`, `W_hh (4H, H)`, `b_ih, b_hh (4H,)`, gate blocks stacked in the order i, f, g, o.
 
 # %%
-lplots.draw_cell()
+lstm_plots.draw_cell()
 plt.show()
 
 # %%
@@ -175,7 +175,7 @@ print(f"worst relative error, analytic vs numerical gradient < 1e-5: {worst < 1e
 # %% [markdown]
 # ## Observation 1 · where does a step spend its time?
 #
-# The seed profiled cuDNN and found most of the compute time in matrix multiplies. `E.profile_step`
+# The seed profiled cuDNN and found most of the compute time in matrix multiplies. `lstm_exp.profile_step`
 # times every library call of one step separately and sorts them into GEMMs and element-wise work;
 # it also counts the calls — the CPU analogue of the seed's kernel launches. The shape is the
 # seed's LSTM: B = 64, H = nx = 512.
@@ -186,13 +186,13 @@ print(f"worst relative error, analytic vs numerical gradient < 1e-5: {worst < 1e
 
 # %% tags=["nbval-ignore-output"]
 B_PROF, H_PROF = 64, 512
-profiles = [E.profile_step(B_PROF, H_PROF, method=m, repeat=timing.scaled(9, 5)) for m in lstm.METHODS]
+profiles = [lstm_exp.profile_step(B_PROF, H_PROF, method=m, repeat=timing.scaled(9, 5)) for m in lstm.METHODS]
 prof = {p["method"]: p for p in profiles}
 print(f"{'method':11s} {'calls/step':>10s} {'GEMM ms':>8s} {'elem ms':>8s} {'GEMM share':>10s}")
 for p in profiles:
     print(f"{p['method']:11s} {p['calls_per_step']:>10d} {p['gemm_s'] * 1e3:>8.3f} "
           f"{p['elementwise_s'] * 1e3:>8.3f} {100 * p['gemm_share']:>9.0f}%")
-lplots.profile_bars(profiles, seed_share=CLAIMS["003.obs1.gemm_share"].value / 100)
+lstm_plots.profile_bars(profiles, seed_share=CLAIMS["003.obs1.gemm_share"].value / 100)
 plt.show()
 noise1 = profiles[0]["noise"]
 for p in profiles[1:]:
@@ -222,7 +222,7 @@ if noise1.ok:
 
 # %% tags=["nbval-ignore-output"]
 peak = timing.peak_gflops()
-seed_case = E.layout_gemm_times(64, 512, 512, repeat=timing.scaled(15, 7))
+seed_case = lstm_exp.layout_gemm_times(64, 512, 512, repeat=timing.scaled(15, 7))
 noise2 = seed_case["comparison"].noise
 noise2.add(max(seed_case["gflops_XWt"], seed_case["gflops_WXt"]) > 1.1 * peak, "faster than the measured GEMM peak")
 print(f"Y  = X Wᵀ : {seed_case['XWt_s'] * 1e6:7.1f} µs  ({seed_case['gflops_XWt']:.0f} GFLOP/s)")
@@ -265,8 +265,8 @@ print(layout_line("BLAS sgemm, 1 thread", seed_case["ratio"], noise2))
 # **Predict:** which cache level separates the two layouts on this machine?
 
 # %% tags=["nbval-ignore-output"]
-counters, why_not = E.hardware_counters(64, 512, 512, reps=timing.scaled(10, 3))
-model = E.layout_traffic_model(64, 512, 512)
+counters, why_not = lstm_exp.hardware_counters(64, 512, 512, reps=timing.scaled(10, 3))
+model = lstm_exp.layout_traffic_model(64, 512, 512)
 print(f"X: {model['bytes_X'] // 1024} KiB, W: {model['bytes_W'] // 1024} KiB")
 for lvl, row in model["levels"].items():
     print(f"{lvl:3s} ({row['size'] // 1024:6d} KiB): "
@@ -277,7 +277,7 @@ if counters is not None:
           + ", ".join(f"{k} {100 * v:.0f}%" for k, v in counters["hit_rate"].items()))
 else:
     print(f"hardware counters: not available here ({why_not}); the hit rates above are MODELLED, not measured")
-lplots.hit_rate_bars(model, seed={"XWt": CLAIMS["003.fig3.hit_rate_XWt"].value,
+lstm_plots.hit_rate_bars(model, seed={"XWt": CLAIMS["003.fig3.hit_rate_XWt"].value,
                                   "WXt": CLAIMS["003.fig3.hit_rate_WXt"].value},
                      source="measured" if counters is not None else "modelled")
 plt.show()
@@ -298,11 +298,11 @@ for key, cid in (("XWt", "003.fig3.hit_rate_XWt"), ("WXt", "003.fig3.hit_rate_WX
 
 # %% [markdown]
 # The model predicts which loop nest must fetch more from beyond that cache level. Does the clock
-# agree? `E.loop_order_times` runs the two loop nests (the same numba code, operands swapped, no BLAS);
+# agree? `lstm_exp.loop_order_times` runs the two loop nests (the same numba code, operands swapped, no BLAS);
 # then compare with the BLAS numbers above.
 
 # %% tags=["nbval-ignore-output"]
-loops = E.loop_order_times(64, 512, 512, repeat=timing.scaled(7, 3))
+loops = lstm_exp.loop_order_times(64, 512, 512, repeat=timing.scaled(7, 3))
 noise3 = loops["comparison"].noise
 print(f"plain loop nest: X Wᵀ {loops['XWt_s'] * 1e3:.2f} ms, W Xᵀ {loops['WXt_s'] * 1e3:.2f} ms, "
       f"same numbers: {loops['agree']}")
@@ -327,12 +327,12 @@ if noise2.ok and noise3.ok:
 # %% tags=["nbval-ignore-output"]
 BS = timing.scaled([16, 32, 64, 128, 256], [16, 64, 256])
 HS = timing.scaled([128, 256, 512, 1024], [128, 512])
-cells = [[E.layout_gemm_times(b, h, repeat=5) for b in BS] for h in HS]
+cells = [[lstm_exp.layout_gemm_times(b, h, repeat=5) for b in BS] for h in HS]
 ratios = np.array([[c["ratio"] for c in row] for row in cells])
 noise4 = cells[0][0]["comparison"].noise
 for c in (c for row in cells for c in row):
     noise4 = noise4 | c["comparison"].noise
-lplots.ratio_heatmap(BS, HS, ratios)
+lstm_plots.ratio_heatmap(BS, HS, ratios)
 plt.show()
 print(noise4.warning() or f"transposed layout faster (by > 5%) in {int((ratios > 1.05).sum())} of {ratios.size} "
       f"cells, slower in {int((ratios < 0.95).sum())}")
@@ -349,13 +349,13 @@ print(noise4.warning() or f"transposed layout faster (by > 5%) in {int((ratios >
 # **Predict:** will the ratio at B = 1 be nearer the call-count ratio, or the seed's overhead ratio?
 
 # %% tags=["nbval-ignore-output"]
-ov = E.overhead_vs_batch(timing.scaled([1, 4, 16, 64, 256], [1, 16, 256]), H=128,
+ov = lstm_exp.overhead_vs_batch(timing.scaled([1, 4, 16, 64, 256], [1, 16, 256]), nh=128,
                          methods=("naive", "fused_pre", "transposed"), T=timing.scaled(20, 10))
-lplots.overhead_plot(ov)
+lstm_plots.overhead_plot(ov)
 plt.show()
 for b, tn, tf, tt in zip(ov["B"], ov["naive"], ov["fused_pre"], ov["transposed"]):
     print(f"B = {b:4d}: naive / fused_pre = {tn / tf:5.1f}x   naive / transposed = {tn / tt:5.1f}x")
-calls = {m: E.profile_step(1, 128, method=m, repeat=1)["calls_per_step"] for m in ("naive", "fused_pre")}
+calls = {m: lstm_exp.profile_step(1, 128, method=m, repeat=1)["calls_per_step"] for m in ("naive", "fused_pre")}
 calls_ratio = calls["naive"] / calls["fused_pre"]
 r1 = ov["naive"][0] / ov["fused_pre"][0]
 seed_launch = CLAIMS["003.fig2a.launch_overhead"].value
@@ -378,8 +378,8 @@ print(verdict("003.fig2a.launch_overhead", r1, here=f"B = {ov['B'][0]}, H = 128,
 
 # %% tags=["nbval-ignore-output"]
 T_RUN = timing.scaled(20, 8)
-fwd = E.method_times(64, 512, 512, T_RUN, repeat=3)
-both = E.method_times(64, 512, 512, T_RUN, backward=True, repeat=3)
+fwd = lstm_exp.method_times(64, 512, 512, T_RUN, repeat=3)
+both = lstm_exp.method_times(64, 512, 512, T_RUN, backward=True, repeat=3)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
 
 
@@ -388,8 +388,8 @@ def flag(noise):
     return "" if noise.ok else "  (unreliable run: see the warning)"
 
 
-lplots.method_bars(fwd["ms_per_step"], axes[0], title="forward" + flag(fwd["comparison"].noise))
-lplots.method_bars(both["ms_per_step"], axes[1], title="forward + backward" + flag(both["comparison"].noise))
+lstm_plots.method_bars(fwd["ms_per_step"], axes[0], title="forward" + flag(fwd["comparison"].noise))
+lstm_plots.method_bars(both["ms_per_step"], axes[1], title="forward + backward" + flag(both["comparison"].noise))
 fig.tight_layout()
 plt.show()
 gemm_flop = 2 * timing.gemm_flops(64, 4 * 512, 512)   # x W_ih^T and h W_hh^T per step
@@ -404,7 +404,7 @@ print(noise5.warning() or f"fastest here: forward {fwd['best']}, forward + backw
 # %% [markdown]
 # ## At the GEMM limit: where a training pass spends its time
 #
-# Fusion removed calls; what is left? `E.profile_training` splits one forward + backward pass of
+# Fusion removed calls; what is left? `lstm_exp.profile_training` splits one forward + backward pass of
 # `fused_pre` into its phases -- the big input GEMM, the T recurrent GEMMs, the gate kernels, the
 # backward GEMMs, copies, allocations -- times each on its own, and compares their sum with the
 # whole pass timed end to end (the rest is Python per step and threads waiting for each other).
@@ -414,7 +414,7 @@ print(noise5.warning() or f"fastest here: forward {fwd['best']}, forward + backw
 # only way left to go faster?
 
 # %% tags=["nbval-ignore-output"]
-tp = E.profile_training(64, 512, 512, timing.scaled(20, 8), repeat=3, peak=peak)
+tp = lstm_exp.profile_training(64, 512, 512, timing.scaled(20, 8), repeat=3, peak=peak)
 for row in tp["rows"]:
     rate = "" if row["gflops"] is None else f"  {row['gflops']:6.0f} GFLOP/s = {row['pct_peak']:3.0f}% of peak"
     print(f"{row['phase']:<40} {row['ms']:7.3f} ms/step {100 * row['share']:5.1f}%{rate}")
@@ -448,9 +448,9 @@ else:
 # with one GEMM per step? With `gemv`? Up to which B will `gemv` stay ahead?
 
 # %% tags=["nbval-ignore-output"]
-lat = E.latency_vs_batch(timing.scaled([1, 2, 4, 8, 16, 64], [1, 2, 8]), H=timing.scaled(512, 256),
+lat = lstm_exp.latency_vs_batch(timing.scaled([1, 2, 4, 8, 16, 64], [1, 2, 8]), nh=timing.scaled(512, 256),
                          methods=("fused_pre", "transposed", "gemv"), T=timing.scaled(20, 8))
-lplots.latency_plot(lat)
+lstm_plots.latency_plot(lat)
 plt.show()
 for i, b in enumerate(lat["B"]):
     print(f"B = {b:3d}: " + "   ".join(f"{m} {lat[m][i]:.3f}" for m in ("fused_pre", "transposed", "gemv"))
@@ -468,25 +468,25 @@ else:
 # %% [markdown]
 # ## The autotuner decides
 #
-# `autotune.tune(B, H, nx, T, dtype, threads)` times every method's forward pass for a few steps,
+# `autotune_exp.tune(B, H, nx, T, dtype, threads)` times every method's forward pass for a few steps,
 # keeps the fastest and writes the decision to a JSON file under the cache directory
 # (`$COURSE_CACHE_DIR`, else `~/.cache/parallel-rnns-course`), keyed by shape, dtype, threads and
-# machine. You ask for it explicitly: `autotune.best_method(...)` returns the name to pass as
-# `method=`, and `autotune.lstm_forward_tuned(params, X)` does both. A second request for the same
+# machine. You ask for it explicitly: `autotune_exp.best_method(...)` returns the name to pass as
+# `method=`, and `autotune_exp.lstm_forward_tuned(params, X)` does both. A second request for the same
 # key reads the cache and measures nothing; `force=True` measures again.
 
 # %% tags=["nbval-ignore-output"]
-decision = autotune.tune(64, 512, 512, 100, "float32", force=True)
+decision = autotune_exp.tune(64, 512, 512, 100, "float32", force=True)
 print(decision.key)
 print(decision.table())
-print(f"(measured in {decision.probe['seconds']:.2f} s, stored in $COURSE_CACHE_DIR/{autotune.cache_path().name})")
+print(f"(measured in {decision.probe['seconds']:.2f} s, stored in $COURSE_CACHE_DIR/{autotune_exp.cache_path().name})")
 
 # %%
-again = autotune.tune(64, 512, 512, 100, "float32")
+again = autotune_exp.tune(64, 512, 512, 100, "float32")
 print("second call measured again:", again.measured_now)
 print("same decision as the first call:", again.best == decision.best)
 print("the tuned forward agrees with 'naive' to round-off:",
-      np.allclose(autotune.lstm_forward_tuned(p64, X, h0, c0)[0], ref, atol=1e-12))
+      np.allclose(autotune_exp.lstm_forward_tuned(p64, X, h0, c0)[0], ref, atol=1e-12))
 
 # %% [markdown]
 # **The seed's layout, isolated and end to end.** The transposed layout changes more than one GEMM:
@@ -544,20 +544,20 @@ else:
 text = corpus.load_text(200_000)
 vocab = corpus.Vocab.from_text(text)
 ids = vocab.encode(text)
-LM = dict(H=128, T=32, B=32, steps=20, seed=0)
-print(f"{len(text)} characters, vocabulary {vocab.size}; {LM['steps']} steps of {LM['T']} x {LM['B']} characters")
+LM = dict(nh=128, T=32, batch=32, steps=20, seed=0)
+print(f"{len(text)} characters, vocabulary {vocab.size}; {LM['steps']} steps of {LM['T']} x {LM['batch']} characters")
 
 # %% tags=["nbval-ignore-output"]
-lm = E.lm_throughput(ids, vocab.size, repeat=timing.scaled(3, 1), **LM)
+lm = lstm_exp.lm_throughput(ids, vocab.size, repeat=timing.scaled(3, 1), **LM)
 tps = lm["tokens_per_s"]
 for m, v in tps.items():
     print(f"{m:11s} {v:8.0f} tokens/s")
-lplots.method_bars(tps, ylabel="tokens / s (higher is better)", higher_is_better=True,
+lstm_plots.method_bars(tps, ylabel="tokens / s (higher is better)", higher_is_better=True,
                    title="char-LM training throughput" + flag(lm["comparison"].noise))
 plt.show()
-lm_prof = E.profile_step(LM["B"], LM["H"], vocab.size, method="naive", repeat=3)
+lm_prof = lstm_exp.profile_step(LM["batch"], LM["nh"], vocab.size, method="naive", repeat=3)
 gain = tps[lm["best"]] / tps["naive"]
-print(verdict("003.summary.vs_default", gain, here=f"char LM, H = {LM['H']}, T = B = {LM['T']}, "
+print(verdict("003.summary.vs_default", gain, here=f"char LM, H = {LM['nh']}, T = B = {LM['T']}, "
               f"{lm['best']} vs naive, 1 thread", noise=lm["comparison"].noise,
               reasons=[(lm_prof["gemm_share"] > 0.7,
                         f"naive already spends {lm_prof['gemm_share']:.0%} of a step in GEMMs here, which fusion "
@@ -580,14 +580,14 @@ print("all methods reach the same loss:", len(set(finals.values())) == 1)
 
 # %% tags=["nbval-ignore-output"]
 def _render(data, ax):
-    lplots.method_bars(data["ms_per_step"], ax, title=f"B = {data['B']}, H = {data['H']}")
+    lstm_plots.method_bars(data["ms_per_step"], ax, title=f"B = {data['B']}, nh = {data['nh']}")
     m = data["method"]
     return f"{m}: {data['ms_per_step'][m]:.3f} ms/step, {data['gflops'][m]:.1f} GFLOP/s"
 
 
-widgets.sweep_panel(E.widget_compute,
-                    {"B": (1, 256, 1, 64), "H": (32, 1024, 32, 256), "method": list(lstm.METHODS[1:])},
-                    render=_render, cost=lambda B, H, method: B * H * H, max_cost=256 * 1024 * 1024)
+widgets.sweep_panel(lstm_exp.widget_compute,
+                    {"batch": (1, 256, 1, 64), "nh": (32, 1024, 32, 256), "method": list(lstm.METHODS[1:])},
+                    render=_render, cost=lambda batch, nh, method: batch * nh * nh, max_cost=256 * 1024 * 1024)
 
 # %% [markdown]
 # ## What we learned
@@ -601,7 +601,7 @@ widgets.sweep_panel(E.widget_compute,
 # * A faster GEMM is not a faster layer: the rest of the step moves with the layout too, which is
 #   why the autotuner times the whole forward pass.
 # * Because every step has the same shape, a few milliseconds of measuring decide the method for
-#   the whole run — once per shape and machine, and only when asked (`autotune.best_method`).
+#   the whole run — once per shape and machine, and only when asked (`autotune_exp.best_method`).
 # * Once the GEMMs are most of the pass, only a faster GEMM helps; the profile says how far this
 #   BLAS is from its own peak, and whether its kernels use the CPU's full vector width.
 # * Small batches change the answer: a GEMM's packing can cost more than its arithmetic, and B

@@ -34,11 +34,11 @@ import numpy as np
 from course_lib.algorithms import mgrit
 from course_lib.core import backend, timing
 from course_lib.data import activity
-from course_lib.experiments import mgrit as xmgrit
+from course_lib.experiments import mgrit as mgrit_exp
 from course_lib.models import gru
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import claim, show
-from course_lib.teaching.plots import mgrit as mplots
+from course_lib.teaching.plots import mgrit as mgrit_plots
 from course_lib.teaching.verdict import verdict
 
 SEED_SPEEDUP = claim("002.speedup.max")
@@ -49,7 +49,7 @@ print(show("002.speedup.max", "002.hmdb51.frames", "002.approach.steps_per_proce
 
 # %% [markdown]
 # We build it all in `course_lib.algorithms.mgrit` (the generic solver: one iteration loop),
-# `course_lib.models.gru` (cells, forward and backward with `method="serial"` or `method="mgrit"`),
+# `course_lib.models.gru` (cells, forward and backward with `method="sequential"` or `method="mgrit"`),
 # `course_lib.parallel.mgrit_mpi` (the same loop over MPI ranks) and `course_lib.experiments.mgrit`
 # (the measurements of this chapter).
 #
@@ -66,8 +66,8 @@ print(show("002.speedup.max", "002.hmdb51.frames", "002.approach.steps_per_proce
 
 # %% tags=["nbval-ignore-output"]
 TA_Ts = timing.scaled([128, 256, 512, 1024, 2048], [128, 256, 512])
-ta = xmgrit.time_axis(TA_Ts, B=32, P=4)
-mplots.plot_time_axis(ta["Ts"], {f"whole batch B = {ta['B']} (1 worker)": ta["full"],
+ta = mgrit_exp.time_axis(TA_Ts, batch=32, P=4)
+mgrit_plots.plot_time_axis(ta["Ts"], {f"whole batch B = {ta['B']} (1 worker)": ta["full"],
                                  f"B / P = {ta['B'] // ta['P']} (one of P = {ta['P']} data-parallel workers)": ta["share"]})
 plt.tight_layout()
 plt.show()
@@ -126,7 +126,7 @@ for g in (1, 4, 16, 64):
 X_demo = np.random.default_rng(1).standard_normal((1024, 4, 3))
 traj_exp = gru.coarse_trajectory(params, X_demo, implicit=False, M=16)
 traj_imp = gru.coarse_trajectory(params, X_demo, implicit=True, M=16)
-mplots.plot_coarse_blowup(traj_exp, traj_imp, M=16)
+mgrit_plots.plot_coarse_blowup(traj_exp, traj_imp, M=16)
 plt.show()
 big = np.abs(traj_exp).reshape(len(traj_exp), -1).max(axis=1)
 blown = ~(big < 1e6)
@@ -171,7 +171,7 @@ for implicit in (False, True):
 # in `course_lib/algorithms/mgrit.py`.
 
 # %%
-mplots.draw_two_level_cycle(nt=16, m=4)
+mgrit_plots.draw_two_level_cycle(nt=16, m=4)
 plt.tight_layout()
 plt.show()
 
@@ -202,7 +202,7 @@ for k in (1, 2, 4, 8, nt // m):
 # and does a larger $m$ (a coarser, cheaper coarse grid) help or hurt?
 
 # %%
-tab = xmgrit.convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), nt=256, relax="F", max_iter=6)
+tab = mgrit_exp.convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), nt=256, relax="F", max_iter=6)
 print("   m | " + " | ".join(f"λΔt={v:>6}" for v in tab["lam_dts"]))
 for m_, row in zip(tab["ms"], tab["rho"]):
     print(f"{m_:>4} | " + " | ".join(f"{v:>10.3f}" for v in row))
@@ -225,13 +225,13 @@ Xg = np.random.default_rng(2).standard_normal((256, 8, 4))
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
 hists = {m_: gru.gru_forward(pg, Xg, implicit=True, method="mgrit", m=m_, levels=2, relax="FCF", max_iter=10,
                              tol=1e-12, return_history=True)[1] for m_ in (2, 4, 8, 16)}
-mplots.plot_histories(hists, ax=axes[0], title="vs m (2 levels, FCF)")
+mgrit_plots.plot_histories(hists, ax=axes[0], title="vs m (2 levels, FCF)")
 hl = {L: gru.gru_forward(pg, Xg, implicit=True, method="mgrit", m=4, levels=L, relax="FCF", max_iter=10,
                          tol=1e-12, return_history=True)[1] for L in (2, 3, 4)}
-mplots.plot_histories(hl, ax=axes[1], title="vs levels (m=4, FCF)", label_fmt="{} levels")
+mgrit_plots.plot_histories(hl, ax=axes[1], title="vs levels (m=4, FCF)", label_fmt="{} levels")
 hr = {rx: gru.gru_forward(pg, Xg, implicit=True, method="mgrit", m=4, levels=2, relax=rx, max_iter=10,
                           tol=1e-12, return_history=True)[1] for rx in ("F", "FCF", "FCFCF")}
-mplots.plot_histories(hr, ax=axes[2], title="vs relaxation (m=4, 2 levels)", label_fmt="{}")
+mgrit_plots.plot_histories(hr, ax=axes[2], title="vs relaxation (m=4, 2 levels)", label_fmt="{}")
 plt.tight_layout()
 plt.show()
 
@@ -254,16 +254,16 @@ print("relax: FCF needs", iters_to(hr["FCF"]) or ">10", "iterations, F", iters_t
       "-- at about twice the fine-grid work per iteration.")
 
 # %% [markdown]
-# Try it yourself on Dahlquist's problem (the sliders call `xmgrit.convergence_histories`):
+# Try it yourself on Dahlquist's problem (the sliders call `mgrit_exp.convergence_histories`):
 
 # %% tags=["nbval-ignore-output"]
 def _render(data, ax):
-    mplots.plot_histories(data["histories"], ax=ax)
+    mgrit_plots.plot_histories(data["histories"], ax=ax)
     return "convergence factor per iteration: " + ", ".join(f"m={k}: {v:.3f}" for k, v in data["factors"].items())
 
 
 widgets.sweep_panel(
-    lambda m, levels, relax, lam_dt: xmgrit.convergence_histories(ms=(m,), levels=levels, relax=relax, lam_dt=lam_dt,
+    lambda m, levels, relax, lam_dt: mgrit_exp.convergence_histories(ms=(m,), levels=levels, relax=relax, lam_dt=lam_dt,
                                                                   nt=256, max_iter=10),
     controls={"m": {"2": 2, "4": 4, "8": 8}, "levels": (2, 3, 1, 2), "relax": ["FCF", "F", "FCFCF"],
               "lam_dt": (-10.0, -0.05, 0.05, -1.0)},
@@ -309,7 +309,7 @@ for k_it in (1, 2, 3, 5):
 
 # %%
 BUDGET = dict(m=4, levels=3, relax="FCF", iters=2)
-work = xmgrit.counted_work(1024, **BUDGET)
+work = mgrit_exp.counted_work(1024, **BUDGET)
 model_work = mgrit.span_model(1024, **BUDGET)["work"] / 1024
 print(f"MGRIT ({BUDGET}): {work:.3f} time steps per serial step (counted), model {model_work:.3f}")
 
@@ -321,7 +321,7 @@ print(f"MGRIT ({BUDGET}): {work:.3f} time steps per serial step (counted), model
 T_SPEED, H_SPEED = 1024, 64
 ps = gru.init_params(8, H_SPEED, seed=0)
 Xs = np.random.default_rng(4).standard_normal((T_SPEED, 16, 8)).astype(np.float32)
-cmp = xmgrit.forward_speed(ps, Xs, threads=CORES, m=4, levels=3, relax="FCF", max_iter=2)
+cmp = mgrit_exp.forward_speed(ps, Xs, threads=CORES, m=4, levels=3, relax="FCF", max_iter=2)
 print(cmp.table())
 t_ratio = cmp.ratio("mgrit_1thread")
 thr_gain = cmp.ratio("mgrit_1thread") / cmp.ratio("mgrit_threads")
@@ -352,11 +352,11 @@ if cmp.noise.ok:
 # %% tags=["nbval-ignore-output"]
 SV_Ts = timing.scaled([128, 256, 512, 1024], [128, 256])
 RANKS = max(2, min(CORES, 4))
-sv = xmgrit.speedup_vs_length(SV_Ts, ranks=RANKS, m=BUDGET["m"], levels=BUDGET["levels"], relax=BUDGET["relax"],
+sv = mgrit_exp.speedup_vs_length(SV_Ts, ranks=RANKS, m=BUDGET["m"], levels=BUDGET["levels"], relax=BUDGET["relax"],
                               iters=BUDGET["iters"], repeat=3)
-print(f"{'T':>6} {'serial':>9} {'MGRIT ' + sv['method'] + ' x' + str(RANKS):>16} {'speedup':>8} {'model P=' + str(RANKS):>11}")
-for T_, s_, p_, x_, mo in zip(sv["Ts"], sv["serial"], sv["parallel"], sv["speedup"], sv["model"]):
-    print(f"{T_:>6} {s_ * 1e3:>7.1f}ms {p_ * 1e3:>14.1f}ms {x_:>7.2f}x {mo:>10.2f}x")
+print(f"{'T':>6} {'sequential':>10} {'MGRIT ' + sv['method'] + ' x' + str(RANKS):>16} {'speedup':>8} {'model P=' + str(RANKS):>11}")
+for T_, s_, p_, x_, mo in zip(sv["Ts"], sv["sequential"], sv["parallel"], sv["speedup"], sv["model"]):
+    print(f"{T_:>6} {s_ * 1e3:>8.1f}ms {p_ * 1e3:>14.1f}ms {x_:>7.2f}x {mo:>10.2f}x")
 if not sv["noise"].ok:
     print(sv["noise"].warning())
 
@@ -370,7 +370,7 @@ for T_, a, b, c in zip(Ts_model, m_fixed, m_grow, m_grow4):
     print(f" {T_:>6} | {a:>9.2f}x | {b:>19.2f}x | {c:>7.2f}x")
 
 # %% tags=["nbval-ignore-output"]
-mplots.plot_speedup_vs_length(
+mgrit_plots.plot_speedup_vs_length(
     Ts_model, {f"P = {RANKS} (this machine)": m_fixed, f"P = T/{STEPS_PER_P}, 3 levels (seed's P)": m_grow,
                f"P = T/{STEPS_PER_P}, 4 levels": m_grow4},
     measured={f"{sv['method']}, P = {RANKS}": (sv["Ts"], sv["speedup"])},
@@ -406,9 +406,9 @@ print(verdict(SEED_SPEEDUP.id, sv["speedup"][-1], here=f"{RANKS} MPI ranks on {C
 # %%
 P_seed = SEED_T // STEPS_PER_P
 gru_only = mgrit.span_model(SEED_T, m=4, levels=3, iters=2, P=P_seed)["speedup"]
-c_need = xmgrit.preprocessing_needed(SEED_SPEEDUP.value, SEED_T, P_seed, m=4, levels=3, iters=2)
+c_need = mgrit_exp.preprocessing_needed(SEED_SPEEDUP.value, SEED_T, P_seed, m=4, levels=3, iters=2)
 print(f"model, T = {SEED_T}, P = {P_seed}: GRU alone {gru_only:.2f}x; with c GRU-steps of per-frame work: "
-      + ", ".join(f"c={c}: {xmgrit.preprocessing_model(SEED_T, P_seed, c, m=4, levels=3, iters=2):.2f}x"
+      + ", ".join(f"c={c}: {mgrit_exp.preprocessing_model(SEED_T, P_seed, c, m=4, levels=3, iters=2):.2f}x"
                   for c in (1, 3, 10, 100)))
 print(verdict(SEED_SPEEDUP.id, gru_only, here=f"work/span model of the GRU alone, T = {SEED_T}, P = {P_seed}, 2 iterations",
               reasons=[(c_need > 0 and np.isfinite(c_need),
@@ -481,7 +481,7 @@ runs = {"classic GRU (serial)": dict(implicit=False),
         "implicit GRU (serial)": dict(implicit=True),
         "implicit GRU (MGRIT, 2 iters)": dict(implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=2),
         "implicit GRU (MGRIT, 3 iters)": dict(implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=3)}
-train = xmgrit.train_compare(runs, data, seeds=SEEDS, nh=16, epochs=8, batch=32, lr=2e-2, clip=1.0)  # about a minute
+train = mgrit_exp.train_compare(runs, data, seeds=SEEDS, nh=16, epochs=8, batch=32, lr=2e-2, clip=1.0)  # about a minute
 print(f"{'model':<32} {'test accuracy per seed':>26} {'mean':>6} {'final loss':>11} {'seconds':>8}")
 for name, r in train.items():
     print(f"{name:<32} {' '.join(f'{a:.2f}' for a in r['acc']):>26} {np.mean(r['acc']):>6.2f} "

@@ -41,12 +41,12 @@ import numpy as np
 
 from course_lib.algorithms import newton
 from course_lib.core import backend, timing
-from course_lib.experiments import newton as ex
+from course_lib.experiments import newton as newton_exp
 from course_lib.models import gru, jacobians, mingru
 from course_lib.parallel import deer
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import CLAIMS
-from course_lib.teaching.plots import newton as nplots
+from course_lib.teaching.plots import newton as newton_plots
 from course_lib.teaching.verdict import verdict
 
 T_SPEED = timing.scaled(2048, 256)  # sequence length of the timing cells (timing only)
@@ -58,10 +58,10 @@ T_SPEED = timing.scaled(2048, 256)  # sequence length of the timing cells (timin
 # **Predict:** after iteration $k$, which time steps are already exact?
 
 # %%
-p = ex.scaled_gru(8, 1.0, seed=0)
+p = newton_exp.scaled_gru(8, 1.0, seed=0)
 X = np.random.default_rng(1).standard_normal((64, 2, 3))
-data = ex.newton_iterates(p, X, method="newton", n_iter=4)
-nplots.plot_iterates(data["iterates"], data["serial"], channel=0)
+data = newton_exp.newton_iterates(p, X, method="newton", n_iter=4)
+newton_plots.plot_iterates(data["iterates"], data["sequential"], channel=0)
 plt.show()
 print("max-abs residual per iteration:", ["%.1e" % v for v in data["history"]])
 H_deer, hist = deer.gru_forward(p, X, return_history=True)
@@ -79,7 +79,7 @@ for method in deer.METHODS:
     print(f"{method:>7}: after T = 12 iterations, max |H - serial| = "
           f"{np.abs(H_T - gru.gru_forward(p, X[:12])).max():.0e}")
 hists = {m: deer.gru_forward(p, X, method=m, return_history=True)[1] for m in deer.METHODS}
-nplots.plot_histories(hists, tol=1e-12)
+newton_plots.plot_histories(hists, tol=1e-12)
 plt.show()
 print({m: len(h) - 1 for m, h in hists.items()}, "iterations to 1e-12")
 
@@ -90,14 +90,14 @@ print({m: len(h) - 1 for m, h in hists.items()}, "iterations to 1e-12")
 # making the GRU less contracting?
 
 # %%
-vsT = ex.iterations_vs_T((16, 64, 256, 1024))
+vsT = newton_exp.iterations_vs_T((16, 64, 256, 1024))
 print("iterations to 1e-8 vs T:", vsT)
-rows = [ex.predictability(s, T=256) for s in (0.5, 1.0, 2.0, 4.0, 8.0)]
+rows = [newton_exp.predictability(s, T=256) for s in (0.5, 1.0, 2.0, 4.0, 8.0)]
 print(f"{'scale':>6} {'Lyapunov':>9} {'newton':>7} {'quasi':>6} {'damped':>7} {'mgrit':>6}")
 for r in rows:
     print(f"{r['scale']:>6} {r['lyapunov']:>9.3f} " + " ".join(
         f"{'diverged' if r[m] is None else r[m]:>6}" for m in ("newton", "quasi", "damped", "mgrit")))
-nplots.plot_predictability(rows)
+newton_plots.plot_predictability(rows)
 plt.show()
 
 # %% [markdown]
@@ -108,7 +108,7 @@ plt.show()
 # here. The damped variant still converges (at most $T$ iterations), but gains little.
 
 # %%
-p8 = ex.scaled_gru(8, 8.0, seed=0)
+p8 = newton_exp.scaled_gru(8, 8.0, seed=0)
 X8 = np.random.default_rng(1).standard_normal((256, 2, 3))
 try:
     deer.gru_forward(p8, X8, method="newton")
@@ -128,7 +128,7 @@ def _render(d, ax):
     return f"Lyapunov exponent {d['lyapunov']:.3f} per step; 0 bars = diverged"
 
 
-widgets.sweep_panel(lambda scale, T: ex.predictability(scale, T=T), controls={"scale": (0.25, 8.0, 0.25, 1.0),
+widgets.sweep_panel(lambda scale, T: newton_exp.predictability(scale, T=T), controls={"scale": (0.25, 8.0, 0.25, 1.0),
                     "T": (64, 1024, 64, 256)}, render=_render, cost=lambda scale, T: T, max_cost=1024,
                     title="GRU with W_hh x scale")
 
@@ -140,7 +140,7 @@ widgets.sweep_panel(lambda scale, T: ex.predictability(scale, T=T), controls={"s
 
 # %%
 print(f"{'scale':>6} {'Lyapunov':>9} | {'newton it':>9} {'work':>6} | {'quasi it':>8} {'work':>6} | {'mgrit it':>8} {'work':>6}")
-for r in ex.work_comparison((0.5, 1.0, 2.0, 4.0)):
+for r in newton_exp.work_comparison((0.5, 1.0, 2.0, 4.0)):
     cells = []
     for m in ("newton", "quasi", "mgrit"):
         it, w = r[f"{m}_iters"], r[f"{m}_work"]
@@ -155,10 +155,10 @@ for r in ex.work_comparison((0.5, 1.0, 2.0, 4.0)):
 
 # %% tags=["nbval-ignore-output"]
 with backend.blas_threads(1):
-    cmp, info = ex.time_deer(T_SPEED, 8, 4, repeat=3)
+    cmp, info = newton_exp.time_deer(T_SPEED, 8, 4, repeat=3)
 print(f"T = {T_SPEED}, H = 8, B = 4, {backend.cpu_count()} cores; iterations {info}")
 print(cmp.table())
-measured = cmp.speedup("deer")
+measured = cmp.speedup("newton")
 c = CLAIMS["beyond.deer.readme.gru_speedup"]
 print(verdict(c.id, measured, here=f"{backend.cpu_count()} cores, CPU, T={T_SPEED}, H=8", pivot=1.0, within=4.0,
               reasons=[(backend.cpu_count() < 16, f"{backend.cpu_count()} CPU cores here, not thousands of GPU lanes"),
@@ -175,8 +175,8 @@ print(verdict(c.id, measured, here=f"{backend.cpu_count()} cores, CPU, T={T_SPEE
 # %%
 Ps = np.array([1, 2, 4, 16, 64, 256, 1024])
 Hs = [1, 8, 64]
-sp = ex.model_speedups(4096, Hs, Ps, iters={"newton": 4, "quasi": 13})
-nplots.plot_model_speedups(Ps, Hs, sp)
+sp = newton_exp.model_speedups(4096, Hs, Ps, iters={"newton": 4, "quasi": 13})
+newton_plots.plot_model_speedups(Ps, Hs, sp)
 plt.show()
 for m in sp:
     for H_, row in zip(Hs, sp[m]):
@@ -210,8 +210,8 @@ Xm = np.random.default_rng(2).standard_normal((300, 4, 3))
 outs = {m: mingru.forward("mingru", pm, Xm, method=m) for m in mingru.METHODS}
 print("float64: max difference between the three methods < 1e-12:",
       max(np.abs(outs[m] - outs["sequential"]).max() for m in outs) < 1e-12)
-drift = ex.scan_drift((64, 256, 1024, 4096))
-nplots.plot_drift(drift)
+drift = newton_exp.scan_drift((64, 256, 1024, 4096))
+newton_plots.plot_drift(drift)
 plt.show()
 for m in mingru.METHODS:
     print(f"{m:>10}: " + "  ".join(f"T={T}: {e:.1e}" for T, e in zip(drift["T"], drift[m])))
@@ -223,7 +223,7 @@ for m in mingru.METHODS:
 # Accuracy and time on chapter 08's remember-the-first-element task and chapter 10's activity task:
 
 # %% tags=["nbval-ignore-output"]
-res = ex.mingru_vs_gru()
+res = newton_exp.mingru_vs_gru()
 print(f"{'task':<26} {'model':<8} {'val. accuracy':>13} {'seconds':>8}")
 for r in res:
     print(f"{r['task']:<26} {r['model']:<8} {r['val_accuracy']:>13.2f} {r['seconds']:>8.2f}")

@@ -39,11 +39,11 @@ import numpy as np
 
 import course_lib
 from course_lib.core import backend, timing
-from course_lib.experiments import cost_model as cm
-from course_lib.experiments.cost_model import cluster
+from course_lib.experiments import cost_model as cost_model_exp
+from course_lib.experiments.cost_model import cluster as cluster_exp
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import claim, show
-from course_lib.teaching.plots import cost_model as plots
+from course_lib.teaching.plots import cost_model as cost_model_plots
 from course_lib.teaching.verdict import verdict
 
 QUICK = timing.budget() == "small"
@@ -57,7 +57,7 @@ QUICK = timing.budget() == "small"
 # state has 32 units -- the GEMM peak or the price of a call?
 
 # %% tags=["nbval-ignore-output"]
-machine = cm.Machine.measure(quick=QUICK)
+machine = cost_model_exp.Machine.measure(quick=QUICK)
 print(machine)
 if not machine.noise.ok:
     print(machine.noise.warning())
@@ -73,14 +73,14 @@ if not machine.noise.ok:
 from course_lib.algorithms import mgrit, newton, scan
 from course_lib.parallel import inference
 
-print("scan, T=1000:", {m: cm.scan_counts(m, 1000) == {"work": scan.scan_counts(m, 1000).work,
+print("scan, T=1000:", {m: cost_model_exp.scan_counts(m, 1000) == {"work": scan.scan_counts(m, 1000).work,
                                                         "span": scan.scan_counts(m, 1000).span}
                         for m in ("sequential", "hillis_steele", "blelloch")})
 ws = inference.work_span(32, 4, 2)
-print("wavefront T=32, L=4, P=2:", cm.wavefront_counts(32, 4, 2), "course:", {k: ws[k] for k in ("work", "span", "steps")})
-print("MGRIT T=256, P=8 span:", cm.mgrit_counts(256, 8)["span"], "course:",
-      mgrit.span_model(256, m=4, levels=2, iters=cm.MGRIT_ITERS, P=8, latency=0.0)["span"])
-print("DEER T=512, H=8, P=4 span:", cm.deer_counts(512, 8, 4, iters=5)["span"], "course:",
+print("wavefront T=32, L=4, P=2:", cost_model_exp.wavefront_counts(32, 4, 2), "course:", {k: ws[k] for k in ("work", "span", "steps")})
+print("MGRIT T=256, P=8 span:", cost_model_exp.mgrit_counts(256, 8)["span"], "course:",
+      mgrit.span_model(256, m=4, levels=2, iters=cost_model_exp.MGRIT_ITERS, P=8, latency=0.0)["span"])
+print("DEER T=512, H=8, P=4 span:", cost_model_exp.deer_counts(512, 8, 4, iters=5)["span"], "course:",
       newton.span_model(512, 8, iters=5, P=4)["span"])
 
 # %% [markdown]
@@ -92,9 +92,9 @@ print("DEER T=512, H=8, P=4 span:", cm.deer_counts(512, 8, 4, iters=5)["span"], 
 # a factor of two, and where will it not -- and why might the threaded methods be the hardest on a shared 2-core machine?
 
 # %% tags=["nbval-ignore-output"]
-cal = cm.calibrate(machine=machine, repeat=3)
+cal = cost_model_exp.calibrate(machine=machine, repeat=3)
 print(cal.table())
-_ = plots.predicted_vs_measured(cal)
+_ = cost_model_plots.predicted_vs_measured(cal)
 
 # %% [markdown]
 # For every configuration: is the advisor's first choice (among the methods measured, never a method the
@@ -126,11 +126,11 @@ print(show("000.halide.summary.speedup", "001.summary.kernel_speedup", "002.spee
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
 
-seeds = cm.seed_schedules()
+seeds = cost_model_exp.seed_schedules()
 fig, axes = plt.subplots(3, 1, figsize=(8, 8))
 for ax, (cid, s) in zip(axes, seeds.items()):
     sched = s["graph"].simulate(s["P"], label=cid)
-    plots.gantt(sched, ax=ax, max_procs=16, unit="s" if cid != "002.speedup.max" else "steps")
+    cost_model_plots.gantt(sched, ax=ax, max_procs=16, unit="s" if cid != "002.speedup.max" else "steps")
     print(f"{cid}: simulated {s['simulated']:.3g}x, utilisation {sched.utilisation():.0%} -- {s['setting']}")
 fig.tight_layout()
 
@@ -138,8 +138,8 @@ fig.tight_layout()
 # The seeds' numbers, the simulated schedules and what was measured here, on one chart (each bar labelled):
 
 # %% tags=["nbval-ignore-output"]
-measured = cm.measured_speedups(cal)
-_ = plots.seed_chart(seeds, measured)
+measured = cost_model_exp.measured_speedups(cal)
+_ = cost_model_plots.seed_chart(seeds, measured)
 cores = machine.cores
 for cid, (ours, what, noise) in measured.items():
     print(verdict(cid, ours, here=f"{cores} cores, {what}", within=2.0, noise=noise,
@@ -154,18 +154,18 @@ for cid, (ours, what, noise) in measured.items():
 # mispredicts here. Impossible problems are refused with the argument named:
 
 # %%
-for bad in (dict(kind="rnn", B=8, T=10, H=8, layers=1, methods=["wavefront"]),
-            dict(kind="linear", B=1, T=100, H=4, layers=1, methods=["mgrit"]),
-            dict(kind="rnn", B=-3, T=10, H=8, layers=1, methods=None)):
+for bad in (dict(kind="rnn", batch=8, T=10, nh=8, layers=1, methods=["wavefront"]),
+            dict(kind="linear", batch=1, T=100, nh=4, layers=1, methods=["mgrit"]),
+            dict(kind="rnn", batch=-3, T=10, nh=8, layers=1, methods=None)):
     methods = bad.pop("methods")
     try:
-        cm.advise(cm.Problem(**bad), machine, methods=methods)
+        cost_model_exp.advise(cost_model_exp.Problem(**bad), machine, methods=methods)
     except ValueError as exc:
         print("ValueError:", exc)
 
 # %% tags=["nbval-ignore-output"]
-problem = cm.Problem("gru", "training", B=16, T=1024, H=32)
-for a in cm.advise(problem, machine, calibration=errors):
+problem = cost_model_exp.Problem("gru", "training", batch=16, T=1024, nh=32)
+for a in cost_model_exp.advise(problem, machine, calibration=errors):
     print(f"{a.method:<12} {a.seconds * 1e3:9.3f} ms  {'' if a.trusted else '(not advised) '}{a.reason}")
 
 # %% [markdown]
@@ -173,20 +173,20 @@ for a in cm.advise(problem, machine, calibration=errors):
 # (cores are virtual beyond this machine's; the GPU switch adds an *assumed* GPU).
 
 # %% tags=["nbval-ignore-output"]
-def panel_data(B=32, T=256, H=64, layers=2, cores=2, gpu=False):
-    return cm.ranking_and_maps(B, T, H, layers, cores, gpu, machine=machine, calibration=errors, n=5)
+def panel_data(batch=32, T=256, nh=64, layers=2, cores=2, gpu=False):
+    return cost_model_exp.ranking_and_maps(batch, T, nh, layers, cores, gpu, machine=machine, calibration=errors, n=5)
 
 
 def render(d, axes):
     a1, a2, a3 = axes
-    plots.ranking(d["advice"], ax=a1)
-    plots.winner_map(d["TH"], ax=a2)
-    plots.winner_map(d["BP"], ax=a3)
+    cost_model_plots.ranking(d["advice"], ax=a1)
+    cost_model_plots.winner_map(d["TH"], ax=a2)
+    cost_model_plots.winner_map(d["BP"], ax=a3)
     best = d["advice"][0]
     return f"{d['problem'].describe()}: advise {best.method} ({best.reason})"
 
 
-widgets.sweep_panel(panel_data, controls={"B": (1, 1024, 1, 32), "T": (8, 8192, 8, 256), "H": (4, 1024, 4, 64),
+widgets.sweep_panel(panel_data, controls={"batch": (1, 1024, 1, 32), "T": (8, 8192, 8, 256), "nh": (4, 1024, 4, 64),
                                           "layers": (1, 8, 1, 2), "cores": (1, 256, 1, 2), "gpu": False},
                     render=render, axes=(1, 3), figsize=(13, 3.6))
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from course_lib.algorithms import matrix_scan, scan
 from course_lib.models import jacobians
-from course_lib.teaching.checks import newton as checks
+from course_lib.teaching.checks import newton as newton_checks
 
 # %% [markdown]
 # ## Exercise 11.1 · The (A, b) combine
@@ -46,7 +46,7 @@ def combine(p, q):
 
 
 # %%
-checks.exercise_1(combine)
+newton_checks.check_combine(combine)
 
 # %% [markdown]
 # ## Exercise 11.2 · One Newton step is a scan
@@ -66,7 +66,7 @@ def newton_step(f, jac, h0, X, H):
 
 
 # %%
-checks.exercise_2(newton_step)
+newton_checks.check_newton_step(newton_step)
 
 # %% [markdown]
 # ## Exercise 11.3 · The GRU's Jacobian
@@ -93,7 +93,7 @@ def gru_jacobian(params, h, gi):
 
 
 # %%
-checks.exercise_3(gru_jacobian)
+newton_checks.check_gru_jacobian(gru_jacobian)
 
 # %% [markdown]
 # ## Exercise 11.4 · minGRU's log-space scan
@@ -103,7 +103,7 @@ checks.exercise_3(gru_jacobian)
 # `np.logaddexp.accumulate(x, axis=0)` is logcumsumexp.
 
 # %%
-def log_scan(log_a, log_b):
+def log_space_scan(log_a, log_b):
     ### BEGIN SOLUTION
     a_star = np.cumsum(log_a, axis=0)
     return np.exp(a_star + np.logaddexp.accumulate(log_b - a_star, axis=0))
@@ -111,7 +111,7 @@ def log_scan(log_a, log_b):
 
 
 # %%
-checks.exercise_4(log_scan)
+newton_checks.check_log_space_scan(log_space_scan)
 
 # %% [markdown]
 # ## Exercise 11.5 · Quasi-DEER as one element-wise scan (a speed exercise)
@@ -125,7 +125,7 @@ checks.exercise_4(log_scan)
 #
 # The check compares three iterations with the course's quasi step, counts the memory your step
 # needs in bytes per state element (full matrices need `8 H`), and times it against one full Newton
-# step at `H = 48` in the same run: at least `checks.MIN_SPEEDUP` times faster on your machine.
+# step at `H = 48` in the same run: at least `newton_checks.MIN_SPEEDUP` times faster on your machine.
 
 # %%
 def quasi_step(f, jac_diag, h0, X, H):
@@ -137,4 +137,4 @@ def quasi_step(f, jac_diag, h0, X, H):
 
 
 # %%
-checks.exercise_5(quasi_step)
+newton_checks.check_quasi_step(quasi_step)

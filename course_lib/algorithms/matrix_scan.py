@@ -28,9 +28,9 @@ Methods (``method=``, same numbers every time):
 
 Public API
 ----------
-``combine(p, q)``, ``identity(H)``, ``linear_recurrence(A, b, h0=None, *, structure="full", method="sequential", chunks=None)``,
+``combine(p, q)``, ``identity(nh)``, ``linear_recurrence(A, b, h0=None, *, structure="full", method="sequential", chunks=None)``,
 ``recurrence_float64(A, b, h0=None, *, structure="full")`` the reference loop,
-``work_span(T, H, *, structure, method, P)`` flop counts for the work/span model, ``random_problem(...)``.
+``work_span(T, nh, *, structure, method, P)`` flop counts for the work/span model, ``random_problem(...)``.
 """
 from __future__ import annotations
 
@@ -72,10 +72,10 @@ def combine(p, q):
     return A2 @ A1, (A2 @ b1[..., None])[..., 0] + b2
 
 
-def identity(H: int, dtype=np.float64):
+def identity(nh: int, dtype=np.float64):
     """The neutral element ``(I, 0)``."""
-    H = check_positive_int(H, "H")
-    return np.eye(H, dtype=dtype), np.zeros(H, dtype=dtype)
+    nh = check_positive_int(nh, "nh")
+    return np.eye(nh, dtype=dtype), np.zeros(nh, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- validation
@@ -275,7 +275,7 @@ def recurrence_float64(A, b, h0=None, *, structure: str = "full") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- counting
-def work_span(T: int, H: int, *, structure: str = "full", method: str = "chunked", P: int = 1,
+def work_span(T: int, nh: int, *, structure: str = "full", method: str = "chunked", P: int = 1,
               k: int | None = None) -> dict:
     """Flops of one recurrence (one sequence) and its critical path (span) on ``P`` processors.
 
@@ -284,21 +284,21 @@ def work_span(T: int, H: int, *, structure: str = "full", method: str = "chunked
     (``c`` = H, k or 1), a tree over the P chunk results (``2 ceil(log2 P)`` combines) and an expand of
     ``ceil(T/P)`` matrix-vector steps. Returns ``{"work", "span", "speedup"}`` (speedup over sequential)."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     P = check_positive_int(P, "P")
     check_choice(structure, "structure", STRUCTURES)
     check_choice(method, "method", METHODS)
     if structure == "full":
-        c, nblocks = H, 1
+        c, nblocks = nh, 1
     elif structure == "diagonal":
-        c, nblocks = 1, H
+        c, nblocks = 1, nh
     else:
         if k is None:
             raise TypeError("k: the block size is required for structure='block'")
-        k = check_int(k, "k", low=1, high=H)
-        if H % k:
-            raise ValueError(f"k: must divide H = {H}, got {k}")
-        c, nblocks = k, H // k
+        k = check_int(k, "k", low=1, high=nh)
+        if nh % k:
+            raise ValueError(f"k: must divide H = {nh}, got {k}")
+        c, nblocks = k, nh // k
     matvec = 2.0 * c * c * nblocks
     matmat = 2.0 * c ** 3 * nblocks + matvec
     seq = matvec * T
@@ -317,22 +317,22 @@ def work_span(T: int, H: int, *, structure: str = "full", method: str = "chunked
     return {"work": work, "span": span, "speedup": seq / span if span else float("inf")}
 
 
-def random_problem(T: int, H: int, batch: tuple = (), *, structure: str = "full", k: int | None = None,
+def random_problem(T: int, nh: int, batch: tuple = (), *, structure: str = "full", k: int | None = None,
                    scale: float = 0.9, seed: int = 0, dtype=np.float64):
     """Seeded ``(A, b, h0)``: random matrices of spectral norm about ``scale`` (stable for scale < 1)."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     check_choice(structure, "structure", STRUCTURES)
     rng = np.random.default_rng(seed)
     batch = tuple(batch)
     if structure == "full":
-        A = rng.standard_normal((T,) + batch + (H, H)) * scale / (2 * math.sqrt(H))
+        A = rng.standard_normal((T,) + batch + (nh, nh)) * scale / (2 * math.sqrt(nh))
     elif structure == "diagonal":
-        A = rng.uniform(-scale, scale, size=(T,) + batch + (H,))
+        A = rng.uniform(-scale, scale, size=(T,) + batch + (nh,))
     else:
-        if k is None or H % k:
-            raise ValueError(f"k: a block size dividing H = {H} is required for structure='block', got {k}")
-        A = rng.standard_normal((T,) + batch + (H // k, k, k)) * scale / (2 * math.sqrt(k))
-    b = rng.standard_normal((T,) + batch + (H,))
-    h0 = rng.standard_normal(batch + (H,))
+        if k is None or nh % k:
+            raise ValueError(f"k: a block size dividing H = {nh} is required for structure='block', got {k}")
+        A = rng.standard_normal((T,) + batch + (nh // k, k, k)) * scale / (2 * math.sqrt(k))
+    b = rng.standard_normal((T,) + batch + (nh,))
+    h0 = rng.standard_normal(batch + (nh,))
     return A.astype(dtype), b.astype(dtype), h0.astype(dtype)

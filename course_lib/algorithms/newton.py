@@ -38,7 +38,7 @@ Public API
 ``residual(f, h0, X, H)``, ``shift(h0, H)``
 ``gradient(jac, H, h0, X, dH, *, vjp=None)`` -> ``(lam, dh0)`` or ``(vjp(...), dh0)``: implicit function theorem
 ``lyapunov_exponent(jac, H, h0, X, *, seed=0)`` -> largest Lyapunov exponent along the trajectory
-``span_model(T, H, *, iters, P, method)`` -> work/span counts of DEER vs the sequential march
+``span_model(T, nh, *, iters, P, method)`` -> work/span counts of DEER vs the sequential march
 """
 from __future__ import annotations
 
@@ -298,7 +298,7 @@ def lyapunov_exponent(jac: Callable, H, h0, X, *, seed: int = 0, burn_in: int = 
 
 
 # --------------------------------------------------------------------------- cost model
-def span_model(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton",
+def span_model(T: int, nh: int, *, iters: int, P: int = 1, method: str = "newton",
                step_flops: float | None = None) -> dict:
     """Work and critical path (flops) of ``iters`` DEER iterations on ``P`` processors vs the
     sequential march, for one sequence of a GRU-sized step.
@@ -310,17 +310,17 @@ def span_model(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton"
     Jacobian; ``2 H`` for the diagonal). It counts flops only: no memory traffic, no communication,
     no latency per step. Returns ``{"serial", "work", "span", "speedup"}``."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     iters = check_positive_int(iters, "iters")
     P = check_positive_int(P, "P")
     check_choice(method, "method", METHODS)
-    c = 6.0 * H * H + 20.0 * H if step_flops is None else check_float(step_flops, "step_flops", low=0.0)
+    c = 6.0 * nh * nh + 20.0 * nh if step_flops is None else check_float(step_flops, "step_flops", low=0.0)
     serial = c * T
-    jac_cost = 20.0 * H if method == "quasi" else 6.0 * H * H
+    jac_cost = 20.0 * nh if method == "quasi" else 6.0 * nh * nh
     structure = "diagonal" if method == "quasi" else "full"
     per = math.ceil(T / min(P, T))
-    scan = matrix_scan.work_span(T, H, structure=structure, method="chunked", P=P)
-    it_work = T * (c + jac_cost + H) + scan["work"]
-    it_span = per * (c + jac_cost + H) + scan["span"]
+    scan = matrix_scan.work_span(T, nh, structure=structure, method="chunked", P=P)
+    it_work = T * (c + jac_cost + nh) + scan["work"]
+    it_span = per * (c + jac_cost + nh) + scan["span"]
     work, span = iters * it_work, iters * it_span
     return {"serial": serial, "work": work, "span": span, "speedup": serial / span}

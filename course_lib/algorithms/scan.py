@@ -23,7 +23,7 @@ Public API
                         :func:`blelloch` count their work and span);
     ``"chunked"``       parallel over *time*: reduce chunks -> scan the carries -> expand, on
                         threads and, for few channels, on SIMD lanes too (see below);
-    ``"cuda"``          :mod:`course_lib.algorithms.scan_cuda`'s reduce/scan/expand kernels
+    ``"cuda_chunked"``  :mod:`course_lib.algorithms.scan_cuda`'s reduce/scan/expand kernels
                         (opts ``block``, ``chunk``).
 ``linear_recurrence_backward(a, h, h0, grad_h, *, method=...)`` -> (grad_a, grad_x, grad_h0)
 ``phase_steps(a, x, h0=None, *, chunks)``   the chunked scan's three phases as separate callables
@@ -34,7 +34,7 @@ Public API
 ``scan_counts(method, T)``             combines (work) and parallel steps (span) of each method
 ``closed_form(a, x, h0)``              cumprod/cumsum formula -- overflows: a cautionary tale
 ``recurrence_float64(a, x, h0)``       plain float64 loop, the reference
-``random_problem(T, H, B=None, ...)``  a seeded test problem
+``random_problem(T, nh, batch=None, ...)``  a seeded test problem
 
 **SIMD lanes over time.** With one channel the serial loop is one dependent multiply-add per
 step: the core waits for the previous result and its vector units sit idle. ``"chunked"`` then
@@ -83,9 +83,9 @@ __all__ = [
     "random_problem",
 ]
 
-METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked", "cuda")
+METHODS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked", "cuda_chunked")
 KERNELS = ("sequential", "channels", "hillis_steele", "blelloch", "chunked", "chunked_par", "lanes",
-           "chunked_blocked", "cuda")  # what :func:`kernel_for` may answer
+           "chunked_blocked", "cuda_chunked")  # what :func:`kernel_for` may answer
 
 
 # --------------------------------------------------------------------------- validation
@@ -114,17 +114,17 @@ def _validate(a, x, h0, name_a="a", name_x="x", name_h0="h0", *, finite=False):
             np.ascontiguousarray(h0).reshape(n), a.shape)
 
 
-def random_problem(T: int, H: int, B: int | None = None, *, seed: int = 0, dtype="float32",
+def random_problem(T: int, nh: int, batch: int | None = None, *, seed: int = 0, dtype="float32",
                    low: float = 0.5, high: float = 1.0):
     """A seeded test problem: ``a`` uniform in ``[low, high)``, ``x`` standard normal, ``h0`` normal.
 
     Returns ``(a, x, h0)`` with ``a, x`` of shape ``(T, H)`` (or ``(T, B, H)``)."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     low = check_float(low, "low")
     high = check_float(high, "high")
     rng = np.random.default_rng(seed)
-    shape = (T, H) if B is None else (T, check_positive_int(B, "B"), H)
+    shape = (T, nh) if batch is None else (T, check_positive_int(batch, "batch"), nh)
     dt = check_dtype(dtype, "dtype")
     check_alloc((2,) + shape, dt, "T", what="a and x")
     a = rng.random(shape, dtype=dt)
@@ -349,7 +349,7 @@ def phase_steps(a, x, h0=None, *, chunks: int) -> dict:
 
 # --------------------------------------------------------------------------- public entry points
 _OPTS = {"sequential": {"out"}, "channels": {"groups", "out"},
-         "chunked": {"chunks", "chunk", "lanes", "out"}, "cuda": {"block", "chunk"}}
+         "chunked": {"chunks", "chunk", "lanes", "out"}, "cuda_chunked": {"block", "chunk"}}
 
 
 def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
@@ -367,7 +367,7 @@ def linear_recurrence(a, x, h0=None, *, method: str = "sequential", **opts):
       one thread; rows of 5..16 float32 channels (one vector, no lanes to add) run the sequential
       loop, the fastest form there (``chunk=``/``lanes=`` force the chunked scan). ``chunks=C`` runs the textbook split into C chunks instead (reduce -> carries ->
       expand over the whole sequence, on threads, no lanes);
-    * ``"cuda"`` (opts ``block`` = CUDA threads per block, ``chunk`` = steps per CUDA thread;
+    * ``"cuda_chunked"`` (opts ``block`` = CUDA threads per block, ``chunk`` = steps per CUDA thread;
       :mod:`course_lib.algorithms.scan_cuda`).
 
     ``"sequential"``, ``"channels"`` and ``"chunked"`` take ``out=``: a preallocated C-contiguous
@@ -386,7 +386,7 @@ def kernel_for(a, x, *, method: str = "sequential", threads: int | None = None, 
     ``threads`` numba threads (default: the current count) -- one of :data:`KERNELS`: a function of
     :mod:`course_lib.algorithms.scan_kernels` (``"sequential"``, ``"channels"``, ``"chunked"``,
     ``"chunked_par"``, ``"lanes"``, ``"chunked_blocked"``), a numpy reference (``"hillis_steele"``,
-    ``"blelloch"``) or ``"cuda"``. :func:`linear_recurrence` itself dispatches through the same choice."""
+    ``"blelloch"``) or ``"cuda_chunked"``. :func:`linear_recurrence` itself dispatches through the same choice."""
     check_choice(method, "method", METHODS)
     a2, _, _, _ = _validate(a, x, None)
     p = backend.get_threads() if threads is None else check_positive_int(threads, "threads")
@@ -434,7 +434,7 @@ def _run(method, a2, x2, h02, opts, x):
         return _hillis_steele(a2, x2, h02)[0]
     if name == "blelloch":
         return _blelloch(a2, x2, h02)[0]
-    if name == "cuda":
+    if name == "cuda_chunked":
         from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
 
         return scan_cuda.linear_recurrence_cuda(a2, x2, h02, **opts)

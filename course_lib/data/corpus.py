@@ -7,7 +7,7 @@ every CPython install -- nothing is downloaded.
 ``load_text(max_chars=None)``    -> str (topics in sorted order, joined by blank lines)
 ``Vocab.from_text(text)``        -> a character vocabulary with ``encode``/``decode``
 ``split(ids, val_fraction)``     -> (train_ids, val_ids), a contiguous held-out tail
-``batch_windows(ids, T, B, rng)`` -> (X_ids (T, B), Y_ids (T, B)) next-character windows
+``batch_windows(ids, T, batch, rng)`` -> (X_ids (T, B), Y_ids (T, B)) next-character windows
 ``one_hot(ids, vocab_size)``     -> float32 one-hot of any shape ``(...,)`` -> ``(..., V)``
 """
 from __future__ import annotations
@@ -87,17 +87,17 @@ def split(ids, val_fraction: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
     return ids[: ids.size - n_val], ids[ids.size - n_val:]
 
 
-def batch_windows(ids, T: int, B: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``B`` random windows of ``T`` characters and their next characters, time-major ``(T, B)``."""
+def batch_windows(ids, T: int, batch: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``batch`` random windows of ``T`` characters and their next characters, time-major ``(T, B)``."""
     ids = check_array(ids, "ids", ndim=1, dtype="int")
     T = check_positive_int(T, "T")
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    check_alloc((4, T, B), np.int64, "B", what="the windows")
+    check_alloc((4, T, batch), np.int64, "batch", what="the windows")
     if ids.size < T + 1:
         raise ValueError(f"T: expected at most {ids.size - 1} (the text has {ids.size} tokens), got {T}")
-    starts = rng.integers(0, ids.size - T, size=B)
+    starts = rng.integers(0, ids.size - T, size=batch)
     idx = starts[None, :] + np.arange(T)[:, None]
     return ids[idx], ids[idx + 1]
 

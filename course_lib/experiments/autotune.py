@@ -9,7 +9,7 @@ you ask for it explicitly::
     lstm.lstm_forward(params, X, method=method)
     autotune.lstm_forward_tuned(params, X)                     # the same in one call
 
-``tune(B, H, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
+``tune(batch, nh, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
 ``best_method(...)``                   -> the method name of that decision
 ``lstm_forward_tuned(params, X, ...)`` -> ``lstm.lstm_forward`` with the tuned method
 ``cache_path()`` / ``load_cache()`` / ``clear_cache()``
@@ -106,12 +106,12 @@ def current_threads() -> int:
     return int(numba.get_num_threads())
 
 
-def shape_key(B: int, H: int, nx: int, T: int, dtype="float32", threads: int | None = None) -> str:
+def shape_key(batch: int, nh: int, nx: int, T: int, dtype="float32", threads: int | None = None) -> str:
     """``"B=64,H=512,nx=512,T=100,float32,threads=2"`` -- one cache entry per key and machine."""
-    B, H, nx, T = (check_positive_int(v, n) for v, n in ((B, "B"), (H, "H"), (nx, "nx"), (T, "T")))
+    batch, nh, nx, T = (check_positive_int(v, n) for v, n in ((batch, "batch"), (nh, "nh"), (nx, "nx"), (T, "T")))
     dt = check_dtype(dtype, "dtype")
     threads = current_threads() if threads is None else check_positive_int(threads, "threads")
-    return f"B={B},H={H},nx={nx},T={T},{dt.name},threads={threads}"
+    return f"B={batch},H={nh},nx={nx},T={T},{dt.name},threads={threads}"
 
 
 # --------------------------------------------------------------------------- the file
@@ -204,16 +204,16 @@ def clear_cache(path: Path | None = None) -> None:
 
 
 # --------------------------------------------------------------------------- deciding
-def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
+def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
          methods=lstm.METHODS, force: bool = False, probe_steps: int = 10, repeat: int = 3,
          path: Path | None = None) -> Decision:
-    """The fastest method for ``X (T, B, nx)`` and ``H`` hidden units.
+    """The fastest method for ``X (T, B, nx)`` and ``nh`` hidden units.
 
     Reads the cache unless ``force=True``; otherwise times each method's forward pass over
     ``min(T, probe_steps)`` steps (interleaved, median of ``repeat``), keeps the fastest and saves
     the table. ``threads`` is part of the key (default: the BLAS threads in use now); it does not
     change the thread setting."""
-    key = shape_key(B, H, nx, T, dtype, threads)
+    key = shape_key(batch, nh, nx, T, dtype, threads)
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise TypeError(f"methods: expected a list of method names from {lstm.METHODS}, got {methods!r}")
     methods = tuple(check_choice(m, "methods", lstm.METHODS) for m in methods)
@@ -234,7 +234,7 @@ def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | 
             return d
     steps = min(check_positive_int(T, "T"), probe_steps)
     t0 = time.perf_counter()
-    res = lstm_experiments.method_times(B, H, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
+    res = lstm_experiments.method_times(batch, nh, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
                                         repeat=repeat)
     probe = {"steps": steps, "repeat": repeat, "seconds": round(time.perf_counter() - t0, 4),
              "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -244,9 +244,9 @@ def tune(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | 
     return d
 
 
-def best_method(B: int, H: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:
+def best_method(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:
     """The fastest method for this shape here: cached, else measured once now (and cached)."""
-    return tune(B, H, nx, T, dtype, threads).best
+    return tune(batch, nh, nx, T, dtype, threads).best
 
 
 def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = False):

@@ -13,11 +13,11 @@ in a cache is re-read from that cache, many times faster than from DRAM. :func:`
 measures it (a GEMV whose matrix fits in cache vs one whose matrix does not).
 
 ``forward_one_at_a_time(params, X)``            the unbatched reference: a loop over sequences
-``rnn_step_flops(B, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
+``rnn_step_flops(batch, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
 ``cache_sizes()``                               this CPU's cache sizes (bytes): :func:`course_lib.core.backend.cache_sizes`
 ``cache_level(nbytes)``                         the smallest cache a working set fits in ("DRAM" if none)
 ``gemv_residency(sizes)``                       GEMV speed vs matrix size: in cache vs from DRAM
-``gemv_vs_gemm(n, B)``                          B GEMVs vs one GEMM, timed now
+``gemv_vs_gemm(n, batch)``                          B GEMVs vs one GEMM, timed now
 ``time_per_sample(batch_sizes, n, T)``          seed Fig. 9: training time per sequence vs batch size
 ``batch_point(batch, width, T)``                one point of that curve (the widget's compute function)
 """
@@ -66,24 +66,24 @@ def forward_one_at_a_time(params: RNNParams, X: np.ndarray, h0: np.ndarray | Non
 
 
 # --------------------------------------------------------------------------- counting
-def rnn_step_flops(B: int, nx: int, nh: int) -> int:
-    """FLOPs of one recurrent step ``x_t Wxh + h_{t-1} Whh`` for ``B`` sequences: ``2 B (nx + nh) nh``."""
-    B, nx, nh = (check_positive_int(v, n) for v, n in ((B, "B"), (nx, "nx"), (nh, "nh")))
-    return 2 * B * (nx + nh) * nh
+def rnn_step_flops(batch: int, nx: int, nh: int) -> int:
+    """FLOPs of one recurrent step ``x_t Wxh + h_{t-1} Whh`` for ``batch`` sequences: ``2 B (nx + nh) nh``."""
+    batch, nx, nh = (check_positive_int(v, n) for v, n in ((batch, "batch"), (nx, "nx"), (nh, "nh")))
+    return 2 * batch * (nx + nh) * nh
 
 
-def rnn_step_bytes(B: int, nx: int, nh: int, itemsize: int = 4) -> int:
+def rnn_step_bytes(batch: int, nx: int, nh: int, itemsize: int = 4) -> int:
     """Bytes one recurrent step must move at least once: the weights ``Wxh (nx, nh)``,
     ``Whh (nh, nh)``, the inputs ``x_t (B, nx)``, ``h_{t-1} (B, nh)`` and the output ``h_t (B, nh)``."""
-    B, nx, nh, itemsize = (check_positive_int(v, n) for v, n in
-                           ((B, "B"), (nx, "nx"), (nh, "nh"), (itemsize, "itemsize")))
-    return itemsize * (nx * nh + nh * nh + B * nx + 2 * B * nh)
+    batch, nx, nh, itemsize = (check_positive_int(v, n) for v, n in
+                           ((batch, "batch"), (nx, "nx"), (nh, "nh"), (itemsize, "itemsize")))
+    return itemsize * (nx * nh + nh * nh + batch * nx + 2 * batch * nh)
 
 
-def rnn_step_intensity(B: int, nx: int, nh: int, itemsize: int = 4) -> float:
+def rnn_step_intensity(batch: int, nx: int, nh: int, itemsize: int = 4) -> float:
     """Arithmetic intensity (FLOP/byte) of one recurrent step: flops / bytes. About ``B/2``
-    for ``B`` much smaller than ``n`` (float32): ~0.5 for one sequence, hundreds for B = 1000."""
-    return rnn_step_flops(B, nx, nh) / rnn_step_bytes(B, nx, nh, itemsize)
+    for ``batch`` much smaller than ``n`` (float32): ~0.5 for one sequence, hundreds for B = 1000."""
+    return rnn_step_flops(batch, nx, nh) / rnn_step_bytes(batch, nx, nh, itemsize)
 
 
 # --------------------------------------------------------------------------- caches
@@ -146,9 +146,9 @@ def _gemv_loop(x: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:
         np.matmul(x[b], W, out=out[b])
 
 
-def gemv_vs_gemm(n: int = 1000, B: int = 256, *, repeat: int = 3, seed: int = 0,
+def gemv_vs_gemm(n: int = 1000, batch: int = 256, *, repeat: int = 3, seed: int = 0,
                  dtype: str = "float32") -> dict:
-    """Time ``B`` separate ``(n,) @ (n, n)`` products against one ``(B, n) @ (n, n)`` product.
+    """Time ``batch`` separate ``(n,) @ (n, n)`` products against one ``(B, n) @ (n, n)`` product.
 
     Same FLOPs (``2 B n²``), same result. Returns a dict with ``n, B, flops``, ``gemv_s``,
     ``gemm_s`` (best of ``repeat``, interleaved), ``gemv_gflops``, ``gemm_gflops``, ``speedup``,
@@ -158,21 +158,21 @@ def gemv_vs_gemm(n: int = 1000, B: int = 256, *, repeat: int = 3, seed: int = 0,
     ``noise``.
     """
     n = check_positive_int(n, "n", high=8192)
-    B = check_positive_int(B, "B", high=8192)
+    batch = check_positive_int(batch, "batch", high=8192)
     repeat = check_positive_int(repeat, "repeat")
     dt = np.dtype(dtype)
     rng = np.random.default_rng(seed)
     W = rng.standard_normal((n, n)).astype(dt)
-    x = rng.standard_normal((B, n)).astype(dt)
-    out1 = np.empty((B, n), dt)
-    out2 = np.empty((B, n), dt)
+    x = rng.standard_normal((batch, n)).astype(dt)
+    out1 = np.empty((batch, n), dt)
+    out2 = np.empty((batch, n), dt)
     cmp = timing.compare(gemv=lambda: _gemv_loop(x, W, out1), gemm=lambda: np.matmul(x, W, out=out2),
                          repeat=repeat, warmup=1)
-    flops = timing.gemm_flops(B, n, n)
+    flops = timing.gemm_flops(batch, n, n)
     t1, t2 = cmp.timings["gemv"].min, cmp.timings["gemm"].min
     ai1 = timing.gemm_intensity(1, n, n, dt.itemsize)
-    ai2 = timing.gemm_intensity(B, n, n, dt.itemsize)
-    return {"n": n, "B": B, "flops": flops, "gemv_s": t1, "gemm_s": t2,
+    ai2 = timing.gemm_intensity(batch, n, n, dt.itemsize)
+    return {"n": n, "B": batch, "flops": flops, "gemv_s": t1, "gemm_s": t2,
             "gemv_gflops": flops / t1 / 1e9, "gemm_gflops": flops / t2 / 1e9, "speedup": t1 / t2,
             "gemv_intensity": ai1, "gemm_intensity": ai2,
             "gemv_bound_gflops": timing.roofline(ai1), "gemm_bound_gflops": timing.roofline(ai2),

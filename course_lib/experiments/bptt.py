@@ -16,7 +16,7 @@ from ..models import rnn
 __all__ = ["bptt_times", "scaling", "fit_slopes"]
 
 
-def bptt_times(T: int, nh: int, *, B: int = 8, nx: int | None = None, ny: int | None = None,
+def bptt_times(T: int, nh: int, *, batch: int = 8, nx: int | None = None, ny: int | None = None,
                repeat: int = 3, seed: int = 0) -> dict:
     """Time :func:`~course_lib.models.rnn.bptt_linear` and ``bptt_quadratic`` now, interleaved, at one (T, nh).
 
@@ -26,29 +26,30 @@ def bptt_times(T: int, nh: int, *, B: int = 8, nx: int | None = None, ny: int | 
     """
     T = check_positive_int(T, "T", high=4096)
     nh = check_positive_int(nh, "nh", high=4096)
-    B = check_positive_int(B, "B", high=4096)
+    batch = check_positive_int(batch, "batch", high=4096)
     nx = nh if nx is None else check_positive_int(nx, "nx", high=4096)
     ny = nh if ny is None else check_positive_int(ny, "ny", high=4096)
     repeat = check_positive_int(repeat, "repeat", high=1000)
     seed = check_int(seed, "seed", low=0)
     params = rnn.init_params(nx, nh, ny, seed=seed)
     rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, B, nx)).astype(np.float32)
-    Y = rng.uniform(-1, 1, (T, B, ny)).astype(np.float32)
+    X = rng.uniform(-1, 1, (T, batch, nx)).astype(np.float32)
+    Y = rng.uniform(-1, 1, (T, batch, ny)).astype(np.float32)
     cmp = compare(linear=lambda: rnn.bptt_linear(params, X, Y), quadratic=lambda: rnn.bptt_quadratic(params, X, Y),
                   repeat=repeat, warmup=1)
     lin, quad = cmp.timings["linear"].min, cmp.timings["quadratic"].min
-    return {"T": T, "nh": nh, "B": B, "linear_s": lin, "quadratic_s": quad, "ratio": quad / lin,
-            "flop_ratio": rnn.bptt_flops(T, B, nx, nh, ny, "quadratic") / rnn.bptt_flops(T, B, nx, nh, ny, "linear"),
+    return {"T": T, "nh": nh, "B": batch, "linear_s": lin, "quadratic_s": quad, "ratio": quad / lin,
+            "flop_ratio": (rnn.bptt_flops(T, batch, nx, nh, ny, "quadratic")
+                           / rnn.bptt_flops(T, batch, nx, nh, ny, "linear")),
             "noise": cmp.noise}
 
 
-def scaling(Ts, nh: int, *, B: int = 8, repeat: int = 3) -> list[dict]:
-    """:func:`bptt_times` for every T in ``Ts`` (increasing), same ``nh`` and ``B``."""
+def scaling(Ts, nh: int, *, batch: int = 8, repeat: int = 3) -> list[dict]:
+    """:func:`bptt_times` for every T in ``Ts`` (increasing), same ``nh`` and ``batch``."""
     Ts = [check_positive_int(T, "Ts", high=4096) for T in Ts]
     if len(Ts) < 2 or sorted(Ts) != Ts or len(set(Ts)) != len(Ts):
         raise ValueError(f"Ts: expected at least two increasing sequence lengths, got {Ts}")
-    return [bptt_times(T, nh, B=B, repeat=repeat) for T in Ts]
+    return [bptt_times(T, nh, batch=batch, repeat=repeat) for T in Ts]
 
 
 def fit_slopes(rows: list[dict], t_min: int = 1) -> dict:

@@ -37,15 +37,15 @@ def cores() -> int:
     return backend.cpu_count()
 
 
-def problem(B: int, n: int = 1000, T: int = 10, *, seed: int = 0):
+def problem(batch: int, n: int = 1000, T: int = 10, *, seed: int = 0):
     """``(params, X, Y)``: the seed's problem shape (``nx = nh = ny = n``), float32, seeded."""
-    B = check_positive_int(B, "B", high=100_000)
+    batch = check_positive_int(batch, "batch", high=100_000)
     n = check_positive_int(n, "n", high=8192)
     T = check_positive_int(T, "T", high=10_000)
     p = rnn.init_params(n, n, n, seed=seed)
     rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, B, n)).astype(np.float32)
-    Y = rng.uniform(-1, 1, (T, B, n)).astype(np.float32)
+    X = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
+    Y = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
     return p, X, Y
 
 
@@ -56,7 +56,7 @@ def _step_fn(name, p, X, Y, lr=0.0):
 
 
 # --------------------------------------------------------------------------- Fig. 10 / 11 / 12
-def fig10_table(B: int, n: int = 1000, T: int = 10, *, repeat: int = 3, names=None) -> dict:
+def fig10_table(batch: int, n: int = 1000, T: int = 10, *, repeat: int = 3, names=None) -> dict:
     """Time one training step under each of the eight tiling x SIMD x parallel schedules, interleaved.
 
     Returns ``{"rows": [{name, seconds, gflops, speedup}], "cmp": Comparison, "B", "n", "T",
@@ -66,7 +66,7 @@ def fig10_table(B: int, n: int = 1000, T: int = 10, *, repeat: int = 3, names=No
     names = tuple(names or H.FIG10_NAMES)
     for nm in names:
         H.get_schedule(nm)
-    p, X, Y = problem(B, n, T)
+    p, X, Y = problem(batch, n, T)
     compile_s = {}
     fns = {}
     for nm in names:
@@ -74,12 +74,12 @@ def fig10_table(B: int, n: int = 1000, T: int = 10, *, repeat: int = 3, names=No
         fns[nm] = _step_fn(nm, p, X, Y)
         compile_s[nm] = time.perf_counter() - t0
     cmp = timing.compare(repeat=repeat, warmup=1, baseline=names[0], **fns)
-    flops = H.step_flops(T, B, n, n, n)
+    flops = H.step_flops(T, batch, n, n, n)
     base = cmp.timings[names[0]].median
     rows = [{"name": nm, "seconds": cmp.timings[nm].median, "min_s": cmp.timings[nm].min,
              "gflops": flops / cmp.timings[nm].min / 1e9, "speedup": base / cmp.timings[nm].median}
             for nm in names]
-    return {"rows": rows, "cmp": cmp, "B": B, "n": n, "T": T, "flops": flops, "compile_s": compile_s}
+    return {"rows": rows, "cmp": cmp, "B": batch, "n": n, "T": T, "flops": flops, "compile_s": compile_s}
 
 
 def fig10_findings(table: dict) -> dict:
@@ -114,25 +114,25 @@ def fig10_findings(table: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- beside the others
-def step_comparison(B: int, n: int = 1000, T: int = 10, *, schedule="tiled+simd+parallel",
+def step_comparison(batch: int, n: int = 1000, T: int = 10, *, schedule="tiled+simd+parallel",
                     repeat: int = 3) -> dict:
     """One training step: Halide's ``schedule``, the numpy reference (``bptt_linear`` + ``sgd_step``,
     BLAS) and ``fast_rnn.train_step``, interleaved. Returns ``{"cmp", "gflops", "flops", "losses_agree"}``."""
-    p, X, Y = problem(B, n, T)
+    p, X, Y = problem(batch, n, T)
     hal = _step_fn(schedule, p, X, Y)
-    ws = fast_rnn.make_workspace(T, B, n, n, n)
+    ws = fast_rnn.make_workspace(T, batch, n, n, n)
     fns = {"halide": hal,
            "numpy": lambda: rnn.sgd_step(p, rnn.bptt_linear(p, X, Y), 0.0),
            "fast_rnn": lambda: fast_rnn.train_step(p, X, Y, 0.0, workspace=ws)}
     cmp = timing.compare(repeat=repeat, warmup=1, baseline="numpy", **fns)
-    flops = H.step_flops(T, B, n, n, n)
+    flops = H.step_flops(T, batch, n, n, n)
     ref = rnn.loss(rnn.forward(p, X).Yhat, Y)
     agree = abs(H.train_step(p, X, Y, 0.0, schedule=schedule)[1] - ref) <= 1e-4 * abs(ref)
     return {"cmp": cmp, "flops": flops, "gflops": {k: flops / cmp.timings[k].min / 1e9 for k in fns},
             "losses_agree": bool(agree)}
 
 
-def epoch_comparison(B: int, n: int = 1000, T: int = 10, *, steps: int = 3, schedule="tiled+simd+parallel",
+def epoch_comparison(batch: int, n: int = 1000, T: int = 10, *, steps: int = 3, schedule="tiled+simd+parallel",
                      repeat: int = 2, lr: float = 1e-3) -> dict:
     """Seed Fig. 8: an "epoch" of ``steps`` real SGD steps (weights updated) with Halide and with numpy.
 
@@ -140,7 +140,7 @@ def epoch_comparison(B: int, n: int = 1000, T: int = 10, *, steps: int = 3, sche
     (the seed: about 3, Halide slower), and ``final_loss_close`` (both trained to the same weights).
     """
     steps = check_positive_int(steps, "steps", high=1000)
-    p0, X, Y = problem(B, n, T)
+    p0, X, Y = problem(batch, n, T)
     H.compiled_step(schedule)
     out = {}
 
@@ -187,17 +187,17 @@ def gemm_comparison(n: int = 1000, *, schedule="tiled+simd+parallel", repeat: in
 
 
 # --------------------------------------------------------------------------- Fig. 13 and Fig. 14
-def specialized_vs_best(B: int, n: int = 1000, T: int = 10, *, repeat: int = 3) -> dict:
+def specialized_vs_best(batch: int, n: int = 1000, T: int = 10, *, repeat: int = 3) -> dict:
     """Seed Fig. 13 and §4.9: the best Fig. 10 schedule against the specialised element-wise schedule
     and against the single-expression (fused) definitions, interleaved.
     Returns ``{"cmp", "specialized_speedup", "fused_speedup"}`` (> 1: faster than the best)."""
-    p, X, Y = problem(B, n, T)
+    p, X, Y = problem(batch, n, T)
     names = ("tiled+simd+parallel", "specialized", "fused")
     cmp = timing.compare(repeat=repeat, warmup=1, baseline=names[0], **{k: _step_fn(k, p, X, Y) for k in names})
     return {"cmp": cmp, "specialized_speedup": cmp.speedup("specialized"), "fused_speedup": cmp.speedup("fused")}
 
 
-def jit_vs_once(B: int, n: int = 1000, T: int = 10, *, steps: int = 3, repeat: int = 2) -> dict:
+def jit_vs_once(batch: int, n: int = 1000, T: int = 10, *, steps: int = 3, repeat: int = 2) -> dict:
     """Seed Fig. 14: an epoch of ``steps`` steps with the pipelines rebuilt and JIT-compiled on every
     step (``jit_per_call``) against compiled once and reused (the AOT analogue), interleaved.
 
@@ -205,7 +205,7 @@ def jit_vs_once(B: int, n: int = 1000, T: int = 10, *, steps: int = 3, repeat: i
     and compiling the five pipelines once, measured now) and ``"run_s"`` (one compiled step).
     """
     steps = check_positive_int(steps, "steps", high=100)
-    p, X, Y = problem(B, n, T)
+    p, X, Y = problem(batch, n, T)
     once = _step_fn("tiled+simd+parallel", p, X, Y)
 
     def epoch(step):
@@ -224,7 +224,7 @@ def jit_vs_once(B: int, n: int = 1000, T: int = 10, *, steps: int = 3, repeat: i
 
 # --------------------------------------------------------------------------- the widget
 def schedule_time(tile_rows: int = 64, tile_cols: int = 16, vector: int = 16, parallel: bool = True,
-                  B: int = 8, n: int = 1000, T: int = 10, *, repeat: int = 3) -> dict:
+                  batch: int = 8, n: int = 1000, T: int = 10, *, repeat: int = 3) -> dict:
     """Compile a custom schedule (``tile_rows = 0`` means no tiling, ``vector = 1`` scalar) and time
     one training step with it against the course's best schedule, interleaved.
 
@@ -236,7 +236,7 @@ def schedule_time(tile_rows: int = 64, tile_cols: int = 16, vector: int = 16, pa
     vector = check_int(vector, "vector", low=1, high=64)
     tile = (tile_rows, tile_cols) if tile_rows > 0 else None
     sched = H.make_schedule(tile=tile, vector=vector, parallel=bool(parallel))
-    p, X, Y = problem(B, n, T)
+    p, X, Y = problem(batch, n, T)
     t0 = time.perf_counter()
     H.compiled_step(sched)
     compile_s = time.perf_counter() - t0
@@ -244,7 +244,7 @@ def schedule_time(tile_rows: int = 64, tile_cols: int = 16, vector: int = 16, pa
     best = _step_fn("tiled+simd+parallel", p, X, Y)
     cmp = timing.compare(repeat=repeat, warmup=1, baseline="best", mine=mine, best=best)
     ref = rnn.loss(rnn.forward(p, X).Yhat, Y)
-    flops = H.step_flops(T, B, n, n, n)
+    flops = H.step_flops(T, batch, n, n, n)
     return {"schedule": sched, "seconds": cmp.timings["mine"].median, "best_seconds": cmp.timings["best"].median,
             "ratio": cmp.ratio("mine"), "gflops": flops / cmp.timings["mine"].min / 1e9, "compile_s": compile_s,
             "loop_nest": H.loop_nest(sched), "correct": abs(mine()[1] - ref) <= 1e-4 * abs(ref), "cmp": cmp}

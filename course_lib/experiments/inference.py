@@ -1,12 +1,12 @@
 """Measurements for chapter 07 (parallel inference): every timing the notebook, the widget and the
 benchmark show, built on :func:`course_lib.core.timing.compare` (interleaved, with its noise guard).
 
-``problem(B, layers, T=, nh=, nx=, vocab=, seed=)``      -> (params, X) a seeded random problem
-``measure_methods(B, layers, methods, ...)``              -> seconds, sequences/s, speed-up, agreement, noise
+``problem(batch, layers, T=, nh=, nx=, vocab=, seed=)``      -> (params, X) a seeded random problem
+``measure_methods(batch, layers, methods, ...)``              -> seconds, sequences/s, speed-up, agreement, noise
 ``batch_sweep(sizes, methods, ...)``                      -> one :func:`measure_methods` per batch size
-``layer_sweep(layers, B=, threads=, ...)``                -> wavefront / batched measured and modelled per depth
-``wavefront_costs(B, nh, threads=)``                      -> one cell vs one hand-off to the pool and back
-``worker_sweep(Ps, B=, ...)``                             -> threads and MPI over the batch, P = 1, 2, ...
+``layer_sweep(layers, batch=, threads=, ...)``                -> wavefront / batched measured and modelled per depth
+``wavefront_costs(batch, nh, threads=)``                      -> one cell vs one hand-off to the pool and back
+``worker_sweep(Ps, batch=, ...)``                             -> threads and MPI over the batch, P = 1, 2, ...
 ``cuda_run(...)``                                         -> the CUDA kernel against batched numpy, on a GPU only
 ``perplexity_by_method(params, ids, methods, ...)``       -> held-out perplexity through each inference method
 
@@ -34,17 +34,17 @@ def _threads(threads) -> int:
     return backend.cpu_count() if threads is None else check_positive_int(threads, "threads")
 
 
-def problem(B: int, layers: int, *, T: int = 32, nh: int = 64, nx: int = 32, vocab: int = 32,
+def problem(batch: int, layers: int, *, T: int = 32, nh: int = 64, nx: int = 32, vocab: int = 32,
             seed: int = 0) -> tuple[SoftmaxRNNParams, np.ndarray]:
     """Seeded random float32 parameters and inputs ``X (T, B, nx)``."""
-    B = check_positive_int(B, "B", high=1 << 16)
+    batch = check_positive_int(batch, "batch", high=1 << 16)
     layers = check_positive_int(layers, "layers", high=64)
     params = init_params(nx, nh, vocab, layers=layers, seed=seed)
-    X = np.random.default_rng(seed + 1).standard_normal((check_positive_int(T, "T"), B, nx)).astype(np.float32)
+    X = np.random.default_rng(seed + 1).standard_normal((check_positive_int(T, "T"), batch, nx)).astype(np.float32)
     return params, X
 
 
-def measure_methods(B: int = 32, layers: int = 2, methods=("serial", "batched"), *, T: int = 32, nh: int = 64,
+def measure_methods(batch: int = 32, layers: int = 2, methods=("sequential", "batched"), *, T: int = 32, nh: int = 64,
                     nx: int = 32, vocab: int = 32, seed: int = 0, repeat: int = 3, threads: int | None = None,
                     ranks: int = 2, blas_threads: int | None = 1) -> dict:
     """Time each inference method on one random problem (the widget's and the B-sweep's data).
@@ -61,8 +61,8 @@ def measure_methods(B: int = 32, layers: int = 2, methods=("serial", "batched"),
         raise ValueError(f"methods: expected a non-empty sequence of method names, got {methods!r}")
     methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
     repeat = check_positive_int(repeat, "repeat")
-    params, X = problem(B, layers, T=T, nh=nh, nx=nx, vocab=vocab, seed=seed)
-    B = X.shape[1]
+    params, X = problem(batch, layers, T=T, nh=nh, nx=nx, vocab=vocab, seed=seed)
+    batch = X.shape[1]
 
     def run(m):
         opts = {"threads": threads} if m in ("threads", "wavefront") else {}
@@ -77,26 +77,26 @@ def measure_methods(B: int = 32, layers: int = 2, methods=("serial", "batched"),
         seconds.update({m: cmp.timings[m].median for m in timed})
         noise = cmp.noise
     if "mpi" in methods:
-        res = inference.run_mpi(params, X, ranks=min(ranks, B), repeat=repeat)
+        res = inference.run_mpi(params, X, ranks=min(ranks, batch), repeat=repeat)
         seconds["mpi"], probs["mpi"] = res.in_job, res.probs
     first = methods[0]
-    return {"B": B, "layers": layers, "T": T, "nh": nh,
+    return {"B": batch, "layers": layers, "T": T, "nh": nh,
             "seconds": {m: seconds[m] for m in methods},
-            "seq_per_s": {m: B / seconds[m] for m in methods},
+            "seq_per_s": {m: batch / seconds[m] for m in methods},
             "speedup": {m: seconds[first] / seconds[m] for m in methods},
             "max_diff": {m: float(np.max(np.abs(probs[m] - probs[first]))) for m in methods},
             "noise": noise}
 
 
-def batch_sweep(sizes, methods=("serial", "batched", "threads"), **kwargs) -> list[dict]:
+def batch_sweep(sizes, methods=("sequential", "batched", "threads"), **kwargs) -> list[dict]:
     """:func:`measure_methods` for every batch size in ``sizes`` (same keyword arguments)."""
     sizes = [check_positive_int(b, "sizes") for b in sizes]
     if not sizes:
         raise ValueError("sizes: expected at least one batch size")
-    return [measure_methods(B=b, methods=methods, **kwargs) for b in sizes]
+    return [measure_methods(batch=b, methods=methods, **kwargs) for b in sizes]
 
 
-def layer_sweep(depths, *, B: int = 64, T: int = 32, nh: int = 128, nx: int = 32, vocab: int = 32,
+def layer_sweep(depths, *, batch: int = 64, T: int = 32, nh: int = 128, nx: int = 32, vocab: int = 32,
                 threads: int | None = None, repeat: int = 3) -> dict:
     """The wavefront over ``threads`` CPU threads against the layer-by-layer batched pass on one core,
     for each depth in ``depths``, beside the work/span model (:func:`course_lib.parallel.inference.work_span`).
@@ -108,20 +108,20 @@ def layer_sweep(depths, *, B: int = 64, T: int = 32, nh: int = 128, nx: int = 32
     P = _threads(threads)
     measured, noise = [], Noise()
     for L in depths:
-        d = measure_methods(B=B, layers=L, methods=("batched", "wavefront"), T=T, nh=nh, nx=nx, vocab=vocab,
+        d = measure_methods(batch=batch, layers=L, methods=("batched", "wavefront"), T=T, nh=nh, nx=nx, vocab=vocab,
                             threads=P, repeat=repeat)
         measured.append(d["speedup"]["wavefront"])
         noise = noise | d["noise"]
-    return {"layers": depths, "measured": measured, "threads": P, "B": B, "T": T, "nh": nh,
+    return {"layers": depths, "measured": measured, "threads": P, "B": batch, "T": T, "nh": nh,
             "model": [inference.work_span(T, L, P)["speedup"] for L in depths], "noise": noise}
 
 
-def wavefront_costs(B: int = 64, nh: int = 128, *, threads: int | None = None, repeat: int = 20) -> dict:
+def wavefront_costs(batch: int = 64, nh: int = 128, *, threads: int | None = None, repeat: int = 20) -> dict:
     """What one wavefront step costs: the compute of one cell ``(B, H) @ (H, H)`` twice plus ``tanh``
     (one BLAS thread), against handing ``threads`` empty tasks to a thread pool and waiting for
     them (the barrier every diagonal pays). Returns ``{"cell": s, "handoff": s, "noise"}`` (medians)."""
     P = _threads(threads)
-    params, X = problem(B, 1, T=1, nh=nh, nx=nh)
+    params, X = problem(batch, 1, T=1, nh=nh, nx=nh)
     layer, x = params.layers[0], X[0]
     h = np.zeros((X.shape[1], nh), np.float32)
     with backend.blas_threads(1), ThreadPoolExecutor(P) as pool:
@@ -131,7 +131,7 @@ def wavefront_costs(B: int = 64, nh: int = 128, *, threads: int | None = None, r
             "noise": cmp.noise}
 
 
-def worker_sweep(Ps, *, B: int = 256, layers: int = 2, T: int = 32, nh: int = 128, nx: int = 64, vocab: int = 64,
+def worker_sweep(Ps, *, batch: int = 256, layers: int = 2, T: int = 32, nh: int = 128, nx: int = 64, vocab: int = 64,
                  repeat: int = 3, mpi: bool = True) -> dict:
     """Batch parallelism with ``P`` workers for each ``P`` in ``Ps``: threads (shared memory) and, with
     ``mpi``, MPI ranks (in-job: scatter + compute + gather of the slowest rank), each against the
@@ -139,16 +139,16 @@ def worker_sweep(Ps, *, B: int = 256, layers: int = 2, T: int = 32, nh: int = 12
 
     Returns ``{"P": [...], "t_batched": s, "threads": [speed-up], "mpi": [speed-up] or None,
     "mpi_runs": {P: MPIResult}, "noise"}``; the noise covers the interleaved threads/batched timings."""
-    Ps = [check_positive_int(p, "Ps", high=B) for p in Ps]
+    Ps = [check_positive_int(p, "Ps", high=batch) for p in Ps]
     if not Ps:
         raise ValueError("Ps: expected at least one worker count")
-    params, X = problem(B, layers, T=T, nh=nh, nx=nx, vocab=vocab)
+    params, X = problem(batch, layers, T=T, nh=nh, nx=nx, vocab=vocab)
     fns = {"batched": lambda: forward(params, X)}
     fns.update({f"threads={p}": (lambda p=p: inference.predict_threads(params, X, threads=p)) for p in Ps})
     with backend.blas_threads(1):
         cmp = compare(**fns, repeat=repeat, warmup=1)
     t_batched = cmp.timings["batched"].median
-    out = {"P": Ps, "B": B, "layers": layers, "T": T, "nh": nh, "t_batched": t_batched,
+    out = {"P": Ps, "B": batch, "layers": layers, "T": T, "nh": nh, "t_batched": t_batched,
            "threads": [cmp.speedup(f"threads={p}") for p in Ps], "thread_seconds":
            [cmp.timings[f"threads={p}"].median for p in Ps], "mpi": None, "mpi_runs": {}, "noise": cmp.noise}
     if mpi:
@@ -158,7 +158,7 @@ def worker_sweep(Ps, *, B: int = 256, layers: int = 2, T: int = 32, nh: int = 12
     return out
 
 
-def cuda_run(*, B: int = 1024, layers: int = 2, T: int = 32, nh: int = 256, nx: int = 64, vocab: int = 64,
+def cuda_run(*, batch: int = 1024, layers: int = 2, T: int = 32, nh: int = 256, nx: int = 64, vocab: int = 64,
              repeat: int = 3) -> dict:
     """The CUDA kernel timed against the batched numpy pass (all BLAS threads), on a real GPU only.
 
@@ -168,16 +168,16 @@ def cuda_run(*, B: int = 1024, layers: int = 2, T: int = 32, nh: int = 256, nx: 
     mode = backend.cuda_mode()
     if mode != "gpu":
         return {"mode": mode, "measured": False, "comparison": None, "max_diff": None, "noise": Noise()}
-    params, X = problem(B, layers, T=T, nh=nh, nx=nx, vocab=vocab)
+    params, X = problem(batch, layers, T=T, nh=nh, nx=nx, vocab=vocab)
     ref = forward(params, X)
     got = inference.predict_cuda(params, X)  # also compiles the kernels
-    cmp = compare(batched=lambda: forward(params, X), cuda=lambda: inference.predict_cuda(params, X),
+    cmp = compare(batched=lambda: forward(params, X), cuda_batched=lambda: inference.predict_cuda(params, X),
                   repeat=repeat, warmup=1)
     return {"mode": mode, "measured": True, "comparison": cmp, "max_diff": float(np.max(np.abs(got - ref))),
-            "B": B, "layers": layers, "T": T, "nh": nh, "noise": cmp.noise}
+            "B": batch, "layers": layers, "T": T, "nh": nh, "noise": cmp.noise}
 
 
-def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("serial", "batched", "wavefront"), *,
+def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("sequential", "batched", "wavefront"), *,
                          T: int = 64, max_windows: int | None = None, **opts) -> dict:
     """Held-out perplexity (:func:`course_lib.models.charlm.perplexity`) computed through each inference
     method of :func:`course_lib.parallel.inference.predict` (``opts`` go to the methods that take them).
@@ -185,7 +185,8 @@ def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("serial", "batc
     if isinstance(methods, str) or not methods:
         raise ValueError(f"methods: expected a non-empty sequence of method names, got {methods!r}")
     methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
-    takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"), "cuda": ("block",)}
+    takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"),
+             "cuda_batched": ("block",)}
     unknown = set(opts) - {k for m in methods for k in takes.get(m, ())}
     if unknown:
         raise TypeError(f"opts: {sorted(unknown)} is not an option of the methods {list(methods)}")

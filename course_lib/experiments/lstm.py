@@ -4,23 +4,23 @@ All helpers build on :func:`course_lib.core.timing.compare` / :func:`~course_lib
 the model (:mod:`course_lib.models.lstm`) never times itself. Shapes: ``X (T, B, nx)``, ``H`` hidden units,
 weights ``W_ih (4H, nx)``, ``W_hh (4H, H)``.
 
-``step_time(B, H, nx, T, method=...)``            seconds per time step of one method
-``method_times(B, H, nx, T, methods=...)``         ms per step of several methods, interleaved; the fastest
-``profile_step(B, H, nx, method=...)``             one step split into its library calls: GEMM vs element-wise
-``profile_training(B, H, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
+``step_time(batch, nh, nx, T, method=...)``            seconds per time step of one method
+``method_times(batch, nh, nx, T, methods=...)``         ms per step of several methods, interleaved; the fastest
+``profile_step(batch, nh, nx, method=...)``             one step split into its library calls: GEMM vs element-wise
+``profile_training(batch, nh, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
                                                    the whole sequence: where the milliseconds go
-``overhead_vs_batch(batches, H, methods=...)``     µs per step per sample against batch size
-``latency_vs_batch(batches, H, methods=...)``      ms per step against batch size (small-batch inference)
-``layout_gemm_times(B, H, nx)``                    the seed's Fig. 3 runtime half: BLAS ``X W^T`` vs ``W X^T``
-``loop_order_times(B, H, nx)``                     the same product as a plain dot-product loop nest, in both
+``overhead_vs_batch(batches, nh, methods=...)``     µs per step per sample against batch size
+``latency_vs_batch(batches, nh, methods=...)``      ms per step against batch size (small-batch inference)
+``layout_gemm_times(batch, nh, nx)``                    the seed's Fig. 3 runtime half: BLAS ``X W^T`` vs ``W X^T``
+``loop_order_times(batch, nh, nx)``                     the same product as a plain dot-product loop nest, in both
                                                    layouts (no BLAS blocking): where the cache shows
-``layout_traffic_model(B, H, nx)``                 Fig. 3's utilisation half, *modelled* from bytes moved
+``layout_traffic_model(batch, nh, nx)``                 Fig. 3's utilisation half, *modelled* from bytes moved
                                                    through each cache level of this machine
-``hardware_counters(B, H, nx)``                    Fig. 3's utilisation half *measured* with ``perf stat``
+``hardware_counters(batch, nh, nx)``                    Fig. 3's utilisation half *measured* with ``perf stat``
                                                    where the machine exposes cache counters (else ``None``)
                                                    (the four Fig. 3 helpers: :mod:`.lstm_layout`, re-exported)
 ``lm_throughput(ids, V, methods=...)``             character-LM training tokens/s per method (seed Fig. 4)
-``widget_compute(B, H, method)``                   the chapter's slider
+``widget_compute(batch, nh, method)``                   the chapter's slider
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ __all__ = ["step_time", "method_times", "profile_step", "profile_training", "ove
            "latency_vs_batch", "layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
 
 
-def _shape(B, H, nx, T=1):
-    return (check_positive_int(B, "B"), check_positive_int(H, "H"), check_positive_int(nx, "nx"),
+def _shape(batch, nh, nx, T=1):
+    return (check_positive_int(batch, "batch"), check_positive_int(nh, "nh"), check_positive_int(nx, "nx"),
             check_positive_int(T, "T"))
 
 
@@ -47,9 +47,9 @@ def _methods(methods, name="methods"):
     return methods
 
 
-def _random_problem(B, H, nx, T, dtype, seed=0):
-    p = lstm.init_params(nx, H, seed=seed, dtype=dtype)
-    X = np.random.default_rng(seed + 1).standard_normal((T, B, nx)).astype(dtype)
+def _random_problem(batch, nh, nx, T, dtype, seed=0):
+    p = lstm.init_params(nx, nh, seed=seed, dtype=dtype)
+    X = np.random.default_rng(seed + 1).standard_normal((T, batch, nx)).astype(dtype)
     return p, X
 
 
@@ -62,45 +62,45 @@ def _runner(p, X, method, backward, dH):
 
 
 # --------------------------------------------------------------------------- whole layer
-def step_time(B: int, H: int, nx: int, T: int = 10, *, method: str = "fused_pre", dtype="float32",
+def step_time(batch: int, nh: int, nx: int, T: int = 10, *, method: str = "fused_pre", dtype="float32",
               backward: bool = False, repeat: int = 3) -> float:
     """Median seconds per time step of ``lstm_forward`` (+ ``lstm_backward``) at this shape."""
-    B, H, nx, T = _shape(B, H, nx, T)
+    batch, nh, nx, T = _shape(batch, nh, nx, T)
     method = check_choice(method, "method", lstm.METHODS)
-    p, X = _random_problem(B, H, nx, T, dtype)
-    run = _runner(p, X, method, backward, np.ones((T, B, H), p.dtype))
+    p, X = _random_problem(batch, nh, nx, T, dtype)
+    run = _runner(p, X, method, backward, np.ones((T, batch, nh), p.dtype))
     return measure(run, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1).median / T
 
 
-def method_times(B: int, H: int, nx: int, T: int = 10, *, methods=lstm.METHODS, dtype="float32",
+def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METHODS, dtype="float32",
                  backward: bool = False, repeat: int = 3) -> dict:
     """Milliseconds per step of each method at one shape, measured interleaved in one run.
 
-    Returns ``{"B", "H", "nx", "T", "ms_per_step": {method: ms}, "best": name, "comparison": Comparison}``
+    Returns ``{"B", "nh", "nx", "T", "ms_per_step": {method: ms}, "best": name, "comparison": Comparison}``
     (the :class:`~course_lib.core.timing.Comparison` carries the spread of the repeats)."""
-    B, H, nx, T = _shape(B, H, nx, T)
+    batch, nh, nx, T = _shape(batch, nh, nx, T)
     methods = _methods(methods)
-    p, X = _random_problem(B, H, nx, T, dtype)
-    dH = np.ones((T, B, H), p.dtype)
+    p, X = _random_problem(batch, nh, nx, T, dtype)
+    dH = np.ones((T, batch, nh), p.dtype)
     cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
                   **{m: _runner(p, X, m, backward, dH) for m in methods})
     ms = {m: cmp.timings[m].median / T * 1e3 for m in methods}
-    return {"B": B, "H": H, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
+    return {"B": batch, "nh": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
 
 
-def latency_vs_batch(batches, H: int = 128, *, methods=("fused_pre", "gemv"), T: int = 20,
+def latency_vs_batch(batches, nh: int = 128, *, methods=("fused_pre", "gemv"), T: int = 20,
                      dtype="float32", repeat: int = 3) -> dict:
     """Milliseconds per forward step of each method at each batch size (nx = H) -- the latency a
-    server answering B requests at once would see. Returns ``{"B": [...], "H": H, "noise": Noise,
+    server answering B requests at once would see. Returns ``{"B": [...], "nh": nh, "noise": Noise,
     method: [ms, ...], ...}``."""
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     methods = _methods(methods)
     Bs = [int(check_positive_int(b, "batches")) for b in batches]
     if not Bs:
         raise ValueError("batches: expected at least one batch size")
-    out, noise = {"B": Bs, "H": H}, Noise()
+    out, noise = {"B": Bs, "nh": nh}, Noise()
     for b in Bs:
-        r = method_times(b, H, H, T, methods=methods, dtype=dtype, repeat=repeat)
+        r = method_times(b, nh, nh, T, methods=methods, dtype=dtype, repeat=repeat)
         noise = noise | r["comparison"].noise
         for m in methods:
             out.setdefault(m, []).append(r["ms_per_step"][m])
@@ -108,13 +108,13 @@ def latency_vs_batch(batches, H: int = 128, *, methods=("fused_pre", "gemv"), T:
     return out
 
 
-def overhead_vs_batch(batches, H: int = 128, *, methods=("naive", "fused_pre"), T: int = 20,
+def overhead_vs_batch(batches, nh: int = 128, *, methods=("naive", "fused_pre"), T: int = 20,
                       dtype="float32", repeat: int = 3) -> dict:
     """Microseconds per step *per sample* of each method at each batch size (nx = H): at small B the
     per-call overhead dominates, so the method with fewer calls per step wins by more.
-    Returns ``{"B": [...], "H": H, "noise": Noise, method: [µs, ...], ...}``."""
-    lat = latency_vs_batch(batches, H, methods=methods, T=T, dtype=dtype, repeat=repeat)
-    out = {"B": lat["B"], "H": lat["H"], "noise": lat["noise"]}
+    Returns ``{"B": [...], "nh": nh, "noise": Noise, method: [µs, ...], ...}``."""
+    lat = latency_vs_batch(batches, nh, methods=methods, T=T, dtype=dtype, repeat=repeat)
+    out = {"B": lat["B"], "nh": lat["nh"], "noise": lat["noise"]}
     for m in _methods(methods):
         out[m] = [ms * 1e3 / b for ms, b in zip(lat[m], lat["B"])]
     return out
@@ -182,23 +182,23 @@ def _step_ops(method, p, x, h, c):
     return ops, 2
 
 
-def profile_step(B: int, H: int, nx: int | None = None, *, method: str = "naive", dtype="float32",
+def profile_step(batch: int, nh: int, nx: int | None = None, *, method: str = "naive", dtype="float32",
                  repeat: int = 5) -> dict:
     """Profile one time step: time each library call of the step separately.
 
-    Returns ``{"method", "B", "H", "nx", "calls_per_step", "gemm_s", "elementwise_s", "gemm_share",
+    Returns ``{"method", "B", "nh", "nx", "calls_per_step", "gemm_s", "elementwise_s", "gemm_share",
     "ops": [(kind, label, seconds), ...], "noise"}``. ``calls_per_step`` counts numpy/BLAS/numba calls -- the CPU
     analogue of the seed's kernel launches. (For ``fused_pre``/``transposed`` the big input GEMM done
     once for all steps is not part of the step.)"""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
+    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
+    nx = nh if nx is None else check_positive_int(nx, "nx")
     method = check_choice(method, "method", lstm.METHODS)
     repeat = check_positive_int(repeat, "repeat")
-    p = lstm.init_params(nx, H, seed=0, dtype=dtype)
+    p = lstm.init_params(nx, nh, seed=0, dtype=dtype)
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((B, nx)).astype(p.dtype)
-    h = rng.uniform(-0.5, 0.5, (B, H)).astype(p.dtype)
-    c = rng.uniform(-0.5, 0.5, (B, H)).astype(p.dtype)
+    x = rng.standard_normal((batch, nx)).astype(p.dtype)
+    h = rng.uniform(-0.5, 0.5, (batch, nh)).astype(p.dtype)
+    c = rng.uniform(-0.5, 0.5, (batch, nh)).astype(p.dtype)
     ops, n_calls = _step_ops(method, p, x, h, c)
     timings = [(kind, label, measure(fn, repeat=repeat, warmup=1)) for kind, label, fn in ops]
     rows = [(kind, label, t.median) for kind, label, t in timings]
@@ -207,7 +207,7 @@ def profile_step(B: int, H: int, nx: int | None = None, *, method: str = "naive"
         noise = noise | t.noise
     gemm = sum(s for k, _, s in rows if k == "gemm")
     ew = sum(s for k, _, s in rows if k == "elementwise")
-    return {"method": method, "B": B, "H": H, "nx": nx, "calls_per_step": n_calls, "gemm_s": gemm,
+    return {"method": method, "B": batch, "nh": nh, "nx": nx, "calls_per_step": n_calls, "gemm_s": gemm,
             "elementwise_s": ew, "gemm_share": gemm / (gemm + ew), "ops": rows, "noise": noise}
 
 
@@ -272,7 +272,7 @@ def _training_phases(p, X, dH):
     ]
 
 
-def profile_training(B: int, H: int, nx: int | None = None, T: int = 20, *, dtype="float32",
+def profile_training(batch: int, nh: int, nx: int | None = None, T: int = 20, *, dtype="float32",
                      repeat: int = 5, peak: float | None = None) -> dict:
     """Where the milliseconds of one training pass go: ``lstm_forward(method="fused_pre")`` +
     ``lstm_backward`` over ``X (T, B, nx)``, split into its phases (:func:`_training_phases`), each
@@ -283,13 +283,13 @@ def profile_training(B: int, H: int, nx: int | None = None, T: int = 20, *, dtyp
     phases: Python per step, call overheads and threads waiting for each other. ``gflops`` /
     ``pct_peak`` for GEMM rows, against ``peak`` (default :func:`course_lib.core.timing.peak_gflops`,
     measured now, same BLAS and threads)."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
+    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
+    nx = nh if nx is None else check_positive_int(nx, "nx")
     T = check_positive_int(T, "T")
     repeat = check_positive_int(repeat, "repeat")
     peak = peak_gflops(dtype) if peak is None else float(peak)
-    p, X = _random_problem(B, H, nx, T, dtype)
-    dH = np.random.default_rng(7).standard_normal((T, B, H)).astype(p.dtype)
+    p, X = _random_problem(batch, nh, nx, T, dtype)
+    dH = np.random.default_rng(7).standard_normal((T, batch, nh)).astype(p.dtype)
     phases = _training_phases(p, X, dH)
     end_to_end = _runner(p, X, "fused_pre", True, dH)
     cmp = compare(repeat=repeat, warmup=1, whole=end_to_end,
@@ -309,7 +309,7 @@ def profile_training(B: int, H: int, nx: int | None = None, T: int = 20, *, dtyp
 # --------------------------------------------------------------------------- training throughput
 def lm_throughput(ids, V: int, *, methods=lstm.METHODS, repeat: int = 1, **train) -> dict:
     """Train the character LM (:func:`course_lib.models.lstm_lm.train_lm`, same batches) with each method,
-    interleaved ``repeat`` times; ``train`` goes to ``train_lm`` (H, T, B, steps, lr, seed).
+    interleaved ``repeat`` times; ``train`` goes to ``train_lm`` (nh, T, batch, steps, lr, seed).
 
     Returns ``{"tokens_per_s": {method: best over repeats}, "loss": {method: loss curve},
     "best": name, "comparison": Comparison}`` (tokens/s counts the training loop only, as ``train_lm``)."""
@@ -326,11 +326,11 @@ def lm_throughput(ids, V: int, *, methods=lstm.METHODS, repeat: int = 1, **train
 
 
 # --------------------------------------------------------------------------- the slider
-def widget_compute(B: int = 64, H: int = 256, method: str = "fused_pre", T: int = 10) -> dict:
+def widget_compute(batch: int = 64, nh: int = 256, method: str = "fused_pre", T: int = 10) -> dict:
     """For the chapter's slider: ms per forward step of ``method`` and of ``naive`` at (B, H, nx = H),
     with the GFLOP/s of the step's two GEMMs (``x W_ih^T`` and ``h W_hh^T``)."""
     method = check_choice(method, "method", lstm.METHODS)
-    ms = method_times(B, H, H, T, methods=tuple(dict.fromkeys(("naive", method))), repeat=3)["ms_per_step"]
-    flops = 2 * gemm_flops(B, 4 * H, H)
-    return {"B": B, "H": H, "method": method, "ms_per_step": ms,
+    ms = method_times(batch, nh, nh, T, methods=tuple(dict.fromkeys(("naive", method))), repeat=3)["ms_per_step"]
+    flops = 2 * gemm_flops(batch, 4 * nh, nh)
+    return {"B": batch, "nh": nh, "method": method, "ms_per_step": ms,
             "gflops": {m: flops / (t * 1e-3) / 1e9 for m, t in ms.items()}}

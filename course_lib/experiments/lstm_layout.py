@@ -3,10 +3,10 @@
 the cache shows), modelled from the bytes each cache level moves, and measured with ``perf stat`` where the
 machine exposes cache counters. Re-exported by :mod:`course_lib.experiments.lstm`.
 
-``layout_gemm_times(B, H, nx)``      BLAS ``X W^T`` vs ``W X^T``
-``loop_order_times(B, H, nx)``       the same product as a dot-product loop nest, in both layouts
-``layout_traffic_model(B, H, nx)``   bytes moved through each cache level of this machine, modelled
-``hardware_counters(B, H, nx)``      ``perf stat`` cache counters (``(None, why)`` where there are none)
+``layout_gemm_times(batch, nh, nx)``      BLAS ``X W^T`` vs ``W X^T``
+``loop_order_times(batch, nh, nx)``       the same product as a dot-product loop nest, in both layouts
+``layout_traffic_model(batch, nh, nx)``   bytes moved through each cache level of this machine, modelled
+``hardware_counters(batch, nh, nx)``      ``perf stat`` cache counters (``(None, why)`` where there are none)
 """
 from __future__ import annotations
 
@@ -26,28 +26,28 @@ from ..core.validate import check_positive_int
 __all__ = ["layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters"]
 
 
-def _gemm_operands(B, H, nx, dtype):
+def _gemm_operands(batch, nh, nx, dtype):
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((B, nx)).astype(dtype)
-    W = rng.standard_normal((4 * H, nx)).astype(dtype)
+    X = rng.standard_normal((batch, nx)).astype(dtype)
+    W = rng.standard_normal((4 * nh, nx)).astype(dtype)
     return X, W
 
 
-def layout_gemm_times(B: int, H: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
+def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
     """The seed's observation 2 with the machine's BLAS: ``Y = X W^T`` vs ``Y^T = W X^T`` for ``X (B, nx)``,
     ``W (4H, nx)`` (each one BLAS call; numpy passes the transpose as a flag, no copy).
 
     Returns best-of-``repeat`` seconds ``XWt_s``, ``WXt_s``, ``ratio = t(XW^T) / t(WX^T)`` (> 1: the
     transposed layout is faster), GFLOP/s of each and the ``comparison``."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
-    X, W = _gemm_operands(B, H, nx, dtype)
-    Y, YT = np.empty((B, 4 * H), dtype), np.empty((4 * H, B), dtype)
+    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
+    nx = nh if nx is None else check_positive_int(nx, "nx")
+    X, W = _gemm_operands(batch, nh, nx, dtype)
+    Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
     cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
                   XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
-    flops = gemm_flops(B, 4 * H, nx)
-    return {"B": B, "H": H, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
+    flops = gemm_flops(batch, 4 * nh, nx)
+    return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp}
 
 
@@ -65,7 +65,7 @@ def _rowdot(A, Bm, out):
             out[i, j] = s
 
 
-def loop_order_times(B: int, H: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
+def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
     """``Y = X W^T`` and ``Y^T = W X^T`` as the same plain loop nest (one dot product per output, written
     row by row), without a BLAS's cache blocking: ``XWt`` loops over the B rows of X and streams the whole
     ``W (4H, nx)`` once per row; ``WXt`` loops over the 4H rows of W and streams the small ``X (B, nx)``.
@@ -73,21 +73,21 @@ def loop_order_times(B: int, H: int, nx: int | None = None, *, dtype="float32", 
 
     Returns best-of-``repeat`` seconds, ``ratio = t(XW^T) / t(WX^T)``, GFLOP/s, the ``comparison`` and
     ``agree`` (both give the same numbers)."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
-    X, W = _gemm_operands(B, H, nx, dtype)
-    Y, YT = np.empty((B, 4 * H), dtype), np.empty((4 * H, B), dtype)
+    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
+    nx = nh if nx is None else check_positive_int(nx, "nx")
+    X, W = _gemm_operands(batch, nh, nx, dtype)
+    Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
     cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
                   XWt=lambda: _rowdot(X, W, Y), WXt=lambda: _rowdot(W, X, YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
-    flops = gemm_flops(B, 4 * H, nx)
+    flops = gemm_flops(batch, 4 * nh, nx)
     tol = 1e-3 * np.sqrt(nx) * float(np.abs(Y).max() + 1)
-    return {"B": B, "H": H, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
+    return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp,
             "agree": bool(np.allclose(Y, YT.T, atol=tol))}
 
 
-def layout_traffic_model(B: int, H: int, nx: int | None = None, *, caches: dict | None = None,
+def layout_traffic_model(batch: int, nh: int, nx: int | None = None, *, caches: dict | None = None,
                          itemsize: int = 4, line: int = 64) -> dict:
     """Fig. 3's utilisation half, *modelled* (no hardware counter involved) for the loop nest of
     :func:`loop_order_times`.
@@ -101,8 +101,8 @@ def layout_traffic_model(B: int, H: int, nx: int | None = None, *, caches: dict 
     served by that level or above) and ``bytes_from_below`` (bytes the level must fetch from further out).
     Returns ``{"levels": {...}, "loads_lines", "bytes_X", "bytes_W", "modelled": True}``.
     """
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
+    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
+    nx = nh if nx is None else check_positive_int(nx, "nx")
     itemsize, line = check_positive_int(itemsize, "itemsize"), check_positive_int(line, "line")
     caches = backend.cache_sizes() if caches is None else dict(caches)
     if not caches:
@@ -110,18 +110,18 @@ def layout_traffic_model(B: int, H: int, nx: int | None = None, *, caches: dict 
     for name, size in caches.items():
         check_positive_int(size, f"caches[{name!r}]")
     row_lines = -(-nx * itemsize // line)
-    bytes_X, bytes_W = B * nx * itemsize, 4 * H * nx * itemsize
-    loads = 2 * B * 4 * H * row_lines  # line loads: one outer + one inner row line per dot-product chunk
+    bytes_X, bytes_W = batch * nx * itemsize, 4 * nh * nx * itemsize
+    loads = 2 * batch * 4 * nh * row_lines  # line loads: one outer + one inner row line per dot-product chunk
     levels = {}
     for name, size in sorted(caches.items(), key=lambda kv: kv[1]):
         row = {}
-        for layout, outer_rows, inner_rows in (("XWt", B, 4 * H), ("WXt", 4 * H, B)):
+        for layout, outer_rows, inner_rows in (("XWt", batch, 4 * nh), ("WXt", 4 * nh, batch)):
             inner_bytes = inner_rows * row_lines * line
             fits = inner_bytes <= size
             misses = outer_rows * row_lines + inner_rows * row_lines * (1 if fits else outer_rows)
             row[layout] = {"inner_fits": fits, "hit_rate": 1.0 - misses / loads, "bytes_from_below": misses * line}
         levels[name] = dict(row, size=size)
-    return {"B": B, "H": H, "nx": nx, "bytes_X": bytes_X, "bytes_W": bytes_W, "loads_lines": loads,
+    return {"B": batch, "nh": nh, "nx": nx, "bytes_X": bytes_X, "bytes_W": bytes_W, "loads_lines": loads,
             "levels": levels, "modelled": True}
 
 
@@ -152,7 +152,7 @@ def _parse_perf(text: str) -> dict:
     return counts
 
 
-def hardware_counters(B: int, H: int, nx: int | None = None, *, reps: int = 20, timeout: float = 120.0):
+def hardware_counters(batch: int, nh: int, nx: int | None = None, *, reps: int = 20, timeout: float = 120.0):
     """Fig. 3's utilisation half *measured*: run :func:`loop_order_times`'s loop nest in each layout in a
     child process under ``perf stat`` and read the CPU's cache counters (the run with 0 repetitions is
     subtracted, so Python's start-up does not count).
@@ -160,8 +160,8 @@ def hardware_counters(B: int, H: int, nx: int | None = None, *, reps: int = 20, 
     Returns ``(result, why)``: ``result`` is ``{"XWt": {event: count}, "WXt": {...}, "hit_rate": {layout:
     1 - misses/references}}`` and ``why`` is ``""``; or ``(None, reason)`` when this machine cannot measure
     it (no ``perf``, counters not exposed -- common in virtual machines -- or not permitted)."""
-    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
-    nx = H if nx is None else check_positive_int(nx, "nx")
+    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
+    nx = nh if nx is None else check_positive_int(nx, "nx")
     reps = check_positive_int(reps, "reps")
     perf = shutil.which("perf")
     if perf is None:
@@ -171,7 +171,7 @@ def hardware_counters(B: int, H: int, nx: int | None = None, *, reps: int = 20, 
 
     def run(layout, n):
         cmd = [perf, "stat", "-x,", "-e", ",".join(_COUNTERS), sys.executable, "-c", _PERF_SCRIPT,
-               str(B), str(H), str(nx), str(n), layout]
+               str(batch), str(nh), str(nx), str(n), layout]
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:

@@ -9,7 +9,7 @@ version (:mod:`course_lib.parallel.mgrit_mpi`) never time anything.
 ``speedup_model(nt, Ps, ...)``        -- the work/span model's speedup for each processor count
 ``counted_work(nt, ...)``             -- time steps MGRIT really takes (counted), per serial step
 ``preprocessing_model(nt, P, c, ...)`` -- the span model with a per-frame cost ``c`` that is parallel over time
-``time_axis(Ts, B, P, ...)``          -- data parallelism vs the time axis: serial GRU time vs T, whole batch vs B/P
+``time_axis(Ts, batch, P, ...)``          -- data parallelism vs the time axis: serial GRU time vs T, whole batch vs B/P
 ``forward_speed(params, X, ...)``     -- serial vs MGRIT (1 thread, threads) in one process, interleaved
 ``speedup_vs_length(Ts, ...)``        -- serial vs MGRIT over MPI ranks for each sequence length, with the model
 ``train_compare(runs, data, seeds)``  -- train classic / implicit / MGRIT-implicit GRUs, test accuracy per seed
@@ -141,52 +141,52 @@ def preprocessing_needed(target: float, nt: int, P: int, **model) -> float:
 
 
 # --------------------------------------------------------------------------- measurements
-def time_axis(Ts, *, B: int = 32, P: int = 4, H: int = 32, nx: int = 8, repeat: int = 3) -> dict:
-    """Data parallelism vs the time axis: the serial GRU forward over the whole batch ``B`` and over
+def time_axis(Ts, *, batch: int = 32, P: int = 4, nh: int = 32, nx: int = 8, repeat: int = 3) -> dict:
+    """Data parallelism vs the time axis: the serial GRU forward over the whole batch ``batch`` and over
     ``B // P`` sequences (one of ``P`` data-parallel workers' share), for each length in ``Ts``.
 
     Returns ``{"Ts", "full": [s], "share": [s], "slope_full", "slope_share", "noise"}`` (median
     seconds, log-log slopes vs T, the merged noise of the runs). One BLAS thread."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
     P = check_int(P, "P", low=2)
-    B = check_int(B, "B", low=P)
-    p = gru.init_params(nx, H, seed=0)
+    batch = check_int(batch, "batch", low=P)
+    p = gru.init_params(nx, nh, seed=0)
     full, share, noise = [], [], timing.Noise()
     with backend.blas_threads(1):
         for T in Ts:
-            X = np.random.default_rng(T).standard_normal((T, B, nx)).astype(np.float32)
+            X = np.random.default_rng(T).standard_normal((T, batch, nx)).astype(np.float32)
             c = timing.compare(full=lambda: gru.gru_forward(p, X, implicit=True),
-                               share=lambda: gru.gru_forward(p, X[:, : B // P], implicit=True), repeat=repeat)
+                               share=lambda: gru.gru_forward(p, X[:, : batch // P], implicit=True), repeat=repeat)
             full.append(c.timings["full"].median)
             share.append(c.timings["share"].median)
             noise = noise | c.noise
-    return {"Ts": Ts, "B": B, "P": P, "full": full, "share": share,
+    return {"Ts": Ts, "B": batch, "P": P, "full": full, "share": share,
             "slope_full": timing.loglog_slope(Ts, full), "slope_share": timing.loglog_slope(Ts, share),
             "noise": noise}
 
 
 def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts):
     """Serial vs MGRIT forward (1 thread and ``threads`` threads) in this process, interleaved, one
-    BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``serial``)."""
+    BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``sequential``)."""
     threads = check_positive_int(threads, "threads")
     opts = dict(mgrit_opts, method="mgrit")
     implicit = opts.pop("implicit", True)
     with backend.blas_threads(1):
-        return timing.compare(serial=lambda: gru.gru_forward(params, X, implicit=implicit),
+        return timing.compare(sequential=lambda: gru.gru_forward(params, X, implicit=implicit),
                               mgrit_1thread=lambda: gru.gru_forward(params, X, implicit=implicit, **opts),
                               mgrit_threads=lambda: gru.gru_forward(params, X, implicit=implicit, threads=threads,
                                                                     **opts),
                               repeat=repeat)
 
 
-def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int = 8, m: int = 4, levels: int = 3,
+def speedup_vs_length(Ts, *, ranks: int = 2, batch: int = 16, nh: int = 64, nx: int = 8, m: int = 4, levels: int = 3,
                       relax: str = "FCF", iters: int = 2, repeat: int = 3, timeout: float = 120.0) -> dict:
     """Serial implicit-GRU forward vs MGRIT over ``ranks`` MPI ranks (``iters`` iterations: the
     inexact budget), for each sequence length in ``Ts``.
 
     The serial march is timed here (one BLAS thread) with :func:`core.timing.measure`; the MPI solve
     inside the job on rank 0's clock (start-up excluded; ``mgrit_mpi.solve(repeat=...)``). Returns
-    ``{"Ts", "serial": [s], "parallel": [s], "speedup": [x], "model": [x at P=ranks],
+    ``{"Ts", "sequential": [s], "parallel": [s], "speedup": [x], "model": [x at P=ranks],
     "work": steps per serial step, "noise": Noise, "method": "mpi" | "threads"}``. Without MPI the
     parallel column is MGRIT with ``ranks`` threads in this process (and ``method`` says so)."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
@@ -194,13 +194,13 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
     ok, _ = mpi_available()
     method = "mpi" if ok else "threads"
     opts = dict(m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
-    out = {"Ts": Ts, "ranks": ranks, "serial": [], "parallel": [], "speedup": [], "model": [], "method": method,
+    out = {"Ts": Ts, "ranks": ranks, "sequential": [], "parallel": [], "speedup": [], "model": [], "method": method,
            "work": counted_work(Ts[0], m=m, levels=levels, relax=relax, iters=iters), "opts": opts}
     noise = timing.Noise()
-    p = gru.init_params(nx, H, seed=0, dtype=np.float64)
+    p = gru.init_params(nx, nh, seed=0, dtype=np.float64)
     for T in Ts:
-        X = np.random.default_rng(T).standard_normal((T, B, nx))
-        h0 = np.zeros((B, H))
+        X = np.random.default_rng(T).standard_normal((T, batch, nx))
+        h0 = np.zeros((batch, nh))
         with backend.blas_threads(1):
             ts = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True), repeat=repeat, number=1)
         noise = noise | ts.noise
@@ -223,7 +223,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, B: int = 16, H: int = 64, nx: int =
                                                            **opts), repeat=repeat, number=1)
             n, tp = t.noise, t.median
         noise = noise | n
-        out["serial"].append(ts.median)
+        out["sequential"].append(ts.median)
         out["parallel"].append(tp)
         out["speedup"].append(ts.median / tp)
         out["model"].append(mgrit.span_model(T, m=m, levels=levels, iters=iters, P=ranks, relax=relax)["speedup"])

@@ -1,11 +1,11 @@
 """Measuring helpers for chapter 11 (Newton in time): plain functions that return data (experiments folder).
 
-``scaled_gru(H, scale, ...)``            a GRU whose W_hh is multiplied by ``scale`` (predictability knob)
+``scaled_gru(nh, scale, ...)``            a GRU whose W_hh is multiplied by ``scale`` (predictability knob)
 ``newton_iterates(...)``                 every DEER iterate: the trajectory zipping into place
 ``predictability(scale, ...)``           Lyapunov exponent + iterations of Newton / quasi / damped / MGRIT
 ``iterations_vs_T(Ts, ...)``             iterations of each method vs the sequence length
 ``work_comparison(...)``                 DEER vs MGRIT on one GRU at one tolerance: iterations and work
-``time_deer(T, H, B, ...)``              timing.compare of the numba serial loop, DEER and quasi-DEER
+``time_deer(T, nh, batch, ...)``              timing.compare of the numba serial loop, DEER and quasi-DEER
 ``model_speedups(T, Hs, Ps, iters)``     the work/span model's predicted speedup
 ``scan_drift(Ts, ...)``                  float32 linear- vs log-space minGRU scan vs a float64 loop
 ``mingru_vs_gru(...)``                   accuracy and time of minGRU / minLSTM / GRU on both tasks
@@ -49,16 +49,16 @@ def _check_seq(values, name: str, item) -> list:
     return [item(v, name) for v in values]
 
 
-def _check_T(T, name: str = "T", *, H: int = 8, B: int = 4) -> int:
+def _check_T(T, name: str = "T", *, nh: int = 8, batch: int = 4) -> int:
     """A sequence length; refused before a (T, B, H) float64 trajectory too large to hold is made."""
     T = check_positive_int(T, name)
-    check_alloc((T, B, H), np.float64, name, what="a (T, B, H) trajectory")
+    check_alloc((T, batch, nh), np.float64, name, what="a (T, B, H) trajectory")
     return T
 
 
-def scaled_gru(H: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
+def scaled_gru(nh: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
     """float64 GRU parameters (PyTorch init) with ``W_hh`` multiplied by ``scale``."""
-    p = gru.init_params(nx, H, seed=seed, dtype=np.float64)
+    p = gru.init_params(nx, nh, seed=seed, dtype=np.float64)
     scale = check_float(scale, "scale", low=0.0)
     p = dataclasses.replace(p, W_hh=p.W_hh * scale)
     return p
@@ -75,14 +75,14 @@ def mgrit_forward(params, X, h0=None, *, implicit=True, **opts):
 
 def newton_iterates(params, X, *, method: str = "newton", n_iter: int = 6, implicit: bool = False):
     """Iterates 0..n_iter of DEER from a zero start and the serial trajectory:
-    ``{"iterates": [H0, H1, ...], "serial": H, "history": [...]}``."""
+    ``{"iterates": [H0, H1, ...], "sequential": H, "history": [...]}``."""
     check_choice(method, "method", deer.METHODS)
     n_iter = check_int(n_iter, "n_iter", low=0, high=10_000)
     implicit = check_bool(implicit, "implicit")
     iterates = []
     _, hist = deer.gru_forward(params, X, method=method, implicit=implicit, tol=0.0, max_iter=n_iter,
                                return_history=True, callback=lambda k, H: iterates.append(H.copy()))
-    return {"iterates": iterates, "serial": gru.gru_forward(params, X, implicit=implicit), "history": hist}
+    return {"iterates": iterates, "sequential": gru.gru_forward(params, X, implicit=implicit), "history": hist}
 
 
 def _iters(params, X, method, tol, implicit):
@@ -93,16 +93,16 @@ def _iters(params, X, method, tol, implicit):
         return None
 
 
-def predictability(scale: float = 1.0, *, T: int = 256, H: int = 8, B: int = 2, tol: float = 1e-8,
+def predictability(scale: float = 1.0, *, T: int = 256, nh: int = 8, batch: int = 2, tol: float = 1e-8,
                    implicit: bool = False, seed: int = 0, mgrit: bool = True) -> dict:
     """One point on the predictability axis: the GRU with ``W_hh * scale`` on random inputs.
     Returns ``{"scale", "lyapunov", "newton", "quasi", "damped", "mgrit"}`` (iterations to reach
     ``tol``; None = diverged; mgrit: two-level FCF MGRIT on the *implicit* GRU, m = 4)."""
-    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
-    T = _check_T(T, H=H * H, B=B)
+    nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
+    T = _check_T(T, nh=nh * nh, batch=batch)
     tol = check_float(tol, "tol", low=0.0)
-    p = scaled_gru(H, scale, seed=seed)
-    X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
+    p = scaled_gru(nh, scale, seed=seed)
+    X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
     out = {"scale": float(scale), "lyapunov": deer.gru_lyapunov(p, X, implicit=implicit)}
     for m in deer.METHODS:
         out[m] = _iters(p, X, m, tol, implicit)
@@ -115,41 +115,41 @@ def predictability(scale: float = 1.0, *, T: int = 256, H: int = 8, B: int = 2, 
     return out
 
 
-def iterations_vs_T(Ts=(16, 64, 256, 1024), *, scale: float = 1.0, H: int = 8, B: int = 2, tol: float = 1e-8,
+def iterations_vs_T(Ts=(16, 64, 256, 1024), *, scale: float = 1.0, nh: int = 8, batch: int = 2, tol: float = 1e-8,
                     seed: int = 0) -> dict:
     """Iterations of Newton / quasi / damped vs T: ``{"T": [...], "newton": [...], ...}``."""
-    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
-    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, H=H * H, B=B))
+    nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
+    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, nh=nh * nh, batch=batch))
     tol = check_float(tol, "tol", low=0.0)
     out: dict = {"T": list(Ts), **{m: [] for m in deer.METHODS}}
-    p = scaled_gru(H, scale, seed=seed)
+    p = scaled_gru(nh, scale, seed=seed)
     for T in Ts:
-        X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
+        X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
         for m in deer.METHODS:
             out[m].append(_iters(p, X, m, tol, False))
     return out
 
 
-def work_comparison(scales=(0.5, 1.0, 2.0, 4.0), *, T: int = 256, H: int = 8, B: int = 2, tol: float = 1e-8,
+def work_comparison(scales=(0.5, 1.0, 2.0, 4.0), *, T: int = 256, nh: int = 8, batch: int = 2, tol: float = 1e-8,
                     seed: int = 0) -> list[dict]:
     """DEER (Newton, quasi) and MGRIT (m = 4, 2 levels, FCF) on the same implicit GRU at the same
     tolerance, along the predictability axis. Work is in multiples of one serial march (DEER:
     :func:`newton.span_model` flops / serial flops; MGRIT: :func:`mgrit.span_model` steps / T)."""
     scales = _check_seq(scales, "scales", lambda v, n: check_float(v, n, low=0.0))
-    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
-    T = _check_T(T, H=H * H, B=B)
+    nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
+    T = _check_T(T, nh=nh * nh, batch=batch)
     tol = check_float(tol, "tol", low=0.0)
     rows = []
     for s in scales:
-        p = scaled_gru(H, s, seed=seed)
-        X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
+        p = scaled_gru(nh, s, seed=seed)
+        X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
         row = {"scale": s, "lyapunov": deer.gru_lyapunov(p, X, implicit=True)}
         for m in ("newton", "quasi"):
             it = _iters(p, X, m, tol, True)
             row[f"{m}_iters"] = it
             row[f"{m}_work"] = (None if it is None else
-                                _newton.span_model(T, H, iters=max(it, 1), method=m)["work"]
-                                / _newton.span_model(T, H, iters=1, method=m)["serial"])
+                                _newton.span_model(T, nh, iters=max(it, 1), method=m)["work"]
+                                / _newton.span_model(T, nh, iters=1, method=m)["serial"])
         try:
             H_m, hist = mgrit_forward(p, X, implicit=True, m=4, levels=2, relax="FCF", max_iter=T // 4 + 1, tol=tol)
             it = len(hist)
@@ -161,24 +161,24 @@ def work_comparison(scales=(0.5, 1.0, 2.0, 4.0), *, T: int = 256, H: int = 8, B:
     return rows
 
 
-def time_deer(T: int = 1024, H: int = 8, B: int = 4, *, repeat: int = 3, tol: float = 1e-8, seed: int = 0,
+def time_deer(T: int = 1024, nh: int = 8, batch: int = 4, *, repeat: int = 3, tol: float = 1e-8, seed: int = 0,
               scan: str = "sequential"):
     """``timing.compare`` of the numba serial GRU loop (baseline), DEER and quasi-DEER (same GRU).
     Returns ``(comparison, info)`` with the iteration counts and the max error vs serial."""
-    H, B = check_positive_int(H, "H"), check_positive_int(B, "B")
-    T = _check_T(T, H=H * H, B=B)
+    nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
+    T = _check_T(T, nh=nh * nh, batch=batch)
     tol = check_float(tol, "tol", low=0.0)
     repeat = check_positive_int(repeat, "repeat")
-    p = scaled_gru(H, 1.0, seed=seed)
-    X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
+    p = scaled_gru(nh, 1.0, seed=seed)
+    X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
     ref = jacobians.gru_serial_numba(p, X)
     info = {}
     for m in ("newton", "quasi"):
         Hd, hist = deer.gru_forward(p, X, method=m, tol=tol, scan=scan, return_history=True)
         info[m] = {"iters": len(hist) - 1, "err": float(np.abs(Hd - ref).max())}
     cmp = timing.compare(serial_numba=lambda: jacobians.gru_serial_numba(p, X),
-                         deer=lambda: deer.gru_forward(p, X, method="newton", tol=tol, scan=scan),
-                         quasi_deer=lambda: deer.gru_forward(p, X, method="quasi", tol=tol, scan=scan),
+                         newton=lambda: deer.gru_forward(p, X, method="newton", tol=tol, scan=scan),
+                         quasi=lambda: deer.gru_forward(p, X, method="quasi", tol=tol, scan=scan),
                          repeat=repeat)
     return cmp, info
 
@@ -204,18 +204,18 @@ def model_speedups(T: int, Hs, Ps, *, iters: dict | int = 5, methods=("newton", 
     return out
 
 
-def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", H: int = 8, B: int = 4, seed: int = 0) -> dict:
+def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", nh: int = 8, batch: int = 4, seed: int = 0) -> dict:
     """Max relative error of the float32 sequential / linear scan / log scan against a float64 loop:
-    ``{"T": [...], "sequential": [...], "scan": [...], "log_scan": [...]}``."""
+    ``{"T": [...], "sequential": [...], "chunked": [...], "log_space": [...]}``."""
     check_choice(kind, "kind", mingru.KINDS)
-    H = check_positive_int(H, "H")
-    B = check_positive_int(B, "B")
-    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, H=H, B=B))
+    nh = check_positive_int(nh, "nh")
+    batch = check_positive_int(batch, "batch")
+    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, nh=nh, batch=batch))
     out: dict = {"T": list(Ts), **{m: [] for m in mingru.METHODS}}
-    p64 = mingru.init_params(kind, 3, H, seed=seed)
+    p64 = mingru.init_params(kind, 3, nh, seed=seed)
     p32 = p64.astype(np.float32)
     for T in Ts:
-        X = np.random.default_rng(seed + 1).standard_normal((T, B, 3))
+        X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
         a, b = mingru.coefficients(kind, p64, X)
         ref = np.empty_like(b)
         h = np.zeros(b.shape[1:])
@@ -228,13 +228,13 @@ def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", H: int = 8, B:
     return out
 
 
-def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, H: int = 16, epochs: int = 6,
+def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, nh: int = 16, epochs: int = 6,
                   n_train: int = 2048, seed: int = 0) -> list[dict]:
     """Train minGRU, minLSTM (scan) and the classic GRU (serial) on both tasks (float64, Adam).
     Rows ``{"task", "model", "val_accuracy", "seconds"}``."""
     T_remember = check_int(T_remember, "T_remember", low=2)
     T_activity = check_positive_int(T_activity, "T_activity")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     epochs = check_positive_int(epochs, "epochs")
     n_train = check_int(n_train, "n_train", low=2)
     check_alloc((max(T_remember, T_activity), n_train, 4), np.float64, "n_train", what="the training inputs")
@@ -250,12 +250,12 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, H: int = 16, ep
     tasks[f"activity (T={T_activity})"] = (Xa.astype(np.float64), ya, Xav.astype(np.float64), yav, 4)
     for task, (X, y, Xv, yv, C) in tasks.items():
         for kind in mingru.KINDS:
-            r = mingru.train_classifier(kind, X, y, H=H, n_classes=C, epochs=epochs, lr=2e-2, seed=seed,
-                                        method="scan", X_val=Xv, y_val=yv)
+            r = mingru.train_classifier(kind, X, y, nh=nh, n_classes=C, epochs=epochs, lr=2e-2, seed=seed,
+                                        method="chunked", X_val=Xv, y_val=yv)
             rows.append({"task": task, "model": kind, "val_accuracy": r.history["val_accuracy"][-1],
                          "seconds": r.seconds})
         t0 = time.perf_counter()
-        p0 = gru.init_classifier(X.shape[2], H, C, seed=seed, dtype=np.float64)
+        p0 = gru.init_classifier(X.shape[2], nh, C, seed=seed, dtype=np.float64)
         trained, _ = gru.train_classifier(p0, X, y, epochs=epochs, batch=32, lr=2e-2, seed=seed)
         acc = float(np.mean(gru.classifier_predict(trained, Xv) == yv))
         rows.append({"task": task, "model": "gru", "val_accuracy": acc, "seconds": time.perf_counter() - t0})

@@ -18,14 +18,14 @@ Both compute the same gradients as :func:`course_lib.models.rnn.bptt_linear` (te
 ``PHASES``                                  the ten phase names, the seed's rows in order
 ``reference_step_phased(params, X, Y, lr)`` -> (new params, loss, {phase: seconds})
 ``fast_step_phased(params, X, Y, lr, workspace=None)`` -> (new params, loss, {phase: seconds})
-``profile_step(method, T, B, n, repeat, seed)`` -> dict with seconds and percentages per phase
+``profile_step(method, T, batch, n, repeat, seed)`` -> dict with seconds and percentages per phase
 
 The compute functions behind chapter 05's other plots and widget:
 
 ``WORKLOADS``                                  what ``thread_scaling`` can time
 ``thread_scaling(workloads, threads, n)``      seed Fig. 12: time vs thread count, interleaved
 ``workload_time(workload, threads, n)``        one point (the widget's compute function)
-``fusion_comparison(B, n, T)``                 loop fusion vs separate passes (seed §4.9)
+``fusion_comparison(batch, n, T)``                 loop fusion vs separate passes (seed §4.9)
 ``error_model_comparison(n)``                  numba's error model and SIMD: the same kernel, 2 ways
 ``framework_vs_numpy(sizes, T)``               seed Fig. 7: compiled steps vs hand-written numpy
                                                (:mod:`.frameworks`, re-exported here)
@@ -155,7 +155,7 @@ def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
     return new, E, c.seconds
 
 
-def profile_step(method: str = "fast", T: int = 10, B: int = 256, n: int = 256, *, repeat: int = 3,
+def profile_step(method: str = "fast", T: int = 10, batch: int = 256, n: int = 256, *, repeat: int = 3,
                  seed: int = 0, dtype=np.float32) -> dict:
     """Phase breakdown of one training step at ``nx = nh = ny = n``.
 
@@ -165,15 +165,15 @@ def profile_step(method: str = "fast", T: int = 10, B: int = 256, n: int = 256, 
     """
     method = check_choice(method, "method", ("reference", "fast"))
     T = check_positive_int(T, "T", high=1000)
-    B = check_positive_int(B, "B", high=4096)
+    batch = check_positive_int(batch, "batch", high=4096)
     n = check_positive_int(n, "n", high=4096)
     repeat = check_positive_int(repeat, "repeat")
     params = init_params(n, n, n, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, B, n)).astype(dtype)
-    Y = rng.uniform(-1, 1, (T, B, n)).astype(dtype)
+    X = rng.uniform(-1, 1, (T, batch, n)).astype(dtype)
+    Y = rng.uniform(-1, 1, (T, batch, n)).astype(dtype)
     if method == "fast":
-        ws = fast_rnn.make_workspace(T, B, n, n, n, dtype)
+        ws = fast_rnn.make_workspace(T, batch, n, n, n, dtype)
         run = lambda: fast_step_phased(params, X, Y, 1e-4, workspace=ws)  # noqa: E731
     else:
         run = lambda: reference_step_phased(params, X, Y, 1e-4)  # noqa: E731
@@ -327,7 +327,7 @@ def _separate_output_delta(z, y, e):
     return loss
 
 
-def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 5, seed: int = 0) -> dict:
+def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: int = 5, seed: int = 0) -> dict:
     """The element-wise work of a training step on ``(T*B, n)`` float32 arrays, three ways:
 
     * ``separate``: one numpy pass per operation (11 passes: 4 for the hidden delta, 7 for
@@ -340,11 +340,11 @@ def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 
     each, ``fusion_speedup = separate / fused_1thread``, ``total_speedup = separate / fused_all``,
     ``max_abs_diff`` between the two results and ``noise`` (both runs').
     """
-    B = check_positive_int(B, "B", high=4096)
+    batch = check_positive_int(batch, "batch", high=4096)
     n = check_positive_int(n, "n", high=4096)
     T = check_positive_int(T, "T", high=1000)
     rng = np.random.default_rng(seed)
-    shape = (T * B, n)
+    shape = (T * batch, n)
     z0 = rng.standard_normal(shape).astype(np.float32)
     y = rng.uniform(-1, 1, shape).astype(np.float32)
     dz0 = rng.standard_normal(shape).astype(np.float32)
@@ -386,7 +386,7 @@ def fusion_comparison(B: int = 256, n: int = 256, T: int = 10, *, repeat: int = 
     fa = max(many.timings["fused"].min - c2, 1e-9)
     loss_sep, loss_fused = separate(), fused()
     diff = max(float(np.max(np.abs(z - z2))), float(np.max(np.abs(dz - dz2))))
-    return {"B": B, "n": n, "T": T, "separate_s": sep, "fused_1thread_s": f1, "fused_all_s": fa,
+    return {"B": batch, "n": n, "T": T, "separate_s": sep, "fused_1thread_s": f1, "fused_all_s": fa,
             "fusion_speedup": sep / f1, "total_speedup": sep / fa, "max_abs_diff": diff,
             "loss_rel_diff": abs(loss_sep - loss_fused) / max(abs(loss_sep), 1e-30),
             "noise": one.noise | many.noise}

@@ -60,17 +60,17 @@ def _methods(a, x, h0, out, methods):
 
 
 # --------------------------------------------------------------------------- sweeps
-def methods_vs_T(sizes, H: int = 128, *, methods=("sequential", "chunked", "channels"), repeat: int = 3,
+def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "channels"), repeat: int = 3,
                  seed: int = 0) -> dict:
     """Each method against the sequential loop at every T in ``sizes``, H channels, float32, results
     written into one preallocated array (a fresh result array costs page faults that threads cannot
-    share). Returns ``{"H", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
+    share). Returns ``{"nh", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
     "speedup": {method: x sequential}}], "noise"}``."""
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     sizes = [check_positive_int(T, "sizes[i]") for T in sizes]
     for m in methods:
         check_choice(m, "methods[i]", scan.METHODS[:-1])
-    a_all, x_all, h0 = scan.random_problem(max(sizes), H, seed=seed)
+    a_all, x_all, h0 = scan.random_problem(max(sizes), nh, seed=seed)
     out_all = np.empty_like(a_all)
     rows, noise = [], timing.Noise()
     for T in sizes:
@@ -81,16 +81,16 @@ def methods_vs_T(sizes, H: int = 128, *, methods=("sequential", "chunked", "chan
         nbytes = 3 * a.nbytes
         rows.append({"T": T, "seconds": secs, "gbs": {k: nbytes / v / 1e9 for k, v in secs.items()},
                      "speedup": {k: cmp.speedup(k) for k in secs}})
-    return {"H": H, "rows": rows, "noise": noise}
+    return {"nh": nh, "rows": rows, "noise": noise}
 
 
-def thread_scaling(T: int, H: int = 128, *, repeat: int = 3, seed: int = 0) -> dict:
+def thread_scaling(T: int, nh: int = 128, *, repeat: int = 3, seed: int = 0) -> dict:
     """``method="chunked"`` on 1, 2, ... numba threads and the sequential loop, interleaved in one
-    run. Returns ``{"T", "H", "rows": [{"threads", "seconds", "speedup", "gbs"}], "sequential_seconds",
+    run. Returns ``{"T", "nh", "rows": [{"threads", "seconds", "speedup", "gbs"}], "sequential_seconds",
     "sequential_gbs", "noise"}`` (speed-ups over the sequential loop)."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
-    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    nh = check_positive_int(nh, "nh")
+    a, x, h0 = scan.random_problem(T, nh, seed=seed)
     out = np.empty_like(a)
     p = int(numba.config.NUMBA_NUM_THREADS)
     fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out)}
@@ -101,7 +101,7 @@ def thread_scaling(T: int, H: int = 128, *, repeat: int = 3, seed: int = 0) -> d
     rows = [{"threads": n, "seconds": cmp.timings[f"chunked_{n}"].median, "speedup": cmp.speedup(f"chunked_{n}"),
              "gbs": nbytes / cmp.timings[f"chunked_{n}"].median / 1e9} for n in range(1, p + 1)]
     seq = cmp.timings["sequential"].median
-    return {"T": T, "H": H, "rows": rows, "sequential_seconds": seq, "sequential_gbs": nbytes / seq / 1e9,
+    return {"T": T, "nh": nh, "rows": rows, "sequential_seconds": seq, "sequential_gbs": nbytes / seq / 1e9,
             "noise": cmp.noise}
 
 
@@ -131,16 +131,16 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
     return {"Ts": Ts, "Hs": Hs, "cells": cells, "noise": noise}
 
 
-def lanes_vs_scalar(T: int, H: int = 1, *, repeat: int = 5, seed: int = 0) -> dict:
+def lanes_vs_scalar(T: int, nh: int = 1, *, repeat: int = 5, seed: int = 0) -> dict:
     """One thread: the sequential loop, and ``"chunked"`` with 1 lane per channel (the channel loop)
     and with :func:`~course_lib.algorithms.scan.choose_lanes` lanes (SIMD lanes over time).
-    Returns ``{"T", "H", "lanes", "seconds": {...}, "speedup": {...}, "noise"}``."""
+    Returns ``{"T", "nh", "lanes", "seconds": {...}, "speedup": {...}, "noise"}``."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
-    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    nh = check_positive_int(nh, "nh")
+    a, x, h0 = scan.random_problem(T, nh, seed=seed)
     out = np.empty_like(a)
-    K = scan.choose_lanes(H, a.dtype.itemsize)
-    L = scan.chunk_steps(H, a.dtype.itemsize)
+    K = scan.choose_lanes(nh, a.dtype.itemsize)
+    L = scan.chunk_steps(nh, a.dtype.itemsize)
     fns = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out),
            "scalar chunks": backend.on_threads(1, lambda: scan.linear_recurrence(a, x, h0, method="chunked", lanes=1,
                                                                            chunk=L, out=out)),
@@ -148,7 +148,7 @@ def lanes_vs_scalar(T: int, H: int = 1, *, repeat: int = 5, seed: int = 0) -> di
                                                                        chunk=L, out=out))}
     cmp = timing.compare(repeat=repeat, **fns)
     secs = {k: t.median for k, t in cmp.timings.items()}
-    return {"T": T, "H": H, "lanes": K, "seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs},
+    return {"T": T, "nh": nh, "lanes": K, "seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs},
             "noise": cmp.noise}
 
 
@@ -211,17 +211,17 @@ def _phase_dict(ts: dict, extra: dict) -> dict:
 SWEEP_METHODS = ("sequential", "chunked", "channels", "blelloch", "hillis_steele")
 
 
-def scan_sweep(T: int = 4096, H: int = 128, method: str = "chunked", chunks: int = 0,
+def scan_sweep(T: int = 4096, nh: int = 128, method: str = "chunked", chunks: int = 0,
                threads: int = 0, seed: int = 0, repeat: int = 3) -> dict:
     """Time one method against the sequential loop at (T, H) float32, interleaved. ``chunks=0`` /
     ``threads=0`` mean "automatic" / "all". Returns times, GB/s (12 bytes per element), the speed-up,
     the max relative error against the sequential loop and the run's ``noise``."""
     check_choice(method, "method", SWEEP_METHODS)
     T = check_positive_int(T, "T", high=1 << 22)
-    H = check_positive_int(H, "H", high=4096)
+    nh = check_positive_int(nh, "nh", high=4096)
     chunks = check_int(chunks, "chunks", low=0, high=T)
     threads = check_int(threads, "threads", low=0, high=int(numba.config.NUMBA_NUM_THREADS))
-    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    a, x, h0 = scan.random_problem(T, nh, seed=seed)
     opts = {"chunks": chunks} if (method == "chunked" and chunks) else {}
     fn = lambda: scan.linear_recurrence(a, x, h0, method=method, **opts)  # noqa: E731
     if threads:
@@ -232,30 +232,30 @@ def scan_sweep(T: int = 4096, H: int = 128, method: str = "chunked", chunks: int
     err = float(np.max(np.abs(h - r)) / max(1.0, float(np.max(np.abs(r)))))
     t_m, t_s = cmp.timings["method"].median, cmp.timings["sequential"].median
     nbytes = 3 * a.nbytes
-    return {"T": T, "H": H, "method": method, "seconds": t_m, "sequential_seconds": t_s,
+    return {"T": T, "nh": nh, "method": method, "seconds": t_m, "sequential_seconds": t_s,
             "speedup": t_s / t_m, "gbs": nbytes / t_m / 1e9, "sequential_gbs": nbytes / t_s / 1e9,
             "max_rel_error": err, "noise": cmp.noise,
-            "chunks": (chunks or scan.choose_chunks(T, H)) if method == "chunked" else None}
+            "chunks": (chunks or scan.choose_chunks(T, nh)) if method == "chunked" else None}
 
 
 # --------------------------------------------------------------------------- seed 001's layer experiments
-def backward_speedup(T: int, H: int = 1, *, method: str = "chunked", repeat: int = 3, seed: int = 3) -> dict:
+def backward_speedup(T: int, nh: int = 1, *, method: str = "chunked", repeat: int = 3, seed: int = 3) -> dict:
     """The backward pass of ``h = linear_recurrence(a, x, h0)`` with ``method`` against the serial one,
     float32, timed twice in one interleaved run: the reverse scan alone (the forward code on the
     time-reversed ``a_{t+1}`` and ``dL/dh``, into a preallocated array -- what a scan method
     parallelises) and the whole :func:`~course_lib.algorithms.scan.linear_recurrence_backward` call
-    (which also reverses its inputs and forms ``dL/da``). Returns ``{"T", "H", "method", "ms":
+    (which also reverses its inputs and forms ``dL/da``). Returns ``{"T", "nh", "method", "ms":
     {"scan_seq", "scan_par", "whole_seq", "whole_par"}, "scan_speedup", "whole_speedup",
     "scan_share" (the serial reverse scan's share of the serial backward), "max_rel_diff", "noise"}``."""
-    T, H = check_positive_int(T, "T"), check_positive_int(H, "H")
+    T, nh = check_positive_int(T, "T"), check_positive_int(nh, "nh")
     method = check_choice(method, "method", scan.METHODS[:-1])
-    a, x, h0 = scan.random_problem(T, H, seed=seed)
+    a, x, h0 = scan.random_problem(T, nh, seed=seed)
     h = scan.linear_recurrence(a, x, h0)
     g = np.random.default_rng(seed + 1).standard_normal(a.shape).astype(np.float32)
-    a_rev = np.concatenate([np.zeros((1, H), np.float32), a[:0:-1]])  # a_{t+1}, reversed in time
+    a_rev = np.concatenate([np.zeros((1, nh), np.float32), a[:0:-1]])  # a_{t+1}, reversed in time
     g_rev = np.ascontiguousarray(g[::-1])
     out = np.empty_like(a)
-    zero = np.zeros(H, np.float32)
+    zero = np.zeros(nh, np.float32)
     ref = scan.linear_recurrence_backward(a, h, h0, g)
     got = scan.linear_recurrence_backward(a, h, h0, g, method=method)
     diff = max(float(np.max(np.abs(r - q)) / max(1.0, float(np.max(np.abs(r))))) for r, q in zip(ref, got))
@@ -266,31 +266,31 @@ def backward_speedup(T: int, H: int = 1, *, method: str = "chunked", repeat: int
                          whole_seq=lambda: scan.linear_recurrence_backward(a, h, h0, g),
                          whole_par=lambda: scan.linear_recurrence_backward(a, h, h0, g, method=method))
     ms = {k: 1e3 * t.median for k, t in cmp.timings.items()}
-    return {"T": T, "H": H, "method": method, "ms": ms, "scan_speedup": ms["scan_seq"] / ms["scan_par"],
+    return {"T": T, "nh": nh, "method": method, "ms": ms, "scan_speedup": ms["scan_seq"] / ms["scan_par"],
             "whole_speedup": ms["whole_seq"] / ms["whole_par"], "scan_share": ms["scan_seq"] / ms["whole_seq"],
             "max_rel_diff": diff, "noise": cmp.noise}
 
 
-def layer_speedup(layer: str = "sru", T: int = 1 << 16, B: int = 1, nx: int = 4, H: int = 4, *,
+def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int = 4, nh: int = 4, *,
                   methods=("sequential", "channels", "chunked"), dtype: str = "float32", repeat: int = 3,
                   seed: int = 0) -> dict:
     """Seed 001's end-to-end experiment: one whole layer, forward + backward, with each scan method,
     interleaved; and the same layer's scans alone (forward scans + reverse scans, as the layer
     calls them) to say how much of the layer the scan is.
 
-    Returns ``{"layer", "T", "B", "nx", "H", "layer_seconds": {method: s}, "layer_speedup": {method: x
+    Returns ``{"layer", "T", "B", "nx", "nh", "layer_seconds": {method: s}, "layer_speedup": {method: x
     first method}, "scan_seconds": {...}, "scan_speedup": {...}, "scan_share": share of the first
     method's layer time spent in its scans, "amdahl": {method: layer speed-up predicted from the
     share and that method's scan speed-up}, "cap": the layer speed-up with an infinitely fast scan,
     "noise"}``."""
     check_choice(layer, "layer", tuple(_SCANS_PER_PASS))
     T = check_positive_int(T, "T")
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     methods = tuple(check_choice(m, "methods[i]", scan.METHODS[:-1]) for m in methods)
     rng = np.random.default_rng(seed)
-    params = linear_rnn.init_params(layer, nx, H, seed=seed, dtype=dtype)
-    X = rng.standard_normal((T, B, nx)).astype(dtype)
-    dHs = rng.standard_normal((T, B, H)).astype(dtype)
+    params = linear_rnn.init_params(layer, nx, nh, seed=seed, dtype=dtype)
+    X = rng.standard_normal((T, batch, nx)).astype(dtype)
+    dHs = rng.standard_normal((T, batch, nh)).astype(dtype)
 
     def step(m):
         Hs, cache = linear_rnn.forward(params, X, method=m)
@@ -304,8 +304,8 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, B: int = 1, nx: int = 4,
                 raise AssertionError(f"method {m!r}: gradient {k} differs from method {methods[0]!r}")
     lay = timing.compare(repeat=repeat, **{m: (lambda m=m: step(m)) for m in methods})
 
-    a = rng.uniform(0.5, 1.0, (T, B, H)).astype(dtype)
-    u = rng.standard_normal((T, B, H)).astype(dtype)
+    a = rng.uniform(0.5, 1.0, (T, batch, nh)).astype(dtype)
+    u = rng.standard_normal((T, batch, nh)).astype(dtype)
     hs = scan.linear_recurrence(a, u)
     n = _SCANS_PER_PASS[layer]
 
@@ -318,7 +318,7 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, B: int = 1, nx: int = 4,
     base = methods[0]
     share = min(1.0, sc.timings[base].median / lay.timings[base].median)
     amdahl = {m: 1.0 / ((1 - share) + share / sc.speedup(m)) for m in methods}
-    return {"layer": layer, "T": T, "B": B, "nx": nx, "H": H, "dtype": dtype,
+    return {"layer": layer, "T": T, "B": batch, "nx": nx, "nh": nh, "dtype": dtype,
             "layer_seconds": {m: lay.timings[m].median for m in methods},
             "layer_speedup": {m: lay.speedup(m) for m in methods},
             "scan_seconds": {m: sc.timings[m].median for m in methods},

@@ -10,7 +10,7 @@ chapter 02, adapted to a softmax output and the cross-entropy loss::
 Then inference: perplexity ``exp(loss)`` on held-out text and sampled text.
 
 ``loss_and_grads(params, X_ids, Y_ids)`` -> (loss, grads as a SoftmaxRNNParams)
-``train(params, ids, steps=, T=, B=, lr=, seed=)`` -> :class:`course_lib.core.results.TrainResult`
+``train(params, ids, steps=, T=, batch=, lr=, seed=)`` -> :class:`course_lib.core.results.TrainResult`
     (``history["loss"]``: the loss of every step; tqdm progress bar)
 ``perplexity(params, ids, T=, max_windows=, predict=)``, ``perplexity_of(probs, targets)``,
 ``unigram_perplexity(train_ids, ids, vocab_size)``, ``eval_windows(ids, T)``
@@ -97,19 +97,19 @@ def loss_and_grads(params: SoftmaxRNNParams, X_ids, Y_ids) -> tuple[float, Softm
     return loss, SoftmaxRNNParams(grads, dV, dc)
 
 
-def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, B: int = 32, lr: float = 3e-3,
+def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, batch: int = 32, lr: float = 3e-3,
           seed: int = 0, clip: float = 5.0, progress: bool = True) -> TrainResult:
     """Adam on random windows of ``ids`` (1-D token ids); gradients clipped to global norm ``clip``.
 
     ``params`` is not modified: a trained copy is returned in the :class:`~course_lib.core.results.TrainResult`,
     with ``history["loss"]`` (the mean cross-entropy of every step, nats per character), ``seconds``
-    and ``info`` (``steps``, ``T``, ``B``, ``lr``). ``result.final("loss")`` is the mean of the last 10%.
+    and ``info`` (``steps``, ``T``, ``batch``, ``lr``). ``result.final("loss")`` is the mean of the last 10%.
     """
     params = check_params(params)
     ids = check_array(ids, "ids", ndim=1, dtype="int", finite=False)
     steps = check_positive_int(steps, "steps")
     T = check_positive_int(T, "T")
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
     seed = check_int(seed, "seed", low=0)
@@ -127,14 +127,14 @@ def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, B: in
     bar = progress_bar(range(1, steps + 1), desc="training", unit="step", disable=not progress, mininterval=0.5)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):  # small GEMMs: one BLAS thread is faster
-        _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses)
-    return TrainResult(p, {"loss": losses}, time.perf_counter() - t0, {"steps": steps, "T": T, "B": B, "lr": lr})
+        _adam_loop(p, ids, bar, T, batch, lr, clip, rng, losses)
+    return TrainResult(p, {"loss": losses}, time.perf_counter() - t0, {"steps": steps, "T": T, "B": batch, "lr": lr})
 
 
-def _adam_loop(p, ids, bar, T, B, lr, clip, rng, losses):
+def _adam_loop(p, ids, bar, T, batch, lr, clip, rng, losses):
     opt = Adam(p.arrays(), lr, clip=clip)
     for k in bar:
-        X_ids, Y_ids = batch_windows(ids, T, B, rng)
+        X_ids, Y_ids = batch_windows(ids, T, batch, rng)
         loss, g = loss_and_grads(p, X_ids, Y_ids)
         losses.append(loss)
         opt.step(g.arrays())

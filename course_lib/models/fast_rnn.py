@@ -27,17 +27,17 @@ but organised the way the hardware likes it. Five ideas, each worth a chapter se
    BLAS reads with its transpose flag -- no copies.
 5. **Threads** for BLAS (and, optionally, numba), set together with
    :func:`course_lib.core.backend.set_threads`. By default the fused passes stay on the calling
-   thread (``method="serial"``, see :func:`make_workspace`): the GEMMs carry almost all the FLOPs
+   thread (``method="loop"``, see :func:`make_workspace`): the GEMMs carry almost all the FLOPs
    and get every thread.
 
 Public API
 ----------
-``make_workspace(T, B, nx, nh, ny, dtype=np.float32, *, method="serial") -> Workspace``
+``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop") -> Workspace``
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
 ``gradients(params, X, Y, *, workspace=None, h0=None) -> (RNNParams of gradients, loss)``
-``step_flops(T, B, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
+``step_flops(T, batch, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
 ``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation
-``fused_kernels(method)`` -- the six fused element-wise kernels, ``"serial"`` or ``"prange"``
+``fused_kernels(method)`` -- the six fused element-wise kernels, ``"loop"`` or ``"prange"``
 ``prepare(params, X, Y, h0=None, workspace=None)`` -- validated, contiguous inputs and a workspace
 
 The phase functions (``forward_into``, ``output_pre_activation_into``, ``output_delta_into``, ``backward_into``,
@@ -83,7 +83,7 @@ __all__ = [
 # Each operation is written once, for one row (inline, vectorised by LLVM: a loop over a contiguous
 # row view), and driven over the rows by ONE body whose loop is a ``prange``. That body is compiled
 # twice (:func:`_twins`, as minitorch does): without ``parallel=True`` numba runs ``prange`` like
-# ``range`` on the calling thread ("serial"), with it the rows are split across numba's threads
+# ``range`` on the calling thread ("loop"), with it the rows are split across numba's threads
 # ("prange"). ``Workspace.method`` picks the twin.
 _OPTS = dict(fastmath=True, error_model="numpy", cache=True)
 
@@ -184,7 +184,7 @@ def _twins(body):
     return njit(**_OPTS)(body), njit(parallel=True, **_OPTS)(par)
 
 
-ELEMENTWISE_METHODS = ("serial", "prange")
+ELEMENTWISE_METHODS = ("loop", "prange")
 """How the fused element-wise passes run: on the calling thread, or rows split over numba's threads."""
 
 _BODIES = (_tanh_inplace, _add_tanh, _output_delta_loss, _tanh_backward_inplace, _add_tanh_backward, _axpy_into)
@@ -216,8 +216,8 @@ def _build_kernels() -> dict:
 _KERNELS = _build_kernels()
 
 
-def fused_kernels(method: str = "serial") -> FusedKernels:
-    """The fused element-wise kernels, ``method="serial"`` (calling thread) or ``"prange"``
+def fused_kernels(method: str = "loop") -> FusedKernels:
+    """The fused element-wise kernels, ``method="loop"`` (calling thread) or ``"prange"``
     (rows split over numba's threads): the same numbers either way (the loss sums rows in a
     different order, so it agrees to round-off)."""
     return _KERNELS[check_choice(method, "method", ELEMENTWISE_METHODS)]
@@ -233,12 +233,12 @@ class Workspace:
     DZ  (T, B, nh)  hidden delta through tanh (first Δŷ Whyᵀ, then the recurrence in place)
     tmp (B, nh)     the recurrent product of one time step
     gWxh, gWhh, gWhy  gradients (nx, nh), (nh, nh), (nh, ny)
-    method  how the fused element-wise kernels run: ``"serial"`` (the calling thread) or
+    method  how the fused element-wise kernels run: ``"loop"`` (the calling thread) or
             ``"prange"`` (rows split over numba's threads); BLAS threads are used either way
     """
 
     T: int
-    B: int
+    batch: int
     nx: int
     nh: int
     ny: int
@@ -250,12 +250,12 @@ class Workspace:
     gWxh: np.ndarray
     gWhh: np.ndarray
     gWhy: np.ndarray
-    method: str = "serial"
+    method: str = "loop"
 
     def __post_init__(self):
         # shapes only (O(1)): the buffers must be the ones make_workspace would allocate
         T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((self.T, "T"), (self.B, "B"), (self.nx, "nx"), (self.nh, "nh"), (self.ny, "ny")))
+                            ((self.T, "T"), (self.batch, "batch"), (self.nx, "nx"), (self.nh, "nh"), (self.ny, "ny")))
         self.dtype = check_dtype(self.dtype, "dtype")
         self.method = check_choice(self.method, "method", ELEMENTWISE_METHODS)
         for name, shape in (("H", (T, B, nh)), ("D", (T, B, ny)), ("DZ", (T, B, nh)), ("tmp", (B, nh)),
@@ -266,47 +266,47 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.H, self.D, self.DZ, self.tmp, self.gWxh, self.gWhh, self.gWhy))
 
-    def fits(self, T, B, nx, nh, ny, dtype) -> bool:
+    def fits(self, T, batch, nx, nh, ny, dtype) -> bool:
         """Whether this workspace was made for these sizes and dtype."""
-        for v, n in ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
+        for v, n in ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
             check_positive_int(v, n)
         dtype = check_dtype(dtype, "dtype")
-        return (self.T, self.B, self.nx, self.nh, self.ny, self.dtype) == (T, B, nx, nh, ny, np.dtype(dtype))
+        return (self.T, self.batch, self.nx, self.nh, self.ny, self.dtype) == (T, batch, nx, nh, ny, np.dtype(dtype))
 
 
-def make_workspace(T: int, B: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
-                   method: str = "serial") -> Workspace:
+def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
+                   method: str = "loop") -> Workspace:
     """Allocate the buffers of one training step for sequences ``(T, B, nx)`` -> ``(T, B, ny)``.
 
-    ``method="serial"`` (default) keeps the fused element-wise passes on the calling thread: they
+    ``method="loop"`` (default) keeps the fused element-wise passes on the calling thread: they
     are memory-bound (a second thread gains little) and, between two multi-threaded BLAS calls, a
     numba parallel region must wait for cores that BLAS's idle threads may still be spinning on.
     ``"prange"`` splits them across numba's threads (chapter 05 measures both).
     """
-    T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     dt = check_dtype(dtype, "dtype")
     method = check_choice(method, "method", ELEMENTWISE_METHODS)
-    check_alloc((T, B, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
+    check_alloc((T, batch, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
     e = lambda *s: np.empty(s, dt)  # noqa: E731
-    return Workspace(T, B, nx, nh, ny, dt, H=e(T, B, nh), D=e(T, B, ny), DZ=e(T, B, nh), tmp=e(B, nh),
-                     gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
+    return Workspace(T, batch, nx, nh, ny, dt, H=e(T, batch, nh), D=e(T, batch, ny), DZ=e(T, batch, nh),
+                     tmp=e(batch, nh), gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
 
 
-def step_flops(T: int, B: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
+def step_flops(T: int, batch: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
     """GEMM FLOPs of one training step (element-wise work not counted).
 
     Forward: X Wxh, the T (or T−1 with a zero h0) recurrent products, H Why. Backward: Δŷ Whyᵀ,
     T−1 products Δz Whhᵀ, and the gradients Hᵀ Δŷ, H_{t-1}ᵀ Δz (T or T−1 terms), Xᵀ Δz.
     At the seed's size (T=10, B=n=1000, zero h0) that is 154 GFLOP.
     """
-    T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     h0 = check_bool(h0, "h0")
     rec = T if h0 else T - 1
-    forward = 2 * T * B * nx * nh + 2 * rec * B * nh * nh + 2 * T * B * nh * ny
-    backward = 2 * T * B * ny * nh + 2 * (T - 1) * B * nh * nh
-    grads = 2 * T * B * nh * ny + 2 * rec * B * nh * nh + 2 * T * B * nx * nh
+    forward = 2 * T * batch * nx * nh + 2 * rec * batch * nh * nh + 2 * T * batch * nh * ny
+    backward = 2 * T * batch * ny * nh + 2 * (T - 1) * batch * nh * nh
+    grads = 2 * T * batch * nh * ny + 2 * rec * batch * nh * nh + 2 * T * batch * nx * nh
     return forward + backward + grads
 
 
@@ -344,7 +344,7 @@ def prepare(params, X, Y, h0=None, workspace=None):
     elif not workspace.fits(T, B, nx, nh, ny, dt):
         w = workspace
         raise ValueError(
-            f"workspace: made for (T, B, nx, nh, ny, dtype) = {(w.T, w.B, w.nx, w.nh, w.ny, w.dtype.name)}, "
+            f"workspace: made for (T, B, nx, nh, ny, dtype) = {(w.T, w.batch, w.nx, w.nh, w.ny, w.dtype.name)}, "
             f"got arrays for {(T, B, nx, nh, ny, dt.name)}")
     params = RNNParams(np.ascontiguousarray(Wxh), np.ascontiguousarray(Whh), np.ascontiguousarray(Why))
     return params, X, Y, h0, workspace
@@ -387,7 +387,8 @@ def _check_phase(ws, params=None, X=None, Y=None, h0=None) -> None:
             raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
         for name, shape in (("Wxh", (ws.nx, ws.nh)), ("Whh", (ws.nh, ws.nh)), ("Why", (ws.nh, ws.ny))):
             check_array(getattr(params, name), f"params.{name}", shape=shape, dtype=dt, finite=False)
-    for a, name, shape in ((X, "X", (ws.T, ws.B, ws.nx)), (Y, "Y", (ws.T, ws.B, ws.ny)), (h0, "h0", (ws.B, ws.nh))):
+    for a, name, shape in ((X, "X", (ws.T, ws.batch, ws.nx)), (Y, "Y", (ws.T, ws.batch, ws.ny)),
+                           (h0, "h0", (ws.batch, ws.nh))):
         if a is not None:
             check_array(a, name, shape=shape, dtype=dt, finite=False, contiguous=True)
 
@@ -396,7 +397,7 @@ def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray
     """ws.H <- all hidden states: one GEMM for every x_t Wxh, then T recurrent GEMMs, each
     followed by one fused ``tanh(z + h Whh)`` pass."""
     _check_phase(ws, params, X, h0=h0)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     H2 = ws.H.reshape(T * B, ws.nh)
     k = _KERNELS[ws.method]
     np.matmul(X.reshape(T * B, ws.nx), params.Wxh, out=H2)   # input projection, all t at once
@@ -413,14 +414,14 @@ def forward_into(ws: Workspace, params: RNNParams, X: np.ndarray, h0: np.ndarray
 def output_pre_activation_into(ws: Workspace, params: RNNParams) -> None:
     """ws.D <- H Why for all time steps in one GEMM."""
     _check_phase(ws, params)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     np.matmul(ws.H.reshape(T * B, ws.nh), params.Why, out=ws.D.reshape(T * B, ws.ny))
 
 
 def output_delta_into(ws: Workspace, Y: np.ndarray) -> float:
     """ws.D (pre-activations) <- 2(ŷ−y)(1−ŷ²) with ŷ = tanh(D); returns the loss Σ(ŷ−y)²."""
     _check_phase(ws, Y=Y)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     k = _KERNELS[ws.method]
     return float(k.output_delta_loss(ws.D.reshape(T * B, ws.ny), Y.reshape(T * B, ws.ny)))
 
@@ -429,7 +430,7 @@ def backward_into(ws: Workspace, params: RNNParams) -> None:
     """ws.DZ <- ∂E/∂(x_t Wxh + h_{t−1} Whh) for every t: one GEMM for the output's share
     Δŷ Whyᵀ, then the reverse sweep Δz_t = (Δh_t + Δz_{t+1} Whhᵀ)(1 − h_t²)."""
     _check_phase(ws, params)
-    T, B = ws.T, ws.B
+    T, B = ws.T, ws.batch
     np.matmul(ws.D.reshape(T * B, ws.ny), params.Why.T, out=ws.DZ.reshape(T * B, ws.nh))
     k = _KERNELS[ws.method]
     k.tanh_backward_inplace(ws.DZ[T - 1], ws.H[T - 1])
@@ -443,7 +444,7 @@ def weight_gradients_into(ws: Workspace, X: np.ndarray, h0: np.ndarray | None = 
     """ws.gWhy <- Hᵀ Δŷ, ws.gWhh <- Σ_t h_{t−1}ᵀ Δz_t, ws.gWxh <- Xᵀ Δz: one GEMM each
     (the sum over time steps *is* the inner dimension of the GEMM)."""
     _check_phase(ws, X=X, h0=h0)
-    T, B, nh = ws.T, ws.B, ws.nh
+    T, B, nh = ws.T, ws.batch, ws.nh
     H2 = ws.H.reshape(T * B, nh)
     DZ2 = ws.DZ.reshape(T * B, nh)
     np.matmul(H2.T, ws.D.reshape(T * B, ws.ny), out=ws.gWhy)
@@ -520,16 +521,16 @@ class NumpyStep:
     fused kernels: each element-wise operation is its own pass over memory, single-threaded.
     The "separate passes" side of chapter 05's fusion comparison and a benchmark column."""
 
-    def __init__(self, T, B, nx, nh, ny, dtype=np.float32):
-        T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    def __init__(self, T, batch, nx, nh, ny, dtype=np.float32):
+        T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
         dtype = check_dtype(dtype, "dtype")
-        check_alloc((T, B, 2 * nh + 2 * ny), dtype, "T", what="the NumpyStep buffers")
+        check_alloc((T, batch, 2 * nh + 2 * ny), dtype, "T", what="the NumpyStep buffers")
         self.dtype = dtype
-        self.shape = (T, B, nx, nh, ny)
+        self.shape = (T, batch, nx, nh, ny)
         e = lambda *s: np.empty(s, dtype)  # noqa: E731
-        self.H, self.D, self.DZ = e(T, B, nh), e(T, B, ny), e(T, B, nh)
-        self.tmp, self.tmp2 = e(B, nh), e(T, B, ny)
+        self.H, self.D, self.DZ = e(T, batch, nh), e(T, batch, ny), e(T, batch, nh)
+        self.tmp, self.tmp2 = e(batch, nh), e(T, batch, ny)
         self.g = [e(nx, nh), e(nh, nh), e(nh, ny)]
 
     def __call__(self, p: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float):

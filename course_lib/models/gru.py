@@ -15,10 +15,10 @@ explicit step amplifies errors by ``|1 - gamma (1 - z)|``, which exceeds 1 once 
 On level l the coarse step from coarse point i uses gamma = dt * m**l and the input at the coarse
 time point, ``x[i * m**l]`` (injection).
 
-``method=`` chooses how the same numbers are computed: ``"serial"`` marches step by step;
+``method=`` chooses how the same numbers are computed: ``"sequential"`` marches step by step;
 ``"mgrit"`` solves the same recurrence with :class:`course_lib.algorithms.mgrit.MGRIT` (options
 ``m``, ``levels``, ``relax``, ``max_iter``, ``tol``, ``cycle``, ``threads``, ``diverge_factor``).
-With a tight ``tol`` it agrees with ``"serial"`` to round-off; with a small ``max_iter`` (the seed's
+With a tight ``tol`` it agrees with ``"sequential"`` to round-off; with a small ``max_iter`` (the seed's
 training budget) it is an inexact, cheaper answer.
 
 Public API
@@ -29,9 +29,9 @@ Public API
 ``gru_cell(params, gi, h, *, implicit=False, gamma=1.0)`` -> h' (B, H) (``gi`` = input projection (B, 3H))
 ``gru_cell_backward(params, gi, h, dh_new, ...)`` -> ``(dh, dgi, dgh)``; ``cell_param_grads(params, X, GI, Hprev, lam, ...)``
     -> GRUParams (the per-step weight terms summed: what gru_backward and DEER's gradient share)
-``gru_forward(params, X, h0=None, *, implicit=False, dt=1.0, method="serial", return_history=False, **mgrit_opts)``
+``gru_forward(params, X, h0=None, *, implicit=False, dt=1.0, method="sequential", return_history=False, **mgrit_opts)``
     -> H (T, B, H)
-``gru_backward(params, X, H, dH, h0=None, *, implicit=False, dt=1.0, method="serial", ...)``
+``gru_backward(params, X, H, dH, h0=None, *, implicit=False, dt=1.0, method="sequential", ...)``
     -> (grads: GRUParams, dh0 (B, H)): exact adjoint (serial) or the adjoint recurrence solved with MGRIT
 ``GRUClassifierParams(gru, W_out (C, H), b_out (C,))``, ``init_classifier``, ``classifier_loss``,
 ``classifier_predict``, ``train_classifier`` (-> core.results.TrainResult) -- GRU -> last h -> linear -> softmax
@@ -75,7 +75,7 @@ __all__ = [
     "train_classifier",
 ]
 
-METHODS = ("serial", "mgrit")
+METHODS = ("sequential", "mgrit")
 MGRIT_OPTIONS = ("m", "levels", "relax", "max_iter", "tol", "cycle", "threads", "diverge_factor")
 
 
@@ -353,7 +353,7 @@ def _method_opts(method, mgrit_opts) -> dict:
     bad = set(mgrit_opts) - set(MGRIT_OPTIONS)
     if bad:
         raise TypeError(f"mgrit_opts: unknown option(s) {sorted(bad)}; expected some of {list(MGRIT_OPTIONS)}")
-    if method == "serial" and mgrit_opts:
+    if method == "sequential" and mgrit_opts:
         raise TypeError(f"mgrit_opts: {sorted(mgrit_opts)} are only used with method='mgrit'")
     if method == "mgrit":
         m = check_int(mgrit_opts.get("m", 4), "m")
@@ -364,15 +364,15 @@ def _method_opts(method, mgrit_opts) -> dict:
 
 
 # --------------------------------------------------------------------------- forward
-def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, method: str = "serial",
+def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, method: str = "sequential",
                 return_history: bool = False, **mgrit_opts):
     """Run a GRU over ``X`` (T, B, nx) from ``h0`` (B, H) (zeros by default) -> ``H`` (T, B, H)
     (``H[t]`` is the state after input ``X[t]``).
 
-    ``method="serial"`` marches step by step; ``method="mgrit"`` solves the same recurrence with
+    ``method="sequential"`` marches step by step; ``method="mgrit"`` solves the same recurrence with
     MGRIT (``mgrit_opts``: see the module docstring); T is padded to a multiple of
     ``m**(levels-1)``. With ``return_history=True`` returns ``(H, history)`` (the residual norms,
-    empty for ``"serial"``).
+    empty for ``"sequential"``).
     """
     p, X, h0, _, _ = _check_inputs(params, X, h0)
     dt = check_float(dt, "dt", low=0.0, low_inclusive=False)
@@ -381,7 +381,7 @@ def gru_forward(params, X, h0=None, *, implicit: bool = False, dt: float = 1.0, 
     opts = _method_opts(method, mgrit_opts)
     T = X.shape[0]
     GI = _input_projection(p, X)
-    if method == "serial":
+    if method == "sequential":
         out = np.empty((T,) + h0.shape, dtype=np.result_type(h0.dtype, GI.dtype))
         h = h0
         for t in range(T):
@@ -417,12 +417,12 @@ def _adjoint_steps(p, GI, S, dH, *, implicit, dt, m):
 
 
 def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float = 1.0,
-                 method: str = "serial", return_history: bool = False, **mgrit_opts):
+                 method: str = "sequential", return_history: bool = False, **mgrit_opts):
     """Gradients of a loss L w.r.t. the parameters and ``h0``, given the forward states ``H``
     (T, B, H) and ``dH = dL/dH`` (T, B, H) (direct dependence only, e.g. zeros except the last step).
 
     The adjoint ``lambda_t = dL/ds_t`` obeys the linear backward recurrence
-    ``lambda_{t-1} = dH[t-2] + J_t^T lambda_t``: ``method="serial"`` marches it exactly;
+    ``lambda_{t-1} = dH[t-2] + J_t^T lambda_t``: ``method="sequential"`` marches it exactly;
     ``method="mgrit"`` solves it with the same MGRIT run backward in time. The parameter gradients
     are then sums of independent per-step terms (computed for all t at once).
     Returns ``(grads, dh0)`` with ``grads`` a :class:`GRUParams` (or ``(grads, dh0, history)``).
@@ -438,7 +438,7 @@ def gru_backward(params, X, H, dH, h0=None, *, implicit: bool = False, dt: float
     GI = _input_projection(p, X)
     S = np.concatenate([h0[None].astype(H.dtype), H])  # states s_0..s_T
     hist: list = []
-    if method == "serial":
+    if method == "sequential":
         Lam = np.empty_like(S)  # Lam[t] = lambda_t
         Lam[T] = dH[T - 1]
         for t in range(T, 0, -1):
@@ -513,7 +513,7 @@ def _logits(params: GRUClassifierParams, X, *, implicit, dt, method, mgrit_opts)
     return H, H[-1] @ params.W_out.T + params.b_out
 
 
-def classifier_predict(params, X, *, implicit: bool = False, dt: float = 1.0, method: str = "serial",
+def classifier_predict(params, X, *, implicit: bool = False, dt: float = 1.0, method: str = "sequential",
                        **mgrit_opts) -> np.ndarray:
     """Class index per sequence of ``X`` (T, B, nx) -> (B,)."""
     params = _check_classifier(params)
@@ -521,7 +521,7 @@ def classifier_predict(params, X, *, implicit: bool = False, dt: float = 1.0, me
     return np.argmax(logits, axis=-1)
 
 
-def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, method: str = "serial",
+def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, method: str = "sequential",
                     grad: bool = True, **mgrit_opts):
     """Mean softmax cross-entropy of GRU -> last hidden state -> linear -> softmax on ``X`` (T, B, nx),
     ``y`` (B,). Returns ``(loss, grads)`` (a :class:`GRUClassifierParams`) or just ``loss`` when
@@ -550,7 +550,7 @@ def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, me
 
 
 def train_classifier(params, X, y, *, epochs: int = 3, batch: int = 32, lr: float = 1e-2, clip: float | None = None,
-                     seed: int = 0, implicit: bool = False, dt: float = 1.0, method: str = "serial", progress=None,
+                     seed: int = 0, implicit: bool = False, dt: float = 1.0, method: str = "sequential", progress=None,
                      **mgrit_opts) -> TrainResult:
     """Adam on mini-batches (shuffled with ``seed``) of ``X`` (T, N, nx), ``y`` (N,); ``clip`` caps the
     global gradient norm (None: no clipping).

@@ -322,12 +322,13 @@ def _run_step(fns: dict, Wxh, Whh, Why, X, Y, lr: float):
     return new, float(rowloss.sum())
 
 
-def step_flops(T: int, B: int, nx: int, nh: int, ny: int) -> int:
+def step_flops(T: int, batch: int, nx: int, nh: int, ny: int) -> int:
     """Multiply-add FLOPs of one step as computed here (2 per term of every product)."""
-    T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
-    fwd = 2 * T * B * (nx * nh + nh * nh + nh * ny)
-    bwd = 2 * T * B * (ny * nh + nh * nh)
-    grads = 2 * T * B * (nx * nh + nh * nh + nh * ny)
+    T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
+                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    fwd = 2 * T * batch * (nx * nh + nh * nh + nh * ny)
+    bwd = 2 * T * batch * (ny * nh + nh * nh)
+    grads = 2 * T * batch * (nx * nh + nh * nh + nh * ny)
     return fwd + bwd + grads
 
 

@@ -23,9 +23,9 @@ Layers (the ``layer`` of their parameters), shapes time-major: ``X (T, B, nx)`` 
   h_{t-1}, so no scan)::  [f, i, o, z] = [sigmoid, sigmoid, sigmoid, tanh](x_t W + h_{t-1} U + b);
   c_t = f c + i z; h_t = o tanh(c_t)
 
-Public API: ``init_params(layer, nx, H, *, k=2, seed=0)`` -> the layer's params dataclass;
+Public API: ``init_params(layer, nx, nh, *, k=2, seed=0)`` -> the layer's params dataclass;
 ``forward(params, X, *, method=)`` -> ``(Hs, cache)``; ``backward(params, cache, dHs, *, method=)``
--> ``(grads, dX)`` (grads: the params' dataclass holding gradients); ``remember_first_batch(T, B, nx,
+-> ``(grads, dX)`` (grads: the params' dataclass holding gradients); ``remember_first_batch(T, batch, nx,
 rng)``; ``classifier_loss(...)``; ``train_remember_first(layer, T, ...)`` -> :class:`TrainResult`
 whose params are a :class:`ClassifierParams`. ``method`` is always the scan method (the serial
 ``"lstm"`` has no scan and ignores it).
@@ -92,7 +92,7 @@ class _Params(Params):
         setattr(self, name, check_array(getattr(self, name), f"params.{name}", ndim=2, finite=False))
         return getattr(self, name).shape[0]
 
-    def _layout(self, H: int, rows: int):  # pragma: no cover - every layer defines it
+    def _layout(self, nh: int, rows: int):  # pragma: no cover - every layer defines it
         raise NotImplementedError
 
     @property
@@ -242,14 +242,14 @@ def _window(X, k):
     return np.concatenate(parts, axis=-1)
 
 
-def init_params(layer: str, nx: int, H: int, *, k: int = 2, seed: int = 0, dtype="float64",
+def init_params(layer: str, nx: int, nh: int, *, k: int = 2, seed: int = 0, dtype="float64",
                 forget_bias: float = 1.0):
     """Parameters of one ``layer`` (one of :data:`LAYERS`), seeded: its params dataclass. The
     forget/keep gates' biases start at ``forget_bias`` (a longer memory at initialisation, the
     usual trick); ``k`` is the QRNN's window."""
     check_choice(layer, "layer", LAYERS)
     nx = check_positive_int(nx, "nx")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     k = check_positive_int(k, "k")
     forget_bias = check_float(forget_bias, "forget_bias")
     rng = np.random.default_rng(seed)
@@ -258,18 +258,18 @@ def init_params(layer: str, nx: int, H: int, *, k: int = 2, seed: int = 0, dtype
         return (rng.standard_normal((n, m)) / np.sqrt(n)).astype(dtype)
 
     if layer == "gilr_lstm":
-        p = GILRParams(Wg=w(nx, H), bg=np.full(H, forget_bias, dtype), Wj=w(nx, H), bj=np.zeros(H, dtype),
-                       V=w(nx, 4 * H), U=w(H, 4 * H), b=np.zeros(4 * H, dtype))
-        p.b[:H] = forget_bias
+        p = GILRParams(Wg=w(nx, nh), bg=np.full(nh, forget_bias, dtype), Wj=w(nx, nh), bj=np.zeros(nh, dtype),
+                       V=w(nx, 4 * nh), U=w(nh, 4 * nh), b=np.zeros(4 * nh, dtype))
+        p.b[:nh] = forget_bias
     elif layer == "sru":
-        p = SRUParams(W=w(nx, 3 * H), b=np.zeros(3 * H, dtype))
-        p.b[H:2 * H] = forget_bias
+        p = SRUParams(W=w(nx, 3 * nh), b=np.zeros(3 * nh, dtype))
+        p.b[nh:2 * nh] = forget_bias
     elif layer == "qrnn":
-        p = QRNNParams(W=w(k * nx, 3 * H), b=np.zeros(3 * H, dtype), k=k)
-        p.b[H:2 * H] = forget_bias
+        p = QRNNParams(W=w(k * nx, 3 * nh), b=np.zeros(3 * nh, dtype), k=k)
+        p.b[nh:2 * nh] = forget_bias
     else:
-        p = SerialLSTMParams(W=w(nx, 4 * H), U=w(H, 4 * H), b=np.zeros(4 * H, dtype))
-        p.b[:H] = forget_bias
+        p = SerialLSTMParams(W=w(nx, 4 * nh), U=w(nh, 4 * nh), b=np.zeros(4 * nh, dtype))
+        p.b[:nh] = forget_bias
     return p
 
 
@@ -393,18 +393,18 @@ def backward(params, cache: dict, dHs, *, method: str = "sequential"):
 
 
 # --------------------------------------------------------------------------- the task
-def remember_first_batch(T: int, B: int, nx: int, rng: np.random.Generator, *, noise: float = 1.0,
+def remember_first_batch(T: int, batch: int, nx: int, rng: np.random.Generator, *, noise: float = 1.0,
                          dtype="float64"):
     """Seed 001's synthetic task (Martin & Cundy's Table 3): ``x_0 = +-e_1``, then ``T-1`` steps of
     Gaussian noise; the target at the end is the sign of the first element.
     Returns ``X (T, B, nx)`` and labels ``y (B,)`` in {0, 1}."""
     T = check_positive_int(T, "T")
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     nx = check_positive_int(nx, "nx")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    y = rng.integers(0, 2, size=B)
-    X = (noise * rng.standard_normal((T, B, nx))).astype(dtype)
+    y = rng.integers(0, 2, size=batch)
+    X = (noise * rng.standard_normal((T, batch, nx))).astype(dtype)
     X[0] = 0
     X[0, :, 0] = 2 * y - 1
     return X, y
@@ -425,7 +425,7 @@ def classifier_loss(h_last, w, b0, y):
     return loss, acc, (p - y) / y.shape[0]
 
 
-def train_remember_first(layer: str, T: int, *, H: int = 16, nx: int = 4, batch: int = 32,
+def train_remember_first(layer: str, T: int, *, nh: int = 16, nx: int = 4, batch: int = 32,
                          train_size: int = 512, max_epochs: int = 40, lr: float = 0.02, seed: int = 0,
                          k: int = 2, method: str = "sequential", progress: bool = False,
                          forget_bias: float = 3.0) -> TrainResult:
@@ -445,8 +445,8 @@ def train_remember_first(layer: str, T: int, *, H: int = 16, nx: int = 4, batch:
     max_epochs = check_positive_int(max_epochs, "max_epochs")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     rng = np.random.default_rng(seed)
-    rnn = init_params(layer, nx, H, k=k, seed=seed, forget_bias=forget_bias)
-    model = ClassifierParams(rnn, np.random.default_rng(seed + 1).standard_normal(H) / np.sqrt(H), np.zeros(1))
+    rnn = init_params(layer, nx, nh, k=k, seed=seed, forget_bias=forget_bias)
+    model = ClassifierParams(rnn, np.random.default_rng(seed + 1).standard_normal(nh) / np.sqrt(nh), np.zeros(1))
     X_all, y_all = remember_first_batch(T, train_size, nx, np.random.default_rng(seed + 777))
     Xv, yv = remember_first_batch(T, 256, nx, np.random.default_rng(seed + 12345))
     opt = Adam(model.arrays(), lr)

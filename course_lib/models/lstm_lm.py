@@ -6,9 +6,9 @@ Wikitext-2 language modelling; this is the same experiment at laptop scale: one-
 with Adam on the pydoc help text (:mod:`course_lib.data.corpus`). Every LSTM method computes the
 same numbers, so the losses agree and only the tokens per second differ.
 
-``init_lm(V, H, seed)`` -> :class:`LMParams`
+``init_lm(V, nh, seed)`` -> :class:`LMParams`
 ``lm_loss_and_grads(params, X_ids, Y_ids, method)`` -> (mean cross-entropy in nats, grads)
-``train_lm(ids, V, H=..., T=..., B=..., steps=..., method=...)`` -> :class:`~course_lib.core.results.TrainResult`
+``train_lm(ids, V, nh=..., T=..., batch=..., steps=..., method=...)`` -> :class:`~course_lib.core.results.TrainResult`
 """
 from __future__ import annotations
 
@@ -52,16 +52,16 @@ class LMParams(Params):
         return self.lstm.nh
 
 
-def init_lm(V: int, H: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
-    """A character LM for a vocabulary of ``V`` symbols and ``H`` hidden units."""
+def init_lm(V: int, nh: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
+    """A character LM for a vocabulary of ``V`` symbols and ``nh`` hidden units."""
     V = check_positive_int(V, "V")
-    H = check_positive_int(H, "H")
-    check_alloc((4 * H, V + H + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64, "H",
+    nh = check_positive_int(nh, "nh")
+    check_alloc((4 * nh, V + nh + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64, "nh",
                 what="the LSTM weights")
-    p = lstm.init_params(V, H, seed=seed, dtype=dtype)
+    p = lstm.init_params(V, nh, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed + 1000)
-    k = 1.0 / np.sqrt(H)
-    return LMParams(p, rng.uniform(-k, k, (V, H)).astype(dtype), np.zeros(V, dtype))
+    k = 1.0 / np.sqrt(nh)
+    return LMParams(p, rng.uniform(-k, k, (V, nh)).astype(dtype), np.zeros(V, dtype))
 
 
 def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre"):
@@ -96,18 +96,18 @@ def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre")
     return loss, LMParams(g, dW_out, db_out)
 
 
-def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int = 40,
+def train_lm(ids, V: int, *, nh: int = 128, T: int = 32, batch: int = 32, steps: int = 40,
              method: str = "fused_pre", lr: float = 1e-2, clip: float = 5.0, seed: int = 0) -> TrainResult:
     """Adam on random windows of ``ids`` (the same windows for every method at a given seed).
 
     Returns a :class:`~course_lib.core.results.TrainResult`: ``params`` (:class:`LMParams`), ``history``
     ``{"loss": [mean cross-entropy per step]}``, ``seconds`` of the whole loop (forward, backward and
-    update) and ``info`` ``{"method", "tokens_per_s", "H", "T", "B", "steps"}``; ``tokens_per_s`` counts
+    update) and ``info`` ``{"method", "tokens_per_s", "nh", "T", "B", "steps"}``; ``tokens_per_s`` counts
     ``steps * T * B`` characters over ``seconds``. (For the fastest method on this machine ask
     :func:`course_lib.experiments.autotune.best_method` and pass its answer.)"""
     ids = check_array(ids, "ids", ndim=1, dtype="int")
     V = check_positive_int(V, "V")
-    H, T, B = check_positive_int(H, "H"), check_positive_int(T, "T"), check_positive_int(B, "B")
+    nh, T, batch = check_positive_int(nh, "nh"), check_positive_int(T, "T"), check_positive_int(batch, "batch")
     steps = check_positive_int(steps, "steps")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     method = check_choice(method, "method", lstm.METHODS)
@@ -115,10 +115,10 @@ def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int 
         clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
     if ids.size and (ids.min() < 0 or ids.max() >= V):
         raise ValueError(f"ids: expected symbol ids in [0, V={V}), got values in [{ids.min()}, {ids.max()}]")
-    check_alloc((T, B, V), np.float32, "B", what="one batch of one-hot inputs")
-    params = init_lm(V, H, seed=seed)
+    check_alloc((T, batch, V), np.float32, "batch", what="one batch of one-hot inputs")
+    params = init_lm(V, nh, seed=seed)
     rng = np.random.default_rng(seed)
-    batches = [batch_windows(ids, T, B, rng) for _ in range(steps)]
+    batches = [batch_windows(ids, T, batch, rng) for _ in range(steps)]
     opt = Adam(params.arrays(), lr, clip=clip)
     losses = []
     t0 = time.perf_counter()
@@ -128,5 +128,5 @@ def train_lm(ids, V: int, *, H: int = 128, T: int = 32, B: int = 32, steps: int 
         opt.step(grads.arrays())
     seconds = time.perf_counter() - t0
     return TrainResult(params, {"loss": losses}, seconds,
-                       {"method": method, "tokens_per_s": steps * T * B / seconds, "H": H, "T": T, "B": B,
+                       {"method": method, "tokens_per_s": steps * T * batch / seconds, "nh": nh, "T": T, "B": batch,
                         "steps": steps})

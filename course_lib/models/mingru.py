@@ -12,15 +12,15 @@ Both are ``h_t = a_t h_{t-1} + b_t`` with everything computed from the inputs in
 to evaluate it (``method=``):
 
 * ``"sequential"`` -- chapter 08's numba loop (:func:`course_lib.algorithms.scan.linear_recurrence`);
-* ``"scan"``       -- the same recurrence by the parallel chunked scan (linear space);
-* ``"log_scan"``   -- Heinsen's two prefix sums in log space: ``a*_t = cumsum(log a)``,
+* ``"chunked"``    -- the same recurrence by the parallel chunked scan (linear space);
+* ``"log_space"``  -- Heinsen's two prefix sums in log space: ``a*_t = cumsum(log a)``,
   ``log h_t = a*_t + logcumsumexp(log b_s - a*_s)`` (needs ``b, h0 >= 0``: hence ``g``).
 
 A linear head on the last state and softmax cross-entropy make a classifier; training uses
 :class:`course_lib.core.optim.Adam` and returns a :class:`TrainResult` (history of loss/accuracy per
 step, params, seconds).
 
-Public API: ``MinGRUParams``, ``MinLSTMParams``, ``init_params(kind, nx, H, n_classes)``,
+Public API: ``MinGRUParams``, ``MinLSTMParams``, ``init_params(kind, nx, nh, n_classes)``,
 ``coefficients(kind, params, X)``, ``forward(kind, params, X, h0=None, *, method)``,
 ``backward(kind, params, X, Hs, dHs, h0=None)``, ``loss_and_grads``, ``predict``,
 ``train_classifier``, ``train_remember_first``, ``train_activity``.
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 KINDS = ("mingru", "minlstm")
-METHODS = ("sequential", "scan", "log_scan")
+METHODS = ("sequential", "chunked", "log_space")
 
 
 class _MinParams(Params):
@@ -143,25 +143,25 @@ def _log_g(x):
 
 
 # --------------------------------------------------------------------------- parameters
-def init_params(kind: str, nx: int, H: int, n_classes: int = 2, *, seed: int = 0, dtype="float64",
+def init_params(kind: str, nx: int, nh: int, n_classes: int = 2, *, seed: int = 0, dtype="float64",
                 retain_bias: float = 2.0):
     """Uniform(-1/sqrt(nx), 1/sqrt(nx)) input weights; the gate biases start at "keep the old state"
     (minGRU ``b_z = -retain_bias``, minLSTM ``b_f = +retain_bias``); a small head."""
     check_choice(kind, "kind", KINDS)
     nx = check_positive_int(nx, "nx")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     n_classes = check_int(n_classes, "n_classes", low=2)
     retain_bias = check_float(retain_bias, "retain_bias")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)
 
     def W():
-        return rng.uniform(-k, k, size=(nx, H)).astype(dtype)
+        return rng.uniform(-k, k, size=(nx, nh)).astype(dtype)
 
     def b():
-        return np.zeros(H, dtype=dtype)
+        return np.zeros(nh, dtype=dtype)
 
-    head = dict(W_out=(rng.standard_normal((H, n_classes)) / np.sqrt(H)).astype(dtype),
+    head = dict(W_out=(rng.standard_normal((nh, n_classes)) / np.sqrt(nh)).astype(dtype),
                 b_out=np.zeros(n_classes, dtype=dtype))
     if kind == "mingru":
         return MinGRUParams(W_z=W(), b_z=b() - retain_bias, W_h=W(), b_h=b(), **head)
@@ -228,14 +228,14 @@ def log_space_scan(log_a, log_b, h0=None):
 # --------------------------------------------------------------------------- forward / backward
 def forward(kind: str, params, X, h0=None, *, method: str = "sequential"):
     """Hidden states ``Hs`` (T, B, H) of a minGRU/minLSTM layer over ``X`` (T, B, nx) from ``h0``
-    (zeros by default; ``>= 0`` for ``"log_scan"``). All three methods compute the same numbers."""
+    (zeros by default; ``>= 0`` for ``"log_space"``). All three methods compute the same numbers."""
     check_choice(method, "method", METHODS)
     _kind_of(kind, params)
     X = _check_X(params, X)
     H = params.W_h.shape[1]
     if h0 is not None:
         h0 = check_array(h0, "h0", shape=(X.shape[1], H))
-    if method == "log_scan":
+    if method == "log_space":
         la, lb = log_coefficients(kind, params, X)
         return log_space_scan(la, lb, h0)
     a, b = coefficients(kind, params, X)
@@ -307,7 +307,7 @@ def predict(kind: str, params, X, *, method: str = "sequential") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- training
-def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = None, epochs: int = 5,
+def train_classifier(kind: str, X, y, *, nh: int = 16, n_classes: int | None = None, epochs: int = 5,
                      batch: int = 32, lr: float = 1e-2, seed: int = 0, method: str = "sequential",
                      X_val=None, y_val=None) -> TrainResult:
     """Adam on shuffled mini-batches of ``X`` (T, N, nx), ``y`` (N,). ``history``: ``loss`` and
@@ -319,7 +319,7 @@ def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = No
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     C = int(y.max()) + 1 if n_classes is None else check_int(n_classes, "n_classes", low=2)
-    params = init_params(kind, X.shape[2], H, max(C, 2), seed=seed, dtype=X.dtype)
+    params = init_params(kind, X.shape[2], nh, max(C, 2), seed=seed, dtype=X.dtype)
     opt = Adam(params.arrays(), lr, clip=5.0)
     rng = np.random.default_rng(seed)
     history: dict = {"loss": [], "accuracy": []}
@@ -340,7 +340,7 @@ def train_classifier(kind: str, X, y, *, H: int = 16, n_classes: int | None = No
     return TrainResult(history=history, params=params, seconds=time.perf_counter() - t0)
 
 
-def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 256, nx: int = 4, H: int = 16,
+def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 256, nx: int = 4, nh: int = 16,
                          epochs: int = 5, batch: int = 32, lr: float = 2e-2, seed: int = 0,
                          method: str = "sequential") -> TrainResult:
     """Chapter 08's remember-the-first-element task (:func:`models.linear_rnn.remember_first_batch`)."""
@@ -348,16 +348,16 @@ def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 
 
     X, y = remember_first_batch(T, n_train, nx, np.random.default_rng(seed))
     Xv, yv = remember_first_batch(T, n_val, nx, np.random.default_rng(seed + 12345))
-    return train_classifier(kind, X, y, H=H, n_classes=2, epochs=epochs, batch=batch, lr=lr, seed=seed,
+    return train_classifier(kind, X, y, nh=nh, n_classes=2, epochs=epochs, batch=batch, lr=lr, seed=seed,
                             method=method, X_val=Xv, y_val=yv)
 
 
-def train_activity(kind: str, length: int = 128, *, n_train: int = 256, n_val: int = 128, H: int = 16,
+def train_activity(kind: str, length: int = 128, *, n_train: int = 256, n_val: int = 128, nh: int = 16,
                    epochs: int = 5, batch: int = 32, lr: float = 2e-2, seed: int = 0,
                    method: str = "sequential") -> TrainResult:
     """Chapter 10's activity task (:mod:`course_lib.data.activity`), float64."""
     from ..data.activity import train_test  # noqa: PLC0415
 
     Xtr, ytr, Xte, yte = train_test(n_train, n_val, length, seed=seed)
-    return train_classifier(kind, Xtr.astype(np.float64), ytr, H=H, n_classes=4, epochs=epochs, batch=batch,
+    return train_classifier(kind, Xtr.astype(np.float64), ytr, nh=nh, n_classes=4, epochs=epochs, batch=batch,
                             lr=lr, seed=seed, method=method, X_val=Xte.astype(np.float64), y_val=yte)

@@ -303,12 +303,12 @@ def _finite_params(params: RNNParams) -> str | None:
     return None
 
 
-def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: float, batch_size: int,
+def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: float, batch: int,
           seed: int = 0, progress: bool = True, explode_factor: float = 3.0) -> TrainResult:
     """Mini-batch SGD with :func:`bptt_linear` gradients.
 
     ``X (T, N, nx)``, ``Y (T, N, ny)``: N training sequences. Each epoch shuffles the sequences
-    (with ``np.random.default_rng(seed)``) and takes one step per mini-batch of ``batch_size``
+    (with ``np.random.default_rng(seed)``) and takes one step per mini-batch of ``batch``
     sequences, with the gradient of ``E / batch_size`` (the loss per sequence), so ``lr`` does
     not depend on the batch size. A tqdm progress bar shows the running loss when ``progress``.
 
@@ -324,11 +324,11 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     epochs = check_int(epochs, "epochs", low=0)
     lr = check_float(lr, "lr", low=0.0)
     N = X.shape[1]
-    batch_size = check_positive_int(batch_size, "batch_size", high=N)
+    batch = check_positive_int(batch, "batch", high=N)
     seed = check_int(seed, "seed", low=0)
     explode_factor = check_float(explode_factor, "explode_factor", low=1.0)
     rng = np.random.default_rng(seed)
-    steps_per_epoch = math.ceil(N / batch_size)
+    steps_per_epoch = math.ceil(N / batch)
 
     start = loss(forward(params, X).Yhat, Y) / N
     t0 = time.perf_counter()
@@ -350,7 +350,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
             order = rng.permutation(N)
             total = 0.0
             for k in range(steps_per_epoch):
-                idx = order[k * batch_size:(k + 1) * batch_size]
+                idx = order[k * batch:(k + 1) * batch]
                 xb, yb = X[:, idx], Y[:, idx]
                 g = bptt_linear(p, xb, yb)
                 step_loss = loss(forward(p, xb).Yhat, yb) / len(idx)
@@ -371,18 +371,18 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
         if bar is not None:
             bar.close()
     return TrainResult(p, {"loss": epoch_losses, "step_loss": step_losses}, time.perf_counter() - t0,
-                       {"epochs": epochs, "batch_size": batch_size, "lr": lr})
+                       {"epochs": epochs, "batch_size": batch, "lr": lr})
 
 
 # --------------------------------------------------------------------------- work
-def forward_flops(T: int, B: int, nx: int, nh: int, ny: int) -> int:
+def forward_flops(T: int, batch: int, nx: int, nh: int, ny: int) -> int:
     """GEMM FLOPs of :func:`forward`: ``2 T B (nx nh + nh nh + nh ny)``."""
-    T, B, nx, nh, ny = (check_positive_int(v, name) for v, name in
-                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
-    return 2 * T * B * (nx * nh + nh * nh + nh * ny)
+    T, batch, nx, nh, ny = (check_positive_int(v, name) for v, name in
+                        ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    return 2 * T * batch * (nx * nh + nh * nh + nh * ny)
 
 
-def bptt_flops(T: int, B: int, nx: int, nh: int, ny: int, method: str = "linear",
+def bptt_flops(T: int, batch: int, nx: int, nh: int, ny: int, method: str = "linear",
                truncate: int | None = None) -> int:
     """GEMM FLOPs of one gradient computation (forward pass included), as implemented here.
 
@@ -392,11 +392,11 @@ def bptt_flops(T: int, B: int, nx: int, nh: int, ny: int, method: str = "linear"
     step ``2B(nh nh + nx nh + nh nh)`` (dWhh, dWxh, delta back); there are T(T+1)/2 walk steps
     untruncated.
     """
-    T, B, nx, nh, ny = (check_positive_int(v, name) for v, name in
-                        ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
-    fwd = forward_flops(T, B, nx, nh, ny)
+    T, batch, nx, nh, ny = (check_positive_int(v, name) for v, name in
+                        ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
+    fwd = forward_flops(T, batch, nx, nh, ny)
     if method == "linear":
-        return fwd + 2 * T * B * (ny * nh + nh * nh) + 2 * T * B * (nx * nh + nh * nh + nh * ny)
+        return fwd + 2 * T * batch * (ny * nh + nh * nh) + 2 * T * batch * (nx * nh + nh * nh + nh * ny)
     if method == "quadratic":
         if truncate is None:
             walk = T * (T + 1) // 2
@@ -404,5 +404,5 @@ def bptt_flops(T: int, B: int, nx: int, nh: int, ny: int, method: str = "linear"
             truncate = check_int(truncate, "truncate", low=0)
             k = min(truncate + 1, T)                  # walk = sum_t min(t + 1, truncate + 1), closed form
             walk = k * (k + 1) // 2 + (T - k) * k
-        return fwd + T * 2 * B * (2 * nh * ny) + walk * 2 * B * (2 * nh * nh + nx * nh)
+        return fwd + T * 2 * batch * (2 * nh * ny) + walk * 2 * batch * (2 * nh * nh + nx * nh)
     raise ValueError(f"method: expected 'linear' or 'quadratic', got {method!r}")

@@ -15,7 +15,7 @@ layout of ``torch.nn.RNN`` (``weight_ih_l{l}``, ``weight_hh_l{l}``) followed by 
 maths reads ``A = X U^T + H W^T + b`` -- that is how the batched code is written.
 
 ``init_params(nx, nh, vocab, layers=, seed=, dtype=)``  -> :class:`SoftmaxRNNParams`
-``forward(params, X, method="batched"|"serial")``      -> probabilities ``(T, B, vocab)``
+``forward(params, X, method="batched"|"sequential")``      -> probabilities ``(T, B, vocab)``
 ``hidden_states(params, X)``                           -> every layer's states, ``[(T, B, H)] * L``
 ``step(params, x, h)``                                 one time step of one sequence (the seed's loop body)
 ``cell_step``, ``output_probs``, ``softmax``, ``encode``, ``one_hot``, ``flops``
@@ -52,7 +52,7 @@ __all__ = [
     "flops",
 ]
 
-METHODS = ("serial", "batched")
+METHODS = ("sequential", "batched")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -353,7 +353,7 @@ def hidden_states(params: SoftmaxRNNParams, X) -> list[np.ndarray]:
 def forward(params: SoftmaxRNNParams, X, *, method: str = "batched") -> np.ndarray:
     """Probabilities ``(T, B, vocab)`` for inputs ``X (T, B, nx)``, on one core.
 
-    ``method="serial"``: the seed's loop verbatim -- one sequence, one time step, one layer at a
+    ``method="sequential"``: the seed's loop verbatim -- one sequence, one time step, one layer at a
     time, matrix-*vector* products. ``method="batched"``: all ``B`` sequences at once (GEMM): per
     layer ``Z = X U^T + b`` for every step, then ``h_t = tanh(Z_t + h_{t-1} W^T)``, then
     ``softmax(h V^T + c)``. Both give the same numbers to float round-off.
@@ -361,11 +361,12 @@ def forward(params: SoftmaxRNNParams, X, *, method: str = "batched") -> np.ndarr
     method = check_choice(method, "method", METHODS)
     params = check_params(params)
     X = check_inputs(params, X)
-    return _serial(params, X) if method == "serial" else batched_core(params, X)
+    return _serial(params, X) if method == "sequential" else batched_core(params, X)
 
 
-def flops(T: int, B: int, nx: int, nh: int, vocab: int, layers: int = 1) -> int:
+def flops(T: int, batch: int, nx: int, nh: int, vocab: int, layers: int = 1) -> int:
     """Matrix-product FLOPs of one forward pass: ``2 T B (H nx + (L-1) H^2 + L H^2 + vocab H)``."""
-    T, B, nx, nh, vocab, layers = (check_positive_int(v, n) for v, n in
-                                   ((T, "T"), (B, "B"), (nx, "nx"), (nh, "nh"), (vocab, "vocab"), (layers, "layers")))
-    return 2 * T * B * (nh * nx + (layers - 1) * nh * nh + layers * nh * nh + vocab * nh)
+    T, batch, nx, nh, vocab, layers = (check_positive_int(v, n) for v, n in
+                                       ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (vocab, "vocab"),
+                                        (layers, "layers")))
+    return 2 * T * batch * (nh * nx + (layers - 1) * nh * nh + layers * nh * nh + vocab * nh)

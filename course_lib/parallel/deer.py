@@ -40,10 +40,10 @@ __all__ = [
 ]
 
 
-def _h0(h0, B, H, dtype):
+def _h0(h0, batch, nh, dtype):
     if h0 is None:
-        return np.zeros((B, H), dtype=dtype)
-    return check_array(h0, "h0", shape=(B, H)).astype(dtype, copy=False)
+        return np.zeros((batch, nh), dtype=dtype)
+    return check_array(h0, "h0", shape=(batch, nh)).astype(dtype, copy=False)
 
 
 def _check_X(X):

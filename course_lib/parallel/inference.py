@@ -7,14 +7,14 @@ round-off)::
 
     predict(params, X, method="batched")        # the one entry point; options per method below
 
-=============  ===========================================================================
-``serial``     the seed's loop: one sequence, one time step, one layer at a time (GEMV)
-``batched``    all sequences together: GEMMs of ``(B, n) @ (n, H)`` (chapter 03)
-``threads``    shared memory: ``threads=`` CPU threads split the batch; BLAS releases the GIL
-``wavefront``  cells ``(l, t)`` on one anti-diagonal ``l + t = d`` run on ``threads=`` CPU threads
-``mpi``        message passing: ``mpiexec -n ranks`` processes get a slice of the batch each
-``cuda``       a numba CUDA kernel per cell step, ``block=(units, sequences)`` (a GPU, or numba's simulator)
-=============  ===========================================================================
+================  ===========================================================================
+``sequential``    the seed's loop: one sequence, one time step, one layer at a time (GEMV)
+``batched``       all sequences together: GEMMs of ``(B, n) @ (n, H)`` (chapter 03)
+``threads``       shared memory: ``threads=`` CPU threads split the batch; BLAS releases the GIL
+``wavefront``     cells ``(l, t)`` on one anti-diagonal ``l + t = d`` run on ``threads=`` CPU threads
+``mpi``           message passing: ``mpiexec -n ranks`` processes get a slice of the batch each
+``cuda_batched``  a numba CUDA kernel per cell step, ``block=(units, sequences)`` (a GPU, or numba's simulator)
+================  ===========================================================================
 
 Also: :func:`wavefront_schedule` and its work/span model :func:`work_span`; :func:`split_batch`,
 :func:`scatter_batch`, :func:`gather_chunks` (how a batch is shared by ranks) and the model of batch
@@ -52,7 +52,7 @@ __all__ = [
     "data_parallel_model",
 ]
 
-METHODS = ("serial", "batched", "threads", "wavefront", "mpi", "cuda")
+METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched")
 
 
 def _threads(threads, cap: int | None = None) -> int:
@@ -199,7 +199,7 @@ def predict_cuda(params: SoftmaxRNNParams, X, *, block: tuple[int, int] | None =
     X = check_inputs(params, X)
     T, B, _ = X.shape
     if backend.cuda_mode() == "unavailable":
-        raise RuntimeError("method 'cuda': numba was imported before course_lib and there is no GPU; "
+        raise RuntimeError("method 'cuda_batched': numba was imported before course_lib and there is no GPU; "
                            "restart and import course_lib first")
     if block is None:
         block = (min(32, max(params.nh, params.vocab)), min(B, 4))
@@ -239,8 +239,8 @@ def predict_cuda(params: SoftmaxRNNParams, X, *, block: tuple[int, int] | None =
 
 
 # --------------------------------------------------------------------------- scatter / gather
-def split_batch(B: int, P: int) -> tuple[list[int], list[int]]:
-    """How ``B`` sequences are shared by ``P`` ranks: ``(counts, offsets)``.
+def split_batch(batch: int, P: int) -> tuple[list[int], list[int]]:
+    """How ``batch`` sequences are shared by ``P`` ranks: ``(counts, offsets)``.
 
     Balanced: every rank gets ``B // P`` sequences and the first ``B % P`` ranks one more; rank
     ``r`` owns sequences ``offsets[r] : offsets[r] + counts[r]``. ``P > B`` is a ValueError (a rank
@@ -249,11 +249,11 @@ def split_batch(B: int, P: int) -> tuple[list[int], list[int]]:
     >>> split_batch(7, 3)
     ([3, 2, 2], [0, 3, 5])
     """
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
-    if P > B:
-        raise ValueError(f"P: expected at most B = {B} ranks (one sequence each at least), got P = {P}")
-    base, extra = divmod(B, P)
+    if P > batch:
+        raise ValueError(f"P: expected at most B = {batch} ranks (one sequence each at least), got P = {P}")
+    base, extra = divmod(batch, P)
     counts = [base + (1 if r < extra else 0) for r in range(P)]
     offsets = [int(v) for v in np.concatenate([[0], np.cumsum(counts)[:-1]])]
     return counts, offsets
@@ -347,18 +347,18 @@ def run_mpi(params: SoftmaxRNNParams, X, *, ranks: int = 2, timeout: float = 60.
 def predict(params: SoftmaxRNNParams, X, *, method: str = "batched", **opts) -> np.ndarray:
     """Probabilities ``(T, B, vocab)`` of the stacked softmax RNN for inputs ``X (T, B, nx)``.
 
-    ``method`` is one of ``"serial"``, ``"batched"`` (:func:`course_lib.models.softmax_rnn.forward`),
+    ``method`` is one of ``"sequential"``, ``"batched"`` (:func:`course_lib.models.softmax_rnn.forward`),
     ``"threads"`` (``threads=``), ``"wavefront"`` (``threads=``), ``"mpi"`` (``ranks=``, ``timeout=``),
-    ``"cuda"`` (``block=``). All methods agree to float round-off.
+    ``"cuda_batched"`` (``block=``). All methods agree to float round-off.
     """
     method = check_choice(method, "method", METHODS)
-    if method in ("serial", "batched"):
+    if method in ("sequential", "batched"):
         if opts:
             raise TypeError(f"method {method!r} takes no options, got {sorted(opts)}")
         return forward(params, X, method=method)
     if method == "mpi":
         return run_mpi(params, X, **opts).probs
-    fn = {"threads": predict_threads, "wavefront": predict_wavefront, "cuda": predict_cuda}[method]
+    fn = {"threads": predict_threads, "wavefront": predict_wavefront, "cuda_batched": predict_cuda}[method]
     return fn(params, X, **opts)
 
 
@@ -381,14 +381,14 @@ def work_span(T: int, L: int, P: int | None = None) -> dict:
     return out
 
 
-def data_parallel_model(B: int, P: int, t_seq: float, t_comm: float = 0.0, t_fixed: float = 0.0) -> dict:
+def data_parallel_model(batch: int, P: int, t_seq: float, t_comm: float = 0.0, t_fixed: float = 0.0) -> dict:
     """Model of batch (data) parallelism: ``P`` workers each run ``ceil(B / P)`` sequences at
     ``t_seq`` s each, plus ``t_comm`` s per sequence moved (scatter + gather) and ``t_fixed`` s of
     start-up. Returns time and speedup over one worker without communication."""
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
     t_seq = check_float(t_seq, "t_seq", low=0.0, low_inclusive=False)
     t_comm = check_float(t_comm, "t_comm", low=0.0)
     t_fixed = check_float(t_fixed, "t_fixed", low=0.0)
-    t = math.ceil(B / P) * t_seq + B * t_comm + t_fixed
-    return {"B": B, "P": P, "time": t, "speedup": B * t_seq / t}
+    t = math.ceil(batch / P) * t_seq + batch * t_comm + t_fixed
+    return {"B": batch, "P": P, "time": t, "speedup": batch * t_seq / t}

@@ -214,10 +214,11 @@ def test_bad_inputs():
         scan.linear_recurrence(a, x, method="channels", groups=4)
     with pytest.raises(ValueError, match="lanes: expected a power of two, got 3"):
         scan.linear_recurrence(a, x, method="chunked", lanes=3)
-    with pytest.raises(ValueError, match="opts: method 'cuda' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
-        scan.linear_recurrence(a, x, method="cuda", threads=4)
+    with pytest.raises(ValueError,
+                       match="opts: method 'cuda_chunked' accepts \\['block', 'chunk'\\], got \\['threads'\\]"):
+        scan.linear_recurrence(a, x, method="cuda_chunked", threads=4)
     with pytest.raises(ValueError, match="method: expected one of"):
-        scan.scan_counts("cuda", 8)
+        scan.scan_counts("cuda_chunked", 8)
     with pytest.raises(ValueError, match="T: expected an integer >= 1"):
         scan.choose_chunks(0)
     with pytest.raises(ValueError, match="h0: contains"):
@@ -257,18 +258,18 @@ def test_plots_draw_and_reject_bad_input():
     ax = scan_plots.phase_split_bars({"seed": scan_plots.seed_phases()})
     assert ax.get_xlabel() == "fraction of the scan's time"
     assert abs(sum(scan_plots.seed_phases().values()) - 1) < 1e-9
-    d = xscan.scan_sweep(T=1024, H=4, method="chunked", repeat=1)
+    d = xscan.scan_sweep(T=1024, nh=4, method="chunked", repeat=1)
     _, ax2 = plt.subplots()
     assert "speedup" in scan_plots.render_sweep(d, ax2)
     plt.close("all")
     with pytest.raises(ValueError, match="method: expected one of"):
-        scan_plots.draw_scan_tree("cuda", 8)
+        scan_plots.draw_scan_tree("cuda_chunked", 8)
     with pytest.raises(ValueError, match="T: expected an integer <= 64"):
         scan_plots.draw_scan_tree("blelloch", 1000)
 
 
 def test_out_is_written_and_returned():
-    a, x, h0 = scan.random_problem(300, 4, B=2, seed=9)
+    a, x, h0 = scan.random_problem(300, 4, batch=2, seed=9)
     ref = scan.recurrence_float64(a, x, h0)
     for method in ("sequential", "chunked", "channels"):
         out = np.full_like(x, np.nan)

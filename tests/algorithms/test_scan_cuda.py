@@ -17,14 +17,14 @@ def test_teaching_kernel_matches_loop(T, C):
 @pytest.mark.parametrize("T,N,block,chunk", [(1, 1, None, None), (37, 2, 4, 2), (100, 1, 8, 3), (64, 2, 2, 40)])
 def test_three_kernel_scan_matches_loop(T, N, block, chunk):
     a, x, h0 = scan.random_problem(T, N, seed=T)
-    h = scan.linear_recurrence(a, x, h0, method="cuda", block=block, chunk=chunk)
+    h = scan.linear_recurrence(a, x, h0, method="cuda_chunked", block=block, chunk=chunk)
     assert h.dtype == np.float32 and h.shape == (T, N)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
 
 
 def test_three_kernel_scan_batched_shape_through_linear_recurrence():
-    a, x, h0 = scan.random_problem(20, 2, B=2, seed=0)
-    h = scan.linear_recurrence(a, x, h0, method="cuda", block=4, chunk=2)
+    a, x, h0 = scan.random_problem(20, 2, batch=2, seed=0)
+    h = scan.linear_recurrence(a, x, h0, method="cuda_chunked", block=4, chunk=2)
     np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
 
 
@@ -33,7 +33,7 @@ def test_backward_with_cuda_method():
     h = scan.linear_recurrence(a, x, h0)
     g = np.random.default_rng(0).standard_normal(h.shape)
     ref = scan.linear_recurrence_backward(a, h, h0, g)
-    got = scan.linear_recurrence_backward(a, h, h0, g, method="cuda", block=2, chunk=2)
+    got = scan.linear_recurrence_backward(a, h, h0, g, method="cuda_chunked", block=2, chunk=2)
     for u, v in zip(got, ref):
         np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12)
 

@@ -13,5 +13,5 @@ def test_inference_benchmark_quick():
                          env=dict(os.environ, COURSE_BUDGET="small"))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "method" in out.stdout and "seq/s" in out.stdout and "x batched" in out.stdout
-    for name in ("serial", "batched", "threads", "wavefront"):
+    for name in ("sequential", "batched", "threads", "wavefront"):
         assert name in out.stdout

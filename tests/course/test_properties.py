@@ -75,7 +75,7 @@ def test_scan_cuda_agrees_with_a_float64_loop(problem):
     """The CUDA kernels (on a GPU, or numba's simulator): few examples, the simulator is slow."""
     a, x, h0 = problem
     a, x = a[:24], x[:24]
-    h = scan.linear_recurrence(a, x, h0, method="cuda")
+    h = scan.linear_recurrence(a, x, h0, method="cuda_chunked")
     want = _loop64(a, x, h0)
     _close(h, want, x.dtype, scale=max(1.0, float(np.abs(want).max())))
 
@@ -128,7 +128,7 @@ def test_mgrit_agrees_with_the_sequential_march(problem, implicit, m, levels):
     sequences are refused with a ValueError naming ``levels``.)"""
     p, X, h0 = problem
     tol = 1e-12 if X.dtype == np.float64 else 1e-6
-    want = gru.gru_forward(p, X, h0, implicit=implicit, method="serial")
+    want = gru.gru_forward(p, X, h0, implicit=implicit, method="sequential")
     got = gru.gru_forward(p, X, h0, implicit=implicit, method="mgrit", m=m, levels=levels, tol=tol,
                           max_iter=X.shape[0] + 2)
     assert got.shape == want.shape
@@ -139,7 +139,7 @@ def test_mgrit_agrees_with_the_sequential_march(problem, implicit, m, levels):
 @given(gru_problems(max_T=32), st.sampled_from(["newton", "quasi", "damped"]))
 def test_deer_agrees_with_the_sequential_gru(problem, method):
     p, X, h0 = problem
-    want = gru.gru_forward(p, X, h0, method="serial")
+    want = gru.gru_forward(p, X, h0, method="sequential")
     got = deer.gru_forward(p, X, h0, method=method)
     assert got.shape == want.shape
     _close(got, want, X.dtype)

@@ -33,12 +33,12 @@ def test_split_and_windows():
     ids = np.arange(100)
     train, val = corpus.split(ids, 0.1)
     assert train.size == 90 and val.size == 10 and val[0] == 90
-    X, Y = corpus.batch_windows(ids, T=5, B=3, rng=np.random.default_rng(0))
+    X, Y = corpus.batch_windows(ids, T=5, batch=3, rng=np.random.default_rng(0))
     assert X.shape == Y.shape == (5, 3)
     np.testing.assert_array_equal(Y, X + 1)
     np.testing.assert_array_equal(np.diff(X, axis=0), 1)
     with pytest.raises(ValueError, match="T: expected at most 99"):
-        corpus.batch_windows(ids, T=100, B=1, rng=np.random.default_rng(0))
+        corpus.batch_windows(ids, T=100, batch=1, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="val_fraction: expected a number <= 0.9"):
         corpus.split(ids, 0.95)
     with pytest.raises(TypeError, match="ids: expected an integer array"):

@@ -108,7 +108,7 @@ def test_huge_sizes_are_refused_before_allocating():
     assert "would need" in msg and "TiB" in msg
     raises_naming(ValueError, "n", rotation.shape_images, 10**10)
     raises_naming(ValueError, "vocab_size", corpus.one_hot, np.zeros((1000, 1000), np.int64), 10**9)
-    raises_naming(ValueError, "B", corpus.batch_windows, np.arange(10), 3, 10**12, np.random.default_rng(0))
+    raises_naming(ValueError, "batch", corpus.batch_windows, np.arange(10), 3, 10**12, np.random.default_rng(0))
 
 
 @pytest.mark.timeout(30)

@@ -47,7 +47,7 @@ def test_tune_measures_then_reads_cache(cache, monkeypatch):
 
 
 def test_force_remeasures_and_keys_differ(monkeypatch):
-    fake = {"B": 2, "H": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
+    fake = {"B": 2, "nh": 8, "nx": 4, "T": 2, "ms_per_step": {"naive": 3.0, "fused": 1.0}, "best": "fused"}
     calls = []
     monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: calls.append(k) or fake)
     assert autotune.tune(2, 8, 4, 5, threads=1).best == "fused"
@@ -131,7 +131,7 @@ def test_clear_cache(cache):
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
+    with pytest.raises(ValueError, match="batch: expected an integer >= 1"):
         autotune.tune(0, 8, 4)
     with pytest.raises(TypeError, match="dtype: expected float32 or float64"):
         autotune.shape_key(2, 8, 4, 5, "int8")
@@ -172,8 +172,8 @@ def test_tune_rejects_bad_arguments(kw, name, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_shape_key_and_cache_paths():
-    raises_naming((TypeError, ValueError), "B", autotune.shape_key, -1, 4, 3, 2)
-    raises_naming(TypeError, "H", autotune.shape_key, 1, "4", 3, 2)
+    raises_naming((TypeError, ValueError), "batch", autotune.shape_key, -1, 4, 3, 2)
+    raises_naming(TypeError, "nh", autotune.shape_key, 1, "4", 3, 2)
     assert autotune.shape_key(np.int64(1), 2, 3, 4, threads=np.int64(2)) == "B=1,H=2,nx=3,T=4,float32,threads=2"
     raises_naming(TypeError, "path", autotune.load_cache, 3.0)
     raises_naming(TypeError, "path", autotune.clear_cache, ["x"])

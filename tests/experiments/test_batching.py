@@ -34,7 +34,7 @@ def test_counting():
 
 
 def test_gemv_vs_gemm_same_result_and_fields():
-    r = batching.gemv_vs_gemm(n=64, B=8, repeat=1)
+    r = batching.gemv_vs_gemm(n=64, batch=8, repeat=1)
     assert r["max_abs_diff"] < 1e-3
     assert r["flops"] == timing.gemm_flops(8, 64, 64)
     assert r["gemm_intensity"] > r["gemv_intensity"]
@@ -85,7 +85,7 @@ def test_training_step_methods_agree():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         batching.rnn_step_flops(0, 4, 4)
     with pytest.raises(ValueError, match="itemsize"):
         batching.rnn_step_bytes(1, 4, 4, itemsize=0)

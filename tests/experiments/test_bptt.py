@@ -6,7 +6,7 @@ from course_lib.experiments import bptt
 
 
 def test_bptt_times_returns_data():
-    d = bptt.bptt_times(4, 8, B=2, repeat=1)
+    d = bptt.bptt_times(4, 8, batch=2, repeat=1)
     assert set(d) >= {"T", "nh", "linear_s", "quadratic_s", "ratio", "flop_ratio", "noise"}
     assert d["linear_s"] > 0 and d["quadratic_s"] > 0 and isinstance(d["noise"], Noise)
     assert d["flop_ratio"] > 1
@@ -24,5 +24,5 @@ def test_scaling_and_slopes_from_synthetic_rows():
         bptt.fit_slopes(rows, t_min=5000)
     with pytest.raises(ValueError, match="Ts"):
         bptt.scaling([8, 4], 8)
-    rows = bptt.scaling([2, 4], 4, B=2, repeat=1)
+    rows = bptt.scaling([2, 4], 4, batch=2, repeat=1)
     assert [r["T"] for r in rows] == [2, 4]

@@ -40,7 +40,7 @@ def test_wavefront_counts_equal_the_course(T, L, P):
 
 
 def test_wavefront_cost_uses_the_counts(machine):
-    p = cm.Problem("rnn", B=8, T=20, H=16, layers=3)
+    p = cm.Problem("rnn", batch=8, T=20, nh=16, layers=3)
     c = cm.predict("wavefront", p, machine, P=2)
     assert c.counts == cm.wavefront_counts(20, 3, 2)
     assert c.regions == 20 + 3 - 1
@@ -60,10 +60,10 @@ def test_deer_span_equals_newton_span_model(T, H, P, method):
 
 
 def test_cost_work_and_span(machine):
-    p = cm.Problem("gru", B=4, T=512, H=8)
-    c = cm.predict("deer", p, machine, P=2, iters=3)
+    p = cm.Problem("gru", batch=4, T=512, nh=8)
+    c = cm.predict("newton", p, machine, P=2, iters=3)
     assert c.span == pytest.approx(4 * newton.span_model(512, 8, iters=3, P=2)["span"])
-    s = cm.predict("serial", p, machine)
+    s = cm.predict("sequential", p, machine)
     assert s.work == s.span and s.seconds > 0
 
 
@@ -77,15 +77,15 @@ def test_problem_rejects_impossible_sizes(kwargs, arg):
 
 def test_advise_rejects_methods_that_cannot_apply(machine):
     with pytest.raises(ValueError, match="layers"):
-        cm.advise(cm.Problem("rnn", B=8, T=10, H=8, layers=1), machine, methods=["wavefront"])
+        cm.advise(cm.Problem("rnn", batch=8, T=10, nh=8, layers=1), machine, methods=["wavefront"])
     with pytest.raises(ValueError, match="kind"):
-        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine, methods=["mgrit"])
+        cm.advise(cm.Problem("linear", batch=1, T=100, nh=4), machine, methods=["mgrit"])
     with pytest.raises(ValueError, match="kind"):
-        cm.advise(cm.Problem("gru", B=1, T=100, H=4), machine, methods=["scan"])
+        cm.advise(cm.Problem("gru", batch=1, T=100, nh=4), machine, methods=["chunked"])
     with pytest.raises(ValueError, match="machine"):
-        cm.advise(cm.Problem("linear", B=1, T=100, H=4), machine.with_gpu(None), methods=["gpu_scan"])
-    with pytest.raises(ValueError, match="B"):
-        cm.advise(cm.Problem("rnn", B=1, T=10, H=8), machine, methods=["threads"])
+        cm.advise(cm.Problem("linear", batch=1, T=100, nh=4), machine.with_gpu(None), methods=["cuda_chunked"])
+    with pytest.raises(ValueError, match="batch"):
+        cm.advise(cm.Problem("rnn", batch=1, T=10, nh=8), machine, methods=["threads"])
     with pytest.raises(ValueError, match="methods"):
         cm.advise(cm.Problem("rnn"), machine, methods=["magic"])
     with pytest.raises(TypeError, match="problem"):
@@ -93,7 +93,7 @@ def test_advise_rejects_methods_that_cannot_apply(machine):
 
 
 def test_advise_ranks_and_respects_calibration(machine):
-    p = cm.Problem("rnn", B=64, T=32, H=64, layers=2)
+    p = cm.Problem("rnn", batch=64, T=32, nh=64, layers=2)
     adv = cm.advise(p, machine)
     secs = [a.seconds for a in adv]
     assert secs == sorted(secs) and all(a.trusted for a in adv)
@@ -105,9 +105,9 @@ def test_advise_ranks_and_respects_calibration(machine):
 
 
 def test_gpu_methods_appear_only_with_a_gpu(machine):
-    p = cm.Problem("linear", B=1, T=1 << 20, H=128)
-    assert "gpu_scan" not in [a.method for a in cm.advise(p, machine.with_gpu(None))]
-    assert "gpu_scan" in [a.method for a in cm.advise(p, machine.with_gpu(cm.GPU.k80()))]
+    p = cm.Problem("linear", batch=1, T=1 << 20, nh=128)
+    assert "cuda_chunked" not in [a.method for a in cm.advise(p, machine.with_gpu(None))]
+    assert "cuda_chunked" in [a.method for a in cm.advise(p, machine.with_gpu(cm.GPU.k80()))]
 
 
 def test_seed_schedules_and_widget_data(machine):
@@ -115,13 +115,13 @@ def test_seed_schedules_and_widget_data(machine):
     assert set(s) == set(cm.SEED_SCHEDULES)
     for v in s.values():
         assert v["simulated"] > 1 and v["graph"].critical_path()[0] > 0
-    d = cm.ranking_and_maps(B=16, T=64, H=32, layers=2, cores=4, gpu=True, machine=machine, n=3)
+    d = cm.ranking_and_maps(batch=16, T=64, nh=32, layers=2, cores=4, gpu=True, machine=machine, n=3)
     assert len(d["TH"]["winner"]) == len(d["TH"]["y"]) and d["advice"][0].method in cm.METHODS
 
 
 def test_advise_does_not_advise_a_method_the_calibration_never_checked():
     m = cm.Machine.preset("xeon_phi")
-    prob = cm.Problem("rnn", "inference", B=64, T=16, H=32, layers=2)
+    prob = cm.Problem("rnn", "inference", batch=64, T=16, nh=32, layers=2)
     ranked = cm.advise(prob, m, calibration={"batched": 1.2})
     by = {a.method: a for a in ranked}
     assert by["batched"].trusted
@@ -161,25 +161,25 @@ def test_rates_and_flops(bad):
 @pytest.mark.timeout(30)
 def test_cost_model_objects():
     m = cm.Machine.preset("k80_host")
-    p = cm.Problem(T=64, H=8)
+    p = cm.Problem(T=64, nh=8)
     raises_naming(TypeError, "quick", cm.Machine.measure, "yes")
     raises_naming(TypeError, "name", cm.GPU.assumed, 3)
     raises_naming(ValueError, "bandwidth_gbs", cm.GPU, "g", -1.0, 1.0, 1e-6, 1e-6)
     raises_naming(TypeError, "problem", cm.applicable, "p", m)
     raises_naming(TypeError, "machine", cm.applicable, p, "m")
     raises_naming(ValueError, "advice", cm.first_choice, [])
-    raises_naming(TypeError, "advice", cm.first_choice, ["serial"])
-    raises_naming(ValueError, "seconds", cm.Advice, "serial", float("nan"), "")
-    raises_naming(TypeError, "problem", cm.Cost, "serial", None, 1)
-    raises_naming(ValueError, "measured", cm.Row, "c", "l", "serial", 1.0, 0.0, p)
+    raises_naming(TypeError, "advice", cm.first_choice, ["sequential"])
+    raises_naming(ValueError, "seconds", cm.Advice, "sequential", float("nan"), "")
+    raises_naming(TypeError, "problem", cm.Cost, "sequential", None, 1)
+    raises_naming(ValueError, "measured", cm.Row, "c", "l", "sequential", 1.0, 0.0, p)
     raises_naming(TypeError, "cal", cm.measured_speedups, {})
-    cal = cm.Calibration(m, [cm.Row("c", "l", "serial", 1.0, 2.0, p)], {"c": None}, {})
+    cal = cm.Calibration(m, [cm.Row("c", "l", "sequential", 1.0, 2.0, p)], {"c": None}, {})
     raises_naming(ValueError, "config", cal.measured_fastest, "other")
     assert cal.measured_fastest("c") == "l" and cal.predicted_fastest("c") == "l"
     raises_naming(TypeError, "rows", cm.Calibration, m, ["row"], {}, {})
     for bad in (0, -2, 1.5):
         raises_naming((ValueError, TypeError), "P", cm.mgrit_counts, 64, bad)
-        raises_naming((ValueError, TypeError), "H", cm.deer_counts, 64, bad, 1, iters=2)
+        raises_naming((ValueError, TypeError), "nh", cm.deer_counts, 64, bad, 1, iters=2)
     adv = cm.advise(p, m)
     assert cm.first_choice(adv) == adv[0].method
     assert all(v is None or isinstance(v, str) for v in cm.applicable(p, m).values())

@@ -39,13 +39,13 @@ def test_comparisons_agree_on_numbers():
 
 
 def test_schedule_time_widget_function():
-    r = E.schedule_time(tile_rows=8, tile_cols=8, vector=4, parallel=False, B=3, n=30, T=2, repeat=1)
+    r = E.schedule_time(tile_rows=8, tile_cols=8, vector=4, parallel=False, batch=3, n=30, T=2, repeat=1)
     assert r["correct"] and r["ratio"] > 0 and "vectorized" in r["loop_nest"]
-    r = E.schedule_time(tile_rows=0, tile_cols=16, vector=1, parallel=True, B=3, n=30, T=2, repeat=1)
+    r = E.schedule_time(tile_rows=0, tile_cols=16, vector=1, parallel=True, batch=3, n=30, T=2, repeat=1)
     assert "vectorized" not in r["loop_nest"] and "parallel" in r["loop_nest"]
     with pytest.raises(ValueError, match="tile_rows"):
         E.schedule_time(tile_rows=-1)
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         E.problem(0)
 
 

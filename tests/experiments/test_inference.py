@@ -25,10 +25,10 @@ def test_problem_is_seeded():
 
 
 def test_measure_methods_returns_consistent_data():
-    methods = ("serial", "batched", "threads", "wavefront") + (("mpi",) if MPI_OK else ())
-    d = ex.measure_methods(B=4, layers=2, methods=methods, T=4, nh=8, nx=4, vocab=5, repeat=2, threads=2)
+    methods = ("sequential", "batched", "threads", "wavefront") + (("mpi",) if MPI_OK else ())
+    d = ex.measure_methods(batch=4, layers=2, methods=methods, T=4, nh=8, nx=4, vocab=5, repeat=2, threads=2)
     assert set(d["seconds"]) == set(methods) == set(d["speedup"]) == set(d["seq_per_s"])
-    assert d["speedup"]["serial"] == 1.0
+    assert d["speedup"]["sequential"] == 1.0
     assert all(t > 0 for t in d["seconds"].values())
     assert d["seq_per_s"]["batched"] == pytest.approx(4 / d["seconds"]["batched"])
     assert max(d["max_diff"].values()) < 1e-5
@@ -39,17 +39,17 @@ def test_measure_methods_bad_inputs():
     with pytest.raises(ValueError, match="methods"):
         ex.measure_methods(methods=("nope",))
     with pytest.raises(ValueError, match="methods"):
-        ex.measure_methods(methods="serial")
-    with pytest.raises(ValueError, match="B"):
-        ex.measure_methods(B=10**6)
+        ex.measure_methods(methods="sequential")
+    with pytest.raises(ValueError, match="batch"):
+        ex.measure_methods(batch=10**6)
     with pytest.raises(ValueError, match="sizes"):
         ex.batch_sweep([])
 
 
 def test_sweeps_have_one_entry_per_size_and_a_model():
-    by_B = ex.batch_sweep([1, 3], methods=("serial", "batched"), T=3, nh=4, nx=3, vocab=3, repeat=1)
+    by_B = ex.batch_sweep([1, 3], methods=("sequential", "batched"), T=3, nh=4, nx=3, vocab=3, repeat=1)
     assert [d["B"] for d in by_B] == [1, 3]
-    ls = ex.layer_sweep([1, 3], B=2, T=4, nh=4, nx=3, vocab=3, threads=2, repeat=1)
+    ls = ex.layer_sweep([1, 3], batch=2, T=4, nh=4, nx=3, vocab=3, threads=2, repeat=1)
     assert ls["layers"] == [1, 3] and len(ls["measured"]) == 2
     assert ls["model"][0] == 1.0 and ls["model"][1] == pytest.approx(12 / 8)  # work_span(4, 3, 2)
     with pytest.raises(ValueError, match="depths"):
@@ -57,22 +57,22 @@ def test_sweeps_have_one_entry_per_size_and_a_model():
 
 
 def test_wavefront_costs():
-    c = ex.wavefront_costs(B=4, nh=8, threads=2, repeat=3)
+    c = ex.wavefront_costs(batch=4, nh=8, threads=2, repeat=3)
     assert c["cell"] > 0 and c["handoff"] > 0 and c["threads"] == 2 and isinstance(c["noise"], Noise)
 
 
 def test_worker_sweep():
-    w = ex.worker_sweep([1, 2], B=6, layers=1, T=3, nh=4, nx=3, vocab=3, repeat=1, mpi=MPI_OK)
+    w = ex.worker_sweep([1, 2], batch=6, layers=1, T=3, nh=4, nx=3, vocab=3, repeat=1, mpi=MPI_OK)
     assert w["P"] == [1, 2] and len(w["threads"]) == 2 and w["t_batched"] > 0
     if MPI_OK:
         assert len(w["mpi"]) == 2 and set(w["mpi_runs"]) == {1, 2}
         assert w["mpi_runs"][2].counts == [3, 3]
     with pytest.raises(ValueError, match="Ps"):
-        ex.worker_sweep([7], B=6)
+        ex.worker_sweep([7], batch=6)
 
 
 def test_cuda_run_measures_only_on_a_gpu():
-    r = ex.cuda_run(B=2, layers=1, T=2, nh=4, nx=3, vocab=3, repeat=1)
+    r = ex.cuda_run(batch=2, layers=1, T=2, nh=4, nx=3, vocab=3, repeat=1)
     assert r["mode"] == backend.cuda_mode()
     if backend.gpu_available():
         assert r["measured"] and r["max_diff"] < 1e-4
@@ -83,7 +83,7 @@ def test_cuda_run_measures_only_on_a_gpu():
 def test_perplexity_is_the_same_through_every_method():
     p = softmax_rnn.init_params(9, 6, 9, layers=2, seed=0)
     ids = np.random.default_rng(0).integers(0, 9, 300)
-    methods = ("serial", "batched", "threads", "wavefront", "cuda") + (("mpi",) if MPI_OK else ())
+    methods = ("sequential", "batched", "threads", "wavefront", "cuda_batched") + (("mpi",) if MPI_OK else ())
     ppl = ex.perplexity_by_method(p, ids, methods, T=8, max_windows=4, threads=2, ranks=2)
     assert set(ppl) == set(methods)
     ref = charlm.perplexity(p, ids, T=8, max_windows=4)

@@ -29,16 +29,16 @@ def test_method_times_step_time_overhead_widget():
     assert v["best"] == min(v["ms_per_step"], key=v["ms_per_step"].get)
     assert set(v["comparison"].timings) == set(lstm.METHODS)
     assert E.step_time(2, 8, 4, 2, method="fused", repeat=1) > 0
-    o = E.overhead_vs_batch([1, 2], H=8, T=2, repeat=1)
+    o = E.overhead_vs_batch([1, 2], nh=8, T=2, repeat=1)
     assert o["B"] == [1, 2] and len(o["naive"]) == 2 and all(t > 0 for t in o["fused_pre"])
     assert hasattr(o["noise"], "ok") and hasattr(E.profile_step(2, 4, repeat=1)["noise"], "ok")
-    lat = E.latency_vs_batch([1, 3], H=8, methods=("fused_pre", "gemv"), T=2, repeat=1)
-    assert lat["B"] == [1, 3] and lat["H"] == 8 and len(lat["gemv"]) == 2 and all(t > 0 for t in lat["fused_pre"])
+    lat = E.latency_vs_batch([1, 3], nh=8, methods=("fused_pre", "gemv"), T=2, repeat=1)
+    assert lat["B"] == [1, 3] and lat["nh"] == 8 and len(lat["gemv"]) == 2 and all(t > 0 for t in lat["fused_pre"])
     with pytest.raises(ValueError, match="batches"):
-        E.latency_vs_batch([], H=8)
+        E.latency_vs_batch([], nh=8)
     g = E.profile_step(3, 4, method="gemv", repeat=1)
     assert g["calls_per_step"] == 4 and g["ops"][0][1] == "W_hh h_b, 3 gemv"
-    w = E.widget_compute(B=2, H=8, method="transposed", T=2)
+    w = E.widget_compute(batch=2, nh=8, method="transposed", T=2)
     assert set(w["ms_per_step"]) == {"naive", "transposed"} and set(w["gflops"]) == {"naive", "transposed"}
 
 
@@ -87,7 +87,7 @@ def test_parse_perf_skips_unsupported_counters():
 
 
 def test_bad_input_names_the_argument():
-    with pytest.raises(ValueError, match="B: expected an integer >= 1"):
+    with pytest.raises(ValueError, match="batch: expected an integer >= 1"):
         E.layout_gemm_times(0, 8)
     with pytest.raises(ValueError, match="methods: expected one of"):
         E.method_times(2, 8, 4, methods=("naive", "cudnn"))
@@ -103,7 +103,7 @@ def test_bad_input_names_the_argument():
 
 def test_lm_throughput_same_losses_for_every_method():
     ids = np.arange(300) % 5
-    r = E.lm_throughput(ids, 5, methods=("naive", "fused_pre"), H=6, T=4, B=3, steps=3)
+    r = E.lm_throughput(ids, 5, methods=("naive", "fused_pre"), nh=6, T=4, batch=3, steps=3)
     assert set(r["tokens_per_s"]) == {"naive", "fused_pre"} and r["best"] in r["tokens_per_s"]
     np.testing.assert_allclose(r["loss"]["naive"], r["loss"]["fused_pre"], rtol=1e-4)
 
@@ -124,7 +124,7 @@ def test_profile_training_covers_every_flop_of_the_pass():
 
 
 def test_profile_training_rejects_bad_sizes():
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         E.profile_training(0, 8)
     with pytest.raises(ValueError, match="T"):
         E.profile_training(2, 8, T=0)

@@ -34,12 +34,12 @@ def test_preprocessing_model_and_the_cost_it_needs():
 
 
 def test_time_axis_returns_times_and_slopes():
-    d = XM.time_axis([32, 64], B=8, P=4, H=8, repeat=2)
+    d = XM.time_axis([32, 64], batch=8, P=4, nh=8, repeat=2)
     assert d["Ts"] == [32, 64] and len(d["full"]) == len(d["share"]) == 2
     assert all(t > 0 for t in d["full"] + d["share"]) and isinstance(d["noise"], timing.Noise)
     assert math.isfinite(d["slope_full"]) and math.isfinite(d["slope_share"])
-    with pytest.raises(ValueError, match="B: expected an integer >= 4"):
-        XM.time_axis([32], B=2, P=4)
+    with pytest.raises(ValueError, match="batch: expected an integer >= 4"):
+        XM.time_axis([32], batch=2, P=4)
 
 
 def test_forward_speed_compares_three_ways():
@@ -48,23 +48,23 @@ def test_forward_speed_compares_three_ways():
     p = gru.init_params(3, 8, seed=0)
     X = np.random.default_rng(0).standard_normal((64, 2, 3)).astype(np.float32)
     c = XM.forward_speed(p, X, threads=2, repeat=2, m=4, levels=2, max_iter=1)
-    assert set(c.timings) == {"serial", "mgrit_1thread", "mgrit_threads"} and c.baseline == "serial"
+    assert set(c.timings) == {"sequential", "mgrit_1thread", "mgrit_threads"} and c.baseline == "sequential"
 
 
 def test_speedup_vs_length_small():
-    d = XM.speedup_vs_length([64], ranks=2, B=2, H=4, nx=2, m=4, levels=2, iters=1, repeat=2, timeout=60)
+    d = XM.speedup_vs_length([64], ranks=2, batch=2, nh=4, nx=2, m=4, levels=2, iters=1, repeat=2, timeout=60)
     assert d["method"] == ("mpi" if backend.mpi_available()[0] else "threads")
-    assert len(d["speedup"]) == 1 and d["speedup"][0] == pytest.approx(d["serial"][0] / d["parallel"][0])
+    assert len(d["speedup"]) == 1 and d["speedup"][0] == pytest.approx(d["sequential"][0] / d["parallel"][0])
     assert d["model"][0] == pytest.approx(mgrit.span_model(64, m=4, levels=2, iters=1, P=2)["speedup"])
     assert d["work"] == XM.counted_work(64, m=4, levels=2, iters=1)
 
 
 def test_train_compare_tiny():
     Xtr, ytr, Xte, yte = activity.train_test(8, 8, 32, seed=0)
-    runs = {"serial": dict(implicit=True), "mgrit": dict(implicit=True, method="mgrit", m=4, levels=2, max_iter=1)}
+    runs = {"sequential": dict(implicit=True), "mgrit": dict(implicit=True, method="mgrit", m=4, levels=2, max_iter=1)}
     out = XM.train_compare(runs, (Xtr.astype(np.float64), ytr, Xte.astype(np.float64), yte), seeds=(0, 1), nh=4,
                            epochs=1, batch=8)
-    assert set(out) == {"serial", "mgrit"}
+    assert set(out) == {"sequential", "mgrit"}
     for r in out.values():
         assert len(r["acc"]) == len(r["loss"]) == len(r["seconds"]) == 2 and all(0 <= a <= 1 for a in r["acc"])
 

@@ -34,6 +34,6 @@ def test_newton_choices_and_huge():
     X = np.zeros((4, 1, 3))
     raises_naming(ValueError, "method", ex_newton.newton_iterates, p, X, method="bisection")
     raises_naming(TypeError, "implicit", ex_newton.mgrit_forward, p, X, implicit="yes")
-    raises_naming(TypeError, "method", ex_newton.mgrit_forward, p, X, method="serial")
+    raises_naming(TypeError, "method", ex_newton.mgrit_forward, p, X, method="sequential")
     out = ex_newton.model_speedups(64, [2], [1, 2], iters=3)
     assert set(out) == {"newton", "quasi"} and all(np.all(np.isfinite(v)) for v in out.values())

@@ -40,7 +40,7 @@ def test_reference_phased_with_h0():
 
 @pytest.mark.parametrize("method", ["reference", "fast"])
 def test_profile_step_percentages(method):
-    r = profile.profile_step(method, T=3, B=8, n=16, repeat=2)
+    r = profile.profile_step(method, T=3, batch=8, n=16, repeat=2)
     assert r["method"] == method
     assert set(r["percent"]) == set(profile.PHASES)
     assert sum(r["percent"].values()) == pytest.approx(100.0)
@@ -100,7 +100,7 @@ def test_torch_steps_compute_the_same_loss():
 
 
 def test_fusion_comparison_results_agree():
-    r = profile.fusion_comparison(B=8, n=16, T=3, repeat=2)
+    r = profile.fusion_comparison(batch=8, n=16, T=3, repeat=2)
     assert r["max_abs_diff"] < 1e-5 and r["loss_rel_diff"] < 1e-5
     assert r["separate_s"] > 0 and r["fused_1thread_s"] > 0 and r["fused_all_s"] > 0
 
@@ -116,8 +116,8 @@ def test_bad_inputs():
         profile.thread_scaling(["blas matmul"], threads=[0], n=16)
     with pytest.raises(ValueError, match="workloads"):
         profile.thread_scaling([], n=16)
-    with pytest.raises(ValueError, match="B"):
-        profile.fusion_comparison(B=0)
+    with pytest.raises(ValueError, match="batch"):
+        profile.fusion_comparison(batch=0)
     p, X, Y = _problem()
     with pytest.raises(ValueError, match="lr"):
         profile.reference_step_phased(p, X, Y, -0.1)

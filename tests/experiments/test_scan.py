@@ -39,19 +39,19 @@ def test_phases():
 
 
 def test_scan_sweep():
-    d = xs.scan_sweep(T=2048, H=8, method="chunked", chunks=3, repeat=1)
+    d = xs.scan_sweep(T=2048, nh=8, method="chunked", chunks=3, repeat=1)
     assert d["chunks"] == 3 and d["max_rel_error"] < 1e-5 and d["seconds"] > 0
-    d = xs.scan_sweep(T=1024, H=4, method="channels", threads=1, repeat=1)
+    d = xs.scan_sweep(T=1024, nh=4, method="channels", threads=1, repeat=1)
     assert d["chunks"] is None
     with pytest.raises(ValueError, match="method: expected one of"):
-        xs.scan_sweep(method="cuda")
+        xs.scan_sweep(method="cuda_chunked")
 
 
 def test_layer_speedup_and_remember_first():
     r = xs.layer_speedup("sru", 512, 1, 4, 4, repeat=1)
     assert r["layer_speedup"]["sequential"] == 1.0 and 0 < r["scan_share"] <= 1 and r["cap"] >= 1
     assert set(r["amdahl"]) == {"sequential", "channels", "chunked"}
-    t = xs.remember_first(8, H=8, max_epochs=2)
+    t = xs.remember_first(8, nh=8, max_epochs=2)
     assert [row["layer"] for row in t["rows"]] == ["lstm", "gilr_lstm"]
     assert all(row["epochs"] <= 2 for row in t["rows"])
     with pytest.raises(ValueError, match="layer: expected one of"):
@@ -69,7 +69,7 @@ def test_backward_speedup_agrees_with_the_serial_backward():
     assert r["whole_speedup"] == pytest.approx(r["ms"]["whole_seq"] / r["ms"]["whole_par"])
     assert 0 < r["scan_share"] and hasattr(r["noise"], "ok")
     with pytest.raises(ValueError, match="method"):
-        xs.backward_speedup(100, 1, method="cuda")
+        xs.backward_speedup(100, 1, method="cuda_chunked")
     with pytest.raises(ValueError, match="T"):
         xs.backward_speedup(0, 1)
 

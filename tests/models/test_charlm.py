@@ -55,7 +55,7 @@ def test_uniform_model_has_perplexity_equal_to_vocab():
     p.V[:] = 0.0  # every output is softmax(0) = uniform
     ids = np.random.default_rng(0).integers(0, 9, 200)
     assert charlm.perplexity(p, ids, T=16) == pytest.approx(9.0, rel=1e-5)
-    serial = lambda params, X: inf.forward(params, X, method="serial")  # noqa: E731
+    serial = lambda params, X: inf.forward(params, X, method="sequential")  # noqa: E731
     assert charlm.perplexity(p, ids, T=16, predict=serial) == pytest.approx(9.0, rel=1e-5)
 
 
@@ -77,7 +77,7 @@ def test_training_lowers_loss_and_perplexity_and_keeps_the_input():
     tr, va = corpus.split(ids, 0.2)
     p0 = inf.init_params(voc.size, 32, voc.size, seed=0, dtype=np.float64)
     W_before = p0.layers[0].W.copy()
-    res = charlm.train(p0, tr, steps=60, T=16, B=16, lr=1e-2, seed=0, progress=False)
+    res = charlm.train(p0, tr, steps=60, T=16, batch=16, lr=1e-2, seed=0, progress=False)
     assert isinstance(res, TrainResult) and isinstance(res.params, inf.SoftmaxRNNParams)
     assert np.array_equal(p0.layers[0].W, W_before)
     losses = res.history["loss"]
@@ -91,8 +91,8 @@ def test_training_lowers_loss_and_perplexity_and_keeps_the_input():
 def test_training_is_reproducible():
     ids = np.random.default_rng(0).integers(0, 5, 300)
     p = inf.init_params(5, 6, 5, seed=0, dtype=np.float64)
-    a = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).history["loss"]
-    b = charlm.train(p, ids, steps=5, T=8, B=4, seed=3, progress=False).history["loss"]
+    a = charlm.train(p, ids, steps=5, T=8, batch=4, seed=3, progress=False).history["loss"]
+    b = charlm.train(p, ids, steps=5, T=8, batch=4, seed=3, progress=False).history["loss"]
     assert a == b
 
 

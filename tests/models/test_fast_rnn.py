@@ -95,7 +95,7 @@ def test_fused_tanh_float32_accuracy_and_saturation(method):
 def test_serial_and_prange_twins_agree():
     rng = np.random.default_rng(3)
     z, r, h = (rng.standard_normal((37, 53)).astype(np.float32) for _ in range(3))
-    s, p = fast_rnn.fused_kernels("serial"), fast_rnn.fused_kernels("prange")
+    s, p = fast_rnn.fused_kernels("loop"), fast_rnn.fused_kernels("prange")
     a, b = z.copy(), z.copy()
     s.add_tanh_backward(a, r, h)
     p.add_tanh_backward(b, r, h)
@@ -108,7 +108,7 @@ def test_serial_and_prange_twins_agree():
 
 
 def test_twins_are_one_body_compiled_serial_and_parallel():
-    s, p = fast_rnn.fused_kernels("serial"), fast_rnn.fused_kernels("prange")
+    s, p = fast_rnn.fused_kernels("loop"), fast_rnn.fused_kernels("prange")
     assert s.add_tanh.py_func.__code__ is p.add_tanh.py_func.__code__
     assert not s.add_tanh.targetoptions.get("parallel") and p.add_tanh.targetoptions.get("parallel")
 
@@ -150,7 +150,7 @@ def test_workspace_size_and_bad_dtype():
     assert ws.nbytes == 4 * (30 + 36 + 30 + 15 + 20 + 25 + 30)
     with pytest.raises(TypeError, match="dtype"):
         fast_rnn.make_workspace(2, 3, 4, 5, 6, np.int32)
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         fast_rnn.make_workspace(2, 0, 4, 5, 6)
     with pytest.raises(ValueError, match="method"):
         fast_rnn.make_workspace(2, 3, 4, 5, 6, method="threads")
@@ -271,9 +271,9 @@ def test_phase_functions_check_their_arguments():
 @pytest.mark.timeout(30)
 @FAST
 @given(st.one_of(st.integers(max_value=0), st.floats(), st.text(max_size=2), st.none(), st.booleans()),
-       st.sampled_from(["T", "B", "nx", "nh", "ny"]))
+       st.sampled_from(["T", "batch", "nx", "nh", "ny"]))
 def test_numpy_step_and_workspace_sizes(bad, which):
-    args = dict(T=2, B=2, nx=2, nh=2, ny=2)
+    args = dict(T=2, batch=2, nx=2, nh=2, ny=2)
     args[which] = bad
     raises_naming((TypeError, ValueError), which, fast_rnn.NumpyStep, **args)
     raises_naming((TypeError, ValueError), which, fast_rnn.make_workspace, **args)

@@ -165,7 +165,7 @@ def test_classifier_gradients_and_training_reduce_loss():
     _, lm = G.classifier_loss(p, X, y, implicit=True, method="mgrit", m=2, levels=2, max_iter=20, tol=1e-14)
     np.testing.assert_allclose(lm.gru.W_hh, g.gru.W_hh, atol=1e-9)
     res = G.train_classifier(p, X, y, epochs=15, batch=8, lr=0.05, implicit=True)
-    assert isinstance(res, TrainResult) and res.seconds > 0 and res.info["method"] == "serial"
+    assert isinstance(res, TrainResult) and res.seconds > 0 and res.info["method"] == "sequential"
     losses = res.history["loss"]
     assert len(losses) == len(res.history["epoch"]) == 15 and losses[-1] < losses[0]
     assert np.array_equal(p.W_out, G.init_classifier(3, 6, 3, seed=0, dtype=np.float64).W_out)  # input untouched

@@ -88,7 +88,7 @@ def test_remember_first_batch():
 
 @pytest.mark.parametrize("layer", ["gilr_lstm", "lstm"])
 def test_training_reaches_100_percent_on_short_sequences(layer):
-    res = L.train_remember_first(layer, 8, H=8, max_epochs=30)
+    res = L.train_remember_first(layer, 8, nh=8, max_epochs=30)
     assert isinstance(res, TrainResult) and isinstance(res.params, L.ClassifierParams)
     assert res.info["converged"] and res.history["val_accuracy"][-1] == 1.0
     assert res.info["epochs"] == len(res.history["epoch"]) <= 30
@@ -100,7 +100,7 @@ def test_training_reaches_100_percent_on_short_sequences(layer):
 def test_bad_inputs():
     with pytest.raises(ValueError, match="layer: expected one of"):
         L.init_params("gru", 2, 3)
-    with pytest.raises(ValueError, match="H: expected an integer >= 1"):
+    with pytest.raises(ValueError, match="nh: expected an integer >= 1"):
         L.init_params("sru", 2, 0)
     params = L.init_params("sru", 3, 4)
     with pytest.raises(ValueError, match="X: expected shape \\(T, B, 3\\)"):

@@ -17,7 +17,7 @@ def _ids(n=400, V=7):
 
 def test_train_returns_train_result_and_methods_agree():
     ids = _ids()
-    runs = {m: lstm_lm.train_lm(ids, 7, H=8, T=6, B=4, steps=12, method=m, seed=1) for m in lstm.METHODS}
+    runs = {m: lstm_lm.train_lm(ids, 7, nh=8, T=6, batch=4, steps=12, method=m, seed=1) for m in lstm.METHODS}
     for m, r in runs.items():
         assert isinstance(r, TrainResult) and isinstance(r.params, lstm_lm.LMParams)
         assert len(r.history["loss"]) == 12 and r.seconds > 0
@@ -48,7 +48,7 @@ def test_loss_gradient_matches_finite_differences():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="method: expected one of"):
-        lstm_lm.train_lm(_ids(), 7, H=4, T=4, B=2, steps=1, method="auto")
+        lstm_lm.train_lm(_ids(), 7, nh=4, T=4, batch=2, steps=1, method="auto")
     with pytest.raises(ValueError, match="steps: expected an integer >= 1"):
         lstm_lm.train_lm(_ids(), 7, steps=0)
     with pytest.raises(ValueError, match="V: expected an integer >= 1"):
@@ -73,7 +73,7 @@ def test_lm_ids_out_of_vocabulary_named(bad):
     raises_naming(ValueError, "Y_ids", lstm_lm.lm_loss_and_grads, params, X, Xb)
     ids = np.arange(40) % 5
     ids[7] = bad
-    raises_naming(ValueError, "ids", lstm_lm.train_lm, ids, 5, H=4, T=3, B=2, steps=1)
+    raises_naming(ValueError, "ids", lstm_lm.train_lm, ids, 5, nh=4, T=3, batch=2, steps=1)
 
 
 @pytest.mark.timeout(30)
@@ -84,8 +84,8 @@ def test_lm_params_and_sizes():
     raises_naming(ValueError, "b_out", lstm_lm.LMParams, params.lstm, params.W_out, params.b_out[:-1])
     raises_naming(TypeError, "params", lstm_lm.lm_loss_and_grads, {"W_out": 1}, np.zeros((2, 1), int), np.zeros((2, 1), int))
     raises_naming(ValueError, "method", lstm_lm.lm_loss_and_grads, params, np.zeros((2, 1), int), np.zeros((2, 1), int), "fast")
-    raises_naming(ValueError, "H", lstm_lm.init_lm, 5, 10**9)
-    raises_naming(ValueError, "B", lstm_lm.train_lm, np.arange(40) % 5, 5, H=4, T=3, B=10**12, steps=1)
-    raises_naming(ValueError, "clip", lstm_lm.train_lm, np.arange(40) % 5, 5, H=4, T=3, B=2, steps=1, clip=-1.0)
+    raises_naming(ValueError, "nh", lstm_lm.init_lm, 5, 10**9)
+    raises_naming(ValueError, "batch", lstm_lm.train_lm, np.arange(40) % 5, 5, nh=4, T=3, batch=10**12, steps=1)
+    raises_naming(ValueError, "clip", lstm_lm.train_lm, np.arange(40) % 5, 5, nh=4, T=3, batch=2, steps=1, clip=-1.0)
     loss, grads = lstm_lm.lm_loss_and_grads(params, np.zeros((3, 2), int), np.ones((3, 2), int))
     assert math.isfinite(loss) and isinstance(grads, lstm_lm.LMParams)

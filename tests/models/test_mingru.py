@@ -64,12 +64,12 @@ def test_float32_log_scan_drifts_more_than_linear_scan():
     ref = _loop(*mingru.coefficients("mingru", p, X))
     err = {m: np.max(np.abs(mingru.forward("mingru", p32, X.astype(np.float32), method=m) - ref) / (np.abs(ref) + 1e-3))
            for m in mingru.METHODS}
-    assert err["sequential"] < 1e-5 and err["scan"] < 1e-5
-    assert err["log_scan"] > 10 * err["scan"]
+    assert err["sequential"] < 1e-5 and err["chunked"] < 1e-5
+    assert err["log_space"] > 10 * err["chunked"]
 
 
 def test_training_returns_trainresult_and_learns_activity():
-    r = mingru.train_activity("mingru", 64, n_train=256, n_val=128, epochs=6, H=16, method="scan")
+    r = mingru.train_activity("mingru", 64, n_train=256, n_val=128, epochs=6, nh=16, method="chunked")
     assert set(r.history) >= {"loss", "accuracy", "val_accuracy"} and r.seconds > 0
     assert isinstance(r.params, mingru.MinGRUParams)
     assert r.history["val_accuracy"][-1] > 0.5  # 4 classes: chance is 0.25
@@ -83,7 +83,7 @@ def test_training_returns_trainresult_and_learns_activity():
     (lambda p, X: mingru.forward("gru", p, X), ValueError, "kind"),
     (lambda p, X: mingru.forward("minlstm", p, X), TypeError, "params"),
     (lambda p, X: mingru.forward("mingru", p, X[..., :2]), ValueError, "X"),
-    (lambda p, X: mingru.forward("mingru", p, X, -np.ones((2, 4)), method="log_scan"), ValueError, "h0"),
+    (lambda p, X: mingru.forward("mingru", p, X, -np.ones((2, 4)), method="log_space"), ValueError, "h0"),
     (lambda p, X: mingru.forward("mingru", p, X, np.ones((3, 4))), ValueError, "h0"),
     (lambda p, X: mingru.loss_and_grads("mingru", p, X, np.array([0, 7])), ValueError, "y"),
     (lambda p, X: mingru.init_params("mingru", 0, 4), ValueError, "nx"),

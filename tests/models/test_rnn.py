@@ -109,10 +109,10 @@ def test_train_reduces_loss_and_is_reproducible():
     p = rnn.init_params(4, 8, 4, seed=0)
     X = rng.uniform(0, 1, (5, 16, 4)).astype(np.float32)
     Y = np.roll(X, 1, axis=2) * 0.8
-    res = rnn.train(p, X, Y, epochs=30, lr=0.05, batch_size=4, seed=0, progress=False)
+    res = rnn.train(p, X, Y, epochs=30, lr=0.05, batch=4, seed=0, progress=False)
     assert len(res.history["loss"]) == 31 and len(res.history["step_loss"]) == 30 * 4
     assert res.history["loss"][-1] < 0.5 * res.history["loss"][0] and res.seconds > 0
-    params, history = rnn.train(p, X, Y, epochs=30, lr=0.05, batch_size=4, seed=0, progress=False)
+    params, history = rnn.train(p, X, Y, epochs=30, lr=0.05, batch=4, seed=0, progress=False)
     np.testing.assert_array_equal(params.Whh, res.params.Whh)
     assert history == res.history
     np.testing.assert_array_equal(p.Whh, rnn.init_params(4, 8, 4, seed=0).Whh)  # input untouched
@@ -121,7 +121,7 @@ def test_train_reduces_loss_and_is_reproducible():
 def test_train_progress_bar(capsys):
     p = rnn.init_params(2, 3, 2, seed=0)
     X = np.zeros((2, 4, 2), np.float32)
-    rnn.train(p, X, X, epochs=1, lr=0.01, batch_size=2, seed=0, progress=True)
+    rnn.train(p, X, X, epochs=1, lr=0.01, batch=2, seed=0, progress=True)
     assert "training" in capsys.readouterr().err
 
 
@@ -130,7 +130,7 @@ def test_train_explodes_with_clear_message():
     p = rnn.init_params(16, 16, 16, seed=0)
     X = rng.uniform(0, 1, (4, 8, 16)).astype(np.float32)
     with pytest.raises(rnn.TrainingDiverged, match="smaller learning rate"):
-        rnn.train(p, X, X, epochs=5, lr=50.0, batch_size=4, seed=0, progress=False)
+        rnn.train(p, X, X, epochs=5, lr=50.0, batch=4, seed=0, progress=False)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -180,10 +180,10 @@ def test_other_bad_arguments():
     with pytest.raises(ValueError, match="x_t"):
         rnn.forward_step(np.zeros((2, 5)), np.zeros((2, 4)), np.zeros((3, 4)), np.zeros((4, 4)))
     p, X, Y, _ = problem(3, 4, 3, 4, 2, dtype=np.float32)
-    with pytest.raises(ValueError, match="batch_size"):
-        rnn.train(p, X, Y, epochs=1, lr=0.1, batch_size=5, seed=0, progress=False)
+    with pytest.raises(ValueError, match="batch"):
+        rnn.train(p, X, Y, epochs=1, lr=0.1, batch=5, seed=0, progress=False)
     with pytest.raises(ValueError, match="lr"):
-        rnn.train(p, X, Y, epochs=1, lr=float("nan"), batch_size=2, seed=0, progress=False)
+        rnn.train(p, X, Y, epochs=1, lr=float("nan"), batch=2, seed=0, progress=False)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -198,15 +198,15 @@ BAD_SIZES = st.one_of(st.integers(max_value=0), st.booleans(), st.floats(), st.t
 @pytest.mark.timeout(30)
 def test_forward_flops_regressions():
     raises_naming(ValueError, "T", rnn.forward_flops, -1, 2, 3, 4, 5)      # used to return -144
-    raises_naming(TypeError, "B", rnn.forward_flops, 1, "3", 3, 4, 5)      # used to return a string
+    raises_naming(TypeError, "batch", rnn.forward_flops, 1, "3", 3, 4, 5)      # used to return a string
     assert rnn.forward_flops(np.int64(2), 3, 4, 5, 6) == 2 * 2 * 3 * (4 * 5 + 25 + 30)
 
 
 @pytest.mark.timeout(30)
 @FAST
-@given(BAD_SIZES, st.sampled_from(["T", "B", "nx", "nh", "ny"]))
+@given(BAD_SIZES, st.sampled_from(["T", "batch", "nx", "nh", "ny"]))
 def test_flop_counters_reject_bad_sizes(bad, which):
-    args = dict(T=3, B=2, nx=4, nh=5, ny=6)
+    args = dict(T=3, batch=2, nx=4, nh=5, ny=6)
     args[which] = bad
     raises_naming((TypeError, ValueError), which, rnn.forward_flops, **args)
     raises_naming((TypeError, ValueError), which, rnn.bptt_flops, **args)

@@ -35,7 +35,7 @@ def test_serial_matches_the_seed_equations_by_hand():
     p, X = _problem(T=3, B=1, layers=1, dtype=np.float64)
     L = p.layers[0]
     h = np.zeros(p.nh)
-    Y = m.forward(p, X, method="serial")
+    Y = m.forward(p, X, method="sequential")
     for t in range(3):
         h = np.tanh(L.b + L.W @ h + L.U @ X[t, 0])
         o = p.c + p.V @ h
@@ -48,7 +48,7 @@ def test_serial_matches_the_seed_equations_by_hand():
 def test_batched_matches_serial(layers, dtype, tol):
     p, X = _problem(T=6, B=5, layers=layers, dtype=dtype)
     got = m.forward(p, X)  # method="batched" is the default
-    np.testing.assert_allclose(got, m.forward(p, X, method="serial"), rtol=tol, atol=tol / 10)
+    np.testing.assert_allclose(got, m.forward(p, X, method="sequential"), rtol=tol, atol=tol / 10)
     np.testing.assert_allclose(got.sum(-1), 1.0, rtol=tol)
     np.testing.assert_array_equal(got, m.batched_core(p, X))
 
@@ -68,7 +68,7 @@ def test_step_is_the_seed_loop_body():
     p, X = _problem(T=3, B=1, layers=2, dtype=np.float64)
     h = [np.zeros(p.nh) for _ in p.layers]
     probs = [m.softmax(m.step(p, X[t, 0], h)) for t in range(3)]
-    np.testing.assert_allclose(np.stack(probs), m.forward(p, X, method="serial")[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(np.stack(probs), m.forward(p, X, method="sequential")[:, 0], rtol=1e-12)
 
 
 def test_softmax_is_stable_and_normalised():
@@ -103,7 +103,7 @@ def test_forward_bad_inputs():
     with pytest.raises(ValueError, match=r"X: expected shape"):
         m.forward(p, X[..., :5])
     with pytest.raises(ValueError, match="empty"):
-        m.forward(p, X[:0], method="serial")
+        m.forward(p, X[:0], method="sequential")
     with pytest.raises(ValueError, match="empty"):
         m.forward(p, X[:, :0])
     with pytest.raises(TypeError, match="params: expected a course_lib.models.softmax_rnn.SoftmaxRNNParams"):
@@ -124,7 +124,7 @@ def test_mismatched_layer_sizes_are_reported():
     p, X = _problem(layers=1)
     p.layers[0].W = p.layers[0].W.astype(np.float64)
     with pytest.raises(TypeError, match=r"layers\[0\].W: expected dtype float32"):
-        m.forward(p, X, method="serial")
+        m.forward(p, X, method="sequential")
 
 
 def test_init_params_bad_inputs():

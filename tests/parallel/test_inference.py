@@ -22,14 +22,14 @@ def _problem(T=5, B=4, nx=6, nh=8, vocab=7, layers=2, seed=0, dtype=np.float32):
 
 
 def _serial(p, X):
-    return softmax_rnn.forward(p, X, method="serial")
+    return softmax_rnn.forward(p, X, method="sequential")
 
 
 def test_methods_list_and_default():
-    assert inf.METHODS == ("serial", "batched", "threads", "wavefront", "mpi", "cuda")
+    assert inf.METHODS == ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched")
     p, X = _problem()
     np.testing.assert_array_equal(inf.predict(p, X), softmax_rnn.forward(p, X))  # default: batched
-    np.testing.assert_array_equal(inf.predict(p, X, method="serial"), _serial(p, X))
+    np.testing.assert_array_equal(inf.predict(p, X, method="sequential"), _serial(p, X))
 
 
 @pytest.mark.parametrize("layers", [1, 3])
@@ -53,8 +53,9 @@ def test_cuda_kernel_matches_serial_at_tiny_size():
     if backend.cuda_mode() == "unavailable":
         pytest.skip("numba was imported before course_lib and there is no GPU")
     p, X = _problem(T=3, B=2, nx=3, nh=4, vocab=5, layers=2)
-    np.testing.assert_allclose(inf.predict(p, X, method="cuda"), _serial(p, X), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(inf.predict(p, X, method="cuda", block=(2, 1)), _serial(p, X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched"), _serial(p, X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inf.predict(p, X, method="cuda_batched", block=(2, 1)), _serial(p, X),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_cuda_refuses_large_simulated_problems_and_bad_blocks():
@@ -154,7 +155,7 @@ def test_data_parallel_model():
     m = inf.data_parallel_model(8, 4, t_seq=1.0)
     assert m["time"] == 2.0 and m["speedup"] == 4.0
     assert inf.data_parallel_model(8, 4, t_seq=1.0, t_comm=0.5)["speedup"] < 4.0
-    with pytest.raises(ValueError, match="B"):
+    with pytest.raises(ValueError, match="batch"):
         inf.data_parallel_model(0, 1, 1.0)
     with pytest.raises(ValueError, match="t_seq"):
         inf.data_parallel_model(4, 1, 0.0)

@@ -28,7 +28,7 @@ def _problem(T=5, B=7, layers=2):
 def test_mpi_two_ranks_match_serial():
     p, X = _problem()
     res = inf.run_mpi(p, X, ranks=2, timeout=60)
-    np.testing.assert_allclose(res.probs, softmax_rnn.forward(p, X, method="serial"), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res.probs, softmax_rnn.forward(p, X, method="sequential"), rtol=1e-5, atol=1e-6)
     assert res.counts == [4, 3] and res.ranks == 2
     assert set(res.times) == {"bcast", "scatter", "compute", "gather"}
     # every rank's phase time lies inside the launch, and each rank did its share of the work
@@ -43,7 +43,7 @@ def test_mpi_two_ranks_match_serial():
 def test_mpi_three_ranks_with_uneven_custom_counts():
     p, X = _problem(B=7, layers=1)
     res = inf.run_mpi(p, X, ranks=3, counts=[1, 5, 1], timeout=60, repeat=2)
-    np.testing.assert_allclose(res.probs, softmax_rnn.forward(p, X, method="serial"), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res.probs, softmax_rnn.forward(p, X, method="sequential"), rtol=1e-5, atol=1e-6)
 
 
 @needs_mpi

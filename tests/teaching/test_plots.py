@@ -151,3 +151,14 @@ def test_plots_good_data_still_draw():
     assert sorted(cells) == sorted(f"h{l},{t}" for l in range(2) for t in range(3))
     # arrows: x->h0 and h_top->y per step (2*3), layer below per cell above 0 (1*3), previous step (2*2)
     assert sum(1 for t in ax.texts if t.get_text() == "") == 6 + 3 + 4
+
+
+def test_lstm_batch_lines_read_the_latency_result():
+    """latency_plot / overhead_plot draw what experiments.lstm.latency_vs_batch returns (keys B, nh, noise)."""
+    from course_lib.core.timing import Noise
+    from course_lib.teaching.plots import lstm as lstm_plots
+
+    data = {"B": [1, 4], "nh": 8, "noise": Noise(), "naive": [2.0, 3.0], "fused_pre": [1.0, 1.5]}
+    ax = lstm_plots.latency_plot(data)
+    assert "nh = 8" in ax.get_title() and sorted(line.get_label() for line in ax.get_lines()) == ["fused_pre", "naive"]
+    plt.close("all")

@@ -16,12 +16,12 @@ Three pieces, each plain data:
               ``messages`` and ``comm_bytes``, the model's own ``counts`` (cells, steps, combines ...) and
               the predicted ``seconds`` with its parts.
 
-Methods (:data:`METHODS`): ``serial`` (one sequence, one step at a time), ``batched`` (GEMM over the
+Methods (:data:`METHODS`): ``sequential`` (one sequence, one step at a time), ``batched`` (GEMM over the
 batch), ``threads`` (the batch split over CPU threads), ``wavefront`` (layers x time diagonals), ``mpi``
-(the batch split over ranks; an allreduce of gradients when training), ``scan`` (linear recurrences:
+(the batch split over ranks; an allreduce of gradients when training), ``chunked`` (linear recurrences:
 parallel over time, chunked), ``channels`` (linear recurrences: parallel over channels), ``mgrit``,
-``deer`` and ``quasi_deer`` (nonlinear recurrences, parallel over time), ``gpu_scan`` and
-``gpu_batched`` (a GPU, when the machine has one).
+``newton`` and ``quasi`` (nonlinear recurrences, parallel over time), ``cuda_chunked`` and
+``cuda_batched`` (a GPU, when the machine has one).
 
 The time of a method is a roofline with overheads::
 

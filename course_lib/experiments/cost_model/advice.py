@@ -65,7 +65,7 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     costs = predict_all(problem, machine, methods, **(opts or {}))
     if not costs:
         raise ValueError(f"problem: no method applies to {problem.describe()}")
-    base = costs.get("serial")
+    base = costs.get("sequential")
     out = []
     for k, c in costs.items():
         err = (calibration or {}).get(k)

@@ -17,10 +17,10 @@ Builders for the course's schedules (costs are arguments: a caller passes second
 or unit costs to count steps):
 
 ``wavefront_graph(T, L, cell, P=, barrier=)``      chapter 07's layer wavefront (cells (l, t))
-``data_parallel_graph(B, P, per_seq, ...)``        chapter 07's MPI batch split (scatter, compute, gather
+``data_parallel_graph(batch, P, per_seq, ...)``        chapter 07's MPI batch split (scatter, compute, gather
                                                    or an allreduce of gradients when training)
 ``mgrit_graph(nt, m=, levels=, iters=, P=, step=, latency=)``   chapter 10's MGRIT V-cycles, phase by phase
-``deer_graph(T, H, iters=, P=, method=)``          chapter 11's DEER iterations (flops per task)
+``deer_graph(T, nh, iters=, P=, method=)``          chapter 11's DEER iterations (flops per task)
 ``blelloch_graph(T, combine=)``, ``hillis_steele_graph(T, combine=)``   chapter 08's scans, one task per combine
 ``chunked_scan_graph(T, P, reduce, carry, expand, launch=)``    the reduce / carries / expand scan (CPU or GPU)
 ``threads_step_graph(T, P, parallel_part, serial_part, barrier=)``  a step loop split over P threads (Halide, BLAS)
@@ -256,25 +256,25 @@ def wavefront_graph(T: int, L: int, cell: float = 1.0, *, barrier: bool = True, 
     return g
 
 
-def data_parallel_graph(B: int, P: int, per_seq: float, *, scatter: float = 0.0, gather: float = 0.0,
+def data_parallel_graph(batch: int, P: int, per_seq: float, *, scatter: float = 0.0, gather: float = 0.0,
                         latency: float = 0.0, allreduce: float | None = None, steps: int = 1) -> TaskGraph:
-    """``P`` ranks each run ``ceil``-split shares of ``B`` sequences (``per_seq`` each). Inference:
+    """``P`` ranks each run ``ceil``-split shares of ``batch`` sequences (``per_seq`` each). Inference:
     rank 0 sends each rank its share (``scatter`` s per sequence + ``latency`` per message) and gathers
     the results. Training (``allreduce`` given, s per step): ``steps`` steps, each ending with a
     tree allreduce of the gradients (``2 ceil(log2 P)`` rounds of ``latency + allreduce / ...``)."""
-    B = check_positive_int(B, "B")
+    batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
     _check_costs(per_seq=per_seq, scatter=scatter, gather=gather, latency=latency)
     if allreduce is not None:
         _check_costs(allreduce=allreduce)
         steps = check_positive_int(steps, "steps")
-        k = min(B, P)
+        k = min(batch, P)
         phases = steps * (1 + 2 * math.ceil(math.log2(k)) if k > 1 else steps)
         _check_graph_size(phases * k, phases * k * k, "P" if k * k > steps else "steps")
     else:
-        _check_graph_size(3 * min(B, P), 4 * min(B, P), "P")
-    shares = _split(B, P)
-    g = TaskGraph(f"data-parallel B={B} P={P}")
+        _check_graph_size(3 * min(batch, P), 4 * min(batch, P), "P")
+    shares = _split(batch, P)
+    g = TaskGraph(f"data-parallel B={batch} P={P}")
     prev: list[str] = []
     if allreduce is None:
         sends = [g.add(f"send{i}", latency + scatter * shares[i], [], kind="comm", proc=0) if i else None
@@ -346,21 +346,21 @@ def mgrit_graph(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int 
 
 
 # --------------------------------------------------------------------------- chapter 11
-def deer_graph(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton",
+def deer_graph(T: int, nh: int, *, iters: int, P: int = 1, method: str = "newton",
                step_flops: float | None = None) -> TaskGraph:
     """``iters`` DEER iterations on ``P`` processors, costs in flops (as
     :func:`course_lib.algorithms.newton.span_model` counts them): evaluate f and its Jacobian at every
     t (split over P), then the chunked matrix scan -- reduce each chunk (matrix-matrix combines), a
     tree over the chunk results (``2 ceil(log2 P)`` combines, serial), expand each chunk (matrix-vector)."""
     T = check_positive_int(T, "T")
-    H = check_positive_int(H, "H")
+    nh = check_positive_int(nh, "nh")
     iters = check_positive_int(iters, "iters")
     P = check_positive_int(P, "P")
     check_choice(method, "method", ("newton", "quasi", "damped"))
-    c = 6.0 * H * H + 20.0 * H if step_flops is None else check_float(step_flops, "step_flops", low=0.0)
-    jac = 20.0 * H if method == "quasi" else 6.0 * H * H
-    cb = 1 if method == "quasi" else H
-    nb = H if method == "quasi" else 1
+    c = 6.0 * nh * nh + 20.0 * nh if step_flops is None else check_float(step_flops, "step_flops", low=0.0)
+    jac = 20.0 * nh if method == "quasi" else 6.0 * nh * nh
+    cb = 1 if method == "quasi" else nh
+    nb = nh if method == "quasi" else 1
     k = min(T, P)
     phases = iters * (3 + 2 * math.ceil(math.log2(k)) if k > 1 else 3 * iters)
     _check_graph_size(phases * k, phases * k * k, "P" if k * k > iters else "iters")
@@ -368,10 +368,10 @@ def deer_graph(T: int, H: int, *, iters: int, P: int = 1, method: str = "newton"
     matmat = 2.0 * cb ** 3 * nb + matvec
     shares = _split(T, P)
     tree = 2 * math.ceil(math.log2(len(shares))) if len(shares) > 1 else 0
-    g = TaskGraph(f"DEER T={T} H={H} P={P} {method}")
+    g = TaskGraph(f"DEER T={T} H={nh} P={P} {method}")
     prev: list[str] = []
     for it in range(iters):
-        prev = _phase(g, f"it{it}/f+J", [s * (c + jac + H) for s in shares], prev)
+        prev = _phase(g, f"it{it}/f+J", [s * (c + jac + nh) for s in shares], prev)
         prev = _phase(g, f"it{it}/reduce", [s * matmat for s in shares], prev)
         for r in range(tree):
             prev = [g.add(f"it{it}/tree{r}", matmat, prev, kind="serial", proc=0)]

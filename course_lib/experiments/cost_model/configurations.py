@@ -34,8 +34,8 @@ def _config_03(small: bool):
     B, T, H = (16, 10, 128) if small else (32, 10, 256)
     p = rnn.init_params(H, H, H, seed=0)
     X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
-    prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=1, ny=H)
-    return prob, {"serial": ("serial", {}, lambda: forward_one_at_a_time(p, X)),
+    prob = Problem("rnn", "inference", batch=B, T=T, nh=H, layers=1, ny=H)
+    return prob, {"sequential": ("sequential", {}, lambda: forward_one_at_a_time(p, X)),
                   "batched": ("batched", {}, lambda: rnn.forward(p, X))}, 1, {}
 
 
@@ -52,7 +52,7 @@ def _config_05(small: bool):
             with backend.blas_threads(n):
                 rnn.forward(p, X)
         return run
-    prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=1, ny=H)
+    prob = Problem("rnn", "inference", batch=B, T=T, nh=H, layers=1, ny=H)
     return prob, {"batched": ("batched", {}, on(1)), f"threads ({P})": ("threads", {"P": P}, on(P))}, None, {}
 
 
@@ -64,23 +64,23 @@ def _config_07(small: bool):
     P = backend.cpu_count()
     params = init_params(32, H, 32, layers=L, seed=0)
     X = np.random.default_rng(1).standard_normal((T, B, 32)).astype(np.float32)
-    prob = Problem("rnn", "inference", B=B, T=T, H=H, layers=L, nx=32, ny=32)
+    prob = Problem("rnn", "inference", batch=B, T=T, nh=H, layers=L, nx=32, ny=32)
     run = {m: (lambda m=m: inference.predict(params, X, method=m, **({"threads": P} if m in ("threads", "wavefront")
                                                                         else {})))
-           for m in ("serial", "batched", "threads", "wavefront")}
+           for m in ("sequential", "batched", "threads", "wavefront")}
     return prob, {m: (m, {"P": P} if m in ("threads", "wavefront") else {}, f) for m, f in run.items()}, 1, {}
 
 
-def _config_08(small: bool, H: int):
+def _config_08(small: bool, nh: int):
     from ...algorithms import scan  # noqa: PLC0415
 
-    T = (1 << 18 if small else 1 << 20) // max(1, H // 8)
-    a, x, h0 = scan.random_problem(T, H, seed=0)
+    T = (1 << 18 if small else 1 << 20) // max(1, nh // 8)
+    a, x, h0 = scan.random_problem(T, nh, seed=0)
     out = np.empty_like(a)
     P = backend.max_threads()  # numba threads the chunked and channels scans can use here
-    prob = Problem("linear", "inference", B=1, T=T, H=H)
-    return prob, {"sequential": ("serial", {}, lambda: scan.linear_recurrence(a, x, h0, out=out)),
-                  "chunked": ("scan", {"P": P}, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)),
+    prob = Problem("linear", "inference", batch=1, T=T, nh=nh)
+    return prob, {"sequential": ("sequential", {}, lambda: scan.linear_recurrence(a, x, h0, out=out)),
+                  "chunked": ("chunked", {"P": P}, lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)),
                   "channels": ("channels", {"P": P},
                                lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out))}, None, {}
 
@@ -95,8 +95,8 @@ def _config_10(small: bool):
     opts = dict(m=4, levels=2, relax="FCF", max_iter=30, tol=1e-5)
     _, hist = gru.gru_forward(p, X, implicit=True, method="mgrit", return_history=True, **opts)
     iters = max(1, len(hist))
-    prob = Problem("gru", "inference", B=B, T=T, H=H, nx=8)
-    return prob, {"serial GRU": ("batched", {}, lambda: gru.gru_forward(p, X, implicit=True)),
+    prob = Problem("gru", "inference", batch=B, T=T, nh=H, nx=8)
+    return prob, {"batched GRU": ("batched", {}, lambda: gru.gru_forward(p, X, implicit=True)),
                   "mgrit (1 thread)": ("mgrit", {"P": 1, "iters": iters},
                                        lambda: gru.gru_forward(p, X, implicit=True, method="mgrit", **opts)),
                   f"mgrit ({P} threads)": ("mgrit", {"P": P, "iters": iters},
@@ -115,11 +115,11 @@ def _config_11(small: bool):
     for m in ("newton", "quasi"):
         _, hist = deer.gru_forward(p, X, method=m, tol=1e-8, return_history=True)
         its[m] = max(1, len(hist) - 1)
-    prob = Problem("gru", "inference", B=B, T=T, H=H, nx=3)
-    return prob, {"serial GRU": ("batched", {}, lambda: gru.gru_forward(p, X)),
-                  "deer": ("deer", {"iters": its["newton"], "P": 1},
+    prob = Problem("gru", "inference", batch=B, T=T, nh=H, nx=3)
+    return prob, {"batched GRU": ("batched", {}, lambda: gru.gru_forward(p, X)),
+                  "newton": ("newton", {"iters": its["newton"], "P": 1},
                            lambda: deer.gru_forward(p, X, method="newton", tol=1e-8)),
-                  "quasi_deer": ("quasi_deer", {"iters": its["quasi"], "P": 1},
+                  "quasi": ("quasi", {"iters": its["quasi"], "P": 1},
                                  lambda: deer.gru_forward(p, X, method="quasi", tol=1e-8))}, 1, \
         {"iterations": its}
 
@@ -273,7 +273,7 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
 SEED_SCHEDULES = {
     "000.halide.summary.speedup": ("05 threads", "batched", "threads"),
     "001.summary.kernel_speedup": ("08 scan (H=128)", "sequential", "chunked"),
-    "002.speedup.max": ("10 MGRIT", "serial GRU", "mgrit"),
+    "002.speedup.max": ("10 MGRIT", "batched GRU", "mgrit"),
 }
 
 
@@ -283,8 +283,8 @@ def seed_schedules() -> dict:
     ``simulated`` = one-processor time / the simulated makespan."""
     out = {}
     phi = Machine.preset("xeon_phi")
-    prob = Problem("rnn", "training", B=1000, T=10, H=1000, ny=1000)
-    f, b, _ = step_cost(prob, phi, prob.B)
+    prob = Problem("rnn", "training", batch=1000, T=10, nh=1000, ny=1000)
+    f, b, _ = step_cost(prob, phi, prob.batch)
     par = f / (1e9 * phi.gemm_gflops_core)             # the GEMMs of one step on one core
     elem = b / phi.bandwidth(phi.cores)               # element-wise passes: the memory bus, shared by all cores
     g = cluster.threads_step_graph(prob.T, phi.cores, parallel_part=par, serial_part=elem, barrier=phi.region_s)
@@ -329,7 +329,7 @@ def measured_speedups(cal: Calibration) -> dict:
 
 
 # =========================================================================== the widget's data
-def ranking_and_maps(B: int = 32, T: int = 256, H: int = 128, layers: int = 2, cores: int = 2, gpu: bool = False,
+def ranking_and_maps(batch: int = 32, T: int = 256, nh: int = 128, layers: int = 2, cores: int = 2, gpu: bool = False,
                      kind: str = "rnn", mode: str = "inference", *, machine: Machine | None = None,
                      calibration: dict | None = None, n: int = 6) -> dict:
     """The slider panel's data: the advisor's ranking for one problem on ``machine`` with ``cores``
@@ -338,18 +338,18 @@ def ranking_and_maps(B: int = 32, T: int = 256, H: int = 128, layers: int = 2, c
     base = Machine.measure() if machine is None else machine
     mach = base.with_cores(check_positive_int(cores, "cores", high=4096))
     mach = mach.with_gpu(GPU.assumed() if gpu else None)
-    prob = Problem(kind, mode, B=B, T=T, H=H, layers=1 if kind == "linear" else layers)
+    prob = Problem(kind, mode, batch=batch, T=T, nh=nh, layers=1 if kind == "linear" else layers)
     adv = advise(prob, mach, calibration=calibration)
 
     def win(p, m):
         return advise(p, m, calibration=calibration)[0].method
 
     Ts = sorted({max(8, int(T * 4.0 ** k)) for k in np.linspace(-2, 2, n)})
-    Hs = sorted({max(4, int(H * 4.0 ** k)) for k in np.linspace(-1.5, 1.5, n)})
-    Bs = sorted({max(1, int(B * 4.0 ** k)) for k in np.linspace(-2, 2, n)})
+    Hs = sorted({max(4, int(nh * 4.0 ** k)) for k in np.linspace(-1.5, 1.5, n)})
+    Bs = sorted({max(1, int(batch * 4.0 ** k)) for k in np.linspace(-2, 2, n)})
     Ps = sorted({max(1, int(cores * 4.0 ** k)) for k in np.linspace(-1, 2, n)})
-    th = [[win(replace(prob, T=t, H=h), mach) for t in Ts] for h in Hs]
-    bp = [[win(replace(prob, B=b), base.with_cores(P).with_gpu(mach.gpu)) for b in Bs] for P in Ps]
+    th = [[win(replace(prob, T=t, nh=h), mach) for t in Ts] for h in Hs]
+    bp = [[win(replace(prob, batch=b), base.with_cores(P).with_gpu(mach.gpu)) for b in Bs] for P in Ps]
     return {"problem": prob, "machine": mach, "advice": adv,
             "TH": {"x": Ts, "y": Hs, "winner": th, "xlabel": "T", "ylabel": "H"},
             "BP": {"x": Bs, "y": Ps, "winner": bp, "xlabel": "B", "ylabel": "cores P"}}

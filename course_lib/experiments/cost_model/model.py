@@ -17,30 +17,30 @@ __all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", 
 
 KINDS = ("rnn", "lstm", "gru", "linear")
 MODES = ("inference", "training")
-METHODS = ("serial", "batched", "threads", "wavefront", "mpi", "scan", "channels", "mgrit", "deer", "quasi_deer",
-           "gpu_scan", "gpu_batched")
+METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "chunked", "channels", "mgrit", "newton", "quasi",
+           "cuda_chunked", "cuda_batched")
 GATES = {"rnn": 1, "gru": 3, "lstm": 4, "linear": 0}
 # library calls per cell (one layer, one step) in the course's numpy code: GEMVs/GEMMs, adds, activations, stores
 CALLS_PER_CELL = {"rnn": 5, "gru": 20, "lstm": 18, "linear": 0}
 CALLS_OUTPUT = 7          # softmax output per step: product, bias, max, subtract, exp, sum, divide
 TRAIN_FACTOR = 3.0        # backward ~ 2x forward flops and calls
 MGRIT_ITERS = 2           # the seed's and chapter 10's setting (iterations are a property of the dynamics)
-DEER_ITERS = {"deer": 6, "quasi_deer": 20}
+DEER_ITERS = {"newton": 6, "quasi": 20}
 ITEMSIZE = 4              # float32
 
 
 @dataclass(frozen=True)
 class Problem:
-    """What is to be computed: a ``kind`` of recurrent model in a ``mode``, ``B`` sequences of ``T``
-    steps, ``H`` hidden units, ``layers`` stacked layers, ``nx`` inputs (default H), ``ny`` outputs per
+    """What is to be computed: a ``kind`` of recurrent model in a ``mode``, ``batch`` sequences of ``T``
+    steps, ``nh`` hidden units, ``layers`` stacked layers, ``nx`` inputs (default nh), ``ny`` outputs per
     step (0: none). ``linear`` is the element-wise recurrence ``h_t = a_t * h_{t-1} + x_t`` of chapter 08
-    (``B * H`` independent channels)."""
+    (``batch * nh`` independent channels)."""
 
     kind: str = "rnn"
     mode: str = "inference"
-    B: int = 1
+    batch: int = 1
     T: int = 100
-    H: int = 128
+    nh: int = 128
     layers: int = 1
     nx: int | None = None
     ny: int = 0
@@ -48,7 +48,7 @@ class Problem:
     def __post_init__(self):
         check_choice(self.kind, "kind", KINDS)
         check_choice(self.mode, "mode", MODES)
-        for name in ("B", "T", "H", "layers"):
+        for name in ("batch", "T", "nh", "layers"):
             check_positive_int(getattr(self, name), name, high=1 << 30)
         if self.nx is not None:
             check_positive_int(self.nx, "nx", high=1 << 30)
@@ -58,7 +58,7 @@ class Problem:
 
     @property
     def n_in(self) -> int:
-        return self.H if self.nx is None else self.nx
+        return self.nh if self.nx is None else self.nx
 
     @property
     def training(self) -> bool:
@@ -68,26 +68,26 @@ class Problem:
         """Flops of one cell (one layer, one step) for ``rows`` sequences, forward."""
         rows = check_float(rows, "rows", low=0.0)
         if self.kind == "linear":
-            return 2.0 * rows * self.H
+            return 2.0 * rows * self.nh
         g = GATES[self.kind]
-        return rows * (2.0 * g * self.H * (self.n_in + self.H) + 10.0 * g * self.H)
+        return rows * (2.0 * g * self.nh * (self.n_in + self.nh) + 10.0 * g * self.nh)
 
     def output_flops(self, rows: int = 1) -> float:
         rows = check_float(rows, "rows", low=0.0)
-        return rows * (2.0 * self.H * self.ny + 5.0 * self.ny) if self.ny else 0.0
+        return rows * (2.0 * self.nh * self.ny + 5.0 * self.ny) if self.ny else 0.0
 
     def param_bytes(self) -> float:
         if self.kind == "linear":
             return 0.0
         g = GATES[self.kind]
-        return ITEMSIZE * self.layers * g * self.H * (self.n_in + self.H + 1) + ITEMSIZE * self.ny * (self.H + 1)
+        return ITEMSIZE * self.layers * g * self.nh * (self.n_in + self.nh + 1) + ITEMSIZE * self.ny * (self.nh + 1)
 
     def flops(self) -> float:
-        f = self.T * (self.layers * self.cell_flops(self.B) + self.output_flops(self.B))
+        f = self.T * (self.layers * self.cell_flops(self.batch) + self.output_flops(self.batch))
         return f * (TRAIN_FACTOR if self.training else 1.0)
 
     def describe(self) -> str:
-        return (f"{self.kind} {self.mode}, B={self.B}, T={self.T}, H={self.H}, layers={self.layers}"
+        return (f"{self.kind} {self.mode}, batch={self.batch}, T={self.T}, nh={self.nh}, layers={self.layers}"
                 + (f", ny={self.ny}" if self.ny else ""))
 
 
@@ -146,22 +146,22 @@ def _calls_per_step(p: Problem) -> float:
 def _need_nonlinear(p: Problem, method: str):
     if p.kind == "linear":
         raise ValueError(f"kind: {method} solves nonlinear recurrences; a linear recurrence (kind='linear') is "
-                         f"solved exactly by a scan -- use method 'scan'")
+                         f"solved exactly by a scan -- use method 'chunked'")
 
 
 def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[float, float, float]:
     """(flops, bytes, calls) of one time step of all layers for ``rows`` sequences."""
     f = p.layers * p.cell_flops(rows) + p.output_flops(rows)
-    elem = 3 * ITEMSIZE * rows * max(1, GATES[p.kind]) * p.H * p.layers * 4  # element-wise passes
+    elem = 3 * ITEMSIZE * rows * max(1, GATES[p.kind]) * p.nh * p.layers * 4  # element-wise passes
     return f * _train(p), elem * _train(p), _calls_per_step(p) * _train(p)
 
 
-def cost_serial(p: Problem, m: Machine) -> Cost:
+def cost_sequential(p: Problem, m: Machine) -> Cost:
     """One sequence, one step, one layer at a time: matrix-*vector* products (GEMV), B T layers cells;
     a linear recurrence is the compiled loop over time (one dependent step per time step)."""
-    c = Cost("serial", p, 1)
+    c = Cost("sequential", p, 1)
     if p.kind == "linear":
-        n = p.B * p.H
+        n = p.batch * p.nh
         c.work = c.span = 2.0 * p.T * n * _train(p)
         c.bytes = 3 * ITEMSIZE * p.T * n * _train(p)
         c.calls = 1
@@ -172,36 +172,36 @@ def cost_serial(p: Problem, m: Machine) -> Cost:
         c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"]
         return c
     f, b, k = step_cost(p, m, 1)
-    c.work = c.span = p.B * p.T * f
-    c.bytes = p.B * p.T * b
-    c.calls = p.B * p.T * k
-    c.counts = {"cells": p.B * p.T * p.layers}
+    c.work = c.span = p.batch * p.T * f
+    c.bytes = p.batch * p.T * b
+    c.calls = p.batch * p.T * k
+    c.counts = {"cells": p.batch * p.T * p.layers}
     return _finish(c, m, rate=m.gemm_rate(1), bw=m.bandwidth(1))
 
 
 def cost_batched(p: Problem, m: Machine) -> Cost:
     """All B sequences together: per step and layer one GEMM of B rows (chapter 03)."""
     if p.kind == "linear":
-        c = cost_serial(p, m)
+        c = cost_sequential(p, m)
         c.method = "batched"
         return c
     c = Cost("batched", p, 1)
-    f, b, k = step_cost(p, m, p.B)
+    f, b, k = step_cost(p, m, p.batch)
     c.work = c.span = p.T * f
     c.bytes = p.T * b
     c.calls = p.T * k
     c.counts = {"steps": p.T * p.layers}
-    return _finish(c, m, rate=m.gemm_rate(p.B), bw=m.bandwidth(1))
+    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(1))
 
 
 def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """The batch split over ``P`` threads of one process, each running the batched pass on its share;
     the library calls hold the GIL, so they add up over threads; one hand-off to the pool."""
-    P = min(m.cores if P is None else check_positive_int(P, "P"), p.B)
-    if p.B < 2:
-        raise ValueError("B: splitting the batch over threads needs B >= 2 sequences")
+    P = min(m.cores if P is None else check_positive_int(P, "P"), p.batch)
+    if p.batch < 2:
+        raise ValueError("batch: splitting the batch over threads needs batch >= 2 sequences")
     c = Cost("threads", p, P)
-    share = math.ceil(p.B / P)
+    share = math.ceil(p.batch / P)
     f, b, k = step_cost(p, m, share)
     c.work = p.T * f * P
     c.span = p.T * f
@@ -229,24 +229,24 @@ def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
     P = min(m.cores if P is None else check_positive_int(P, "P"), p.layers)
     wc = wavefront_counts(p.T, p.layers, P)
     c = Cost("wavefront", p, P)
-    cell = p.cell_flops(p.B) * _train(p)
-    c.work = wc["work"] * cell + p.T * p.output_flops(p.B)
-    c.span = wc["steps"] * cell + p.T * p.output_flops(p.B)
-    c.bytes = wc["work"] * 3 * ITEMSIZE * p.B * max(1, GATES[p.kind]) * p.H * 4 * _train(p)
+    cell = p.cell_flops(p.batch) * _train(p)
+    c.work = wc["work"] * cell + p.T * p.output_flops(p.batch)
+    c.span = wc["steps"] * cell + p.T * p.output_flops(p.batch)
+    c.bytes = wc["work"] * 3 * ITEMSIZE * p.batch * max(1, GATES[p.kind]) * p.nh * 4 * _train(p)
     c.calls = (wc["work"] * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)) * _train(p)
     c.regions = wc["span"] * _train(p)
     c.counts = wc
-    return _finish(c, m, rate=m.gemm_rate(p.B), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """The batch split over ``P`` ranks (separate processes: their calls run in parallel). Inference:
     scatter inputs, gather outputs. Training: per step an allreduce of the gradients."""
-    P = min(m.cores if P is None else check_positive_int(P, "P"), p.B)
-    if p.B < 2:
-        raise ValueError("B: splitting the batch over MPI ranks needs B >= 2 sequences")
+    P = min(m.cores if P is None else check_positive_int(P, "P"), p.batch)
+    if p.batch < 2:
+        raise ValueError("batch: splitting the batch over MPI ranks needs batch >= 2 sequences")
     c = Cost("mpi", p, P)
-    share = math.ceil(p.B / P)
+    share = math.ceil(p.batch / P)
     f, b, k = step_cost(p, m, share)
     c.work, c.span = p.T * f * P, p.T * f
     c.bytes, c.calls = p.T * b * P, p.T * k * P
@@ -256,7 +256,7 @@ def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
         c.comm_bytes = 2 * p.param_bytes() * (P - 1) / P
     else:
         c.messages = 2 * (P - 1)
-        c.comm_bytes = ITEMSIZE * p.T * p.B * (p.n_in + max(p.ny, p.H)) * (P - 1) / P
+        c.comm_bytes = ITEMSIZE * p.T * p.batch * (p.n_in + max(p.ny, p.nh)) * (P - 1) / P
     c.counts = {"share": share, "rounds": rounds}
     return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), gil=False)
 
@@ -264,7 +264,7 @@ def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
 def scan_counts(method: str, T: int) -> dict:
     """Combines (work) and parallel steps (span) of one scan, closed form: sequential T-1 / T-1;
     Hillis-Steele ``sum_{d < ceil log2 T} (T - 2^d)`` / ``ceil log2 T``; Blelloch ``2(n - 1)`` / ``2 log2 n``
-    (n = T padded to a power of two); chunked on P = 2 chunks per thread: see :func:`cost_scan`."""
+    (n = T padded to a power of two); chunked on P = 2 chunks per thread: see :func:`cost_chunked`."""
     check_choice(method, "method", ("sequential", "hillis_steele", "blelloch"))
     T = check_positive_int(T, "T")
     lv = (T - 1).bit_length()
@@ -278,16 +278,16 @@ def scan_counts(method: str, T: int) -> dict:
 def _need_linear(p: Problem, method: str):
     if p.kind != "linear":
         raise ValueError(f"kind: {method} computes linear recurrences (kind='linear'); a {p.kind} is nonlinear -- "
-                         f"use 'deer', 'quasi_deer' or 'mgrit' for its time axis")
+                         f"use 'newton', 'quasi' or 'mgrit' for its time axis")
 
 
-def cost_scan(p: Problem, m: Machine, P: int | None = None) -> Cost:
+def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Chapter 08's chunked scan over time on ``P`` threads: reduce (read a, x) + expand (read a, x,
     write h): 20 bytes per element instead of 12; few channels use SIMD lanes over time."""
-    _need_linear(p, "scan")
+    _need_linear(p, "chunked")
     P = m.cores if P is None else check_positive_int(P, "P")
-    n = p.B * p.H
-    c = Cost("scan", p, P)
+    n = p.batch * p.nh
+    c = Cost("chunked", p, P)
     tr = _train(p)
     c.work = 4.0 * p.T * n * tr
     c.span = 4.0 * math.ceil(p.T / P) * n * tr
@@ -310,7 +310,7 @@ def cost_scan(p: Problem, m: Machine, P: int | None = None) -> Cost:
 def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Parallel over channel groups: each thread runs the whole time loop on ``B H / P`` channels."""
     _need_linear(p, "channels")
-    n = p.B * p.H
+    n = p.batch * p.nh
     P = min(m.cores if P is None else check_positive_int(P, "P"), n)
     c = Cost("channels", p, P)
     tr = _train(p)
@@ -351,56 +351,56 @@ def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | Non
     if p.T < cf:
         raise ValueError(f"T: MGRIT needs at least m = {cf} time steps to coarsen, got {p.T}")
     mc = mgrit_counts(p.T, P, iters=iters, m=cf, levels=levels)
-    f, b, k = step_cost(p, m, p.B)
+    f, b, k = step_cost(p, m, p.batch)
     c = Cost("mgrit", p, P)
     c.work, c.span = mc["work"] * f, mc["span"] * f
     c.bytes = mc["work"] * b
     c.calls = mc["work"] * (k + 4)  # + the solver's own bookkeeping per step
     c.regions = 6 * iters * (levels - 1) if P > 1 else 0
     c.counts = mc
-    return _finish(c, m, rate=m.gemm_rate(p.B), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
-def deer_counts(T: int, H: int, P: int, *, iters: int, method: str = "newton") -> dict:
+def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") -> dict:
     """Flops of DEER on P processors from its task graph (:func:`cluster.deer_graph`): span and work."""
-    T, H, P = check_positive_int(T, "T"), check_positive_int(H, "H"), check_positive_int(P, "P")
+    T, nh, P = check_positive_int(T, "T"), check_positive_int(nh, "nh"), check_positive_int(P, "P")
     iters = check_positive_int(iters, "iters")
-    g = cluster.deer_graph(T, H, iters=iters, P=P, method=method)
+    g = cluster.deer_graph(T, nh, iters=iters, P=P, method=method)
     span, _ = g.critical_path()
     return {"span": span, "work": g.work(), "iters": iters}
 
 
 def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,
-              method: str = "deer") -> Cost:
+              method: str = "newton") -> Cost:
     """DEER / quasi-DEER (chapter 11): ``iters`` Newton iterations, each evaluating the cell and its
     Jacobian at every t at once (batched numpy: ~30 calls) and a matrix scan over time (full H x H
     Jacobians for DEER, diagonal for quasi-DEER): flops from the task graph, memory for the Jacobians."""
+    method = check_choice(method, "method", ("newton", "quasi"))
     _need_nonlinear(p, method)
     P = m.cores if P is None else check_positive_int(P, "P")
-    key = "quasi" if method == "quasi_deer" else "newton"
     iters = DEER_ITERS[method] if iters is None else check_positive_int(iters, "iters")
-    dc = deer_counts(p.T, p.H, P, iters=iters, method=key)
+    dc = deer_counts(p.T, p.nh, P, iters=iters, method=method)
     c = Cost(method, p, P)
-    rows = p.B * p.layers * _train(p)
+    rows = p.batch * p.layers * _train(p)
     c.work, c.span = dc["work"] * rows, dc["span"] * rows
-    jac = p.H * p.H if key == "newton" else p.H
-    c.bytes = iters * rows * p.T * (jac * 8 * 6 + p.H * 8 * 20)  # Jacobians written, scanned, read; float64
-    c.calls = iters * (40 + (4 * math.ceil(math.log2(max(2, p.T))) if key == "newton" else 6)) * p.layers * _train(p)
+    jac = p.nh * p.nh if method == "newton" else p.nh
+    c.bytes = iters * rows * p.T * (jac * 8 * 6 + p.nh * 8 * 20)  # Jacobians written, scanned, read; float64
+    c.calls = iters * (40 + (4 * math.ceil(math.log2(max(2, p.T))) if method == "newton" else 6)) * p.layers * _train(p)
     c.regions = iters * 3 if P > 1 else 0
     c.counts = dc
-    rate = m.gemm_rate(min(p.H, 16) if key == "newton" else 1)
+    rate = m.gemm_rate(min(p.nh, 16) if method == "newton" else 1)
     return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P))  # / 2: float64
 
 
-def cost_gpu_scan(p: Problem, m: Machine) -> Cost:
+def cost_cuda_chunked(p: Problem, m: Machine) -> Cost:
     """Chapter 08's reduce / scan / expand kernels on the machine's GPU (3 launches; 20 bytes/element,
     inputs and outputs copied over the bus)."""
-    _need_linear(p, "gpu_scan")
+    _need_linear(p, "cuda_chunked")
     if m.gpu is None:
-        raise ValueError("machine: gpu_scan needs a machine with a GPU (Machine.with_gpu)")
+        raise ValueError("machine: cuda_chunked needs a machine with a GPU (Machine.with_gpu)")
     g = m.gpu
-    n = p.B * p.H
-    c = Cost("gpu_scan", p, 1)
+    n = p.batch * p.nh
+    c = Cost("cuda_chunked", p, 1)
     tr = _train(p)
     c.bytes = 5 * ITEMSIZE * p.T * n * tr
     c.calls = 3 * tr
@@ -412,16 +412,16 @@ def cost_gpu_scan(p: Problem, m: Machine) -> Cost:
     return c
 
 
-def cost_gpu_batched(p: Problem, m: Machine) -> Cost:
+def cost_cuda_batched(p: Problem, m: Machine) -> Cost:
     """One kernel per step and layer on the GPU (B x H threads, serial over time): T layers launches;
     a linear recurrence is one kernel looping over time (seed 001's serial kernel)."""
     if m.gpu is None:
-        raise ValueError("machine: gpu_batched needs a machine with a GPU (Machine.with_gpu)")
+        raise ValueError("machine: cuda_batched needs a machine with a GPU (Machine.with_gpu)")
     g = m.gpu
-    c = Cost("gpu_batched", p, 1)
+    c = Cost("cuda_batched", p, 1)
     tr = _train(p)
     if p.kind == "linear":
-        n = p.B * p.H
+        n = p.batch * p.nh
         c.bytes = 3 * ITEMSIZE * p.T * n * tr
         c.calls = tr
         c.comm_bytes = 3 * ITEMSIZE * p.T * n
@@ -430,28 +430,28 @@ def cost_gpu_batched(p: Problem, m: Machine) -> Cost:
                    "sync": 0.0, "communication": c.comm_bytes / (1e9 * g.transfer_gbs)}
         c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["communication"]
         return c
-    f, b, _ = step_cost(p, m, p.B)
+    f, b, _ = step_cost(p, m, p.batch)
     c.work = c.span = p.T * f
     c.bytes = p.T * (b + p.param_bytes())
     c.calls = p.T * (p.layers + (1 if p.ny else 0)) * tr
-    c.comm_bytes = ITEMSIZE * p.T * p.B * (p.n_in + max(p.ny, p.H))
-    rate = 1e9 * min(g.gflops, p.B * 2.0 * g.bandwidth_gbs / ITEMSIZE)
+    c.comm_bytes = ITEMSIZE * p.T * p.batch * (p.n_in + max(p.ny, p.nh))
+    rate = 1e9 * min(g.gflops, p.batch * 2.0 * g.bandwidth_gbs / ITEMSIZE)
     c.parts = {"compute": c.work / rate, "memory": c.bytes / (1e9 * g.bandwidth_gbs),
                "calls": c.calls * g.launch_s, "sync": 0.0, "communication": c.comm_bytes / (1e9 * g.transfer_gbs)}
     c.seconds = max(c.parts["compute"], c.parts["memory"]) + c.parts["calls"] + c.parts["communication"]
     return c
 
 
-_COSTS = {"serial": cost_serial, "batched": cost_batched, "threads": cost_threads, "wavefront": cost_wavefront,
-          "mpi": cost_mpi, "scan": cost_scan, "channels": cost_channels, "mgrit": cost_mgrit,
-          "deer": lambda p, m, **o: cost_deer(p, m, method="deer", **o),
-          "quasi_deer": lambda p, m, **o: cost_deer(p, m, method="quasi_deer", **o),
-          "gpu_scan": cost_gpu_scan, "gpu_batched": cost_gpu_batched}
+_COSTS = {"sequential": cost_sequential, "batched": cost_batched, "threads": cost_threads, "wavefront": cost_wavefront,
+          "mpi": cost_mpi, "chunked": cost_chunked, "channels": cost_channels, "mgrit": cost_mgrit,
+          "newton": lambda p, m, **o: cost_deer(p, m, method="newton", **o),
+          "quasi": lambda p, m, **o: cost_deer(p, m, method="quasi", **o),
+          "cuda_chunked": cost_cuda_chunked, "cuda_batched": cost_cuda_batched}
 
 
 def predict(method: str, problem: Problem, machine: Machine | None = None, **opts) -> Cost:
     """The :class:`Cost` of ``method`` on ``problem`` on ``machine`` (default: this one, measured).
-    Options: ``P=`` (workers) for parallel methods, ``iters=`` for mgrit/deer/quasi_deer. Raises
+    Options: ``P=`` (workers) for parallel methods, ``iters=`` for mgrit/newton/quasi. Raises
     ValueError naming the argument when the method cannot apply to the problem."""
     check_choice(method, "method", METHODS)
     if not isinstance(problem, Problem):

@@ -20,7 +20,7 @@ from .core import Case, ExerciseFailed, check_function, count_products, counted
 __all__ = ["check_batched_forward", "check_step_intensity", "MIN_SPEEDUP", "SPEED_SHAPE"]
 
 MIN_SPEEDUP = 3.0
-SPEED_SHAPE = dict(T=16, B=64, nx=32, nh=64, ny=8)
+SPEED_SHAPE = dict(T=16, batch=64, nx=32, nh=64, ny=8)
 
 
 def _forward_reference(params, X, h0=None):
@@ -54,7 +54,7 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     _check_products(ex, student)
     sz = SPEED_SHAPE
     params = rnn.init_params(sz["nx"], sz["nh"], sz["ny"], seed=1)
-    X = np.random.default_rng(2).uniform(-1, 1, (sz["T"], sz["B"], sz["nx"])).astype(params.Wxh.dtype)
+    X = np.random.default_rng(2).uniform(-1, 1, (sz["T"], sz["batch"], sz["nx"])).astype(params.Wxh.dtype)
     best = 0.0
     noisy = False
     for _ in range(max(1, int(retries))):
@@ -71,7 +71,7 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
         print(line)
         return line
     raise ExerciseFailed(
-        f"Exercise {ex} failed on the speed test (T={sz['T']}, B={sz['B']}, nx={sz['nx']}, nh={sz['nh']}):\n  your "
+        f"Exercise {ex} failed on the speed test (T={sz['T']}, B={sz['batch']}, nx={sz['nx']}, nh={sz['nh']}):\n  your "
         f"numbers are right and your products do not grow with B, but your function is only {best:.2f}x as fast "
         f"as the course's one-sequence-at-a-time loop (batching.forward_one_at_a_time) measured alongside; at "
         f"least {min_speedup:g}x is needed\n  Hint: no Python loop over the batch or the units: per step one "
@@ -134,17 +134,18 @@ def _shape_probe(student) -> None:
 
 
 def _intensity_cases(rng: np.random.Generator, i: int) -> dict:
-    fixed = [dict(B=1, nx=1000, nh=1000), dict(B=1000, nx=1000, nh=1000), dict(B=64, nx=128, nh=256, itemsize=8)]
+    fixed = [dict(batch=1, nx=1000, nh=1000), dict(batch=1000, nx=1000, nh=1000),
+             dict(batch=64, nx=128, nh=256, itemsize=8)]
     if i < len(fixed):
         return fixed[i]
-    B, nx, nh = (int(v) for v in rng.integers(1, 2000, size=3))
-    return dict(B=B, nx=nx, nh=nh, itemsize=int(rng.choice([4, 8])))
+    batch, nx, nh = (int(v) for v in rng.integers(1, 2000, size=3))
+    return dict(batch=batch, nx=nx, nh=nh, itemsize=int(rng.choice([4, 8])))
 
 
 def check_step_intensity(student) -> str:
-    """Exercise 3.2: ``rnn_step_intensity(B, nx, nh, itemsize=4)`` in FLOP per byte."""
+    """Exercise 3.2: ``rnn_step_intensity(batch, nx, nh, itemsize=4)`` in FLOP per byte."""
     return check_function(
         "3.2", student, batching.rnn_step_intensity, _intensity_cases, n_cases=6,
-        hint="FLOPs: 2*B*(nx + nh)*nh. Bytes: itemsize * (Wxh + Whh + x_t + h_{t-1} + h_t) = "
-             "itemsize * (nx*nh + nh*nh + B*nx + 2*B*nh).",
+        hint="FLOPs: 2*batch*(nx + nh)*nh. Bytes: itemsize * (Wxh + Whh + x_t + h_{t-1} + h_t) = "
+             "itemsize * (nx*nh + nh*nh + batch*nx + 2*batch*nh).",
     )

@@ -198,7 +198,7 @@ def _student_times(time_bptt, fn, params, X, Y, Ts) -> np.ndarray:
     return times
 
 
-def check_complexity(time_bptt, *, B: int = 4, n: int = 16) -> str:
+def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
     """Exercise 2.3: ``time_bptt(bptt, params, X, Y, Ts) -> list of seconds``, the time of
     ``bptt(params, X[:T], Y[:T])`` for each T in ``Ts``. The check times the course's two BPTT
     functions with it and fits log-log slopes: ≈1 for the sweep, ≈2 for the double loop. It also
@@ -209,8 +209,8 @@ def check_complexity(time_bptt, *, B: int = 4, n: int = 16) -> str:
     rng = np.random.default_rng(0)
     params = rnn.init_params(n, n, n, seed=0)
     Tmax = max(max(LINEAR_TS), max(QUADRATIC_TS))
-    X = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
-    Y = rng.uniform(-1, 1, (Tmax, B, n)).astype(np.float32)
+    X = rng.uniform(-1, 1, (Tmax, batch, n)).astype(np.float32)
+    Y = rng.uniform(-1, 1, (Tmax, batch, n)).astype(np.float32)
     for name, fn, Ts, slope in (("bptt_linear", rnn.bptt_linear, LINEAR_TS, 1.0),
                                 ("bptt_quadratic", rnn.bptt_quadratic, QUADRATIC_TS, 2.0)):
         with backend.blas_threads(1):  # tiny matrices: threads only add noise

@@ -53,19 +53,19 @@ def reference_step_transposed(preT, hT, cT, W_hh):
     return h_new, c_new, gT
 
 
-def gate_message(got, expected, H: int, axis: int, name: str, rtol: float, atol: float) -> str | None:
+def gate_message(got, expected, nh: int, axis: int, name: str, rtol: float, atol: float) -> str | None:
     """``None`` if the gate blocks match, else which gate (i, f, g, o) differs first and where."""
     got = np.asarray(got)
     if got.shape != expected.shape:
-        return f"'{name}' has shape {tuple(got.shape)}, expected {tuple(expected.shape)} (4 gates x H = {4 * H} along axis {axis})"
+        return f"'{name}' has shape {tuple(got.shape)}, expected {tuple(expected.shape)} (4 gates x H = {4 * nh} along axis {axis})"
     for k, gname in enumerate(lstm.GATES):
         sl = [slice(None)] * 2
-        sl[axis] = slice(k * H, (k + 1) * H)
+        sl[axis] = slice(k * nh, (k + 1) * nh)
         msg = compare_outputs(got[tuple(sl)], expected[tuple(sl)], name=f"{name} gate {gname}", rtol=rtol,
                               atol=atol, time_axis=None)
         if msg:
             where = "columns" if axis == 1 else "rows"
-            return (f"gate {gname} ({where} {k * H}:{(k + 1) * H} of {name}) differs: {msg}\n"
+            return (f"gate {gname} ({where} {k * nh}:{(k + 1) * nh} of {name}) differs: {msg}\n"
                     f"  the order is i, f, g, o: sigmoid on i, f, o and tanh on g")
     return None
 

@@ -20,8 +20,8 @@ from ...core import backend, timing
 from ...models import gru, jacobians, mingru
 from .core import ExerciseFailed, check_function, passed
 
-__all__ = ["exercise_1", "exercise_2", "exercise_3", "exercise_4", "exercise_5", "toy_system", "toy_diagonal",
-           "MIN_SPEEDUP", "MAX_BYTES_PER_ELEMENT"]
+__all__ = ["check_combine", "check_newton_step", "check_gru_jacobian", "check_log_space_scan", "check_quasi_step",
+           "toy_system", "toy_diagonal", "MIN_SPEEDUP", "MAX_BYTES_PER_ELEMENT"]
 
 MIN_SPEEDUP = 1.5               # 11.5: quasi step vs one full Newton step, H = 48, same run
 MAX_BYTES_PER_ELEMENT = 160     # 11.5: peak memory of one quasi step / (T*B*H); 20 float64 arrays of the state
@@ -54,7 +54,7 @@ def _combine_cases(rng, i):
     return dict(p=(A1, b1), q=(A2, b2))
 
 
-def exercise_1(combine) -> str:
+def check_combine(combine) -> str:
     """Exercise 11.1: ``combine(p, q)`` for ``p = (A1, b1)`` then ``q = (A2, b2)`` -> ``(A2 A1, A2 b1 + b2)``
     (``A`` may have leading batch axes)."""
     return check_function("11.1", combine, matrix_scan.combine, _combine_cases, n_cases=5, rtol=1e-10, atol=1e-12,
@@ -64,10 +64,10 @@ def exercise_1(combine) -> str:
 
 
 # --------------------------------------------------------------------------- 11.2
-def toy_system(H: int = 3, scale: float = 1.2, seed: int = 0):
+def toy_system(nh: int = 3, scale: float = 1.2, seed: int = 0):
     """``(f, jac)`` of ``h_t = tanh(h_{t-1} W^T + x_t)`` (column-convention Jacobian)."""
     rng = np.random.default_rng(seed)
-    W = rng.standard_normal((H, H)) * scale / np.sqrt(H)
+    W = rng.standard_normal((nh, nh)) * scale / np.sqrt(nh)
 
     def f(Hp, X):
         return np.tanh(Hp @ W.T + X)
@@ -78,7 +78,7 @@ def toy_system(H: int = 3, scale: float = 1.2, seed: int = 0):
     return f, jac
 
 
-def exercise_2(newton_step, n_iter: int = 4) -> str:
+def check_newton_step(newton_step, n_iter: int = 4) -> str:
     """Exercise 11.2: ``newton_step(f, jac, h0, X, H) -> H_new``: one DEER iteration
     (``delta_t = J_t delta_{t-1} - r_t``). Your step is iterated ``n_iter`` times from zero on three
     problems; a failure names the iteration and the first wrong time step."""
@@ -130,7 +130,7 @@ def _gate_params(which: str, seed: int):
     return p
 
 
-def exercise_3(gru_jacobian) -> str:
+def check_gru_jacobian(gru_jacobian) -> str:
     """Exercise 11.3: ``gru_jacobian(params, h, gi) -> J`` (B, H, H), ``J[b, i, j] = d h'_i / d h_j`` of the
     classic GRU cell ``h' = z h + (1 - z) n`` (models.gru). Checked against central finite differences
     with one gate at a time depending on ``h``; a failure names the gate and the entry."""
@@ -164,8 +164,8 @@ def exercise_3(gru_jacobian) -> str:
 
 
 # --------------------------------------------------------------------------- 11.4
-def exercise_4(log_scan) -> str:
-    """Exercise 11.4: ``log_scan(log_a, log_b) -> h`` (T, B, H): ``h_t = a_t h_{t-1} + b_t`` (h_0 = 0) from
+def check_log_space_scan(log_space_scan) -> str:
+    """Exercise 11.4: ``log_space_scan(log_a, log_b) -> h`` (T, B, H): ``h_t = a_t h_{t-1} + b_t`` (h_0 = 0) from
     the logs of positive coefficients, by two prefix sums (cumsum, logcumsumexp). Compared with a
     float64 loop on minGRU coefficients; a failure names the time step."""
     def ref(log_a, log_b):
@@ -183,17 +183,17 @@ def exercise_4(log_scan) -> str:
         la, lb = mingru.log_coefficients(("mingru", "minlstm")[i % 2], p, X)
         return dict(log_a=la, log_b=lb)
 
-    return check_function("11.4", log_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12, inputs_unchanged=True,
+    return check_function("11.4", log_space_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12, inputs_unchanged=True,
                           hint="a*_t = cumsum(log_a); h_t = exp(a*_t + logcumsumexp(log_b - a*)) with "
                                "np.logaddexp.accumulate along axis 0 (time). Do not exponentiate a* alone: it underflows.")
 
 
 # --------------------------------------------------------------------------- 11.5
-def toy_diagonal(H: int = 3, scale: float = 1.2, seed: int = 0):
+def toy_diagonal(nh: int = 3, scale: float = 1.2, seed: int = 0):
     """``(f, jac, jac_diag)`` of :func:`toy_system`; ``jac_diag(H_prev, X) -> (T, B, H)`` is the diagonal of
     the Jacobian in O(T B H) work: ``(1 - f^2) * diag(W)``."""
-    f, jac = toy_system(H, scale, seed)
-    w = np.diagonal(jac(np.zeros((1, H)), np.zeros((1, H)))[0]).copy()  # tanh'(0) = 1: diag(W)
+    f, jac = toy_system(nh, scale, seed)
+    w = np.diagonal(jac(np.zeros((1, nh)), np.zeros((1, nh)))[0]).copy()  # tanh'(0) = 1: diag(W)
 
     def jac_diag(Hp, X):
         return (1 - f(Hp, X) ** 2) * w
@@ -215,7 +215,7 @@ def _peak_bytes(fn, *args) -> int:
             tracemalloc.stop()
 
 
-def exercise_5(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
     """Exercise 11.5: ``quasi_step(f, jac_diag, h0, X, H) -> H_new``: one quasi-DEER iteration, the Newton scan
     with only the Jacobians' diagonals, ``delta_t = d_t * delta_{t-1} - r_t`` element-wise (O(T B H) work
     and memory). See the module doc for what is measured."""

@@ -5,7 +5,7 @@ and :mod:`course_lib.parallel.inference`.
 Exercise 7.3 is also a speed exercise: after the numbers, the check *counts* the matrix products your
 function makes with the weights (``@``, ``np.matmul``, ``np.dot``, ``np.einsum`` ... on ``U``, ``W``,
 ``V``; see :class:`course_lib.teaching.checks.core.CountedArray`) -- per time step they must not depend on the batch size ``B`` nor on
-``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="serial")``,
+``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="sequential")``,
 one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times faster, as a ratio, retried.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 MIN_SPEEDUP = 3.0          # 7.3: batched inference vs the course's one-sequence-at-a-time loop
-SPEED_SIZES = dict(T=16, B=32, nx=16, nh=64, vocab=32, layers=2)
+SPEED_SIZES = dict(T=16, batch=32, nx=16, nh=64, vocab=32, layers=2)
 
 
 def _fail(exercise: str, case: str, message: str, hint: str = "") -> ExerciseFailed:
@@ -154,13 +154,13 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     # 3. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now
     sz = SPEED_SIZES
     params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=7)
-    X = np.random.default_rng(8).standard_normal((sz["T"], sz["B"], sz["nx"])).astype(np.float32)
+    X = np.random.default_rng(8).standard_normal((sz["T"], sz["batch"], sz["nx"])).astype(np.float32)
     best = 0.0
     noisy = False
     for _ in range(max(1, int(retries))):
         with backend.blas_threads(1):  # both sides alike: BLAS threads on a busy machine make small GEMMs erratic
             cmp = timing.compare(repeat=5, warmup=1,
-                                 course_serial=lambda: softmax_rnn.forward(params, X, method="serial"),
+                                 course_serial=lambda: softmax_rnn.forward(params, X, method="sequential"),
                                  yours=lambda: student(params, X))
         best = max(best, cmp.timings["course_serial"].min / cmp.timings["yours"].min)
         noisy = noisy or not cmp.noise.ok
@@ -168,7 +168,7 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
             return passed(ex, len(cases), len(cases))
     if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
         return passed(ex, len(cases), len(cases))
-    raise _fail(ex, f"the speed test (T={sz['T']}, B={sz['B']}, H={sz['nh']}, L={sz['layers']})",
+    raise _fail(ex, f"the speed test (T={sz['T']}, B={sz['batch']}, H={sz['nh']}, L={sz['layers']})",
                 f"your numbers are right and your products per step do not grow with B, but your function is only "
                 f"{best:.2f}x as fast as the course's serial loop (one sequence at a time) measured alongside; at "
                 f"least {min_speedup:g}x is needed",
@@ -235,7 +235,7 @@ def _check_products_per_step(ex: str, student) -> None:
 
 # --------------------------------------------------------------------------- 7.4 / 7.5
 def check_split_batch(student) -> str:
-    """Exercise 7.4: ``split_batch(B, P)`` -> ``(counts, offsets)``, balanced; ValueError when P > B."""
+    """Exercise 7.4: ``split_batch(batch, P)`` -> ``(counts, offsets)``, balanced; ValueError when P > B."""
     ex = "7.4"
     cases = [(8, 2), (7, 3), (5, 5), (1, 1), (10, 4), (100, 7)]
     total = len(cases) + 1
@@ -302,23 +302,23 @@ def check_gather_chunks(student) -> str:
 
 
 # --------------------------------------------------------------------------- optional, real MPI
-def run_split_under_mpi(split_batch, *, B: int = 7, P: int = 2, timeout: float = 60.0) -> str:
+def run_split_under_mpi(split_batch, *, batch: int = 7, P: int = 2, timeout: float = 60.0) -> str:
     """Run real data-parallel inference under ``mpiexec -n P`` with the counts your
-    ``split_batch(B, P)`` returns, and compare with serial inference. Returns a one-line report."""
+    ``split_batch(batch, P)`` returns, and compare with serial inference. Returns a one-line report."""
     ok, why = backend.mpi_available()
-    counts, _ = split_batch(B, P)
+    counts, _ = split_batch(batch, P)
     if not ok:
         line = f"MPI is not available here ({why}); your counts {list(counts)} were checked without it."
         print(line)
         return Passed(line)
     params = softmax_rnn.init_params(6, 8, 5, layers=2, seed=3)
-    X = np.random.default_rng(4).standard_normal((5, B, 6)).astype(np.float32)
+    X = np.random.default_rng(4).standard_normal((5, batch, 6)).astype(np.float32)
     res = inference.run_mpi(params, X, ranks=P, counts=list(counts), timeout=timeout)
-    ref = softmax_rnn.forward(params, X, method="serial")
+    ref = softmax_rnn.forward(params, X, method="sequential")
     msg = compare_outputs(res.probs, ref, name="probs", rtol=1e-4, atol=1e-6)
     if msg:
         raise ExerciseFailed(f"Under mpiexec -n {P} with counts {list(counts)}:\n  {msg}")
-    line = (f"mpiexec -n {P}: ranks got {list(counts)} of {B} sequences; gathered probabilities match serial "
+    line = (f"mpiexec -n {P}: ranks got {list(counts)} of {batch} sequences; gathered probabilities match serial "
             f"(max error {float(np.max(np.abs(res.probs - ref))):.1e})")
     print(line)
     return Passed(line)

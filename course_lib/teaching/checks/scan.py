@@ -115,21 +115,21 @@ def _chunk_reference(a, x, h0, chunks):
     return scan.linear_recurrence(a, x, h0, method="chunked", chunks=chunks)
 
 
-def chunk_work(student, T: int = 24, H: int = 2, chunks: int = 4) -> dict:
+def chunk_work(student, T: int = 24, nh: int = 2, chunks: int = 4) -> dict:
     """Run ``student(a, x, h0, chunks)`` on a traced ``a`` and count how often each ``a_t`` enters the
     arithmetic: ``{"reads_per_step": float, "steps_read_twice": int, "T": T}``. A chunked scan reads
     every step twice (reduce, then expand; the last chunk's reduction may be skipped); the sequential
     loop reads each step once -- the extra work is the price of parallelism over time."""
     from .tiling_simd import ReadTrace, traced_array  # noqa: PLC0415
 
-    a, x, h0 = scan.random_problem(T, H, seed=99, dtype="float64")
+    a, x, h0 = scan.random_problem(T, nh, seed=99, dtype="float64")
     ReadTrace.log = []
     try:
         student(traced_array(a), x.copy(), h0.copy(), chunks)
         reads = np.asarray(ReadTrace.log, dtype=np.int64)
     finally:
         ReadTrace.log = None
-    per_step = np.bincount(reads // H, minlength=T)[:T] / H if reads.size else np.zeros(T)
+    per_step = np.bincount(reads // nh, minlength=T)[:T] / nh if reads.size else np.zeros(T)
     return {"reads_per_step": float(per_step.mean()), "steps_read_twice": int(np.sum(per_step >= 2)), "T": T,
             "chunks": chunks}
 
@@ -255,25 +255,25 @@ def _dep_array(arr) -> np.ndarray:
     return out
 
 
-def scan_span(student, T: int = 256, H: int = 2, chunks: int = 16) -> dict:
+def scan_span(student, T: int = 256, nh: int = 2, chunks: int = 16) -> dict:
     """Work and span of ``student(a, x, h0, chunks)``, counted on traced numbers: runs the Python body
     (``.py_func`` of a numba function, where prange is range) on object arrays of :class:`_Dep`.
     Returns ``{"span": longest chain of dependent + - * / behind any h_t, "work": multiplications,
     "T", "H", "chunks", "values": the traced h as floats}``. The loop ``h = a h + x``: span ``2T``,
     work ``T H``."""
     fn = getattr(student, "py_func", student)
-    a, x, h0 = scan.random_problem(T, H, seed=85, dtype="float64")
+    a, x, h0 = scan.random_problem(T, nh, seed=85, dtype="float64")
     _Dep.work = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         h = fn(_dep_array(a), _dep_array(x), _dep_array(h0), chunks)
     work = _Dep.work
     h = np.asarray(h, dtype=object)
-    if h.shape != (T, H):
-        raise ValueError(f"returned shape {h.shape} on the traced run, expected {(T, H)}")
+    if h.shape != (T, nh):
+        raise ValueError(f"returned shape {h.shape} on the traced run, expected {(T, nh)}")
     depth = np.array([[e.d if isinstance(e, _Dep) else 0 for e in row] for row in h])
     values = np.array([[e.v if isinstance(e, _Dep) else float(e) for e in row] for row in h])
-    return {"span": int(depth.max()), "work": int(work), "T": T, "H": H, "chunks": chunks, "values": values}
+    return {"span": int(depth.max()), "work": int(work), "T": T, "nh": nh, "chunks": chunks, "values": values}
 
 
 def _fast_cases():
@@ -371,5 +371,5 @@ def check_fast_scan(student, *, chunks: int = 16, min_speedup: float = MIN_SCAN_
         # too noisy to judge: the deterministic structure checks above stand (stable output)
     print(line)
     print(f"  span: {s_many['span']} dependent operations for T={Ts} with {many} chunks ({s_few['span']} with {few}; "
-          f"the loop: {loop}); work: {s_many['work']} multiplications (the loop: {Ts * s_many['H']})")
+          f"the loop: {loop}); work: {s_many['work']} multiplications (the loop: {Ts * s_many['nh']})")
     return line

@@ -9,13 +9,13 @@ from .core import Case, ExerciseFailed, check_function, passed
 __all__ = ["check_forward_step", "check_forward", "check_loss", "check_numerical_gradient", "random_problem"]
 
 
-def random_problem(rng: np.random.Generator, T: int, B: int, nx: int, nh: int, ny: int,
+def random_problem(rng: np.random.Generator, T: int, batch: int, nx: int, nh: int, ny: int,
                    dtype=np.float64, with_h0: bool = True):
     """``params, X, Y, h0`` with values in a range where tanh is neither linear nor saturated."""
     params = rnn.init_params(nx, nh, ny, seed=int(rng.integers(0, 2**31)), dtype=dtype)
-    X = rng.uniform(-1, 1, (T, B, nx)).astype(dtype)
-    Y = rng.uniform(-0.9, 0.9, (T, B, ny)).astype(dtype)
-    h0 = rng.uniform(-0.5, 0.5, (B, nh)).astype(dtype) if with_h0 else None
+    X = rng.uniform(-1, 1, (T, batch, nx)).astype(dtype)
+    Y = rng.uniform(-0.9, 0.9, (T, batch, ny)).astype(dtype)
+    h0 = rng.uniform(-0.5, 0.5, (batch, nh)).astype(dtype) if with_h0 else None
     return params, X, Y, h0
 
 

@@ -31,7 +31,7 @@ from ...core import backend, timing
 from ...experiments import cost_model as cm
 from .core import ExerciseFailed, passed
 
-__all__ = ["PROBLEMS", "Spec", "Measurement", "exercise_1", "exercise_2", "exercise_3", "model_choice",
+__all__ = ["PROBLEMS", "Spec", "Measurement", "check_predict_a", "check_predict_b", "check_predict_c", "model_choice",
            "measure_candidates", "explain", "report"]
 
 THIS = "this machine"
@@ -57,29 +57,30 @@ class Spec:
 
 
 PROBLEMS = {
-    "12.1": Spec("12.1", "a", "inference of a softmax RNN (chapter 07): `layers` layers of H units, H inputs and H "
-                              "outputs per step, B sequences of T steps",
+    "12.1": Spec("12.1", "a", "inference of a softmax RNN (chapter 07): `layers` layers of nh units, nh inputs and "
+                              "nh outputs per step, batch sequences of T steps",
                  ("batched", "threads", "wavefront"),
-                 lambda B, T, H, layers: cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H),
-                 dict(B=256, T=32, H=64, layers=2),
-                 ((dict(B=2, T=32, H=64, layers=2), THIS),
-                  (dict(B=2, T=64, H=1024, layers=8), CORES64),
-                  (dict(B=256, T=32, H=64, layers=2), PHI))),
-    "12.2": Spec("12.2", "b", "a linear recurrence h_t = a_t h_{t-1} + x_t (chapter 08) with H channels over T steps",
-                 ("serial", "channels", "scan"),
-                 lambda T, H: cm.Problem("linear", "inference", B=1, T=T, H=H),
-                 dict(T=1 << 20, H=1),
-                 ((dict(T=1 << 20, H=64), THIS),
-                  (dict(T=1024, H=16384), PHI),
-                  (dict(T=1 << 20, H=64), CORES64))),
-    "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with H units on B sequences "
-                              "of T steps",
-                 ("batched", "mgrit", "deer", "quasi_deer"),
-                 lambda B, T, H: cm.Problem("gru", "training", B=B, T=T, H=H),
-                 dict(B=1, T=1024, H=32),
-                 ((dict(B=16, T=1024, H=32), THIS),
-                  (dict(B=1, T=1024, H=4), THIS),
-                  (dict(B=64, T=4096, H=256), PHI))),
+                 lambda batch, T, nh, layers: cm.Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers,
+                                                         ny=nh),
+                 dict(batch=256, T=32, nh=64, layers=2),
+                 ((dict(batch=2, T=32, nh=64, layers=2), THIS),
+                  (dict(batch=2, T=64, nh=1024, layers=8), CORES64),
+                  (dict(batch=256, T=32, nh=64, layers=2), PHI))),
+    "12.2": Spec("12.2", "b", "a linear recurrence h_t = a_t h_{t-1} + x_t (chapter 08) with nh channels over T steps",
+                 ("sequential", "channels", "chunked"),
+                 lambda T, nh: cm.Problem("linear", "inference", batch=1, T=T, nh=nh),
+                 dict(T=1 << 20, nh=1),
+                 ((dict(T=1 << 20, nh=64), THIS),
+                  (dict(T=1024, nh=16384), PHI),
+                  (dict(T=1 << 20, nh=64), CORES64))),
+    "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with nh units on batch "
+                              "sequences of T steps",
+                 ("batched", "mgrit", "newton", "quasi"),
+                 lambda batch, T, nh: cm.Problem("gru", "training", batch=batch, T=T, nh=nh),
+                 dict(batch=1, T=1024, nh=32),
+                 ((dict(batch=16, T=1024, nh=32), THIS),
+                  (dict(batch=1, T=1024, nh=4), THIS),
+                  (dict(batch=64, T=4096, nh=256), PHI))),
 }
 
 _REPORTS: dict = {}
@@ -132,7 +133,7 @@ def _validate_answer(spec: Spec, got, prob: cm.Problem, mach: cm.Machine, where:
     if got not in cm.METHODS:
         raise ExerciseFailed(f"{ex}:\n  {got!r} is not a method of the cost model; this problem's candidates are "
                              f"{cands} (all methods: cost_model.METHODS)\n  Hint: spelling -- the model's names "
-                             f"are lower case, e.g. 'quasi_deer', 'scan'")
+                             f"are lower case, e.g. 'quasi', 'chunked'")
     why = cm.applicable(prob, mach)[got]
     if why is not None:
         raise ExerciseFailed(f"{ex}:\n  {got!r} cannot apply to this problem ({prob.describe()}): {why}\n"
@@ -191,8 +192,8 @@ def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str
             msg += ("\n  your answer is the model's choice for this problem on this machine, not on the machine you "
                     "were given\n  Hint: use the `machine` argument, not Machine.measure() or a global machine")
         else:
-            msg += (f"\n  Hint: build the Problem from the description ({spec.what}): kind, mode, B, T, H, layers, "
-                    f"ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
+            msg += (f"\n  Hint: build the Problem from the description ({spec.what}): kind, mode, batch, T, nh, "
+                    f"layers, ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
                     f"cost_model.predict(method, problem, machine).seconds")
         raise ExerciseFailed(msg)
     return spec, here, first_answer, len(cases)
@@ -227,7 +228,7 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
         from ...models.softmax_rnn import init_params  # noqa: PLC0415
         from ...parallel import inference  # noqa: PLC0415
 
-        B, T, H, L = kwargs["B"], kwargs["T"], kwargs["H"], kwargs["layers"]
+        B, T, H, L = kwargs["batch"], kwargs["T"], kwargs["nh"], kwargs["layers"]
         params = init_params(H, H, H, layers=L, seed=0)
         X = np.random.default_rng(1).standard_normal((T, B, H)).astype(np.float32)
         run = {"batched": lambda: inference.predict(params, X, method="batched"),
@@ -237,16 +238,16 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
     if exercise == "12.2":
         from ...algorithms import scan  # noqa: PLC0415
 
-        a, x, h0 = scan.random_problem(kwargs["T"], kwargs["H"], seed=0)
+        a, x, h0 = scan.random_problem(kwargs["T"], kwargs["nh"], seed=0)
         out = np.empty_like(x)
-        run = {"serial": lambda: scan.linear_recurrence(a, x, h0, out=out),
+        run = {"sequential": lambda: scan.linear_recurrence(a, x, h0, out=out),
                "channels": lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out),
-               "scan": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)}
-        return run, {"channels": {"P": P}, "scan": {"P": P}}
+               "chunked": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)}
+        return run, {"channels": {"P": P}, "chunked": {"P": P}}
     from ...models import gru  # noqa: PLC0415
     from ...parallel import deer  # noqa: PLC0415
 
-    B, T, H = kwargs["B"], kwargs["T"], kwargs["H"]
+    B, T, H = kwargs["batch"], kwargs["T"], kwargs["nh"]
     p = gru.init_params(H, H, seed=0)
     X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
     dH = np.zeros((T, B, H), np.float32)
@@ -263,17 +264,16 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
         hb = gru.gru_backward(p, X, Hs, dH, implicit=True, method="mgrit", return_history=True, **mg)[-1]
         its["mgrit"] = max(1, round((len(hf) + len(hb)) / 2))
 
-    def newton(method, name):
+    def newton(method):
         def run():
             Hs, hist = deer.gru_forward(p, X, method=method, implicit=True, tol=1e-5, return_history=True)
             deer.gru_gradient(p, X, dH, H=Hs, method=method, implicit=True)
-            its[name] = max(1, len(hist) - 1)
+            its[method] = max(1, len(hist) - 1)
         return run
 
-    run = {"batched": serial, "mgrit": mgrit, "deer": newton("newton", "deer"),
-           "quasi_deer": newton("quasi", "quasi_deer")}
+    run = {"batched": serial, "mgrit": mgrit, "newton": newton("newton"), "quasi": newton("quasi")}
     # numpy's element-wise passes of DEER run on one core; MGRIT's levels on P threads
-    return run, {"mgrit": {"P": P, "iters": its}, "deer": {"P": 1, "iters": its}, "quasi_deer": {"P": 1, "iters": its}}
+    return run, {"mgrit": {"P": P, "iters": its}, "newton": {"P": 1, "iters": its}, "quasi": {"P": 1, "iters": its}}
 
 
 def measure_candidates(exercise: str, machine: cm.Machine | None = None, *, repeat: int | None = None) -> Measurement:
@@ -376,19 +376,19 @@ def _exercise(exercise: str, fn, machine, measure: bool) -> str:
     return passed(exercise, n, n)
 
 
-def exercise_1(predict_a, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
-    """Exercise 12.1: ``predict_a(B, T, H, layers, machine) -> method name``: the model's fastest of
+def check_predict_a(predict_a, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+    """Exercise 12.1: ``predict_a(batch, T, nh, layers, machine) -> method name``: the model's fastest of
     batched / threads / wavefront for softmax-RNN inference. Then measures them (see :func:`report`)."""
     return _exercise("12.1", predict_a, machine, measure)
 
 
-def exercise_2(predict_b, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
-    """Exercise 12.2: ``predict_b(T, H, machine)``: serial / channels / scan for a linear recurrence."""
+def check_predict_b(predict_b, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+    """Exercise 12.2: ``predict_b(T, nh, machine)``: sequential / channels / chunked for a linear recurrence."""
     return _exercise("12.2", predict_b, machine, measure)
 
 
-def exercise_3(predict_c, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
-    """Exercise 12.3: ``predict_c(B, T, H, machine)``: batched / mgrit / deer / quasi_deer for GRU training."""
+def check_predict_c(predict_c, machine: cm.Machine | None = None, *, measure: bool = True) -> str:
+    """Exercise 12.3: ``predict_c(batch, T, nh, machine)``: batched / mgrit / newton / quasi for GRU training."""
     return _exercise("12.3", predict_c, machine, measure)
 
 

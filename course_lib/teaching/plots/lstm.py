@@ -120,11 +120,11 @@ def profile_bars(profiles, ax=None, seed_share: float | None = None):
 
 def _batch_lines(data, ax, ylabel, title):
     """One line per method against batch size, both axes log with plain-number ticks; ``title`` may
-    name ``{H}``."""
+    name ``{nh}``."""
     check_data(data, "data")
     ax = new_axes(ax)
     for key, values in data.items():
-        if key in ("B", "H", "noise"):
+        if key in ("B", "nh", "noise"):
             continue
         ax.loglog(data["B"], values, "o-", label=key)
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415
@@ -138,7 +138,7 @@ def _batch_lines(data, ax, ylabel, title):
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch size B")
     ax.set_ylabel(ylabel)
-    ax.set_title(title.format(H=data["H"]))
+    ax.set_title(title.format(nh=data["nh"]))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
@@ -147,12 +147,12 @@ def _batch_lines(data, ax, ylabel, title):
 def overhead_plot(data, ax=None):
     """Microseconds per step per sample against batch size, one line per method."""
     return _batch_lines(data, ax, "µs per step per sample",
-                        "time per step per sample against batch size (H = {H})")
+                        "time per step per sample against batch size (nh = {nh})")
 
 
 def latency_plot(data, ax=None):
     """Milliseconds per step against batch size (``experiments.lstm.latency_vs_batch``), one line per method."""
-    return _batch_lines(data, ax, "ms per step", "latency of one step against batch size (H = {H})")
+    return _batch_lines(data, ax, "ms per step", "latency of one step against batch size (nh = {nh})")
 
 
 def method_bars(values: dict, ax=None, title: str = "", ylabel: str = "ms per time step",
@@ -198,7 +198,7 @@ def hit_rate_bars(model, ax=None, seed: dict | None = None, source: str = "model
     ax.set_xticks(x, groups)
     ax.set_ylim(0, 118)
     ax.set_ylabel("cache hit rate (%)")
-    ax.set_title(f"X {model['B']}x{model['nx']}, W {4 * model['H']}x{model['nx']}: "
+    ax.set_title(f"X {model['B']}x{model['nx']}, W {4 * model['nh']}x{model['nx']}: "
                  f"hit rate per cache level (this machine: {source})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.figure.tight_layout()

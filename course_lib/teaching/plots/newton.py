@@ -90,7 +90,7 @@ def plot_drift(drift: dict, *, ax=None):
     """float32 error vs T of the three minGRU evaluations."""
     check_keys(drift, "drift", ("T",))
     ax = new_axes(ax)
-    for m in ("sequential", "scan", "log_scan"):
+    for m in ("sequential", "chunked", "log_space"):
         ax.loglog(drift["T"], np.maximum(drift[m], 1e-12), marker="o", label=m)
     ax.set_xlabel("sequence length T")
     ax.set_ylabel("max relative error vs float64")

@@ -141,7 +141,7 @@ def render_sweep(data: dict, ax) -> str:
     vals = [data["sequential_gbs"], data["gbs"]]
     ax.bar(names, vals, color=["tab:gray", "tab:blue"])
     ax.set_ylabel("GB/s (12 bytes per element)")
-    ax.set_title(f"T={data['T']}, H={data['H']}")
+    ax.set_title(f"T={data['T']}, nh={data['nh']}")
     extra = f", chunks={data['chunks']}" if data.get("chunks") else ""
     ax.set_ylim(0, 1.15 * max(vals))
     text = (f"{data['method']}: {1e3 * data['seconds']:.2f} ms ({data['gbs']:.1f} GB/s), sequential "

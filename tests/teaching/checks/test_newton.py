@@ -22,10 +22,10 @@ def _good_log_scan(log_a, log_b):
 
 
 def test_reference_solutions_pass(capsys):
-    checks.exercise_1(matrix_scan.combine)
-    checks.exercise_2(_good_step)
-    checks.exercise_3(_good_jac)
-    checks.exercise_4(_good_log_scan)
+    checks.check_combine(matrix_scan.combine)
+    checks.check_newton_step(_good_step)
+    checks.check_gru_jacobian(_good_jac)
+    checks.check_log_space_scan(_good_log_scan)
     out = capsys.readouterr().out
     for k in ("11.1", "11.2", "11.3", "11.4"):
         assert f"Exercise {k} passed" in out
@@ -37,7 +37,7 @@ def test_reference_solutions_pass(capsys):
 ])
 def test_combine_wrong_order_or_missing_product(wrong, msg):
     with pytest.raises(ExerciseFailed, match=msg):
-        checks.exercise_1(wrong)
+        checks.check_combine(wrong)
 
 
 def _plus_sign(f, jac, h0, X, H):
@@ -58,7 +58,7 @@ def _jacobian_at_new_state(f, jac, h0, X, H):
 ])
 def test_newton_step_errors_name_iteration_and_time_step(wrong, msg):
     with pytest.raises(ExerciseFailed, match=msg):
-        checks.exercise_2(wrong)
+        checks.check_newton_step(wrong)
 
 
 def _no_reset_path(params, h, gi):
@@ -77,7 +77,7 @@ def _no_reset_path(params, h, gi):
 ])
 def test_gru_jacobian_errors_name_gate_and_entry(wrong, msg):
     with pytest.raises(ExerciseFailed, match=msg):
-        checks.exercise_3(wrong)
+        checks.check_gru_jacobian(wrong)
 
 
 @pytest.mark.parametrize("wrong,msg", [
@@ -86,7 +86,7 @@ def test_gru_jacobian_errors_name_gate_and_entry(wrong, msg):
 ])
 def test_log_scan_errors_name_time_step(wrong, msg):
     with pytest.raises(ExerciseFailed, match=msg):
-        checks.exercise_4(wrong)
+        checks.check_log_space_scan(wrong)
 
 
 # --------------------------------------------------------------------------- issue 17: 11.5 and holes
@@ -101,7 +101,7 @@ def _quasi(f, jac_diag, h0, X, H):
 
 def test_quasi_step_passes(capsys, fake_clock):
     fake_clock.cost(full_newton=4e-3, yours=1e-3)
-    assert checks.exercise_5(_quasi) == "Exercise 11.5 passed: 2/2 cases"
+    assert checks.check_quasi_step(_quasi) == "Exercise 11.5 passed: 2/2 cases"
 
 
 def test_quasi_step_with_full_matrices_is_caught_by_its_memory():
@@ -111,7 +111,7 @@ def test_quasi_step_with_full_matrices_is_caught_by_its_memory():
         J = jac_diag(Hp, X)[..., :, None] * np.eye(H.shape[-1])
         return H + matrix_scan.linear_recurrence(J, -r)
     with pytest.raises(ExerciseFailed, match=r"(?s)bytes of memory per state element at H=64.*you built matrices"):
-        checks.exercise_5(full)
+        checks.check_quasi_step(full)
 
 
 @pytest.mark.parametrize("wrong,msg", [
@@ -122,7 +122,7 @@ def test_quasi_step_with_full_matrices_is_caught_by_its_memory():
 ])
 def test_quasi_step_wrong_numbers_are_named(wrong, msg):
     with pytest.raises(ExerciseFailed, match=msg):
-        checks.exercise_5(wrong)
+        checks.check_quasi_step(wrong)
 
 
 def test_quasi_step_slow_loop_fails_the_speed_ratio(fake_clock):
@@ -138,14 +138,14 @@ def test_quasi_step_slow_loop_fails_the_speed_ratio(fake_clock):
         return H + delta
     fake_clock.cost(full_newton=1e-3, yours=2e-3)  # the Python triple loop: half the speed of a Newton step
     with pytest.raises(ExerciseFailed, match=r"(?s)speed test.*only 0.50x as fast as one full Newton step"):
-        checks.exercise_5(slow, retries=1)
+        checks.check_quasi_step(slow, retries=1)
 
 
 def test_non_array_results_are_explained_not_raised():
     with pytest.raises(ExerciseFailed, match="expected the new guess H"):
-        checks.exercise_2(lambda f, jac, h0, X, H: {"H": H})
+        checks.check_newton_step(lambda f, jac, h0, X, H: {"H": H})
     with pytest.raises(ExerciseFailed, match=r"expected J \(B, H, H\) as a numeric array"):
-        checks.exercise_3(lambda p, h, gi: "J")
+        checks.check_gru_jacobian(lambda p, h, gi: "J")
 
 
 def test_log_scan_in_place_is_rejected():
@@ -153,4 +153,4 @@ def test_log_scan_in_place_is_rejected():
         np.cumsum(log_a, axis=0, out=log_a)
         return np.exp(log_a + np.logaddexp.accumulate(log_b - log_a, axis=0))
     with pytest.raises(ExerciseFailed, match="changed its input log_a in place"):
-        checks.exercise_4(in_place)
+        checks.check_log_space_scan(in_place)

@@ -126,7 +126,7 @@ def test_not_implemented_passes_through():
 
 
 def test_run_split_under_mpi(capsys):
-    line = parallel_inference_checks.run_split_under_mpi(inf.split_batch, B=5, P=2)
+    line = parallel_inference_checks.run_split_under_mpi(inf.split_batch, batch=5, P=2)
     assert "[3, 2]" in line
 
 

@@ -22,24 +22,24 @@ def machine(request):
     return cm.Machine.preset("k80_host").with_gpu(None)
 
 
-def predict_a(B, T, H, layers, machine):
-    problem = cm.Problem("rnn", "inference", B=B, T=T, H=H, layers=layers, ny=H)
+def predict_a(batch, T, nh, layers, machine):
+    problem = cm.Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers, ny=nh)
     return cm.advise(problem, machine, methods=["batched", "threads", "wavefront"])[0].method
 
 
-def predict_b(T, H, machine):
-    problem = cm.Problem("linear", "inference", B=1, T=T, H=H)
-    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("serial", "channels", "scan")}
+def predict_b(T, nh, machine):
+    problem = cm.Problem("linear", "inference", batch=1, T=T, nh=nh)
+    seconds = {m: cm.predict(m, problem, machine).seconds for m in ("sequential", "channels", "chunked")}
     return min(seconds, key=seconds.get)
 
 
-def predict_c(B, T, H, machine):
-    problem = cm.Problem("gru", "training", B=B, T=T, H=H)
-    return cm.advise(problem, machine, methods=["batched", "mgrit", "deer", "quasi_deer"])[0].method
+def predict_c(batch, T, nh, machine):
+    problem = cm.Problem("gru", "training", batch=batch, T=T, nh=nh)
+    return cm.advise(problem, machine, methods=["batched", "mgrit", "newton", "quasi"])[0].method
 
 
 SOLUTIONS = {"12.1": predict_a, "12.2": predict_b, "12.3": predict_c}
-CHECKS = {"12.1": which.exercise_1, "12.2": which.exercise_2, "12.3": which.exercise_3}
+CHECKS = {"12.1": which.check_predict_a, "12.2": which.check_predict_b, "12.3": which.check_predict_c}
 
 
 def _returning(value):
@@ -60,7 +60,7 @@ def test_pass_measures_and_reports(machine, capsys):
     which._REPORTS.pop("12.2", None)
     which.report("12.2")
     assert "no measurement yet" in capsys.readouterr().out
-    which.exercise_2(predict_b, machine)
+    which.check_predict_b(predict_b, machine)
     which.report("12.2")
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "Exercise 12.2 passed: 4/4 cases"  # the stable line carries no measured number
@@ -106,14 +106,14 @@ def test_non_strings_and_unknown_names(machine, ex, value, msg):
 
 
 @pytest.mark.parametrize("ex,method,reason", [
-    ("12.1", "scan", r"'scan' cannot apply to this problem \(rnn inference.*\): kind: scan computes linear"),
+    ("12.1", "chunked", r"'chunked' cannot apply to this problem \(rnn inference.*\): kind: chunked computes linear"),
     ("12.1", "mgrit", r"'mgrit' applies, but it is not one of this problem's candidates"),
     ("12.2", "mgrit", r"'mgrit' cannot apply to this problem \(linear inference.*\): kind: mgrit solves nonlinear"),
     ("12.2", "wavefront", r"'wavefront' cannot apply(.|\n)*layers"),
-    ("12.2", "threads", r"'threads' cannot apply(.|\n)*B: splitting the batch"),
-    ("12.3", "scan", r"'scan' cannot apply to this problem \(gru training.*\): kind"),
-    ("12.3", "serial", r"'serial' applies, but it is not one of this problem's candidates"),
-    ("12.3", "gpu_batched", r"'gpu_batched' cannot apply(.|\n)*machine: gpu_batched needs a machine with a GPU"),
+    ("12.2", "threads", r"'threads' cannot apply(.|\n)*batch: splitting the batch"),
+    ("12.3", "chunked", r"'chunked' cannot apply to this problem \(gru training.*\): kind"),
+    ("12.3", "sequential", r"'sequential' applies, but it is not one of this problem's candidates"),
+    ("12.3", "cuda_batched", r"'cuda_batched' cannot apply(.|\n)*machine: cuda_batched needs a machine with a GPU"),
 ])
 def test_methods_that_cannot_apply_or_are_not_candidates(machine, ex, method, reason):
     with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed on problem \(.\) as stated(.|\n)*{reason}"):
@@ -121,16 +121,17 @@ def test_methods_that_cannot_apply_or_are_not_candidates(machine, ex, method, re
 
 
 def test_advice_object_and_raising_function(machine):
-    def advice(B, T, H, layers, machine):
-        return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, layers=layers, ny=H), machine,
+    def advice(batch, T, nh, layers, machine):
+        return cm.advise(cm.Problem("rnn", batch=batch, T=T, nh=nh, layers=layers, ny=nh), machine,
                          methods=CANDIDATES["12.1"])[0]
     with pytest.raises(ExerciseFailed, match=r"12.1 failed(.|\n)*returned an Advice object(.|\n)*\.method"):
-        which.exercise_1(advice, machine, measure=False)
+        which.check_predict_a(advice, machine, measure=False)
 
-    def forgot_layers(B, T, H, layers, machine):  # wavefront needs >= 2 layers: the model refuses
-        return cm.advise(cm.Problem("rnn", B=B, T=T, H=H, ny=H), machine, methods=CANDIDATES["12.1"])[0].method
+    def forgot_layers(batch, T, nh, layers, machine):  # wavefront needs >= 2 layers: the model refuses
+        return cm.advise(cm.Problem("rnn", batch=batch, T=T, nh=nh, ny=nh), machine,
+                         methods=CANDIDATES["12.1"])[0].method
     with pytest.raises(ExerciseFailed, match=r"12.1 failed on problem \(a\)(.|\n)*raised ValueError: layers"):
-        which.exercise_1(forgot_layers, machine, measure=False)
+        which.check_predict_a(forgot_layers, machine, measure=False)
 
 
 @pytest.mark.parametrize("ex", sorted(SOLUTIONS))
@@ -152,9 +153,9 @@ def test_unsolved_exercise_lets_not_implemented_through(machine):
     def todo(**kwargs):
         raise NotImplementedError("Exercise 12.1: replace this line with your code")
     with pytest.raises(NotImplementedError):
-        which.exercise_1(todo, machine)
+        which.check_predict_a(todo, machine)
     with pytest.raises(ExerciseFailed, match="expected a function"):
-        which.exercise_1("threads", machine)
+        which.check_predict_a("threads", machine)
 
 
 # --------------------------------------------------------------------------- the computed explanation
@@ -181,10 +182,10 @@ def test_explain_agreement_tie_noise_assumptions_and_error(machine):
     assert "the model is off by" in text
     # MGRIT took many more iterations than the model assumed: re-predicted with them, the model agrees
     prob = which.PROBLEMS["12.3"].problem(which.PROBLEMS["12.3"].primary)
-    obs = {"mgrit": {"P": 1, "iters": 1}, "deer": {"P": 1, "iters": 200}, "quasi_deer": {"P": 1, "iters": 400}}
+    obs = {"mgrit": {"P": 1, "iters": 1}, "newton": {"P": 1, "iters": 200}, "quasi": {"P": 1, "iters": 400}}
     redo = {k: cm.predict(k, prob, quiet, **obs.get(k, {})).seconds for k in CANDIDATES["12.3"]}
     fast = min(redo, key=redo.get)
-    choice = "deer" if fast != "deer" else "quasi_deer"
+    choice = "newton" if fast != "newton" else "quasi"
     med = {k: (1e-3 if k == fast else 1.0) for k in CANDIDATES["12.3"]}
     m = _fake("12.3", med, {k: 1.0 for k in med}, quiet, observed=obs)
     text = which.explain(m, choice)
