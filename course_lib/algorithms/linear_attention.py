@@ -40,10 +40,12 @@ The delta rule (DeltaNet) is in :mod:`course_lib.algorithms.delta_rule`. Shapes 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
 
+from ..core import backend
 from ..core.validate import check_array, check_bool, check_choice, check_int, check_positive_int
 from . import scan as _scan
 
@@ -204,19 +206,22 @@ def _to_chunks(x, c):
 
 def decay_mask(G):
     """The decay mask of one chunk from cumulative log decays ``G (..., c)``: ``L[..., i, j] = exp(G_i - G_j)``
-    for ``j <= i``, 0 above the diagonal. Built in log space (SSD's segsum): every exponent is ``<= 0``."""
+    for ``j <= i``, 0 above the diagonal (float64). Built in log space (SSD's segsum): the differences are
+    taken in float64 (``G`` is a long sum) and every exponent is clipped to ``<= 0`` before ``exp``."""
     G = np.asarray(G, np.float64)
     c = G.shape[-1]
-    diff = G[..., :, None] - G[..., None, :]
-    diff = np.where(np.tril(np.ones((c, c), bool)), diff, -np.inf)
-    return np.exp(diff)
+    L = np.subtract(G[..., :, None], G[..., None, :])
+    np.minimum(L, 0.0, out=L)
+    np.exp(L, out=L)
+    L *= np.tri(c)
+    return L
 
 
 def intra_chunk(Q, K, V, G):
     """Inside chunks, scalar decay: ``((Q K^T) * L) V`` with ``L = decay_mask(G)``. ``Q, K (..., c, d_k)``,
     ``V (..., c, d_v)``, ``G (..., c)`` -> ``(..., c, d_v)``: two batched matrix products."""
     A = np.matmul(Q, np.swapaxes(K, -1, -2))
-    A *= decay_mask(G).astype(A.dtype)
+    np.multiply(A, decay_mask(G), out=A, casting="same_kind")
     return np.matmul(A, V)
 
 
@@ -255,43 +260,76 @@ def chunk_states(K, V, G, per_channel):
     return dS, np.ascontiguousarray(a, dtype=K.dtype)
 
 
-def _chunked(q, k, v, decay, per_channel, S0, chunk):
+def _split(n: int, threads: int):
+    """``threads`` contiguous slices of ``range(n)`` (sizes differ by at most one; empty ones dropped)."""
+    edges = np.linspace(0, n, min(threads, n) + 1).round().astype(int)
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _on_threads(fn, n: int, threads: int) -> None:
+    """Run ``fn(slice)`` over ``range(n)`` split in ``threads`` parts, each with one BLAS thread: many small
+    matrix products are best spread over cores by the caller (a multi-threaded BLAS on a small matrix
+    spends its time waking threads)."""
+    parts = _split(n, threads)
+    with backend.blas_threads(1):
+        if len(parts) == 1:
+            fn(parts[0])
+        else:
+            with ThreadPoolExecutor(len(parts)) as pool:
+                list(pool.map(fn, parts))
+
+
+def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     T, B, nh, d_k = q.shape
     d_v = v.shape[3]
     c = default_chunk(T, d_k) if chunk is None else check_int(chunk, "chunk", low=1)
     c = min(c, T)
     n = -(-T // c)
-    Tp = n * c
+    Tp, m = n * c, B * nh * n                                       # m: (sequence, head, chunk) triples
     pad = lambda x: np.pad(x, [(0, Tp - T)] + [(0, 0)] * (x.ndim - 1)) if Tp > T else x  # noqa: E731
-    Q, K, V = (_to_chunks(pad(x), c) for x in (q, k, v))            # (B, nh, n, c, d)
-    G = np.cumsum(_to_chunks(_log_decay(decay, Tp, per_channel), c), axis=3)  # (B, nh, n, c[, d_k])
-    # inter-chunk: each chunk's state, then one element-wise scan over the n chunks for the incoming states
-    dS, a = chunk_states(K, V, G, per_channel)                      # (B, nh, n, d_k, d_v), (B, nh, n, d_k)
+    Q, K, V = (_to_chunks(pad(x), c).reshape((m, c, -1)) for x in (q, k, v))
+    G = _to_chunks(_log_decay(decay, Tp, per_channel), c).reshape((m, c) + ((d_k,) if per_channel else ()))
+    dS = np.empty((m, d_k, d_v), q.dtype)
+    a = np.empty((m, d_k), q.dtype)
+    O = np.empty((m, c, d_v), q.dtype)
+
+    def states(sl):  # each chunk's own state and total decay
+        G[sl] = np.cumsum(G[sl], axis=1)
+        dS[sl], a[sl] = chunk_states(K[sl], V[sl], G[sl], per_channel)
+
+    _on_threads(states, m, threads)
+    # inter-chunk: one element-wise scan over the n chunks gives the state after each chunk
     S_init = np.zeros((B, nh, d_k, d_v), q.dtype) if S0 is None else S0
-    a_full = np.broadcast_to(a[..., None], dS.shape)
-    ax = lambda x: np.ascontiguousarray(np.moveaxis(x, 2, 0)).reshape(n, -1)  # noqa: E731
-    S_out = _scan.linear_recurrence(ax(a_full), ax(dS), S_init.reshape(-1), method="sequential")
-    S_out = np.moveaxis(S_out.reshape(n, B, nh, d_k, d_v), 0, 2)   # state after each chunk
-    S_in = np.concatenate([S_init[:, :, None], S_out[:, :, :-1]], axis=2)
-    # outputs: the incoming state seen through the decayed queries, plus the intra-chunk part
-    eG = np.exp(G).astype(q.dtype)
-    Qd = Q * (eG if per_channel else eG[..., None])
-    O = np.matmul(Qd, S_in)
-    O += _intra_per_channel(Q, K, V, G) if per_channel else intra_chunk(Q, K, V, G)
-    o = np.transpose(O, (2, 3, 0, 1, 4)).reshape(Tp, B, nh, d_v)[:T]
-    return np.ascontiguousarray(o), np.ascontiguousarray(S_out[:, :, -1])
+    by_chunk = lambda x: np.ascontiguousarray(np.moveaxis(x.reshape((B, nh, n) + x.shape[1:]), 2, 0))  # noqa: E731
+    a_full = np.broadcast_to(by_chunk(a)[..., None], (n, B, nh, d_k, d_v))
+    S_out = _scan.linear_recurrence(np.ascontiguousarray(a_full).reshape(n, -1), by_chunk(dS).reshape(n, -1),
+                                    S_init.reshape(-1), method="sequential").reshape(n, B, nh, d_k, d_v)
+    S_in = np.concatenate([S_init[None], S_out[:-1]])
+    S_in = np.ascontiguousarray(np.moveaxis(S_in, 0, 2)).reshape(m, d_k, d_v)
+
+    def outputs(sl):  # the incoming state seen through the decayed queries, plus the intra-chunk part
+        eG = np.exp(G[sl]).astype(q.dtype)
+        np.matmul(Q[sl] * (eG if per_channel else eG[..., None]), S_in[sl], out=O[sl])
+        O[sl] += _intra_per_channel(Q[sl], K[sl], V[sl], G[sl]) if per_channel else \
+            intra_chunk(Q[sl], K[sl], V[sl], G[sl])
+
+    _on_threads(outputs, m, threads)
+    o = np.transpose(O.reshape(B, nh, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, nh, d_v)[:T]
+    return np.ascontiguousarray(o), np.ascontiguousarray(S_out[-1])
 
 
 # --------------------------------------------------------------------------- public entry point
 def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk: int | None = None,
-                            S0=None, return_state: bool = False):
+                            S0=None, return_state: bool = False, threads: int | None = None):
     """``S_t = a_t S_{t-1} + k_t v_t^T``, ``o_t = S_t^T q_t`` for all t (module docstring).
 
     ``q, k (T, B, nh, d_k)``, ``v (T, B, nh, d_v)``, ``decay (T, B, nh)`` (scalar per head) or
     ``(T, B, nh, d_k)`` (per key channel), values in [0, 1]; one float dtype. ``S0 (B, nh, d_k, d_v)``: the
     state before step 0 (zeros). ``method``: ``"sequential"`` | ``"scan"`` | ``"chunked"`` (``chunk``: steps per
     chunk, default :func:`default_chunk`; only for ``"chunked"``). Returns ``o (T, B, nh, d_v)`` in the
-    inputs' dtype, and with ``return_state=True`` also the final state ``S_T (B, nh, d_k, d_v)``."""
+    inputs' dtype, and with ``return_state=True`` also the final state ``S_T (B, nh, d_k, d_v)``.
+    ``threads``: CPU threads of ``"chunked"`` (default: all cores), each running its share of the chunks'
+    matrix products on one BLAS thread."""
     check_choice(method, "method", METHODS)
     q, k, v, decay, per_channel, S0 = _validate(q, k, v, decay, S0)
     if chunk is not None and method != "chunked":
@@ -302,7 +340,8 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
         o, S = _scan_method(q, k, v, decay, per_channel, S0)
     else:
         with np.errstate(under="ignore"):
-            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk)
+            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk,
+                            backend.cpu_count() if threads is None else check_positive_int(threads, "threads"))
     if not np.isfinite(o[-1]).all():
         raise ValueError("q, k, v: the outputs became non-finite (huge inputs?)")
     return (o, S) if check_bool(return_state, "return_state") else o
