@@ -112,9 +112,10 @@ def matmul_sweep(T: int = 4096, chunk: int = 64, d: int = 64, repeat: int = 3, s
             "max_rel_error": err, "noise": cmp.noise}
 
 
-def mpi_split(T: int, *, H: int = 128, d: int = 64, ranks=(1, 2), timeout: float = 120.0, seed: int = 0) -> dict:
+def mpi_split(T: int, *, H: int = 128, d: int = 64, ranks=(1, 2), repeat: int = 3, timeout: float = 120.0,
+              seed: int = 0) -> dict:
     """The element-wise scan (``(T, H)``) and the chunked form (one head, ``d``) on each number of ranks:
-    per-rank compute (reduce + expand, the slowest rank), exscan seconds, wall time (MPI start-up included),
+    per-rank compute (reduce + expand, the slowest rank; the fastest of ``repeat`` rounds), exscan seconds, wall time (MPI start-up included),
     the message bytes, the max error against one process, and the ping-pong's alpha/beta on this machine.
     Returns ``{"rows": [...], "alpha_s", "beta_gbs"}``."""
     T = check_positive_int(T, "T", high=1 << 24)
@@ -126,8 +127,8 @@ def mpi_split(T: int, *, H: int = 128, d: int = 64, ranks=(1, 2), timeout: float
     for P in ranks:
         P = check_positive_int(P, "ranks[i]", high=64)
         for kind, run in (("elementwise", lambda P=P: mpi_scan.linear_recurrence_mpi(a, x, h0, ranks=P, timeout=timeout,
-                                                                                     return_info=True)),
-                          ("gated", lambda P=P: mpi_scan.gated_linear_recurrence_mpi(q, k, v, dec, ranks=P,
+                                                                                     repeat=repeat, return_info=True)),
+                          ("gated", lambda P=P: mpi_scan.gated_linear_recurrence_mpi(q, k, v, dec, ranks=P, repeat=repeat,
                                                                                      timeout=timeout, return_info=True))):
             out, info = run()
             ref = ref_h if kind == "elementwise" else ref_o
