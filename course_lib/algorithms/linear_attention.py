@@ -52,6 +52,7 @@ from . import scan as _scan
 __all__ = [
     "METHODS",
     "SUB",
+    "check_inputs",
     "gated_linear_recurrence",
     "recurrence_float64",
     "chunk_states",
@@ -69,8 +70,8 @@ _SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of
 
 
 # --------------------------------------------------------------------------- validation
-def _validate(q, k, v, decay, S0):
-    """Shapes and dtypes; returns the arrays (one float dtype), ``per_channel`` and ``S0`` (or None)."""
+def check_inputs(q, k, v, decay, S0=None):
+    """Validate the inputs (shapes, dtypes, decays in [0, 1]; errors name the argument); returns the arrays (one float dtype), ``per_channel`` and ``S0`` (or None)."""
     dims: dict = {}
     q = check_array(q, "q", shape=("T", "B", "nh", "d_k"), dims=dims, min_size={"T": 1})
     k = check_array(k, "k", shape=("T", "B", "nh", "d_k"), dims=dims)
@@ -141,7 +142,7 @@ def _sequential(q, k, v, decay, per_channel, S0):
 
 def recurrence_float64(q, k, v, decay, S0=None, *, return_state: bool = False):
     """The oracle: the sequential loop in float64. Returns float64 ``o`` (and ``S_T`` with ``return_state``)."""
-    q, k, v, decay, per_channel, S0 = _validate(q, k, v, decay, S0)
+    q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
     f = lambda x: None if x is None else x.astype(np.float64)  # noqa: E731
     o, S = _sequential(f(q), f(k), f(v), f(decay), per_channel, f(S0))
     return (o, S) if check_bool(return_state, "return_state") else o
@@ -331,7 +332,7 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
     ``threads``: CPU threads of ``"chunked"`` (default: all cores), each running its share of the chunks'
     matrix products on one BLAS thread."""
     check_choice(method, "method", METHODS)
-    q, k, v, decay, per_channel, S0 = _validate(q, k, v, decay, S0)
+    q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
     if chunk is not None and method != "chunked":
         raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
     if method == "sequential":

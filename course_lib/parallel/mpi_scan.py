@@ -228,10 +228,18 @@ def linear_recurrence_mpi(a, x, h0=None, *, ranks: int = 2, timeout: float = 60.
     ``a, x (T, H)`` or ``(T, B, H)``; returns ``h`` (and the run's ``info`` with ``return_info``, see :func:`run`).
     ``fail_rank=``/``hang_rank=`` inject a failure or a hang (tests); errors are
     :class:`course_lib.core.mpi.MPIFailed` naming the rank."""
-    a2, x2, h02, shape = scan._validate(a, x, h0)
-    h, info = run("elementwise", {"a": np.asarray(a).reshape(shape), "x": np.asarray(x).reshape(shape)},
-                  None if h0 is None else h02.reshape(shape[1:]), ranks=ranks, timeout=timeout, **kw)
-    scan._check_result(h.reshape(a2.shape), a2, x2, "a", "x")
+    dims: dict = {}
+    a = check_array(a, "a", ndim=(2, 3), finite=False)
+    pattern = ("T",) + tuple(f"d{i}" for i in range(1, a.ndim))
+    check_array(a, "a", shape=pattern, dims=dims, min_size={"T": 1})
+    x = check_array(x, "x", shape=pattern, dims=dims)
+    if a.dtype != x.dtype:
+        raise TypeError(f"x: expected the dtype of a ({a.dtype}), got {x.dtype}")
+    if h0 is not None:
+        h0 = check_array(h0, "h0", shape=a.shape[1:]).astype(a.dtype, copy=False)
+    h, info = run("elementwise", {"a": a, "x": x}, h0, ranks=ranks, timeout=timeout, **kw)
+    if not np.isfinite(h[-1]).all():
+        raise ValueError("a, x: the recurrence became non-finite (|a| > 1 made h grow without bound)")
     return (h, info) if return_info else h
 
 
@@ -240,7 +248,7 @@ def gated_linear_recurrence_mpi(q, k, v, decay, *, S0=None, ranks: int = 2, chun
     """``o = gated_linear_recurrence(q, k, v, decay, method="chunked", S0=S0)`` on ``ranks`` MPI ranks
     (:mod:`course_lib.algorithms.linear_attention` for the shapes); each rank runs the chunked matmul form on
     its block and exchanges one state-sized pair."""
-    q, k, v, decay, _, S0 = linear_attention._validate(q, k, v, decay, S0)
+    q, k, v, decay, _, S0 = linear_attention.check_inputs(q, k, v, decay, S0)
     o, info = run("gated", {"q": q, "k": k, "v": v, "decay": decay}, S0, ranks=ranks, chunk=chunk,
                   timeout=timeout, **kw)
     return (o, info) if return_info else o
