@@ -98,7 +98,7 @@ def matmul_sweep(T: int = 4096, chunk: int = 64, d: int = 64, repeat: int = 3, s
     """One point of the widget: loop, scan and chunked form at (T, chunk, d), interleaved; per-token times,
     the chunked form's GFLOP/s and its error against the float32 loop."""
     T = check_positive_int(T, "T", high=1 << 20)
-    chunk = check_int(chunk, "chunk", low=1, high=max(1, T))
+    chunk = min(check_positive_int(chunk, "chunk"), T)   # a slider may ask for a chunk longer than T
     d = check_positive_int(d, "d", high=512)
     q, k, v, dec = _problem(T, d, seed)
     methods = METHODS if T * d * d <= 1 << 26 else ("sequential", "chunked")
