@@ -668,11 +668,17 @@ print(verdict("beyond.mamba2.ssd_speedup", ours=long_row["x_scan"], here=f"{back
                         "this machine's GEMM peak")],
               noise=mm["noise"] | cs["noise"]))
 r_long = mm["rows"][-1]
-print(f"Against the loop at T = {r_long['T']}: the chunked form is {r_long['x_sequential']:.2f}x its speed -- "
-      + ("the matrix products win even over a loop whose state stays in cache."
-         if r_long["x_sequential"] > 1.1 else
-         "the loop keeps its small state in cache and is not memory-bound, so the extra flops of the chunked "
-         "form are not repaid at this d on this machine."))
+state_kb, l2 = 4 * D_MM * D_MM / 1024, backend.cache_sizes().get("L2")
+if not mm["noise"].ok:
+    print("Against the loop: no conclusion --", mm["noise"].warning())
+else:
+    print(f"Against the loop at T = {r_long['T']}: the chunked form is {r_long['x_sequential']:.2f}x its speed -- "
+          + ("the matrix products win even over the loop." if r_long["x_sequential"] > 1.1 else
+             f"the loop's state ({state_kb:.0f} KB) " + (f"fits this CPU's {l2 // 1024} KB L2 cache, so the loop is not "
+                                                         "memory-bound" if l2 and 4 * D_MM * D_MM < l2 else
+                                                         "is read from memory every step")
+             + f", and the chunked form does {la.chunked_flops(1, D_MM, D_MM, r_long['chunk']) / r_long['chunk'] / (4 * D_MM * D_MM):.1f}x "
+               "its operations per token, which its GEMM rate does not repay here."))
 
 # %% [markdown]
 # ### The delta rule: why production does not scan it
@@ -764,10 +770,10 @@ if mpi_ok:
     for kind in ("elementwise", "gated"):
         per_step = one[kind] / sp["T"]
         two = next(r for r in sp["rows"] if r["kind"] == kind and r["ranks"] == 2)
-        msg_s = sp["alpha_s"] + two["message_bytes"] / (1e9 * sp["beta_gbs"])
-        print(f"{kind}: one step costs {1e9 * per_step:.0f} ns, so splitting over 2 ranks pays once a block's "
-              f"compute (T/2 steps) is well above the message: T >> {2 * msg_s / per_step:,.0f} steps "
-              "(plus MPI start-up, paid once per job).")
+        exch = max(two["exscan"], sp["alpha_s"] + two["message_bytes"] / (1e9 * sp["beta_gbs"]))
+        print(f"{kind}: one step costs {1e9 * per_step:.0f} ns on one rank and the exchange {1e6 * exch:.0f} µs "
+              f"(the measured exscan, waiting for the slower rank included), so 2 ranks pay once T/2 steps cost well "
+              f"above it: T >> {2 * exch / per_step:,.0f} (plus MPI start-up, once per job)")
 else:
     print("MPI is not available here:", mpi_why)
 

@@ -205,16 +205,18 @@ def _to_chunks(x, c):
     return np.ascontiguousarray(np.transpose(y, (2, 3, 0, 1) + tuple(range(4, y.ndim))))
 
 
-def decay_mask(G):
+def decay_mask(G, dtype=np.float64):
     """The decay mask of one chunk from cumulative log decays ``G (..., c)``: ``L[..., i, j] = exp(G_i - G_j)``
-    for ``j <= i``, 0 above the diagonal (float64). Built in log space (SSD's segsum): the differences are
-    taken in float64 (``G`` is a long sum) and every exponent is clipped to ``<= 0`` before ``exp``."""
+    for ``j <= i``, 0 above the diagonal, in ``dtype``. Built in log space (SSD's segsum): the differences
+    are taken in float64 (``G`` is a long sum; only the difference is rounded to ``dtype``, so the error
+    is relative to ``G_i - G_j``, not to ``G``) and clipped to ``<= 0`` before ``exp``."""
     G = np.asarray(G, np.float64)
     c = G.shape[-1]
-    L = np.subtract(G[..., :, None], G[..., None, :])
-    np.minimum(L, 0.0, out=L)
+    L = np.empty(G.shape + (c,), dtype)
+    np.subtract(G[..., :, None], G[..., None, :], out=L, casting="same_kind")
+    np.minimum(L, 0, out=L)
     np.exp(L, out=L)
-    L *= np.tri(c)
+    L *= np.tri(c, dtype=dtype)
     return L
 
 
@@ -222,7 +224,7 @@ def intra_chunk(Q, K, V, G):
     """Inside chunks, scalar decay: ``((Q K^T) * L) V`` with ``L = decay_mask(G)``. ``Q, K (..., c, d_k)``,
     ``V (..., c, d_v)``, ``G (..., c)`` -> ``(..., c, d_v)``: two batched matrix products."""
     A = np.matmul(Q, np.swapaxes(K, -1, -2))
-    np.multiply(A, decay_mask(G), out=A, casting="same_kind")
+    A *= decay_mask(G, A.dtype)
     return np.matmul(A, V)
 
 
