@@ -603,7 +603,7 @@ print("a chunk of 512 steps with decay 0.5: exp(G) underflows to 0:", bool(np.ex
 # ratios of that kind. On a CPU the same question has a measurable answer: this machine's GEMM rate
 # against its element-wise rate, and (for the scan) its memory bandwidth.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 for d_ in (64, 128):
     c_ = la.default_chunk(1 << 16, d_)
     print(f"d = {d_:>3}, chunk {c_}: chunked {la.chunked_flops(1, d_, d_, c_) / c_:,.0f} flops per token in "

@@ -346,7 +346,8 @@ print(timing.compare(repeat=5, **ways))
 # The check proves the numbers (float32/float64, a chunk of one step, a long chunk with strong decay), then
 # counts the matrix products that read `Q`, `K` or `V` (at least 2, and the same for any number and length
 # of chunks -- no loop over chunks or rows), then times your function against chapter 08's element-wise
-# scan computing the same numbers (64 chunks of 64 steps, $d = 64$): at least 3× as fast, measured alongside.
+# scan computing the same numbers (64 chunks of 64 steps, $d = 64$): at least three times as fast, measured
+# alongside.
 
 # %%
 from course_lib.teaching.checks import chunked as chunked_checks
