@@ -8,7 +8,8 @@ flash-linear-attention, LASP). Every step is an affine map ``h -> a h + x``, so 
     2. exscan   comm.Exscan with a NON-commutative user operator (MPI.Op.Create(fn, commute=False)),
                 (a1, b1) o (a2, b2) = (a2 a1, a2 b1 + b2), gives rank r the composition of ranks 0..r-1:
                 the state just before its block, its *carry*                   -- log2(P) messages
-    3. expand   each rank runs its block again from its carry                 -- no communication
+    3. expand   each rank corrects its block for its carry                    -- no communication
+                (the matrix state: one matrix product per head; element-wise and DEER: the block again)
 
 Three kinds of recurrence, one program (``KINDS``):
 
@@ -95,6 +96,25 @@ def _local(kind, arrays, init, chunk):
     return h, h[-1]
 
 
+def _expand(kind, arrays, out, carry, chunk):
+    """The block's outputs given the state before it (``carry``), from its outputs from zero (``out``).
+
+    The matrix state needs no second pass: ``S_t = S_t(from 0) + (a_1 ... a_t) * carry``, so
+    ``o_t += carry^T (q_t * exp(G_t))`` with ``G_t`` the cumulative log decay from the block's start -- one
+    matrix product per head, ``2 d_k d_v`` flops per step against the chunked form's ``2c(d_k + d_v) + 4 d_k d_v``.
+    The element-wise and DEER recurrences run their block again from the carry (as chapter 08's expand)."""
+    if kind != "gated":
+        return _local(kind, arrays, carry, chunk)[0]
+    q, decay = arrays["q"], arrays["decay"]
+    with np.errstate(divide="ignore"):
+        G = np.cumsum(np.maximum(np.log(decay.astype(np.float64)), -1e4), axis=0)   # (T, B, nh[, d_k])
+    w = np.exp(G).astype(q.dtype)
+    qd = q * (w if decay.ndim == 4 else w[..., None])                               # (T, B, nh, d_k)
+    corr = np.matmul(np.moveaxis(qd, 0, 2), carry)                                  # (B, nh, T, d_v)
+    out += np.moveaxis(corr, 2, 0)
+    return out
+
+
 def _product(kind, arrays, state_shape):
     """The block's ``a`` product, float64, in the shape the operator needs."""
     if kind == "elementwise":
@@ -167,7 +187,7 @@ def body(comm, work, status, rest) -> None:
         status("expand")
         if rank > 0:
             carry = recv[a_prod.size:].reshape(last.shape).astype(last.dtype)
-            out, _ = _local(args.kind, arrays, carry, args.chunk)
+            out = _expand(args.kind, arrays, out, carry, args.chunk)
         t3 = MPI.Wtime()
         best = [min(b, t) for b, t in zip(best, (t1 - t0, t2 - t1, t3 - t2))]
         status("reduce")
