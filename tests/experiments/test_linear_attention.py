@@ -1,6 +1,5 @@
 """experiments.linear_attention: the sweeps return their documented fields, the numbers agree, the MPI split
 equals one process; bad sizes are named. (No timed assertions: timings are data here.)"""
-import numpy as np
 import pytest
 
 import course_lib  # noqa: F401

@@ -31,7 +31,6 @@ def test_elementwise_equals_one_process(ranks):
 @pytest.mark.timeout(120)
 def test_order_matters_the_operator_is_not_commutative():
     """Three ranks with very different blocks: a commutative (wrong) combine would give rank 2 the wrong carry."""
-    T = 30
     a = np.concatenate([np.full((10, 1), 0.1), np.full((10, 1), 0.9), np.full((10, 1), 0.5)]).astype(np.float64)
     x = np.concatenate([np.full((10, 1), 5.0), np.full((10, 1), -1.0), np.ones((10, 1))])
     h = mpi_scan.linear_recurrence_mpi(a, x, ranks=3)

@@ -4,8 +4,9 @@ cores, SIMD lanes, GEMM peak per core and on all cores, GEMV rate with the weigh
 bandwidth on one and on all cores, the cost of one library call, of a thread-pool hand-off and of a numba
 parallel region, the latency of one dependent step; MPI latency and bandwidth from a ping-pong between two
 ranks (:mod:`course_lib.parallel.mpi_pingpong`: "measured on one node (shared memory)"; assumed 2 µs, 5 GB/s
-where MPI is missing). GPU numbers are *assumed* and say so (``machine.source[field]``); :meth:`Machine.preset` gives the seeds' machines (assumed). :class:`GPU` holds a
-GPU's numbers. See :mod:`course_lib.experiments.cost_model` for the model that uses them.
+where MPI is missing). GPU numbers are *assumed* and say so (``machine.source[field]``);
+:meth:`Machine.preset` gives the seeds' machines (assumed). :class:`GPU` holds a GPU's numbers. See
+:mod:`course_lib.experiments.cost_model` for the model that uses them.
 """
 from __future__ import annotations
 
