@@ -24,8 +24,11 @@ one per key channel (``decay (T, B, nh, d_k)``: gated linear attention, row ``c`
   where ``L_ij = exp(G_i - G_j)`` for ``j <= i`` and 0 above the diagonal is built in log space (never
   ``exp(G_i) / exp(G_j)``, which overflows for long chunks); the chunk's own state contribution is
   ``K^T V`` with ``K_j`` scaled by ``exp(G_C - G_j)``, and the chunk states ``S_in`` are one element-wise
-  scan over chunks. Every exponent here is ``<= 0``: nothing overflows, underflow is to the true tiny
-  value. Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
+  recurrence over chunks (a numba loop, parallel over the state's rows). The chunks' products run on
+  ``threads`` CPU threads, a cache-sized group of chunks at a time. Every exponent here is ``<= 0``: nothing overflows, underflow is to the true tiny
+  value. (A chunk whose total log decay stays above ``-FOLD_LIMIT`` -- decays near 1, the common case --
+  folds the mask into the operands instead, ``exp(G_i - G_j) = exp(G_i) exp(-G_j)`` with both factors normal
+  numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
   is taken relative to its own end (two factors ``<= 1``), and the diagonal sub-blocks are formed
   element-wise (flash-linear-attention's chunk_gla does the same).
 
@@ -52,6 +55,7 @@ from . import scan as _scan
 __all__ = [
     "METHODS",
     "SUB",
+    "FOLD_LIMIT",
     "check_inputs",
     "gated_linear_recurrence",
     "recurrence_float64",
@@ -65,7 +69,9 @@ __all__ = [
 
 METHODS = ("sequential", "scan", "chunked")
 SUB = 16                    # per-channel decay: key positions per sub-block (relative to its own end)
+FOLD_LIMIT = 40.0           # scalar decay: a chunk whose log decay stays above -40 folds its mask into Q and K
 _LOG_TINY = -1e4            # log of a decay of 0: exp() of it is 0, and differences stay finite
+_GROUP_BYTES = 1 << 20      # "chunked": the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
 _SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of x is about 8 MB
 
 
@@ -228,6 +234,18 @@ def intra_chunk(Q, K, V, G):
     return np.matmul(A, V)
 
 
+def _intra_folded(Qd, K, V, G):
+    """Inside chunks, scalar decay, when every chunk decays by at most ``exp(-FOLD_LIMIT)``: the mask's two
+    factors fold into the operands, ``L_ij = exp(G_i) exp(-G_j)``, so ``(Q K^T) * L = tril(Qd Kd^T)`` with
+    ``Qd = Q * exp(G)`` (shared with the inter-chunk product) and ``Kd = K * exp(-G)`` -- ``O(c d)`` element-wise
+    work per chunk instead of the mask's ``O(c^2)``. Both factors stay within ``exp(+-FOLD_LIMIT)``: normal
+    float32 numbers, and every score is a product of exact-ish factors (no cancellation)."""
+    Kd = K * np.exp(-G).astype(K.dtype)[..., None]
+    A = np.matmul(Qd, np.swapaxes(Kd, -1, -2))
+    A *= np.tri(A.shape[-1], dtype=A.dtype)
+    return np.matmul(A, V)
+
+
 def _intra_per_channel(Q, K, V, G):
     """Inside chunks, per-channel decay ``G (..., c, d_k)``: scores ``A_ij = sum_m Q_im K_jm exp(G_im - G_jm)``.
     Columns are taken ``SUB`` at a time relative to their sub-block's end (both factors <= 1) by matrix
@@ -269,17 +287,41 @@ def _split(n: int, threads: int):
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
-def _on_threads(fn, n: int, threads: int) -> None:
-    """Run ``fn(slice)`` over ``range(n)`` split in ``threads`` parts, each with one BLAS thread: many small
-    matrix products are best spread over cores by the caller (a multi-threaded BLAS on a small matrix
-    spends its time waking threads)."""
+def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
+    """Run ``fn(slice)`` over ``range(n)`` split in ``threads`` parts, each with one BLAS thread and taken
+    ``group`` items at a time: many small matrix products are best spread over cores by the caller (a
+    multi-threaded BLAS on a small matrix spends its time waking threads), and a group small enough keeps
+    the element-wise temporaries between the products in the core's cache."""
     parts = _split(n, threads)
+
+    def run(part):
+        for s in range(part.start, part.stop, group):
+            fn(slice(s, min(part.stop, s + group)))
+
     with backend.blas_threads(1):
         if len(parts) == 1:
-            fn(parts[0])
+            run(parts[0])
         else:
             with ThreadPoolExecutor(len(parts)) as pool:
-                list(pool.map(fn, parts))
+                list(pool.map(run, parts))
+
+
+@njit(parallel=True, cache=True)
+def _state_scan(a, dS, S, S_in):
+    """The scan over chunk states, in place: for each (sequence-head, key row) -- in parallel -- march over the
+    chunks: ``S_in[:, c] = S``, then ``S = a[:, c] * S + dS[:, c]``. ``a (BH, n, d_k)``, ``dS, S_in
+    (BH, n, d_k, d_v)``, ``S (BH, d_k, d_v)`` ends as the final state. The decay is broadcast over the
+    ``d_v`` columns here, never materialised."""
+    BH, n, d_k = a.shape
+    d_v = dS.shape[3]
+    for r in prange(BH * d_k):
+        b, i = r // d_k, r % d_k
+        row = S[b, i]
+        for c in range(n):
+            ac = a[b, c, i]
+            for j in range(d_v):
+                S_in[b, c, i, j] = row[j]
+                row[j] = ac * row[j] + dS[b, c, i, j]
 
 
 def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
@@ -300,25 +342,29 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
         G[sl] = np.cumsum(G[sl], axis=1)
         dS[sl], a[sl] = chunk_states(K[sl], V[sl], G[sl], per_channel)
 
-    _on_threads(states, m, threads)
-    # inter-chunk: one element-wise scan over the n chunks gives the state after each chunk
-    S_init = np.zeros((B, nh, d_k, d_v), q.dtype) if S0 is None else S0
-    by_chunk = lambda x: np.ascontiguousarray(np.moveaxis(x.reshape((B, nh, n) + x.shape[1:]), 2, 0))  # noqa: E731
-    a_full = np.broadcast_to(by_chunk(a)[..., None], (n, B, nh, d_k, d_v))
-    S_out = _scan.linear_recurrence(np.ascontiguousarray(a_full).reshape(n, -1), by_chunk(dS).reshape(n, -1),
-                                    S_init.reshape(-1), method="sequential").reshape(n, B, nh, d_k, d_v)
-    S_in = np.concatenate([S_init[None], S_out[:-1]])
-    S_in = np.ascontiguousarray(np.moveaxis(S_in, 0, 2)).reshape(m, d_k, d_v)
+    group = max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * q.dtype.itemsize))  # chunks per cache-sized group
+    _on_threads(states, m, threads, group)
+    # inter-chunk: one element-wise scan over the n chunks gives the state entering each chunk
+    S_init = np.zeros((B, nh, d_k, d_v), q.dtype) if S0 is None else np.ascontiguousarray(S0)
+    S_in = np.empty((B * nh, n, d_k, d_v), q.dtype)
+    S_last = S_init.reshape(B * nh, d_k, d_v).copy()
+    _state_scan(a.reshape(B * nh, n, d_k), dS.reshape(B * nh, n, d_k, d_v), S_last, S_in)
+    S_in = S_in.reshape(m, d_k, d_v)
 
     def outputs(sl):  # the incoming state seen through the decayed queries, plus the intra-chunk part
         eG = np.exp(G[sl]).astype(q.dtype)
-        np.matmul(Q[sl] * (eG if per_channel else eG[..., None]), S_in[sl], out=O[sl])
-        O[sl] += _intra_per_channel(Q[sl], K[sl], V[sl], G[sl]) if per_channel else \
-            intra_chunk(Q[sl], K[sl], V[sl], G[sl])
+        Qd = Q[sl] * (eG if per_channel else eG[..., None])
+        np.matmul(Qd, S_in[sl], out=O[sl])
+        if per_channel:
+            O[sl] += _intra_per_channel(Q[sl], K[sl], V[sl], G[sl])
+        elif -G[sl][:, -1].min() <= FOLD_LIMIT:
+            O[sl] += _intra_folded(Qd, K[sl], V[sl], G[sl])
+        else:
+            O[sl] += intra_chunk(Q[sl], K[sl], V[sl], G[sl])
 
-    _on_threads(outputs, m, threads)
+    _on_threads(outputs, m, threads, group)
     o = np.transpose(O.reshape(B, nh, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, nh, d_v)[:T]
-    return np.ascontiguousarray(o), np.ascontiguousarray(S_out[-1])
+    return np.ascontiguousarray(o), S_last.reshape(B, nh, d_k, d_v)
 
 
 # --------------------------------------------------------------------------- public entry point
