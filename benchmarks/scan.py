@@ -18,6 +18,13 @@ medians), and every table ends with the run's noise verdict -- on a shared machi
 2b. The backward pass (the reverse scan): sequential vs chunked at H = 1 and H = 128.
 3. The crossover map: for T and H from 1 to 512 (T * H <= 2^24), which of sequential / over channels /
    over time wins, with its speed-up over the sequential loop.
+4. The scan as matmuls (issue 25): the gated linear recurrence S_t = a_t S_{t-1} + k_t v_t^T, o_t = S_t^T q_t
+   (one head, d_k = d_v = d = 64 and 128) at T = 2^10 ... 2^16: the numba loop, chapter 08's element-wise scan
+   over the flattened state and the chunked matmul form, time per token; the chunked form's GFLOP/s as a % of
+   the GEMM peak measured in this process; a chunk-size sweep at the longest T; issue 25's goals
+   (>= 60% of the GEMM peak at the best chunk, >= 3x the element-wise scan at the longest T).
+5. The scan across MPI ranks (ranks 1, 2): per-rank compute, the exscan, wall time with MPI start-up, the
+   message bytes, and the ping-pong's latency/bandwidth, for the element-wise scan and the chunked form.
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ import numpy as np  # noqa: E402
 
 from course_lib.algorithms import scan  # noqa: E402
 from course_lib.core import backend, timing  # noqa: E402
+from course_lib.experiments import linear_attention as linear_attention_exp  # noqa: E402
 from course_lib.experiments import scan as xscan  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
@@ -213,11 +221,69 @@ def crossover_map(quick, repeat):
         print("# " + data["noise"].warning())
 
 
+def matmuls(quick, repeat):
+    Ts = [2 ** k for k in ((8, 10) if quick else (10, 12, 14, 16))]
+    ds = (16, 32) if quick else (64, 128)
+    peak = linear_attention_exp.gemm_peak()
+    print(f"\n## 4. The scan as matmuls: gated linear recurrence, one head, float32, {backend.cpu_count()} cores")
+    print(f"# GEMM peak measured here (1024^3 float32, all cores): {peak:.1f} GFLOP/s")
+    print(f"{'d':>4} {'T':>6} {'chunk':>5} | {'loop ns/tok':>11} {'scan ns/tok':>11} {'chunked ns/tok':>14} | "
+          f"{'GFLOP/s':>7} {'% peak':>6} {'x scan':>7} {'x loop':>7}")
+    longest = {}
+    for d in ds:
+        res = linear_attention_exp.methods_vs_T(Ts, d, repeat=repeat, peak=peak, max_scan_elements=1 << (20 if quick else 28))
+        for r in res["rows"]:
+            pt = r["per_token"]
+            cell = lambda m: f"{1e9 * pt[m]:>11.0f}" if m in pt else f"{'(skipped)':>11}"  # noqa: E731
+            xs = f"{r['x_scan']:>6.1f}x" if "x_scan" in r else f"{'-':>7}"
+            print(f"{d:>4} {r['T']:>6} {r['chunk']:>5} | {cell('sequential')} {cell('scan')} {1e9 * pt['chunked']:>14.0f} | "
+                  f"{r['gflops']:>7.1f} {r['pct_peak']:>5.0f}% {xs} {r['x_sequential']:>6.2f}x")
+            if "x_scan" in r:
+                longest[d] = r
+        if not res["noise"].ok:
+            print("# " + res["noise"].warning())
+    print("# chunk sweep at the longest T (time per token, % of the GEMM peak)")
+    goals = []
+    for d in ds:
+        sw = linear_attention_exp.chunk_sweep(Ts[-1], d, (16, 32, 64, 128, 256) if not quick else (16, 32, 64), repeat=repeat, peak=peak)
+        print(f"d = {d:>3}, T = {Ts[-1]}: " + ", ".join(f"c={r['chunk']}: {1e9 * r['per_token']:.0f} ns ({r['pct_peak']:.0f}%)"
+                                                   for r in sw["rows"]))
+        b = sw["best"]
+        goals.append((f"d = {d}: chunked >= 60% of the GEMM peak at its best chunk (c = {b['chunk']})", b["pct_peak"] >= 60,
+                      f"{b['pct_peak']:.0f}%"))
+        if not sw["noise"].ok:
+            print("# " + sw["noise"].warning())
+    for d, r in longest.items():
+        goals.append((f"d = {d}: chunked >= 3x the element-wise scan at T = {r['T']} (longest T with the scan)",
+                      r["x_scan"] >= 3, f"{r['x_scan']:.1f}x"))
+    print("# issue 25 goals" + (" (quick run: sizes too small to judge)" if quick else ""))
+    for text, ok, val in goals:
+        print(f"{text}: {val} -- {'met' if ok else 'not met'}")
+
+
+def mpi_table(quick, repeat):
+    ok, why = backend.mpi_available()
+    print("\n## 5. The scan across MPI ranks (one node; processes, not threads)")
+    if not ok:
+        print(f"# skipped: MPI is not available ({why})")
+        return
+    T = 2 ** 12 if quick else 2 ** 18
+    res = linear_attention_exp.mpi_split(T, nh=128, d=64, ranks=(1, 2), repeat=repeat)
+    print(f"# ping-pong: latency {1e6 * res['alpha_s']:.1f} us, bandwidth {res['beta_gbs']:.1f} GB/s (measured on one node, shared memory)")
+    print(f"{'kind':<12} {'T':>7} {'ranks':>5} {'compute ms':>10} {'x 1 rank':>8} {'exscan ms':>9} {'msg bytes':>9} "
+          f"{'wall s':>7} {'max err':>8}")
+    one = {r["kind"]: r["compute"] for r in res["rows"] if r["ranks"] == 1}
+    for r in res["rows"]:
+        print(f"{r['kind']:<12} {T:>7} {r['ranks']:>5} {1e3 * r['compute']:>10.2f} {one[r['kind']] / r['compute']:>7.2f}x "
+              f"{1e3 * r['exscan']:>9.3f} {r['message_bytes']:>9} {r['wall']:>7.2f} {r['max_rel_error']:>8.1e}")
+    print("# compute = reduce + expand on the slowest rank (fastest of the rounds); wall includes MPI start-up")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test, < 30 s)")
     ap.add_argument("--H", type=int, default=128)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table,goals,backward,map")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table,goals,backward,map,matmuls,mpi")
     args = ap.parse_args(argv)
     sizes = [2 ** 11, 2 ** 13] if args.quick else [2 ** 16, 2 ** 20]
     repeat = 2 if args.quick else 5
@@ -238,6 +304,10 @@ def main(argv=None) -> int:
         backward(args.quick, repeat)
     if "map" not in skip:
         crossover_map(args.quick, 3 if not args.quick else 2)
+    if "matmuls" not in skip:
+        matmuls(args.quick, repeat if not args.quick else 2)
+    if "mpi" not in skip:
+        mpi_table(args.quick, 3 if not args.quick else 1)
     from course_lib.teaching.claims import claim  # noqa: PLC0415
 
     k = claim("001.summary.kernel_speedup")

@@ -64,7 +64,9 @@ CHAPTERS = {
            "experiments.inference", "teaching.checks.parallel_inference", "teaching.claims.seed004",
            "teaching.plots.inference"),
     "08": ("algorithms.scan", "algorithms.scan_kernels", "algorithms.scan_cuda", "models.linear_rnn",
-           "experiments.scan", "teaching.checks.scan", "teaching.checks.scan_cuda", "teaching.plots.scan"),
+           "experiments.scan", "teaching.checks.scan", "teaching.checks.scan_cuda", "teaching.plots.scan",
+           "algorithms.linear_attention", "algorithms.delta_rule", "parallel.mpi_scan", "parallel.mpi_pingpong",
+           "experiments.linear_attention", "teaching.checks.chunked", "teaching.claims.chunked"),
     "09": ("models.lstm", "models.lstm_lm", "data.corpus", "experiments.lstm", "experiments.lstm_layout", "experiments.autotune",
            "teaching.checks.lstm_layout", "teaching.plots.lstm"),
     "10": ("algorithms.mgrit", "algorithms.mgrit_partition", "models.gru", "parallel.mgrit_mpi", "data.activity", "experiments.mgrit",
@@ -72,6 +74,6 @@ CHAPTERS = {
     "11": ("algorithms.matrix_scan", "algorithms.newton", "models.jacobians", "models.mingru", "parallel.deer",
            "experiments.newton", "teaching.checks.newton", "teaching.claims.newton",
            "teaching.plots.newton"),
-    "12": ("experiments.cost_model", "experiments.cost_model.cluster", "teaching.checks.which",
+    "12": ("experiments.cost_model", "experiments.cost_model.cluster", "parallel.mpi_pingpong", "teaching.checks.which",
            "teaching.plots.cost_model"),
 }

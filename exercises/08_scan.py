@@ -216,6 +216,39 @@ except NotImplementedError:
 print(timing.compare(repeat=5, **ways))
 
 # %% [markdown]
+# ## Exercise 8.6 · The intra-chunk step as matmuls (a speed exercise)
+#
+# Lecture part 9: production layers run a matrix-state recurrence $S_t = a_t S_{t-1} + k_t v_t^\top$,
+# $o_t = S_t^\top q_t$ in chunks. Inside a chunk, from a zero state, the outputs are
+#
+# $$O_i = \sum_{j \le i} (q_i \cdot k_j)\, e^{G_i - G_j}\, v_j = \big((Q K^\top) \odot L\big) V,
+#   \qquad L_{ij} = e^{G_i - G_j} \ (j \le i), \ 0 \text{ above the diagonal},$$
+#
+# with $G_i = \log a_1 + \dots + \log a_i$ the cumulative log decay. Write `intra_chunk(Q, K, V, G)` for a
+# whole stack of chunks at once: `Q, K` of shape `(n, c, d_k)`, `V` `(n, c, d_v)`, `G` `(n, c)`; return
+# `(n, c, d_v)` in the dtype of `Q`. Build the mask from *differences* of `G` (in a long chunk `exp(G)`
+# alone underflows to 0 and `0 / 0` is NaN), and let matrix products do the sums.
+#
+# The check proves the numbers (float32/float64, a chunk of one step, a long chunk with strong decay), then
+# counts the matrix products that read `Q`, `K` or `V` (at least 2, and the same for any number and length
+# of chunks -- no loop over chunks or rows), then times your function against chapter 08's element-wise
+# scan computing the same numbers (64 chunks of 64 steps, $d = 64$): at least three times as fast, measured
+# alongside.
+
+# %% tags=["solution", "raises-exception"]
+from course_lib.teaching.checks import chunked as chunked_checks
+
+
+def intra_chunk(Q, K, V, G):
+    """((Q K^T) * L) V for every chunk; L from differences of the cumulative log decays G."""
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 8.6: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+chunked_checks.check_intra_chunk(intra_chunk)
+
+# %% [markdown]
 # ## What you built
 #
 # * `combine` is all a scan needs: any grouping of the pairs gives the same $h$.
@@ -226,3 +259,6 @@ print(timing.compare(repeat=5, **ways))
 # * Your kernel is the "block phase" of the seed's GPU scan (`course_lib/algorithms/scan_cuda.py`).
 # * `fast_scan` turns the extra work into speed even on one core: independent chains keep the core's
 #   arithmetic units busy, where the loop leaves them waiting.
+# * `intra_chunk` is the heart of production's chunked form (Mamba-2's SSD, gated linear attention): the
+#   recurrence inside a chunk becomes two matrix products and a mask built in log space; the course's
+#   version is `course_lib/algorithms/linear_attention.py` (`intra_chunk`, `decay_mask`).

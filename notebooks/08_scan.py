@@ -562,6 +562,222 @@ panel = widgets.sweep_panel(
 panel
 
 # %% [markdown]
+# ## 9 · The scan as matmuls: where production went
+#
+# Production recurrent layers -- Mamba-2 (SSD), gated linear attention, DeltaNet and Gated DeltaNet
+# (Qwen3-Next), Kimi Linear -- keep a **matrix** state per head and update it linearly:
+#
+# $$S_t = a_t\,S_{t-1} + k_t v_t^\top, \qquad o_t = S_t^\top q_t, \qquad S_t \in \mathbb{R}^{d_k \times d_v}.$$
+#
+# Every entry of $S$ is a recurrence $h = a h + x$ of this chapter, so chapter 08's scan runs it as it
+# is (`method="scan"`: the state flattened to $d_k d_v$ channels). Nobody does. Unrolled inside a chunk of
+# $c$ steps, with $G_i = \log a_1 + \dots + \log a_i$,
+#
+# $$o_i = \sum_{j \le i} (q_i \cdot k_j)\, e^{G_i - G_j}\, v_j + (q_i e^{G_i})^\top S_{\text{in}}
+#       = \big((Q K^\top) \odot L\big) V + \tilde Q\, S_{\text{in}},$$
+#
+# two matrix products per chunk with a **decay mask** $L_{ij} = e^{G_i - G_j}$ ($j \le i$), and only the
+# $T/c$ chunk states are scanned. That is the **chunked form** (`method="chunked"`). The mask is built from
+# differences in log space: $e^{G_i}$ alone underflows in a long chunk, $1/e^{G_j}$ overflows.
+# The code: `course_lib/algorithms/linear_attention.py`, `delta_rule.py`, `course_lib/parallel/mpi_scan.py`.
+
+# %%
+from course_lib.algorithms import delta_rule, linear_attention
+from course_lib.experiments import linear_attention as linear_attention_exp
+
+q_s, k_s, v_s, dec_s = linear_attention.random_problem(300, 2, 2, 8, 8, seed=0)
+ref_s = linear_attention.recurrence_float64(q_s, k_s, v_s, dec_s)
+for m in linear_attention.METHODS:
+    o_m = linear_attention.gated_linear_recurrence(q_s, k_s, v_s, dec_s, method=m)
+    err = np.abs(o_m - ref_s).max() / np.abs(ref_s).max()
+    print(f"{m:<10} o {o_m.shape} {o_m.dtype}: equals the float64 loop to 1e-5: {bool(err < 1e-5)}")
+G_long = np.cumsum(np.log(np.full(512, 0.5)))
+print("a chunk of 512 steps with decay 0.5: exp(G) underflows to 0:", bool(np.exp(G_long.astype(np.float32))[-1] == 0),
+      "| the log-space mask is finite:", bool(np.isfinite(linear_attention.decay_mask(G_long)).all()))
+
+# %% [markdown]
+# **Why bother?** Count the work per token (one head, $d_k = d_v = d$): the loop and the scan do about
+# $4d^2$ element-wise operations; the chunked form does $2c(d_k + d_v) + 4 d_k d_v$ flops -- *more* -- but
+# in matrix products. On a data-centre GPU the matrix (tensor-core) units are an order of magnitude faster
+# than its element-wise float32 units (NVIDIA's A100 data sheet), and the published GPU results below are
+# ratios of that kind. On a CPU the same question has a measurable answer: this machine's GEMM rate
+# against its element-wise rate, and (for the scan) its memory bandwidth.
+
+# %% tags=["nbval-ignore-output"]
+for d_ in (64, 128):
+    c_ = linear_attention.default_chunk(1 << 16, d_)
+    print(f"d = {d_:>3}, chunk {c_}: chunked {linear_attention.chunked_flops(1, d_, d_, c_) / c_:,.0f} flops per token in "
+          f"matrix products vs {4 * d_ * d_:,} element-wise operations for the loop")
+print(show("beyond.mamba2.ssd_speedup", "beyond.mamba.scan_vs_attention_crossover"))
+
+# %% [markdown]
+# *Predict* before you run: on this CPU, does the chunked form beat the element-wise scan? By how much at
+# long $T$ -- more or less than Mamba-2's published speed-up printed above? And does it beat the plain loop, whose $d \times d$ state
+# ($16$ KB at $d = 64$) never leaves the L1 cache?
+
+# %% tags=["nbval-ignore-output"]
+TS_MM = timing.scaled([2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16], [2 ** 10, 2 ** 12, 2 ** 13])
+D_MM = 64
+peak = linear_attention_exp.gemm_peak()
+mm = linear_attention_exp.methods_vs_T(TS_MM, D_MM, repeat=3, peak=peak, max_scan_elements=timing.scaled(1 << 26, 1 << 24))
+print(f"GEMM peak measured now (1024^3 float32, {backend.cpu_count()} cores): {peak:.1f} GFLOP/s; one head, d = {D_MM}")
+print(f"{'T':>7} {'chunk':>5} | {'loop':>9} {'scan':>9} {'chunked':>9} ns/token | {'GFLOP/s':>7} {'% peak':>6} "
+      f"{'x scan':>7} {'x loop':>7}")
+for r in mm["rows"]:
+    pt = r["per_token"]
+    sc = f"{1e9 * pt['scan']:>9.0f}" if "scan" in pt else f"{'-':>9}"
+    xs = f"{r['x_scan']:>6.1f}x" if "x_scan" in r else f"{'-':>7}"
+    print(f"{r['T']:>7} {r['chunk']:>5} | {1e9 * pt['sequential']:>9.0f} {sc} {1e9 * pt['chunked']:>9.0f}          | "
+          f"{r['gflops']:>7.1f} {r['pct_peak']:>5.0f}% {xs} {r['x_sequential']:>6.2f}x")
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+for m in linear_attention.METHODS:
+    pts = [(r["T"], r["per_token"][m]) for r in mm["rows"] if m in r["per_token"]]
+    ax.loglog([p[0] for p in pts], [1e9 * p[1] for p in pts], "o-", label=m)
+wins = [r["T"] for r in mm["rows"] if r["x_sequential"] > 1]
+if wins:
+    ax.axvline(wins[0], color="grey", ls=":", label=f"chunked beats the loop from T = {wins[0]}")
+ax.set_xlabel("T (time steps)")
+ax.set_ylabel("ns per token")
+ax.set_title(f"gated linear recurrence, d = {D_MM}: loop vs element-wise scan vs chunked matmuls")
+ax.legend()
+plt.show()
+if not mm["noise"].ok:
+    print(mm["noise"].warning())
+
+# %% [markdown]
+# And the chunk size: short chunks make small matrix products (far from the GEMM peak) and many chunk
+# states to scan; long chunks waste $O(c)$ flops per token on the mask. Where is the best chunk here?
+
+# %% tags=["nbval-ignore-output"]
+cs = linear_attention_exp.chunk_sweep(TS_MM[-1], D_MM, (16, 32, 64, 128, 256), repeat=3, peak=peak)
+for r in cs["rows"]:
+    print(f"chunk {r['chunk']:>4}: {1e9 * r['per_token']:>7.0f} ns/token, {r['gflops']:>6.1f} GFLOP/s = {r['pct_peak']:>3.0f}% "
+          "of the GEMM peak")
+best_c = cs["best"]
+print(f"best chunk at T = {cs['T']}: {best_c['chunk']} ({best_c['pct_peak']:.0f}% of the GEMM peak)")
+long_row = [r for r in mm["rows"] if "x_scan" in r][-1]
+scan_gbs = 20 * D_MM * D_MM / long_row["per_token"]["scan"] / 1e9   # ~5 numbers of 4 bytes per state entry
+bw_now = timing.copy_bandwidth()
+print(verdict("beyond.mamba2.ssd_speedup", ours=long_row["x_scan"], here=f"{backend.cpu_count()} cores, d = {D_MM}, "
+              f"T = {long_row['T']}, chunked vs the element-wise scan", pivot=1.0, within=2.0,
+              reasons=[(scan_gbs < 2 * bw_now, f"the element-wise scan streams every state entry through memory "
+                        f"each step (about {scan_gbs:.0f} GB/s here, copy bandwidth {bw_now:.0f} GB/s), while the "
+                        f"chunked form runs at {long_row['gflops']:.0f} GFLOP/s: this CPU's flops-per-byte ratio, "
+                        "not a GPU's tensor-core ratio, sets the gap"),
+                       (long_row["pct_peak"] < 20, "the chunked form's matrix products are small and far from "
+                        "this machine's GEMM peak")],
+              noise=mm["noise"] | cs["noise"]))
+r_long = mm["rows"][-1]
+state_kb, l2 = 4 * D_MM * D_MM / 1024, backend.cache_sizes().get("L2")
+if not mm["noise"].ok:
+    print("Against the loop: no conclusion --", mm["noise"].warning())
+else:
+    print(f"Against the loop at T = {r_long['T']}: the chunked form is {r_long['x_sequential']:.2f}x its speed -- "
+          + ("the matrix products win even over the loop." if r_long["x_sequential"] > 1.1 else
+             f"the loop's state ({state_kb:.0f} KB) " + (f"fits this CPU's {l2 // 1024} KB L2 cache, so the loop is not "
+                                                         "memory-bound" if l2 and 4 * D_MM * D_MM < l2 else
+                                                         "is read from memory every step")
+             + f", and the chunked form does {linear_attention.chunked_flops(1, D_MM, D_MM, r_long['chunk']) / r_long['chunk'] / (4 * D_MM * D_MM):.1f}x "
+               "its operations per token, which its GEMM rate does not repay here."))
+
+# %% [markdown]
+# ### The delta rule: why production does not scan it
+#
+# DeltaNet first erases what the memory held for $k_t$, then writes:
+# $S_t = (I - \beta_t k_t k_t^\top) S_{t-1} + \beta_t k_t v_t^\top$. The map between steps is now a
+# *dense* $d_k \times d_k$ matrix, so a scan would compose matrices -- $2 d_k^3$ flops per combine against
+# $4 d_k d_v$ per step of the loop (chapter 11's `matrix_scan.work_span` prices it). The chunked form
+# instead writes a chunk's $c$ rank-one updates as $I - K^\top W$ with $W = T(\beta K)$, where
+# $T = (I + \text{tril}(\text{diag}(\beta) K K^\top, -1))^{-1}$ is one triangular solve (the WY / UT
+# representation), and marches over chunks with three GEMMs each.
+
+# %%
+q_d, k_d, v_d, b_d = delta_rule.random_problem(200, 2, 2, 8, 8, seed=1)
+ref_d = delta_rule.recurrence_float64(q_d, k_d, v_d, b_d)
+for m in delta_rule.METHODS:
+    err = np.abs(delta_rule.delta_rule(q_d, k_d, v_d, b_d, method=m) - ref_d).max() / np.abs(ref_d).max()
+    print(f"delta rule, {m:<10}: equals the float64 loop to 1e-5: {bool(err < 1e-5)}")
+for c_ in (1, 64):
+    pr = delta_rule.scan_price(1 << 16, 128, 128, chunk=c_, P=2)
+    print(f"T = 2^16, d = 128, maps of {c_:>2} step(s): a scan over them costs {pr['ratio']:.1f}x the flops "
+          f"of the march (span on 2 processors: {pr['scan_span'] / pr['march']:.2f}x the march)")
+
+# %% [markdown]
+# Slide $T$, the chunk and $d$: where does the chunked form overtake the loop, and which chunk is best?
+
+# %% tags=["nbval-ignore-output"]
+def render_matmul(data, ax):
+    names = list(data["per_token"])
+    ax.bar(names, [1e9 * data["per_token"][n] for n in names], color=["C0", "C1", "C2"][:len(names)])
+    ax.set_yscale("log")
+    ax.set_ylabel("ns per token")
+    return (f"T = {data['T']}, chunk {data['chunk']}, d = {data['d']}: chunked {data['gflops']:.1f} GFLOP/s, "
+            f"error vs the loop {data['max_rel_error']:.1e}" + ("" if data["noise"].ok else " (noisy run)"))
+
+
+panel_mm = widgets.sweep_panel(
+    linear_attention_exp.matmul_sweep,
+    controls={"T": (256, 1 << 16, 256, 2048), "chunk": (8, 512, 8, 64), "d": (16, 256, 16, 64)},
+    render=render_matmul,
+    cost=lambda T, chunk, d: T * d * d,
+    max_cost=2 ** 28,
+    title="gated linear recurrence: loop / scan / chunked",
+)
+panel_mm
+
+# %% [markdown]
+# ## 10 · The scan across MPI ranks
+#
+# When one machine is not enough, the sequence itself is split: each rank takes a block of time,
+# **reduces** it to one affine map $(a_{\text{prod}}, b)$, the ranks combine those maps in rank order
+# with `comm.Exscan` and a **non-commutative** user operator (`MPI.Op.Create(fn, commute=False)`), and each
+# rank **expands** its block from the carry it received (flash-linear-attention's context parallelism,
+# LASP). The message is one state, whatever $T$ is. `course_lib/parallel/mpi_scan.py` does it for the
+# element-wise scan, for the matrix state above (by the chunked form), and for DEER's linear recurrence
+# (chapter 11); `mpiexec -n P` here, `srun -n P` on a cluster, the same program.
+
+# %% tags=["nbval-ignore-output"]
+from course_lib.parallel import mpi_scan
+
+mpi_ok, mpi_why = backend.mpi_available()
+if mpi_ok:
+    a_m, x_m, h0_m = scan.random_problem(3000, 8, seed=5)
+    h_m = mpi_scan.linear_recurrence_mpi(a_m, x_m, h0_m, ranks=3)
+    print("3 ranks, element-wise: equals one process:", bool(np.allclose(h_m, scan.linear_recurrence(a_m, x_m, h0_m),
+                                                                         rtol=1e-5, atol=1e-5)))
+    o_mpi = mpi_scan.gated_linear_recurrence_mpi(q_s, k_s, v_s, dec_s, ranks=2)
+    print("2 ranks, matrix state:  equals the float64 loop to 1e-5:",
+          bool(np.abs(o_mpi - ref_s).max() / np.abs(ref_s).max() < 1e-5))
+else:
+    print("MPI is not available here:", mpi_why)
+
+# %% [markdown]
+# Does it pay? *Predict*: one rank exchanges a few kilobytes; what does a message cost on this machine,
+# and against how much compute per rank? The ping-pong measures the latency $\alpha$ and bandwidth
+# $\beta$ (chapter 12's cost model now uses them); the split times each phase on 1 and 2 ranks.
+
+# %% tags=["nbval-ignore-output"]
+if mpi_ok:
+    sp = linear_attention_exp.mpi_split(timing.scaled(1 << 18, 1 << 14), nh=128, d=64, ranks=(1, 2), repeat=2)
+    print(f"ping-pong: latency {1e6 * sp['alpha_s']:.1f} µs, bandwidth {sp['beta_gbs']:.1f} GB/s "
+          "(measured on one node, shared memory)")
+    one = {r["kind"]: r["compute"] for r in sp["rows"] if r["ranks"] == 1}
+    for r in sp["rows"]:
+        msg_s = sp["alpha_s"] + r["message_bytes"] / (1e9 * sp["beta_gbs"])
+        print(f"{r['kind']:<12} T = {sp['T']}, {r['ranks']} rank(s): compute {1e3 * r['compute']:7.2f} ms "
+              f"({one[r['kind']] / r['compute']:.2f}x one rank), exscan {1e3 * r['exscan']:.3f} ms, message "
+              f"{r['message_bytes']} B = {1e6 * msg_s:.1f} µs by the ping-pong model")
+    for kind in ("elementwise", "gated"):
+        per_step = one[kind] / sp["T"]
+        two = next(r for r in sp["rows"] if r["kind"] == kind and r["ranks"] == 2)
+        exch = max(two["exscan"], sp["alpha_s"] + two["message_bytes"] / (1e9 * sp["beta_gbs"]))
+        print(f"{kind}: one step costs {1e9 * per_step:.0f} ns on one rank and the exchange {1e6 * exch:.0f} µs "
+              f"(the measured exscan, waiting for the slower rank included), so 2 ranks pay once T/2 steps cost well "
+              f"above it: T >> {2 * exch / per_step:,.0f} (plus MPI start-up, once per job)")
+else:
+    print("MPI is not available here:", mpi_why)
+
+# %% [markdown]
 # ## What we learned
 #
 # * A linear recurrence is a scan over an associative, non-commutative operator on pairs
@@ -577,6 +793,12 @@ panel
 # * GILR-LSTM, SRU and QRNN keep non-linearity between layers and linearity along time, so their
 #   forward *and* backward passes are scans; how much a whole layer gains depends on how much of it
 #   the scan is (Amdahl) -- which is why the seed's layer speed-up is so much smaller than its kernel's.
+# * Production layers with a matrix state run the **chunked form**: decay-masked matrix products inside a
+#   chunk (the mask built in log space), a scan only over chunk states. Whether it pays is a ratio of
+#   this machine's GEMM rate to its element-wise rate and bandwidth -- measured above. The delta rule's
+#   dense transition makes a scan over it cost $d^3$ per combine, so it marches over chunks instead.
+# * Across MPI ranks the scan is reduce -> `Exscan` with a non-commutative operator -> expand: one
+#   state-sized message per rank, worth it once a rank's block costs far more than a message.
 #
 # Worksheet: [exercises/08_scan.ipynb](../exercises/08_scan.ipynb).
 # Next: [09 · LSTM, data layout and an autotuner](09_lstm_layout.ipynb).

@@ -33,6 +33,8 @@ METHOD_MEANINGS: dict[str, str] = {
     "hillis_steele": "Hillis-Steele prefix scan (n log n work, log n span)",
     "blelloch": "Blelloch's work-efficient up-sweep / down-sweep scan",
     "log_space": "Heinsen's two prefix sums in log space (cumsum, logcumsumexp)",
+    # matrix-state recurrences S_t = a_t S_{t-1} + k_t v_t^T (chapter 08, the scan as matmuls)
+    "scan": "chapter 08's element-wise scan run over a matrix state flattened into channels",
     # nonlinear recurrences over time (chapters 10-11)
     "mgrit": "multigrid reduction in time (FAS), parallel over time",
     "newton": "Newton's method over the whole trajectory with full Jacobians (DEER)",

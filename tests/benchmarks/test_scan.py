@@ -14,5 +14,7 @@ def test_scan_benchmark_quick():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "method" in out.stdout and "GB/s" in out.stdout and "% stream" in out.stdout and "x seq" in out.stdout
     for name in ("sequential (numba)", "chunked, 1 thread", "over channels", "stream h=a+x", "seed 001",
-                 "Issue 13 goals", "The backward pass", "Crossover map", "like-for-like", "register loop"):
+                 "Issue 13 goals", "The backward pass", "Crossover map", "like-for-like", "register loop",
+                 "The scan as matmuls", "% peak", "GEMM peak measured here", "issue 25 goals", "chunk sweep",
+                 "across MPI ranks"):
         assert name in out.stdout, name

@@ -223,7 +223,7 @@ def test_the_checks_see_the_whole_course():
 # --------------------------------------------------------------------------- each rule can fail
 @pytest.mark.parametrize("snippet, bad", [
     ('METHODS = ("sequential", "serial")', "serial"),
-    ('def f(x, *, method="scan"): ...', "scan"),
+    ('def f(x, *, method="scanned"): ...', "scanned"),
     ('f(x, method="quasi_deer")', "quasi_deer"),
     ('f(x, methods=("sequential", "gpu_scan"))', "gpu_scan"),
     ('def f(method):\n    if method == "log_scan": ...', "log_scan"),

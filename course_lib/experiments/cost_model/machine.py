@@ -2,9 +2,11 @@
 :meth:`Machine.measure` with :mod:`course_lib.core.timing` (cached per process; ``quick=True`` for tests) --
 cores, SIMD lanes, GEMM peak per core and on all cores, GEMV rate with the weights in cache, streaming
 bandwidth on one and on all cores, the cost of one library call, of a thread-pool hand-off and of a numba
-parallel region, the latency of one dependent step. MPI and GPU numbers are *assumed* and say so
-(``machine.source[field]``); :meth:`Machine.preset` gives the seeds' machines (assumed). :class:`GPU` holds a
-GPU's numbers. See :mod:`course_lib.experiments.cost_model` for the model that uses them.
+parallel region, the latency of one dependent step; MPI latency and bandwidth from a ping-pong between two
+ranks (:mod:`course_lib.parallel.mpi_pingpong`: "measured on one node (shared memory)"; assumed 2 µs, 5 GB/s
+where MPI is missing). GPU numbers are *assumed* and say so (``machine.source[field]``);
+:meth:`Machine.preset` gives the seeds' machines (assumed). :class:`GPU` holds a GPU's numbers. See
+:mod:`course_lib.experiments.cost_model` for the model that uses them.
 """
 from __future__ import annotations
 
@@ -268,10 +270,25 @@ def _measure(quick: bool) -> Machine:
         src[k] = "measured" + (" (quick)" if quick else "")
     src["cores"] = "measured (CPU affinity)"
     src["simd_lanes"] = "from /proc/cpuinfo flags"
-    src["mpi_latency_s"] = src["mpi_bandwidth_gbs"] = "assumed: shared-memory MPI on one node (not measured here)"
+    mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
+    src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
     gpu = None
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
-                   max(bw1, bwall), call, handoff, region_s, step, gpu=gpu, source=src, noise=noise)
+                   max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
+                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise)
+
+
+def _mpi_numbers(quick: bool) -> tuple[float, float, str]:
+    """``(latency s, bandwidth GB/s, label)`` from a ping-pong between two ranks, or the assumed 2 µs and
+    5 GB/s (labelled why) where MPI is missing or the job fails."""
+    from ...core.mpi import MPIFailed  # noqa: PLC0415
+    from ...parallel.mpi_pingpong import pingpong  # noqa: PLC0415
+
+    try:
+        res = pingpong((8, 1 << 16, 1 << 20, 1 << 22), repeat=5 if quick else 20, timeout=60)
+    except (MPIFailed, OSError) as exc:
+        return 2e-6, 5.0, f"assumed: 2 µs, 5 GB/s (no ping-pong: {str(exc).splitlines()[0]})"
+    return res["alpha_s"], res["beta_gbs"], res["source"] + (" (quick)" if quick else "")

@@ -1,0 +1,396 @@
+"""Matrix-state linear recurrences -- gated linear attention, Mamba-2's SSD -- three ways (algorithms folder).
+
+Production recurrent layers (Mamba-2/SSD, gated linear attention, DeltaNet, KDA) keep a *matrix* state per
+head and update it linearly::
+
+    S_t = a_t * S_{t-1} + k_t v_t^T          S_t: (d_k, d_v), k_t: (d_k,), v_t: (d_v,)
+    o_t = S_t^T q_t                           o_t: (d_v,)
+
+with a decay ``a_t`` in (0, 1] that is one number per head (``decay (T, B, heads)``: Mamba-2's scalar * I) or
+one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row ``c`` of ``S`` scaled by
+``a_t[c]``). ``gated_linear_recurrence(q, k, v, decay, method=...)`` computes ``o (T, B, heads, d_v)``:
+
+* ``"sequential"``  march over time one step after another (a numba loop over the state, in the
+  inputs' dtype; :func:`recurrence_float64` runs it in float64 -- the oracle);
+* ``"scan"``        chapter 08's element-wise scan over the *flattened* state: every one of the
+  ``d_k d_v`` state entries is a recurrence ``h = a h + x`` with ``x_t = k_t v_t^T`` -- run by
+  :func:`course_lib.algorithms.scan.linear_recurrence` block by block in time (memory stays bounded);
+* ``"chunked"``     the chunked matmul form: split time into chunks of ``chunk`` steps. Inside a chunk,
+  with ``G_i = log a_1 + ... + log a_i`` (cumulative log decay from the chunk start),
+
+      o_i = sum_{j <= i} (q_i . k_j) exp(G_i - G_j) v_j  +  (q_i * exp(G_i))^T S_in
+          = ((Q K^T) * L) V                              +  Q~ S_in               (scalar decay)
+
+  where ``L_ij = exp(G_i - G_j)`` for ``j <= i`` and 0 above the diagonal is built in log space (never
+  ``exp(G_i) / exp(G_j)``, which overflows for long chunks); the chunk's own state contribution is
+  ``K^T V`` with ``K_j`` scaled by ``exp(G_C - G_j)``, and the chunk states ``S_in`` are one element-wise
+  recurrence over chunks (a numba loop, parallel over the state's rows). The chunks' products run on
+  ``threads`` CPU threads, a cache-sized group of chunks at a time. Every exponent here is ``<= 0``: nothing overflows, underflow is to the true tiny
+  value. (A chunk whose total log decay stays above ``-FOLD_LIMIT`` -- decays near 1, the common case --
+  folds the mask into the operands instead, ``exp(G_i - G_j) = exp(G_i) exp(-G_j)`` with both factors normal
+  numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
+  is taken relative to its own end (two factors ``<= 1``), and the diagonal sub-blocks are formed
+  element-wise (flash-linear-attention's chunk_gla does the same).
+
+Flops of the chunked form per token (``c`` = chunk): ``2 c (d_k + d_v) + 4 d_k d_v`` in matrix
+products (:func:`chunked_flops`) against ``~4 d_k d_v`` element-wise operations (and ``~5 d_k d_v``
+numbers moved) per token for the loop and the scan: the chunked form trades a little more arithmetic
+for arithmetic that runs at the GEMM rate.
+
+The delta rule (DeltaNet) is in :mod:`course_lib.algorithms.delta_rule`. Shapes throughout: ``q, k``
+``(T, B, heads, d_k)``, ``v`` ``(T, B, heads, d_v)``, ``S0`` ``(B, heads, d_k, d_v)``; float32 or float64.
+"""
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit, prange
+
+from ..core import backend
+from ..core.validate import check_array, check_bool, check_choice, check_int, check_positive_int
+from . import scan as _scan
+
+__all__ = [
+    "METHODS",
+    "SUB",
+    "FOLD_LIMIT",
+    "check_inputs",
+    "gated_linear_recurrence",
+    "recurrence_float64",
+    "chunk_states",
+    "intra_chunk",
+    "decay_mask",
+    "chunked_flops",
+    "default_chunk",
+    "random_problem",
+]
+
+METHODS = ("sequential", "scan", "chunked")
+SUB = 16                    # per-channel decay: key positions per sub-block (relative to its own end)
+FOLD_LIMIT = 40.0           # scalar decay: a chunk whose log decay stays above -40 folds its mask into Q and K
+_LOG_TINY = -1e4            # log of a decay of 0: exp() of it is 0, and differences stay finite
+_GROUP_BYTES = 1 << 20      # "chunked": the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
+_SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of x is about 8 MB
+
+
+# --------------------------------------------------------------------------- validation
+def check_inputs(q, k, v, decay, S0=None):
+    """Validate the inputs (shapes, dtypes, decays in [0, 1]; errors name the argument); returns the arrays (one float dtype), ``per_channel`` and ``S0`` (or None)."""
+    dims: dict = {}
+    q = check_array(q, "q", shape=("T", "B", "heads", "d_k"), dims=dims, min_size={"T": 1})
+    k = check_array(k, "k", shape=("T", "B", "heads", "d_k"), dims=dims)
+    v = check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims)
+    decay = check_array(decay, "decay", ndim=(3, 4))
+    per_channel = decay.ndim == 4
+    check_array(decay, "decay", shape=("T", "B", "heads", "d_k") if per_channel else ("T", "B", "heads"), dims=dims)
+    if decay.size and (decay.min() < 0 or decay.max() > 1):
+        raise ValueError(f"decay: expected values in [0, 1] (a decay per step), got range "
+                         f"[{decay.min():.3g}, {decay.max():.3g}]")
+    dt = q.dtype
+    for name, arr in (("k", k), ("v", v), ("decay", decay)):
+        if arr.dtype != dt:
+            raise TypeError(f"{name}: expected the dtype of q ({dt}), got {arr.dtype}")
+    if S0 is not None:
+        S0 = check_array(S0, "S0", shape=(dims["B"], dims["heads"], dims["d_k"], dims["d_v"])).astype(dt, copy=False)
+    return q, k, v, decay, per_channel, S0
+
+
+def random_problem(T: int, batch: int = 1, heads: int = 2, d_k: int = 8, d_v: int | None = None, *,
+                   per_channel: bool = False, low: float = 0.8, high: float = 1.0, seed: int = 0,
+                   dtype="float32"):
+    """Seeded ``(q, k, v, decay)``: normal q, k (scaled by ``1/sqrt(d_k)``), v; decay uniform in
+    ``[low, high]``, shape ``(T, batch, heads)`` or, with ``per_channel``, ``(T, batch, heads, d_k)``."""
+    T, batch, heads, d_k = (check_positive_int(x, n) for x, n in ((T, "T"), (batch, "batch"), (heads, "heads"), (d_k, "d_k")))
+    d_v = d_k if d_v is None else check_positive_int(d_v, "d_v")
+    if not 0 <= low <= high <= 1:
+        raise ValueError(f"low, high: expected 0 <= low <= high <= 1, got {low}, {high}")
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
+    k = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
+    v = rng.standard_normal((T, batch, heads, d_v))
+    decay = rng.uniform(low, high, (T, batch, heads, d_k) if check_bool(per_channel, "per_channel") else (T, batch, heads))
+    return tuple(np.ascontiguousarray(x, dtype=dtype) for x in (q, k, v, decay))
+
+
+# --------------------------------------------------------------------------- sequential
+@njit(parallel=True, cache=True)
+def _loop(q, k, v, decay, S, o):
+    """``S (B, heads, d_k, d_v)`` updated in place over all T; ``decay (T, B, heads, d_k)`` (broadcast)."""
+    T, B, heads, d_k = q.shape
+    d_v = v.shape[3]
+    for bh in prange(B * heads):
+        b, h = bh // heads, bh % heads
+        St = S[b, h]
+        for t in range(T):
+            for i in range(d_k):
+                a = decay[t, b, h, i]
+                kk = k[t, b, h, i]
+                for j in range(d_v):
+                    St[i, j] = a * St[i, j] + kk * v[t, b, h, j]
+            for j in range(d_v):
+                o[t, b, h, j] = 0.0
+            for i in range(d_k):
+                qq = q[t, b, h, i]
+                for j in range(d_v):
+                    o[t, b, h, j] += St[i, j] * qq
+
+
+def _sequential(q, k, v, decay, per_channel, S0):
+    T, B, heads, d_k = q.shape
+    dec = decay if per_channel else np.broadcast_to(decay[..., None], q.shape)
+    S = np.zeros((B, heads, d_k, v.shape[3]), q.dtype) if S0 is None else S0.copy()
+    o = np.empty(v.shape, q.dtype)
+    _loop(q, k, v, np.ascontiguousarray(dec), S, o)
+    return o, S
+
+
+def recurrence_float64(q, k, v, decay, S0=None, *, return_state: bool = False):
+    """The oracle: the sequential loop in float64. Returns float64 ``o`` (and ``S_T`` with ``return_state``)."""
+    q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
+    f = lambda x: None if x is None else x.astype(np.float64)  # noqa: E731
+    o, S = _sequential(f(q), f(k), f(v), f(decay), per_channel, f(S0))
+    return (o, S) if check_bool(return_state, "return_state") else o
+
+
+# --------------------------------------------------------------------------- the element-wise scan
+def _scan_method(q, k, v, decay, per_channel, S0):
+    """Chapter 08's scan over the flattened state, ``steps`` time steps at a time (bounded memory)."""
+    T, B, heads, d_k = q.shape
+    d_v = v.shape[3]
+    n = B * heads * d_k * d_v
+    steps = max(1, min(T, _SCAN_BLOCK_BYTES // (n * q.dtype.itemsize)))
+    S = np.zeros((B, heads, d_k, d_v), q.dtype) if S0 is None else S0.copy()
+    o = np.empty(v.shape, q.dtype)
+    hbuf = np.empty((steps, B, heads, d_k, d_v), q.dtype)
+    for s in range(0, T, steps):
+        e = min(T, s + steps)
+        x = np.einsum("tbhi,tbhj->tbhij", k[s:e], v[s:e])
+        a = decay[s:e, ..., None] if per_channel else decay[s:e, ..., None, None]
+        a = np.ascontiguousarray(np.broadcast_to(a, x.shape))
+        h = _scan.linear_recurrence(a.reshape(e - s, n), x.reshape(e - s, n), S.reshape(n), method="chunked",
+                                    out=hbuf[:e - s].reshape(e - s, n)).reshape(x.shape)
+        np.einsum("tbhij,tbhi->tbhj", h, q[s:e], out=o[s:e])
+        S = h[-1].copy()
+    return o, S
+
+
+# --------------------------------------------------------------------------- the chunked matmul form
+def default_chunk(T: int, d_k: int) -> int:
+    """Chunk length when none is given: 2 d_k rounded to a power of two (the intra-chunk products
+    ``(c x d_k)(d_k x c)`` then cost as much as the state products), at most T."""
+    T = check_positive_int(T, "T")
+    d_k = check_positive_int(d_k, "d_k")
+    return max(1, min(T, 1 << max(4, int(math.ceil(math.log2(2 * d_k))))))
+
+
+def chunked_flops(T: int, d_k: int, d_v: int, chunk: int, heads: int = 1) -> float:
+    """Matrix-product flops of the chunked form: per chunk of ``c`` steps and head ``2 c^2 d_k`` (Q K^T),
+    ``2 c^2 d_v`` (masked scores times V), ``2 c d_k d_v`` (state contribution) and ``2 c d_k d_v``
+    (queries times the incoming state); a partial last chunk is padded, so it costs a whole one."""
+    T, d_k, d_v, c, heads = (check_positive_int(x, n) for x, n in
+                             ((T, "T"), (d_k, "d_k"), (d_v, "d_v"), (chunk, "chunk"), (heads, "heads")))
+    n = math.ceil(T / c)
+    return float(heads * n * (2 * c * c * (d_k + d_v) + 4 * c * d_k * d_v))
+
+
+def _log_decay(decay, T_pad, per_channel):
+    """Log decays in float64, padded with log 1 = 0 to ``T_pad`` steps; decay 0 becomes _LOG_TINY."""
+    with np.errstate(divide="ignore"):
+        g = np.log(decay.astype(np.float64))
+    g = np.maximum(g, _LOG_TINY)
+    pad = [(0, T_pad - decay.shape[0])] + [(0, 0)] * (decay.ndim - 1)
+    return np.pad(g, pad)
+
+
+def _to_chunks(x, c):
+    """``(T_pad, B, heads, ...)`` -> ``(B, heads, n, c, ...)`` (contiguous)."""
+    n = x.shape[0] // c
+    y = x.reshape((n, c) + x.shape[1:])
+    return np.ascontiguousarray(np.transpose(y, (2, 3, 0, 1) + tuple(range(4, y.ndim))))
+
+
+def decay_mask(G, dtype=np.float64):
+    """The decay mask of one chunk from cumulative log decays ``G (..., c)``: ``L[..., i, j] = exp(G_i - G_j)``
+    for ``j <= i``, 0 above the diagonal, in ``dtype``. Built in log space (SSD's segsum): the differences
+    are taken in float64 (``G`` is a long sum; only the difference is rounded to ``dtype``, so the error
+    is relative to ``G_i - G_j``, not to ``G``) and clipped to ``<= 0`` before ``exp``."""
+    G = np.asarray(G, np.float64)
+    c = G.shape[-1]
+    L = np.empty(G.shape + (c,), dtype)
+    np.subtract(G[..., :, None], G[..., None, :], out=L, casting="same_kind")
+    np.minimum(L, 0, out=L)
+    np.exp(L, out=L)
+    L *= np.tri(c, dtype=dtype)
+    return L
+
+
+def intra_chunk(Q, K, V, G):
+    """Inside chunks, scalar decay: ``((Q K^T) * L) V`` with ``L = decay_mask(G)``. ``Q, K (..., c, d_k)``,
+    ``V (..., c, d_v)``, ``G (..., c)`` -> ``(..., c, d_v)``: two batched matrix products."""
+    A = np.matmul(Q, np.swapaxes(K, -1, -2))
+    A *= decay_mask(G, A.dtype)
+    return np.matmul(A, V)
+
+
+def _intra_folded(Qd, K, V, G):
+    """Inside chunks, scalar decay, when every chunk decays by at most ``exp(-FOLD_LIMIT)``: the mask's two
+    factors fold into the operands, ``L_ij = exp(G_i) exp(-G_j)``, so ``(Q K^T) * L = tril(Qd Kd^T)`` with
+    ``Qd = Q * exp(G)`` (shared with the inter-chunk product) and ``Kd = K * exp(-G)`` -- ``O(c d)`` element-wise
+    work per chunk instead of the mask's ``O(c^2)``. Both factors stay within ``exp(+-FOLD_LIMIT)``: normal
+    float32 numbers, and every score is a product of exact-ish factors (no cancellation)."""
+    Kd = K * np.exp(-G).astype(K.dtype)[..., None]
+    A = np.matmul(Qd, np.swapaxes(Kd, -1, -2))
+    A *= np.tri(A.shape[-1], dtype=A.dtype)
+    return np.matmul(A, V)
+
+
+def _intra_per_channel(Q, K, V, G):
+    """Inside chunks, per-channel decay ``G (..., c, d_k)``: scores ``A_ij = sum_m Q_im K_jm exp(G_im - G_jm)``.
+    Columns are taken ``SUB`` at a time relative to their sub-block's end (both factors <= 1) by matrix
+    products; within a diagonal sub-block the scores are formed element-wise."""
+    c = Q.shape[-2]
+    A = np.zeros(Q.shape[:-1] + (c,), Q.dtype)
+    for s in range(0, c, SUB):
+        e = min(c, s + SUB)
+        ref = G[..., e - 1:e, :]
+        Kt = K[..., s:e, :] * np.exp(ref - G[..., s:e, :]).astype(Q.dtype)
+        if e < c:  # rows after the sub-block: exponent G_i - G_ref <= 0
+            Qt = Q[..., e:, :] * np.exp(G[..., e:, :] - ref).astype(Q.dtype)
+            A[..., e:, s:e] = np.matmul(Qt, np.swapaxes(Kt, -1, -2))
+        d = np.exp(np.minimum(G[..., s:e, None, :] - G[..., None, s:e, :], 0.0)).astype(Q.dtype)
+        blk = np.einsum("...im,...jm,...ijm->...ij", Q[..., s:e, :], K[..., s:e, :], d)
+        A[..., s:e, s:e] = np.tril(blk)
+    return np.matmul(A, V)
+
+
+def chunk_states(K, V, G, per_channel):
+    """Each chunk's own state ``sum_j (k_j * exp(G_c - G_j)) v_j^T`` and its total decay ``exp(G_c)``:
+    ``K (..., n, c, d_k)``, ``V (..., n, c, d_v)``, ``G`` cumulative log decays ``(..., n, c[, d_k])``.
+    Returns ``(dS (..., n, d_k, d_v), a (..., n, d_k))``."""
+    if per_channel:
+        last = G[..., -1:, :]                                   # (..., n, 1, d_k)
+        Kw = K * np.exp(last - G).astype(K.dtype)
+        a = np.exp(last[..., 0, :])
+    else:
+        last = G[..., -1:]                                      # (..., n, 1)
+        Kw = K * np.exp(last - G).astype(K.dtype)[..., None]
+        a = np.broadcast_to(np.exp(last), K.shape[:-2] + (K.shape[-1],))
+    dS = np.matmul(np.swapaxes(Kw, -1, -2), V)
+    return dS, np.ascontiguousarray(a, dtype=K.dtype)
+
+
+def _split(n: int, threads: int):
+    """``threads`` contiguous slices of ``range(n)`` (sizes differ by at most one; empty ones dropped)."""
+    edges = np.linspace(0, n, min(threads, n) + 1).round().astype(int)
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
+    """Run ``fn(slice)`` over ``range(n)`` split in ``threads`` parts, each with one BLAS thread and taken
+    ``group`` items at a time: many small matrix products are best spread over cores by the caller (a
+    multi-threaded BLAS on a small matrix spends its time waking threads), and a group small enough keeps
+    the element-wise temporaries between the products in the core's cache."""
+    parts = _split(n, threads)
+
+    def run(part):
+        for s in range(part.start, part.stop, group):
+            fn(slice(s, min(part.stop, s + group)))
+
+    with backend.blas_threads(1):
+        if len(parts) == 1:
+            run(parts[0])
+        else:
+            with ThreadPoolExecutor(len(parts)) as pool:
+                list(pool.map(run, parts))
+
+
+@njit(parallel=True, cache=True)
+def _state_scan(a, dS, S, S_in):
+    """The scan over chunk states, in place: for each (sequence-head, key row) -- in parallel -- march over the
+    chunks: ``S_in[:, c] = S``, then ``S = a[:, c] * S + dS[:, c]``. ``a (BH, n, d_k)``, ``dS, S_in
+    (BH, n, d_k, d_v)``, ``S (BH, d_k, d_v)`` ends as the final state. The decay is broadcast over the
+    ``d_v`` columns here, never materialised."""
+    BH, n, d_k = a.shape
+    d_v = dS.shape[3]
+    for r in prange(BH * d_k):
+        b, i = r // d_k, r % d_k
+        row = S[b, i]
+        for c in range(n):
+            ac = a[b, c, i]
+            for j in range(d_v):
+                S_in[b, c, i, j] = row[j]
+                row[j] = ac * row[j] + dS[b, c, i, j]
+
+
+def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
+    T, B, heads, d_k = q.shape
+    d_v = v.shape[3]
+    c = default_chunk(T, d_k) if chunk is None else check_int(chunk, "chunk", low=1)
+    c = min(c, T)
+    n = -(-T // c)
+    Tp, m = n * c, B * heads * n                                       # m: (sequence, head, chunk) triples
+    pad = lambda x: np.pad(x, [(0, Tp - T)] + [(0, 0)] * (x.ndim - 1)) if Tp > T else x  # noqa: E731
+    Q, K, V = (_to_chunks(pad(x), c).reshape((m, c, -1)) for x in (q, k, v))
+    G = _to_chunks(_log_decay(decay, Tp, per_channel), c).reshape((m, c) + ((d_k,) if per_channel else ()))
+    dS = np.empty((m, d_k, d_v), q.dtype)
+    a = np.empty((m, d_k), q.dtype)
+    O = np.empty((m, c, d_v), q.dtype)
+
+    def states(sl):  # each chunk's own state and total decay
+        G[sl] = np.cumsum(G[sl], axis=1)
+        dS[sl], a[sl] = chunk_states(K[sl], V[sl], G[sl], per_channel)
+
+    group = max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * q.dtype.itemsize))  # chunks per cache-sized group
+    _on_threads(states, m, threads, group)
+    # inter-chunk: one element-wise scan over the n chunks gives the state entering each chunk
+    S_init = np.zeros((B, heads, d_k, d_v), q.dtype) if S0 is None else np.ascontiguousarray(S0)
+    S_in = np.empty((B * heads, n, d_k, d_v), q.dtype)
+    S_last = S_init.reshape(B * heads, d_k, d_v).copy()
+    _state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last, S_in)
+    S_in = S_in.reshape(m, d_k, d_v)
+
+    def outputs(sl):  # the incoming state seen through the decayed queries, plus the intra-chunk part
+        eG = np.exp(G[sl]).astype(q.dtype)
+        Qd = Q[sl] * (eG if per_channel else eG[..., None])
+        np.matmul(Qd, S_in[sl], out=O[sl])
+        if per_channel:
+            O[sl] += _intra_per_channel(Q[sl], K[sl], V[sl], G[sl])
+        elif -G[sl][:, -1].min() <= FOLD_LIMIT:
+            O[sl] += _intra_folded(Qd, K[sl], V[sl], G[sl])
+        else:
+            O[sl] += intra_chunk(Q[sl], K[sl], V[sl], G[sl])
+
+    _on_threads(outputs, m, threads, group)
+    o = np.transpose(O.reshape(B, heads, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, heads, d_v)[:T]
+    return np.ascontiguousarray(o), S_last.reshape(B, heads, d_k, d_v)
+
+
+# --------------------------------------------------------------------------- public entry point
+def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk: int | None = None,
+                            S0=None, return_state: bool = False, threads: int | None = None):
+    """``S_t = a_t S_{t-1} + k_t v_t^T``, ``o_t = S_t^T q_t`` for all t (module docstring).
+
+    ``q, k (T, B, heads, d_k)``, ``v (T, B, heads, d_v)``, ``decay (T, B, heads)`` (scalar per head) or
+    ``(T, B, heads, d_k)`` (per key channel), values in [0, 1]; one float dtype. ``S0 (B, heads, d_k, d_v)``: the
+    state before step 0 (zeros). ``method``: ``"sequential"`` | ``"scan"`` | ``"chunked"`` (``chunk``: steps per
+    chunk, default :func:`default_chunk`; only for ``"chunked"``). Returns ``o (T, B, heads, d_v)`` in the
+    inputs' dtype, and with ``return_state=True`` also the final state ``S_T (B, heads, d_k, d_v)``.
+    ``threads``: CPU threads of ``"chunked"`` (default: all cores), each running its share of the chunks'
+    matrix products on one BLAS thread."""
+    check_choice(method, "method", METHODS)
+    q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
+    if chunk is not None and method != "chunked":
+        raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
+    if method == "sequential":
+        o, S = _sequential(q, k, v, decay, per_channel, S0)
+    elif method == "scan":
+        o, S = _scan_method(q, k, v, decay, per_channel, S0)
+    else:
+        with np.errstate(under="ignore"):
+            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk,
+                            backend.cpu_count() if threads is None else check_positive_int(threads, "threads"))
+    if not np.isfinite(o[-1]).all():
+        raise ValueError("q, k, v: the outputs became non-finite (huge inputs?)")
+    return (o, S) if check_bool(return_state, "return_state") else o

@@ -1,0 +1,147 @@
+"""Measuring helpers for chapter 08's "the scan as matmuls" and the MPI split, and ``benchmarks/scan.py``.
+
+The loop, the element-wise scan over the flattened state and the chunked matmul form of the gated linear
+recurrence (:mod:`course_lib.algorithms.linear_attention`), timed interleaved in one process with
+:func:`course_lib.core.timing.compare`; the chunked form's rate against this machine's GEMM peak measured
+in the same process (:func:`course_lib.core.timing.peak_gflops`). Plain data out; sizes from the caller.
+
+``gemm_peak``        GEMM peak (float32, all cores), GFLOP/s
+``methods_vs_T``     time per token of loop / scan / chunked over T, the chunked form's % of the GEMM peak
+``chunk_sweep``      time per token of the chunked form over chunk sizes at one T
+``matmul_sweep``     one (T, chunk, d) point: the widget's data
+``mpi_split``        the element-wise scan and the chunked form on 1 and more MPI ranks, with the message
+                     bytes and the ping-pong latency: where splitting the sequence pays
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..algorithms import linear_attention as la, scan
+from ..core import backend, timing
+from ..core.validate import check_int, check_positive_int
+from ..parallel import mpi_pingpong, mpi_scan
+
+__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "matmul_sweep", "mpi_split"]
+
+METHODS = ("sequential", "scan", "chunked")
+
+
+def gemm_peak(threads: int | None = None, n: int = 1024, repeat: int = 5) -> float:
+    """float32 GEMM peak in GFLOP/s on ``threads`` BLAS threads (default all cores): the best ``(n, n) @ (n, n)``
+    of ``repeat`` runs, measured now (not cached: the thread count is part of what is measured)."""
+    threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads")
+    n = check_positive_int(n, "n", high=8192)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    out = np.empty((n, n), np.float32)
+    with backend.blas_threads(threads):
+        t = timing.measure(np.matmul, a, b, out=out, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1)
+    return timing.gemm_flops(n, n, n) / t.min / 1e9
+
+
+def _problem(T, d, seed, heads=1):
+    return la.random_problem(T, 1, heads, d, d, low=0.9, high=1.0, seed=seed)
+
+
+def _calls(q, k, v, dec, methods, chunk):
+    calls = {}
+    for m in methods:
+        c = chunk if m == "chunked" else None
+        calls[m] = lambda m=m, c=c: la.gated_linear_recurrence(q, k, v, dec, method=m, chunk=c)
+    return calls
+
+
+def methods_vs_T(sizes, d: int = 64, *, chunk: int | None = None, methods=METHODS, repeat: int = 3,
+                 max_scan_elements: int = 1 << 28, seed: int = 0, peak: float | None = None) -> dict:
+    """Each method at every T in ``sizes`` (one head, ``d_k = d_v = d``, float32). The scan is left out where
+    ``T d^2`` passes ``max_scan_elements`` (it moves ~20 bytes per state entry and step). Returns
+    ``{"d", "chunk", "peak", "rows": [{"T", "per_token": {method: s}, "gflops": chunked GFLOP/s,
+    "pct_peak", "x_scan", "x_sequential"}], "noise"}``."""
+    d = check_positive_int(d, "d", high=1024)
+    sizes = [check_positive_int(T, "sizes[i]", high=1 << 22) for T in sizes]
+    peak = gemm_peak() if peak is None else float(peak)
+    rows, noise = [], timing.Noise()
+    for T in sizes:
+        q, k, v, dec = _problem(T, d, seed)
+        ms = [m for m in methods if m != "scan" or T * d * d <= max_scan_elements]
+        cmp = timing.compare(repeat=repeat, **_calls(q, k, v, dec, ms, chunk))
+        noise = noise | cmp.noise
+        secs = {m: t.median for m, t in cmp.timings.items()}
+        row = {"T": T, "per_token": {m: s / T for m, s in secs.items()}}
+        if "chunked" in secs:
+            c = min(T, chunk or la.default_chunk(T, d))
+            row["gflops"] = la.chunked_flops(T, d, d, c) / secs["chunked"] / 1e9
+            row["pct_peak"] = 100 * row["gflops"] / peak
+            row["chunk"] = c
+            for other in ("scan", "sequential"):
+                if other in secs:
+                    row[f"x_{other}"] = secs[other] / secs["chunked"]
+        rows.append(row)
+    return {"d": d, "chunk": chunk, "peak": peak, "rows": rows, "noise": noise}
+
+
+def chunk_sweep(T: int, d: int = 64, chunks=(16, 32, 64, 128, 256), *, repeat: int = 3, seed: int = 0,
+                peak: float | None = None) -> dict:
+    """The chunked form at one T over chunk sizes (interleaved). Returns ``{"T", "d", "peak", "rows":
+    [{"chunk", "per_token", "gflops", "pct_peak"}], "best", "noise"}``."""
+    T = check_positive_int(T, "T", high=1 << 22)
+    d = check_positive_int(d, "d", high=1024)
+    chunks = [check_int(c, "chunks[i]", low=1, high=T) for c in chunks]
+    peak = gemm_peak() if peak is None else float(peak)
+    q, k, v, dec = _problem(T, d, seed)
+    fns = {f"c{c}": (lambda c=c: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c)) for c in chunks}
+    cmp = timing.compare(repeat=repeat, **fns)
+    rows = []
+    for c in chunks:
+        s = cmp.timings[f"c{c}"].median
+        g = la.chunked_flops(T, d, d, c) / s / 1e9
+        rows.append({"chunk": c, "per_token": s / T, "gflops": g, "pct_peak": 100 * g / peak})
+    best = min(rows, key=lambda r: r["per_token"])
+    return {"T": T, "d": d, "peak": peak, "rows": rows, "best": best, "noise": cmp.noise}
+
+
+def matmul_sweep(T: int = 4096, chunk: int = 64, d: int = 64, repeat: int = 3, seed: int = 0) -> dict:
+    """One point of the widget: loop, scan and chunked form at (T, chunk, d), interleaved; per-token times,
+    the chunked form's GFLOP/s and its error against the float32 loop."""
+    T = check_positive_int(T, "T", high=1 << 20)
+    chunk = min(check_positive_int(chunk, "chunk"), T)   # a slider may ask for a chunk longer than T
+    d = check_positive_int(d, "d", high=512)
+    q, k, v, dec = _problem(T, d, seed)
+    methods = METHODS if T * d * d <= 1 << 26 else ("sequential", "chunked")
+    cmp = timing.compare(repeat=repeat, **_calls(q, k, v, dec, methods, chunk))
+    secs = {m: t.median for m, t in cmp.timings.items()}
+    o = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=chunk)
+    ref = la.gated_linear_recurrence(q, k, v, dec)
+    err = float(np.abs(o - ref).max() / max(1.0, float(np.abs(ref).max())))
+    return {"T": T, "chunk": chunk, "d": d, "per_token": {m: s / T for m, s in secs.items()},
+            "gflops": la.chunked_flops(T, d, d, min(chunk, T)) / secs["chunked"] / 1e9,
+            "max_rel_error": err, "noise": cmp.noise}
+
+
+def mpi_split(T: int, *, nh: int = 128, d: int = 64, ranks=(1, 2), repeat: int = 3, timeout: float = 120.0,
+              seed: int = 0) -> dict:
+    """The element-wise scan (``(T, nh)``) and the chunked form (one head, ``d``) on each number of ranks:
+    per-rank compute (reduce + expand, the slowest rank; the fastest of ``repeat`` rounds), exscan seconds, wall time (MPI start-up included),
+    the message bytes, the max error against one process, and the ping-pong's alpha/beta on this machine.
+    Returns ``{"rows": [...], "alpha_s", "beta_gbs"}``."""
+    T = check_positive_int(T, "T", high=1 << 24)
+    a, x, h0 = scan.random_problem(T, check_positive_int(nh, "nh"), seed=seed)
+    q, k, v, dec = _problem(T, check_positive_int(d, "d"), seed)
+    ref_h = scan.linear_recurrence(a, x, h0)
+    ref_o = la.gated_linear_recurrence(q, k, v, dec, method="chunked")
+    rows = []
+    for P in ranks:
+        P = check_positive_int(P, "ranks[i]", high=64)
+        for kind, run in (("elementwise", lambda P=P: mpi_scan.linear_recurrence_mpi(a, x, h0, ranks=P, timeout=timeout,
+                                                                                     repeat=repeat, return_info=True)),
+                          ("gated", lambda P=P: mpi_scan.gated_linear_recurrence_mpi(q, k, v, dec, ranks=P, repeat=repeat,
+                                                                                     timeout=timeout, return_info=True))):
+            out, info = run()
+            ref = ref_h if kind == "elementwise" else ref_o
+            err = float(np.abs(out - ref).max() / max(1.0, float(np.abs(ref).max())))
+            t = info["times"]
+            rows.append({"kind": kind, "ranks": P, "compute": float(np.max(t["reduce"] + t["expand"])),
+                         "exscan": float(np.max(t["exscan"])), "wall": info["wall"],
+                         "message_bytes": info["message_bytes"], "max_rel_error": err})
+    pp = mpi_pingpong.pingpong(repeat=10, timeout=timeout)
+    return {"T": T, "nh": nh, "d": d, "rows": rows, "alpha_s": pp["alpha_s"], "beta_gbs": pp["beta_gbs"]}

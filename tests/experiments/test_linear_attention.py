@@ -1,0 +1,46 @@
+"""experiments.linear_attention: the sweeps return their documented fields, the numbers agree, the MPI split
+equals one process; bad sizes are named. (No timed assertions: timings are data here.)"""
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib.core import backend
+from course_lib.experiments import linear_attention as xla
+from helpers import raises_naming
+
+
+def test_methods_vs_T_fields_and_the_scan_cap():
+    res = xla.methods_vs_T([64, 256], 8, chunk=16, repeat=1, peak=100.0, max_scan_elements=64 * 64)
+    assert [r["T"] for r in res["rows"]] == [64, 256]
+    assert set(res["rows"][0]["per_token"]) == {"sequential", "scan", "chunked"}
+    assert "scan" not in res["rows"][1]["per_token"]            # 256 * 8^2 > the cap
+    r = res["rows"][0]
+    assert r["pct_peak"] == pytest.approx(r["gflops"])          # peak = 100 GFLOP/s
+    assert r["chunk"] == 16 and r["x_scan"] > 0
+
+
+def test_chunk_sweep_and_widget_point():
+    sw = xla.chunk_sweep(128, 8, (8, 32), repeat=1, peak=50.0)
+    assert [r["chunk"] for r in sw["rows"]] == [8, 32] and sw["best"] in sw["rows"]
+    pt = xla.matmul_sweep(T=64, chunk=512, d=8, repeat=1)      # a chunk longer than T is clipped
+    assert pt["chunk"] == 64 and pt["max_rel_error"] < 1e-5 and set(pt["per_token"]) == set(xla.METHODS)
+    assert xla.gemm_peak(1, n=128, repeat=1) > 0
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not backend.mpi_available()[0], reason="no MPI here")
+def test_mpi_split_equals_one_process():
+    res = xla.mpi_split(512, nh=4, d=8, ranks=(1, 2), repeat=1)
+    assert [(r["kind"], r["ranks"]) for r in res["rows"]] == [("elementwise", 1), ("gated", 1), ("elementwise", 2),
+                                                                ("gated", 2)]
+    assert all(r["max_rel_error"] < 1e-5 for r in res["rows"])
+    assert res["alpha_s"] > 0 and res["beta_gbs"] > 0
+
+
+# --- bad input
+def test_bad_sizes_are_named():
+    raises_naming(ValueError, "sizes[i]", xla.methods_vs_T, [0], 8)
+    raises_naming(ValueError, "d", xla.methods_vs_T, [8], 0)
+    raises_naming(ValueError, "chunks[i]", xla.chunk_sweep, 64, 8, (128,))
+    raises_naming(ValueError, "T", xla.matmul_sweep, T=0)
+    raises_naming(ValueError, "threads", xla.gemm_peak, 0)

@@ -1,0 +1,91 @@
+"""The scan across MPI ranks equals the one-process scan (element-wise, gated matrix state, DEER's matrix
+recurrence) for 1, 2 and 3 ranks; the operator is not commutative; failing and hanging ranks are named."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib.algorithms import linear_attention as la, matrix_scan, scan
+from course_lib.core import backend
+from course_lib.core.mpi import MPIFailed
+from course_lib.parallel import mpi_scan
+from helpers import raises_naming
+
+MPI_OK, MPI_WHY = backend.mpi_available()
+needs_mpi = pytest.mark.skipif(not MPI_OK, reason=f"MPI is not available: {MPI_WHY}")
+pytestmark = pytest.mark.mpi
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_elementwise_equals_one_process(ranks):
+    a, x, h0 = scan.random_problem(101, 3, 2, seed=ranks, low=0.3, high=1.0)
+    h, info = mpi_scan.linear_recurrence_mpi(a, x, h0, ranks=ranks, return_info=True)
+    assert h.shape == x.shape and h.dtype == x.dtype
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-5, atol=1e-5)
+    assert set(info["times"]) == {"reduce", "exscan", "expand"} and all(v.shape == (ranks,) for v in info["times"].values())
+    assert info["message_bytes"] == 2 * 6 * 8            # one pair (a, b) of one state, float64
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+def test_order_matters_the_operator_is_not_commutative():
+    """Three ranks with very different blocks: a commutative (wrong) combine would give rank 2 the wrong carry."""
+    a = np.concatenate([np.full((10, 1), 0.1), np.full((10, 1), 0.9), np.full((10, 1), 0.5)]).astype(np.float64)
+    x = np.concatenate([np.full((10, 1), 5.0), np.full((10, 1), -1.0), np.ones((10, 1))])
+    h = mpi_scan.linear_recurrence_mpi(a, x, ranks=3)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x), rtol=1e-12)
+    p = [np.array([0.1]), np.array([5.0])], [np.array([0.9]), np.array([-1.0])]
+    assert not np.allclose(scan.combine(*p)[1], scan.combine(p[1], p[0])[1])
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_gated_matrix_state_equals_one_process(per_channel):
+    q, k, v, d = la.random_problem(150, 2, 2, 6, 4, per_channel=per_channel, seed=5)
+    S0 = np.random.default_rng(0).standard_normal((2, 2, 6, 4)).astype(np.float32)
+    ref = la.recurrence_float64(q, k, v, d, S0)
+    for ranks in (2, 3):
+        o = mpi_scan.gated_linear_recurrence_mpi(q, k, v, d, S0=S0, ranks=ranks, chunk=16)
+        np.testing.assert_allclose(o, ref, atol=1e-4 * (1 + np.abs(ref).max()), rtol=0)
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+def test_deer_matrix_recurrence_equals_one_process():
+    A, b, h0 = matrix_scan.random_problem(90, 5, (2,), seed=7)
+    h = mpi_scan.matrix_recurrence_mpi(A, b, h0, ranks=3)
+    np.testing.assert_allclose(h, matrix_scan.recurrence_float64(A, b, h0), rtol=1e-10, atol=1e-12)
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+def test_a_failing_rank_is_named():
+    a, x, _ = scan.random_problem(20, 2, seed=1)
+    with pytest.raises(MPIFailed, match=r"failed rank\(s\): \[1\]") as info:
+        mpi_scan.linear_recurrence_mpi(a, x, ranks=2, fail_rank=1, timeout=60)
+    assert "injected failure on rank 1" in str(info.value)
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+def test_a_hanging_rank_hits_the_timeout_and_is_located():
+    a, x, _ = scan.random_problem(20, 2, seed=1)
+    with pytest.raises(MPIFailed, match="timed out") as info:
+        mpi_scan.linear_recurrence_mpi(a, x, ranks=2, hang_rank=0, timeout=8)
+    assert info.value.states[0] == "reduce"
+
+
+# --- bad input
+def test_bad_arguments_are_rejected_before_launching(tmp_path):
+    a, x, _ = scan.random_problem(4, 2, seed=1)
+    raises_naming(ValueError, "ranks", mpi_scan.linear_recurrence_mpi, a, x, ranks=5)
+    raises_naming(ValueError, "timeout", mpi_scan.linear_recurrence_mpi, a, x, timeout=0)
+    raises_naming(ValueError, "fail_rank", mpi_scan.linear_recurrence_mpi, a, x, ranks=2, fail_rank=2)
+    raises_naming(ValueError, "x", mpi_scan.linear_recurrence_mpi, a, x[:3])
+    raises_naming(ValueError, "A", mpi_scan.matrix_recurrence_mpi, np.zeros((3, 2, 3)), np.zeros((3, 2)))
+    raises_naming(ValueError, "kind", mpi_scan.run, "blelloch", {"a": a})
+    assert mpi_scan.main([str(tmp_path / "missing"), "elementwise"]) == 2
+    assert mpi_scan.main([str(tmp_path), "elementwise"]) == 2          # no a.npy
+    assert mpi_scan.main([str(tmp_path), "bogus"]) == 2

@@ -1,0 +1,51 @@
+"""Exercise 8.6's check: a right matmul solution passes; exp(G) alone (0/0 in a long chunk), an element-wise
+solution (no products) and a loop over chunks (products grow with n) fail, each with its reason."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401
+from course_lib.teaching.checks import chunked as ck
+from course_lib.teaching.checks.core import ExerciseFailed
+
+
+def good(Q, K, V, G):
+    A = Q @ K.transpose(0, 2, 1)
+    diff = G[:, :, None] - G[:, None, :]
+    L = np.exp(np.where(np.tril(np.ones((G.shape[1],) * 2, bool)), diff, -np.inf)).astype(Q.dtype)
+    return (A * L) @ V
+
+
+def exp_alone(Q, K, V, G):
+    e = np.exp(G)
+    with np.errstate(all="ignore"):
+        L = np.tril(e[:, :, None] / e[:, None, :]).astype(Q.dtype)
+    return ((Q @ K.transpose(0, 2, 1)) * L) @ V
+
+
+def elementwise(Q, K, V, G):
+    L = np.exp(np.where(np.tril(np.ones((G.shape[1],) * 2, bool)), G[:, :, None] - G[:, None, :], -np.inf))
+    A = (Q.view(np.ndarray)[:, :, None, :] * K.view(np.ndarray)[:, None, :, :]).sum(-1) * L
+    return (A[..., None] * V.view(np.ndarray)[:, None, :, :]).sum(2).astype(Q.dtype)
+
+
+def per_chunk(Q, K, V, G):
+    return np.stack([good(Q[i:i + 1], K[i:i + 1], V[i:i + 1], G[i:i + 1])[0] for i in range(Q.shape[0])])
+
+
+@pytest.mark.timeout(300)
+def test_a_matmul_solution_passes(capsys):
+    assert str(ck.check_intra_chunk(good, min_speedup=1.0)).startswith("Exercise 8.6 passed")
+    assert "2 matrix products for a whole stack" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("student, reason", [(exp_alone, "NaN or inf"), (elementwise, "0 matrix product"),
+                                             (per_chunk, "must not grow")])
+def test_wrong_solutions_fail_with_their_reason(student, reason):
+    with pytest.raises(ExerciseFailed, match=reason):
+        ck.check_intra_chunk(student, min_speedup=1.0)
+
+
+def test_the_scan_reference_computes_the_same_numbers():
+    case = ck._cases()[2].kwargs
+    np.testing.assert_allclose(ck.scan_reference(**case), ck._reference(**case), rtol=1e-4, atol=1e-5)
