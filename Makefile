@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: lab test test-browser install-lab install-test kernel chromium notebooks exercises grade bench report \
-        clean book test-book install-book node
+        clean book test-book install-book node lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -97,7 +97,10 @@ book: install-book
 test-book: book install-test chromium
 	BOOK_REQUIRED=1 $(BIN)/python -m pytest -ra -p no:xdist tests/browser/test_book.py
 
-test: install-test kernel chromium
+lint: install-test
+	$(BIN)/ruff check .
+
+test: lint install-test kernel chromium
 	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 	  tests notebooks solutions \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg

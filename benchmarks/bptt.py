@@ -17,9 +17,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from course_lib.models import rnn  # noqa: E402
+from course_lib.models import rnn
 from course_lib.core import backend, timing
 
 

@@ -18,14 +18,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from course_lib.algorithms import newton  # noqa: E402
-from course_lib.core import backend  # noqa: E402
-from course_lib.experiments import newton as ex  # noqa: E402
-from course_lib.models import jacobians  # noqa: E402
-from course_lib.parallel import deer  # noqa: E402
-from course_lib.teaching.claims import CLAIMS  # noqa: E402
+from course_lib.algorithms import newton
+from course_lib.core import backend
+from course_lib.experiments import newton as ex
+from course_lib.models import jacobians
+from course_lib.parallel import deer
+from course_lib.teaching.claims import CLAIMS
 
 PS = (16, 64, 256, 1024)
 

@@ -25,11 +25,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib.core import backend, timing  # noqa: E402
-from course_lib.core.mpi import MPIFailed  # noqa: E402
-from course_lib.models import softmax_rnn  # noqa: E402
-from course_lib.parallel import inference  # noqa: E402
+import course_lib  # noqa: F401  (first: backend decisions)
+from course_lib.core import backend, timing
+from course_lib.core.mpi import MPIFailed
+from course_lib.models import softmax_rnn
+from course_lib.parallel import inference
 
 HEADER = (f"{'B':>5} {'L':>2} {'H':>4} {'T':>4}  {'method':<25} {'best':>10} {'seq/s':>10} {'GFLOP/s':>8} "
           f"{'% peak':>7} {'x batched':>9} {'max |dp|':>9}")
@@ -38,7 +38,7 @@ HEADER = (f"{'B':>5} {'L':>2} {'H':>4} {'T':>4}  {'method':<25} {'best':>10} {'s
 def torch_predict(params, X, threads):
     """A zero-argument torch inference with the same weights, or None without torch."""
     try:
-        import torch  # noqa: PLC0415
+        import torch
     except Exception:
         return None
     torch.set_num_threads(threads)

@@ -23,9 +23,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib.core import backend, timing  # noqa: E402
-from course_lib.algorithms import matmul  # noqa: E402
+import course_lib  # noqa: F401  (first: backend decisions)
+from course_lib.core import backend, timing
+from course_lib.algorithms import matmul
 
 HEADER = (f"{'kernel':<16} {'threads':>7} {'median':>10} {'best':>10} {'GFLOP/s':>9} "
           f"{'% of BLAS':>10} {'x numpy':>8}")

@@ -19,12 +19,12 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from course_lib.algorithms import mgrit  # noqa: E402
-from course_lib.core import backend, timing  # noqa: E402
-from course_lib.models import gru  # noqa: E402
-from course_lib.teaching.claims import claim  # noqa: E402
+from course_lib.algorithms import mgrit
+from course_lib.core import backend, timing
+from course_lib.models import gru
+from course_lib.teaching.claims import claim
 
 
 def run(quick: bool) -> int:
@@ -72,7 +72,7 @@ def _run(quick: bool) -> int:
             t_ser, t_mg, t_thr = (cmp.timings[k].median for k in ("serial", "mgrit_1", "mgrit_thr2"))
             t_mpi = float("nan")
             if mpi_ok:
-                from course_lib.parallel import mgrit_mpi  # noqa: PLC0415
+                from course_lib.parallel import mgrit_mpi
 
                 U, _, info = mgrit_mpi.solve({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True,
                                               "dt": 1.0}, T, ranks=2, repeat=repeat, timeout=300, **opts)

@@ -23,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import course_lib  # noqa: E402,F401  (first: backend decisions)
-from course_lib.core import backend, timing  # noqa: E402
-from course_lib.models import fast_rnn, rnn  # noqa: E402
-from course_lib.experiments.profile import torch_steps  # noqa: E402
+import course_lib  # noqa: F401  (first: backend decisions)
+from course_lib.core import backend, timing
+from course_lib.models import fast_rnn, rnn
+from course_lib.experiments.profile import torch_steps
 
 HEADER = f"{'step':<26} {'median':>10} {'best':>10} {'GFLOP/s':>9} {'% of peak':>10} {'x fast':>8}"
 
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     print()
     fastest = min((k for k in keys if not k.startswith("fast,")), key=lambda k: cmp.timings[k].min)
     share = 100 * rows["fast_rnn.train_step"] / peak
-    print(f"first-step losses agree: " + ", ".join(f"{k} {v:.6g}" for k, v in losses.items() if v is not None))
+    print("first-step losses agree: " + ", ".join(f"{k} {v:.6g}" for k, v in losses.items() if v is not None))
     print(f"fastest column: {fastest}; fast step at {share:.1f}% of the GEMM peak "
           f"(goal: fastest and >= 88%: {'MET' if fastest == 'fast_rnn.train_step' and share >= 88 else 'NOT MET'})")
     if share > 100:

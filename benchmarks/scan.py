@@ -34,15 +34,15 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import course_lib  # noqa: E402,F401  (first: it decides GPU vs CUDA simulator before numba loads)
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
+import course_lib  # noqa: F401  (first: it decides GPU vs CUDA simulator before numba loads)
+import numba
+import numpy as np
 
-from course_lib.algorithms import scan  # noqa: E402
-from course_lib.core import backend, timing  # noqa: E402
-from course_lib.experiments import linear_attention as linear_attention_exp  # noqa: E402
-from course_lib.experiments import scan as xscan  # noqa: E402
-from numba import njit, prange  # noqa: E402
+from course_lib.algorithms import scan
+from course_lib.core import backend, timing
+from course_lib.experiments import linear_attention as linear_attention_exp
+from course_lib.experiments import scan as xscan
+from numba import njit, prange
 
 
 @njit(parallel=True, cache=True)
@@ -289,7 +289,7 @@ def main(argv=None) -> int:
     repeat = 2 if args.quick else 5
     skip = set(filter(None, args.skip.split(",")))
     try:
-        import torch  # noqa: PLC0415
+        import torch
     except Exception:  # torch is optional
         torch = None
     p = int(numba.config.NUMBA_NUM_THREADS)
@@ -308,7 +308,7 @@ def main(argv=None) -> int:
         matmuls(args.quick, repeat if not args.quick else 2)
     if "mpi" not in skip:
         mpi_table(args.quick, 3 if not args.quick else 1)
-    from course_lib.teaching.claims import claim  # noqa: PLC0415
+    from course_lib.teaching.claims import claim
 
     k = claim("001.summary.kernel_speedup")
     b = claim("001.bandwidth.fraction")

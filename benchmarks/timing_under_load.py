@@ -22,11 +22,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import course_lib  # noqa: E402,F401  (first: it decides GPU vs CUDA simulator before numba loads)
-import numpy as np  # noqa: E402
+import course_lib  # noqa: F401  (first: it decides GPU vs CUDA simulator before numba loads)
+import numpy as np
 
-from course_lib.core import backend, timing  # noqa: E402
-from course_lib.teaching.verdict import judge  # noqa: E402
+from course_lib.core import backend, timing
+from course_lib.teaching.verdict import judge
 
 
 def comparisons() -> dict:

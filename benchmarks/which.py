@@ -16,8 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from course_lib.experiments import cost_model as cm  # noqa: E402
-from course_lib.teaching.claims import claim  # noqa: E402
+from course_lib.experiments import cost_model as cm
+from course_lib.teaching.claims import claim
 
 
 def run(quick: bool) -> int:

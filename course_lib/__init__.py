@@ -36,7 +36,7 @@ Instructors: ``teaching.authoring`` (``python -m course_lib exercises build``, `
 ``core.backend`` is imported first, on purpose: it decides whether CUDA kernels run on a GPU or in
 numba's CUDA simulator, and that must happen before numba is imported anywhere.
 """
-from .core import backend  # noqa: F401  (must come first: sets NUMBA_ENABLE_CUDASIM)
+from .core import backend
 
 __version__ = "0.2.0"
 __all__ = ["backend", "__version__", "CHAPTERS", "CHAPTER_TITLES"]

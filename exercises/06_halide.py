@@ -26,7 +26,7 @@
 # %%
 import numpy as np
 
-import course_lib  # noqa: F401
+import course_lib
 from course_lib.models import halide_rnn
 from course_lib.teaching.checks import halide as halide_checks
 

@@ -33,10 +33,10 @@
 # %%
 import numpy as np
 
-import course_lib
+import course_lib  # noqa: F401  (first: it sets up numba's CUDA mode)
 from course_lib.experiments import batching as batching_exp
 from course_lib.models import rnn
-from course_lib.core import backend, timing
+from course_lib.core import timing
 from course_lib.teaching import claims, plots, widgets
 from course_lib.teaching.plots import perf as perf_plots
 
@@ -201,7 +201,7 @@ else:
           f"{seed_range[-1]} -- the kernel, not memory, gets better with bigger matrices.")
 
 # %% tags=["nbval-ignore-output"]
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 3.6))
 perf_plots.per_sample_plot(sweep, ax=ax1, title=f"B = 1 ... {seed_range[-1]} (log-log)")

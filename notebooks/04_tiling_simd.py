@@ -37,7 +37,7 @@
 # %% tags=["nbval-ignore-output"]
 import numpy as np
 
-import course_lib  # first: decides numba's CUDA mode before numba is imported
+import course_lib  # noqa: F401  (first: decides numba's CUDA mode before numba is imported)
 from course_lib.core import backend, timing
 from course_lib.experiments.batching import cache_level
 from course_lib.algorithms import matmul
@@ -236,7 +236,7 @@ for pair, res in ((PAIR_SLOW, slow_pair), (PAIR_FAST, fast_pair)):
               f"{verdict_pow2 if res['noise'].ok else 'no conclusion (unreliable run)'}")
     if not res["noise"].ok:
         print(res["noise"].warning())
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
 matmul_plots.size_pair_plot(slow_pair["rates"], PAIR_SLOW, ax=axes[0], title=f"simple loops, n = {PAIR_SLOW[0]} vs {PAIR_SLOW[1]}")
 matmul_plots.size_pair_plot(fast_pair["rates"], PAIR_FAST, ax=axes[1], title=f"tiled kernels and BLAS, n = {PAIR_FAST[0]} vs {PAIR_FAST[1]}")

@@ -38,7 +38,7 @@ import numpy as np
 
 import course_lib  # noqa: F401  (first: backend decisions)
 from course_lib.models import halide_rnn
-from course_lib.core import backend, timing
+from course_lib.core import timing
 from course_lib.experiments import halide as halide_exp
 from course_lib.models import rnn
 from course_lib.teaching import claims, widgets

@@ -48,7 +48,7 @@
 # %% tags=["nbval-ignore-output"]
 import numpy as np
 
-import course_lib
+import course_lib  # noqa: F401  (first: it sets up numba's CUDA mode)
 from course_lib.core import backend, timing
 from course_lib.core.mpi import MPIFailed
 from course_lib.data import corpus

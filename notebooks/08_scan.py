@@ -39,7 +39,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-import course_lib  # first: decides GPU vs CUDA simulator before numba is imported
+import course_lib  # noqa: F401  (first: decides GPU vs CUDA simulator before numba is imported)
 from course_lib.algorithms import scan, scan_cuda
 from course_lib.core import backend, timing
 from course_lib.experiments import scan as scan_exp

@@ -39,10 +39,9 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib.algorithms import newton
 from course_lib.core import backend, timing
 from course_lib.experiments import newton as newton_exp
-from course_lib.models import gru, jacobians, mingru
+from course_lib.models import gru, mingru
 from course_lib.parallel import deer
 from course_lib.teaching import widgets
 from course_lib.teaching.claims import CLAIMS

@@ -35,14 +35,12 @@
 # (the task graphs): each method's cost is a dozen lines.
 
 # %%
-import numpy as np
 
-import course_lib
-from course_lib.core import backend, timing
+import course_lib  # noqa: F401  (first: it sets up numba's CUDA mode)
+from course_lib.core import timing
 from course_lib.experiments import cost_model as cost_model_exp
-from course_lib.experiments.cost_model import cluster as cluster_exp
 from course_lib.teaching import widgets
-from course_lib.teaching.claims import claim, show
+from course_lib.teaching.claims import show
 from course_lib.teaching.plots import cost_model as cost_model_plots
 from course_lib.teaching.verdict import verdict
 

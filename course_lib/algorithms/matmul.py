@@ -372,7 +372,7 @@ def matmul_parallel(A, B, *, out=None, rows_per_block=None):
 
     ``rows_per_block`` (default ``ceil(m / (4 * threads))``, at least 1) sets the work per task.
     """
-    import numba  # noqa: PLC0415
+    import numba
 
     A, B, C = _check_operands(A, B, out)
     m, k = A.shape

@@ -435,7 +435,7 @@ def _run(method, a2, x2, h02, opts, x):
     if name == "blelloch":
         return _blelloch(a2, x2, h02)[0]
     if name == "cuda_chunked":
-        from . import scan_cuda  # noqa: PLC0415  (the CUDA kernels; simulator without a GPU)
+        from . import scan_cuda
 
         return scan_cuda.linear_recurrence_cuda(a2, x2, h02, **opts)
     h = np.empty_like(a2) if out is None else out.reshape(a2.shape)

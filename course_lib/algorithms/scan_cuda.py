@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
-from ..core import backend  # noqa: F401  (must precede numba: decides GPU vs simulator)
+from ..core import backend
 from ..core.validate import check_array, check_int, check_positive_int, check_power_of_two
 
-from numba import cuda, float64  # noqa: E402
+from numba import cuda, float64
 
 __all__ = [
     "BLOCK_MAX",

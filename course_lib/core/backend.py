@@ -64,7 +64,7 @@ def detect_gpu() -> tuple[bool, str]:
         return False, "COURSE_FORCE_SIMULATOR=1"
     if _module_installed("cupy"):
         try:
-            import cupy  # noqa: PLC0415
+            import cupy
 
             if cupy.cuda.is_available():
                 props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -126,10 +126,10 @@ def gpu_available() -> bool:
 def xp():
     """The array module to use: ``cupy`` with a usable GPU, otherwise ``numpy``."""
     if gpu_available() and _module_installed("cupy"):
-        import cupy  # noqa: PLC0415
+        import cupy
 
         return cupy
-    import numpy  # noqa: PLC0415
+    import numpy
 
     return numpy
 
@@ -146,14 +146,14 @@ def cpu_count() -> int:
 def max_threads() -> int:
     """The most threads :func:`set_threads` can use here: the cores, capped by the thread count numba
     was started with (``NUMBA_NUM_THREADS``) -- thread sweeps go from 1 to this."""
-    import numba  # noqa: PLC0415
+    import numba
 
     return max(1, min(cpu_count(), int(numba.config.NUMBA_NUM_THREADS)))
 
 
 def get_threads() -> int:
     """numba's current thread count."""
-    import numba  # noqa: PLC0415
+    import numba
 
     return int(numba.get_num_threads())
 
@@ -161,8 +161,8 @@ def get_threads() -> int:
 def on_threads(n: int, fn):
     """``fn`` wrapped to run with ``n`` numba threads and then restore the previous count (switching is
     cheap, so the wrapper may sit inside a timed call). ``n`` is checked like :func:`set_threads`'s."""
-    from .validate import check_int  # noqa: PLC0415
-    import numba  # noqa: PLC0415
+    from .validate import check_int
+    import numba
 
     n = check_int(n, "n", low=1, high=int(numba.config.NUMBA_NUM_THREADS))
 
@@ -188,7 +188,7 @@ def blas_threads(n: int | None):
     Small GEMMs and GEMVs are faster and steadier on one BLAS thread, and a worker that is itself one of
     several threads must not start more. The threadpoolctl controller is made once: making it scans the
     loaded libraries, which costs far more than one small product."""
-    from .validate import check_int  # noqa: PLC0415
+    from .validate import check_int
 
     if n is None:
         yield
@@ -197,8 +197,8 @@ def blas_threads(n: int | None):
     global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
         try:
-            import numpy  # noqa: F401,PLC0415  (loads the BLAS so threadpoolctl can see it)
-            from threadpoolctl import ThreadpoolController  # noqa: PLC0415
+            import numpy  # noqa: F401  (loads the BLAS so threadpoolctl can see it)
+            from threadpoolctl import ThreadpoolController
         except ImportError:  # pragma: no cover - threadpoolctl is a dependency
             yield
             return
@@ -213,13 +213,13 @@ def set_threads(n: int) -> int:
     ``n`` must be between 1 and the number of threads numba was started with
     (``NUMBA_NUM_THREADS``, by default the number of cores).
     """
-    from .validate import check_int  # noqa: PLC0415
-    import numba  # noqa: PLC0415
+    from .validate import check_int
+    import numba
 
     n = check_int(n, "n", low=1, high=int(numba.config.NUMBA_NUM_THREADS))
     numba.set_num_threads(n)
     try:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+        from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=n, user_api="blas")
     except ImportError:  # pragma: no cover - threadpoolctl is a dependency
@@ -324,8 +324,8 @@ def _simd_flags() -> str:
 
 def _blas_info() -> tuple[str, int | None]:
     try:
-        from threadpoolctl import threadpool_info  # noqa: PLC0415
-        import numpy  # noqa: F401,PLC0415  (loads the BLAS so threadpoolctl can see it)
+        from threadpoolctl import threadpool_info
+        import numpy  # noqa: F401  (loads the BLAS so threadpoolctl can see it)
 
         for pool in threadpool_info():
             if pool.get("user_api") == "blas":
@@ -355,7 +355,7 @@ def blas_vector_bits() -> dict:
     blas, _ = _blas_info()
     kernel = None
     try:
-        from threadpoolctl import threadpool_info  # noqa: PLC0415
+        from threadpoolctl import threadpool_info
 
         kernel = next((pool.get("architecture") for pool in threadpool_info() if pool.get("user_api") == "blas"),
                       None)
@@ -381,8 +381,8 @@ class Report(dict):
 
 def report() -> Report:
     """Facts about this machine: CPU, cores, numba threads, BLAS, GPU or simulator, CuPy, MPI."""
-    import numba  # noqa: PLC0415
-    import numpy  # noqa: PLC0415
+    import numba
+    import numpy
 
     blas, blas_threads = _blas_info()
     usable, gpu_name = detect_gpu()

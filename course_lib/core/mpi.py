@@ -176,7 +176,7 @@ def worker_main(body: Callable, argv: Sequence[str] | None = None, *,
             except (OSError, ValueError):
                 pass
             return 2
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     f = status_file(work, comm.Get_rank())
@@ -187,7 +187,7 @@ def worker_main(body: Callable, argv: Sequence[str] | None = None, *,
     status("started")
     try:
         body(comm, work, status, rest)
-    except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
+    except BaseException as exc:
         status(f"error: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         sys.stderr.flush()
         if comm.Get_size() > 1:      # others may wait in a collective: take the whole job down

@@ -30,7 +30,7 @@ def stored_text(desc: str, total: int | None, unit: str = "it") -> str:
 def _notebook_frontend() -> bool:
     """Whether tqdm itself would draw a widget bar here (tqdm.auto's choice: an IPython kernel with
     ipywidgets). core/ imports no GUI library itself; tqdm's notebook module does."""
-    from tqdm import auto, notebook  # noqa: PLC0415
+    from tqdm import auto, notebook
 
     return issubclass(auto.tqdm, notebook.tqdm) and getattr(notebook, "IProgress", None) is not None
 
@@ -43,7 +43,7 @@ def progress_bar(iterable: Iterable | None = None, *, total: int | None = None, 
     if total is None and iterable is not None and hasattr(iterable, "__len__"):
         total = len(iterable)
     if disable or not _notebook_frontend():
-        from tqdm.std import tqdm  # noqa: PLC0415
+        from tqdm.std import tqdm
 
         return tqdm(iterable, total=total, desc=desc, unit=unit, disable=disable, mininterval=mininterval)
     return _notebook_bar()(iterable, total=total, desc=desc, unit=unit, mininterval=mininterval)
@@ -56,7 +56,7 @@ def _notebook_bar():
     global _NOTEBOOK_BAR
     if _NOTEBOOK_BAR is not None:
         return _NOTEBOOK_BAR
-    from tqdm import notebook  # noqa: PLC0415  (it brings IPython's display)
+    from tqdm import notebook
 
     notebook_tqdm, display = notebook.tqdm, notebook.display
 

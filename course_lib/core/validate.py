@@ -219,7 +219,7 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
     choices = tuple(choices)
     try:
         found = value in choices
-    except Exception:  # noqa: BLE001 - e.g. an array compared with strings
+    except Exception:
         found = False
     if not found:
         listed = ", ".join(repr(c) for c in choices)
@@ -239,7 +239,7 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
     """A float32 or float64 dtype (anything ``np.dtype`` understands); returns the ``np.dtype``."""
     try:
         dt = np.dtype(dtype)
-    except Exception as exc:  # noqa: BLE001 - numpy raises TypeError or ValueError
+    except Exception as exc:
         raise TypeError(f"{name}: expected float32 or float64, got {dtype!r}") from exc
     if dt not in FLOAT_DTYPES:
         raise TypeError(f"{name}: expected float32 or float64, got {dt}")

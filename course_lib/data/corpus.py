@@ -23,7 +23,7 @@ __all__ = ["load_text", "Vocab", "split", "batch_windows", "one_hot"]
 
 def load_text(max_chars: int | None = None) -> str:
     """The pydoc help topics as one string (deterministic order), optionally truncated."""
-    from pydoc_data.topics import topics  # noqa: PLC0415
+    from pydoc_data.topics import topics
 
     text = "\n\n".join(topics[k].strip() for k in sorted(topics))
     if max_chars is not None:

@@ -82,8 +82,8 @@ def sample_images(n: int = 8, size: int = 16, *, seed: int = 0, dtype=np.float32
     seed = check_int(seed, "seed", low=0)
     dt = _dtype(dtype)
     check_alloc((n, size, size), np.float64, "n", what="the patches")
-    import matplotlib.cbook as cbook  # noqa: PLC0415
-    import matplotlib.image as mpimg  # noqa: PLC0415
+    import matplotlib.cbook as cbook
+    import matplotlib.image as mpimg
 
     with cbook.get_sample_data("grace_hopper.jpg") as f:
         rgb = mpimg.imread(f, format="jpg").astype(np.float64)

@@ -85,7 +85,7 @@ def machine_id() -> str:
     architecture, numpy version and BLAS."""
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
-    except Exception:  # noqa: BLE001 - older numpy
+    except Exception:
         blas = "?"
     text = f"{platform.machine()}|{backend.cpu_model()}|{os.cpu_count()}|numpy {np.__version__}|{blas}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -94,14 +94,14 @@ def machine_id() -> str:
 def current_threads() -> int:
     """BLAS threads in use now (threadpoolctl), else numba's thread count."""
     try:
-        from threadpoolctl import threadpool_info  # noqa: PLC0415
+        from threadpoolctl import threadpool_info
 
         n = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
         if n:
             return int(max(n))
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
-    import numba  # noqa: PLC0415
+    import numba
 
     return int(numba.get_num_threads())
 

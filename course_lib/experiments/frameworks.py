@@ -30,7 +30,7 @@ def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, thre
     step with torch tensor ops and no autograd; ``nn.RNN`` uses the framework (module + autograd +
     ``torch.optim.SGD``). Each returns the loss before its update."""
     try:
-        import torch  # noqa: PLC0415
+        import torch
     except Exception:  # torch is optional (extra 'bench')
         return None
     if threads is not None:
@@ -112,7 +112,7 @@ def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: 
             fns["torch"] = ts["torch.nn.RNN"]
         return fns
 
-    from ..models.rnn import bptt_linear, sgd_step  # noqa: PLC0415
+    from ..models.rnn import bptt_linear, sgd_step
 
     tiny = timing.compare(repeat=max(repeat, 5), warmup=2, **steps(1, 1))
     methods = list(tiny.timings)

@@ -207,7 +207,7 @@ def simd_ops(dispatcher, argtypes) -> dict:
     (zmm = 512-bit, ymm = 256-bit, xmm = 128-bit registers). The function is recompiled without the
     on-disk cache (numba cannot show the assembly of cached code): a second or two.
     """
-    from numba import njit  # noqa: PLC0415
+    from numba import njit
 
     if not hasattr(dispatcher, "py_func") or not hasattr(dispatcher, "targetoptions"):
         raise TypeError(f"dispatcher: expected a numba @njit function, got {type(dispatcher).__name__}")
@@ -238,7 +238,7 @@ def simd_ops(dispatcher, argtypes) -> dict:
 def vector_instructions(kernel: str, dtype: str = "float32") -> dict:
     """:func:`simd_ops` for the core of a ladder rung (``"parallel_tiled"``: its micro-kernel).
     A structural check that the compiler really emitted SIMD code."""
-    from numba import typeof  # noqa: PLC0415
+    from numba import typeof
 
     if kernel not in mm.KERNEL_CORES:
         raise ValueError(f"kernel: expected one of {', '.join(mm.KERNEL_CORES)}, got {kernel!r}")

@@ -205,7 +205,7 @@ def speedup_vs_length(Ts, *, ranks: int = 2, batch: int = 16, nh: int = 64, nx: 
             ts = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True), repeat=repeat, number=1)
         noise = noise | ts.noise
         if method == "mpi":
-            from ..parallel import mgrit_mpi  # noqa: PLC0415
+            from ..parallel import mgrit_mpi
 
             _, _, info = mgrit_mpi.solve({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True},
                                          T, ranks=ranks, repeat=repeat, timeout=timeout, **opts)

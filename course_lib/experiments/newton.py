@@ -238,8 +238,8 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, nh: int = 16, e
     epochs = check_positive_int(epochs, "epochs")
     n_train = check_int(n_train, "n_train", low=2)
     check_alloc((max(T_remember, T_activity), n_train, 4), np.float64, "n_train", what="the training inputs")
-    from ..data.activity import train_test  # noqa: PLC0415
-    from ..models.linear_rnn import remember_first_batch  # noqa: PLC0415
+    from ..data.activity import train_test
+    from ..models.linear_rnn import remember_first_batch
 
     rows = []
     tasks = {}

@@ -205,7 +205,7 @@ def _workload(name: str, n: int, seed: int):
         ws = 3 * A.nbytes
         if name == "blas matmul":
             return (lambda: np.matmul(A, Bm, out=C)), timing.gemm_flops(n, n, n), ws
-        from ..algorithms import matmul as mm  # noqa: PLC0415  (chapter 04's kernel ladder)
+        from ..algorithms import matmul as mm
 
         f = mm.matmul_parallel if name == "numba parallel matmul" else mm.matmul_parallel_tiled
         return (lambda: f(A, Bm, out=C)), timing.gemm_flops(n, n, n), ws
@@ -229,7 +229,7 @@ def _workload(name: str, n: int, seed: int):
 
 
 def _thread_counts(threads) -> list[int]:
-    import numba  # noqa: PLC0415
+    import numba
 
     top = backend.max_threads()
     threads = list(range(1, top + 1)) if threads is None else [int(t) for t in threads]

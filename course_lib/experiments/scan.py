@@ -158,9 +158,9 @@ def lane_instructions(dtype: str = "float32") -> dict:
     counts them (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each).
     Returns ``{"doubling pass": {...}, "serial loop": {...}}``."""
     dtype = check_dtype(dtype, "dtype")
-    from numba import typeof  # noqa: PLC0415
+    from numba import typeof
 
-    from .matmul import simd_ops  # noqa: PLC0415
+    from .matmul import simd_ops
 
     v = typeof(np.zeros(4, np.dtype(dtype)))
     m = typeof(np.zeros((2, 2), np.dtype(dtype)))
@@ -186,7 +186,7 @@ def cuda_phases(a, x, h0=None, *, block: int | None = None, chunk: int | None = 
     """Time the three CUDA kernels one by one (best of ``repeat`` after one warm-up launch each).
     Returns ``{"mode": "gpu" | "simulator", "block", "chunk", "grid", "<phase>_s", "<phase>_frac",
     "noise"}``; simulator time is Python threads on the CPU and says little about a GPU."""
-    from ..algorithms import scan_cuda  # noqa: PLC0415
+    from ..algorithms import scan_cuda
 
     repeat = check_positive_int(repeat, "repeat")
     steps = scan_cuda.phase_steps(a, x, h0, block=block, chunk=chunk)

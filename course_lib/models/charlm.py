@@ -120,9 +120,9 @@ def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, batch
     p = params.astype(params.dtype)               # a copy
     rng = np.random.default_rng(seed)
     losses: list = []
-    from ..core.progress import progress_bar  # noqa: PLC0415
+    from ..core.progress import progress_bar
 
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+    from threadpoolctl import threadpool_limits
 
     bar = progress_bar(range(1, steps + 1), desc="training", unit="step", disable=not progress, mininterval=0.5)
     t0 = time.perf_counter()

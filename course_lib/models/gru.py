@@ -125,7 +125,7 @@ class GRUParams(Params):
     def to_torch(self):
         """A ``torch.nn.GRU(nx, H)`` holding these weights (float32 or float64 like the arrays).
         Imports torch only when called."""
-        import torch  # noqa: PLC0415
+        import torch
 
         module = torch.nn.GRU(self.nx, self.nh)
         module = module.double() if self.dtype == np.float64 else module.float()

@@ -101,7 +101,7 @@ def _hl():
     global _HL, _HL_ERROR
     if _HL is None and _HL_ERROR is None:
         try:
-            import halide  # noqa: PLC0415
+            import halide
 
             if not hasattr(halide, "Func"):
                 raise ImportError(f"'halide' resolved to {getattr(halide, '__file__', '?')}, which is not "
@@ -125,7 +125,7 @@ def available() -> tuple[bool, str]:
     version = getattr(hl, "__version__", None)
     if version is None:
         try:
-            from importlib.metadata import version as _v  # noqa: PLC0415
+            from importlib.metadata import version as _v
 
             version = _v("halide")
         except Exception:

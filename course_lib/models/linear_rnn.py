@@ -454,7 +454,7 @@ def train_remember_first(layer: str, T: int, *, nh: int = 16, nx: int = 4, batch
     info = {"layer": layer, "T": T, "method": method, "converged": False, "epochs": 0, "steps": 0}
     bar = None
     if progress:
-        from ..core.progress import progress_bar  # noqa: PLC0415
+        from ..core.progress import progress_bar
 
         bar = progress_bar(total=max_epochs, desc=f"{layer} T={T}", unit="epoch")
     t0 = time.perf_counter()

@@ -109,7 +109,7 @@ class LSTMParams(Params):
     def to_torch(self):
         """A one-layer ``torch.nn.LSTM(nx, H)`` holding copies of these weights (same dtype).
         torch is imported here, only when asked for."""
-        import torch  # noqa: PLC0415
+        import torch
 
         check_params(self)
         m = torch.nn.LSTM(self.nx, self.nh).to(getattr(torch, self.dtype.name))
@@ -175,7 +175,7 @@ def check_params(params, nx: int | None = None) -> LSTMParams:
     if W_ih.shape != (4 * nh, want_nx):
         hint = ""
         if W_ih.shape == (want_nx, 4 * nh):
-            hint = f" -- it looks transposed (nx, 4*H); pass W_ih.T"
+            hint = " -- it looks transposed (nx, 4*H); pass W_ih.T"
         elif W_ih.shape[0] != 4 * nh:
             hint = f" -- {W_ih.shape[0]} rows is not 4 gates x H={nh} (gate-count mismatch)"
         raise ValueError(f"params.W_ih: expected PyTorch layout (4*H, nx) = ({4 * nh}, {want_nx}), "

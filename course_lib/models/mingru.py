@@ -344,7 +344,7 @@ def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 
                          epochs: int = 5, batch: int = 32, lr: float = 2e-2, seed: int = 0,
                          method: str = "sequential") -> TrainResult:
     """Chapter 08's remember-the-first-element task (:func:`models.linear_rnn.remember_first_batch`)."""
-    from .linear_rnn import remember_first_batch  # noqa: PLC0415
+    from .linear_rnn import remember_first_batch
 
     X, y = remember_first_batch(T, n_train, nx, np.random.default_rng(seed))
     Xv, yv = remember_first_batch(T, n_val, nx, np.random.default_rng(seed + 12345))
@@ -356,7 +356,7 @@ def train_activity(kind: str, length: int = 128, *, n_train: int = 256, n_val: i
                    epochs: int = 5, batch: int = 32, lr: float = 2e-2, seed: int = 0,
                    method: str = "sequential") -> TrainResult:
     """Chapter 10's activity task (:mod:`course_lib.data.activity`), float64."""
-    from ..data.activity import train_test  # noqa: PLC0415
+    from ..data.activity import train_test
 
     Xtr, ytr, Xte, yte = train_test(n_train, n_val, length, seed=seed)
     return train_classifier(kind, Xtr.astype(np.float64), ytr, nh=nh, n_classes=4, epochs=epochs, batch=batch,

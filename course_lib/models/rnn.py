@@ -28,8 +28,7 @@ import numpy as np
 
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int,
-                             FLOAT_DTYPES)
+from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int)
 
 __all__ = [
     "RNNParams",
@@ -335,7 +334,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     epoch_losses, step_losses = [start], []
     bar = None
     if progress:
-        from ..core.progress import progress_bar  # noqa: PLC0415  (only needed for the bar)
+        from ..core.progress import progress_bar
 
         bar = progress_bar(total=epochs * steps_per_epoch, desc="training", unit="step")
 

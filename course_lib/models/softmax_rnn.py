@@ -142,7 +142,7 @@ class SoftmaxRNNParams(Params):
         """``(torch.nn.RNN, torch.nn.Linear)`` with these weights (``bias_hh`` zero); imports torch.
 
         ``softmax(linear(rnn(X)[0]), -1)`` then equals :func:`forward` to float round-off."""
-        import torch  # noqa: PLC0415 - optional, only here
+        import torch
 
         check_params(self)
         dt = torch.float64 if self.dtype == np.float64 else torch.float32

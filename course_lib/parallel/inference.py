@@ -32,7 +32,7 @@ import numpy as np
 from ..core import backend
 from ..core.mpi import launch
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
-from ..models.softmax_rnn import (SoftmaxRNNParams, cell_step_unchecked, batched_core, cell_step, check_inputs, check_params,
+from ..models.softmax_rnn import (SoftmaxRNNParams, cell_step_unchecked, batched_core, check_inputs, check_params,
                                   forward, output_probs)
 from .mpi_infer import PHASES
 
@@ -141,7 +141,7 @@ def _cuda_kernels():
     global cuda
     if _KERNELS:
         return _KERNELS
-    from numba import cuda  # noqa: PLC0415
+    from numba import cuda
 
     @cuda.jit
     def cell_kernel(x, h_prev, U, W, b, h_out):

@@ -87,7 +87,7 @@ class RankPartition(Partition):
             r.Wait()
 
     def allreduce(self, x: float, op: str = "sum") -> float:
-        from mpi4py import MPI  # noqa: PLC0415
+        from mpi4py import MPI
 
         check_choice(op, "op", ("sum", "min"))
         return float(self.comm.allreduce(x, op={"sum": MPI.SUM, "min": MPI.MIN}[op]))
@@ -125,7 +125,7 @@ def _build_step(problem: dict, arrays: dict, m: int):
     kind = problem["kind"]
     if kind == "dahlquist":
         return dahlquist_step(problem["lam"], problem["dt"], m), np.asarray(problem["u0"], dtype=np.float64)
-    from ..models.gru import GRUParams, gru_steps, input_projection  # noqa: PLC0415
+    from ..models.gru import GRUParams, gru_steps, input_projection
 
     params = GRUParams(arrays["W_ih"], arrays["W_hh"], arrays["b_ih"], arrays["b_hh"])
     GI = input_projection(params, arrays["X"])
@@ -169,7 +169,7 @@ def check_job(work, rest) -> None:
         check_float(problem.get("dt"), "spec.json problem.dt", low=0.0, low_inclusive=False)
         check_array(np.asarray(problem.get("u0"), dtype=np.float64), "spec.json problem.u0")
         return
-    from ..models.gru import GRUParams, check_params  # noqa: PLC0415
+    from ..models.gru import GRUParams, check_params
 
     check_float(problem.get("dt"), "spec.json problem.dt", low=0.0, low_inclusive=False)
     try:
@@ -275,7 +275,7 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
                            "dt": check_float(problem["dt"], "problem['dt']", low=0.0, low_inclusive=False),
                            "u0": u0.tolist()}
     else:
-        from ..models.gru import GRUParams, check_params  # noqa: PLC0415
+        from ..models.gru import GRUParams, check_params
 
         p = problem.get("params")
         if not isinstance(p, GRUParams):

@@ -80,7 +80,7 @@ def check_job(work, rest) -> None:
 
 def body(comm, work, status, rest) -> None:
     """One rank's part (see the module docstring); ``status(phase)`` records how far it got."""
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     args = _parse(rest)
     rank, P = comm.Get_rank(), comm.Get_size()

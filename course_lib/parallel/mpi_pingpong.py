@@ -47,7 +47,7 @@ def _parse(rest):
 def body(comm, work, status, rest) -> None:
     """Ranks 0 and 1 bounce each size ``repeat`` times (after two warm-up rounds); rank 0 writes
     ``result.json`` with the fastest one-way time per size. Other ranks wait at the barriers."""
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     args = _parse(rest)
     rank, P = comm.Get_rank(), comm.Get_size()

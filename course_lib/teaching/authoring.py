@@ -42,7 +42,7 @@ import json
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .notebook_io import (COURSE_ROOT, FOLDERS, as_path, cell_tags, check_nb, error_outputs, execute_notebook,
@@ -161,7 +161,7 @@ def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode
         f"`solutions/{source_name or 'the solutions'}` by `python -m course_lib exercises build`; "
         "rebuilding never overwrites your work without `--force` (which keeps a backup)."
     )
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     banner = nbformat.v4.new_markdown_cell(banner_src)
     banner.id = "worksheet-banner"
@@ -181,8 +181,8 @@ class ExerciseBuildResult:
 def exercise_texts(solution_ipynb: Path) -> tuple[str, str]:
     """What ``build_exercises`` writes for one solution: the worksheet's ``.ipynb`` and its
     jupytext ``.py`` pair (py:percent, without the jupytext version so the text is stable)."""
-    import jupytext  # noqa: PLC0415
-    import nbformat  # noqa: PLC0415
+    import jupytext
+    import nbformat
 
     solution_ipynb = as_path(solution_ipynb, "solution_ipynb", must_exist=True)
     nb = build_exercise(read_ipynb(solution_ipynb), solution_ipynb.name)
@@ -193,7 +193,7 @@ def exercise_texts(solution_ipynb: Path) -> tuple[str, str]:
 
 def _stored_checksum(ipynb_text: str | None) -> str | None:
     """The checksum a generated worksheet recorded; None for a missing or foreign file."""
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     if ipynb_text is None:
         return None
@@ -210,7 +210,7 @@ def _pair_state(ipynb: Path, py: Path, new_checksum: str) -> tuple[str, str]:
 
     A half that is missing is not an edit: the other half decides. A half that cannot be read is
     reported as corrupt (with the reason), not as edited."""
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     has_nb, has_py = ipynb.exists(), py.exists()
     if not has_nb and not has_py:
@@ -219,7 +219,7 @@ def _pair_state(ipynb: Path, py: Path, new_checksum: str) -> tuple[str, str]:
     if has_nb:
         try:
             nb = nbformat.read(str(ipynb), as_version=4)
-        except Exception as exc:  # noqa: BLE001 - JSON, schema, encoding, permissions ...
+        except Exception as exc:
             return "corrupt", f"{ipynb.name} is not a readable notebook ({type(exc).__name__}: {_short(exc)})"
         stored = nb.metadata.get("course_lib", {}).get("cells_sha256")
         if not stored:
@@ -229,7 +229,7 @@ def _pair_state(ipynb: Path, py: Path, new_checksum: str) -> tuple[str, str]:
     if has_py:
         try:
             py_sum = cells_checksum(read_py(py))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return "corrupt", f"{py.name} is not a readable py:percent notebook ({type(exc).__name__}: {_short(exc)})"
         if has_nb:
             if py_sum != stored:
@@ -307,7 +307,7 @@ def build_exercises(*, force: bool = False, only: str | None = None,
             continue
         try:
             texts = exercise_texts(sol)
-        except Exception as exc:  # noqa: BLE001 - a corrupt solution must not stop the others
+        except Exception as exc:
             results.append(ExerciseBuildResult(ipynb, f"failed (solutions/{sol.name}: {type(exc).__name__}: "
                                                       f"{_short(exc)})"))
             continue
@@ -323,7 +323,7 @@ def build_exercises(*, force: bool = False, only: str | None = None,
 
 
 def _write_pair(ipynb: Path, py: Path, texts: tuple[str, str], force: bool, root: Path) -> ExerciseBuildResult:
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     current = [p.read_text(encoding="utf-8", errors="replace") if p.exists() else None for p in (ipynb, py)]
     if current == list(texts):

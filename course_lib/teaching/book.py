@@ -213,7 +213,7 @@ def _source_texts(root: Path) -> dict[str, str]:
 
 def _module_texts(root: Path) -> dict[str, str]:
     """Chapter number -> the text of the course_lib modules that chapter teaches with."""
-    import course_lib  # noqa: PLC0415
+    import course_lib
 
     out: dict[str, str] = {}
     for ch, modules in course_lib.CHAPTERS.items():
@@ -438,7 +438,7 @@ def build(root=None, out=None) -> dict:
 
 
 def main(argv=None) -> int:
-    import argparse  # noqa: PLC0415
+    import argparse
 
     ap = argparse.ArgumentParser(prog="python -m course_lib.teaching.book", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="build folder (default build/book)")

@@ -60,7 +60,7 @@ def keep_lecture_outputs(model: dict, path: str, contents_manager, **kwargs) -> 
     os_path = os.path.join(root, *path.strip("/").split("/"))
     if not os.path.isfile(os_path):
         return
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     with open(os_path, encoding="utf-8") as fh:
         on_disk = nbformat.read(fh, as_version=nbformat.NO_CONVERT)

@@ -125,7 +125,7 @@ def exercise_of_answer(grade_id: str) -> str:
 
 @lru_cache(maxsize=1)
 def _numbered_clear_solutions():
-    from nbgrader.preprocessors import ClearSolutions  # noqa: PLC0415
+    from nbgrader.preprocessors import ClearSolutions
 
     class NumberedClearSolutions(ClearSolutions):
         """nbgrader's ClearSolutions, with ``{exercise}`` in the code stub filled in per answer cell."""
@@ -147,8 +147,8 @@ def _numbered_clear_solutions():
 def numbered_stub_preprocessors() -> list:
     """nbgrader's ``generate_assignment`` preprocessors with ClearSolutions replaced by one that
     writes each answer cell's exercise number into the stub (the exported nbgrader_config.py uses it)."""
-    from nbgrader.converters import GenerateAssignment  # noqa: PLC0415
-    from nbgrader.preprocessors import ClearSolutions  # noqa: PLC0415
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
 
     default = GenerateAssignment.class_traits()["preprocessors"].default()
     return [_numbered_clear_solutions() if p is ClearSolutions else p for p in default]
@@ -280,7 +280,7 @@ def export_nbgrader(dest: str | Path, *, only: str | list[str] | None = None, fo
     """Write an nbgrader course into ``dest`` (see the module docstring). ``points`` overrides
     the points of exercises (``{"1.2": 3}``); with ``only`` naming several chapters, an exercise
     number identifies its chapter anyway."""
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     if not isinstance(dest, (str, Path)) or not str(dest):
         raise TypeError(f"dest: expected a directory path, got {dest!r}")
@@ -324,11 +324,11 @@ def export_nbgrader(dest: str | Path, *, only: str | list[str] | None = None, fo
 
 def _validate(nb, chapter: str) -> None:
     """nbformat's schema, and nbgrader's own metadata validator when nbgrader is installed."""
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     nbformat.validate(nb)
     try:
-        from nbgrader.nbgraderformat import MetadataValidator  # noqa: PLC0415
+        from nbgrader.nbgraderformat import MetadataValidator
     except ImportError:  # nbgrader is a dev extra; the instructor's machine has it
         return
     try:

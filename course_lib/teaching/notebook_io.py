@@ -34,7 +34,7 @@ def as_path(path, name: str, *, must_exist: bool = False) -> Path:
 
 
 def check_nb(nb, name: str = "nb") -> None:
-    if not hasattr(nb, "cells") or not isinstance(getattr(nb, "cells"), list):
+    if not hasattr(nb, "cells") or not isinstance(nb.cells, list):
         raise TypeError(f"{name}: expected an nbformat notebook, got {type(nb).__name__} (it needs .cells)")
 
 
@@ -53,7 +53,7 @@ def notebook_pairs(folder: str | Path, root: Path | None = None) -> list[tuple[P
 def read_py(path: Path):
     """A jupytext py:percent file as an nbformat notebook, with deterministic cell ids (derived
     from each cell's position, type and source) so that re-executing does not churn the files."""
-    import jupytext  # noqa: PLC0415
+    import jupytext
 
     path = as_path(path, "path", must_exist=True)
     nb = jupytext.read(str(path), fmt="py:percent")
@@ -65,14 +65,14 @@ def read_py(path: Path):
 
 def read_ipynb(path: Path):
     """An ``.ipynb`` file as an nbformat notebook (version 4)."""
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     path = as_path(path, "path", must_exist=True)
     return nbformat.read(str(path), as_version=4)
 
 
 def write_ipynb(nb, path: Path) -> None:
-    import nbformat  # noqa: PLC0415
+    import nbformat
 
     check_nb(nb)
     path = as_path(path, "path")
@@ -132,7 +132,7 @@ def _kernel_manager():
     """A ``python3`` kernel manager talking over Unix sockets in a temporary folder where there are
     Unix sockets (the kernel then has no reason to warn that TCP is unencrypted, once per notebook),
     else the default (TCP on localhost)."""
-    from jupyter_client.manager import KernelManager  # noqa: PLC0415
+    from jupyter_client.manager import KernelManager
 
     with tempfile.TemporaryDirectory(prefix="course-kernel-") as folder:
         if os.name == "posix":
@@ -148,12 +148,12 @@ def _kernel_manager():
 
 def execute_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False, env: dict | None = None):
     """Run every cell with a ``python3`` kernel in ``cwd``; returns the executed notebook."""
-    from nbclient import NotebookClient  # noqa: PLC0415
+    from nbclient import NotebookClient
 
     if not isinstance(cwd, (str, Path)) or not Path(cwd).is_dir():
         raise ValueError(f"cwd: expected an existing directory to run the notebook in, got {cwd}")
     check_nb(nb)
-    from ..core.validate import check_bool, check_int  # noqa: PLC0415
+    from ..core.validate import check_bool, check_int
 
     timeout = check_int(timeout, "timeout", low=1, high=24 * 3600)
     allow_errors = check_bool(allow_errors, "allow_errors")
@@ -193,7 +193,7 @@ def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int 
     if execute:
         nb = execute_notebook(nb, py.parent, timeout=timeout)
     elif ipynb.exists():
-        from jupytext.combine import combine_inputs_with_outputs  # noqa: PLC0415
+        from jupytext.combine import combine_inputs_with_outputs
 
         nb = combine_inputs_with_outputs(nb, read_ipynb(ipynb), fmt="py:percent")
     write_ipynb(nb, ipynb)

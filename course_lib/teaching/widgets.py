@@ -70,7 +70,7 @@ def placeholder_text(names) -> str:
 
 @lru_cache(maxsize=1)
 def _panel_class():
-    import ipywidgets as W  # noqa: PLC0415
+    import ipywidgets as W
 
     class Panel(W.VBox):
         """A VBox whose plain-text form is a readable placeholder instead of ``VBox(children=...)``."""
@@ -110,7 +110,7 @@ def make_control(name: str, spec: Any):
     * a list/tuple of strings or a dict -> ``Dropdown``
     * a bool -> ``Checkbox``
     """
-    import ipywidgets as W  # noqa: PLC0415
+    import ipywidgets as W
 
     style = {"description_width": "initial"}
     if isinstance(spec, W.Widget):
@@ -144,9 +144,9 @@ def render_png(render: Callable, data: Any, *, axes: tuple[int, int] = (1, 1),
     if (not isinstance(axes, tuple) or len(axes) != 2
             or not all(isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 6 for k in axes)):
         raise ValueError(f"axes: expected (rows, cols) with 1..6 each, got {axes!r}")
-    from matplotlib import rcParams  # noqa: PLC0415
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, dpi=rcParams["figure.dpi"])
     FigureCanvasAgg(fig)
@@ -190,7 +190,7 @@ def sweep_panel(compute: Callable[..., Any], controls: Mapping[str, Any], *,
         raise ValueError("cost, max_cost: give both or neither")
     if render is not None:
         check_callable(render, "render")
-    import ipywidgets as W  # noqa: PLC0415
+    import ipywidgets as W
 
     widgets = {name: make_control(name, spec) for name, spec in controls.items()}
     out = W.Output()

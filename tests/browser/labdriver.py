@@ -43,7 +43,7 @@ def free_port() -> int:
 
 
 def get_json(url: str, timeout: float = 5.0):
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback only)
+    with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.loads(r.read().decode())
 
 
@@ -122,7 +122,7 @@ def shutdown_kernels(base: str, token: str) -> None:
     for k in get_json(f"{base}/api/kernels?token={token}"):
         req = urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={token}", method="DELETE")
         with contextlib.suppress(Exception):
-            urllib.request.urlopen(req, timeout=10).close()  # noqa: S310 (loopback only)
+            urllib.request.urlopen(req, timeout=10).close()
 
 
 def _prompts(page) -> list[str]:

@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 def _get_json(url: str, timeout: float = 5.0):
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback only)
+    with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.loads(r.read().decode())
 
 

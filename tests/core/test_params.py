@@ -8,7 +8,7 @@ import pkgutil
 import numpy as np
 import pytest
 
-import course_lib  # noqa: F401  (before numba)
+import course_lib
 import course_lib.models
 import course_lib.parallel
 from course_lib.core.optim import Adam
@@ -220,7 +220,7 @@ def test_charlm_grads_are_softmax_rnn_params():
 
 
 def test_graders_compare_params_by_name():
-    from course_lib.teaching.checks.core import compare_outputs  # noqa: PLC0415
+    from course_lib.teaching.checks.core import compare_outputs
 
     p = EXAMPLES[softmax_rnn.SoftmaxRNNParams]
     assert compare_outputs(p.copy(), p, name="grads") is None

@@ -2,7 +2,6 @@
 and every student worksheet runs top to bottom with no error but NotImplementedError."""
 import re
 
-import nbformat
 import pytest
 
 from course_lib.teaching import authoring

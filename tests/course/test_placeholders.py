@@ -76,7 +76,7 @@ def test_nbgrader_stubs_name_their_exercise():
     nb, exercises, _ = ne.nbgrader_notebook(authoring.read_ipynb(sol), "08_scan")
     cfg = Config()
     namespace = {"get_config": lambda: cfg, "__file__": str(ROOT / "nbgrader_config.py")}
-    exec(compile(ne.config_text(), "nbgrader_config.py", "exec"), namespace)  # noqa: S102 (our own text)
+    exec(compile(ne.config_text(), "nbgrader_config.py", "exec"), namespace)
     pre = [p for p in cfg.GenerateAssignment.preprocessors if p.__name__ == "NumberedClearSolutions"]
     assert len(pre) == 1, cfg.GenerateAssignment.preprocessors
     released, _ = pre[0](config=cfg).preprocess(nb, {})

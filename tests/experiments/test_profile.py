@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
-from course_lib.models import fast_rnn, rnn
+from course_lib.models import rnn
 from course_lib.experiments import profile
 
 

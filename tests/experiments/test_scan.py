@@ -1,6 +1,5 @@
 """course_lib.experiments.scan: every measuring helper returns well-formed data (tiny sizes; no timed
 assertions -- the machine is shared), and rejects bad input naming the argument."""
-import numpy as np
 import pytest
 
 import course_lib  # noqa: F401  (before numba)

@@ -1,8 +1,6 @@
 """The exercise generator and the notebook-pair tools, on small synthetic notebooks."""
-import json
 import os
 import stat
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -70,7 +70,7 @@ def test_redraws_in_a_thread_are_complete_while_the_main_thread_uses_pyplot():
 
     def mover():  # the subshell thread: a student moving the slider
         try:
-            for rep in range(2):
+            for _rep in range(2):
                 for k in range(1, 10):
                     panel.controls["k"].value = k
                     img, text = _image_and_text(panel)

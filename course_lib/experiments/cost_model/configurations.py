@@ -28,8 +28,8 @@ CONFIG_NAMES = ("03 batching", "05 threads", "07 inference", "08 scan (H=1)", "0
 
 
 def _config_03(small: bool):
-    from ..batching import forward_one_at_a_time  # noqa: PLC0415
-    from ...models import rnn  # noqa: PLC0415
+    from ..batching import forward_one_at_a_time
+    from ...models import rnn
 
     B, T, H = (16, 10, 128) if small else (32, 10, 256)
     p = rnn.init_params(H, H, H, seed=0)
@@ -40,7 +40,7 @@ def _config_03(small: bool):
 
 
 def _config_05(small: bool):
-    from ...models import rnn  # noqa: PLC0415
+    from ...models import rnn
 
     B, T, H = (128, 4, 512) if small else (256, 10, 1000)
     p = rnn.init_params(H, H, H, seed=0)
@@ -57,8 +57,8 @@ def _config_05(small: bool):
 
 
 def _config_07(small: bool):
-    from ...parallel import inference  # noqa: PLC0415
-    from ...models.softmax_rnn import init_params  # noqa: PLC0415
+    from ...parallel import inference
+    from ...models.softmax_rnn import init_params
 
     B, T, H, L = (32, 16, 64, 4) if small else (64, 32, 64, 4)
     P = backend.cpu_count()
@@ -72,7 +72,7 @@ def _config_07(small: bool):
 
 
 def _config_08(small: bool, nh: int):
-    from ...algorithms import scan  # noqa: PLC0415
+    from ...algorithms import scan
 
     T = (1 << 18 if small else 1 << 20) // max(1, nh // 8)
     a, x, h0 = scan.random_problem(T, nh, seed=0)
@@ -86,7 +86,7 @@ def _config_08(small: bool, nh: int):
 
 
 def _config_10(small: bool):
-    from ...models import gru  # noqa: PLC0415
+    from ...models import gru
 
     B, T, H = (16, 256, 32) if small else (16, 1024, 32)
     P = backend.cpu_count()
@@ -105,8 +105,8 @@ def _config_10(small: bool):
 
 
 def _config_11(small: bool):
-    from ...models import gru  # noqa: PLC0415
-    from ...parallel import deer  # noqa: PLC0415
+    from ...models import gru
+    from ...parallel import deer
 
     B, T, H = (4, 512, 8) if small else (4, 1024, 8)
     p = gru.init_params(3, H, seed=0, dtype=np.float64)

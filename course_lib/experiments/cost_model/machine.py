@@ -222,7 +222,7 @@ def _parallel_copy_bandwidth(mbytes: int, threads: int, repeat: int) -> float:
 
 @lru_cache(maxsize=None)
 def _numba_kernels():
-    from numba import njit, prange  # noqa: PLC0415
+    from numba import njit, prange
 
     @njit(cache=True)
     def chain(a, x):
@@ -284,8 +284,8 @@ def _measure(quick: bool) -> Machine:
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:
     """``(latency s, bandwidth GB/s, label)`` from a ping-pong between two ranks, or the assumed 2 µs and
     5 GB/s (labelled why) where MPI is missing or the job fails."""
-    from ...core.mpi import MPIFailed  # noqa: PLC0415
-    from ...parallel.mpi_pingpong import pingpong  # noqa: PLC0415
+    from ...core.mpi import MPIFailed
+    from ...parallel.mpi_pingpong import pingpong
 
     try:
         res = pingpong((8, 1 << 16, 1 << 20, 1 << 22), repeat=5 if quick else 20, timeout=60)

@@ -8,7 +8,7 @@ live in their own module named after the chapter's slug, ``course_lib.teaching.c
 In Jupyter, a failed check shows only its message (no traceback through grader code), and an
 unsolved exercise's placeholder shows as one line.
 """
-from .core import *  # noqa: F401,F403
+from .core import *  # noqa: F403
 from .core import __all__  # noqa: F401
 from .core import install_ipython_display as _install
 

@@ -71,7 +71,7 @@ def diagnose_gradients(student, reference, params, X, Y, h0=None, *, rtol: float
         try:
             w = _wrong_fields(_grads(student, params, X[:k], Y[:k], h0, **kw),
                               _grads(reference, params, X[:k], Y[:k], h0, **kw), rtol)
-        except Exception:  # noqa: BLE001 - a crash on a prefix also marks the divergence
+        except Exception:
             w = {"?": "raised"}
         if w:
             first = (k, w)
@@ -154,7 +154,7 @@ def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) ->
         if msg:
             try:
                 known = _recognise(student, reference, params, X, Y, h0, extra)
-            except Exception:  # noqa: BLE001 - the general diagnosis stands on its own
+            except Exception:
                 known = ""
             if known:
                 msg = known
@@ -204,7 +204,7 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
     functions with it and fits log-log slopes: ≈1 for the sweep, ≈2 for the double loop. It also
     checks that the times are in seconds (against its own timing of the longest run) and that each
     T is timed on its own (Ts given longest first must give decreasing times, not a running total)."""
-    import time as _time  # noqa: PLC0415
+    import time as _time
 
     rng = np.random.default_rng(0)
     params = rnn.init_params(n, n, n, seed=0)

@@ -78,7 +78,7 @@ def install_ipython_display() -> bool:
 
     Called when the graders are imported; returns whether a kernel was found."""
     try:
-        from IPython import get_ipython  # noqa: PLC0415
+        from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython ships with Jupyter
         return False
     shell = get_ipython()
@@ -166,7 +166,7 @@ def compare_outputs(got: Any, expected: Any, *, name: str = "output", rtol: floa
     if len(got_leaves) != len(exp_leaves):
         return (f"'{name}' has the wrong structure: expected {len(exp_leaves)} part(s) "
                 f"({', '.join(n for n, _ in exp_leaves)}), got {len(got_leaves)}")
-    for (gname, g), (ename, e) in zip(got_leaves, exp_leaves):
+    for (_gname, g), (ename, e) in zip(got_leaves, exp_leaves):
         msg = _compare_leaf(g, e, ename, rtol, atol, time_axis, time_name)
         if msg:
             return msg
@@ -447,7 +447,7 @@ class CountedArray(np.ndarray):
             return out.view(CountedArray)
         return out
 
-    def dot(self, other, out=None):  # noqa: D401 - ndarray.dot does not dispatch
+    def dot(self, other, out=None):
         if CountedArray.log is not None:
             CountedArray.log.append(("dot",))
         return np.dot(self.view(np.ndarray), _strip(other), out=_strip(out))

@@ -17,7 +17,6 @@ and a float64 result where the inputs are float32 passes with a note (the course
 """
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -228,7 +227,7 @@ def check_pick_fastest(student) -> str:
                              f"{sorted(cands)}, got {keys}")
     hint = ("\n  Hint: time each call on its own: t0 = time.perf_counter(); fn(); "
             "times.append(time.perf_counter() - t0); then report the median of the repeats x 1e3 (milliseconds)")
-    for name, ms in _SLEEPS.items():
+    for name, _ms in _SLEEPS.items():
         if counter.get(name, 0) < 3:
             raise ExerciseFailed(f"Exercise 9.3 failed:\n  candidate {name!r} ran {counter.get(name, 0)} time(s); "
                                  f"expected at least repeat=3 timed runs")

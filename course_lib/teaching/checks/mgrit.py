@@ -48,7 +48,7 @@ def test_problems(seed: int = 0) -> list[dict]:
     nonlinear vector step)."""
     rng = np.random.default_rng(seed)
     probs = []
-    for k, (nt, m, lam) in enumerate([(16, 4, -1.0), (24, 3, -0.2), (32, 4, -3.0)]):
+    for nt, m, lam in [(16, 4, -1.0), (24, 3, -0.2), (32, 4, -3.0)]:
         probs.append({"label": f"Dahlquist lam*dt={lam}, nt={nt}, m={m}", "step": mgrit.dahlquist_step(lam, 1.0, m),
                       "u0": np.array([1.0]), "nt": nt, "m": m})
     for k, (nt, m) in enumerate([(16, 2), (32, 4)]):

@@ -10,7 +10,6 @@ one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times fast
 """
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 
@@ -278,7 +277,7 @@ def check_split_batch(student) -> str:
     except ValueError:
         pass
     except Exception as exc:
-        raise _fail(ex, label, f"expected a ValueError (more ranks than sequences), got {type(exc).__name__}: {exc}")
+        raise _fail(ex, label, f"expected a ValueError (more ranks than sequences), got {type(exc).__name__}: {exc}") from exc
     else:
         raise _fail(ex, label, "expected a ValueError: 4 ranks cannot share 3 sequences (one would idle); "
                                "your function returned normally", "raise ValueError(...) when P > B")

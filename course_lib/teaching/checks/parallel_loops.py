@@ -48,7 +48,7 @@ def parallel_structure(fn, *args) -> dict:
         info["problem"] = ("the function is compiled without parallel=True, so prange runs like range "
                            "on one thread: use @njit(parallel=True)")
         return info
-    from numba import njit  # noqa: PLC0415
+    from numba import njit
 
     fresh = njit(**{k: v for k, v in options.items() if k not in ("cache", "nopython")})(py_func)
     fresh(*args)

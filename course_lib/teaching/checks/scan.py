@@ -120,7 +120,7 @@ def chunk_work(student, T: int = 24, nh: int = 2, chunks: int = 4) -> dict:
     arithmetic: ``{"reads_per_step": float, "steps_read_twice": int, "T": T}``. A chunked scan reads
     every step twice (reduce, then expand; the last chunk's reduction may be skipped); the sequential
     loop reads each step once -- the extra work is the price of parallelism over time."""
-    from .tiling_simd import ReadTrace, traced_array  # noqa: PLC0415
+    from .tiling_simd import ReadTrace, traced_array
 
     a, x, h0 = scan.random_problem(T, nh, seed=99, dtype="float64")
     ReadTrace.log = []

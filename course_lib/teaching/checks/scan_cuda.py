@@ -110,10 +110,10 @@ def traced_shared_memory():
     Raises RuntimeError when kernels run on a real GPU (nothing to trace there)."""
     if backend.cuda_mode() != "simulator":
         raise RuntimeError("traced_shared_memory needs numba's CUDA simulator (kernels run on a GPU here)")
-    from numba.core import types  # noqa: PLC0415
-    from numba.cuda.simulator import kernel as sim_kernel  # noqa: PLC0415
-    from numba.cuda.simulator import kernelapi  # noqa: PLC0415
-    from numba.np import numpy_support  # noqa: PLC0415
+    from numba.core import types
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
 
     orig_array = kernelapi.FakeCUDAShared.array
     orig_sync = sim_kernel.BlockThread.syncthreads
@@ -157,7 +157,7 @@ def _join_simulator_threads(timeout: float = 10.0) -> None:
     """After a launch that raised, the simulator leaves the block's other threads running until
     their next barrier; wait for them so they cannot disturb the next launch."""
     try:
-        from numba.cuda.simulator.kernel import BlockThread  # noqa: PLC0415
+        from numba.cuda.simulator.kernel import BlockThread
     except ImportError:  # pragma: no cover - not in simulator mode
         return
     for t in threading.enumerate():
@@ -203,7 +203,7 @@ def counted_memory():
     global _COUNTS
     if backend.cuda_mode() != "simulator":
         raise RuntimeError("counted_memory needs numba's CUDA simulator (kernels run on a GPU here)")
-    from numba.cuda.simulator.cudadrv import devicearray  # noqa: PLC0415
+    from numba.cuda.simulator.cudadrv import devicearray
 
     cls = devicearray.FakeWithinKernelCUDAArray
     orig_get, orig_set = cls.__getitem__, cls.__setitem__
@@ -259,7 +259,7 @@ def _kernel_cases():
 
 
 def _launch(kernel, a, x, h0, threads: int) -> np.ndarray:
-    from numba import cuda  # noqa: PLC0415  (course_lib is imported: the simulator is set up)
+    from numba import cuda
 
     T, C = a.shape
     h = np.full((T, C), np.nan)  # rows a thread forgets to write stay NaN

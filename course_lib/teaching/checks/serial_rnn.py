@@ -71,7 +71,7 @@ def check_loss(student) -> str:
 
 # --------------------------------------------------------------------------- numerical gradient
 def _reference_numgrad(f, W, eps=1e-6):
-    from ...models.gradcheck import numerical_gradient  # noqa: PLC0415
+    from ...models.gradcheck import numerical_gradient
 
     return numerical_gradient(f, W, eps)
 

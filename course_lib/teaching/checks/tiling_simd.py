@@ -201,9 +201,9 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
                     "loop over blocks: for i0 in range(0, m, tile), for p0 in range(0, k, tile), for j0 in "
                     "range(0, n, tile); then i, p, j inside the block.")
     # vectorised? packed SIMD instructions in the compiled code
-    from numba import typeof  # noqa: PLC0415
+    from numba import typeof
 
-    from ...experiments.matmul import simd_ops  # noqa: PLC0415 - numba compile: only when checking
+    from ...experiments.matmul import simd_ops
 
     probe = np.zeros((4, 4), np.float32)
     ops = simd_ops(student, (typeof(probe), typeof(probe), typeof(1)))

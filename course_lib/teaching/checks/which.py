@@ -225,8 +225,8 @@ class Measurement:
 def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
     """Zero-argument callables per candidate (the course's own code) and the options they use."""
     if exercise == "12.1":
-        from ...models.softmax_rnn import init_params  # noqa: PLC0415
-        from ...parallel import inference  # noqa: PLC0415
+        from ...models.softmax_rnn import init_params
+        from ...parallel import inference
 
         B, T, H, L = kwargs["batch"], kwargs["T"], kwargs["nh"], kwargs["layers"]
         params = init_params(H, H, H, layers=L, seed=0)
@@ -236,7 +236,7 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
                "wavefront": lambda: inference.predict(params, X, method="wavefront", threads=P)}
         return run, {"threads": {"P": P}, "wavefront": {"P": P}}
     if exercise == "12.2":
-        from ...algorithms import scan  # noqa: PLC0415
+        from ...algorithms import scan
 
         a, x, h0 = scan.random_problem(kwargs["T"], kwargs["nh"], seed=0)
         out = np.empty_like(x)
@@ -244,8 +244,8 @@ def _runners(exercise: str, kwargs: dict, P: int) -> tuple[dict, dict]:
                "channels": lambda: scan.linear_recurrence(a, x, h0, method="channels", out=out),
                "chunked": lambda: scan.linear_recurrence(a, x, h0, method="chunked", out=out)}
         return run, {"channels": {"P": P}, "chunked": {"P": P}}
-    from ...models import gru  # noqa: PLC0415
-    from ...parallel import deer  # noqa: PLC0415
+    from ...models import gru
+    from ...parallel import deer
 
     B, T, H = kwargs["batch"], kwargs["T"], kwargs["nh"]
     p = gru.init_params(H, H, seed=0)

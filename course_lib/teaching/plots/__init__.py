@@ -60,7 +60,7 @@ def new_axes(ax=None, figsize=(6.0, 3.5)):
     check_ax(ax)
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     _, ax = plt.subplots(figsize=figsize)
     return ax
@@ -97,7 +97,7 @@ def loglog_plot(sizes: Sequence[float], series: dict[str, Sequence[float]], ax=N
 
     ``fit_from``: fit each slope only over ``sizes >= fit_from`` (where the asymptote holds) and say so
     in the label, so the legend shows the same slope the notebook prints."""
-    from ...core.timing import loglog_slope  # noqa: PLC0415
+    from ...core.timing import loglog_slope
 
     check_series(sizes, "sizes", series, "series")
     for name, ys in series.items():

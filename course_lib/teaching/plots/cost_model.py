@@ -22,7 +22,7 @@ def gantt(schedule, ax=None, *, max_procs: int = 16, unit: str = "s"):
     check_data(schedule.rows, "schedule.rows")
     ax = new_axes(ax, figsize=(7.0, 3.0))
     seen = set()
-    for name, p, start, end, kind in schedule.rows:
+    for _name, p, start, end, kind in schedule.rows:
         if p >= max_procs or end <= start:
             continue
         lab = kind if kind not in seen else None
@@ -41,10 +41,11 @@ def gantt(schedule, ax=None, *, max_procs: int = 16, unit: str = "s"):
 def seed_chart(seeds: dict, measured: dict, ax=None):
     """Per seed claim three bars: the seed's number (registry), the simulated schedule on the seed's
     machine (assumptions), and what was measured here -- each labelled."""
-    check_data(seeds, "seeds", kind=dict); check_ax(ax)
+    check_data(seeds, "seeds", kind=dict)
+    check_ax(ax)
     if not isinstance(measured, dict):
         raise TypeError(f"measured: expected a dict, got {type(measured).__name__}")
-    from ..claims import claim  # noqa: PLC0415
+    from ..claims import claim
 
     ax = new_axes(ax, figsize=(7.0, 3.2))
     ids = list(seeds)
@@ -123,7 +124,7 @@ def winner_map(grid: dict, ax=None):
     ax.set_ylabel(grid.get("ylabel", ""))
     if grid.get("xlabel") and grid.get("ylabel"):
         ax.set_title(f"fastest method over ({grid['xlabel']}, {grid['ylabel']})", fontsize=9)
-    from matplotlib.patches import Patch  # noqa: PLC0415
+    from matplotlib.patches import Patch
 
     ax.legend(handles=[Patch(color=cmap(idx[n]), label=n) for n in names], fontsize=7, loc="upper left",
               bbox_to_anchor=(1.01, 1.0))

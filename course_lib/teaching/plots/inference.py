@@ -15,7 +15,7 @@ __all__ = ["dependency_graph", "wavefront_plot", "speedup_plot", "phase_bars"]
 
 
 def _cell_colors(n):
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     cmap = plt.get_cmap("viridis")
     return [cmap(0.15 + 0.7 * k / max(1, n - 1)) for k in range(n)]
@@ -24,7 +24,9 @@ def _cell_colors(n):
 def dependency_graph(T: int, L: int, ax=None, color_diagonals: bool = False):
     """Nodes ``x[t]`` (bottom), cells ``h[l, t]`` and outputs ``y[t]`` (top); arrows for the two
     dependencies of a cell: the layer below at the same step, the same layer at the step before."""
-    check_positive_int(T, "T", high=64); check_positive_int(L, "L", high=32); check_ax(ax)
+    check_positive_int(T, "T", high=64)
+    check_positive_int(L, "L", high=32)
+    check_ax(ax)
     ax = new_axes(ax, figsize=(1.1 * T + 1.5, 0.9 * (L + 2) + 0.6))
     colors = _cell_colors(T + L - 1)
     arrow = dict(arrowstyle="->", color="0.35", lw=1.2, shrinkA=11, shrinkB=11)
@@ -65,7 +67,7 @@ def wavefront_plot(schedule: Sequence[Sequence[tuple[int, int]]], ax=None):
     L = 1 + max(l for _, l, _ in cells)
     ax = new_axes(ax, figsize=(0.8 * T + 1.5, 0.7 * L + 1.2))
     colors = _cell_colors(len(schedule))
-    import matplotlib.patches as mpatches  # noqa: PLC0415
+    import matplotlib.patches as mpatches
 
     for d, l, t in cells:
         ax.add_patch(mpatches.Rectangle((t - 0.45, l - 0.45), 0.9, 0.9, fc=colors[d], ec="white"))

@@ -14,7 +14,7 @@ def draw_cell(ax=None):
     """The LSTM cell: the four gate blocks fed by [x_t, h_{t-1}] (one stacked GEMM), the cell
     line c_{t-1} -> c_t on top and h_t leaving at the right."""
     check_ax(ax)
-    import matplotlib.patches as mp  # noqa: PLC0415
+    import matplotlib.patches as mp
 
     ax = new_axes(ax, figsize=(8.0, 4.2))
     ax.set_xlim(0, 10)
@@ -69,7 +69,8 @@ def draw_cell(ax=None):
 
 def ratio_heatmap(Bs, Hs, ratio, ax=None, seed_point=(64, 512)):
     """Heat map of ``ratio[iH, iB] = t(XW^T) / t(WX^T)`` (> 1: the transposed layout is faster)."""
-    check_data(Bs, "Bs"); check_data(Hs, "Hs")
+    check_data(Bs, "Bs")
+    check_data(Hs, "Hs")
     if np.shape(ratio) != (len(Hs), len(Bs)):
         raise ValueError(f"ratio: expected shape (len(Hs), len(Bs)) = ({len(Hs)}, {len(Bs)}), got {np.shape(ratio)}")
     ax = new_axes(ax, figsize=(6.0, 4.0))
@@ -127,7 +128,7 @@ def _batch_lines(data, ax, ylabel, title):
         if key in ("B", "nh", "noise"):
             continue
         ax.loglog(data["B"], values, "o-", label=key)
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     ax.xaxis.set_major_locator(FixedLocator(data["B"]))  # the measured batch sizes, nothing between

@@ -53,7 +53,8 @@ def tile_heatmap(grid: np.ndarray, tiles_i: Sequence[int], tiles_j: Sequence[int
                  title: str | None = None, mark: tuple[int, int] | None = None, mark_label: str = "seed"):
     """Heat map of GFLOP/s over (tile_i rows, tile_j columns); NaN cells (tile > n) are blank.
     ``mark=(rows, cols)`` outlines one cell (e.g. the seed's 64 x 16) and the best cell is starred."""
-    check_data(tiles_i, "tiles_i"); check_data(tiles_j, "tiles_j")
+    check_data(tiles_i, "tiles_i")
+    check_data(tiles_j, "tiles_j")
     if np.shape(grid) != (len(tiles_i), len(tiles_j)):
         raise ValueError(f"grid: expected shape (len(tiles_i), len(tiles_j)) = ({len(tiles_i)}, {len(tiles_j)}), "
                          f"got {np.shape(grid)}")
@@ -74,7 +75,7 @@ def tile_heatmap(grid: np.ndarray, tiles_i: Sequence[int], tiles_j: Sequence[int
                 ax.text(b, a, f"{grid[a, b]:.1f}{star}", ha="center", va="center", fontsize=8,
                         color="white" if grid[a, b] < mid else "black")
     if mark is not None and mark[0] in tiles_i and mark[1] in tiles_j:
-        from matplotlib.patches import Rectangle  # noqa: PLC0415
+        from matplotlib.patches import Rectangle
 
         a, b = list(tiles_i).index(mark[0]), list(tiles_j).index(mark[1])
         ax.add_patch(Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, ec="red", lw=2))
@@ -107,7 +108,7 @@ def combination_plot(rows: Sequence[dict], ax=None, title: str | None = None):
     ax.set_xlabel("speedup over serial (log scale)")
     ax.set_title(title or "Tiling x SIMD x parallel (seed Fig. 10)")
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    from matplotlib.lines import Line2D  # noqa: PLC0415
+    from matplotlib.lines import Line2D
 
     ax.legend(handles=[Line2D([], [], marker="o", ls="", color="tab:blue", label="1 thread"),
                        Line2D([], [], marker="o", ls="", color="tab:orange", label="prange")],

@@ -22,7 +22,7 @@ def draw_two_level_cycle(nt: int = 16, m: int = 4, ax=None):
     nt = check_positive_int(nt, "nt", high=256)
     m = check_int(m, "m", low=2, high=nt)
     check_ax(ax)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(8.0, 3.2))
@@ -140,7 +140,9 @@ def plot_time_axis(Ts, series: dict, ax=None, title: str = "serial GRU forward: 
 
 def plot_coarse_blowup(explicit, implicit, *, M: int, ax=None):
     """max |h| along the coarse grid for the explicit and the implicit coarse step (log scale)."""
-    check_data(explicit, "explicit"); check_data(implicit, "implicit"); M = check_positive_int(M, "M")
+    check_data(explicit, "explicit")
+    check_data(implicit, "implicit")
+    M = check_positive_int(M, "M")
     ax = new_axes(ax)
     for name, traj in (("explicit (classic) GRU step", explicit), ("implicit GRU step", implicit)):
         mag = np.abs(np.asarray(traj, dtype=float)).reshape(len(traj), -1).max(axis=1)

@@ -68,7 +68,9 @@ def plot_predictability(rows, *, ax=None):
 
 def plot_model_speedups(Ps, Hs, speedups: dict, *, ax=None, measured=None):
     """Modelled speedup vs P for each hidden size (solid: Newton, dashed: quasi)."""
-    check_data(Ps, "Ps"); check_data(Hs, "Hs"); check_data(speedups, "speedups", kind=dict)
+    check_data(Ps, "Ps")
+    check_data(Hs, "Hs")
+    check_data(speedups, "speedups", kind=dict)
     for k, S in speedups.items():
         if np.shape(S) != (len(Hs), len(Ps)):
             raise ValueError(f"speedups[{k!r}]: expected shape (len(Hs), len(Ps)) = ({len(Hs)}, {len(Ps)}), got {np.shape(S)}")

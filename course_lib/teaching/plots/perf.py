@@ -111,8 +111,9 @@ def jit_bars(result: dict, ax=None):
 
 def step_bars(rows: dict, peak: float, ax=None):
     """Bars of GFLOP/s per step variant with the measured GEMM peak as a line."""
-    check_data(rows, "rows", kind=dict); peak = check_float(peak, "peak", low=0.0, low_inclusive=False)
-    from . import bar_compare  # noqa: PLC0415
+    check_data(rows, "rows", kind=dict)
+    peak = check_float(peak, "peak", low=0.0, low_inclusive=False)
+    from . import bar_compare
 
     ax = bar_compare(rows, ax=ax, ylabel="GFLOP/s", reference=peak, reference_label="GEMM peak (measured)")
     ax.set_ylim(0, 1.2 * max(max(rows.values()), peak))

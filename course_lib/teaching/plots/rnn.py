@@ -19,7 +19,7 @@ def image_strips(rows: dict, shape: tuple[int, int], *, max_frames: int = 10, ti
     if not isinstance(shape, (tuple, list)) or len(shape) != 2:
         raise ValueError(f"shape: expected (height, width), got {shape!r}")
     max_frames = check_positive_int(max_frames, "max_frames", high=1000)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     names = list(rows)
     T = min(max_frames, min(len(np.asarray(v)) for v in rows.values()))
@@ -51,8 +51,8 @@ def unrolled_rnn(X: np.ndarray, H: np.ndarray, Yhat: np.ndarray, ax=None, decima
             raise ValueError(f"{name}: expected T = {X.shape[0]} rows like X, got shape {v.shape}")
     if X.shape[0] > 32:
         raise ValueError(f"X: expected at most 32 steps to draw, got T = {X.shape[0]}")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-    from matplotlib.patches import FancyBboxPatch  # noqa: PLC0415
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
 
     T = X.shape[0]
     if ax is None:
@@ -93,7 +93,7 @@ def bptt_work(T: int = 8, axes=None):
     carrying the summed error of all later outputs in ``dh_next``.
     """
     T = check_positive_int(T, "T", high=64)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(8.5, 3.8))
@@ -120,7 +120,7 @@ def bptt_work(T: int = 8, axes=None):
 def loss_curve(history, ax=None, baseline: float | None = None, baseline_label: str = "baseline"):
     """Loss per epoch on a log y axis, with an optional horizontal reference line."""
     check_data(history, "history")
-    from . import new_axes  # noqa: PLC0415
+    from . import new_axes
 
     ax = new_axes(ax)
     ax.semilogy(np.arange(len(history)), history, "o-", ms=3, label="training loss")

@@ -17,7 +17,7 @@ METHOD_COLORS = {"sequential": "tab:gray", "channels": "tab:blue", "chunked": "t
 
 def seed_phases() -> dict:
     """Seed 001's reduce / scan / expand split (fractions), read from the claims registry."""
-    from ..claims import claim  # noqa: PLC0415
+    from ..claims import claim
 
     return {p: claim(f"001.phases.{p}").value / 100 for p in ("reduce", "scan", "expand")}
 
@@ -71,8 +71,8 @@ def _tree_edges(method: str, T: int):
 def draw_scan_tree(method: str = "blelloch", T: int = 8, ax=None):
     """Draw the dependency graph of a scan of length T (columns: elements, rows: parallel steps,
     top to bottom); nodes with two inputs are combines (filled). Title: work and span."""
-    from ...algorithms.scan import scan_counts  # noqa: PLC0415
-    from ...core.validate import check_choice, check_int  # noqa: PLC0415
+    from ...algorithms.scan import scan_counts
+    from ...core.validate import check_choice
 
     check_choice(method, "method", ("sequential", "hillis_steele", "blelloch"))
     check_int(T, "T", low=1, high=64)
@@ -102,7 +102,7 @@ def draw_scan_tree(method: str = "blelloch", T: int = 8, ax=None):
 
 def draw_scan_trees(T: int = 8):
     """The three scans side by side (sequential, Hillis-Steele, Blelloch); returns the figure."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     for ax, m in zip(axes, ("sequential", "hillis_steele", "blelloch")):
@@ -117,7 +117,7 @@ def phase_split_bars(splits: dict, ax=None):
     check_data(splits, "splits", kind=dict)
     ax = new_axes(ax, figsize=(7, 0.6 + 0.5 * len(splits)))
     colors = {"reduce": "tab:blue", "scan": "tab:orange", "expand": "tab:green"}
-    for row, (label, fr) in enumerate(splits.items()):
+    for row, (_label, fr) in enumerate(splits.items()):
         left = 0.0
         for phase in ("reduce", "scan", "expand"):
             v = fr[phase]
@@ -136,7 +136,8 @@ def phase_split_bars(splits: dict, ax=None):
 
 def render_sweep(data: dict, ax) -> str:
     """Widget renderer for :func:`course_lib.experiments.scan.scan_sweep`: bars of GB/s, method vs sequential."""
-    check_keys(data, "data", ("method",)); check_ax(ax)
+    check_keys(data, "data", ("method",))
+    check_ax(ax)
     names = ["sequential", data["method"]]
     vals = [data["sequential_gbs"], data["gbs"]]
     ax.bar(names, vals, color=["tab:gray", "tab:blue"])
@@ -186,7 +187,7 @@ def crossover_map(data: dict, ax=None):
     ax = new_axes(ax, figsize=(6.5, 0.8 + 0.45 * len(data["Hs"])))
     Ts, Hs = data["Ts"], data["Hs"]
     letters = {"sequential": "S", "channels": "C", "chunked": "T"}
-    import matplotlib.patches as mpatches  # noqa: PLC0415
+    import matplotlib.patches as mpatches
 
     for i, H in enumerate(Hs):
         for j, T in enumerate(Ts):

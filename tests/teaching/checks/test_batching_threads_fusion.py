@@ -150,7 +150,8 @@ def test_batched_forward_loop_over_sequences_is_counted():
 
     def per_sequence_loop(params, X, h0=None):
         T, B, _ = X.shape
-        H = np.empty((T, B, params.nh)); Y = np.empty((T, B, params.ny))
+        H = np.empty((T, B, params.nh))
+        Y = np.empty((T, B, params.ny))
         for b in range(B):
             c = rnn.forward(params, X[:, b:b + 1], None if h0 is None else h0[b:b + 1])
             H[:, b], Y[:, b] = c.H[:, 0], c.Yhat[:, 0]
