@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import labdriver as L
+from . import labdriver as L
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(os.environ.get("COURSE_BROWSER_WALK") == "0",
                                                       reason="COURSE_BROWSER_WALK=0")]
