@@ -32,6 +32,8 @@ with ``rate`` the GEMM rate at the rows a call multiplies (``min(peak, rows * ge
 once, used ``rows`` times). Python's GIL serialises the library calls of threads in one process
 (``calls`` are not divided by P there) -- separate processes (MPI) do divide them.
 
+``run(problem, method)`` executes the course's own code for ``method`` on ``problem`` (:mod:`.execute`;
+``measure(problem, methods)`` times several interleaved) so every prediction can be checked;
 ``predict(method, problem, machine)`` -> Cost;  ``advise(problem, machine=None)`` -> ranked
 :class:`Advice` (method, seconds, reason). ``advise`` raises ValueError naming the argument for
 impossible problems; methods the model mispredicts here by more than 2x (a ``calibration`` from
@@ -54,6 +56,7 @@ from . import cluster
 from .advice import Advice, advise, first_choice
 from .configurations import (CONFIG_NAMES, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
+from .execute import RUNNABLE, inputs, measure, run, runnable
 from .machine import GPU, Machine
 from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, deer_counts,
                     mgrit_counts, predict, predict_all, scan_counts, wavefront_counts)
@@ -70,6 +73,11 @@ __all__ = [
     "predict",
     "predict_all",
     "advise",
+    "run",
+    "runnable",
+    "measure",
+    "inputs",
+    "RUNNABLE",
     "first_choice",
     "applicable",
     "wavefront_counts",

@@ -1,0 +1,65 @@
+"""run(problem, method) executes the course's own code: it equals each method's own function, every
+runnable method agrees with the batched pass, and impossible combinations are refused by name."""
+import numpy as np
+import pytest
+
+from course_lib.algorithms import scan
+from course_lib.experiments import cost_model as cm
+from course_lib.models import gru, lstm
+from course_lib.parallel import deer, inference
+from helpers import raises_naming
+
+PROBLEMS = [cm.Problem("rnn", "inference", batch=4, T=6, nh=16, layers=2, ny=5),
+            cm.Problem("gru", "inference", batch=3, T=16, nh=8),
+            cm.Problem("gru", "training", batch=3, T=8, nh=8),
+            cm.Problem("lstm", "inference", batch=3, T=8, nh=8),
+            cm.Problem("lstm", "training", batch=2, T=5, nh=8),
+            cm.Problem("linear", "inference", batch=2, T=300, nh=4),
+            cm.Problem("linear", "training", batch=2, T=300, nh=4)]
+
+
+@pytest.mark.parametrize("prob", PROBLEMS, ids=lambda p: f"{p.kind}-{p.mode}")
+def test_every_runnable_method_agrees_with_batched(prob):
+    ref = cm.run(prob, "batched")
+    assert ref.shape[:2] == (prob.T, prob.batch)
+    for m in cm.runnable(prob):
+        if m in ("mpi", "cuda_batched"):
+            continue
+        out = cm.run(prob, m, threads=2 if m in ("threads", "wavefront", "channels") else None)
+        tol = 1e-3 if m in ("mgrit", "newton", "quasi") else 1e-5
+        np.testing.assert_allclose(out, ref, atol=tol, err_msg=m)
+
+
+def test_run_equals_each_methods_own_function():
+    p = cm.Problem("rnn", "inference", batch=4, T=6, nh=16, layers=2, ny=5)
+    params, X = cm.inputs(p)
+    for m in ("sequential", "batched"):
+        np.testing.assert_array_equal(cm.run(p, m), inference.predict(params, X, method=m))
+    np.testing.assert_array_equal(cm.run(p, "threads", threads=2), inference.predict(params, X, method="threads",
+                                                                                      threads=2))
+    g = cm.Problem("gru", "inference", batch=3, T=16, nh=8)
+    params, X = cm.inputs(g)
+    np.testing.assert_array_equal(cm.run(g, "batched"), gru.gru_forward(params, X))
+    params64, X64 = cm.inputs(g, dtype=np.float64)
+    np.testing.assert_array_equal(cm.run(g, "quasi"), deer.gru_forward(params64, X64, method="quasi", tol=1e-8))
+    ls = cm.Problem("lstm", "inference", batch=3, T=8, nh=8)
+    params, X = cm.inputs(ls)
+    np.testing.assert_array_equal(cm.run(ls, "batched"), lstm.lstm_forward(params, X)[0])
+    lin = cm.Problem("linear", "inference", batch=2, T=300, nh=4)
+    a, x = cm.inputs(lin)
+    np.testing.assert_array_equal(cm.run(lin, "chunked"), scan.linear_recurrence(a, x, method="chunked"))
+
+
+def test_run_refuses_by_name():
+    raises_naming(ValueError, "mode", cm.run, cm.Problem("gru", "training", batch=2, T=8, nh=4), "mgrit")
+    raises_naming(ValueError, "method", cm.run, cm.Problem("linear", batch=2, T=8, nh=4), "newton")
+    raises_naming(ValueError, "method", cm.run, cm.Problem("gru", batch=2, T=8, nh=4), "warp")
+    raises_naming(ValueError, "layers", cm.run, cm.Problem("gru", batch=2, T=8, nh=4, layers=2), "batched")
+    raises_naming(TypeError, "problem", cm.run, "gru", "batched")
+
+
+def test_measure_times_each_method_once_interleaved():
+    p = cm.Problem("gru", "inference", batch=2, T=8, nh=4)
+    cmp = cm.measure(p, ["sequential", "batched"], repeat=1)
+    assert set(cmp.timings) == {"sequential", "batched"}
+    assert all(t.median > 0 for t in cmp.timings.values())
