@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from . import cluster
 from .advice import Advice, advise, first_choice
-from .configurations import (CONFIG_NAMES, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
+from .configurations import (CONFIG_NAMES, SEED_ELSEWHERE, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
 from .execute import RUNNABLE, inputs, measure, run, runnable
 from .machine import GPU, Machine
@@ -93,6 +93,7 @@ __all__ = [
     "seed_schedules",
     "measured_speedups",
     "SEED_SCHEDULES",
+    "SEED_ELSEWHERE",
     "ranking_and_maps",
     "cluster",
 ]
