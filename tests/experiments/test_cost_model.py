@@ -223,3 +223,18 @@ def test_cost_model_objects():
     adv = cm.advise(p, m)
     assert cm.first_choice(adv) == adv[0].method
     assert all(v is None or isinstance(v, str) for v in cm.applicable(p, m).values())
+
+
+def test_call_costs_are_measured_per_kind_and_used_by_the_model(machine):
+    import dataclasses
+    assert {("rnn", "inference"), ("gru", "inference"), ("lstm", "training")} <= set(machine.call_costs)
+    assert all(0 < v < 1e-3 and math.isfinite(v) for v in machine.call_costs.values())
+    assert machine.source["call_costs"].startswith("measured")
+    p = cm.Problem("gru", batch=4, T=32, nh=8)
+    base = dataclasses.replace(machine, call_costs={("gru", "inference"): 1e-6})
+    double = dataclasses.replace(machine, call_costs={("gru", "inference"): 2e-6})
+    c1, c2 = cm.predict("batched", p, base), cm.predict("batched", p, double)
+    assert c2.parts["calls"] == pytest.approx(2 * c1.parts["calls"]) and c1.parts["calls"] == pytest.approx(c1.calls * 1e-6)
+    # a kind with no measured price falls back to the np.add probe
+    assert cm.predict("batched", cm.Problem("rnn", batch=4, T=8, nh=8), base).parts["calls"] == \
+        pytest.approx(cm.predict("batched", cm.Problem("rnn", batch=4, T=8, nh=8), base).calls * machine.call_s)

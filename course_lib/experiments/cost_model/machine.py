@@ -83,6 +83,7 @@ class Machine:
     gpu: GPU | None = None
     source: dict = field(default_factory=dict, compare=False, hash=False)
     noise: timing.Noise = field(default_factory=timing.Noise, compare=False, hash=False)
+    call_costs: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> s per call
 
     def __post_init__(self):
         check_str(self.name, "name")
@@ -153,6 +154,11 @@ class Machine:
             return 1e9 * min(per_core * threads, self.gemm_gflops_all * per_core / self.gemm_gflops_core)
         return 1e9 * per_core
 
+    def call_cost(self, kind: str, mode: str = "inference") -> float:
+        """Seconds per counted library call of the course's ``kind`` code in ``mode``, measured by a tiny
+        run (:mod:`.overheads`); ``call_s`` (one ``np.add`` of 8 floats) where none was measured."""
+        return self.call_costs.get((kind, mode), self.call_s)
+
     def bandwidth(self, threads: int = 1) -> float:
         """Bytes/s streaming on ``threads`` cores."""
         threads = check_positive_int(threads, "threads")
@@ -175,9 +181,10 @@ class Machine:
                 ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
+        rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
                 "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
-                "mpi_bandwidth_gbs", "gpu"]
+                "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * len(self.call_costs)
         return [(q, v, self.source.get(k, self.source.get("*", ""))) for (q, v, _), k in zip(rows, keys)]
 
     def __str__(self) -> str:
@@ -272,13 +279,17 @@ def _measure(quick: bool) -> Machine:
     src["simd_lanes"] = "from /proc/cpuinfo flags"
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
+    from .overheads import measure_call_costs  # noqa: PLC0415  (it runs the course's code: imported late)
+    call_costs = measure_call_costs(quick)
+    src["call_costs"] = "measured: a tiny run (batch 1, nh 4, T 64) of the course's own code per kind" + \
+        (" (quick)" if quick else "")
     gpu = None
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
                    max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
-                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise)
+                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, call_costs=call_costs)
 
 
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:

@@ -126,7 +126,8 @@ def _finish(c: Cost, m: Machine, *, rate: float, bw: float, call_s: float | None
             gil: bool = True, latency: float | None = None, comm_bw: float | None = None) -> Cost:
     compute = max(c.work / (c.P * rate), c.span / rate) if rate > 0 else 0.0
     memory = c.bytes / bw if bw > 0 else 0.0
-    calls = c.calls * (m.call_s if call_s is None else call_s) / (1 if gil else c.P)
+    per_call = m.call_cost(c.problem.kind, c.problem.mode) if call_s is None else call_s
+    calls = c.calls * per_call / (1 if gil else c.P)
     regions = c.regions * (m.region_s if region_s is None else region_s)
     comm = c.messages * (m.mpi_latency_s if latency is None else latency) + \
         c.comm_bytes / (1e9 * (m.mpi_bandwidth_gbs if comm_bw is None else comm_bw))
