@@ -228,6 +228,7 @@ def test_cost_model_objects():
 def test_call_costs_are_measured_per_kind_and_used_by_the_model(machine):
     import dataclasses
     assert {("rnn", "inference"), ("gru", "inference"), ("lstm", "training")} <= set(machine.call_costs)
+    assert all(v > 0 for v in machine.kernel_gflops.values())
     assert all(0 < v < 1e-3 and math.isfinite(v) for v in machine.call_costs.values())
     assert machine.source["call_costs"].startswith("measured")
     p = cm.Problem("gru", batch=4, T=32, nh=8)

@@ -23,7 +23,7 @@ def test_every_runnable_method_agrees_with_batched(prob):
     ref = cm.run(prob, "batched")
     assert ref.shape[:2] == (prob.T, prob.batch)
     for m in cm.runnable(prob):
-        if m in ("mpi", "cuda_batched"):
+        if m in ("mpi", "cuda_batched", "mgrit"):
             continue
         out = cm.run(prob, m, threads=2 if m in ("threads", "wavefront", "channels") else None)
         tol = 1e-3 if m in ("mgrit", "newton", "quasi") else 1e-5
@@ -48,6 +48,12 @@ def test_run_equals_each_methods_own_function():
     lin = cm.Problem("linear", "inference", batch=2, T=300, nh=4)
     a, x = cm.inputs(lin)
     np.testing.assert_array_equal(cm.run(lin, "chunked"), scan.linear_recurrence(a, x, method="chunked"))
+
+
+def test_mgrit_solves_the_implicit_gru():
+    g = cm.Problem("gru", "inference", batch=2, T=64, nh=8)
+    params, X = cm.inputs(g)
+    np.testing.assert_allclose(cm.run(g, "mgrit"), gru.gru_forward(params, X, implicit=True), atol=1e-4)
 
 
 def test_run_refuses_by_name():

@@ -9,7 +9,8 @@ Which code runs (the chapters' own functions, nothing re-implemented here):
   ``method`` = sequential / batched / threads / wavefront / mpi / cuda_batched (``ny = 0`` runs it with
   a one-unit output layer: the model counts no output layer there, the run has one tiny product per step);
 * ``kind="gru"``: :func:`course_lib.models.gru.gru_forward` (``batched``: the whole batch per step,
-  ``sequential``: one sequence at a time, ``mgrit``), :func:`course_lib.parallel.deer.gru_forward`
+  ``sequential``: one sequence at a time, ``mgrit``: the implicit GRU as in chapter 10, whose coarse
+  step is stable -- the same cells at the same cost), :func:`course_lib.parallel.deer.gru_forward`
   (``newton``, ``quasi``; float64 as in chapter 11); training adds :func:`~course_lib.models.gru.gru_backward`;
 * ``kind="lstm"``: :func:`course_lib.models.lstm.lstm_forward` (``batched``; ``sequential`` one sequence
   at a time); training adds :func:`~course_lib.models.lstm.lstm_backward`;
@@ -93,7 +94,8 @@ def _gru(method, params, X, threads, training):
         from ...parallel import deer  # noqa: PLC0415
         return deer.gru_forward(params, X, method=method, tol=1e-8)
     if method == "mgrit":
-        return gru.gru_forward(params, X, method="mgrit", m=4, levels=2, relax="FCF", max_iter=30, tol=1e-5,
+        return gru.gru_forward(params, X, implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=30,
+                               tol=1e-5,
                                **({"threads": threads} if threads else {}))
 
     def one(Xs):

@@ -84,6 +84,7 @@ class Machine:
     source: dict = field(default_factory=dict, compare=False, hash=False)
     noise: timing.Noise = field(default_factory=timing.Noise, compare=False, hash=False)
     call_costs: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> s per call
+    kernel_gflops: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> GFLOP/s
 
     def __post_init__(self):
         check_str(self.name, "name")
@@ -159,6 +160,11 @@ class Machine:
         run (:mod:`.overheads`); ``call_s`` (one ``np.add`` of 8 floats) where none was measured."""
         return self.call_costs.get((kind, mode), self.call_s)
 
+    def kernel_rate(self, kind: str, mode: str = "inference") -> float:
+        """FLOP/s of the course's ``kind`` cell code in ``mode`` on one core, measured (:mod:`.overheads`);
+        infinite where none was measured (then the GEMM rate alone rules)."""
+        return 1e9 * self.kernel_gflops.get((kind, mode), float("inf"))
+
     def bandwidth(self, threads: int = 1) -> float:
         """Bytes/s streaming on ``threads`` cores."""
         threads = check_positive_int(threads, "threads")
@@ -182,9 +188,10 @@ class Machine:
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
+        rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
                 "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
-                "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * len(self.call_costs)
+                "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
         return [(q, v, self.source.get(k, self.source.get("*", ""))) for (q, v, _), k in zip(rows, keys)]
 
     def __str__(self) -> str:
@@ -280,8 +287,8 @@ def _measure(quick: bool) -> Machine:
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
     from .overheads import measure_call_costs  # noqa: PLC0415  (it runs the course's code: imported late)
-    call_costs = measure_call_costs(quick)
-    src["call_costs"] = "measured: a tiny run (batch 1, nh 4, T 64) of the course's own code per kind" + \
+    call_costs, kernel_gflops = measure_call_costs(quick)
+    src["call_costs"] = "measured: a tiny and a mid-sized run of the course's own code per kind" + \
         (" (quick)" if quick else "")
     gpu = None
     if backend.gpu_available():
@@ -289,7 +296,8 @@ def _measure(quick: bool) -> Machine:
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
                    max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
-                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, call_costs=call_costs)
+                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, call_costs=call_costs,
+                   kernel_gflops=kernel_gflops)
 
 
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:

@@ -123,7 +123,10 @@ class Cost:
 
 
 def _finish(c: Cost, m: Machine, *, rate: float, bw: float, call_s: float | None = None, region_s: float | None = None,
-            gil: bool = True, latency: float | None = None, comm_bw: float | None = None) -> Cost:
+            gil: bool = True, latency: float | None = None, comm_bw: float | None = None,
+            kernel: bool = True) -> Cost:
+    if kernel and rate > 0:  # the course's cell code: no faster than its measured kernel rate
+        rate = min(rate, m.kernel_rate(c.problem.kind, c.problem.mode))
     compute = max(c.work / (c.P * rate), c.span / rate) if rate > 0 else 0.0
     memory = c.bytes / bw if bw > 0 else 0.0
     per_call = m.call_cost(c.problem.kind, c.problem.mode) if call_s is None else call_s
@@ -390,7 +393,7 @@ def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None
     c.regions = iters * 3 if P > 1 else 0
     c.counts = dc
     rate = m.gemm_rate(min(p.nh, 16) if method == "newton" else 1)
-    return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P))  # / 2: float64
+    return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P), kernel=False)  # / 2: float64
 
 
 def cost_cuda_chunked(p: Problem, m: Machine) -> Cost:
