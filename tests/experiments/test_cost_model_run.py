@@ -69,3 +69,25 @@ def test_measure_times_each_method_once_interleaved():
     cmp = cm.measure(p, ["sequential", "batched"], repeat=1)
     assert set(cmp.timings) == {"sequential", "batched"}
     assert all(t.median > 0 for t in cmp.timings.values())
+
+
+def test_fresh_problems_are_fixed_by_seed_and_not_chapter_configurations():
+    a, b = cm.fresh_problems(8, seed=3), cm.fresh_problems(8, seed=3)
+    assert a == b and a != cm.fresh_problems(8, seed=4)
+    assert {p.kind for p in cm.fresh_problems(8, seed=0)} == set(cm.KINDS)
+    assert all(cm.runnable(p) for p in a)
+
+
+def test_check_advisor_measures_every_predicted_method():
+    import dataclasses
+    from course_lib.core import timing
+    m = dataclasses.replace(cm.Machine.preset("xeon_phi"), noise=timing.Noise())
+    probs = [cm.Problem("gru", batch=2, T=16, nh=4), cm.Problem("linear", batch=1, T=500, nh=2)]
+    chk = cm.check_advisor(probs, m, repeat=1)
+    for r in chk.results:
+        assert set(r.measured) == set(r.predicted) and r.fastest == min(r.measured, key=r.measured.get)
+        assert r.advised in r.measured and r.hit in (True, False)
+        assert r.hit == (r.measured[r.advised] <= cm.WITHIN * r.measured[r.fastest])
+    assert "of 2 fresh problems" in chk.summary() and "predicted" in chk.table()
+    busy = dataclasses.replace(m, noise=timing.Noise().add(True, "busy"))
+    assert cm.check_advisor(probs[:1], busy, repeat=1).results[0].hit is None

@@ -57,6 +57,7 @@ from .advice import Advice, advise, first_choice
 from .configurations import (CONFIG_NAMES, SEED_ELSEWHERE, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
 from .execute import RUNNABLE, inputs, measure, run, runnable
+from .fresh import WITHIN, AdvisorCheck, FreshResult, check_advisor, fresh_problems
 from .machine import GPU, Machine
 from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, deer_counts,
                     mgrit_counts, predict, predict_all, scan_counts, wavefront_counts)
@@ -78,6 +79,11 @@ __all__ = [
     "measure",
     "inputs",
     "RUNNABLE",
+    "fresh_problems",
+    "check_advisor",
+    "AdvisorCheck",
+    "FreshResult",
+    "WITHIN",
     "first_choice",
     "applicable",
     "wavefront_counts",
