@@ -188,6 +188,31 @@ first = cost_model_exp.first_choice(ranked)
 print(f"\nadvised: {first}" if first else "\nthe advisor advises nothing for this problem here (the reasons above say why)")
 
 # %% [markdown]
+# ### Problems the advisor has never seen
+#
+# The configurations above come from the chapters. Are the model and the advisor right on problems nobody
+# tuned them for? `fresh_problems` draws problems at random (a fixed seed: every kind, none a chapter
+# configuration); `check_advisor` predicts every method the course can run on each, asks the advisor, runs
+# them all with `run(problem, method)` -- the course's own code -- and counts a hit when the advisor's first
+# trusted choice is the measured fastest or within 1.25x of it. *Predict first*: on which kind of problem
+# will the advisor miss, and will it be the arithmetic or the overheads the model got wrong?
+
+# %% tags=["nbval-ignore-output"]
+fresh = cost_model_exp.check_advisor(cost_model_exp.fresh_problems(4 if QUICK else 8, seed=0), machine,
+                                     calibration=errors, repeat=1 if QUICK else 3)
+print(fresh)
+
+# %% [markdown]
+# Any prediction can be checked the same way by hand: `run(problem, method)` executes the method and
+# returns its hidden states, so `timing.compare` can time it beside the prediction.
+
+# %%
+small = cost_model_exp.Problem("gru", "inference", batch=2, T=16, nh=4)
+out = {m: cost_model_exp.run(small, m) for m in ("sequential", "batched", "mgrit")}
+print({m: bool(np.allclose(o, out["batched"], atol=1e-4)) for m, o in out.items() if m != "mgrit"},
+      "(mgrit solves the implicit GRU, as in chapter 10:", out["mgrit"].shape, ")")
+
+# %% [markdown]
 # Move the sliders: the ranking for one problem, and the winning method over (T, H) and over (B, P)
 # (cores are virtual beyond this machine's; the GPU switch adds an *assumed* GPU).
 
