@@ -57,6 +57,7 @@ from .advice import Advice, advise, first_choice
 from .configurations import (CONFIG_NAMES, SEED_ELSEWHERE, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
 from .execute import RUNNABLE, inputs, measure, run, runnable
+from . import overheads  # noqa: F401  (registers the course-code probes with Machine.measure)
 from .fresh import WITHIN, AdvisorCheck, FreshResult, check_advisor, fresh_problems
 from .machine import GPU, Machine
 from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, deer_counts,

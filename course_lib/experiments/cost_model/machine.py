@@ -19,7 +19,7 @@ import numpy as np
 from ...core import backend, timing
 from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
 
-__all__ = ["GPU", "Machine", "check_rates"]
+__all__ = ["GPU", "Machine", "check_rates", "register_probe"]
 
 
 # =========================================================================== the machine
@@ -253,6 +253,18 @@ def _numba_kernels():
     return chain, region
 
 
+_PROBES: list = []
+
+
+def register_probe(probe) -> None:
+    """Add ``probe(quick) -> {Machine field: value}`` to :meth:`Machine.measure` (the package registers
+    :mod:`.overheads`, which times the course's own code -- this module does not import it: no cycle)."""
+    if not callable(probe):
+        raise TypeError(f"probe: expected a callable, got {type(probe).__name__}")
+    _PROBES.append(probe)
+    _measure.cache_clear()
+
+
 @lru_cache(maxsize=None)
 def _measure(quick: bool) -> Machine:
     cores = backend.cpu_count()
@@ -286,18 +298,19 @@ def _measure(quick: bool) -> Machine:
     src["simd_lanes"] = "from /proc/cpuinfo flags"
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
-    from .overheads import measure_call_costs  # noqa: PLC0415  (it runs the course's code: imported late)
-    call_costs, kernel_gflops = measure_call_costs(quick)
-    src["call_costs"] = "measured: a tiny and a mid-sized run of the course's own code per kind" + \
-        (" (quick)" if quick else "")
+    extra = {}
+    for probe in _PROBES:  # e.g. .overheads: the course's own code, timed (registered, not imported here)
+        extra.update(probe(quick))
+    if extra:
+        src["call_costs"] = "measured: a tiny and a mid-sized run of the course's own code per kind" + \
+            (" (quick)" if quick else "")
     gpu = None
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
                    max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
-                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, call_costs=call_costs,
-                   kernel_gflops=kernel_gflops)
+                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, **extra)
 
 
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:

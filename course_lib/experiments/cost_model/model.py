@@ -13,7 +13,7 @@ from . import cluster
 from .machine import Machine
 
 __all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
-           "applicable", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
+           "applicable", "calls_per_step", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
 
 KINDS = ("rnn", "lstm", "gru", "linear")
 MODES = ("inference", "training")
@@ -145,6 +145,11 @@ def _train(p: Problem) -> float:
 
 def _calls_per_step(p: Problem) -> float:
     return p.layers * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)
+
+
+def calls_per_step(p: Problem) -> float:
+    """The model's count of library calls per time step of all layers (training: forward + backward)."""
+    return _calls_per_step(p) * _train(p)
 
 
 def _need_nonlinear(p: Problem, method: str):

@@ -18,7 +18,8 @@ from __future__ import annotations
 from ...core import timing
 from ...core.validate import check_bool
 from .execute import inputs, run
-from .model import Problem, _calls_per_step, _train
+from .machine import register_probe
+from .model import Problem, calls_per_step
 
 __all__ = ["TINY", "MID", "measure_call_costs"]
 
@@ -50,7 +51,7 @@ def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
             f1, f2 = (p.flops() / p.T for p in (p1, p2))
             # a rate only where the mid-sized run's arithmetic clearly shows over the per-step price
             r = (f2 - f1) / (t2 - t1) if t2 > 1.5 * t1 else float("inf")
-            calls = _calls_per_step(p1) * _train(p1)
+            calls = calls_per_step(p1)
             price[(kind, mode)] = max(t1 - f1 / r, 0.1 * t1) / calls
             if r != float("inf") and kind != "rnn":  # rnn: BLAS products, the measured GEMM rate rules
                 rate[(kind, mode)] = r / 1e9
@@ -58,3 +59,6 @@ def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
         g = price[("gru", "training")] / price[("gru", "inference")]
         price[("rnn", "training")] = price[("rnn", "inference")] * g
     return price, rate
+
+
+register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick))))
