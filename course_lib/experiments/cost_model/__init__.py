@@ -48,7 +48,10 @@ and DEER's critical paths (the task graphs of :mod:`.cluster`, tested equal to
 The package, one idea per module: :mod:`.machine` (the machine's constants, measured or assumed),
 :mod:`.model` (problems, costs, ``predict``), :mod:`.advice` (the ranking), :mod:`.configurations` (the
 course's benchmark configurations the model is checked on: ``calibrate``, the seeds' schedules, winner
-maps) and :mod:`.cluster` (the simulated machine the task graphs run on).
+maps), :mod:`.cluster` (the simulated machine the task graphs run on), :mod:`.execute` (``run``: the
+course's own code for any method and problem), :mod:`.overheads` (the per-kind call price and cell-kernel
+rate, measured by tiny and mid-sized runs of that code -- micro-benchmarks, never the chapter
+configurations, which stay a hold-out) and :mod:`.fresh` (the advisor checked on random fresh problems).
 """
 from __future__ import annotations
 
