@@ -32,7 +32,6 @@
 # see what we are working with.
 
 # %% tags=["nbval-ignore-output"]
-
 import course_lib  # noqa: F401  (first: it sets up numba's CUDA mode)
 from course_lib.core import backend, timing
 from course_lib.teaching import plots, widgets, checks

@@ -32,6 +32,8 @@ with ``rate`` the GEMM rate at the rows a call multiplies (``min(peak, rows * ge
 once, used ``rows`` times). Python's GIL serialises the library calls of threads in one process
 (``calls`` are not divided by P there) -- separate processes (MPI) do divide them.
 
+``run(problem, method)`` executes the course's own code for ``method`` on ``problem`` (:mod:`.execute`;
+``measure(problem, methods)`` times several interleaved) so every prediction can be checked;
 ``predict(method, problem, machine)`` -> Cost;  ``advise(problem, machine=None)`` -> ranked
 :class:`Advice` (method, seconds, reason). ``advise`` raises ValueError naming the argument for
 impossible problems; methods the model mispredicts here by more than 2x (a ``calibration`` from
@@ -46,14 +48,20 @@ and DEER's critical paths (the task graphs of :mod:`.cluster`, tested equal to
 The package, one idea per module: :mod:`.machine` (the machine's constants, measured or assumed),
 :mod:`.model` (problems, costs, ``predict``), :mod:`.advice` (the ranking), :mod:`.configurations` (the
 course's benchmark configurations the model is checked on: ``calibrate``, the seeds' schedules, winner
-maps) and :mod:`.cluster` (the simulated machine the task graphs run on).
+maps), :mod:`.cluster` (the simulated machine the task graphs run on), :mod:`.execute` (``run``: the
+course's own code for any method and problem), :mod:`.overheads` (the per-kind call price and cell-kernel
+rate, measured by tiny and mid-sized runs of that code -- micro-benchmarks, never the chapter
+configurations, which stay a hold-out) and :mod:`.fresh` (the advisor checked on random fresh problems).
 """
 from __future__ import annotations
 
 from . import cluster
 from .advice import Advice, advise, first_choice
-from .configurations import (CONFIG_NAMES, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
+from .configurations import (CONFIG_NAMES, SEED_ELSEWHERE, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
+from .execute import RUNNABLE, inputs, measure, run, runnable
+from . import overheads  # noqa: F401  (registers the course-code probes with Machine.measure)
+from .fresh import WITHIN, AdvisorCheck, FreshResult, check_advisor, fresh_problems
 from .machine import GPU, Machine
 from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, deer_counts,
                     mgrit_counts, predict, predict_all, scan_counts, wavefront_counts)
@@ -70,6 +78,16 @@ __all__ = [
     "predict",
     "predict_all",
     "advise",
+    "run",
+    "runnable",
+    "measure",
+    "inputs",
+    "RUNNABLE",
+    "fresh_problems",
+    "check_advisor",
+    "AdvisorCheck",
+    "FreshResult",
+    "WITHIN",
     "first_choice",
     "applicable",
     "wavefront_counts",
@@ -85,6 +103,7 @@ __all__ = [
     "seed_schedules",
     "measured_speedups",
     "SEED_SCHEDULES",
+    "SEED_ELSEWHERE",
     "ranking_and_maps",
     "cluster",
 ]

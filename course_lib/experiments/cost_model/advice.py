@@ -13,6 +13,8 @@ from .model import Cost, Problem, predict_all
 
 __all__ = ["Advice", "advise", "first_choice"]
 
+_UNCHECKED = object()  # a calibration that never measured the method
+
 
 @dataclass
 class Advice:
@@ -55,9 +57,12 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     """Rank the methods that apply to ``problem`` on ``machine`` by predicted time.
 
     ``methods`` restricts the choice (each must apply, else ValueError naming the argument);
-    ``calibration`` maps method -> the model's worst error factor measured here (``which.calibrate``):
-    a method off by more than 2x -- or, when a calibration is given, a method it never measured -- is
-    listed after the trusted ones, with ``trusted=False``: the advisor does not advise there. ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
+    ``calibration`` maps method -> the model's worst error factor measured here (``Calibration.errors()``;
+    None: measured only in runs the noise guard calls unreliable): a method off by more than 2x, measured
+    only unreliably, or -- when a calibration is given -- never measured, is listed after the trusted ones
+    with ``trusted=False``: the advisor does not advise there. Nothing is trusted when the machine's own
+    constants were measured while it was busy (``machine.noise``), and the first trusted choice is
+    withdrawn when an untrusted method could be faster within its measured error (its reason says so). ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
@@ -66,25 +71,62 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     if not costs:
         raise ValueError(f"problem: no method applies to {problem.describe()}")
     base = costs.get("sequential")
+    busy = not machine.noise.ok
     out = []
     for k, c in costs.items():
-        err = (calibration or {}).get(k)
-        unchecked = calibration is not None and err is None
-        trusted = not unchecked and (err is None or err <= 2.0)
+        err = (calibration or {}).get(k, _UNCHECKED)
         r = _reason(c, base)
-        if unchecked:
+        if busy:
+            r += "; NOT ADVISED: the machine's constants were measured while it was busy (" + \
+                 "; ".join(machine.noise.reasons) + ")"
+            trusted = False
+        elif calibration is None or (err is not _UNCHECKED and err is not None and err <= 2.0):
+            trusted = True
+        elif err is _UNCHECKED:
             r += "; NOT ADVISED: never checked against a measurement on this machine"
-        elif not trusted:
+            trusted = False
+        elif err is None:
+            r += "; NOT ADVISED: measured here only in runs the noise guard calls unreliable"
+            trusted = False
+        else:
             r += f"; NOT ADVISED: the model was off by {err:.1f}x on this machine"
+            trusted = False
         out.append(Advice(k, c.seconds, r, trusted, c))
     out.sort(key=lambda a: (not a.trusted, a.seconds))
+    return _guard_first(out, calibration)
+
+
+def _guard_first(out: list, calibration: dict | None) -> list:
+    """The first trusted choice stands only if no method the model mispredicted here could beat it: a
+    method predicted at ``s`` with a measured error factor ``e`` may really take ``s / e``. If one could,
+    the first choice is withdrawn too (its reason names the rival). A method never measured (or measured
+    only unreliably) does not withdraw it -- nothing is known of its error -- but the first choice's
+    reason says that such a method is predicted faster."""
+    trusted = [a for a in out if a.trusted]
+    if not trusted:
+        return out
+    best = trusted[0]
+    for a in out:
+        if a.trusted:
+            continue
+        e = (calibration or {}).get(a.method, _UNCHECKED)
+        if not isinstance(e, (int, float)) or isinstance(e, bool):
+            if a.seconds < best.seconds:
+                best.reason += f"; {a.method}, never reliably measured here, is predicted faster"
+            continue
+        if a.seconds / e < best.seconds:
+            best.trusted = False
+            best.reason += (f"; NOT ADVISED: {a.method} (not trusted here) is predicted at "
+                            f"{a.seconds * 1e3:.3g} ms and the model was off for it by {e:.1f}x: it may be faster")
+            out.sort(key=lambda x: (not x.trusted, x.seconds))
+            return _guard_first(out, calibration)
     return out
 
 
-def first_choice(advice: list[Advice]) -> str:
-    """The first method of :func:`advise`'s ranking."""
+def first_choice(advice: list[Advice]) -> str | None:
+    """The advisor's first *trusted* method of :func:`advise`'s ranking, or None: it advises nothing."""
     if not isinstance(advice, (list, tuple)) or not advice:
         raise ValueError(f"advice: expected the non-empty list advise() returns, got {advice!r:.80}")
-    if not isinstance(advice[0], Advice):
+    if not all(isinstance(a, Advice) for a in advice):
         raise TypeError(f"advice: expected a list of Advice, got a list of {type(advice[0]).__name__}")
-    return advice[0].method
+    return next((a.method for a in advice if a.trusted), None)

@@ -19,7 +19,7 @@ import numpy as np
 from ...core import backend, timing
 from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
 
-__all__ = ["GPU", "Machine", "check_rates"]
+__all__ = ["GPU", "Machine", "check_rates", "register_probe"]
 
 
 # =========================================================================== the machine
@@ -83,6 +83,8 @@ class Machine:
     gpu: GPU | None = None
     source: dict = field(default_factory=dict, compare=False, hash=False)
     noise: timing.Noise = field(default_factory=timing.Noise, compare=False, hash=False)
+    call_costs: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> s per call
+    kernel_gflops: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> GFLOP/s
 
     def __post_init__(self):
         check_str(self.name, "name")
@@ -153,6 +155,16 @@ class Machine:
             return 1e9 * min(per_core * threads, self.gemm_gflops_all * per_core / self.gemm_gflops_core)
         return 1e9 * per_core
 
+    def call_cost(self, kind: str, mode: str = "inference") -> float:
+        """Seconds per counted library call of the course's ``kind`` code in ``mode``, measured by a tiny
+        run (:mod:`.overheads`); ``call_s`` (one ``np.add`` of 8 floats) where none was measured."""
+        return self.call_costs.get((kind, mode), self.call_s)
+
+    def kernel_rate(self, kind: str, mode: str = "inference") -> float:
+        """FLOP/s of the course's ``kind`` cell code in ``mode`` on one core, measured (:mod:`.overheads`);
+        infinite where none was measured (then the GEMM rate alone rules)."""
+        return 1e9 * self.kernel_gflops.get((kind, mode), float("inf"))
+
     def bandwidth(self, threads: int = 1) -> float:
         """Bytes/s streaming on ``threads`` cores."""
         threads = check_positive_int(threads, "threads")
@@ -175,9 +187,11 @@ class Machine:
                 ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
+        rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
+        rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
                 "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
-                "mpi_bandwidth_gbs", "gpu"]
+                "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
         return [(q, v, self.source.get(k, self.source.get("*", ""))) for (q, v, _), k in zip(rows, keys)]
 
     def __str__(self) -> str:
@@ -239,6 +253,18 @@ def _numba_kernels():
     return chain, region
 
 
+_PROBES: list = []
+
+
+def register_probe(probe) -> None:
+    """Add ``probe(quick) -> {Machine field: value}`` to :meth:`Machine.measure` (the package registers
+    :mod:`.overheads`, which times the course's own code -- this module does not import it: no cycle)."""
+    if not callable(probe):
+        raise TypeError(f"probe: expected a callable, got {type(probe).__name__}")
+    _PROBES.append(probe)
+    _measure.cache_clear()
+
+
 @lru_cache(maxsize=None)
 def _measure(quick: bool) -> Machine:
     cores = backend.cpu_count()
@@ -272,13 +298,19 @@ def _measure(quick: bool) -> Machine:
     src["simd_lanes"] = "from /proc/cpuinfo flags"
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
+    extra = {}
+    for probe in _PROBES:  # e.g. .overheads: the course's own code, timed (registered, not imported here)
+        extra.update(probe(quick))
+    if extra:
+        src["call_costs"] = "measured: a tiny and a mid-sized run of the course's own code per kind" + \
+            (" (quick)" if quick else "")
     gpu = None
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
                    max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
-                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise)
+                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, **extra)
 
 
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:

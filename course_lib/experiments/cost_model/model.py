@@ -13,7 +13,7 @@ from . import cluster
 from .machine import Machine
 
 __all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
-           "applicable", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
+           "applicable", "calls_per_step", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
 
 KINDS = ("rnn", "lstm", "gru", "linear")
 MODES = ("inference", "training")
@@ -123,10 +123,14 @@ class Cost:
 
 
 def _finish(c: Cost, m: Machine, *, rate: float, bw: float, call_s: float | None = None, region_s: float | None = None,
-            gil: bool = True, latency: float | None = None, comm_bw: float | None = None) -> Cost:
+            gil: bool = True, latency: float | None = None, comm_bw: float | None = None,
+            kernel: bool = True) -> Cost:
+    if kernel and rate > 0:  # the course's cell code: no faster than its measured kernel rate
+        rate = min(rate, m.kernel_rate(c.problem.kind, c.problem.mode))
     compute = max(c.work / (c.P * rate), c.span / rate) if rate > 0 else 0.0
     memory = c.bytes / bw if bw > 0 else 0.0
-    calls = c.calls * (m.call_s if call_s is None else call_s) / (1 if gil else c.P)
+    per_call = m.call_cost(c.problem.kind, c.problem.mode) if call_s is None else call_s
+    calls = c.calls * per_call / (1 if gil else c.P)
     regions = c.regions * (m.region_s if region_s is None else region_s)
     comm = c.messages * (m.mpi_latency_s if latency is None else latency) + \
         c.comm_bytes / (1e9 * (m.mpi_bandwidth_gbs if comm_bw is None else comm_bw))
@@ -141,6 +145,11 @@ def _train(p: Problem) -> float:
 
 def _calls_per_step(p: Problem) -> float:
     return p.layers * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)
+
+
+def calls_per_step(p: Problem) -> float:
+    """The model's count of library calls per time step of all layers (training: forward + backward)."""
+    return _calls_per_step(p) * _train(p)
 
 
 def _need_nonlinear(p: Problem, method: str):
@@ -389,7 +398,7 @@ def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None
     c.regions = iters * 3 if P > 1 else 0
     c.counts = dc
     rate = m.gemm_rate(min(p.nh, 16) if method == "newton" else 1)
-    return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P))  # / 2: float64
+    return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P), kernel=False)  # / 2: float64
 
 
 def cost_cuda_chunked(p: Problem, m: Machine) -> Cost:

@@ -40,7 +40,9 @@ def gantt(schedule, ax=None, *, max_procs: int = 16, unit: str = "s"):
 
 def seed_chart(seeds: dict, measured: dict, ax=None):
     """Per seed claim three bars: the seed's number (registry), the simulated schedule on the seed's
-    machine (assumptions), and what was measured here -- each labelled."""
+    machine (assumptions), and what was measured here of the *same* quantity (``measured``: claim id ->
+    (ratio, what, noise), from ``cost_model.measured_speedups``; a claim no run here measures has no bar)
+    -- each labelled."""
     check_data(seeds, "seeds", kind=dict)
     check_ax(ax)
     if not isinstance(measured, dict):
@@ -62,7 +64,7 @@ def seed_chart(seeds: dict, measured: dict, ax=None):
     ax.set_yticklabels([f"{i}\n({claim(i).conditions[:40]}...)" for i in ids], fontsize=6)
     ax.set_xscale("log")
     ax.axvline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("speed-up over the serial schedule (log)")
+    ax.set_xlabel("speed-up, each seed's own quantity: its parallel method over its own baseline (log)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 

@@ -1,0 +1,154 @@
+"""The advisor on problems it has never seen (experiments folder, chapter 12): :func:`fresh_problems` draws
+problems at random (fixed seed; none is a chapter configuration), :func:`check_advisor` predicts every
+method :func:`.execute.run` can execute on each, measures them all (:func:`.execute.measure`, interleaved)
+and reports, per problem, whether the advisor's first trusted choice was the measured fastest or within
+1.25x of it -- an :class:`AdvisorCheck` with the predicted-vs-measured table and the hit rate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core import timing
+from ...core.validate import check_positive_int
+from .advice import advise, first_choice
+from .execute import measure, runnable
+from .machine import Machine
+from .model import Problem, predict
+
+__all__ = ["WITHIN", "fresh_problems", "FreshResult", "AdvisorCheck", "check_advisor"]
+
+WITHIN = 1.25   # a first choice within this factor of the measured fastest counts as a hit
+_SKIP = ("mpi", "cuda_batched", "cuda_chunked")  # other processes / devices: not in one interleaved timing
+
+
+def fresh_problems(n: int = 8, *, seed: int = 0, scale: float = 1.0) -> list:
+    """``n`` random problems (``seed`` fixes them) of every kind, small enough that all their methods
+    run in well under a second each (``scale`` multiplies T). Sizes are drawn log-uniformly."""
+    n = check_positive_int(n, "n", high=1000)
+    rng = np.random.default_rng(check_positive_int(seed + 1, "seed") - 1)
+    kinds = ["rnn", "gru", "lstm", "linear"]
+    out, first = [], int(rng.integers(4))
+    for i in range(n):
+        kind = kinds[(i + first) % 4]  # every kind in every 4 draws
+        mode = "training" if kind in ("gru", "lstm", "linear") and rng.random() < 0.3 else "inference"
+        logu = lambda lo, hi: int(round(np.exp(rng.uniform(np.log(lo), np.log(hi)))))  # noqa: E731
+        if kind == "linear":
+            p = Problem("linear", mode, batch=logu(1, 8), T=int(logu(2000, 60000) * scale), nh=logu(1, 64))
+        elif kind == "rnn":
+            p = Problem("rnn", "inference", batch=logu(2, 48), T=int(logu(8, 48) * scale), nh=logu(16, 192),
+                        layers=int(rng.integers(1, 4)), ny=logu(4, 64))
+        else:
+            nh = logu(4, 24) if mode == "inference" and kind == "gru" else logu(8, 96)
+            p = Problem(kind, mode, batch=logu(2, 16), T=int(logu(32, 256) * scale), nh=nh)
+        out.append(p)
+    return out
+
+
+@dataclass
+class FreshResult:
+    """One fresh problem: predicted and measured seconds per method, the advisor's first trusted choice
+    (None: it advised nothing), the measured fastest, and the noise of the run."""
+
+    problem: Problem
+    predicted: dict
+    measured: dict
+    advised: str | None
+    fastest: str
+    noise: timing.Noise
+
+    @property
+    def hit(self) -> bool | None:
+        """First choice measured fastest or within :data:`WITHIN` of it; None when nothing was advised."""
+        if self.advised is None:
+            return None
+        return self.measured[self.advised] <= WITHIN * self.measured[self.fastest]
+
+    @property
+    def model_hit(self) -> bool:
+        """The model's own pick (least predicted time, no trust guards) measured fastest or within WITHIN."""
+        pick = min(self.predicted, key=self.predicted.get)
+        return self.measured[pick] <= WITHIN * self.measured[self.fastest]
+
+    def errors(self) -> dict:
+        return {m: max(self.predicted[m] / self.measured[m], self.measured[m] / self.predicted[m])
+                for m in self.measured}
+
+
+@dataclass
+class AdvisorCheck:
+    results: list
+
+    @property
+    def hits(self) -> int:
+        return sum(1 for r in self.results if r.hit)
+
+    @property
+    def advised(self) -> int:
+        return sum(1 for r in self.results if r.advised is not None)
+
+    def table(self) -> str:
+        lines = [f"{'problem':<58} {'method':<10} {'predicted':>10} {'measured':>10} {'error':>7}"]
+        for r in self.results:
+            err = r.errors()
+            for k, m in enumerate(sorted(r.measured, key=r.measured.get)):
+                tag = (" <- advised" if m == r.advised else "") + (" (fastest)" if m == r.fastest else "")
+                lines.append(f"{(r.problem.describe() if k == 0 else ''):<58} {m:<10} "
+                             f"{timing.fmt_seconds(r.predicted[m]):>10} {timing.fmt_seconds(r.measured[m]):>10} "
+                             f"{err[m]:>6.2f}x{tag}")
+            verdict = ("advised nothing" if r.hit is None else "hit" if r.hit else
+                       f"miss: {r.advised} took {r.measured[r.advised] / r.measured[r.fastest]:.2f}x the fastest")
+            lines.append(f"{'':<58} -> {verdict}" + ("" if r.noise.ok else f"  [unreliable run: "
+                                                                            f"{'; '.join(r.noise.reasons)}]"))
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """The hit rate and, computed from the table, where the model fails (methods off > 2x, with the
+        part of the cost the model thought largest) and how many runs the noise guard rejected."""
+        n = len(self.results)
+        off: dict = {}
+        for r in self.results:
+            for m, e in r.errors().items():
+                if e > 2.0:
+                    off[m] = max(off.get(m, 0.0), e)
+        bad = sum(1 for r in self.results if not r.noise.ok)
+        raw = sum(1 for r in self.results if r.model_hit)
+        s = (f"advisor: first trusted choice the measured fastest or within {WITHIN}x of it on {self.hits} of {n} "
+             f"fresh problems; advised something on {self.advised} of {n}; the model's own pick (no trust "
+             f"guards) was the fastest or within {WITHIN}x on {raw} of {n}")
+        if off:
+            s += "; the model is off by more than 2x for " + ", ".join(f"{m} (up to {e:.1f}x)" for m, e in
+                                                                       sorted(off.items(), key=lambda x: -x[1]))
+        if bad:
+            s += f"; {bad} of {n} runs were unreliable (busy machine): their hits and misses say little"
+        return s
+
+    def __str__(self) -> str:
+        return self.table() + "\n" + self.summary()
+
+
+def check_advisor(problems, machine: Machine | None = None, *, calibration: dict | None = None,
+                  repeat: int = 3) -> AdvisorCheck:
+    """Predict, advise and measure every runnable method on each of ``problems`` (see the module docstring)."""
+    machine = Machine.measure() if machine is None else machine
+    if not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    problems = list(problems)
+    if not problems or not all(isinstance(p, Problem) for p in problems):
+        raise TypeError("problems: expected a non-empty list of Problem")
+    out = []
+    for p in problems:
+        methods = [m for m in runnable(p) if m not in _SKIP]
+        preds = {}
+        for m in methods:
+            try:
+                preds[m] = predict(m, p, machine).seconds
+            except ValueError:
+                continue  # the model says it cannot apply (e.g. threads with batch 1)
+        methods = list(preds)
+        ranked = advise(p, machine, methods=methods, calibration=calibration)
+        cmp = measure(p, methods, repeat=repeat)
+        meas = {m: cmp.timings[m].median for m in methods}
+        out.append(FreshResult(p, preds, meas, first_choice(ranked), min(meas, key=meas.get), cmp.noise))
+    return AdvisorCheck(out)

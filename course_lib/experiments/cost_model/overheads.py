@@ -1,0 +1,64 @@
+"""The cost model's per-call price for each model kind (experiments folder, chapter 12), *measured by a
+micro-benchmark* of the course's own code -- never fitted to the chapter configurations it predicts.
+
+Why: the price of "one library call" measured on ``np.add`` of 8 floats (``Machine.call_s``) is not what a
+cell of the course's GRU or LSTM pays per counted call: slicing, ``out=`` arguments, Python between the
+calls, small temporaries. So for each kind and mode, :func:`measure_call_costs` runs :func:`.execute.run`
+with ``method="batched"`` on a *tiny* problem (batch 1, nh = 4, T = 64: the arithmetic is negligible)
+and again on a *mid-sized* one (batch 8, nh = 48, T = 32: the arithmetic shows); a straight line through the
+two per-step times, ``calls * price + flops / rate`` (calls: the model's count per step,
+:func:`.model.step_cost`), gives the seconds per counted call for that kind (:meth:`.machine.Machine.call_cost`)
+and the rate of the course's cell kernel (:meth:`.machine.Machine.kernel_rate`: the GRU and LSTM cells are
+numba loops, slower than a BLAS GEMM at these sizes). The chapter configurations stay a hold-out: they never see this fit.
+
+``{(kind, mode): seconds per counted call}``; a kind the course has no code for keeps ``Machine.call_s``.
+"""
+from __future__ import annotations
+
+from ...core import timing
+from ...core.validate import check_bool
+from .execute import inputs, run
+from .machine import register_probe
+from .model import Problem, calls_per_step
+
+__all__ = ["TINY", "MID", "measure_call_costs"]
+
+TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
+MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
+
+
+def _per_step(prob: Problem, quick: bool) -> float:
+    data = inputs(prob)
+    t = timing.measure(lambda: run(prob, "batched", data=data), repeat=3 if quick else 7, warmup=1,
+                       min_time=2e-3 if quick else 1e-2).min
+    return t / prob.T
+
+
+def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
+    """``({(kind, mode): seconds per counted library call}, {(kind, mode): GFLOP/s of the cell kernel})``
+    from two runs of the course's code per kind and mode (:data:`TINY`, :data:`MID`; see the module
+    docstring): ``t_step = calls * price + flops / rate`` through both points; the minimum over repeats
+    (a busy machine only adds time). A rate the two points cannot resolve is left out (the GEMM rate rules)."""
+    quick = check_bool(quick, "quick")
+    price, rate = {}, {}
+    for kind in ("rnn", "gru", "lstm"):
+        for mode in ("inference", "training"):
+            if kind == "rnn" and mode == "training":
+                continue  # run() has no rnn training code
+            ny = 1 if kind == "rnn" else 0
+            p1, p2 = Problem(kind, mode, ny=ny, **TINY), Problem(kind, mode, ny=ny, **MID)
+            t1, t2 = _per_step(p1, quick), _per_step(p2, quick)
+            f1, f2 = (p.flops() / p.T for p in (p1, p2))
+            # a rate only where the mid-sized run's arithmetic clearly shows over the per-step price
+            r = (f2 - f1) / (t2 - t1) if t2 > 1.5 * t1 else float("inf")
+            calls = calls_per_step(p1)
+            price[(kind, mode)] = max(t1 - f1 / r, 0.1 * t1) / calls
+            if r != float("inf") and kind != "rnn":  # rnn: BLAS products, the measured GEMM rate rules
+                rate[(kind, mode)] = r / 1e9
+    if ("gru", "training") in price:
+        g = price[("gru", "training")] / price[("gru", "inference")]
+        price[("rnn", "training")] = price[("rnn", "inference")] * g
+    return price, rate
+
+
+register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick))))
