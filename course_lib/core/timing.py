@@ -457,12 +457,17 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
 
 
 # --------------------------------------------------------------------------- roofline
-@lru_cache(maxsize=None)
 def peak_gflops(dtype: str = "float32", n: int = 1024, repeat: int = 5) -> float:
     """Measured GEMM peak in GFLOP/s: best of ``repeat`` ``(n, n) @ (n, n)`` products with the
-    BLAS numpy uses, at the current thread setting. Cached per process and arguments."""
+    BLAS numpy uses, at the current thread setting. Cached per process and *normalised* arguments, so
+    ``peak_gflops()``, ``peak_gflops("float32")`` and ``peak_gflops(np.float32)`` measure once and agree."""
+    return _peak_gflops(np.dtype(dtype).name, check_positive_int(n, "n"), check_positive_int(repeat, "repeat"))
+
+
+@lru_cache(maxsize=None)
+def _peak_gflops(dtype: str, n: int, repeat: int) -> float:
+    """:func:`peak_gflops` on canonical arguments (the cache entry)."""
     dtype = np.dtype(dtype)
-    n = check_positive_int(n, "n")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(dtype)
     b = rng.standard_normal((n, n)).astype(dtype)
