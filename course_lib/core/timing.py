@@ -499,7 +499,8 @@ def copy_bandwidth(mbytes: int = 256, repeat: int = 5) -> float:
 
 def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
     """Measure ``(n, n) @ (n, n)`` now: returns n, seconds (best), GFLOP/s, arithmetic intensity,
-    the roofline's bound at that intensity and the share of the measured peak reached."""
+    the roofline's bound at that intensity, the share of the measured peak reached, and ``noise``
+    (the :class:`Noise` of the repeats: judge "above the roof" only when it is ok)."""
     n = check_positive_int(n, "n", high=8192)
     dt = np.dtype(dtype)
     rng = np.random.default_rng(n)
@@ -511,7 +512,7 @@ def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
     ai = gemm_intensity(n, n, n, dt.itemsize)
     peak = peak_gflops(dt.name)
     return {"n": n, "seconds": t.min, "gflops": rate, "intensity": ai,
-            "bound_gflops": roofline(ai), "peak_gflops": peak, "fraction_of_peak": rate / peak}
+            "bound_gflops": roofline(ai), "peak_gflops": peak, "fraction_of_peak": rate / peak, "noise": t.noise}
 
 
 def gemv_rate(m: int, k: int, dtype: str = "float32", repeat: int = 7) -> dict:
