@@ -73,12 +73,21 @@ def _text(node) -> str:
     return " ".join(n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str))
 
 
-def _consults_guard(node) -> bool:
-    """Does ``node`` call the machinery or read a noise / ok / verdict fact?"""
+def _guard_names(tree) -> set[str]:
+    """Names assigned from the machinery: ``won = cmp.faster("gemm")`` makes ``won`` a guarded fact."""
+    return {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+            and any(isinstance(c, ast.Call) and _name(c.func) in GUARD_CALLS for c in ast.walk(n.value))
+            for t in n.targets if isinstance(t, ast.Name)}
+
+
+def _consults_guard(node, guarded_names: frozenset = frozenset()) -> bool:
+    """Does ``node`` call the machinery or read a noise / ok / verdict fact (or a name assigned from one)?"""
     for n in ast.walk(node):
         if isinstance(n, ast.Call) and _name(n.func) in GUARD_CALLS:
             return True
         if isinstance(n, (ast.Name, ast.Attribute)) and GUARD_WORDS.search(_name(n)):
+            return True
+        if isinstance(n, ast.Name) and n.id in guarded_names:
             return True
         if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and \
                 isinstance(n.slice.value, str) and GUARD_WORDS.search(n.slice.value):
@@ -94,14 +103,14 @@ def _parents(tree) -> dict:
     return out
 
 
-def _guarded(call, parents) -> bool:
+def _guarded(call, parents, names: frozenset) -> bool:
     """The print consults the guard, or an enclosing ``if``/``while``/conditional expression does."""
-    if _consults_guard(call):
+    if _consults_guard(call, names):
         return True
     node = call
     while node in parents:
         node = parents[node]
-        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _consults_guard(node.test):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _consults_guard(node.test, names):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             return False
@@ -112,13 +121,14 @@ def print_problems(source: str, where: str = "<string>") -> list[tuple[str, str]
     """(key, message) for each ``print`` of a conclusion that no guard decides."""
     tree = ast.parse(source)
     parents = _parents(tree)
+    names = frozenset(_guard_names(tree))
     out = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and _name(node.func) == "print"):
             continue
         text = _text(node)
         found = CONCLUSION.search(text)
-        if found and not CORRECTNESS.search(text) and not _guarded(node, parents):
+        if found and not CORRECTNESS.search(text) and not _guarded(node, parents, names):
             out.append((f"{where}:print:{found.group(0).lower()}",
                         f"{where}:{node.lineno}: prints {found.group(0)!r} without verdict()/faster()/said()/"
                         f"the noise check: {ast.unparse(node)[:100]}"))
@@ -167,6 +177,7 @@ def test_allowed_entries_are_still_needed():
     'print("as in the seed" if ratio > 1 else "unlike the seed")',
     'def report(r):\n    print(f"{r.name} wins")',
     'if r > 1:\n    print("threads win here")',
+    'won = r > 1\nif won:\n    print("GEMM faster")',
 ])
 def test_planted_unguarded_conclusion_is_caught(snippet):
     assert print_problems(snippet), snippet
@@ -177,6 +188,7 @@ def test_planted_unguarded_conclusion_is_caught(snippet):
     'print(noise.warning() or f"{r:.1f}x faster")',
     'print(cmp.faster("tiled", by=1.2), "faster by 1.2x?")',
     'print(verdict("c", r, noise=n), "-- as in the seed?")',
+    'won = cmp.faster("gemm")\nif won == "yes":\n    print("GEMM faster")',
     'print("GEMV loop and GEMM agree to 1e-3:", d < 1e-3)',
     'print(f"measured {r:.1f} GFLOP/s")',
 ])
