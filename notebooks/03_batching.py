@@ -216,9 +216,10 @@ perf_plots.per_sample_plot(sub, ax=ax2, log_batch=False, title="the seed's range
 fig.tight_layout()
 
 # %% [markdown]
-# The seed's curve fell over this range on its Halide code; ours may be flat. The reason is printed
-# above, computed from the intensity and the measured ridge point: once the recurrent GEMM is past the
-# ridge, more batching does not change the FLOPs per sequence, only how close the kernel gets to the
+# The seed's curve fell over this range on its Halide code; ours may be flat. When the sweep measured
+# reliably, its cell says which and why, from the intensity and the measured ridge point; when it did
+# not, the intensity column and the ridge point (both printed whatever the load) still tell the story:
+# once the recurrent GEMM is past the ridge, more batching does not change the FLOPs per sequence, only how close the kernel gets to the
 # peak. A kernel far below the peak at small $B$ (like the seed's Halide GEMMs, chapter 06) keeps
 # improving with $B$; a kernel already near its best at the smallest batch of the range cannot.
 #

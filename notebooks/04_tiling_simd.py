@@ -21,7 +21,7 @@
 # and outputs, 10 time steps) is now almost entirely GEMMs of size about $1000^3$. So the question
 # becomes: **how fast can we multiply two matrices, and why?**
 #
-# The seed paper (Han & Uboweja, *Parallel RNN training with Halide*) attacked this with three
+# The seed paper (Han & Uboweja, *Parallel Training of Recurrent Neural Networks*) attacked this with three
 # scheduling tricks, in its words:
 #
 # > 2. Tiling of for loops in matrix multiplication, to improve spatial locality and decrease cache capacity misses.

@@ -284,7 +284,7 @@ perf_plots.step_bars(rates, peak_now);
 # ## 4 · A compiled step vs hand-written numpy (seed Fig. 7)
 #
 # Before Halide, the seed compared its hand-written NumPy RNN with the same RNN in Theano, a
-# framework that compiles the whole computation, on a 2-core laptop: competitive at its sizes, and
+# framework that compiles the whole computation, on a 2-core Intel Core i5 (its §4.1): competitive at its sizes, and
 # NumPy ahead for much smaller data, "primarily because of the overhead of calling a compiled Theano
 # function". Our compiled step is `fast_rnn.train_step` (numba kernels + BLAS); with torch installed,
 # `torch.nn.RNN` + autograd + SGD joins as the framework column. We time one step at sizes from tiny

@@ -135,16 +135,28 @@ def print_problems(source: str, where: str = "<string>") -> list[tuple[str, str]
     return out
 
 
-def markdown_problems(source: str, where: str = "<string>") -> list[tuple[str, str]]:
-    """(key, message) for markdown (jupytext ``# %% [markdown]`` cells) pointing at a line that may not print."""
-    out, in_md = [], False
-    for i, line in enumerate(source.splitlines(), 1):
+def _markdown_cells(source: str) -> list[tuple[int, str]]:
+    """(first line, text with the comment marks and line breaks folded) of each jupytext markdown cell."""
+    cells, start, lines = [], None, []
+    for i, line in enumerate(source.splitlines() + ["# %%"], 1):
         if line.startswith("# %%"):
-            in_md = "[markdown]" in line
-            continue
-        if in_md and (found := DANGLING.search(line)):
-            out.append((f"{where}:md:{found.group(0).lower()}",
-                        f"{where}:{i}: markdown refers to '{found.group(0)}', a line that may not print"))
+            if start is not None:
+                cells.append((start, " ".join(l.removeprefix("#").strip() for l in lines)))
+            start, lines = (i + 1, []) if "[markdown]" in line else (None, [])
+        elif start is not None:
+            lines.append(line)
+    return cells
+
+
+def markdown_problems(source: str, where: str = "<string>") -> list[tuple[str, str]]:
+    """(key, message) for markdown (jupytext ``# %% [markdown]`` cells) pointing at a line that may not print.
+    A phrase split over two lines ("The reason is printed / above") is found too."""
+    out = []
+    for start, text in _markdown_cells(source):
+        for found in DANGLING.finditer(text):
+            phrase = " ".join(found.group(0).split())
+            out.append((f"{where}:md:{phrase.lower()}",
+                        f"{where}: markdown cell at line {start} refers to '{phrase}', a line that may not print"))
     return out
 
 
@@ -201,4 +213,5 @@ def test_planted_dangling_markdown_is_caught():
     found = markdown_problems(src)
     assert len(found) == 1 and "lines above" in found[0][1]
     assert markdown_problems("# %% [markdown]\n# The reason is printed above.\n")
+    assert markdown_problems("# %% [markdown]\n# ours may be flat. The reason is printed\n# above, computed from\n")
     assert not markdown_problems("# %% [markdown]\n# The table above says where it fits.\n")
