@@ -41,6 +41,7 @@ import course_lib  # first: decides numba's CUDA mode before numba is imported
 from course_lib.core import backend, timing
 from course_lib.experiments.batching import cache_level
 from course_lib.algorithms import matmul
+from course_lib.models import fast_rnn, rnn
 from course_lib.experiments import matmul as matmul_exp
 from course_lib.teaching.plots import matmul as matmul_plots
 from course_lib.teaching import claims, plots, widgets
@@ -257,9 +258,45 @@ fig.tight_layout()
 # Where theory expects the penalty: the column-walking **naive** kernel, whose every inner step lands
 # in the same few cache sets. Kernels that walk rows touch consecutive addresses; kernels that *pack*
 # B into a contiguous panel (`parallel_tiled`, and BLAS) read it without any stride at all, which is
-# the standard cure -- but they still walk rows of A and C that are 4 KB apart. The printed verdicts
-# say what this machine does. (With the CI budget the sizes are 250 vs 256, where everything fits in
-# cache; the seed's sizes run with the full budget.)
+# the standard cure -- but they still walk rows of A and C that are 4 KB apart. Each row ends in a
+# conclusion only when its run was reliable; otherwise it says "no conclusion" and the warning under
+# it says why. (With the CI budget the sizes are 250 vs 256, where everything fits in cache; the
+# seed's sizes run with the full budget.)
+#
+# The seed's number is not a kernel rate but **epoch time**: 0.5 s more per epoch at 1024 than at 1000.
+# The same question for a whole training step here: `fast_rnn.train_step` at both widths, timed in
+# interleaved pairs. A step's FLOPs grow like $n^2$ at a fixed batch, so 1024 must cost
+# $(1024/1000)^2 \approx 1.05\times$ anyway; only what is beyond that is a power-of-two penalty.
+
+# %% tags=["nbval-ignore-output"]
+def step_at(n, batch=timing.scaled(100, 16), T=10):
+    """A zero-argument training step of width n (nx = nh = ny = n), as one epoch's unit of work."""
+    rng = np.random.default_rng(n)
+    p = rnn.init_params(n, n, n, seed=0)
+    X = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
+    Y = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
+    return lambda: fast_rnn.train_step(p, X, Y, 1e-3)
+
+
+n0, n1 = PAIR_FAST
+steps = timing.compare(**{f"n={n0}": step_at(n0), f"n={n1}": step_at(n1)}, baseline=f"n={n0}", repeat=5)
+step_ratio = steps.ratio(f"n={n1}")
+work = (n1 / n0) ** 2
+seed_epoch = claims.CLAIMS["000.ch04.fig8.best_seconds"].value
+seed_extra = claims.CLAIMS["000.ch04.pow2.penalty"].value
+seed_ratio = (seed_epoch + seed_extra) / seed_epoch
+print(f"one training step: n = {n1} takes {step_ratio:.2f}x the time of n = {n0} "
+      f"(interval {steps.ratio_interval(f'n={n1}')[0]:.2f}-{steps.ratio_interval(f'n={n1}')[1]:.2f}); "
+      f"the FLOPs alone give {work:.3f}x")
+print(f"seed: ({seed_epoch:g} + {seed_extra:g}) / {seed_epoch:g} = {seed_ratio:.2f}x per epoch at 1024 vs 1000 (the same FLOP factor {work:.3f}x)")
+penalty = steps.faster(f"n={n0}", by=1.05 * work, over=f"n={n1}")  # beyond the FLOPs by more than 5%?
+if penalty == "yes":
+    print(f"a power-of-two penalty on the whole step here: {step_ratio / work:.2f}x per FLOP, as the seed saw per epoch")
+elif penalty == "no":
+    print(f"no power-of-two penalty beyond the FLOPs on the whole step here ({step_ratio / work:.2f}x per FLOP): "
+          "fast_rnn's GEMMs are BLAS calls -- compare the numpy row of the kernel pairs above")
+else:
+    print("these pairs cannot tell whether there is a penalty beyond the FLOPs: " + steps.said(f"n={n0}", over=f"n={n1}"))
 #
 # ## 7 · Tile sizes
 #
