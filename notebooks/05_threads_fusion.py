@@ -232,6 +232,32 @@ print("percentages add to 100:", all(abs(sum(p["percent"].values()) - 100) < 1e-
 print("phases (the seed's rows):", ", ".join(profile_exp.PHASES))
 
 # %% [markdown]
+# The seed also tried to make the saving row cheaper by keeping the states as an *array of 2-D
+# images* instead of one 3-D image, and got no faster (its §4.10): *"that resulted in poorer cache
+# locality for the Gradient Update steps and hence resulted in similar timing for epoch training time
+# (using an array of 2D Image pointer instead a single 3D Image)"*. `profile_exp.saved_state_layouts`
+# does both here: one new `(B, n)` array per step vs one `(T + 1, B, n)` array, and a gradient
+# update that is one GEMM over contiguous states vs one GEMM per step. **Predict**: which phase does
+# each layout win, and is the whole step similar?
+
+# %% tags=["nbval-ignore-output"]
+lay = profile_exp.saved_state_layouts(T=10, batch=timing.scaled(100, 32), n=timing.scaled(256, 128), repeat=7)
+print("same gradient either way:", lay["same_gradient"])
+for phase in ("save", "update", "step"):
+    c = lay[phase]
+    print(f"{phase:<7} one 3-D array {c.timings['one 3-D array'].min * 1e3:8.3f} ms   array of 2-D "
+          f"{c.timings['array of 2-D'].min * 1e3:8.3f} ms   ({c.ratio('array of 2-D'):.2f}x the 3-D time)")
+two_d_faster = lay["step"].faster("array of 2-D", by=1.1)
+three_d_faster = lay["step"].faster("one 3-D array", by=1.1, over="array of 2-D")
+if "yes" in (two_d_faster, three_d_faster):
+    print("whole step: " + ("the array of 2-D" if two_d_faster == "yes" else "the single 3-D array")
+          + " is more than 1.1x faster here -- unlike the seed's 'similar timing'")
+elif two_d_faster == three_d_faster == "no":
+    print("whole step: within 1.1x either way in the pairs' interval -- similar, as in the seed")
+else:
+    print("whole step: these pairs cannot tell (" + lay["step"].said("array of 2-D") + ")")
+
+# %% [markdown]
 # ### The whole step against the GEMM peak
 #
 # Steps of the same maths, timed interleaved with a plain GEMM: the fast step (its fused
