@@ -103,8 +103,8 @@ if gemm_faster == "cannot tell":
     print("same FLOPs; these pairs cannot tell whether the GEMM is faster"
           + (": " + "; ".join(g["noise"].said) if g["noise"].said else ""))
 else:
-    print(f"same FLOPs, GEMM takes 1/{g['speedup']:.1f} of the GEMVs' time: "
-          + ("faster in the pairs' interval" if gemm_faster == "yes" else "not faster here"))
+    print(f"same FLOPs, GEMM takes {g['gemm_s'] / g['gemv_s']:.3g}x the GEMVs' time: "
+          + ("faster in every pair's interval" if gemm_faster == "yes" else "not faster here"))
 above = g["gemv_gflops"] > 1.1 * g["gemv_bound_gflops"]
 if not g["noise"].ok:
     print(g["noise"].warning())

@@ -186,8 +186,8 @@ for n in sorted({N_SMALL, N_BIG}):
     level = cache_level(4 * n * n, caches)
     print(f"B at n = {n}: {4 * n * n / 2**10:.0f} KiB of float32 -> fits in {level}"
           + (": the ikj loop streams it from DRAM, so tiling has traffic to save" if level == "DRAM" else
-             f": the ikj loop already finds it in {level}, so tiling can save less than the "
-             "step from that cache to DRAM"))
+             f": B already stays in {level} between its uses, so tiling has only the traffic between "
+             f"{level} and the core to save at this size"))
 
 # %% [markdown]
 # The seed's best Halide training step ended up behind NumPy's BLAS (Fig. 8). **Predict**: is our best
