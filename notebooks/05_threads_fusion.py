@@ -154,7 +154,8 @@ fus = profile_exp.fusion_comparison(batch=fB, n=fn_, T=10, repeat=7)
 arrays = 10 * fB * fn_ * 4
 print(f"separate numpy passes (1 thread): {fus['separate_s'] * 1e3:7.2f} ms")
 print(f"fused numba kernels   (1 thread): {fus['fused_1thread_s'] * 1e3:7.2f} ms  -> fusion alone {fus['fusion_speedup']:.2f}x")
-print(f"fused numba kernels (all threads): {fus['fused_all_s'] * 1e3:7.2f} ms  -> with threads {fus['total_speedup']:.2f}x")
+print(f"fused numba kernels ({CORES} thread{'s' if CORES > 1 else ''}): {fus['fused_all_s'] * 1e3:7.2f} ms  -> "
+      + (f"with threads {fus['total_speedup']:.2f}x" if CORES > 1 else "the same kernels again: one thread is all there is here"))
 print(verdict("000.halide.s49.loop_fusion", fus["fusion_speedup"], here=f"1 thread, numpy vs numba, {arrays / 2**20:.0f} MiB per array",
               reasons=[(fus["fusion_speedup"] > 4, "each numpy pass here is a separate call with its own temporary "
                         "results and no SIMD tanh; the fused kernels also use the vectorised rational tanh"),
@@ -335,14 +336,14 @@ if "torch" not in fw["methods"]:
 framework = "torch" if "torch" in fw["methods"] else "numba"
 numpy_ahead = 1.0 / fw["vs_numpy"][framework][0]     # how many times faster numpy is at the smallest size
 oh = fw["call_overhead_s"]
-print(verdict("000.ch05.fig7.small_data", numpy_ahead, here=f"{CORES} cores, {framework} step, n = {fw['sizes'][0]}",
+print(verdict("000.ch05.fig7.small_data", numpy_ahead, here=f"{CORES} thread(s), {framework} step, n = {fw['sizes'][0]}",
               reasons=[(framework == "numba" and oh["numba"] < oh["numpy"],
                         f"a call of the numba step costs {oh['numba'] * 1e6:.0f} µs, less than numpy's "
                         f"{oh['numpy'] * 1e6:.0f} µs: numba compiles ahead of the call, with no graph to launch"),
                        (framework == "torch" and oh["torch"] > oh["numpy"],
                         f"a torch.nn.RNN step costs {oh.get('torch', 0) * 1e6:.0f} µs before any arithmetic "
                         f"(numpy: {oh['numpy'] * 1e6:.0f} µs): the framework's per-call overhead"),
-                       (CORES != 2, f"{CORES} cores here, not 2")],
+                       (CORES != 2, f"{CORES} usable thread(s) here, not the seed's 2 cores")],
               noise=fw["noise"]))
 
 # %% tags=["nbval-ignore-output"]
