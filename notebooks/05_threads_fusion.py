@@ -246,8 +246,9 @@ lay = profile_exp.saved_state_layouts(T=10, batch=timing.scaled(100, 32), n=timi
 print("same gradient either way:", lay["same_gradient"])
 for phase in ("save", "update", "step"):
     c = lay[phase]
-    print(f"{phase:<7} one 3-D array {c.timings['one 3-D array'].min * 1e3:8.3f} ms   array of 2-D "
-          f"{c.timings['array of 2-D'].min * 1e3:8.3f} ms   ({c.ratio('array of 2-D'):.2f}x the 3-D time)")
+    print(f"{phase:<7} one 3-D array {c.timings['one 3-D array'].median * 1e3:8.3f} ms   array of 2-D "
+          f"{c.timings['array of 2-D'].median * 1e3:8.3f} ms (medians)   pairs: {c.ratio('array of 2-D'):.2f}x "
+          "the 3-D time (median pair ratio)")
 two_d_faster = lay["step"].faster("array of 2-D", by=1.1)
 three_d_faster = lay["step"].faster("one 3-D array", by=1.1, over="array of 2-D")
 if "yes" in (two_d_faster, three_d_faster):
