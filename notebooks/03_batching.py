@@ -91,14 +91,20 @@ caches = batching_exp.cache_sizes()
 g = batching_exp.gemv_vs_gemm(n=timing.scaled(1000, 512), batch=timing.scaled(256, 128), repeat=5)
 peak = max(timing.peak_gflops(), g["gemm_gflops"])  # a busy moment can only make a measured peak too low
 if peak > timing.peak_gflops():
-    print("(the GEMM below beat the peak measured earlier: the machine's load changed; the higher rate is the peak)")
+    print("(the GEMM below ran above the peak measured earlier: the machine's load changed; the higher rate is the peak)")
 print(f"measured GEMM peak {peak:.1f} GFLOP/s, DRAM streaming bandwidth {bw:.1f} GB/s, caches "
       + ", ".join(f"{k} {v / 2**10:g} KiB" if v < 2**20 else f"{k} {v / 2**20:g} MiB" for k, v in caches.items()))
 print(f"{g['B']} GEMVs ({g['n']}x{g['n']}): {g['gemv_s'] * 1e3:7.2f} ms = {g['gemv_gflops']:6.1f} GFLOP/s "
       f"(intensity {g['gemv_intensity']:.2f}, DRAM roofline bound {g['gemv_bound_gflops']:.1f})")
 print(f"one GEMM (B={g['B']}):      {g['gemm_s'] * 1e3:7.2f} ms = {g['gemm_gflops']:6.1f} GFLOP/s "
       f"(intensity {g['gemm_intensity']:.1f}, roofline bound {g['gemm_bound_gflops']:.1f})")
-print(f"same FLOPs, GEMM is {g['speedup']:.1f}x faster")
+gemm_faster = g["noise"].faster("gemm", over="gemv")  # "yes" / "no" / "cannot tell", from the interleaved pairs
+if gemm_faster == "cannot tell":
+    print("same FLOPs; these pairs cannot tell whether the GEMM is faster"
+          + (": " + "; ".join(g["noise"].said) if g["noise"].said else ""))
+else:
+    print(f"same FLOPs, GEMM takes {g['gemm_s'] / g['gemv_s']:.3g}x the GEMVs' time: "
+          + ("faster in every pair's interval" if gemm_faster == "yes" else "not faster here"))
 above = g["gemv_gflops"] > 1.1 * g["gemv_bound_gflops"]
 if not g["noise"].ok:
     print(g["noise"].warning())
@@ -210,9 +216,10 @@ perf_plots.per_sample_plot(sub, ax=ax2, log_batch=False, title="the seed's range
 fig.tight_layout()
 
 # %% [markdown]
-# The seed's curve fell over this range on its Halide code; ours may be flat. The reason is printed
-# above, computed from the intensity and the measured ridge point: once the recurrent GEMM is past the
-# ridge, more batching does not change the FLOPs per sequence, only how close the kernel gets to the
+# The seed's curve fell over this range on its Halide code; ours may be flat. When the sweep measured
+# reliably, its cell says which and why, from the intensity and the measured ridge point; when it did
+# not, the intensity column and the ridge point (both printed whatever the load) still tell the story:
+# once the recurrent GEMM is past the ridge, more batching does not change the FLOPs per sequence, only how close the kernel gets to the
 # peak. A kernel far below the peak at small $B$ (like the seed's Halide GEMMs, chapter 06) keeps
 # improving with $B$; a kernel already near its best at the smallest batch of the range cannot.
 #
@@ -276,7 +283,7 @@ widgets.sweep_panel(
 #   which is how GEMV points can sit above a roofline drawn with DRAM's bandwidth.
 # * A batch of $B$ raises the intensity to about $B/2$ and lets the products reach the compute roof.
 #   Past the ridge point, bigger batches stop helping per sequence -- the seed's range may already
-#   be there on your machine, and the computed line above says whether it is.
+#   be there on your machine: look for where the sweep's measured curve flattens in its plot.
 # * Small layers gain most from batching: their steps are dominated by fixed per-call costs.
 #
 # Worksheet: [exercises/03_batching.ipynb](../exercises/03_batching.ipynb) (a batched forward pass; the intensity of a step).

@@ -90,52 +90,49 @@ print(claims.show("000.halide.fig12.parallel_ideal"))
 # %% tags=["nbval-ignore-output"]
 print(f"cores: {CORES}, numba threads now: {backend.get_threads()}")
 n_threads_demo = timing.scaled(384, 128)
-scaling = profile_exp.thread_scaling(profile_exp.WORKLOADS, n=n_threads_demo, repeat=5)
-top = scaling["threads"][-1]
-l2 = cache_sizes().get("L2")
-for w in profile_exp.WORKLOADS:
-    secs = ", ".join(f"{t} thr {s * 1e3:7.2f} ms" for t, s in zip(scaling["threads"], scaling["seconds"][w]))
-    sp = scaling["speedup"][w][-1]
-    why = ""
-    if sp > 1.1 * top / scaling["threads"][0]:
-        ws = scaling["working_set"][w]
-        why = (f"  superlinear: the working set ({ws / 2**20:.1f} MiB) does not fit one core's L2 but each of {top} "
-               f"threads' share does" if l2 and ws > l2 >= ws / top else
-               "  superlinear with no cache explanation: the 1-thread run was probably slowed by other programs")
-    elif sp < 1.0:
-        why = "  slower on more threads: too little work per thread, or the cores are busy"
-    print(f"{w:<30} {secs}   speedup at {top} threads: {sp:.2f}x{why}")
-if not scaling["noise"].ok:
-    print(scaling["noise"].warning())
+scaling = None
+if CORES < 2:  # one usable thread: a sweep would print "speedup at 1 threads: 1.00x" for every workload
+    print(f"only {CORES} thread usable here (this process's CPU affinity, capped by NUMBA_NUM_THREADS): a thread "
+          "sweep has nothing to compare, so it is skipped. On a machine with 2+ cores this cell times each "
+          "workload at 1 ... all threads; the seed's own words above say what 61 cores gave.")
+else:
+    scaling = profile_exp.thread_scaling(profile_exp.WORKLOADS, n=n_threads_demo, repeat=5)
+    top = scaling["threads"][-1]
+    l2 = cache_sizes().get("L2")
+    trusted = scaling["noise"].ok
+    if not trusted:  # first the warning, then the numbers without explanations: nothing is concluded from them
+        print(scaling["noise"].warning())
+    for w in profile_exp.WORKLOADS:
+        secs = ", ".join(f"{t} thr {s * 1e3:7.2f} ms" for t, s in zip(scaling["threads"], scaling["seconds"][w]))
+        sp = scaling["speedup"][w][-1]
+        why = ""
+        if trusted and sp > 1.1 * top / scaling["threads"][0]:
+            ws = scaling["working_set"][w]
+            why = (f"  superlinear: the working set ({ws / 2**20:.1f} MiB) does not fit one core's L2 but each of {top} "
+                   f"threads' share does" if l2 and ws > l2 >= ws / top else
+                   "  superlinear with no cache explanation: the 1-thread run was probably slowed by other programs")
+        elif trusted and sp < 1.0:
+            why = "  slower on more threads: too little work per thread, or the cores are busy"
+        print(f"{w:<30} {secs}   speedup at {top} threads: {sp:.2f}x{why}")
 
 # %% tags=["nbval-ignore-output"]
-perf_plots.thread_scaling_plot(scaling);
+if scaling is not None:
+    perf_plots.thread_scaling_plot(scaling);
 
 # %% [markdown]
 # The seed's reading of its Fig. 12: Halide's `parallel()` scaled well with vectorisation but
 # *worse* with tiling, because one thread processed tiles far apart in the matrix (poor locality)
 # and each tile was too little work per thread. On a machine with few cores the ideal line is
-# short, and the *other* programs running matter: the noise guard above says whether they did.
+# short, and the *other* programs running matter: when they did, the cell above printed its warning
+# first and explained none of the ratios.
 #
-# ## Tiling × parallel interplay
+# ## Tiling × parallel interplay: see chapter 06
 #
-# Chapter 04's eight combinations of tiling, SIMD and `prange` (seed Fig. 10), timed now, for the
-# two parallel rows with and without tiling. **Predict**: does tiling make our parallel kernels
-# slower, like the seed's?
-
-# %% tags=["nbval-ignore-output"]
-combo = matmul_exp.time_combinations(timing.scaled(256, 128), repeat=3)
-combos = combo["rows"]
-for r in combos:
-    print(f"{r['name']:<26} {r['gflops']:7.2f} GFLOP/s   {r['speedup']:6.1f}x over serial")
-par = {r["name"]: r["seconds"] for r in combos}
-for plain, tiled in (("parallel", "tiled + parallel"), ("simd + parallel", "tiled + simd + parallel")):
-    ratio = par[tiled] / par[plain]
-    print(f"'{tiled}' takes {ratio:.2f}x the time of '{plain}': tiling "
-          + ("made the parallel kernel slower (as in the seed)" if ratio > 1.1 else
-             "made the parallel kernel faster (unlike the seed)" if ratio < 0.9 else "changed little"))
-if not combo["noise"].ok:
-    print(combo["noise"].warning())
+# The seed's Figure 10 (eight combinations of tiling, SIMD and `parallel()`, among them *"tiling +
+# parallel was slower than parallel alone"*) is a statement about Halide schedules, so the course
+# times it once, with Halide itself, in [06 · Fig. 10 · Eight combinations of tiling, SIMD and
+# parallel](06_halide.ipynb#Fig.-10-·-Eight-combinations-of-tiling,-SIMD-and-parallel). This chapter
+# stays with threads over whole workloads (above) and fusion (below).
 
 # %% [markdown]
 # ## 2 · Loop fusion vs separate passes (seed §4.9)
@@ -157,7 +154,8 @@ fus = profile_exp.fusion_comparison(batch=fB, n=fn_, T=10, repeat=7)
 arrays = 10 * fB * fn_ * 4
 print(f"separate numpy passes (1 thread): {fus['separate_s'] * 1e3:7.2f} ms")
 print(f"fused numba kernels   (1 thread): {fus['fused_1thread_s'] * 1e3:7.2f} ms  -> fusion alone {fus['fusion_speedup']:.2f}x")
-print(f"fused numba kernels (all threads): {fus['fused_all_s'] * 1e3:7.2f} ms  -> with threads {fus['total_speedup']:.2f}x")
+print(f"fused numba kernels ({CORES} thread{'s' if CORES > 1 else ''}): {fus['fused_all_s'] * 1e3:7.2f} ms  -> "
+      + (f"with threads {fus['total_speedup']:.2f}x" if CORES > 1 else "the same kernels again: one thread is all there is here"))
 print(verdict("000.halide.s49.loop_fusion", fus["fusion_speedup"], here=f"1 thread, numpy vs numba, {arrays / 2**20:.0f} MiB per array",
               reasons=[(fus["fusion_speedup"] > 4, "each numpy pass here is a separate call with its own temporary "
                         "results and no SIMD tanh; the fused kernels also use the vectorised rational tanh"),
@@ -235,6 +233,33 @@ print("percentages add to 100:", all(abs(sum(p["percent"].values()) - 100) < 1e-
 print("phases (the seed's rows):", ", ".join(profile_exp.PHASES))
 
 # %% [markdown]
+# The seed also tried to make the saving row cheaper by keeping the states as an *array of 2-D
+# images* instead of one 3-D image, and got no faster (its §4.10): *"that resulted in poorer cache
+# locality for the Gradient Update steps and hence resulted in similar timing for epoch training time
+# (using an array of 2D Image pointer instead a single 3D Image)"*. `profile_exp.saved_state_layouts`
+# does both here: one new `(B, n)` array per step vs one `(T + 1, B, n)` array, and a gradient
+# update that is one GEMM over contiguous states vs one GEMM per step. **Predict**: which phase does
+# each layout win, and is the whole step similar?
+
+# %% tags=["nbval-ignore-output"]
+lay = profile_exp.saved_state_layouts(T=10, batch=timing.scaled(100, 32), n=timing.scaled(256, 128), repeat=7)
+print("same gradient either way:", lay["same_gradient"])
+for phase in ("save", "update", "step"):
+    c = lay[phase]
+    print(f"{phase:<7} one 3-D array {c.timings['one 3-D array'].median * 1e3:8.3f} ms   array of 2-D "
+          f"{c.timings['array of 2-D'].median * 1e3:8.3f} ms (medians)   pairs: {c.ratio('array of 2-D'):.2f}x "
+          "the 3-D time (median pair ratio)")
+two_d_faster = lay["step"].faster("array of 2-D", by=1.1)
+three_d_faster = lay["step"].faster("one 3-D array", by=1.1, over="array of 2-D")
+if "yes" in (two_d_faster, three_d_faster):
+    print("whole step: " + ("the array of 2-D" if two_d_faster == "yes" else "the single 3-D array")
+          + " is more than 1.1x faster here -- unlike the seed's 'similar timing'")
+elif two_d_faster == three_d_faster == "no":
+    print("whole step: within 1.1x either way in the pairs' interval -- similar, as in the seed")
+else:
+    print("whole step: these pairs cannot tell (" + lay["step"].said("array of 2-D") + ")")
+
+# %% [markdown]
 # ### The whole step against the GEMM peak
 #
 # Steps of the same maths, timed interleaved with a plain GEMM: the fast step (its fused
@@ -281,12 +306,13 @@ perf_plots.step_bars(rates, peak_now);
 # a second thread can gain at most what a second core adds to memory bandwidth; and a numba parallel
 # region that starts right after a multi-threaded BLAS call may have to wait for cores on which
 # BLAS's idle threads are still spinning. The GEMMs carry almost all the FLOPs and get every thread
-# either way. The line above says which effect won on this machine.
+# either way. When the comparison above is reliable it names the fastest variant here; when it is not,
+# it prints its warning and only what the interleaved pairs still show.
 #
 # ## 4 · A compiled step vs hand-written numpy (seed Fig. 7)
 #
 # Before Halide, the seed compared its hand-written NumPy RNN with the same RNN in Theano, a
-# framework that compiles the whole computation, on a 2-core laptop: competitive at its sizes, and
+# framework that compiles the whole computation, on a 2-core Intel Core i5 (its §4.1): competitive at its sizes, and
 # NumPy ahead for much smaller data, "primarily because of the overhead of calling a compiled Theano
 # function". Our compiled step is `fast_rnn.train_step` (numba kernels + BLAS); with torch installed,
 # `torch.nn.RNN` + autograd + SGD joins as the framework column. We time one step at sizes from tiny
@@ -311,14 +337,14 @@ if "torch" not in fw["methods"]:
 framework = "torch" if "torch" in fw["methods"] else "numba"
 numpy_ahead = 1.0 / fw["vs_numpy"][framework][0]     # how many times faster numpy is at the smallest size
 oh = fw["call_overhead_s"]
-print(verdict("000.ch05.fig7.small_data", numpy_ahead, here=f"{CORES} cores, {framework} step, n = {fw['sizes'][0]}",
+print(verdict("000.ch05.fig7.small_data", numpy_ahead, here=f"{CORES} thread(s), {framework} step, n = {fw['sizes'][0]}",
               reasons=[(framework == "numba" and oh["numba"] < oh["numpy"],
                         f"a call of the numba step costs {oh['numba'] * 1e6:.0f} µs, less than numpy's "
                         f"{oh['numpy'] * 1e6:.0f} µs: numba compiles ahead of the call, with no graph to launch"),
                        (framework == "torch" and oh["torch"] > oh["numpy"],
                         f"a torch.nn.RNN step costs {oh.get('torch', 0) * 1e6:.0f} µs before any arithmetic "
                         f"(numpy: {oh['numpy'] * 1e6:.0f} µs): the framework's per-call overhead"),
-                       (CORES != 2, f"{CORES} cores here, not 2")],
+                       (CORES != 2, f"{CORES} usable thread(s) here, not the seed's 2 cores")],
               noise=fw["noise"]))
 
 # %% tags=["nbval-ignore-output"]
@@ -343,7 +369,8 @@ jt = jit_exp.compile_times(timing.scaled("fast_rnn", "toy"))
 for mode in ("jit", "cached"):
     r = jt[mode]
     print(f"{mode:<7} import {r['import_s']:.2f} s, first call {r['first_call_s']:.3f} s, second call {r['second_call_s'] * 1e3:.2f} ms")
-print(f"the cache saves {jt['compile_s']:.2f} s on the first call ({jt['first_call_ratio']:.1f}x faster first call)")
+print(jt["noise"].warning() or f"the cache saves {jt['compile_s']:.2f} s on the first call "
+      f"({jt['first_call_ratio']:.1f}x faster first call)")
 for k in map(str, jit_exp.RUN_LENGTHS):
     print(f"a run of {k:>3} calls (measured): JIT {jt['jit']['run_s'][k]:.3f} s vs cached {jt['cached']['run_s'][k]:.3f} s "
           f"({jt['run_ratio'][k]:.2f}x)")
@@ -354,7 +381,8 @@ print(verdict("000.halide.fig14.aot_speedup", jt["run_ratio"][longest], here=f"n
                         f"our calls are short ({step * 1e3:.2f} ms), so even {longest} of them are dominated by the one-time "
                         f"{jt['compile_s']:.2f} s compile; over a long training run the ratio falls towards 1"),
                        (jt["run_ratio"][longest] < 1.5,
-                        "numba compiles once per process; the seed's JIT Halide recompiled stages at every step")]))
+                        "numba compiles once per process; the seed's JIT Halide recompiled stages at every step")],
+              noise=jt["noise"]))
 
 # %% tags=["nbval-ignore-output"]
 perf_plots.jit_bars(jt);

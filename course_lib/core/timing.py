@@ -457,12 +457,17 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
 
 
 # --------------------------------------------------------------------------- roofline
-@lru_cache(maxsize=None)
 def peak_gflops(dtype: str = "float32", n: int = 1024, repeat: int = 5) -> float:
     """Measured GEMM peak in GFLOP/s: best of ``repeat`` ``(n, n) @ (n, n)`` products with the
-    BLAS numpy uses, at the current thread setting. Cached per process and arguments."""
+    BLAS numpy uses, at the current thread setting. Cached per process and *normalised* arguments, so
+    ``peak_gflops()``, ``peak_gflops("float32")`` and ``peak_gflops(np.float32)`` measure once and agree."""
+    return _peak_gflops(np.dtype(dtype).name, check_positive_int(n, "n"), check_positive_int(repeat, "repeat"))
+
+
+@lru_cache(maxsize=None)
+def _peak_gflops(dtype: str, n: int, repeat: int) -> float:
+    """:func:`peak_gflops` on canonical arguments (the cache entry)."""
     dtype = np.dtype(dtype)
-    n = check_positive_int(n, "n")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(dtype)
     b = rng.standard_normal((n, n)).astype(dtype)
@@ -494,7 +499,8 @@ def copy_bandwidth(mbytes: int = 256, repeat: int = 5) -> float:
 
 def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
     """Measure ``(n, n) @ (n, n)`` now: returns n, seconds (best), GFLOP/s, arithmetic intensity,
-    the roofline's bound at that intensity and the share of the measured peak reached."""
+    the roofline's bound at that intensity, the share of the measured peak reached, and ``noise``
+    (the :class:`Noise` of the repeats: judge "above the roof" only when it is ok)."""
     n = check_positive_int(n, "n", high=8192)
     dt = np.dtype(dtype)
     rng = np.random.default_rng(n)
@@ -506,7 +512,7 @@ def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
     ai = gemm_intensity(n, n, n, dt.itemsize)
     peak = peak_gflops(dt.name)
     return {"n": n, "seconds": t.min, "gflops": rate, "intensity": ai,
-            "bound_gflops": roofline(ai), "peak_gflops": peak, "fraction_of_peak": rate / peak}
+            "bound_gflops": roofline(ai), "peak_gflops": peak, "fraction_of_peak": rate / peak, "noise": t.noise}
 
 
 def gemv_rate(m: int, k: int, dtype: str = "float32", repeat: int = 7) -> dict:

@@ -45,7 +45,7 @@ from .frameworks import FRAMEWORK_METHODS, framework_vs_numpy, torch_steps  # no
 
 __all__ = ["PHASES", "WORKLOADS", "reference_step_phased", "fast_step_phased", "profile_step",
            "thread_scaling", "workload_time", "fusion_comparison", "error_model_comparison",
-           "framework_vs_numpy", "FRAMEWORK_METHODS"]
+           "framework_vs_numpy", "FRAMEWORK_METHODS", "saved_state_layouts"]
 
 PHASES = (
     "initialize forward",
@@ -426,3 +426,64 @@ def error_model_comparison(n: int = 1_000_000, *, repeat: int = 5, seed: int = 0
     return {"n": n, "python_s": cmp.timings["python"].min, "numpy_s": cmp.timings["numpy"].min,
             "speedup": cmp.timings["python"].min / cmp.timings["numpy"].min,
             "same_result": bool(np.allclose(a, b, rtol=1e-5, atol=1e-6)), "noise": cmp.noise}
+
+
+# --------------------------------------------------------------------------- seed §4.10: where the saved states live
+def _layout_kernels(X: np.ndarray, dH: np.ndarray, Wxh: np.ndarray, Whh: np.ndarray) -> dict:
+    """The save (forward) and gradient-update phases of a step, with the hidden states kept as one
+    ``(T + 1, B, n)`` array (``"one 3-D array"``) or as a list of freshly allocated ``(B, n)`` arrays
+    (``"array of 2-D"``, the seed's array of image pointers). ``dH`` (T, B, n) stands in for the deltas
+    that backpropagation brings to each step; the update is ``dWhh = sum_t h_{t-1}^T (dH_t * (1 - h_t^2))``."""
+    T, B, n = X.shape
+
+    def save_3d():
+        H = np.zeros((T + 1, B, n), X.dtype)
+        for t in range(T):
+            np.tanh(X[t] @ Wxh + H[t] @ Whh, out=H[t + 1])
+        return H
+
+    def save_2d():
+        hs = [np.zeros((B, n), X.dtype)]
+        for t in range(T):
+            hs.append(np.tanh(X[t] @ Wxh + hs[-1] @ Whh))
+        return hs
+
+    def update_3d(H):  # one GEMM over all time steps: the states are contiguous
+        dZ = dH * (1 - H[1:] ** 2)
+        return H[:-1].reshape(T * B, n).T @ dZ.reshape(T * B, n)
+
+    def update_2d(hs):  # one GEMM per step, on arrays scattered over the heap
+        dW = np.zeros((n, n), X.dtype)
+        for t in range(T):
+            dW += hs[t].T @ (dH[t] * (1 - hs[t + 1] ** 2))
+        return dW
+
+    return {"save_3d": save_3d, "save_2d": save_2d, "update_3d": update_3d, "update_2d": update_2d}
+
+
+def saved_state_layouts(T: int = 10, batch: int = 100, n: int = 256, *, repeat: int = 5, seed: int = 0) -> dict:
+    """Seed §4.10's side experiment: hidden states saved as *an array of 2-D images* (one new array per
+    step) vs *a single 3-D image*, timed as a step (save + gradient update) and per phase, interleaved.
+
+    Returns ``{"T", "batch", "n", "same_gradient" (the two layouts give the same dWhh), "step", "save",
+    "update"}`` where each of the last three is a :class:`~course_lib.core.timing.Comparison` of
+    ``"one 3-D array"`` (the baseline) and ``"array of 2-D"`` -- judge them with ``faster`` / ``said``.
+    """
+    T = check_positive_int(T, "T", high=1000)
+    batch = check_positive_int(batch, "batch", high=8192)
+    n = check_positive_int(n, "n", high=4096)
+    repeat = check_positive_int(repeat, "repeat")
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
+    dH = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
+    Wxh, Whh = (rng.uniform(-1, 1, (n, n)).astype(np.float32) / np.sqrt(n) for _ in range(2))
+    k = _layout_kernels(X, dH, Wxh, Whh)
+    H, hs = k["save_3d"](), k["save_2d"]()
+    same = bool(np.allclose(k["update_3d"](H), k["update_2d"](hs), rtol=1e-3, atol=1e-3 * T * batch))
+    names = ("one 3-D array", "array of 2-D")
+    step = timing.compare(**{names[0]: lambda: k["update_3d"](k["save_3d"]()),
+                             names[1]: lambda: k["update_2d"](k["save_2d"]())}, baseline=names[0], repeat=repeat)
+    save = timing.compare(**{names[0]: k["save_3d"], names[1]: k["save_2d"]}, baseline=names[0], repeat=repeat)
+    update = timing.compare(**{names[0]: lambda: k["update_3d"](H), names[1]: lambda: k["update_2d"](hs)},
+                            baseline=names[0], repeat=repeat)
+    return {"T": T, "batch": batch, "n": n, "same_gradient": same, "step": step, "save": save, "update": update}

@@ -16,6 +16,10 @@ def test_compile_times_toy_structure():
     assert set(r["run_ratio"]) == {str(k) for k in jit.RUN_LENGTHS}
     assert r["first_call_ratio"] == pytest.approx(r["jit"]["first_call_s"] / r["cached"]["first_call_s"])
     assert r["compile_s"] == pytest.approx(r["jit"]["first_call_s"] - r["cached"]["first_call_s"])
+    # the warm-cache process ran three times: its noise is the spread of those runs, and notes a cache that did not help
+    from course_lib.core.noise import Noise
+    assert isinstance(r["noise"], Noise) and r["noise"].spread >= 0
+    assert (r["compile_s"] <= 0) == any("cached first call" in n for n in r["noise"].notes)
 
 
 def test_driver_source_is_valid_python():

@@ -130,3 +130,14 @@ def test_error_model_comparison_same_values():
     assert r["same_result"] and r["python_s"] > 0 and r["numpy_s"] > 0
     with pytest.raises(ValueError, match="n"):
         profile.error_model_comparison(0)
+
+
+def test_saved_state_layouts_agree_and_compare_both_phases():
+    """Seed §4.10's layouts: the same dWhh either way, and each phase is a Comparison of the two layouts."""
+    r = profile.saved_state_layouts(T=4, batch=3, n=8, repeat=2)
+    assert r["same_gradient"] is True
+    for phase in ("step", "save", "update"):
+        assert set(r[phase].timings) == {"one 3-D array", "array of 2-D"}
+        assert r[phase].faster("array of 2-D") in ("yes", "no", "cannot tell")
+    with pytest.raises(ValueError, match="n"):
+        profile.saved_state_layouts(n=0)

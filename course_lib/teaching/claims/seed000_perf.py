@@ -8,6 +8,7 @@ and contains the value as written there. The Halide chapter's numbers that these
 """
 
 _PHI = "Intel Xeon Phi (61 cores, 512-bit SIMD), Halide AOT, B=1000, nx=nh=ny=1000, T=10, float32"
+_PHI_SWEEP = "Intel Xeon Phi (61 cores, 512-bit SIMD), Halide AOT, nx=nh=ny=1000, T=10, float32"  # B is the swept variable
 _I5 = "2-core Intel Core i5, Theano vs hand-written NumPy, float32, same batching"
 _S410 = f"share of one training epoch; {_PHI}"
 
@@ -21,11 +22,11 @@ ENTRIES = {
     # ---------------------------------------------------------------- chapter 03: batching
     "000.ch03.fig9.batch_min": dict(
         value=100, unit="sequences", seed="000", where="§4.3, Fig. 9",
-        conditions=f"smallest batch of the sweep (steps of 100), time per epoch normalised by data size; {_PHI}",
+        conditions=f"smallest batch of the sweep (steps of 100), time per epoch normalised by data size; {_PHI_SWEEP}",
         quote="using batch sizes of 100 up to 1000, incrementally increasing by 100"),
     "000.ch03.fig9.batch_max": dict(
         value=1000, unit="sequences", seed="000", where="§4.3, Fig. 9",
-        conditions=f"largest batch of the sweep; {_PHI}",
+        conditions=f"largest batch of the sweep; {_PHI_SWEEP}",
         quote="using batch sizes of 100 up to 1000, incrementally increasing by 100"),
     "000.ch03.s43.small_workload": dict(
         value=32, unit="(layer width)", seed="000", where="§4.3",
