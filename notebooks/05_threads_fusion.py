@@ -40,7 +40,6 @@ import course_lib  # noqa: F401  (first: it sets up numba's CUDA mode)
 from course_lib.core import backend, timing
 from course_lib.models import fast_rnn, rnn
 from course_lib.experiments import jit as jit_exp, profile as profile_exp
-from course_lib.experiments import matmul as matmul_exp
 from course_lib.experiments.batching import cache_level, cache_sizes
 from course_lib.teaching import claims, widgets
 from course_lib.teaching.claims.seed000_perf import S410_PHASES
