@@ -72,8 +72,8 @@ print(f"converged in {len(hist) - 1} iterations; max |H_deer - H_serial| < 1e-10
 
 # %% [markdown]
 # After iteration $k$ the first $k$ states are exact ($h_1$ depends only on the fixed $h_0$, and so on),
-# so **any** start reaches the serial answer after at most $T$ iterations -- for Newton, quasi-Newton
-# and the damped variant alike. Near the solution Newton converges quadratically, so it usually needs far fewer.
+# so **any** start reaches the serial answer after at most $T$ iterations -- for Newton, quasi-Newton,
+# the damped variant (and Picard and Jacobi, section 6) alike. Near the solution Newton converges quadratically, so it usually needs far fewer.
 
 # %%
 for method in deer.METHODS:
@@ -107,11 +107,12 @@ newton_plots.plot_predictability(rows)
 plt.show()
 
 # %% [markdown]
-# The iteration count barely depends on $T$ for a contracting GRU but grows as the Lyapunov exponent
-# approaches zero. Near zero and beyond (chaos), perturbations stop shrinking -- they grow like
-# $e^{\lambda t}$ -- so the products of Jacobians can overflow and full Newton can **diverge**; the
-# solver then stops with a clear error (never NaN). The table above says at which scale that happened
-# here. The damped variant still converges (at most $T$ iterations), but gains little.
+# Read the two tables: how much the counts move with $T$, and how they move as the Lyapunov exponent
+# approaches zero. Near zero, perturbations barely shrink (and beyond zero, in chaos, they grow like
+# $e^{\lambda t}$), so the products of Jacobians can overflow and full Newton can **diverge** -- even
+# slightly *below* zero, as a "diverged" entry at a negative exponent in the table would show; the
+# solver then stops with a clear error (never NaN). The damped variant still converges (at most $T$
+# iterations); compare its count with $T$ = 256 to see how little it gains there.
 
 # %%
 p8 = newton_exp.scaled_gru(8, 8.0, seed=0)
@@ -173,10 +174,11 @@ print(verdict(c.id, measured, here=f"{backend.cpu_count()} cores, CPU, T={T_SPEE
               noise=cmp.noise, interval=cmp.speedup_interval("newton")))
 
 # %% [markdown]
-# DEER's paper finds the speedup falling steeply as the hidden size grows -- from hundreds of times at
-# hidden size 1 down to barely above one at 64 -- because the scan combines $H\times H$ matrices
-# ($2H^3$ flops each) where the serial loop does a matrix-vector product ($2H^2$). The model counts
-# exactly that (flops on the critical path; no memory traffic, no latency):
+# **Predict:** how should the full-Jacobian speedup change as the hidden size grows? The scan combines
+# $H\times H$ matrices ($2H^3$ flops each) where the serial loop does a matrix-vector product ($2H^2$).
+# (The DEER paper reports a falling trend with H; its table is not in a source we can quote, so no
+# number from it is shown here.) The model counts exactly those flops (critical path; no memory
+# traffic, no latency):
 
 # %%
 Ps = np.array([1, 2, 4, 16, 64, 256, 1024])
@@ -331,8 +333,9 @@ print("Not compared: that is a GPU kernel against a naive sequential loop at 7B-
 #
 # - Newton over the sequence turns a nonlinear RNN into a few linear recurrences -- scans. Exact after
 #   $T$ iterations, usually a handful; quasi-DEER trades more iterations for an $O(TH)$ scan.
-# - Predictability (the Lyapunov exponent) decides: contracting systems converge fast, chaotic ones
-#   diverge under full Newton and gain nothing under damping.
+# - Predictability (the Lyapunov exponent) decides: the more contracting, the fewer iterations; as the
+#   exponent approaches zero, full Newton can diverge and damping needs close to $T$ iterations
+#   (section 2's table shows where that happened on your machine).
 # - The full-Jacobian scan costs $O(H^3)$ per step: a slowdown on few cores, and the speedup collapses with H.
 # - minGRU avoids Newton altogether; its log-space scan is elegant but drifts in float32.
 # - Newton, quasi, Picard and Jacobi are one iteration with a different $A_t$; a cell with a diagonal
