@@ -3,6 +3,9 @@
     python benchmarks/deer.py            # T in {256, 1024, 4096}, H in {4, 16, 64}
     python benchmarks/deer.py --quick    # tiny sizes, < 20 s
 
+A second table: the one fixed-point family (newton, quasi, picard, jacobi) on the dense GRU and the
+diagonal-Jacobian GRU (models.diag_gru, where quasi is Newton), iterations and time vs T, one process.
+
 Classic GRU (implicit for MGRIT, which needs it), float64, B = 4, tolerance 1e-8 on the max-abs
 residual. The baseline is the compiled (numba) sequential loop. On a 2-core machine DEER is a
 *slowdown*: every iteration does the serial march's work several times over (Jacobians, an O(H^3)
@@ -23,6 +26,7 @@ import numpy as np
 from course_lib.algorithms import newton
 from course_lib.core import backend
 from course_lib.experiments import newton as ex
+from course_lib.experiments import newton_kstar
 from course_lib.models import jacobians
 from course_lib.parallel import deer
 from course_lib.teaching.claims import CLAIMS
@@ -73,11 +77,31 @@ def run(quick: bool) -> int:
     return 0
 
 
+def run_family(quick: bool) -> int:
+    """Iterations to 1e-8 and seconds (best of 2, wall clock) of each family member vs T, one process."""
+    Ts = [128, 512] if quick else [256, 1024, 4096]
+    print("\nthe fixed-point family, float64, nh=8, batch=2, tol=1e-8 (residual), one process")
+    print(f"{'cell':>9} {'T':>5} " + " ".join(f"{m:>16}" for m in ("newton", "quasi", "picard", "jacobi")))
+    for cell in ("gru", "diag_gru"):
+        for T in Ts:
+            s = newton_kstar.cell_system(cell, T)
+            row = []
+            for m in ("newton", "quasi", "picard", "jacobi"):
+                try:
+                    t, (_, h) = _best(lambda: newton.solve(s["f"], s["jac"], s["h0"], s["inputs"], method=m,
+                                                           jac_diag=s["jac_diag"], tol=1e-8), 2)
+                    row.append(f"{len(h) - 1:>4} it {t * 1e3:>7.1f}ms")
+                except newton.NewtonDivergence:
+                    row.append(f"{'diverged':>16}")
+            print(f"{cell:>9} {T:>5} " + " ".join(row), flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (< 20 s)")
     args = ap.parse_args(argv)
-    return run(args.quick)
+    return run(args.quick) or run_family(args.quick)
 
 
 if __name__ == "__main__":

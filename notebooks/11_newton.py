@@ -39,11 +39,14 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from course_lib.algorithms import newton
 from course_lib.core import backend, timing
 from course_lib.experiments import newton as newton_exp
+from course_lib.experiments import newton_kstar as newton_kstar_exp
 from course_lib.models import gru, mingru
 from course_lib.parallel import deer
 from course_lib.teaching import widgets
+from course_lib.teaching import claims
 from course_lib.teaching.claims import CLAIMS
 from course_lib.teaching.plots import newton as newton_plots
 from course_lib.teaching.verdict import verdict
@@ -69,8 +72,8 @@ print(f"converged in {len(hist) - 1} iterations; max |H_deer - H_serial| < 1e-10
 
 # %% [markdown]
 # After iteration $k$ the first $k$ states are exact ($h_1$ depends only on the fixed $h_0$, and so on),
-# so **any** start reaches the serial answer after at most $T$ iterations -- for Newton, quasi-Newton
-# and the damped variant alike. Near the solution Newton converges quadratically, so it usually needs far fewer.
+# so **any** start reaches the serial answer after at most $T$ iterations -- for Newton, quasi-Newton,
+# the damped variant (and Picard and Jacobi, section 6) alike. Near the solution Newton converges quadratically, so it usually needs far fewer.
 
 # %%
 for method in deer.METHODS:
@@ -87,24 +90,29 @@ print({m: len(h) - 1 for m, h in hists.items()}, "iterations to 1e-12")
 #
 # **Predict:** does Newton need more iterations for a longer sequence? And when $W_{hh}$ is scaled up,
 # making the GRU less contracting?
+#
+# The table also runs the two cruder members of the family (section 6): **Picard** ($A_t = I$) and
+# **Jacobi** ($A_t = 0$).
 
 # %%
 vsT = newton_exp.iterations_vs_T((16, 64, 256, 1024))
 print("iterations to 1e-8 vs T:", vsT)
 rows = [newton_exp.predictability(s, T=256) for s in (0.5, 1.0, 2.0, 4.0, 8.0)]
-print(f"{'scale':>6} {'Lyapunov':>9} {'newton':>7} {'quasi':>6} {'damped':>7} {'mgrit':>6}")
+FAMILY = ("newton", "quasi", "damped", "picard", "jacobi", "mgrit")
+print(f"{'scale':>6} {'Lyapunov':>9} " + " ".join(f"{m:>8}" for m in FAMILY))
 for r in rows:
     print(f"{r['scale']:>6} {r['lyapunov']:>9.3f} " + " ".join(
-        f"{'diverged' if r[m] is None else r[m]:>6}" for m in ("newton", "quasi", "damped", "mgrit")))
+        f"{'diverged' if r[m] is None else r[m]:>8}" for m in FAMILY))
 newton_plots.plot_predictability(rows)
 plt.show()
 
 # %% [markdown]
-# The iteration count barely depends on $T$ for a contracting GRU but grows as the Lyapunov exponent
-# approaches zero. Near zero and beyond (chaos), perturbations stop shrinking -- they grow like
-# $e^{\lambda t}$ -- so the products of Jacobians can overflow and full Newton can **diverge**; the
-# solver then stops with a clear error (never NaN). The table above says at which scale that happened
-# here. The damped variant still converges (at most $T$ iterations), but gains little.
+# Read the two tables: how much the counts move with $T$, and how they move as the Lyapunov exponent
+# approaches zero. Near zero, perturbations barely shrink (and beyond zero, in chaos, they grow like
+# $e^{\lambda t}$), so the products of Jacobians can overflow and full Newton can **diverge** -- even
+# slightly *below* zero, as a "diverged" entry at a negative exponent in the table would show; the
+# solver then stops with a clear error (never NaN). The damped variant still converges (at most $T$
+# iterations); compare its count with $T$ = 256 to see how little it gains there.
 
 # %%
 p8 = newton_exp.scaled_gru(8, 8.0, seed=0)
@@ -122,7 +130,7 @@ print(f"damped: {len(h8) - 1} iterations for T = 256, max |H - serial| < 1e-10:"
 
 # %% tags=["nbval-ignore-output"]
 def _render(d, ax):
-    ax.bar(["newton", "quasi", "damped", "mgrit"], [d[m] or 0 for m in ("newton", "quasi", "damped", "mgrit")])
+    ax.bar(list(FAMILY), [d[m] or 0 for m in FAMILY])
     ax.set_ylabel("iterations")
     return f"Lyapunov exponent {d['lyapunov']:.3f} per step; 0 bars = diverged"
 
@@ -163,13 +171,14 @@ print(verdict(c.id, measured, here=f"{backend.cpu_count()} cores, CPU, T={T_SPEE
               reasons=[(backend.cpu_count() < 16, f"{backend.cpu_count()} CPU cores here, not thousands of GPU lanes"),
                        (info["newton"]["iters"] > 1, f"DEER needed {info['newton']['iters']} Newton iterations here, "
                         "each a pass over all T steps that does several times the serial step's work")],
-              noise=cmp.noise, interval=cmp.speedup_interval("deer")))
+              noise=cmp.noise, interval=cmp.speedup_interval("newton")))
 
 # %% [markdown]
-# DEER's paper finds the speedup falling steeply as the hidden size grows -- from hundreds of times at
-# hidden size 1 down to barely above one at 64 -- because the scan combines $H\times H$ matrices
-# ($2H^3$ flops each) where the serial loop does a matrix-vector product ($2H^2$). The model counts
-# exactly that (flops on the critical path; no memory traffic, no latency):
+# **Predict:** how should the full-Jacobian speedup change as the hidden size grows? The scan combines
+# $H\times H$ matrices ($2H^3$ flops each) where the serial loop does a matrix-vector product ($2H^2$).
+# (The DEER paper reports a falling trend with H; its table is not in a source we can quote, so no
+# number from it is shown here.) The model counts exactly those flops (critical path; no memory
+# traffic, no latency):
 
 # %%
 Ps = np.array([1, 2, 4, 16, 64, 256, 1024])
@@ -235,15 +244,103 @@ print(f"remember-first: GRU {acc[('remember first', 'gru')]:.2f} vs one minGRU l
 # What to look for in the remember task: a single minGRU layer's gates see only $x_t$, never the state, so
 # they cannot decide to *keep* the first element and ignore later noise; the GRU's gates can. Feng et al.
 # stack several layers. The last line printed above reads the table.
+
+# %% [markdown]
+# ## 6 · One family, a cell built for Newton, and K*(T)
 #
+# Newton, quasi-Newton, Picard and Jacobi are **one iteration** (Gonzalez et al., TMLR 2026; code
+# `lindermanlab/parallelizing_with_lds`):
+#
+# $$h^{(i+1)}_t = f(h^{(i)}_{t-1}, x_t) + A_t\,(h^{(i+1)}_{t-1} - h^{(i)}_{t-1})$$
+#
+# | method | $A_t$ | the update is |
+# |---|---|---|
+# | `newton` | $J_t$ | a matrix scan ($O(H^3)$ per combine) |
+# | `quasi` | $\mathrm{diag}\,J_t$ | an element-wise scan |
+# | `picard` | $I$ | a cumulative sum of the residuals |
+# | `jacobi` | $0$ | no scan: $f$ at every $t$ from the last iterate |
+#
+# `newton.solve(..., method=...)` runs all four with one loop; only $A_t$ differs. The closer $A_t$ is to
+# the true Jacobian, the fewer iterations. Picard suits a step close to the identity ($f(h) = h +
+# \Delta t\,g(h)$); Jacobi a strongly contracting one. **Predict:** on the GRU at three
+# predictability levels, which converge, and in how many iterations?
+
+# %%
+family = [newton_exp.predictability(s, T=256, mgrit=False) for s in (0.5, 2.0, 4.0)]
+print(f"{'scale':>6} {'Lyapunov':>9} " + " ".join(f"{m:>8}" for m in newton.METHODS))
+for r in family:
+    print(f"{r['scale']:>6} {r['lyapunov']:>9.3f} " + " ".join(
+        f"{'diverged' if r[m] is None else r[m]:>8}" for m in newton.METHODS))
+newton_plots.plot_predictability(rows)
+plt.show()
+ok = {m: [r[m] for r in family if r[m] is not None] for m in newton.METHODS}
+for m in ("quasi", "picard", "jacobi"):
+    both = [(r["newton"], r[m]) for r in family if r["newton"] is not None and r[m] is not None]
+    print(f"{m}: " + ("diverged at every level (the GRU step is far from the identity)" if not ok[m] else
+                      f"converged at {len(ok[m])} of {len(family)} levels; "
+                      + ("more iterations than Newton at each of them" if both and all(b > a for a, b in both)
+                         else "not always more iterations than Newton")))
+
+# %% [markdown]
+# **A cell designed for Newton.** ParaRNN (Danieli et al., ICLR 2026) makes the recurrent terms of the
+# GRU element-wise (`models/diag_gru.py`): $z_t = \sigma(x_t W_z + u_z \odot h_{t-1} + b_z)$, and so on.
+# Its Jacobian is diagonal, so quasi-Newton *is* Newton and the scan combines numbers, not $H\times H$
+# matrices. It starts from $h^0_t = f(0, x_t)$ and runs a fixed 3 iterations.
+#
+# **K\*(T)** is the fewest iterations after which the iterate matches the sequential unroll within
+# $\tau$ everywhere. **Predict:** does K\* grow with T for a contracting cell? Which cell needs one?
+
+# %% tags=["nbval-ignore-output"]
+# (float32 round-off differs between CPUs and BLAS builds: an iteration count at the tolerance may too)
+KT = (256, 1024, 4096, 16384)  # the same at every budget: about 10 s in all
+kstar = {(cell, tol): newton_kstar_exp.k_star(cell, KT, tol=tol, dtype=dt)
+         for cell in newton_kstar_exp.CELLS for tol, dt in ((1e-4, "float32"), (1e-8, "float64"))}
+print(f"{'cell':>9} {'tau':>6} " + " ".join(f"{'T=' + str(T):>8}" for T in KT))
+for (cell, tol), r in kstar.items():
+    print(f"{cell:>9} {tol:>6.0e} " + " ".join(f"{'>30' if k is None else k:>8}" for k in r["k_star"]))
+flat = all(len(set(r["k_star"])) == 1 for r in kstar.values())
+print("K* is the same at every T measured for every cell and tolerance:", flat)
+
+# %% [markdown]
+# minGRU is a *linear* recurrence: one Newton step solves it exactly. For the contracting GRUs the
+# table above says whether K\* moved with T on this run; the theory (Gonzalez et al.) ties it to the
+# Lyapunov exponent, not to T.
+#
+# **Fixed K = 3 vs run to tolerance** (the diagonal GRU, T = 4096, from $f(0, x)$): what does stopping at
+# 3 cost in accuracy?
+
+# %% tags=["nbval-ignore-output"]
+fk = newton_kstar_exp.fixed_vs_tolerance("diag_gru", 4096, K=3)
+for name, d in fk.items():
+    print(f"{name:>9}: {d['iters']} iterations, max error {d['error']:.1e}, {d['seconds'] * 1e3:.1f} ms (one run)")
+
+# %% [markdown]
+# **The d³ vs d cost, measured:** one Newton iteration of the dense GRU (matrix scan) against the
+# diagonal GRU (element-wise scan), same T and H.
+
+# %% tags=["nbval-ignore-output"]
+its = newton_kstar_exp.iteration_seconds((8, 32), T=1024)
+for nh_, cmp_ in its.items():
+    print(f"H = {nh_}:")
+    print(cmp_.table())
+    print("  ", cmp_.said("diag_gru", over="dense_gru"))
+c = CLAIMS["beyond.pararnn.speedup"]
+print(claims.show(c.id))
+print("Not compared: that is a GPU kernel against a naive sequential loop at 7B-parameter scale; here we "
+      "measure only the per-iteration cost of the two Jacobian structures on this CPU.")
+
+# %% [markdown]
 # ## What we learned
 #
 # - Newton over the sequence turns a nonlinear RNN into a few linear recurrences -- scans. Exact after
 #   $T$ iterations, usually a handful; quasi-DEER trades more iterations for an $O(TH)$ scan.
-# - Predictability (the Lyapunov exponent) decides: contracting systems converge fast, chaotic ones
-#   diverge under full Newton and gain nothing under damping.
+# - Predictability (the Lyapunov exponent) decides: the more contracting, the fewer iterations; as the
+#   exponent approaches zero, full Newton can diverge and damping needs close to $T$ iterations
+#   (section 2's table shows where that happened on your machine).
 # - The full-Jacobian scan costs $O(H^3)$ per step: a slowdown on few cores, and the speedup collapses with H.
 # - minGRU avoids Newton altogether; its log-space scan is elegant but drifts in float32.
+# - Newton, quasi, Picard and Jacobi are one iteration with a different $A_t$; a cell with a diagonal
+#   Jacobian (ParaGRU) makes quasi exact Newton and the scan element-wise; K\*(T) is the number to compare.
 #
 # Worksheet: [exercises/11_newton.ipynb](../exercises/11_newton.ipynb).
 # Next: [12 · which parallelism when](12_which_parallelism.ipynb).

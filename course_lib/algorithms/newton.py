@@ -20,7 +20,13 @@ Everything else in an iteration (``f`` and ``J`` at every t) is independent over
   O(T H^3) per iteration, at the price of more (linearly converging) iterations;
 * ``method="damped"`` shrinks each Jacobian so that ``||J_t||_inf <= clip`` (a trust region in the
   spirit of ELK, Gonzalez et al. 2024): products of the J's can no longer overflow, so the iteration
-  cannot blow up where full Newton does (unpredictable, chaotic dynamics), and the T-step bound still holds.
+  cannot blow up where full Newton does (unpredictable, chaotic dynamics), and the T-step bound still holds;
+* ``method="picard"`` (A_t = I: delta is a cumulative sum of -r) and ``method="jacobi"`` (A_t = 0:
+  ``h_t <- f(h_{t-1})`` for all t at once, no scan) are the same iteration
+  ``h_t' = f(h_{t-1}) + A_t (h_{t-1}' - h_{t-1})`` with a cruder A (Gonzalez et al., TMLR 2026,
+  lindermanlab/parallelizing_with_lds): no Jacobian, cheaper steps, more iterations.
+* for a cell with no analytic Jacobian, :func:`hutchinson_diagonal` estimates diag(J_t) from
+  Rademacher Jacobian-vector products (``E[z * (J z)] = diag J``), e.g. for ``jac_diag`` with "quasi".
 
 How many iterations are needed tracks the system's largest Lyapunov exponent
 (:func:`lyapunov_exponent`): contracting systems (negative exponent) converge in a few, chaotic
@@ -39,6 +45,8 @@ Public API
 ``gradient(jac, H, h0, X, dH, *, vjp=None)`` -> ``(lam, dh0)`` or ``(vjp(...), dh0)``: implicit function theorem
 ``lyapunov_exponent(jac, H, h0, X, *, seed=0)`` -> largest Lyapunov exponent along the trajectory
 ``span_model(T, nh, *, iters, P, method)`` -> work/span counts of DEER vs the sequential march
+``hutchinson_diagonal(jvp, H_prev, X, *, samples=64, seed=0)`` -> estimated diag(J_t), ``(T, *batch, H)``
+``fd_jvp(f, eps=1e-6)`` -> a central-difference ``jvp(H_prev, X, V)`` for any ``f``
 """
 from __future__ import annotations
 
@@ -61,9 +69,11 @@ __all__ = [
     "lyapunov_exponent",
     "lyapunov_from_jacobians",
     "span_model",
+    "hutchinson_diagonal",
+    "fd_jvp",
 ]
 
-METHODS = ("newton", "quasi", "damped")
+METHODS = ("newton", "quasi", "damped", "picard", "jacobi")
 DEFAULT_TOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5}
 
 
@@ -112,7 +122,11 @@ def _norm(r) -> float:
 
 
 def _jacobians(jac, jac_diag, Hprev, X, method, clip):
-    """The A_t of the Newton scan and its structure."""
+    """The A_t of the Newton scan and its structure (``"identity"``/``"zero"``: no array needed)."""
+    if method == "picard":
+        return None, "identity"
+    if method == "jacobi":
+        return None, "zero"
     if method == "quasi":
         if jac_diag is not None:
             D = np.asarray(jac_diag(Hprev, X))
@@ -141,9 +155,21 @@ def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton",
     Hprev = _shift(h0, H)
     r = H - f(Hprev, X)
     A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
+    return H + _direction(A, structure, r, scan), r
+
+
+def _direction(A, structure, r, scan):
+    """``delta_t = A_t delta_{t-1} - r_t``, delta_0 = 0: the one scan every method shares.
+    Picard (A = I) is a cumulative sum; Jacobi (A = 0) needs no scan (delta = -r)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        delta = matrix_scan.linear_recurrence(A, np.ascontiguousarray(-r), None, structure=structure, method=scan)
-    return H + delta, r
+        if structure == "zero":
+            return -r
+        if structure == "identity":
+            delta = -np.cumsum(r, axis=0)
+            if not np.all(np.isfinite(delta)):
+                raise FloatingPointError("the cumulative sum of the residuals is not finite")
+            return delta
+        return matrix_scan.linear_recurrence(A, np.ascontiguousarray(-r), None, structure=structure, method=scan)
 
 
 # --------------------------------------------------------------------------- the solver
@@ -156,7 +182,9 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     at once (``X`` is passed through untouched; its first axis is time, length T).
     ``h0`` ``(*batch, H)``; ``init`` the starting guess (default zeros, shape ``(T, *batch, H)``).
     ``method``: ``"newton"`` (DEER), ``"quasi"`` (diag(J) only; ``jac_diag(H_prev, X) -> (T, *batch, H)``
-    if given, else the diagonal of ``jac``), ``"damped"`` (each J_t scaled to ``||J_t||_inf <= clip``).
+    if given, else the diagonal of ``jac``), ``"damped"`` (each J_t scaled to ``||J_t||_inf <= clip``),
+    ``"picard"`` (A = I: a cumulative sum, ``jac`` unused) or ``"jacobi"`` (A = 0: ``H <- f(H_prev)``,
+    no scan, ``jac`` unused) -- one iteration, only the choice of A differs.
     ``tol``: stop when ``max |r| <= tol`` (default 1e-12 for float64, 1e-5 for float32);
     ``max_iter``: default T (enough for an exact answer in exact arithmetic, any method).
     ``scan``: the method of :func:`matrix_scan.linear_recurrence` for the Newton scan.
@@ -167,8 +195,9 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     residual becomes non-finite or grows by more than ``diverge_factor``."""
     if not callable(f):
         raise TypeError(f"f: expected a callable f(H_prev, X), got {type(f).__name__}")
-    if not callable(jac):
-        raise TypeError(f"jac: expected a callable jac(H_prev, X), got {type(jac).__name__}")
+    if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
+        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
+                        f"got {type(jac).__name__}")
     if jac_diag is not None and not callable(jac_diag):
         raise TypeError(f"jac_diag: expected a callable or None, got {type(jac_diag).__name__}")
     check_choice(method, "method", METHODS)
@@ -205,9 +234,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
             break
         A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
         try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                delta = matrix_scan.linear_recurrence(A, np.ascontiguousarray(-r), None,
-                                                      structure=structure, method=scan)
+            delta = _direction(A, structure, r, scan)
         except (FloatingPointError, ValueError) as exc:
             raise NewtonDivergence(
                 f"iteration {k}: the Newton scan overflowed (residual before it {history[-1]:.3g}): products of "
@@ -222,10 +249,17 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
         if not math.isfinite(res) or res > diverge_factor * max(history[0], 1.0):
             raise NewtonDivergence(
                 f"iteration {k}: residual {res:.3g} (started at {history[0]:.3g}) -- method={method!r} diverged"
-                + ("; try method='damped' (clipped Jacobians)" if method != "damped" else "; try a smaller clip"))
+                + _remedy(method))
         if callback is not None:
             callback(k, H)
     return H, history
+
+
+def _remedy(method: str) -> str:
+    if method in ("picard", "jacobi"):
+        return (f"; {method} needs A close to the true Jacobian (picard: f near the identity, jacobi: a strongly "
+                "contracting f) -- try method='quasi' or 'newton'")
+    return "; try method='damped' (clipped Jacobians)" if method != "damped" else "; try a smaller clip"
 
 
 # --------------------------------------------------------------------------- gradient (IFT)
@@ -316,11 +350,45 @@ def span_model(T: int, nh: int, *, iters: int, P: int = 1, method: str = "newton
     check_choice(method, "method", METHODS)
     c = 6.0 * nh * nh + 20.0 * nh if step_flops is None else check_float(step_flops, "step_flops", low=0.0)
     serial = c * T
-    jac_cost = 20.0 * nh if method == "quasi" else 6.0 * nh * nh
-    structure = "diagonal" if method == "quasi" else "full"
+    jac_cost = {"quasi": 20.0 * nh, "picard": 0.0, "jacobi": 0.0}.get(method, 6.0 * nh * nh)
+    structure = "full" if method in ("newton", "damped") else "diagonal"
     per = math.ceil(T / min(P, T))
     scan = matrix_scan.work_span(T, nh, structure=structure, method="chunked", P=P)
+    if method == "jacobi":
+        scan = {"work": 0.0, "span": 0.0}
     it_work = T * (c + jac_cost + nh) + scan["work"]
     it_span = per * (c + jac_cost + nh) + scan["span"]
     work, span = iters * it_work, iters * it_span
     return {"serial": serial, "work": work, "span": span, "speedup": serial / span}
+
+
+# --------------------------------------------------------------------------- Jacobian diagonals without a Jacobian
+def fd_jvp(f: Callable, eps: float = 1e-6) -> Callable:
+    """``jvp(H_prev, X, V) ~ J V`` by central differences of ``f`` (error O(eps^2); float64 advised)."""
+    if not callable(f):
+        raise TypeError(f"f: expected a callable f(H_prev, X), got {type(f).__name__}")
+    eps = check_float(eps, "eps", low=0.0, low_inclusive=False)
+
+    def jvp(Hprev, X, V):
+        return (f(Hprev + eps * V, X) - f(Hprev - eps * V, X)) / (2.0 * eps)
+    return jvp
+
+
+def hutchinson_diagonal(jvp: Callable, Hprev, X, *, samples: int = 64, seed: int = 0) -> np.ndarray:
+    """Hutchinson's estimate of ``diag(J_t)`` for every t: the mean of ``z * (J z)`` over Rademacher
+    ``z`` (entries +-1), unbiased because ``E[z_i z_j] = [i = j]``. ``jvp(H_prev, X, V) -> J V``
+    (all steps at once, ``V`` shaped like ``H_prev``). Returns ``(T, *batch, H)``; its error falls
+    like ``1/sqrt(samples)`` times the off-diagonal size (exact for a diagonal J)."""
+    if not callable(jvp):
+        raise TypeError(f"jvp: expected a callable jvp(H_prev, X, V), got {type(jvp).__name__}")
+    Hprev = _check_states(Hprev, "Hprev")
+    samples = check_positive_int(samples, "samples")
+    rng = np.random.default_rng(seed)
+    acc = np.zeros_like(Hprev)
+    for _ in range(samples):
+        z = rng.choice(np.array([-1.0, 1.0], dtype=Hprev.dtype), size=Hprev.shape)
+        Jz = np.asarray(jvp(Hprev, X, z))
+        if Jz.shape != Hprev.shape:
+            raise ValueError(f"jvp: expected J V shaped like H_prev {Hprev.shape}, got {Jz.shape}")
+        acc += z * Jz
+    return acc / samples

@@ -40,6 +40,8 @@ METHOD_MEANINGS: dict[str, str] = {
     "newton": "Newton's method over the whole trajectory with full Jacobians (DEER)",
     "quasi": "Newton with only the Jacobians' diagonals (quasi-DEER)",
     "damped": "Newton with each Jacobian shrunk to a bounded norm (a trust region)",
+    "picard": "the Newton iteration with A = I: the update is a cumulative sum of the residuals",
+    "jacobi": "the Newton iteration with A = 0: every step re-evaluated from the last iterate, no scan",
     # the LSTM's layouts (chapter 09)
     "naive": "one product per gate and operand, separate element-wise passes (also the naive matmul loop)",
     "fused": "the four LSTM gates in one product per step and one fused element-wise kernel",

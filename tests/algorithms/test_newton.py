@@ -24,7 +24,7 @@ def _serial(f, h0, X):
     return np.stack(out)
 
 
-@pytest.mark.parametrize("method", newton.METHODS)
+@pytest.mark.parametrize("method", ["newton", "quasi", "damped", "jacobi"])
 def test_converges_to_serial_on_contracting_system(method):
     f, jac, _ = _system(0.8)
     rng = np.random.default_rng(1)
@@ -43,7 +43,7 @@ def test_k_iterations_make_the_first_k_states_exact(method):
     X, h0 = rng.standard_normal((12, 4)), rng.standard_normal(4)
     ref = _serial(f, h0, X)
     for k in (1, 3, 12):
-        H, _ = newton.solve(f, jac, h0, X, method=method, tol=0.0, max_iter=k)
+        H, _ = newton.solve(f, jac, h0, X, method=method, tol=0.0, max_iter=k, diverge_factor=1e300)
         np.testing.assert_allclose(H[:k], ref[:k], atol=1e-13, err_msg=f"{method}, k={k}")
 
 
@@ -158,3 +158,94 @@ def test_shift_and_residual_reject_garbage():
     raises_naming(TypeError, "f", newton.residual, None, np.zeros(3), H, H)
     raises_naming(ValueError, "X", newton.residual, f, np.zeros(3), np.zeros((5, 3)), H)
     raises_naming(ValueError, "f", newton.residual, lambda a, b: a[:, :1], np.zeros(3), H, H)
+
+
+def _euler(dt, H=4, seed=0):
+    """h_t = h_{t-1} + dt * tanh(W h_{t-1} + x_t): near the identity for small dt (Picard's regime)."""
+    g, jg, W = _system(1.5, H=H, seed=seed)
+    f = lambda Hp, X: Hp + dt * g(Hp, X)  # noqa: E731
+    jac = lambda Hp, X: np.eye(H) + dt * jg(Hp, X)  # noqa: E731
+    return f, jac
+
+
+def test_picard_is_a_cumulative_sum_and_converges_near_the_identity():
+    f, jac = _euler(0.05)
+    rng = np.random.default_rng(4)
+    X, h0 = rng.standard_normal((80, 3, 4)), rng.standard_normal((3, 4))
+    H, hist = newton.solve(f, jac, h0, X, method="picard")
+    np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)
+    assert len(hist) - 1 < 80
+    # one Picard step is H + cumsum(-r), written out as the loop delta_t = delta_{t-1} - r_t
+    G = rng.standard_normal((80, 3, 4))
+    step, r = newton.newton_step(f, None, h0, X, G, method="picard")
+    d, want = np.zeros((3, 4)), []
+    for t in range(80):
+        d = d - r[t]
+        want.append(G[t] + d)
+    np.testing.assert_allclose(step, np.stack(want), atol=1e-12)
+
+
+def test_jacobi_is_one_parallel_evaluation_of_f():
+    f, jac, _ = _system(0.3)
+    rng = np.random.default_rng(5)
+    X, h0, G = rng.standard_normal((9, 4)), rng.standard_normal(4), rng.standard_normal((9, 4))
+    step, _ = newton.newton_step(f, None, h0, X, G, method="jacobi")
+    np.testing.assert_allclose(step, f(newton.shift(h0, G), X), atol=1e-15)
+
+
+@pytest.mark.parametrize("method", newton.METHODS)
+@pytest.mark.parametrize("scale", [1e-8, 0.5, 1e3])
+def test_every_method_handles_T1_tiny_and_huge_decays(method, scale):
+    """T = 1 is exact after one iteration; on a tiny decay every method converges; on a huge
+    (expanding) one each either converges or raises the divergence error -- never NaN."""
+    f, jac, _ = _system(scale)
+    rng = np.random.default_rng(6)
+    X1, h0 = rng.standard_normal((1, 4)), rng.standard_normal(4)
+    H, hist = newton.solve(f, jac, h0, X1, method=method)
+    np.testing.assert_allclose(H, _serial(f, h0, X1), atol=1e-14)
+    assert len(hist) - 1 <= 1
+    X = rng.standard_normal((200, 4))
+    if scale < 1e3 and method != "picard":
+        H, _ = newton.solve(f, jac, h0, X, method=method)
+        np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)
+    else:
+        try:
+            H, hist = newton.solve(f, jac, h0, X, method=method, max_iter=40)
+        except newton.NewtonDivergence as exc:
+            assert "iteration" in str(exc)
+        else:
+            assert np.all(np.isfinite(H)) and all(np.isfinite(hist))
+
+
+def test_newton_is_exact_after_T_iterations_even_when_chaotic():
+    f, jac, _ = _system(3.0)
+    rng = np.random.default_rng(7)
+    X, h0 = rng.standard_normal((10, 4)), rng.standard_normal(4)
+    H, _ = newton.solve(f, jac, h0, X, method="newton", tol=0.0, max_iter=10, diverge_factor=1e300)
+    np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)
+
+
+def test_hutchinson_diagonal_matches_the_exact_diagonal():
+    f, jac, _ = _system(0.9, H=5)
+    rng = np.random.default_rng(8)
+    Hp, X = rng.standard_normal((30, 2, 5)), rng.standard_normal((30, 2, 5))
+    exact = np.diagonal(jac(Hp, X), axis1=-2, axis2=-1)
+    jvp = newton.fd_jvp(f)
+    few = newton.hutchinson_diagonal(jvp, Hp, X, samples=16, seed=1)
+    many = newton.hutchinson_diagonal(jvp, Hp, X, samples=4096, seed=1)
+    err_few, err_many = np.abs(few - exact).mean(), np.abs(many - exact).mean()
+    assert err_many < 0.35 * err_few and err_many < 0.02
+    # exact (up to the finite difference) when J is diagonal
+    fd = lambda Hp, X: np.tanh(0.7 * Hp + X)  # noqa: E731
+    d = newton.hutchinson_diagonal(newton.fd_jvp(fd), Hp, X, samples=1)
+    np.testing.assert_allclose(d, 0.7 * (1 - fd(Hp, X) ** 2), atol=1e-8)
+    # as jac_diag it drives the quasi iteration to the serial answer
+    h0 = np.zeros((2, 5))
+    H, _ = newton.solve(f, jac, h0, X, method="quasi",
+                        jac_diag=lambda Hp_, X_: newton.hutchinson_diagonal(jvp, Hp_, X_, samples=32))
+    np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)
+    raises_naming((ValueError, TypeError), "samples", newton.hutchinson_diagonal, jvp, Hp, X, samples=0)
+    raises_naming(TypeError, "jvp", newton.hutchinson_diagonal, 3, Hp, X)
+    raises_naming(TypeError, "jac", newton.solve, f, None, h0, X, method="newton")
+    H, _ = newton.solve(f, None, h0, X, method="jacobi")  # picard/jacobi need no Jacobian
+    np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)

@@ -11,4 +11,10 @@ ENTRIES = {
         conditions="V100 GPU, untrained GRU (Equinox), input size 2, batch 16, sequence length 10000, float32",
         quote="DEER GRU speed up over sequential GRU: 68.189x",
         source="Lim et al., ICLR 2024 (DEER), github.com/machine-discovery/deer README"),
+    "beyond.pararnn.speedup": dict(
+        value=665, unit="x", seed="beyond", where="abstract",
+        conditions="GPU, custom CUDA parallel reduction, Newton over the sequence vs naive sequential application",
+        quote="Our implementation achieves speedups of up to 665x over naive sequential application",
+        source="Danieli, Rodriguez, Sarabia, Suau & Zappella, ParaRNN, ICLR 2026 (arXiv:2510.21450), "
+               "github.com/apple/ml-pararnn"),
 }

@@ -49,7 +49,7 @@ def plot_predictability(rows, *, ax=None):
     check_data(rows, "rows", kind=(list, tuple))
     ax = new_axes(ax)
     lyap = [r["lyapunov"] for r in rows]
-    for m in ("newton", "quasi", "damped", "mgrit"):
+    for m in ("newton", "quasi", "damped", "picard", "jacobi", "mgrit"):
         if m not in rows[0]:
             continue
         y = [r[m] for r in rows]

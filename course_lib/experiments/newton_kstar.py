@@ -1,0 +1,144 @@
+"""K*(T): how many parallel-Newton iterations a cell needs, measured (experiments folder).
+
+``K*`` is the fewest iterations after which the iterate matches the sequential unroll (computed in
+float64) within ``tol`` everywhere: ``max |H_k - H_seq| <= tol``. It is the number recent work
+compares (Gonzalez et al., TMLR 2026; ParaRNN, ICLR 2026 fixes K = 3). Three cells, one solver
+(:func:`course_lib.algorithms.newton.solve`):
+
+* ``"gru"``      the dense GRU (:mod:`course_lib.parallel.deer`), full Newton (nh x nh Jacobians);
+* ``"diag_gru"`` the diagonal-Jacobian GRU (:mod:`course_lib.models.diag_gru`): quasi == Newton;
+* ``"mingru"``   minGRU: a linear recurrence, so Newton is exact after one iteration.
+
+``cell_system(cell, T, ...)`` -> the pieces; ``k_star(cell, Ts, tol, dtype)`` -> K* per T;
+``fixed_vs_tolerance(cell, T, K)`` -> error and seconds of K fixed iterations vs run-to-tolerance;
+``iteration_seconds(nhs, T)`` -> ``timing.compare`` of one Newton iteration, dense vs diagonal GRU.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..algorithms import newton as _newton
+from ..core import timing
+from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..models import diag_gru, gru, mingru
+from ..models import jacobians as _jx
+from ..parallel import deer
+
+__all__ = ["CELLS", "cell_system", "k_star", "fixed_vs_tolerance", "iteration_seconds"]
+
+CELLS = ("gru", "diag_gru", "mingru")
+
+
+def cell_system(cell: str, T: int, *, nh: int = 8, batch: int = 2, nx: int = 3, dtype="float64", seed: int = 0,
+                scale: float = 1.0) -> dict:
+    """``{"f", "jac", "jac_diag", "h0", "inputs", "method", "reference"}`` for one cell on random
+    inputs ``(T, batch, nx)``; ``reference`` is the float64 sequential unroll; ``method`` the Newton
+    flavour that is exact Newton for the cell ("newton" for the dense GRU, "quasi" for the others)."""
+    check_choice(cell, "cell", CELLS)
+    T, nh, batch = check_positive_int(T, "T"), check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
+    dtype = np.dtype(dtype)
+    X = np.random.default_rng(seed + 1).standard_normal((T, batch, nx))
+    if cell == "gru":
+        p = gru.init_params(nx, nh, seed=seed, dtype=np.float64)
+        p.W_hh = p.W_hh * check_float(scale, "scale", low=0.0)
+        ref = gru.gru_forward(p, X)
+        p = p.astype(dtype)
+        GI = _jx.gru_input_projection(p, X.astype(dtype))
+        f, jac, jd = deer.gru_system(p)
+        method = "newton"
+    elif cell == "diag_gru":
+        p = diag_gru.init_params(nx, nh, seed=seed, recurrent_scale=scale)
+        ref = diag_gru.forward(p, X)
+        p = p.astype(dtype)
+        GI = (X.astype(dtype) @ p.W_x + p.b).astype(dtype)
+        f, jac, jd = diag_gru.system(p)
+        method = "quasi"
+    else:
+        p = mingru.init_params("mingru", nx, nh, seed=seed)
+        ref = mingru.forward("mingru", p, X)
+        a, b = mingru.coefficients("mingru", p, X)
+        GI = np.stack([a, b]).astype(dtype)  # (2, T, B, nh) -> time on axis 1: pass (T, 2, B, nh)
+        GI = np.ascontiguousarray(np.moveaxis(GI, 0, 1))
+
+        def f(Hp, AB):
+            return AB[:, 0] * Hp + AB[:, 1]
+
+        def jd(Hp, AB):
+            return AB[:, 0] + 0.0 * Hp
+
+        def jac(Hp, AB):
+            return jd(Hp, AB)[..., :, None] * np.eye(Hp.shape[-1], dtype=Hp.dtype)
+        method = "quasi"
+    return {"f": f, "jac": jac, "jac_diag": jd, "h0": np.zeros((batch, nh), dtype=dtype), "inputs": GI,
+            "method": method, "reference": ref}
+
+
+def _errors(s: dict, max_iter: int, init=None, method=None) -> list[float]:
+    """max |H_k - reference| for k = 0..(iterations done)."""
+    errs: list[float] = []
+    ref = s["reference"]
+
+    def cb(k, H):
+        errs.append(float(np.max(np.abs(H.astype(np.float64) - ref))))
+    try:
+        _newton.solve(s["f"], s["jac"], s["h0"], s["inputs"], method=method or s["method"], jac_diag=s["jac_diag"],
+                      tol=0.0, max_iter=max_iter, init=init, callback=cb, diverge_factor=1e30)
+    except _newton.NewtonDivergence:
+        pass
+    return errs
+
+
+def k_star(cell: str, Ts=(256, 1024, 4096), *, tol: float = 1e-8, dtype="float64", nh: int = 8, batch: int = 2,
+           max_iter: int = 30, seed: int = 0, scale: float = 1.0) -> dict:
+    """``{"T": [...], "k_star": [...], "error": [...]}``: K* (None: not reached within ``max_iter``)
+    and the error at K* (or at the last iterate)."""
+    check_choice(cell, "cell", CELLS)
+    tol = check_float(tol, "tol", low=0.0, low_inclusive=False)
+    max_iter = check_int(max_iter, "max_iter", low=1)
+    out: dict = {"T": [], "k_star": [], "error": []}
+    for T in Ts:
+        s = cell_system(cell, T, nh=nh, batch=batch, dtype=dtype, seed=seed, scale=scale)
+        errs = _errors(s, min(max_iter, T + 1))
+        k = next((i for i, e in enumerate(errs) if e <= tol), None)
+        out["T"].append(int(T))
+        out["k_star"].append(k)
+        out["error"].append(errs[k] if k is not None else errs[-1])
+    return out
+
+
+def fixed_vs_tolerance(cell: str = "diag_gru", T: int = 4096, *, K: int = 3, tol: float | None = None,
+                       nh: int = 8, batch: int = 2, seed: int = 0) -> dict:
+    """K fixed iterations from ``h0 = f(0, x)`` (ParaRNN) vs running until the residual is below
+    ``tol``: ``{"fixed": {"iters", "error", "seconds"}, "tolerance": {...}}`` (seconds: one run each,
+    wall clock -- indicative only on a shared machine)."""
+    K = check_int(K, "K", low=0)
+    s = cell_system(cell, T, nh=nh, batch=batch, seed=seed)
+    f, ref = s["f"], s["reference"]
+    start = f(np.zeros((T,) + s["h0"].shape), s["inputs"])
+    out = {}
+    for name, kw in (("fixed", dict(tol=0.0, max_iter=K)), ("tolerance", dict(tol=tol))):
+        t0 = time.perf_counter()
+        H, hist = _newton.solve(f, s["jac"], s["h0"], s["inputs"], method=s["method"], jac_diag=s["jac_diag"],
+                                init=start, diverge_factor=1e30, **kw)
+        out[name] = {"iters": len(hist) - 1, "error": float(np.max(np.abs(H - ref))),
+                     "seconds": time.perf_counter() - t0}
+    return out
+
+
+def iteration_seconds(nhs=(8, 32), *, T: int = 1024, batch: int = 2, seed: int = 0) -> dict:
+    """``{nh: Comparison}``: one Newton iteration of the dense GRU (nh x nh Jacobians, matrix scan)
+    vs the diagonal GRU (element-wise scan) at the same T, batch and nh (``timing.compare``)."""
+    out = {}
+    for nh in nhs:
+        nh = check_positive_int(nh, "nh")
+        sd = cell_system("gru", T, nh=nh, batch=batch, seed=seed)
+        sg = cell_system("diag_gru", T, nh=nh, batch=batch, seed=seed)
+        Hd = np.zeros((T,) + sd["h0"].shape)
+
+        def step(s, m):
+            return lambda: _newton.newton_step(s["f"], s["jac"], s["h0"], s["inputs"], Hd, method=m,
+                                               jac_diag=s["jac_diag"])
+        out[nh] = timing.compare(dense_gru=step(sd, "newton"), diag_gru=step(sg, "quasi"), repeat=3)
+    return out

@@ -1,0 +1,31 @@
+"""K*(T) measurements: the definitions hold on cells whose answer is known."""
+import numpy as np
+import pytest
+
+from course_lib.experiments import newton_kstar
+from helpers import raises_naming
+
+
+def test_mingru_is_exact_after_one_iteration_at_every_T():
+    r = newton_kstar.k_star("mingru", (1, 16, 300), tol=1e-12)
+    assert r["k_star"] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("cell", ["gru", "diag_gru"])
+def test_k_star_is_where_the_error_first_drops_below_tol(cell):
+    s = newton_kstar.cell_system(cell, 64)
+    r = newton_kstar.k_star(cell, (64,), tol=1e-8)
+    k = r["k_star"][0]
+    assert k is not None and 1 < k < 64 and r["error"][0] <= 1e-8
+    from course_lib.algorithms import newton
+    H, _ = newton.solve(s["f"], s["jac"], s["h0"], s["inputs"], method=s["method"], jac_diag=s["jac_diag"],
+                        tol=0.0, max_iter=k - 1)
+    assert np.abs(H - s["reference"]).max() > 1e-8  # one fewer is not enough
+
+
+def test_fixed_iterations_versus_tolerance_and_bad_input():
+    r = newton_kstar.fixed_vs_tolerance("diag_gru", 128, K=3)
+    assert r["fixed"]["iters"] == 3 and r["tolerance"]["error"] < 1e-10
+    assert r["fixed"]["error"] >= r["tolerance"]["error"]
+    raises_naming(ValueError, "cell", newton_kstar.k_star, "lstm")
+    raises_naming((ValueError, TypeError), "tol", newton_kstar.k_star, "gru", tol=0.0)

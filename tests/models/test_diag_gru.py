@@ -1,0 +1,118 @@
+"""The diagonal-Jacobian GRU (ParaGRU-style): parity with its loop, quasi == Newton, BPTT gradients, training."""
+import numpy as np
+import pytest
+
+from course_lib.algorithms import newton
+from course_lib.models import diag_gru
+from helpers import raises_naming
+
+
+def _setup(T=40, B=3, nx=3, nh=5, seed=0, scale=1.0):
+    p = diag_gru.init_params(nx, nh, 2, seed=seed, recurrent_scale=scale)
+    rng = np.random.default_rng(seed + 1)
+    return p, rng.standard_normal((T, B, nx)), 0.5 * rng.standard_normal((B, nh))
+
+
+@pytest.mark.parametrize("method", ["newton", "quasi"])
+@pytest.mark.parametrize("init", diag_gru.INITS)
+def test_parallel_newton_matches_the_loop_to_round_off(method, init):
+    p, X, h0 = _setup()
+    ref = diag_gru.forward(p, X, h0)
+    H = diag_gru.forward(p, X, h0, method=method, init=init)
+    np.testing.assert_allclose(H, ref, atol=1e-12)
+
+
+def test_quasi_and_newton_coincide_iterate_by_iterate():
+    p, X, h0 = _setup(scale=2.0)
+    for k in (1, 2, 3):
+        Hn, hn = diag_gru.solve(p, X, h0, method="newton", iters=k)
+        Hq, hq = diag_gru.solve(p, X, h0, method="quasi", iters=k)
+        np.testing.assert_allclose(Hq, Hn, atol=1e-14)
+        np.testing.assert_allclose(hq, hn, atol=1e-14)
+
+
+def test_jacobian_is_diagonal_and_right():
+    p, X, h0 = _setup(T=6, B=2)
+    f, jac, _ = diag_gru.system(p)
+    GI = X @ p.W_x + p.b
+    Hp = np.random.default_rng(3).standard_normal((6, 2, p.nh))
+    J = jac(Hp, GI)
+    eps, num = 1e-6, np.empty_like(J)
+    for j in range(p.nh):
+        e = np.zeros(p.nh)
+        e[j] = eps
+        num[..., :, j] = (f(Hp + e, GI) - f(Hp - e, GI)) / (2 * eps)
+    np.testing.assert_allclose(J, num, atol=1e-8)
+    off = J * (1 - np.eye(p.nh))
+    assert np.all(off == 0.0)
+
+
+def test_f0_start_is_at_least_as_good_as_zeros_after_three_iterations():
+    p, X, h0 = _setup(T=200, scale=0.5)
+    ref = diag_gru.forward(p, X)
+    err = {i: np.abs(diag_gru.forward(p, X, method="quasi", init=i, iters=3) - ref).max() for i in diag_gru.INITS}
+    assert err["f0"] <= err["zeros"] * 1.0000001
+
+
+@pytest.mark.parametrize("method", ["newton", "quasi"])
+def test_gradient_equals_bptt_through_its_own_loop(method):
+    p, X, h0 = _setup(T=30)
+    Hs = diag_gru.forward(p, X, h0)
+    dHs = np.random.default_rng(5).standard_normal(Hs.shape)
+    g_ref, dh0_ref = diag_gru.backward(p, X, Hs, dHs, h0)
+    g, dh0 = diag_gru.backward(p, X, Hs, dHs, h0, method=method)
+    for name in ("W_x", "u", "b"):
+        np.testing.assert_allclose(getattr(g, name), getattr(g_ref, name), rtol=1e-10, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(dh0, dh0_ref, rtol=1e-10, atol=1e-12)
+    assert isinstance(g, diag_gru.DiagGRUParams)
+
+
+def test_bptt_matches_finite_differences():
+    p, X, h0 = _setup(T=8, B=2, nh=3)
+    dHs = np.random.default_rng(6).standard_normal((8, 2, 3))
+    g, dh0 = diag_gru.backward(p, X, diag_gru.forward(p, X, h0), dHs, h0)
+
+    def L(q, h=h0):
+        return float((diag_gru.forward(q, X, h) * dHs).sum())
+    eps = 1e-6
+    for name in ("W_x", "u", "b"):
+        arr, num = getattr(p, name), np.zeros_like(getattr(p, name))
+        for i in np.ndindex(arr.shape):
+            q1, q2 = p.copy(), p.copy()
+            getattr(q1, name)[i] += eps
+            getattr(q2, name)[i] -= eps
+            num[i] = (L(q1) - L(q2)) / (2 * eps)
+        np.testing.assert_allclose(getattr(g, name), num, rtol=1e-6, atol=1e-8, err_msg=name)
+    e = np.zeros_like(h0)
+    e[0, 0] = eps
+    assert abs(dh0[0, 0] - (L(p, h0 + e) - L(p, h0 - e)) / (2 * eps)) < 1e-7
+
+
+def test_training_on_remember_first_learns_and_parallel_training_matches():
+    from course_lib.models.linear_rnn import remember_first_batch
+    X, y = remember_first_batch(10, 256, 4, np.random.default_rng(0))
+    Xv, yv = remember_first_batch(10, 256, 4, np.random.default_rng(1))
+    seq = diag_gru.train_classifier(X, y, nh=16, epochs=10, lr=3e-2, X_val=Xv, y_val=yv)
+    par = diag_gru.train_classifier(X, y, nh=16, epochs=10, lr=3e-2, X_val=Xv, y_val=yv, method="quasi")
+    assert seq.history["val_accuracy"][-1] > 0.8
+    np.testing.assert_allclose(par.history["loss"], seq.history["loss"], rtol=1e-8)
+
+
+def test_bad_input_names_the_argument():
+    p, X, h0 = _setup()
+    raises_naming(ValueError, "method", diag_gru.forward, p, X, method="dense")
+    raises_naming(ValueError, "init", diag_gru.forward, p, X, method="quasi", init="ones")
+    raises_naming(ValueError, "X", diag_gru.forward, p, X[..., :2])
+    raises_naming(ValueError, "h0", diag_gru.forward, p, X, np.zeros((3, 2)))
+    raises_naming((ValueError, TypeError), "iters", diag_gru.forward, p, X, method="quasi", iters=-1)
+    raises_naming((ValueError, TypeError), "nh", diag_gru.init_params, 3, 0)
+
+
+def test_divergence_is_an_error_not_nan():
+    p, X, _ = _setup(T=300, scale=40.0)
+    try:
+        H = diag_gru.forward(p, X, method="quasi", init="zeros")
+    except newton.NewtonDivergence as exc:
+        assert "iteration" in str(exc)
+    else:
+        assert np.all(np.isfinite(H))
