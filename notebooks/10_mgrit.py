@@ -209,8 +209,8 @@ for m_, row in zip(tab["ms"], tab["rho"]):
     print(f"{m_:>4} | " + " | ".join(f"{v:>10.3f}" for v in row))
 rho = tab["rho"]
 worst = tab["lam_dts"][int(np.argmax(rho.max(axis=0)))]
-print(f"slowest column: λΔt = {worst}; larger m is slower in the columns "
-      f"{[ld for j, ld in enumerate(tab['lam_dts']) if rho[-1, j] > rho[0, j]]} and faster in "
+print(f"largest convergence factor: λΔt = {worst}; larger m raises the factor in the columns "
+      f"{[ld for j, ld in enumerate(tab['lam_dts']) if rho[-1, j] > rho[0, j]]} and lowers it in "
       f"{[ld for j, ld in enumerate(tab['lam_dts']) if rho[-1, j] < rho[0, j]]}")
 
 # %% [markdown]
@@ -250,7 +250,7 @@ if max(its) == min(its):
           f"10^{spread:.1f}): the extra levels shorten the sequential coarse march without costing iterations.")
 else:
     print(f"levels: {dict(zip(hl, its))} iterations -- more levels shorten the sequential march "
-          + ("but cost iterations here." if its[-1] > its[0] else "and converge no slower here."))
+          + ("but cost iterations here." if its[-1] > its[0] else "and need no more iterations here."))
 print("relax: FCF needs", iters_to(hr["FCF"]) or ">10", "iterations, F", iters_to(hr["F"]) or ">10",
       "-- at about twice the fine-grid work per iteration.")
 

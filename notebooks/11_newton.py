@@ -194,11 +194,11 @@ for m in sp:
 P_here = backend.cpu_count()
 for m in sp:
     here = {H_: float(np.interp(P_here, Ps, row)) for H_, row in zip(Hs, sp[m])}
-    wins = [H_ for H_, row in zip(Hs, sp[m]) if row[-1] > 1]
+    gains = [H_ for H_, row in zip(Hs, sp[m]) if row[-1] > 1]
     print(f"{m:>6}: modelled speedup on this machine's {P_here} cores: "
           + ", ".join(f"H={H_}: {s:.2f}x" for H_, s in here.items())
           + f" -- {'a slowdown at every H' if max(here.values()) < 1 else 'a gain at some H'}; "
-          + f"at P = {Ps[-1]} it wins for H in {wins or 'none'}")
+          + f"at P = {Ps[-1]} the model predicts a gain for H in {gains or 'none'}")
 
 # %% [markdown]
 # Where DEER can win, by the model (and on GPUs, in the paper): small H, long T, many lanes -- and
@@ -243,7 +243,7 @@ print(f"remember-first: GRU {acc[('remember first', 'gru')]:.2f} vs one minGRU l
 # %% [markdown]
 # What to look for in the remember task: a single minGRU layer's gates see only $x_t$, never the state, so
 # they cannot decide to *keep* the first element and ignore later noise; the GRU's gates can. Feng et al.
-# stack several layers. The last line printed above reads the table.
+# stack several layers. The cell above ends by reading its own table.
 
 # %% [markdown]
 # ## 6 · One family, a cell built for Newton, and K*(T)

@@ -55,12 +55,6 @@ ALLOWED = {
     # owned by the chapter 08 helper
     "notebooks/08_scan.py:print:slower": "per-rank step vs exchange line, unguarded",
     "notebooks/08_scan.py:md:verdict above": "'the verdict above says how it compares' (it may abstain)",
-    # owned by the chapter 10 helper
-    "notebooks/10_mgrit.py:print:faster": "time ~ T^slope and thread-gain lines, unguarded",
-    "notebooks/10_mgrit.py:print:slower": "slowest-column and levels lines, unguarded",
-    # owned by the chapter 11 helper
-    "notebooks/11_newton.py:print:wins": "modelled speed-up 'wins' line (a model of measured rates: owner to decide)",
-    "notebooks/11_newton.py:md:line printed above": "'The last line printed above reads the table'",
 }
 
 
