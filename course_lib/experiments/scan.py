@@ -110,8 +110,11 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
     ``"channels"`` (parallel over channels) and ``"chunked"`` (parallel over time, SIMD lanes for few
     channels) are timed interleaved. The winner is the fastest method, but the sequential loop keeps
     the cell unless another method is at least 5% faster (on small problems ``"chunked"`` *is* the
-    sequential loop, and a coin toss should not paint the map). Returns ``{"Ts", "Hs", "cells":
-    {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name}}, "noise"}``."""
+    sequential loop, and a coin toss should not paint the map). ``"decided"`` says whether the
+    interleaved pairs support that winner on their own (busy machine or not): another method at
+    least 5% faster in the pairs' interval, or the sequential loop not beaten by 5% by either.
+    Returns ``{"Ts", "Hs", "cells": {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name,
+    "decided": bool}}, "noise"}``."""
     Ts = [check_positive_int(T, "Ts[i]") for T in Ts]
     Hs = [check_positive_int(H, "Hs[i]") for H in Hs]
     max_elements = check_positive_int(max_elements, "max_elements")
@@ -127,7 +130,11 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
             secs = {k: t.median for k, t in cmp.timings.items()}
             best = min(secs, key=secs.get)
             winner = best if cmp.speedup(best) >= 1.05 else "sequential"
-            cells[(T, H)] = {"seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs}, "winner": winner}
+            others = [k for k in secs if k != cmp.baseline]
+            decided = (cmp.faster(winner, by=1.05) == "yes" if winner != cmp.baseline
+                       else all(cmp.faster(k, by=1.05) == "no" for k in others))
+            cells[(T, H)] = {"seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs}, "winner": winner,
+                             "decided": decided}
     return {"Ts": Ts, "Hs": Hs, "cells": cells, "noise": noise}
 
 
