@@ -147,7 +147,7 @@ if HALIDE:
             return "hurts"
         if cmp.faster(tiled, by=band, over=plain) == "no" and cmp.faster(plain, by=band, over=tiled) == "no":
             return "makes no clear difference (under 5% either way)"
-        return "cannot be told apart from no effect on this (busy) machine"
+        return "cannot be told apart from no effect by these pairs"
 
     t1, t2 = effect("tiled", "serial"), effect("tiled+parallel", "parallel")
     print(f"tiling alone over serial: {f['tiling']:.2f}x -> tiling {t1} here (seed: it helped) -- "
