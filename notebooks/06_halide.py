@@ -179,12 +179,14 @@ if HALIDE:
     for what in ("simd", "parallel"):
         print(f"{what} speed-up: " + ", ".join(f"{k} {v:.2f}x" for k, v in f[what].items()))
     cores = halide_exp.cores()
-    print(verdict("000.halide.fig11.simd_speedup", ours=f["simd"]["with tiling+parallel"], here=f"{cores} cores",
+    print(verdict("000.halide.fig11.simd_speedup", ours=table["cmp"].speedup("tiled+simd+parallel", over="tiled+parallel"),
+                  here=f"{cores} cores",
                   reasons=[(f["simd"]["alone"] > f["simd"]["with tiling+parallel"],
                             "SIMD gains less once threads share the memory bus")],
                   noise=table["cmp"].noise,
                   interval=table["cmp"].speedup_interval("tiled+simd+parallel", over="tiled+parallel")))
-    print(verdict("000.halide.fig12.parallel_ideal", ours=f["parallel"]["with simd"], here=f"{cores} cores",
+    print(verdict("000.halide.fig12.parallel_ideal", ours=table["cmp"].speedup("simd+parallel", over="simd"),
+                  here=f"{cores} cores",
                   reasons=[(cores < 8, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}"),
                            (B_table < claims.claim("000.task.batch").value,
                             f"batch {B_table} here, not {claims.claim('000.task.batch').value:.0f}: each thread gets little work")],
@@ -199,7 +201,7 @@ if HALIDE:
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
     print(f"best schedule: {f['best']}, {f['best_speedup']:.1f}x over serial Halide on {cores} cores")
-    print(verdict("000.halide.summary.speedup", ours=f["best_speedup"], here=f"{cores} cores, B={B_table}",
+    print(verdict("000.halide.summary.speedup", ours=table["cmp"].speedup(f["best"]), here=f"{cores} cores, B={B_table}",
                   reasons=[(cores < 16, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}: "
                                          f"threads can add at most {cores}x"),
                            (B_table < claims.claim("000.task.batch").value,

@@ -384,12 +384,12 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 last = mvt["rows"][-1]
-like = last["seconds"]["channels"] / last["seconds"]["chunked"]
+like = last["comparison"].speedup("chunked", over="channels")   # median of the interleaved pairs
 stream_share = last["gbs"]["channels"] / bw
 print(f"T = {last['T']}, H = {H}, {P} threads: chunked vs channels {like:.2f}x; chunked vs the one-thread loop "
       f"{last['speedup']['chunked']:.2f}x")
 print(verdict("001.summary.kernel_speedup", like, here=f"{P} CPU cores, T = {last['T']}, H = {H}",
-              noise=mvt["noise"],
+              noise=last["comparison"].noise, interval=last["comparison"].speedup_interval("chunked", over="channels"),
               reasons=[(stream_share > 0.5, f"the loop parallel over channels already streams at "
                                             f"{100 * stream_share:.0f}% of the measured memory bandwidth: "
                                             "little is left for the time axis to win"),
@@ -398,7 +398,7 @@ bw_row = next((r for r in mvt["rows"] if r["T"] == 65536), last)   # the seed me
 frac = 100 * bw_row["gbs"]["chunked"] / bw
 bw_share, bw_like = bw_row["gbs"]["channels"] / bw, bw_row["seconds"]["channels"] / bw_row["seconds"]["chunked"]
 print(verdict("001.bandwidth.fraction", frac, here=f"chunked, {P} CPU threads, T = {bw_row['T']}",
-              pivot=None, unit="%", noise=mvt["noise"],
+              pivot=None, unit="%", noise=bw_row["comparison"].noise,
               reasons=[(100 * bw_share > claim("001.bandwidth.fraction").value,
                         f"even the loop parallel over channels streams at {100 * bw_share:.0f}% of the measured "
                         "bandwidth here: a CPU's caches and prefetchers reach a larger share of its "
@@ -496,6 +496,7 @@ seed_layer = claim("001.summary.layer_speedup").value
 for ly, br in layer_runs.items():
     print(verdict("001.summary.layer_speedup", br["layer_speedup"]["chunked"],
                   here=f"{ly}, {P} CPU cores, numpy layer, T = {LT}", noise=br["noise"],
+                  interval=br["layer_interval"]["chunked"],
                   reasons=[(br["layer_speedup"]["chunked"] < 1 <= br["scan_speedup"]["chunked"],
                             f"the layer ran slower although its scans alone ran faster: a difference inside this "
                             f"run's spread ({100 * br['noise'].spread:.0f}% of the median)"),

@@ -65,7 +65,7 @@ def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "cha
     """Each method against the sequential loop at every T in ``sizes``, H channels, float32, results
     written into one preallocated array (a fresh result array costs page faults that threads cannot
     share). Returns ``{"nh", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
-    "speedup": {method: x sequential}}], "noise"}``."""
+    "speedup": {method: x sequential}, "comparison": that T's Comparison}], "noise"}``."""
     nh = check_positive_int(nh, "nh")
     sizes = [check_positive_int(T, "sizes[i]") for T in sizes]
     for m in methods:
@@ -80,7 +80,7 @@ def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "cha
         secs = {k: t.median for k, t in cmp.timings.items()}
         nbytes = 3 * a.nbytes
         rows.append({"T": T, "seconds": secs, "gbs": {k: nbytes / v / 1e9 for k, v in secs.items()},
-                     "speedup": {k: cmp.speedup(k) for k in secs}})
+                     "speedup": {k: cmp.speedup(k) for k in secs}, "comparison": cmp})
     return {"nh": nh, "rows": rows, "noise": noise}
 
 
@@ -331,6 +331,7 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int 
             "scan_seconds": {m: sc.timings[m].median for m in methods},
             "scan_speedup": {m: sc.speedup(m) for m in methods},
             "scan_share": share, "amdahl": amdahl, "cap": 1.0 / max(1e-9, 1 - share),
+            "layer_interval": {m: lay.speedup_interval(m) for m in methods if m != base},
             "noise": lay.noise | sc.noise}
 
 
