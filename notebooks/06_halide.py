@@ -200,7 +200,8 @@ if HALIDE:
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    print(f"best schedule: {f['best']}, {f['best_speedup']:.1f}x over serial Halide on {cores} cores")
+    print(f"best schedule (fastest median): {f['best']}, {table['cmp'].speedup(f['best']):.1f}x over serial Halide "
+          f"(median of the pairs) on {cores} core(s)")
     print(verdict("000.halide.summary.speedup", ours=table["cmp"].speedup(f["best"]), here=f"{cores} cores, B={B_table}",
                   reasons=[(cores < 16, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}: "
                                          f"threads can add at most {cores}x"),
