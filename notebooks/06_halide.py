@@ -138,19 +138,28 @@ if HALIDE:
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
     f = halide_exp.fig10_findings(table)
-    noise = getattr(table["cmp"], "noise", None)
-    reliable = noise is None or noise.ok
-    def effect(ratio, band=0.05):  # ratios within 5% of 1 are no effect on a shared machine
-        return "helps" if ratio > 1 + band else ("hurts" if ratio < 1 - band else "makes no clear difference")
+    cmp = table["cmp"]
 
-    t1, t2 = effect(f["tiling"]), effect(f["tiling_with_parallel"])
+    def effect(tiled, plain, band=1.05):  # judged from the interleaved pairs: 5% either way is an effect
+        if cmp.faster(tiled, by=band, over=plain) == "yes":
+            return "helps"
+        if cmp.faster(plain, by=band, over=tiled) == "yes":
+            return "hurts"
+        if cmp.faster(tiled, by=band, over=plain) == "no" and cmp.faster(plain, by=band, over=tiled) == "no":
+            return "makes no clear difference (under 5% either way)"
+        return "cannot be told apart from no effect by these pairs"
+
+    t1, t2 = effect("tiled", "serial"), effect("tiled+parallel", "parallel")
     print(f"tiling alone over serial: {f['tiling']:.2f}x -> tiling {t1} here (seed: it helped) -- "
-          f"{'same direction as the seed' if t1 == 'helps' else 'the seed finding does not hold here'}")
+          + ("same direction as the seed" if t1 == "helps" else
+             "what the pairs support: " + cmp.said("tiled", over="serial") if t1.startswith("cannot") else
+             "the seed finding does not hold here"))
     print(f"tiled+parallel over parallel: {f['tiling_with_parallel']:.2f}x -> tiling {t2} with parallel() "
-          f"(seed: it hurt) -- {'as the seed found' if t2 == 'hurts' else 'unlike the seed'}; "
-          f"with SIMD too: {f['tiling_with_simd_parallel']:.2f}x ({effect(f['tiling_with_simd_parallel'])})")
-    if not reliable:
-        print("(the timings were noisy: rerun before drawing a conclusion)")
+          f"(seed: it hurt) -- "
+          + ("as the seed found" if t2 == "hurts" else
+             "what the pairs support: " + cmp.said("tiled+parallel", over="parallel") if t2.startswith("cannot") else
+             "unlike the seed")
+          + f"; with SIMD too: {f['tiling_with_simd_parallel']:.2f}x ({effect('tiled+simd+parallel', 'simd+parallel')})")
 
 # %% [markdown]
 # Why might the answer differ from the seed's? Our "untiled" schedules are not the textbook
@@ -170,15 +179,18 @@ if HALIDE:
     for what in ("simd", "parallel"):
         print(f"{what} speed-up: " + ", ".join(f"{k} {v:.2f}x" for k, v in f[what].items()))
     cores = halide_exp.cores()
-    print(verdict("000.halide.fig11.simd_speedup", ours=f["simd"]["with tiling+parallel"], here=f"{cores} cores",
+    print(verdict("000.halide.fig11.simd_speedup", ours=table["cmp"].speedup("tiled+simd+parallel", over="tiled+parallel"),
+                  here=f"{cores} cores",
                   reasons=[(f["simd"]["alone"] > f["simd"]["with tiling+parallel"],
                             "SIMD gains less once threads share the memory bus")],
-                  noise=getattr(table["cmp"], "noise", None)))
-    print(verdict("000.halide.fig12.parallel_ideal", ours=f["parallel"]["with simd"], here=f"{cores} cores",
+                  noise=table["cmp"].noise,
+                  interval=table["cmp"].speedup_interval("tiled+simd+parallel", over="tiled+parallel")))
+    print(verdict("000.halide.fig12.parallel_ideal", ours=table["cmp"].speedup("simd+parallel", over="simd"),
+                  here=f"{cores} cores",
                   reasons=[(cores < 8, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}"),
                            (B_table < claims.claim("000.task.batch").value,
                             f"batch {B_table} here, not {claims.claim('000.task.batch').value:.0f}: each thread gets little work")],
-                  noise=getattr(table["cmp"], "noise", None)))
+                  noise=table["cmp"].noise, interval=table["cmp"].speedup_interval("simd+parallel", over="simd")))
 
 # %% [markdown]
 # ## The headline · Best schedule over serial Halide (the seed's summary number, on its 61-core Xeon Phi)
@@ -188,13 +200,14 @@ if HALIDE:
 
 # %% tags=["nbval-ignore-output"]
 if HALIDE:
-    print(f"best schedule: {f['best']}, {f['best_speedup']:.1f}x over serial Halide on {cores} cores")
-    print(verdict("000.halide.summary.speedup", ours=f["best_speedup"], here=f"{cores} cores, B={B_table}",
+    print(f"best schedule (fastest median): {f['best']}, {table['cmp'].speedup(f['best']):.1f}x over serial Halide "
+          f"(median of the pairs) on {cores} core(s)")
+    print(verdict("000.halide.summary.speedup", ours=table["cmp"].speedup(f["best"]), here=f"{cores} cores, B={B_table}",
                   reasons=[(cores < 16, f"{cores} cores here, not {claims.claim('000.halide.fig12.parallel_ideal').value:.0f}: "
                                          f"threads can add at most {cores}x"),
                            (B_table < claims.claim("000.task.batch").value,
                             f"batch {B_table}, not {claims.claim('000.task.batch').value:.0f}: less work per product")],
-                  noise=getattr(table["cmp"], "noise", None)))
+                  noise=table["cmp"].noise, interval=table["cmp"].speedup_interval(f["best"])))
 
 # %% [markdown]
 # ## Fig. 13 and §4.9 · Specialised element-wise stages; one expression instead of two stages
@@ -208,10 +221,17 @@ if HALIDE:
 if HALIDE:
     sp = halide_exp.specialized_vs_best(B_table, n=1000, T=10, repeat=timing.scaled(3, 2))
     print(sp["cmp"].table())
-    for k, label in (("specialized_speedup", "specialised element-wise stages"), ("fused_speedup", "single-expression definitions")):
-        v = sp[k]
-        print(f"{label}: {v:.2f}x the best two-stage schedule -> {'faster' if v > 1 else 'slower'} "
-              f"({'marginal' if abs(v - 1) < 0.1 else 'not marginal'})")
+    for name, label in (("specialized", "specialised element-wise stages"), ("fused", "single-expression definitions")):
+        v, best_name = sp["cmp"].speedup(name), sp["cmp"].baseline
+        if sp["cmp"].faster(name, by=1.1, over=best_name) == "yes":
+            said = "faster by 10% or more in the pairs: not marginal"
+        elif sp["cmp"].faster(best_name, by=1.1, over=name) == "yes":
+            said = "slower by 10% or more in the pairs: not marginal"
+        elif sp["cmp"].faster(name, by=1.1, over=best_name) == "no" and sp["cmp"].faster(best_name, by=1.1, over=name) == "no":
+            said = "within 10% either way in the pairs: marginal, as the seed found"
+        else:
+            said = "the pairs cannot place it against 10%: " + sp["cmp"].said(name, over=best_name)
+        print(f"{label}: {v:.2f}x the best two-stage schedule (median) -> {said}")
 
 # %% [markdown]
 # The single expression `tanh(P + hl.sum(h_prev * W))` computes each output's dot product in one

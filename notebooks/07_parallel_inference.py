@@ -553,6 +553,25 @@ print(seed004.goal("004.goal.compare") + ".  Here: "
               "there is nothing to compare the CUDA kernel's speed with."))
 
 # %% [markdown]
+# ## The chapter on this machine, on one screen
+#
+# The key numbers this run measured, with what its noise check allows ("unreliable" marks a number
+# measured while other programs competed for the cores: read it as a hint, not a result).
+
+# %% tags=["nbval-ignore-output"]
+flag = lambda n: "" if n.ok else " (unreliable run)"  # noqa: E731
+print(f"batching: batched {small['speedup']['batched']:.1f}x the serial loop at B = {small['B']}, "
+      f"{big['speedup']['batched']:.1f}x at B = {big['B']}{flag(big['noise'])}")
+print(f"threads over the batch at B = {big['B']}: {thr_over_batched[-1]:.2f}x the batched pass on one core "
+      f"({min(cores, big['B'])} worker(s)){flag(big['noise'])}")
+print(f"wavefront, {P_here} threads: at best {w_best:.2f}x the layer-by-layer pass (work/span model "
+      f"{max(by_L['model']):.2f}x); a hand-off costs {handoff_share:.2f} of a cell{flag(noise_L)}")
+print(f"P = {Ps[-1]} workers over B = {Bp}: threads {thr_P:.2f}x"
+      + (f", MPI in-job {mpi_P:.2f}x" if mpi_ok else ", MPI not available") + flag(by_P["noise"]))
+print("CUDA kernel: " + (f"{x_cuda:.2f}x the batched numpy pass" if cuda_result["measured"]
+                         else f"not timed (CUDA mode: {cuda_result['mode']})"))
+
+# %% [markdown]
 # ## What we learned
 #
 # * One sequence of an RNN is a chain; parallelism comes from **other sequences** (batch), **other

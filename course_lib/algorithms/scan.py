@@ -27,7 +27,7 @@ Public API
                         (opts ``block``, ``chunk``).
 ``linear_recurrence_backward(a, h, h0, grad_h, *, method=...)`` -> (grad_a, grad_x, grad_h0)
 ``phase_steps(a, x, h0=None, *, chunks)``   the chunked scan's three phases as separate callables
-``choose_chunks(T, N, threads)``, ``choose_lanes(N, itemsize)``, ``chunk_steps(N, itemsize)``
+``choose_chunks(T, N, threads)``, ``choose_lanes(N, itemsize, vector_bytes)``, ``chunk_steps(N, itemsize)``
                                         the splits ``"chunked"`` uses by default
 ``kernel_for(a, x, *, method, threads, **opts)``  the name of the kernel a call runs
                                         (the numba kernels live in :mod:`.scan_kernels`)
@@ -293,17 +293,19 @@ def chunk_steps(n: int, itemsize: int, cache_bytes: int = 3 << 19) -> int:
     return max(8, cache_bytes // (2 * n * itemsize))
 
 
-def choose_lanes(n: int, itemsize: int = 4) -> int:
+def choose_lanes(n: int, itemsize: int = 4, vector_bytes: int | None = None) -> int:
     """SIMD lanes per channel for ``method="chunked"``: with ``n`` channels of ``itemsize`` bytes
-    the channel loop fills ``n * itemsize`` bytes of a 64-byte (AVX-512) vector. Up to 16 bytes
-    (float32: H <= 4) the loop is latency-bound and the vector mostly idle, so each channel gets
-    the largest power of two ``<= 64 / (n * itemsize)`` lanes over time; wider rows already fill
-    the vector (1: no lanes). Lanes are a power of two: the windows double in length."""
+    the channel loop fills ``n * itemsize`` bytes of a ``vector_bytes`` vector (default: this
+    CPU's, :func:`course_lib.core.backend.simd_bytes` -- 64 with AVX-512, 32 with AVX2). Up to 16
+    bytes (float32: nh <= 4) the loop is latency-bound and the vector mostly idle, so each channel
+    gets the largest power of two ``<= vector_bytes / (n * itemsize)`` lanes over time; wider rows
+    already fill the vector (1: no lanes). Lanes are a power of two: the windows double in length."""
     n = check_positive_int(n, "n")
     itemsize = check_positive_int(itemsize, "itemsize")
-    if n * itemsize > 16:
+    vector_bytes = backend.simd_bytes() if vector_bytes is None else check_positive_int(vector_bytes, "vector_bytes")
+    if n * itemsize > 16 or n * itemsize > vector_bytes:
         return 1
-    return 1 << int(math.log2(64 // (n * itemsize)))
+    return 1 << int(math.log2(vector_bytes // (n * itemsize)))
 
 
 def choose_chunks(T: int, N: int = 1, threads: int | None = None) -> int:

@@ -46,6 +46,7 @@ __all__ = [
     "cpu_count",
     "cpu_model",
     "blas_vector_bits",
+    "simd_bytes",
 ]
 
 
@@ -322,6 +323,13 @@ def _simd_flags() -> str:
     return "unknown"
 
 
+def simd_bytes() -> int:
+    """Width in bytes of this CPU's widest float vectors, read from its flags: 64 with AVX-512
+    (16 float32 lanes), 32 with AVX/AVX2 (8 lanes), else 16 (SSE/NEON: 4 lanes)."""
+    flags = _simd_flags().split()
+    return 64 if "avx512f" in flags else 32 if ("avx2" in flags or "avx" in flags) else 16
+
+
 def _blas_info() -> tuple[str, int | None]:
     try:
         from threadpoolctl import threadpool_info
@@ -361,8 +369,7 @@ def blas_vector_bits() -> dict:
                       None)
     except Exception:  # pragma: no cover
         pass
-    flags = _simd_flags().split()
-    cpu_bits = 512 if "avx512f" in flags else 256 if ("avx2" in flags or "avx" in flags) else 128
+    cpu_bits = 8 * simd_bytes()
     return {"blas": blas, "kernel": kernel,
             "kernel_bits": _KERNEL_BITS.get(str(kernel).lower()) if kernel else None,
             "cpu_bits": cpu_bits, "coretype_env": os.environ.get("OPENBLAS_CORETYPE")}

@@ -31,7 +31,7 @@ from ..core.validate import check_choice, check_positive_int
 from ..models import lstm, lstm_lm
 from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
-__all__ = ["step_time", "method_times", "profile_step", "profile_training", "overhead_vs_batch",
+__all__ = ["step_time", "method_times", "fused_baseline", "profile_step", "profile_training", "overhead_vs_batch",
            "latency_vs_batch", "layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
 
 
@@ -70,6 +70,38 @@ def step_time(batch: int, nh: int, nx: int, T: int = 10, *, method: str = "fused
     p, X = _random_problem(batch, nh, nx, T, dtype)
     run = _runner(p, X, method, backward, np.ones((T, batch, nh), p.dtype))
     return measure(run, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1).median / T
+
+
+def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3, torch_module=None) -> dict:
+    """Seed 003's cuDNN-like fused baseline, on a CPU: ``torch.nn.LSTM`` (oneDNN's fused LSTM) beside
+    ``naive`` (the framework default: many small calls) and ``fused_pre``, forward, float32, one thread.
+
+    Returns ``{"available": False, "why": str}`` where torch is not installed; else ``{"available": True,
+    "ms_per_step": {name: ms}, "comparison": Comparison}`` with names ``"naive"``, ``"fused_pre"`` and
+    ``"torch"``. ``torch_module``: the module to use instead of ``import torch`` (tests pass a stand-in)."""
+    batch, nh, nx, T = _shape(batch, nh, nx, T)
+    torch = torch_module
+    if torch is None:
+        try:
+            import torch  # noqa: PLC0415
+        except ImportError as exc:
+            return {"available": False, "why": f"torch is not installed ({exc})"}
+    p, X = _random_problem(batch, nh, nx, T, "float32")
+    module, Xt = p.to_torch() if torch_module is None else torch.nn.LSTM(nx, nh), torch.from_numpy(X)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+
+    def run_torch():
+        with torch.no_grad():
+            module(Xt)
+    try:
+        cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1, baseline="naive",
+                      naive=_runner(p, X, "naive", False, None), fused_pre=_runner(p, X, "fused_pre", False, None),
+                      torch=run_torch)
+    finally:
+        torch.set_num_threads(threads)
+    return {"available": True, "ms_per_step": {k: t.median / T * 1e3 for k, t in cmp.timings.items()},
+            "comparison": cmp}
 
 
 def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METHODS, dtype="float32",

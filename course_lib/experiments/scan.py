@@ -65,7 +65,7 @@ def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "cha
     """Each method against the sequential loop at every T in ``sizes``, H channels, float32, results
     written into one preallocated array (a fresh result array costs page faults that threads cannot
     share). Returns ``{"nh", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
-    "speedup": {method: x sequential}}], "noise"}``."""
+    "speedup": {method: x sequential}, "comparison": that T's Comparison}], "noise"}``."""
     nh = check_positive_int(nh, "nh")
     sizes = [check_positive_int(T, "sizes[i]") for T in sizes]
     for m in methods:
@@ -80,7 +80,7 @@ def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "cha
         secs = {k: t.median for k, t in cmp.timings.items()}
         nbytes = 3 * a.nbytes
         rows.append({"T": T, "seconds": secs, "gbs": {k: nbytes / v / 1e9 for k, v in secs.items()},
-                     "speedup": {k: cmp.speedup(k) for k in secs}})
+                     "speedup": {k: cmp.speedup(k) for k in secs}, "comparison": cmp})
     return {"nh": nh, "rows": rows, "noise": noise}
 
 
@@ -110,8 +110,11 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
     ``"channels"`` (parallel over channels) and ``"chunked"`` (parallel over time, SIMD lanes for few
     channels) are timed interleaved. The winner is the fastest method, but the sequential loop keeps
     the cell unless another method is at least 5% faster (on small problems ``"chunked"`` *is* the
-    sequential loop, and a coin toss should not paint the map). Returns ``{"Ts", "Hs", "cells":
-    {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name}}, "noise"}``."""
+    sequential loop, and a coin toss should not paint the map). ``"decided"`` says whether the
+    interleaved pairs support that winner on their own (busy machine or not): another method at
+    least 5% faster in the pairs' interval, or the sequential loop not beaten by 5% by either.
+    Returns ``{"Ts", "Hs", "cells": {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name,
+    "decided": bool}}, "noise"}``."""
     Ts = [check_positive_int(T, "Ts[i]") for T in Ts]
     Hs = [check_positive_int(H, "Hs[i]") for H in Hs]
     max_elements = check_positive_int(max_elements, "max_elements")
@@ -127,7 +130,11 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
             secs = {k: t.median for k, t in cmp.timings.items()}
             best = min(secs, key=secs.get)
             winner = best if cmp.speedup(best) >= 1.05 else "sequential"
-            cells[(T, H)] = {"seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs}, "winner": winner}
+            others = [k for k in secs if k != cmp.baseline]
+            decided = (cmp.faster(winner, by=1.05) == "yes" if winner != cmp.baseline
+                       else all(cmp.faster(k, by=1.05) == "no" for k in others))
+            cells[(T, H)] = {"seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs}, "winner": winner,
+                             "decided": decided}
     return {"Ts": Ts, "Hs": Hs, "cells": cells, "noise": noise}
 
 
@@ -324,6 +331,7 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int 
             "scan_seconds": {m: sc.timings[m].median for m in methods},
             "scan_speedup": {m: sc.speedup(m) for m in methods},
             "scan_share": share, "amdahl": amdahl, "cap": 1.0 / max(1e-9, 1 - share),
+            "layer_interval": {m: lay.speedup_interval(m) for m in methods if m != base},
             "noise": lay.noise | sc.noise}
 
 

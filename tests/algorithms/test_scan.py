@@ -181,8 +181,21 @@ def test_phase_steps_and_choose_chunks():
 
 
 def test_choose_lanes():
-    assert [scan.choose_lanes(n, 4) for n in (1, 2, 3, 4, 5, 8, 128)] == [16, 8, 4, 4, 1, 1, 1]
-    assert [scan.choose_lanes(n, 8) for n in (1, 2, 3)] == [8, 4, 1]
+    assert [scan.choose_lanes(n, 4, 64) for n in (1, 2, 3, 4, 5, 8, 128)] == [16, 8, 4, 4, 1, 1, 1]
+    assert [scan.choose_lanes(n, 8, 64) for n in (1, 2, 3)] == [8, 4, 1]
+    # AVX2 (32-byte vectors): 8 float32 lanes at most, as issue 23 found on a Zen 3
+    assert [scan.choose_lanes(n, 4, 32) for n in (1, 2, 3, 4, 5)] == [8, 4, 2, 2, 1]
+    assert [scan.choose_lanes(n, 4, 16) for n in (1, 2, 4)] == [4, 2, 1]
+
+
+def test_choose_lanes_reads_the_vector_width_from_the_cpu(monkeypatch):
+    monkeypatch.setattr(backend, "_simd_flags", lambda: "sse4_2 avx avx2 fma")
+    assert backend.simd_bytes() == 32 and scan.choose_lanes(1, 4) == 8
+    monkeypatch.setattr(backend, "_simd_flags", lambda: "sse4_2 avx avx2 fma avx512f")
+    assert backend.simd_bytes() == 64 and scan.choose_lanes(1, 4) == 16
+    monkeypatch.setattr(backend, "_simd_flags", lambda: "unknown")
+    assert backend.simd_bytes() == 16 and scan.choose_lanes(1, 4) == 4
+    raises_naming(ValueError, "vector_bytes", lambda: scan.choose_lanes(1, 4, 0))
 
 
 # --------------------------------------------------------------------------- bad input

@@ -127,7 +127,6 @@ def _picked_lists(block, where: str) -> list[str]:
 KNOWN = {
     "notebooks/04_tiling_simd.py": 1,       # behind >= 1.5
     "notebooks/05_threads_fusion.py": 4,    # fusion_speedup > 4, < 1; saving % < seed / 2; run_ratio < 1.5
-    "notebooks/08_scan.py": 2,              # frac > 2 * seed, frac < seed / 2
 }
 
 

@@ -128,3 +128,66 @@ def test_profile_training_rejects_bad_sizes():
         E.profile_training(0, 8)
     with pytest.raises(ValueError, match="T"):
         E.profile_training(2, 8, T=0)
+
+
+# --------------------------------------------------------------------------- seed 003's fused baseline
+class _StandInTorch:
+    """Just the torch calls fused_baseline makes; its "LSTM" is our fused_pre layer (numpy)."""
+
+    def __init__(self):
+        self.threads, self.set_calls, self.calls = 4, [], 0
+        outer = self
+
+        class LSTM:
+            def __init__(self, nx, nh):
+                self.p = lstm.init_params(nx, nh, seed=0, dtype=np.float32)
+
+            def __call__(self, X):
+                outer.calls += 1
+                return lstm.lstm_forward(self.p, X, method="fused_pre")
+
+        class nn:  # noqa: N801
+            pass
+        nn.LSTM = LSTM
+        self.nn = nn
+
+    def from_numpy(self, a):
+        return a
+
+    def no_grad(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+    def get_num_threads(self):
+        return self.threads
+
+    def set_num_threads(self, n):
+        self.set_calls.append(n)
+        self.threads = n
+
+
+def test_fused_baseline_times_torch_beside_our_methods_with_a_stand_in():
+    fake = _StandInTorch()
+    r = E.fused_baseline(2, 4, 3, T=3, repeat=2, torch_module=fake)
+    assert r["available"] and set(r["ms_per_step"]) == {"naive", "fused_pre", "torch"}
+    assert fake.calls >= 2 and all(v > 0 for v in r["ms_per_step"].values())
+    assert fake.set_calls == [1, 4] and fake.threads == 4        # one thread while timing, then restored
+    assert r["comparison"].faster("torch", over="naive") in ("yes", "no", "cannot tell")
+
+
+def test_fused_baseline_says_why_without_torch(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", None)            # import torch -> ImportError
+    r = E.fused_baseline(2, 4, 3, T=2)
+    assert r == {"available": False, "why": r["why"]} and "torch is not installed" in r["why"]
+
+
+def test_fused_baseline_with_real_torch():
+    pytest.importorskip("torch")
+    r = E.fused_baseline(4, 8, 8, T=3, repeat=2)
+    assert r["available"] and r["ms_per_step"]["torch"] > 0
+
+
+def test_fused_baseline_bad_input():
+    from helpers import raises_naming
+    raises_naming(ValueError, "nh", E.fused_baseline, 2, 0, 3)
