@@ -330,8 +330,8 @@ if HALIDE:
 #
 # * The algorithm/schedule split makes the seed's experiments one-line changes; the numbers never move.
 # * Which schedule wins is a property of the machine and the sizes: rerun this notebook elsewhere
-#   and the table can reorder. The verdict lines above say, from measured facts, where this
-#   machine agrees with the seed's Xeon Phi and where not.
+#   and the table can reorder. The verdict cells above compare, from measured facts, where this
+#   machine agrees with the seed's Xeon Phi and where not -- or say what this run cannot decide.
 # * Compile once, run many times: a compiler inside the training loop costs more than the loop.
 # * Worksheet 06: write a schedule for the hidden-state product yourself, and fuse two stages into one.
 #

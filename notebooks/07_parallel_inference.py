@@ -282,7 +282,8 @@ print(v_openmp)
 # from the serial loop because it computes the input projection $X U^\top$ of all $T$ steps in
 # one GEMM. The thread pool splits the batch into one slice per core; each slice is a smaller
 # GEMM with one BLAS thread, and starting the pool and splitting the batch costs a fixed time per
-# call -- the printout above says whether the slices were large enough to pay for it here.
+# call -- the cell above compares the two, or says that this run cannot decide whether the slices
+# were large enough to pay for it here.
 #
 # ## Experiment 2 · Speedup vs layers: the wavefront (seed §4: communication between threads)
 #

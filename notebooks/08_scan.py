@@ -792,7 +792,7 @@ if mpi_ok:
         two = next(r for r in sp["rows"] if r["kind"] == kind and r["ranks"] == 2)
         exch = max(two["exscan"], sp["alpha_s"] + two["message_bytes"] / (1e9 * sp["beta_gbs"]))
         print(f"{kind}: one step costs {1e9 * per_step:.0f} ns on one rank and the exchange {1e6 * exch:.0f} µs "
-              f"(the measured exscan, waiting for the slower rank included), so 2 ranks pay once T/2 steps cost well "
+              f"(the measured exscan, waiting for the last rank included), so 2 ranks pay once T/2 steps cost well "
               f"above it: T >> {2 * exch / per_step:,.0f} (plus MPI start-up, once per job)")
 else:
     print("MPI is not available here:", mpi_why)

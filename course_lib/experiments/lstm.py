@@ -83,7 +83,7 @@ def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3
     torch = torch_module
     if torch is None:
         try:
-            import torch  # noqa: PLC0415
+            import torch
         except ImportError as exc:
             return {"available": False, "why": f"torch is not installed ({exc})"}
     p, X = _random_problem(batch, nh, nx, T, "float32")

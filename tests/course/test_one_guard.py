@@ -18,7 +18,7 @@ Markdown may not point at a line that may not print: "the verdict lines above sa
 printed above", "the line above says which won" -- a verdict that abstains prints no such line, so the
 cell itself must say what can be concluded.
 
-``ALLOWED`` lists the known hits in chapters other helpers own (issue 23 wave 3); the lead empties it.
+``ALLOWED`` is empty: a hit may only be waived here with a reason (a deterministic statement, not a measurement).
 """
 from __future__ import annotations
 
@@ -43,19 +43,8 @@ GUARD_WORDS = re.compile(r"noise|^ok$|^reliable$|^concluded$|^busy$", re.I)  # n
 DANGLING = re.compile(r"\b(verdicts?|reasons?|lines?|printout|conclusions?)\b(\s+printed)?\s+above\b|"
                       r"\b(reasons?|verdicts?)\s+(is|are)\s+printed\s+above\b|\bprinted\s+(verdicts?|reasons?)\b", re.I)
 
-# Known hits in chapters 06-12, left to their owners (wave 3); 'path:print|md:word' -> what it is. The lead empties it.
-ALLOWED = {
-    # owned by the chapter 06 helper (issue 23: 06 cells 11, 15, 17)
-    "notebooks/06_halide.py:print:helps": "'tiling alone over serial ... -> tiling helps' from one unguarded ratio",
-    "notebooks/06_halide.py:print:hurts": "'tiled+parallel over parallel ... hurts' from one unguarded ratio",
-    "notebooks/06_halide.py:print:faster": "'{label}: ...x the best two-stage schedule -> faster/slower' unguarded",
-    "notebooks/06_halide.py:md:lines above": "'The verdict lines above say ...' (they may abstain)",
-    # owned by the chapter 07 helper
-    "notebooks/07_parallel_inference.py:md:printout above": "'the printout above says whether the slices ...'",
-    # owned by the chapter 08 helper
-    "notebooks/08_scan.py:print:slower": "per-rank step vs exchange line, unguarded",
-    "notebooks/08_scan.py:md:verdict above": "'the verdict above says how it compares' (it may abstain)",
-}
+# Waived hits, 'path:print|md:word' -> why the sentence is not a conclusion from a measurement. Empty.
+ALLOWED: dict[str, str] = {}
 
 
 def _name(node) -> str:
