@@ -13,7 +13,7 @@ import course_lib.models
 import course_lib.parallel
 from course_lib.core.optim import Adam
 from course_lib.core.params import Params
-from course_lib.models import gru, linear_rnn, lstm, lstm_lm, mingru, rnn, softmax_rnn
+from course_lib.models import diag_gru, gru, linear_rnn, lstm, lstm_lm, mingru, rnn, softmax_rnn
 from course_lib.models import charlm
 from course_lib.parallel import deer
 
@@ -54,6 +54,7 @@ def _examples():
         lstm_lm.LMParams: lstm_lm.init_lm(3, 4, seed=0, dtype=np.float64),
         gru.GRUParams: gru.init_params(3, 4, seed=0, dtype=np.float64),
         gru.GRUClassifierParams: gru.init_classifier(3, 4, 2, seed=0, dtype=np.float64),
+        diag_gru.DiagGRUParams: diag_gru.init_params(3, 4, seed=0),
         mingru.MinGRUParams: mingru.init_params("mingru", 3, 4, seed=0),
         mingru.MinLSTMParams: mingru.init_params("minlstm", 3, 4, seed=0),
         linear_rnn.GILRParams: linear_rnn.init_params("gilr_lstm", 3, 4, seed=0),
@@ -228,3 +229,15 @@ def test_graders_compare_params_by_name():
     q.layers[1].W[0, 0] += 1.0
     msg = compare_outputs(q, p, name="grads", time_axis=None)
     assert msg is not None and "grads.layers.1.W" in msg
+
+
+@pytest.mark.parametrize("method", ["sequential", "quasi"])
+def test_diag_gru_backward_returns_diaggruparams(method):
+    p = diag_gru.init_params(3, 4, seed=0)
+    X = np.random.default_rng(0).standard_normal((5, 2, 3))
+    Hs = diag_gru.forward(p, X, method="sequential")
+    grads, dh0 = diag_gru.backward(p, X, Hs, np.ones_like(Hs), method=method)
+    assert type(grads) is diag_gru.DiagGRUParams and grads.names() == p.names()
+    assert [g.shape for g in grads.arrays()] == [a.shape for a in p.arrays()] and dh0.shape == (2, 4)
+    _, _, g2 = diag_gru.loss_and_grads(p, X, np.zeros(2, dtype=int))
+    assert type(g2) is diag_gru.DiagGRUParams
