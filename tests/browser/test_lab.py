@@ -8,51 +8,20 @@ Screenshots land in test-artifacts/browser/.
 """
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from . import labdriver as L
+
+ROOT = L.ROOT
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = pytest.mark.browser
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get_json(url: str, timeout: float = 5.0):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return json.loads(r.read().decode())
-
-
-def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last_exc = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:  # server not up yet, element not there yet
-            last_exc = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last_exc})")
 
 
 @pytest.fixture(scope="module")
@@ -65,45 +34,8 @@ def lab_server(tmp_path_factory):
     (served / "notebooks").mkdir(parents=True)
     for name in ("00_setup.ipynb", "00_setup.py", "02_bptt.ipynb", "02_bptt.py"):
         shutil.copy(ROOT / "notebooks" / name, served / "notebooks" / name)
-    shutil.copy(ROOT / "jupyter_server_config.json", served / "jupyter_server_config.json")  # as `make lab` uses it
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ)
-    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                     ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython"),
-                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("JUPYTERLAB_SETTINGS_DIR", "settings")):
-        (tmp / sub).mkdir()
-        env[var] = str(tmp / sub)
-    # no "get notified about Jupyter news?" pop-up over the page
-    notify = tmp / "settings" / "@jupyterlab" / "apputils-extension"
-    notify.mkdir(parents=True)
-    (notify / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--ServerApp.token={token}", f"--ServerApp.root_dir={served}", "--ServerApp.open_browser=False",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           f"--config={served / 'jupyter_server_config.json'}"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = open(tmp / "server.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=served)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait(lambda: proc.poll() is None and _get_json(f"{base}/api/status?token={token}"), 90,
-              "the Jupyter server to answer /api/status")
-        yield {"base": base, "token": token, "tmp": tmp, "proc": proc}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-
-
-def _kernel_ready(base: str, token: str) -> bool:
-    kernels = _get_json(f"{base}/api/kernels?token={token}")
-    return any(k.get("execution_state") == "idle" and k.get("connections", 0) >= 1 for k in kernels)
+    with L.lab_server(served, tmp) as server:   # the same server the panel walk uses
+        yield server
 
 
 def _widget_text(page) -> str:
@@ -124,7 +56,7 @@ def test_unrun_notebook_is_readable_and_each_chapter_listed_once(lab_server):
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     base, token = lab_server["base"], lab_server["token"]
-    listing = _get_json(f"{base}/api/contents/notebooks?token={token}")
+    listing = L.get_json(f"{base}/api/contents/notebooks?token={token}")
     names = sorted(item["name"] for item in listing["content"])
     assert names == ["00_setup.ipynb", "02_bptt.ipynb"], names
     with sync_playwright() as p:
@@ -136,7 +68,7 @@ def test_unrun_notebook_is_readable_and_each_chapter_listed_once(lab_server):
             page.set_default_timeout(60_000)
             page.goto(f"{base}/lab/tree/notebooks/02_bptt.ipynb?token={token}&reset")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
-            _wait(lambda: page.locator(".jp-OutputArea-output").count() > 3, 60, "the stored outputs to render")
+            L.wait(lambda: page.locator(".jp-OutputArea-output").count() > 3, 60, "the stored outputs to render")
             cells = page.locator(".jp-Notebook .jp-Cell")
 
             def outputs_text():  # JupyterLab renders cells lazily: visit each one, then read them all
@@ -147,7 +79,7 @@ def test_unrun_notebook_is_readable_and_each_chapter_listed_once(lab_server):
                 joined = " ".join(texts)
                 return joined if "run this cell" in joined else ""
 
-            text = _wait(outputs_text, 90, "the slider panel's placeholder to be shown")
+            text = L.wait(outputs_text, 90, "the slider panel's placeholder to be shown")
             page.screenshot(path=str(ARTIFACTS / "02_bptt_unrun.png"), full_page=False)
             assert "VBox(children=" not in text and "IntSlider(value=" not in text, text[-400:]
         finally:
@@ -169,13 +101,13 @@ def test_setup_notebook_runs_and_slider_updates(lab_server):
             page.goto(f"{base}/lab/tree/notebooks/00_setup.ipynb?token={token}&reset")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
             # A Run All clicked before the kernel is connected is silently dropped: wait for it.
-            _wait(lambda: _kernel_ready(base, token), 120, "an idle kernel with a connection")
+            L.wait(lambda: L.kernel_ready(base, token), 120, "an idle kernel with a connection")
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
 
-            _wait(lambda: _widget_text(page), 180, "the slider panel's printed line after Run All")
-            _wait(lambda: not page.locator(".jp-InputPrompt", has_text="[*]").count()
-                  and _kernel_ready(base, token), 180, "all cells to finish")
+            L.wait(lambda: _widget_text(page), 180, "the slider panel's printed line after Run All")
+            L.wait(lambda: not page.locator(".jp-InputPrompt", has_text="[*]").count()
+                  and L.kernel_ready(base, token), 180, "all cells to finish")
             before_text, before_img = _widget_text(page), _widget_plot_src(page)
             page.locator(".widget-slider").first.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "00_setup_after_run_all.png"), full_page=False)
@@ -198,8 +130,8 @@ def test_setup_notebook_runs_and_slider_updates(lab_server):
                 text = _widget_text(page)
                 return readout != "256" and text.startswith(f"n = {readout}:") and text
 
-            after_text = _wait(settled, 120, "the printed line to follow the slider")
-            _wait(lambda: _widget_plot_src(page) not in ("", before_img), 60, "the plot to change")
+            after_text = L.wait(settled, 120, "the printed line to follow the slider")
+            L.wait(lambda: _widget_plot_src(page) not in ("", before_img), 60, "the plot to change")
             readout = page.locator(".widget-readout").first.inner_text().strip()
             assert after_text.startswith(f"n = {readout}:"), (after_text, readout)
             assert readout != "256"
