@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: lab test test-browser install-lab install-test kernel chromium notebooks exercises grade bench report \
-        clean book test-book install-book node lint
+        clean book test-book install-book node lint test-one-core
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -103,6 +103,15 @@ lint: install-test
 test: lint install-test kernel chromium
 	COURSE_BUDGET=$(TEST_BUDGET) $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 	  tests notebooks solutions \
+	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# Every notebook and worksheet once more on ONE core (taskset -c 0, one numba/BLAS/OpenMP thread), as a
+# student with one core runs them: nothing compared by nbval may depend on the core count. .ci/run calls it after
+# `make test`; about 2.5 minutes on a quiet machine.
+test-one-core: install-test kernel
+	@command -v taskset >/dev/null 2>&1 || { echo "taskset (util-linux) is missing: cannot pin to one core"; exit 1; }
+	COURSE_BUDGET=$(TEST_BUDGET) NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+	  taskset -c 0 $(BIN)/python -m pytest -ra -p no:xdist notebooks solutions \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # The browser walk alone (tests/browser/test_panels.py, also part of `make test`): every lecture notebook
