@@ -12,7 +12,9 @@ version (:mod:`course_lib.parallel.mgrit_mpi`) never time anything.
 ``time_axis(Ts, batch, P, ...)``          -- data parallelism vs the time axis: serial GRU time vs T, whole batch vs B/P
 ``forward_speed(params, X, ...)``     -- serial vs MGRIT (1 thread, threads) in one process, interleaved
 ``speedup_vs_length(Ts, ...)``        -- serial vs MGRIT over MPI ranks for each sequence length, with the model
+``layouts(T, cores)`` / ``fastest_layout`` -- the hybrid layout: MGRIT over ranks x threads per rank, every fit
 ``train_compare(runs, data, seeds)``  -- train classic / implicit / MGRIT-implicit GRUs, test accuracy per seed
+``batch_accuracy(data, batches)``     -- seed 002's caveat: test accuracy vs mini-batch size at a fixed epoch budget
 """
 from __future__ import annotations
 
@@ -38,6 +40,9 @@ __all__ = [
     "forward_speed",
     "speedup_vs_length",
     "train_compare",
+    "layouts",
+    "fastest_layout",
+    "batch_accuracy",
 ]
 
 
@@ -231,6 +236,73 @@ def speedup_vs_length(Ts, *, ranks: int = 2, batch: int = 16, nh: int = 64, nx: 
     return out
 
 
+def layouts(T: int = 256, *, cores: int | None = None, batch: int = 16, nh: int = 64, nx: int = 8, m: int = 4,
+            levels: int = 2, iters: int = 2, repeat: int = 3, timeout: float = 120.0) -> dict:
+    """The seed's hybrid layout, MPI ranks x threads per rank, on this machine: MGRIT's implicit-GRU
+    forward (``iters`` iterations) timed for every ``(ranks, threads)`` with ``ranks * threads <= cores``
+    (``cores`` defaults to the cores this process may use), each inside its own MPI job on rank 0's clock
+    (``mgrit_mpi.solve(..., ranks, threads, repeat)``, start-up excluded). Layouts needing more workers than
+    cores are listed in ``"not_run"``, not run. Without MPI only ``ranks = 1`` runs, in this process.
+
+    Returns ``{"rows": [{"ranks", "threads", "times": [s], "median", "noise"}], "not_run": [(r, t)],
+    "cores", "method": "mpi" | "threads", "max_error": max |U - serial MGRIT| over the layouts}``."""
+    T = check_positive_int(T, "T")
+    cores = backend.cpu_count() if cores is None else check_positive_int(cores, "cores")
+    repeat = check_int(repeat, "repeat", low=1)
+    ok, _ = mpi_available()
+    method = "mpi" if ok else "threads"
+    opts = dict(m=m, levels=levels, relax="FCF", max_iter=iters, tol=0.0)
+    p = gru.init_params(nx, nh, seed=0, dtype=np.float64)
+    X = np.random.default_rng(T).standard_normal((T, batch, nx))
+    h0 = np.zeros((batch, nh))
+    with backend.blas_threads(1):
+        ref = gru.gru_forward(p, X, h0, implicit=True, method="mgrit", **opts)
+    wanted = [(r, t) for r in (1, 2, 4) for t in (1, 2, 4)]
+    out = {"rows": [], "not_run": [], "cores": cores, "method": method, "max_error": 0.0}
+    for r, t in wanted:
+        if r * t > cores or (r > 1 and method != "mpi"):
+            out["not_run"].append((r, t))
+            continue
+        if method == "mpi":
+            from ..parallel import mgrit_mpi
+
+            U, _, info = mgrit_mpi.solve({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True}, T,
+                                         ranks=r, threads=t, repeat=repeat, timeout=timeout, **opts)
+            times, H = info["solve_times"], U[1:]
+            n = timing.Noise(spread=_spread(times), others=info["others"])
+            n.add(len(times) >= 3 and n.spread > timing.SPREAD_LIMIT, f"MPI repeats spread by {n.spread:.0%}")
+            excess = None if info["others"] is None else info["others"] - (r * t - 1)
+            if excess is not None:
+                n.add(excess > timing.OTHERS_LIMIT, f"other processes kept {excess:.1f} core(s) busy beside the job")
+        else:
+            with backend.blas_threads(1):
+                H = gru.gru_forward(p, X, h0, implicit=True, method="mgrit", threads=t, **opts)
+                tm = timing.measure(lambda: gru.gru_forward(p, X, h0, implicit=True, method="mgrit", threads=t,
+                                                            **opts), repeat=repeat, number=1)
+            times, n = list(tm.times), tm.noise
+        out["max_error"] = max(out["max_error"], float(np.abs(H - ref).max()))
+        out["rows"].append({"ranks": r, "threads": t, "times": [float(x) for x in times],
+                            "median": float(np.median(times)), "noise": n})
+    return out
+
+
+def fastest_layout(res: dict) -> tuple[str, str]:
+    """``(decision, sentence)`` from :func:`layouts`: the fastest layout when every run was reliable and its
+    slowest repeat beats every other layout's fastest repeat ("clear"); otherwise "cannot tell" and why."""
+    rows = res["rows"]
+    if len(rows) < 2:
+        return "cannot tell", f"only {len(rows)} layout fits {res['cores']} core(s): nothing to compare"
+    bad = [f"{r['ranks']}x{r['threads']}: " + "; ".join(r["noise"].reasons) for r in rows if not r["noise"].ok]
+    if bad:
+        return "cannot tell", "unreliable runs (" + " | ".join(bad) + ")"
+    best = min(rows, key=lambda r: r["median"])
+    rest = [r for r in rows if r is not best]
+    if max(best["times"]) < min(min(r["times"]) for r in rest):
+        return "clear", (f"{best['ranks']} rank(s) x {best['threads']} thread(s): every repeat of it took less than "
+                         f"every repeat of the other layouts")
+    return "cannot tell", "the repeats of the fastest layouts overlap"
+
+
 def _spread(times) -> float:
     times = sorted(times)
     if len(times) < 2 or times[len(times) // 2] <= 0:
@@ -285,4 +357,23 @@ def train_compare(runs: dict, data, *, seeds=(0, 1, 2), nh: int = 16, epochs: in
             res["loss"].append(float(np.mean(last)))
             res["seconds"].append(r.seconds)
         out[name] = res
+    return out
+
+
+def batch_accuracy(data, batches, *, seeds=(0, 1, 2), nh: int = 16, epochs: int = 8, lr: float = 2e-2,
+                   clip: float = 1.0) -> dict:
+    """Seed 002's data-parallel caveat, measured: the serial classic GRU trained with each mini-batch size in
+    ``batches`` for the same number of epochs (the same samples seen; a larger batch takes fewer, larger
+    steps), Adam at the same ``lr``. Returns ``{batch: {"acc": [per seed], "loss", "seconds", "updates"}}``,
+    ``updates`` = optimizer steps taken (``epochs * ceil(N / batch)``)."""
+    batches = _check_seq(batches, "batches", check_positive_int)
+    n_train = len(data[1]) if isinstance(data, (tuple, list)) and len(data) == 4 else 0
+    out = {}
+    for b in batches:
+        if n_train and b > n_train:
+            raise ValueError(f"batches: {b} is larger than the {n_train} training sequences")
+        res = train_compare({b: dict(implicit=False)}, data, seeds=seeds, nh=nh, epochs=epochs, batch=b, lr=lr,
+                            clip=clip)[b]
+        res["updates"] = epochs * math.ceil(n_train / b) if n_train else None
+        out[b] = res
     return out

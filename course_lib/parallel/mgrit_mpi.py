@@ -11,7 +11,9 @@ threaded solver runs -- given a :class:`RankPartition` instead of a ``ThreadPart
 * coarse-grid correction: the C-point values and residuals are gathered on rank 0, which runs the
   coarse levels (the same FAS code) and scatters the corrected C-values back (XBraid distributes the
   coarse levels too; here they stay on rank 0, which the work/span model counts);
-* residual norms and the divergence check are ``allreduce``-d, so every rank stops together.
+* residual norms and the divergence check are ``allreduce``-d, so every rank stops together;
+* ``threads > 1`` splits each rank's own F- and C-relaxation over that many threads (the seed's hybrid layout,
+  4 MPI ranks x 9 OpenMP threads per node): ``ranks * threads`` workers in all.
 
 The arithmetic of every step is the one-process solver's, so ``U`` equals it bit for bit for any
 number of ranks.
@@ -22,7 +24,7 @@ From Python (a subprocess under ``mpiexec -n P`` via :func:`course_lib.core.mpi.
                              m=4, levels=2, relax="F", max_iter=5, tol=0.0)
     solve({"kind": "gru", "params": p, "X": X, "h0": h0, "implicit": True, "dt": 1.0}, nt=T, ...)
 
-``info`` holds ``wall_s`` (MPI start-up included), ``ranks``, ``steps`` (time steps taken by all
+``info`` holds ``wall_s`` (MPI start-up included), ``ranks``, ``threads``, ``steps`` (time steps taken by all
 ranks together) and, when ``repeat > 0`` was asked for, ``solve_times`` (seconds of each timed solve
 on rank 0's clock, between barriers, start-up excluded) and ``others`` (cores other processes kept
 busy meanwhile, seen from rank 0 -- the other ranks included). A rank that raises or hangs makes :func:`solve` raise
@@ -37,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..algorithms.mgrit import CYCLES, MGRIT, RELAXATIONS, Partition, dahlquist_step, hierarchy
+from ..algorithms.mgrit import CYCLES, MGRIT, RELAXATIONS, Partition, ThreadPartition, dahlquist_step, hierarchy
 from ..core.mpi import MPIFailed, launch, worker_main
 from ..core.timing import measure
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int, to_builtin
@@ -56,11 +58,13 @@ def block_range(n: int, size: int, rank: int) -> tuple[int, int]:
 
 
 class RankPartition(Partition):
-    """The fine level's C-intervals split in contiguous blocks over the ranks of ``comm``."""
+    """The fine level's C-intervals split in contiguous blocks over the ranks of ``comm``; inside a rank,
+    ``threads`` threads share the rank's block (the seed's hybrid layout: MPI ranks x OpenMP threads)."""
 
-    def __init__(self, comm, nc: int, m: int):
+    def __init__(self, comm, nc: int, m: int, threads: int = 1):
         super().__init__(nc)
         m = check_int(m, "m", low=2)
+        self.threads = check_positive_int(threads, "threads")
         if not all(hasattr(comm, a) for a in ("Get_rank", "Get_size", "gather", "scatter")):
             raise TypeError(f"comm: expected an MPI communicator (mpi4py.MPI.COMM_WORLD), got {type(comm).__name__}")
         self.comm = comm
@@ -74,6 +78,13 @@ class RankPartition(Partition):
         self.cpoints = range(max(a, 1), b + (1 if self.last else 0))
         self.owned_c = range(a, b + (1 if self.last else 0))  # C-values this rank holds
         self.points = range(a * m, b * m + (1 if self.last else 0))  # time points this rank owns
+        self._local = ThreadPartition(nc, self.threads)  # splits this rank's intervals over its threads
+
+    def map(self, fn, items: range) -> None:
+        self._local.map(fn, items)
+
+    def close(self) -> None:
+        self._local.close()
 
     def exchange(self, U, m: int) -> None:
         reqs = []
@@ -156,6 +167,7 @@ def check_job(work, rest) -> None:
     sizes = hierarchy(nt, m, levels)
     MGRIT(lambda u, i, level: u, **opts)  # the remaining options, checked by the solver itself
     check_int(spec.get("repeat", 0), "spec.json repeat", low=0)
+    check_positive_int(spec.get("threads", 1), "spec.json threads")
     ranks = spec.get("ranks")
     if ranks is not None:
         ranks = check_int(ranks, "spec.json ranks", low=1, high=sizes[1])
@@ -204,7 +216,7 @@ def body(comm, work, status, rest) -> None:
     step, u0 = _build_step(spec["problem"], arrays, opts["m"])
     solver = MGRIT(step, **opts)
     nt = spec["nt"]
-    part = RankPartition(comm, nt // opts["m"], opts["m"])
+    part = RankPartition(comm, nt // opts["m"], opts["m"], threads=spec.get("threads", 1))
     U, history = solver.iterate(u0, nt, part, status=status)
     extra = {}
     if spec.get("repeat", 0) > 0:
@@ -219,6 +231,7 @@ def body(comm, work, status, rest) -> None:
         extra = {"solve_times": np.array(t.times),
                  "others": np.array(np.nan if t.noise.others is None else t.noise.others)}
     steps = part.allreduce(float(solver.steps_taken), "sum")
+    part.close()
     if rank == 0:
         np.savez(work / "result.npz", U=U, history=np.array(history, dtype=np.float64),
                  steps=np.array(steps), **extra)
@@ -232,8 +245,10 @@ def main(argv=None) -> int:
 # --------------------------------------------------------------------------- the launcher side
 def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2, relax: str = "FCF",
           max_iter: int = 10, tol: float = 1e-8, cycle: str = "V", repeat: int = 0, timeout: float = 60.0,
-          fail_rank: int | None = None, hang_rank: int | None = None):
-    """Run MGRIT on ``problem`` over ``ranks`` MPI ranks; returns ``(U, history, info)``.
+          threads: int = 1, fail_rank: int | None = None, hang_rank: int | None = None):
+    """Run MGRIT on ``problem`` over ``ranks`` MPI ranks, each F-relaxing its block of C-intervals with
+    ``threads`` threads (``ranks * threads`` workers in all: keep it at most the cores you have); returns
+    ``(U, history, info)``.
 
     ``problem`` is ``{"kind": "dahlquist", "lam", "dt", "u0"}`` or ``{"kind": "gru", "params"
     (GRUParams), "X" (nt, B, nx), "h0" (B, H), "implicit", "dt"}``. ``U`` has shape
@@ -241,6 +256,7 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
     ``timeout`` seconds, or when MPI is not installed; ``fail_rank`` / ``hang_rank`` inject a failure.
     """
     ranks = check_positive_int(ranks, "ranks")
+    threads = check_positive_int(threads, "threads")
     nt = check_positive_int(nt, "nt")
     relax = check_choice(relax, "relax", RELAXATIONS)
     cycle = check_choice(cycle, "cycle", CYCLES)
@@ -262,7 +278,7 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
     if not isinstance(problem, dict) or "kind" not in problem:
         raise TypeError("problem: expected a dict with a 'kind' ('dahlquist' or 'gru')")
     check_choice(problem["kind"], "problem['kind']", ("dahlquist", "gru"))
-    spec = {"nt": nt, "ranks": ranks, "repeat": repeat, "fail_rank": fail_rank, "hang_rank": hang_rank,
+    spec = {"nt": nt, "ranks": ranks, "threads": threads, "repeat": repeat, "fail_rank": fail_rank, "hang_rank": hang_rank,
             "mgrit": {"m": m, "levels": levels, "relax": relax, "cycle": cycle,
                       "max_iter": max_iter, "tol": tol}}
     arrays = {}
@@ -304,7 +320,7 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
 
     res, run = launch(MODULE, ranks=ranks, prepare=prepare, collect=collect, timeout=timeout)
     others = float(res["others"]) if "others" in res and np.isfinite(res["others"]) else None
-    info = {"wall_s": run.wall, "ranks": ranks, "steps": float(res["steps"]),
+    info = {"wall_s": run.wall, "ranks": ranks, "threads": threads, "steps": float(res["steps"]),
             "solve_times": [float(x) for x in res["solve_times"]] if "solve_times" in res else [],
             "others": others, "command": " ".join(str(c) for c in run.command)}
     return res["U"], [float(x) for x in res["history"]], info

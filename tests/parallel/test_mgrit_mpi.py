@@ -50,6 +50,48 @@ def test_rank_partition_is_a_partition_and_the_loop_is_shared():
     assert "def _iterate" not in open(MP.__file__).read() and "for it in range" not in open(MP.__file__).read()
 
 
+def test_rank_partition_threads_split_the_ranks_block_and_equal_one_thread():
+    # the hybrid layout: inside a rank, threads share its C-intervals; the arithmetic (and U) is unchanged
+    class OneRank:
+        def Get_rank(self):
+            return 0
+
+        def Get_size(self):
+            return 1
+
+        def gather(self, x, root=0):
+            return [x]
+
+        def scatter(self, x, root=0):
+            return x[0]
+
+    seen = []
+    part = MP.RankPartition(OneRank(), 16, 4, threads=3)
+    part.map(lambda r: seen.append(r), range(0, 16))
+    assert sorted(seen, key=lambda r: r.start) == [range(0, 5), range(5, 10), range(10, 16)]
+    part.allreduce = lambda x, op="sum": float(x)
+    step = mgrit.dahlquist_step(-1.0, 0.1, 4)
+    kw = dict(m=4, levels=2, relax="FCF", max_iter=3, tol=0.0)
+    U, _ = mgrit.MGRIT(step, **kw).iterate(np.ones(1), 64, part)
+    part.close()
+    Us, _ = mgrit.MGRIT(step, **kw).solve(np.ones(1), 64)
+    assert np.array_equal(U, Us)
+    raises_naming(ValueError, "threads", MP.RankPartition, OneRank(), 16, 4, threads=0)
+    raises_naming((TypeError, ValueError), "threads", MP.solve, DAHL, 64, ranks=2, threads=1.5)
+
+
+@needs_mpi
+def test_two_ranks_two_threads_each_equal_serial_gru():
+    p = gru.init_params(3, 6, seed=1, dtype=np.float64)
+    X = np.random.default_rng(1).standard_normal((32, 2, 3))
+    U, hist, info = MP.solve({"kind": "gru", "params": p, "X": X, "implicit": True}, 32, ranks=2, threads=2, m=4,
+                             levels=2, relax="FCF", max_iter=3, tol=0.0, timeout=60)
+    Hs, hs = gru.gru_forward(p, X, None, implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=3,
+                             tol=0.0, return_history=True)
+    assert np.array_equal(U[1:], Hs) and info["threads"] == 2 and info["ranks"] == 2
+    np.testing.assert_allclose(hist, hs, rtol=1e-12)
+
+
 @needs_mpi
 @pytest.mark.parametrize("relax,levels,cycle", [("F", 2, "V"), ("FCF", 3, "V"), ("FCF", 3, "F")])
 def test_two_ranks_equal_serial_dahlquist(relax, levels, cycle):
