@@ -371,6 +371,25 @@ scan_plots.phase_split_bars(splits)
 plt.show()
 
 # %% [markdown]
+# The seed also looked *inside* reduce and expand: "in the reduction kernel, the first phase, in which
+# the values inside each warp are reduced takes the most time, and likewise for the phase inside the
+# warp for the expand kernel. This is as expected because the within-warp procedures operate on the
+# most number of elements." Our kernels have the same two phases: each CUDA thread composes its chunk
+# serially (the within-warp phase), then the block combines one pair per thread in shared memory. The
+# kernels count the elements each phase works on (one atomic add per thread per phase), so this is a
+# count, valid in the simulator and on a GPU alike. **Predict:** for `chunk` steps per thread, how many
+# times more elements does the within-thread phase handle than the block phase?
+
+# %%
+for blk, ch in ((16, 4), (32, 64)):
+    a, x, h0 = scan.random_problem(blk * ch * 2, 2, seed=0, dtype="float64")
+    pc = scan_cuda.phase_counts(a, x, h0, block=blk, chunk=ch)
+    print(f"block {blk}, chunk {ch}, T = {len(a)}, 2 channels: reduce -- within-thread {pc['reduce_thread']} "
+          f"elements, block tree {pc['reduce_block']}; expand -- block tree {pc['expand_block']}, within-thread "
+          f"{pc['expand_thread']}: the within-thread phases handle {pc['reduce_thread'] / pc['reduce_block']:.0f}x "
+          "the elements of the block phases")
+
+# %% [markdown]
 # In the seed's split the scan of the carries is negligible -- which is why the seed concludes that
 # a better scan algorithm cannot help further; only the memory traffic of reduce and expand
 # matters. Compare the bars above: does that hold on this CPU too?

@@ -15,7 +15,7 @@ Two things live here, structured like seed 001's kernels:
    block carries; tiny) and ``expand_kernel`` (each block scans its threads' pairs from its carry,
    then each thread re-runs its chunk writing ``h``). :func:`linear_recurrence_cuda` runs all
    three; :func:`phase_steps` hands them out one by one (``course_lib.experiments.scan.cuda_phases``
-   times them).
+   times them); :func:`phase_counts` returns the elements each phase worked on, counted by the kernels.
 
 Launch sizes use the course's CUDA vocabulary: ``block`` = CUDA threads per block, ``grid`` =
 blocks (here ``(grid, N)``: blocks along time, one row of blocks per channel); ``chunk`` = time
@@ -41,6 +41,7 @@ __all__ = [
     "expand_kernel",
     "linear_recurrence_cuda",
     "phase_steps",
+    "phase_counts",
     "plan",
 ]
 
@@ -134,11 +135,12 @@ def run_block_kernel(kernel, a, x, h0=None):
 
 # --------------------------------------------------------------------------- 2. reduce / carries / expand
 @cuda.jit
-def reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b):
+def reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b, counts):
     """Launched ``[(grid, N), block]``. Thread k of block b owns steps
     ``[(b*block + k)*chunk, ... + chunk)`` of channel ``blockIdx.y``: it composes them serially
     (thread phase), stores its pair in ``thr_*``, then the block composes its threads' pairs
-    in shared memory (block phase) into ``blk_*[b]``."""
+    in shared memory (block phase) into ``blk_*[b]``. ``counts`` (int64, 4) counts the elements each
+    phase works on: ``counts[0]`` += this thread's steps, ``counts[1]`` += its one shared-memory slot."""
     sa = cuda.shared.array(BLOCK_MAX, float64)
     sb = cuda.shared.array(BLOCK_MAX, float64)
     T = a.shape[0]
@@ -149,11 +151,15 @@ def reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b):
     s = g * chunk
     pa = 1.0
     pb = 0.0
+    e = s
     for t in range(s, min(s + chunk, T)):
         pb = a[t, c] * pb + x[t, c]
         pa = pa * a[t, c]
         if abs(pa) < 1e-30:
             pa = 0.0  # flush: subnormal products are slow on CPUs and GPUs alike (NaN stays NaN)
+        e += 1
+    cuda.atomic.add(counts, 0, e - s)  # one atomic per thread per phase: the counts cost (almost) nothing
+    cuda.atomic.add(counts, 1, 1)
     thr_a[g, c] = pa
     thr_b[g, c] = pb
     sa[i] = pa
@@ -185,10 +191,11 @@ def carry_kernel(blk_a, blk_b, h0, carry):
 
 
 @cuda.jit
-def expand_kernel(a, x, chunk, thr_a, thr_b, carry, h):
+def expand_kernel(a, x, chunk, thr_a, thr_b, carry, h, counts):
     """Same grid as :func:`reduce_kernel`: the block scans its threads' pairs (exclusive Blelloch
     in shared memory) to find each thread's starting h from the block carry, then every thread
-    runs the recurrence over its chunk writing ``h``."""
+    runs the recurrence over its chunk writing ``h``. ``counts[2]`` += the thread's shared-memory slot
+    (block phase), ``counts[3]`` += its steps (thread phase)."""
     sa = cuda.shared.array(BLOCK_MAX, float64)
     sb = cuda.shared.array(BLOCK_MAX, float64)
     T = a.shape[0]
@@ -201,10 +208,14 @@ def expand_kernel(a, x, chunk, thr_a, thr_b, carry, h):
     cuda.syncthreads()
     block_exclusive_scan(sa, sb, i, n)
     prev = sa[i] * carry[cuda.blockIdx.x, c] + sb[i]
+    cuda.atomic.add(counts, 2, 1)
     s = g * chunk
+    e = s
     for t in range(s, min(s + chunk, T)):
         prev = a[t, c] * prev + x[t, c]
         h[t, c] = prev
+        e += 1
+    cuda.atomic.add(counts, 3, e - s)
 
 
 def plan(T: int, block: int | None = None, chunk: int | None = None) -> tuple[int, int, int]:
@@ -251,9 +262,10 @@ def phase_steps(a, x, h0=None, *, block: int | None = None, chunk: int | None = 
     blk_b = _device_array((grid, N), a.dtype)
     carry = _device_array((grid, N), a.dtype)
     d_h = _device_array((T, N), a.dtype)
+    d_counts = _to_device(np.zeros(4, np.int64))
 
     def reduce():
-        reduce_kernel[(grid, N), block](d_a, d_x, chunk, thr_a, thr_b, blk_a, blk_b)
+        reduce_kernel[(grid, N), block](d_a, d_x, chunk, thr_a, thr_b, blk_a, blk_b, d_counts)
         _synchronize()
 
     def scan():
@@ -261,11 +273,28 @@ def phase_steps(a, x, h0=None, *, block: int | None = None, chunk: int | None = 
         _synchronize()
 
     def expand():
-        expand_kernel[(grid, N), block](d_a, d_x, chunk, thr_a, thr_b, carry, d_h)
+        expand_kernel[(grid, N), block](d_a, d_x, chunk, thr_a, thr_b, carry, d_h, d_counts)
         _synchronize()
 
+    def counts() -> dict:
+        c = d_counts.copy_to_host()
+        return {"reduce_thread": int(c[0]), "reduce_block": int(c[1]), "expand_block": int(c[2]),
+                "expand_thread": int(c[3])}
+
     return {"block": block, "chunk": chunk, "grid": grid, "reduce": reduce, "scan": scan, "expand": expand,
-            "result": d_h.copy_to_host}
+            "result": d_h.copy_to_host, "counts": counts}
+
+
+def phase_counts(a, x, h0=None, *, block: int | None = None, chunk: int | None = None) -> dict:
+    """Seed 001's per-phase picture, counted by the kernels themselves: run reduce / carries / expand once
+    and return the elements each phase of reduce and expand worked on -- ``"reduce_thread"`` /
+    ``"expand_thread"`` (the serial chunk each CUDA thread composes: the seed's within-warp phase) and
+    ``"reduce_block"`` / ``"expand_block"`` (the shared-memory tree over the block's threads) -- with
+    ``"block"``, ``"chunk"``, ``"grid"``. Valid on a GPU and in the simulator alike (counts, not times)."""
+    steps = phase_steps(a, x, h0, block=block, chunk=chunk)
+    for p in ("reduce", "scan", "expand"):
+        steps[p]()
+    return {**steps["counts"](), "block": steps["block"], "chunk": steps["chunk"], "grid": steps["grid"]}
 
 
 def linear_recurrence_cuda(a, x, h0=None, *, block: int | None = None, chunk: int | None = None):

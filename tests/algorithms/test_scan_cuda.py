@@ -48,6 +48,16 @@ def test_phase_steps_and_plan():
     assert scan_cuda.plan(100, 8, 5) == (8, 5, 3)
 
 
+@pytest.mark.parametrize("T,N,block,chunk", [(256, 2, 16, 4), (250, 3, 8, 4), (7, 1, 4, 3)])
+def test_phase_counts_are_counted_by_the_kernels(T, N, block, chunk):
+    # the thread phases touch every step once; the block phases one shared-memory slot per CUDA thread
+    a, x, h0 = scan.random_problem(T, N, seed=1, dtype="float64")
+    c = scan_cuda.phase_counts(a, x, h0, block=block, chunk=chunk)
+    assert c["reduce_thread"] == c["expand_thread"] == T * N
+    assert c["reduce_block"] == c["expand_block"] == c["grid"] * block * N
+    assert (c["block"], c["chunk"]) == (block, chunk)
+
+
 def test_bad_inputs():
     a, x, h0 = scan.random_problem(6, 2, seed=0)
     with pytest.raises(ValueError, match="block size \\(T\\): expected a power of two, got 6"):
