@@ -179,7 +179,8 @@ newton_family_checks.check_picard_step(picard_step)
 #
 # **Measure:** the check runs Jacobi on three diagonal GRUs (contracting, weakly contracting, near-critical),
 # measures each K\* against the sequential unroll, and prints your prediction beside it. **Verdict:**
-# accepted within 20 % of the measured K\* or 2 iterations (whichever is larger): $\lambda$ is the
+# accepted within a fifth of the measured K\* (`newton_family_checks.KSTAR_REL`) or two iterations,
+# whichever is larger: $\lambda$ is the
 # *average* growth per step, while the error is set by the worst stretch of the sequence, so the measured
 # K\* can sit a little above the prediction. A prediction that ignores the exponent is rejected.
 

@@ -316,7 +316,10 @@ for name, d in fk.items():
 
 # %% [markdown]
 # **The d³ vs d cost, measured:** one Newton iteration of the dense GRU (matrix scan) against the
-# diagonal GRU (element-wise scan), same T and H.
+# diagonal GRU (element-wise scan) and ParaLSTM (`models/para_lstm.py`: element-wise recurrent terms in
+# all four gates, so each unit's pair $(c, h)$ has a 2x2 Jacobian block and the scan combines 2x2
+# matrices), same T and H. **Predict:** which of the two designed cells is cheaper per iteration, and
+# does either's cost grow like the dense GRU's as H goes from 8 to 32?
 
 # %% tags=["nbval-ignore-output"]
 its = newton_kstar_exp.iteration_seconds((8, 32), T=1024)
@@ -324,6 +327,8 @@ for nh_, cmp_ in its.items():
     print(f"H = {nh_}:")
     print(cmp_.table())
     print("  ", cmp_.said("diag_gru", over="dense_gru"))
+    print("  ", cmp_.said("para_lstm", over="dense_gru"))
+    print("  ", cmp_.said("diag_gru", over="para_lstm"))
 c = CLAIMS["beyond.pararnn.speedup"]
 print(claims.show(c.id))
 print("Not compared: that is a GPU kernel against a naive sequential loop at 7B-parameter scale; here we "
@@ -340,7 +345,8 @@ print("Not compared: that is a GPU kernel against a naive sequential loop at 7B-
 # - The full-Jacobian scan costs $O(H^3)$ per step: a slowdown on few cores, and the speedup collapses with H.
 # - minGRU avoids Newton altogether; its log-space scan is elegant but drifts in float32.
 # - Newton, quasi, Picard and Jacobi are one iteration with a different $A_t$; a cell with a diagonal
-#   Jacobian (ParaGRU) makes quasi exact Newton and the scan element-wise; K\*(T) is the number to compare.
+#   Jacobian (ParaGRU) or 2x2 blocks (ParaLSTM) makes the structured (quasi) scan exact Newton and cheap per
+#   iteration; K\*(T) is the number to compare.
 #
 # Worksheet: [exercises/11_newton.ipynb](../exercises/11_newton.ipynb).
 # Next: [12 · which parallelism when](12_which_parallelism.ipynb).

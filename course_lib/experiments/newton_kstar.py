@@ -13,7 +13,8 @@ compares (Gonzalez et al., TMLR 2026; ParaRNN, ICLR 2026 fixes K = 3). Three cel
 ``measure(cell, T, tol, method=...)`` -> K* of any member of the family at one T, with the cell's
 largest Lyapunov exponent and the starting error (what a prediction of K* needs);
 ``fixed_vs_tolerance(cell, T, K)`` -> error and seconds of K fixed iterations vs run-to-tolerance;
-``iteration_seconds(nhs, T)`` -> ``timing.compare`` of one Newton iteration, dense vs diagonal GRU.
+``iteration_seconds(nhs, T)`` -> ``timing.compare`` of one Newton iteration: dense GRU, diagonal GRU,
+ParaLSTM (2x2 blocks).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import numpy as np
 from ..algorithms import newton as _newton
 from ..core import timing
 from ..core.validate import check_choice, check_float, check_int, check_positive_int
-from ..models import diag_gru, gru, mingru
+from ..models import diag_gru, gru, mingru, para_lstm
 from ..models import jacobians as _jx
 from ..parallel import deer
 
@@ -154,16 +155,22 @@ def fixed_vs_tolerance(cell: str = "diag_gru", T: int = 4096, *, K: int = 3, tol
 
 def iteration_seconds(nhs=(8, 32), *, T: int = 1024, batch: int = 2, seed: int = 0) -> dict:
     """``{nh: Comparison}``: one Newton iteration of the dense GRU (nh x nh Jacobians, matrix scan)
-    vs the diagonal GRU (element-wise scan) at the same T, batch and nh (``timing.compare``)."""
+    vs the diagonal GRU (element-wise scan) vs ParaLSTM (:mod:`course_lib.models.para_lstm`: 2x2
+    blocks per unit, a scan of 2x2 matrices) at the same T, batch and nh (``timing.compare``)."""
     out = {}
     for nh in nhs:
         nh = check_positive_int(nh, "nh")
         sd = cell_system("gru", T, nh=nh, batch=batch, seed=seed)
         sg = cell_system("diag_gru", T, nh=nh, batch=batch, seed=seed)
         Hd = np.zeros((T,) + sd["h0"].shape)
+        pl = para_lstm.init_params(3, nh, seed=seed)
+        GI = np.random.default_rng(seed + 1).standard_normal((T, batch, 3)) @ pl.W_x + pl.b
+        f_pl, jac_pl, _, _ = para_lstm.system(pl)
+        S0, Sd = np.zeros((batch, nh, 2)), np.zeros((T, batch, nh, 2))
 
         def step(s, m):
             return lambda: _newton.newton_step(s["f"], s["jac"], s["h0"], s["inputs"], Hd, method=m,
                                                jac_diag=s["jac_diag"])
-        out[nh] = timing.compare(dense_gru=step(sd, "newton"), diag_gru=step(sg, "quasi"), repeat=3)
+        out[nh] = timing.compare(dense_gru=step(sd, "newton"), diag_gru=step(sg, "quasi"),
+                                 para_lstm=lambda: _newton.newton_step(f_pl, jac_pl, S0, GI, Sd), repeat=3)
     return out
