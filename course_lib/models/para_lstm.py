@@ -1,7 +1,9 @@
 """An LSTM designed for parallel Newton: element-wise recurrent terms, a 2x2 block-diagonal Jacobian (models/).
 
 ParaRNN (Danieli et al., Apple, ICLR 2026; code ``apple/ml-pararnn``) makes the LSTM's recurrent
-terms element-wise ("ParaLSTM"), like the GRU of :mod:`course_lib.models.diag_gru`. Row-vector maths,
+terms element-wise ("ParaLSTM"), like the GRU of :mod:`course_lib.models.diag_gru`. ParaRNN's released
+cell also couples the input and forget gates (CIFG) and adds peephole terms on c; this one keeps the four
+gates of the course's LSTM -- the Jacobian has the same 2x2 block structure. Row-vector maths,
 time-major ``X (T, B, nx)``, gates from one input GEMM plus element-wise recurrent terms::
 
     i_t = sigmoid(x_t W_i + u_i * h_{t-1} + b_i)      f_t = sigmoid(x_t W_f + u_f * h_{t-1} + b_f)
