@@ -32,11 +32,10 @@ from ...experiments import newton_kstar
 from ...models import diag_gru, gru, jacobians
 from ...parallel import deer
 from .core import Case, ExerciseFailed, check_function, passed
-from .newton import toy_system
 from .scan import TraceEscape, dependency_depths, dependency_traced
 
-__all__ = ["check_picard_step", "check_predict_kstar", "picard_span", "KSTAR_CELLS", "KSTAR_REL", "KSTAR_ABS",
-           "SPAN_TS"]
+__all__ = ["check_picard_step", "check_predict_kstar", "picard_span", "measured_kstar", "tanh_cell",
+           "KSTAR_CELLS", "KSTAR_REL", "KSTAR_ABS", "SPAN_TS"]
 
 SPAN_TS = (64, 1024)        # 11.6: the span is measured at these T
 KSTAR_REL = 0.2             # 11.7: accepted relative deviation from the measured K*
@@ -47,17 +46,26 @@ KSTAR_CELLS = (("contracting", 1, 0.5, 128, 1e-4), ("weakly contracting", 1, 3.0
 
 
 # --------------------------------------------------------------------------- 11.6
+def tanh_cell(nh: int, scale: float, seed: int = 0):
+    """``f(H_prev, X) = tanh(H_prev W^T + X)`` with ``W ~ N(0, scale^2 / nh)``: a dense test cell."""
+    W = np.random.default_rng(seed).standard_normal((nh, nh)) * scale / np.sqrt(nh)
+
+    def f(Hp, X):
+        return np.tanh(Hp @ W.T + X)
+    return f
+
+
 def _picard_reference(f, h0, X, H):
     return newton.newton_step(f, None, h0, X, H, method="picard")[0]
 
 
 def _picard_cases() -> list:
     out = []
-    f, _ = toy_system(3, 1.2, 0)
+    f = tanh_cell(3, 1.2, 0)
     rng = np.random.default_rng(60)
     out.append(Case(dict(f=f, h0=rng.standard_normal((2, 3)), X=rng.standard_normal((1, 2, 3)),
                          H=rng.standard_normal((1, 2, 3))), label="tanh cell, T=1, B=2, nh=3"))
-    f, _ = toy_system(2, 0.5, 1)
+    f = tanh_cell(2, 0.5, 1)
     out.append(Case(dict(f=f, h0=0.5 * rng.standard_normal((1, 2)), X=rng.standard_normal((64, 1, 2)),
                          H=rng.standard_normal((64, 1, 2))), label="tanh cell, T=64, B=1, nh=2"))
     p = diag_gru.init_params(3, 4, seed=2)

@@ -82,7 +82,7 @@ def test_the_solutions_pass(capsys):
 
 def test_the_prefix_form_is_the_loops_picard_step():
     """The worksheet's formula is the one iteration with A = I (not only on the check's cells)."""
-    f, _ = checks.toy_system(4, 0.9, 5)
+    f = checks.tanh_cell(4, 0.9, 5)
     rng = np.random.default_rng(0)
     for T in (1, 2, 7, 100):
         h0, X, H = rng.standard_normal((3, 4)), rng.standard_normal((T, 3, 4)), rng.standard_normal((T, 3, 4))
