@@ -24,14 +24,19 @@
 # time. Conventions as in
 # `course_lib.algorithms.newton`: `H` is `(T, B, H)`, `H[t]` the state after input `X[t]`, `h0` `(B, H)`;
 # Jacobians use column convention, `J[..., i, j] = d h_t[i] / d h_{t-1}[j]`. The checks name the
-# iteration, the time step, the gate and the entry where your answer first differs.
+# iteration, the time step, the gate and the entry where your answer first differs. Exercises 11.6 and
+# 11.7 take the chapter's fixed-point family further: Picard as a parallel prefix sum, and K\* predicted
+# from the Lyapunov exponent.
 
 # %%
+import math
+
 import numpy as np
 
 from course_lib.algorithms import matrix_scan, scan
 from course_lib.models import jacobians
 from course_lib.teaching.checks import newton as newton_checks
+from course_lib.teaching.checks import newton_family as newton_family_checks
 
 # %% [markdown]
 # ## Exercise 11.1 · The (A, b) combine
@@ -125,3 +130,65 @@ def quasi_step(f, jac_diag, h0, X, H):
 
 # %% tags=["raises-exception"]
 newton_checks.check_quasi_step(quasi_step)
+
+
+# %% [markdown]
+# ## Exercise 11.6 · Picard is a prefix sum
+#
+# The chapter's one iteration is $h^{(i+1)}_t = f(h^{(i)}_{t-1}, x_t) + A_t\,(h^{(i+1)}_{t-1} - h^{(i)}_{t-1})$.
+# With $A_t = I$ (Picard) the new state at $t$ is the new state at $t-1$ plus a term that uses only the
+# *old* iterate. Unroll it down to the fixed $h_0$ (both iterates start there):
+#
+# $$h^{(i+1)}_t = h_0 + \sum_{s \le t} \big(f(h^{(i)}_{s-1}, x_s) - h^{(i)}_{s-1}\big)$$
+#
+# -- $f$ at every step at once (parallel over $t$), then one **prefix sum**. With the worksheet's arrays:
+# `H_prev = (h0, H[0], ..., H[T-2])`, `D = f(H_prev, X) - H_prev`, `H_new = h0 + prefix_sum(D)`.
+#
+# **Predict:** `np.cumsum` computes the right numbers. How long is its chain of dependent additions for
+# $T$ steps? And for a prefix sum that adds `S[k:] += S[:-k]` for $k = 1, 2, 4, \dots$?
+#
+# Write `picard_step(f, h0, X, H)` returning `H_new` `(T, B, H)`, without changing `H`. **Measure:** the
+# check compares it with the course's loop (`newton.newton_step(..., method="picard")`, four cells,
+# float64), then runs it on *traced* numbers (the tracer of exercise 8.5) at $T = 64$ and $T = 1024$ and
+# counts the longest chain of dependent operations -- the span. **Verdict:** it passes only if the span
+# grows like $\log T$: a loop over $t$ and `np.cumsum` (numpy adds one term after another) are
+# rejected as a sequential span.
+
+# %% tags=["solution", "raises-exception"]
+def picard_step(f, h0, X, H):
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.6: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+newton_family_checks.check_picard_step(picard_step)
+
+# %% [markdown]
+# ## Exercise 11.7 · Predict K\* from the Lyapunov exponent
+#
+# Jacobi ($A_t = 0$) sets $h^{(i+1)}_t = f(h^{(i)}_{t-1}, x_t)$ for every $t$ at once. Its error
+# $e^{(i)}_t = h^{(i)}_t - h^*_t$ obeys, to first order, $e^{(i+1)}_t \approx J_t\, e^{(i)}_{t-1}$: each
+# iteration pushes the error one step along the sequence through one Jacobian. After $k$ iterations it has
+# passed through products of $k$ Jacobians, which grow or shrink like $e^{\lambda k}$ -- $\lambda$ the
+# largest Lyapunov exponent, the number the chapter measures (Gonzalez et al. tie the iteration count to
+# it). And after $k$ iterations the first $k$ states are exact, so $K^* \le T$.
+#
+# Write `predict_kstar(lyapunov, T, tol, err0)`: the fewest Jacobi iterations after which the error,
+# starting at `err0` (the largest error of the starting guess), is at most `tol` on a sequence of `T`
+# steps. **Predict** first: what does your formula give for a non-negative exponent?
+#
+# **Measure:** the check runs Jacobi on three diagonal GRUs (contracting, weakly contracting, near-critical),
+# measures each K\* against the sequential unroll, and prints your prediction beside it. **Verdict:**
+# accepted within a fifth of the measured K\* (`newton_family_checks.KSTAR_REL`) or two iterations,
+# whichever is larger: $\lambda$ is the
+# *average* growth per step, while the error is set by the worst stretch of the sequence, so the measured
+# K\* can sit a little above the prediction. A prediction that ignores the exponent is rejected.
+
+# %% tags=["solution", "raises-exception"]
+def predict_kstar(lyapunov, T, tol, err0):
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 11.7: replace this line with your code")
+
+
+# %% tags=["raises-exception"]
+newton_family_checks.check_predict_kstar(predict_kstar)

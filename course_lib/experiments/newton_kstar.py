@@ -10,8 +10,11 @@ compares (Gonzalez et al., TMLR 2026; ParaRNN, ICLR 2026 fixes K = 3). Three cel
 * ``"mingru"``   minGRU: a linear recurrence, so Newton is exact after one iteration.
 
 ``cell_system(cell, T, ...)`` -> the pieces; ``k_star(cell, Ts, tol, dtype)`` -> K* per T;
+``measure(cell, T, tol, method=...)`` -> K* of any member of the family at one T, with the cell's
+largest Lyapunov exponent and the starting error (what a prediction of K* needs);
 ``fixed_vs_tolerance(cell, T, K)`` -> error and seconds of K fixed iterations vs run-to-tolerance;
-``iteration_seconds(nhs, T)`` -> ``timing.compare`` of one Newton iteration, dense vs diagonal GRU.
+``iteration_seconds(nhs, T)`` -> ``timing.compare`` of one Newton iteration: dense GRU, diagonal GRU,
+ParaLSTM (2x2 blocks).
 """
 from __future__ import annotations
 
@@ -22,11 +25,11 @@ import numpy as np
 from ..algorithms import newton as _newton
 from ..core import timing
 from ..core.validate import check_choice, check_float, check_int, check_positive_int
-from ..models import diag_gru, gru, mingru
+from ..models import diag_gru, gru, mingru, para_lstm
 from ..models import jacobians as _jx
 from ..parallel import deer
 
-__all__ = ["CELLS", "cell_system", "k_star", "fixed_vs_tolerance", "iteration_seconds"]
+__all__ = ["CELLS", "cell_system", "measure", "k_star", "fixed_vs_tolerance", "iteration_seconds"]
 
 CELLS = ("gru", "diag_gru", "mingru")
 
@@ -90,6 +93,29 @@ def _errors(s: dict, max_iter: int, init=None, method=None) -> list[float]:
     return errs
 
 
+def measure(cell: str, T: int, *, tol: float = 1e-8, method: str | None = None, dtype="float64", nh: int = 8,
+            batch: int = 2, max_iter: int | None = None, seed: int = 0, scale: float = 1.0) -> dict:
+    """K* of one iteration of the family on one cell at one T, from a zero start:
+    ``{"k_star", "error", "err0", "lyapunov", "T", "method"}``. ``method``: any of
+    ``newton.METHODS`` (default: the cell's exact Newton flavour); ``k_star`` None: not reached
+    within ``max_iter`` (default T + 1: every method is exact after T iterations) or diverged;
+    ``err0`` = max |0 - H_seq|, the error of the start; ``lyapunov``: the largest Lyapunov exponent
+    along the sequential trajectory (per step)."""
+    check_choice(cell, "cell", CELLS)
+    tol = check_float(tol, "tol", low=0.0, low_inclusive=False)
+    if method is not None:
+        check_choice(method, "method", _newton.METHODS)
+    T = check_positive_int(T, "T")
+    max_iter = T + 1 if max_iter is None else check_int(max_iter, "max_iter", low=1)
+    s = cell_system(cell, T, nh=nh, batch=batch, dtype=dtype, seed=seed, scale=scale)
+    errs = _errors(s, min(max_iter, T + 1), method=method)
+    k = next((i for i, e in enumerate(errs) if e <= tol), None)
+    ref = s["reference"]
+    lam = _newton.lyapunov_exponent(s["jac"], ref, np.zeros(ref.shape[1:]), s["inputs"].astype(np.float64))
+    return {"k_star": k, "error": errs[k] if k is not None else errs[-1], "err0": errs[0], "lyapunov": lam,
+            "T": T, "method": method or s["method"]}
+
+
 def k_star(cell: str, Ts=(256, 1024, 4096), *, tol: float = 1e-8, dtype="float64", nh: int = 8, batch: int = 2,
            max_iter: int = 30, seed: int = 0, scale: float = 1.0) -> dict:
     """``{"T": [...], "k_star": [...], "error": [...]}``: K* (None: not reached within ``max_iter``)
@@ -129,16 +155,22 @@ def fixed_vs_tolerance(cell: str = "diag_gru", T: int = 4096, *, K: int = 3, tol
 
 def iteration_seconds(nhs=(8, 32), *, T: int = 1024, batch: int = 2, seed: int = 0) -> dict:
     """``{nh: Comparison}``: one Newton iteration of the dense GRU (nh x nh Jacobians, matrix scan)
-    vs the diagonal GRU (element-wise scan) at the same T, batch and nh (``timing.compare``)."""
+    vs the diagonal GRU (element-wise scan) vs ParaLSTM (:mod:`course_lib.models.para_lstm`: 2x2
+    blocks per unit, a scan of 2x2 matrices) at the same T, batch and nh (``timing.compare``)."""
     out = {}
     for nh in nhs:
         nh = check_positive_int(nh, "nh")
         sd = cell_system("gru", T, nh=nh, batch=batch, seed=seed)
         sg = cell_system("diag_gru", T, nh=nh, batch=batch, seed=seed)
         Hd = np.zeros((T,) + sd["h0"].shape)
+        pl = para_lstm.init_params(3, nh, seed=seed)
+        GI = np.random.default_rng(seed + 1).standard_normal((T, batch, 3)) @ pl.W_x + pl.b
+        f_pl, jac_pl, _, _ = para_lstm.system(pl)
+        S0, Sd = np.zeros((batch, nh, 2)), np.zeros((T, batch, nh, 2))
 
         def step(s, m):
             return lambda: _newton.newton_step(s["f"], s["jac"], s["h0"], s["inputs"], Hd, method=m,
                                                jac_diag=s["jac_diag"])
-        out[nh] = timing.compare(dense_gru=step(sd, "newton"), diag_gru=step(sg, "quasi"), repeat=3)
+        out[nh] = timing.compare(dense_gru=step(sd, "newton"), diag_gru=step(sg, "quasi"),
+                                 para_lstm=lambda: _newton.newton_step(f_pl, jac_pl, S0, GI, Sd), repeat=3)
     return out

@@ -13,7 +13,7 @@ import course_lib.models
 import course_lib.parallel
 from course_lib.core.optim import Adam
 from course_lib.core.params import Params
-from course_lib.models import diag_gru, gru, linear_rnn, lstm, lstm_lm, mingru, rnn, softmax_rnn
+from course_lib.models import diag_gru, gru, linear_rnn, lstm, lstm_lm, mingru, para_lstm, rnn, softmax_rnn
 from course_lib.models import charlm
 from course_lib.parallel import deer
 
@@ -55,6 +55,7 @@ def _examples():
         gru.GRUParams: gru.init_params(3, 4, seed=0, dtype=np.float64),
         gru.GRUClassifierParams: gru.init_classifier(3, 4, 2, seed=0, dtype=np.float64),
         diag_gru.DiagGRUParams: diag_gru.init_params(3, 4, seed=0),
+        para_lstm.ParaLSTMParams: para_lstm.init_params(3, 4, seed=0),
         mingru.MinGRUParams: mingru.init_params("mingru", 3, 4, seed=0),
         mingru.MinLSTMParams: mingru.init_params("minlstm", 3, 4, seed=0),
         linear_rnn.GILRParams: linear_rnn.init_params("gilr_lstm", 3, 4, seed=0),

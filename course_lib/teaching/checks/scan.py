@@ -39,7 +39,8 @@ from .core import Case, ExerciseFailed, check_function, compare_outputs
 from .scan_cuda import SharedMemoryHazard, check_block_kernel, counted_memory, memory_budget, traced_shared_memory
 
 __all__ = ["check_combine", "check_chunked_scan", "check_backward", "check_block_kernel", "check_fast_scan",
-           "scan_span", "traced_shared_memory", "counted_memory", "memory_budget", "SharedMemoryHazard",
+           "scan_span", "dependency_traced", "dependency_depths", "TraceEscape", "traced_shared_memory",
+           "counted_memory", "memory_budget", "SharedMemoryHazard",
            "MIN_SCAN_SPEEDUP"]
 
 MIN_SCAN_SPEEDUP = 1.3     # 8.5: vs the course's method="sequential" at H=1, same run
@@ -191,8 +192,9 @@ def check_backward(student) -> str:
 
 
 # --------------------------------------------------------------------------- 8.5: work and span, traced
-class _TraceEscape(TypeError):
-    pass
+class TraceEscape(TypeError):
+    """A traced number was stored into an array of a fixed float type (the function under trace
+    allocated with ``np.empty(shape)`` instead of the inputs' dtype)."""
 
 
 class _Dep:
@@ -245,7 +247,7 @@ class _Dep:
     __hash__ = None
 
     def __float__(self):
-        raise _TraceEscape("a traced number was stored into an array of a fixed float type")
+        raise TraceEscape("a traced number was stored into an array of a fixed float type")
 
 
 def _dep_array(arr) -> np.ndarray:
@@ -253,6 +255,26 @@ def _dep_array(arr) -> np.ndarray:
     for idx in np.ndindex(arr.shape):
         out[idx] = _Dep(arr[idx])
     return out
+
+
+def dependency_traced(arr) -> np.ndarray:
+    """A copy of ``arr`` as an object array of traced numbers (depth 0): every ``+ - * /`` on them
+    records the longest chain of dependent operations behind its result. Read the chains of a
+    result with :func:`dependency_depths`. numpy's element-wise operations and slicing work on
+    them; a store into a float array raises :class:`TraceEscape`."""
+    return _dep_array(np.asarray(arr, dtype=np.float64))
+
+
+def dependency_depths(out) -> tuple[np.ndarray, np.ndarray]:
+    """``(depths, values)`` of an array of traced numbers (plain numbers count depth 0):
+    ``depths.max()`` is the span of the computation that produced ``out``."""
+    out = np.asarray(out, dtype=object)
+    depth = np.zeros(out.shape, dtype=np.int64)
+    values = np.zeros(out.shape, dtype=np.float64)
+    for idx in np.ndindex(out.shape):
+        e = out[idx]
+        depth[idx], values[idx] = (e.d, e.v) if isinstance(e, _Dep) else (0, float(e))
+    return depth, values
 
 
 def scan_span(student, T: int = 256, nh: int = 2, chunks: int = 16) -> dict:
@@ -271,8 +293,7 @@ def scan_span(student, T: int = 256, nh: int = 2, chunks: int = 16) -> dict:
     h = np.asarray(h, dtype=object)
     if h.shape != (T, nh):
         raise ValueError(f"returned shape {h.shape} on the traced run, expected {(T, nh)}")
-    depth = np.array([[e.d if isinstance(e, _Dep) else 0 for e in row] for row in h])
-    values = np.array([[e.v if isinstance(e, _Dep) else float(e) for e in row] for row in h])
+    depth, values = dependency_depths(h)
     return {"span": int(depth.max()), "work": int(work), "T": T, "nh": nh, "chunks": chunks, "values": values}
 
 
@@ -310,7 +331,7 @@ def check_fast_scan(student, *, chunks: int = 16, min_speedup: float = MIN_SCAN_
         s_many = scan_span(student, T=Ts, chunks=many)
     except NotImplementedError:
         raise
-    except _TraceEscape:
+    except TraceEscape:
         raise ExerciseFailed(
             f"Exercise {ex} failed:\n  the check runs the Python body of your function on arrays of traced numbers "
             "(dtype object) to count its span, and your function stored one into an array of a fixed float "
