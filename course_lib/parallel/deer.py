@@ -19,7 +19,7 @@ import numpy as np
 
 from ..algorithms.newton import (METHODS, NewtonDivergence, gradient, lyapunov_exponent, residual,  # noqa: F401
                                  solve, span_model)
-from ..core.validate import check_array, check_float
+from ..core.validate import check_array, check_bool, check_float
 from ..models import gru as _gru
 from ..models import jacobians as _jx
 from ..models.rnn import RNNParams
@@ -47,14 +47,15 @@ def _h0(h0, batch, nh, dtype):
 
 
 def _check_X(X):
-    return check_array(X, "X", shape=("T", "B", "nx"), min_size={"T": 1})
+    return check_array(X, "X", shape=("T", "B", "nx"), min_size={"T": 1, "B": 1, "nx": 1})
 
 
 # --------------------------------------------------------------------------- GRU
 def gru_system(params, *, implicit: bool = False, gamma: float = 1.0):
     """``(f, jac, jac_diag)`` of the GRU cell for :func:`solve` (inputs: the projection ``GI``)."""
+    _gru.check_params(params)
     gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
-    implicit = bool(implicit)
+    implicit = check_bool(implicit, "implicit")
 
     def f(Hprev, GI):
         return _jx.gru_step(params, Hprev, GI, implicit=implicit, gamma=gamma)

@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched")
+MAX_CELLS = 10_000_000  # cells (l, t) a wavefront schedule may list
 
 
 def _threads(threads, cap: int | None = None) -> int:
@@ -95,6 +96,9 @@ def wavefront_schedule(T: int, L: int) -> list[list[tuple[int, int]]]:
     """
     T = check_positive_int(T, "T")
     L = check_positive_int(L, "L")
+    if T * L > MAX_CELLS:  # a list of Python tuples: beyond this it would take minutes and all memory
+        raise ValueError(f"{'T' if T >= L else 'L'}: too large: the schedule would list T * L = {T * L:.3g} cells; "
+                         f"the limit is {MAX_CELLS:,} (work_span counts them in closed form)")
     return [[(l, d - l) for l in range(max(0, d - T + 1), min(L - 1, d) + 1)] for d in range(T + L - 1)]
 
 
@@ -376,9 +380,21 @@ def work_span(T: int, L: int, P: int | None = None) -> dict:
     out = {"work": T * L, "span": T + L - 1, "parallelism": T * L / (T + L - 1)}
     if P is not None:
         P = check_positive_int(P, "P")
-        steps = sum(math.ceil(len(d) / P) for d in wavefront_schedule(T, L))
+        steps = _wavefront_steps(T, L, P)
         out.update(P=P, steps=steps, speedup=T * L / steps)
     return out
+
+
+def _wavefront_steps(T: int, L: int, P: int) -> int:
+    """``sum_d ceil(|D_d| / P)`` in closed form: the diagonals hold 1, 2, .., a-1 cells, then ``a = min(T, L)``
+    cells ``|T - L| + 1`` times, then a-1, .., 1 (so any T and L count at once)."""
+    a, b = min(T, L), max(T, L)
+
+    def rising(n):  # sum_{k=1..n} ceil(k / P), with n = q P + r
+        q, r = divmod(n, P)
+        return P * q * (q + 1) // 2 + r * (q + 1)
+
+    return 2 * rising(a - 1) + (b - a + 1) * (-(-a // P))
 
 
 def data_parallel_model(batch: int, P: int, t_seq: float, t_comm: float = 0.0, t_fixed: float = 0.0) -> dict:

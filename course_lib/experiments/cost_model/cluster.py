@@ -304,6 +304,9 @@ def mgrit_graph(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int 
     coarse right-hand side) gives each of ``min(P, C_l)`` processors its block of C-intervals; every
     phase waits for the previous one; the coarsest level is a serial march. ``step`` = cost of one
     time step. The first iteration also runs the leading F-sweep (and, for ``"F"``, a residual)."""
+    nt = check_positive_int(nt, "nt")
+    # up front: levels - 1 <= log_m(nt / 2) <= log2(nt) (else m**(levels-1) alone is a huge number to compute)
+    levels = check_int(levels, "levels", low=1, high=max(1, nt.bit_length()))
     sizes = hierarchy(nt, m, levels)
     P = check_positive_int(P, "P")
     iters = check_positive_int(iters, "iters")

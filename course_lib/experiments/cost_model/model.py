@@ -224,7 +224,9 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
 def wavefront_counts(T: int, L: int, P: int) -> dict:
     """Cells, diagonals (span) and barrier steps ``sum_d ceil(|D_d| / P)`` of the layer wavefront, in closed form."""
     T, L, P = check_positive_int(T, "T"), check_positive_int(L, "L"), check_positive_int(P, "P")
-    steps = sum(math.ceil(min(d + 1, L, T, T + L - 1 - d) / P) for d in range(T + L - 1))
+    a, b = min(T, L), max(T, L)  # diagonals: 1, 2, .., a-1 cells, then a cells b-a+1 times, then a-1, .., 1
+    q, r = divmod(a - 1, P)      # sum_{k=1..a-1} ceil(k / P) = P q (q+1) / 2 + r (q+1)
+    steps = 2 * (P * q * (q + 1) // 2 + r * (q + 1)) + (b - a + 1) * -(-a // P)
     return {"work": T * L, "span": T + L - 1, "steps": steps}
 
 
