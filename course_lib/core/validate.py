@@ -46,6 +46,7 @@ __all__ = [
     "check_sizes",
     "check_alloc_of",
     "check_repeat",
+    "check_nonempty",
     "MAX_REPEAT",
 ]
 
@@ -374,3 +375,11 @@ MAX_REPEAT = 1000
 def check_repeat(value: Any, name: str = "repeat", *, high: int = MAX_REPEAT) -> int:
     """A count of timed repeats (rounds, steps): an integer in ``[1, high]``."""
     return check_positive_int(value, name, high=high)
+
+
+def check_nonempty(x: np.ndarray, name: str) -> np.ndarray:
+    """No axis of ``x`` may be empty (a batch of 0 sequences, 0 steps): a mean over it would be NaN."""
+    if 0 in x.shape:
+        axis = x.shape.index(0)
+        raise ValueError(f"{name}: axis {axis} is empty (shape {tuple(x.shape)}); expected at least one element there")
+    return x

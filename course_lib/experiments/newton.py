@@ -21,7 +21,8 @@ import numpy as np
 from ..algorithms import mgrit as _mgrit
 from ..algorithms import newton as _newton
 from ..core import timing
-from ..core.validate import check_alloc, check_bool, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_bool, check_choice, check_float, check_int, check_positive_int,
+                             check_repeat)
 from ..models import gru, jacobians, mingru
 from ..parallel import deer
 
@@ -58,8 +59,10 @@ def _check_T(T, name: str = "T", *, nh: int = 8, batch: int = 4) -> int:
 
 def scaled_gru(nh: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
     """float64 GRU parameters (PyTorch init) with ``W_hh`` multiplied by ``scale``."""
-    p = gru.init_params(nx, nh, seed=seed, dtype=np.float64)
     scale = check_float(scale, "scale", low=0.0)
+    nh, nx = check_positive_int(nh, "nh"), check_positive_int(nx, "nx")
+    check_alloc((3 * nh, max(nh, nx)), np.float64, "nh" if nh >= nx else "nx", what="a weight matrix")
+    p = gru.init_params(nx, nh, seed=check_int(seed, "seed", low=0), dtype=np.float64)
     p = dataclasses.replace(p, W_hh=p.W_hh * scale)
     return p
 
@@ -101,6 +104,7 @@ def predictability(scale: float = 1.0, *, T: int = 256, nh: int = 8, batch: int 
     nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
     T = _check_T(T, nh=nh * nh, batch=batch)
     tol = check_float(tol, "tol", low=0.0)
+    implicit, mgrit = check_bool(implicit, "implicit"), check_bool(mgrit, "mgrit")
     p = scaled_gru(nh, scale, seed=seed)
     X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
     out = {"scale": float(scale), "lyapunov": deer.gru_lyapunov(p, X, implicit=implicit)}
@@ -168,7 +172,8 @@ def time_deer(T: int = 1024, nh: int = 8, batch: int = 4, *, repeat: int = 3, to
     nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
     T = _check_T(T, nh=nh * nh, batch=batch)
     tol = check_float(tol, "tol", low=0.0)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    check_choice(scan, "scan", _newton.matrix_scan.METHODS)
     p = scaled_gru(nh, 1.0, seed=seed)
     X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
     ref = jacobians.gru_serial_numba(p, X)
@@ -211,6 +216,7 @@ def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", nh: int = 8, b
     nh = check_positive_int(nh, "nh")
     batch = check_positive_int(batch, "batch")
     Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, nh=nh, batch=batch))
+    seed = check_int(seed, "seed", low=0)
     out: dict = {"T": list(Ts), **{m: [] for m in mingru.METHODS}}
     p64 = mingru.init_params(kind, 3, nh, seed=seed)
     p32 = p64.astype(np.float32)
@@ -235,8 +241,9 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, nh: int = 16, e
     T_remember = check_int(T_remember, "T_remember", low=2)
     T_activity = check_positive_int(T_activity, "T_activity")
     nh = check_positive_int(nh, "nh")
-    epochs = check_positive_int(epochs, "epochs")
+    epochs = check_positive_int(epochs, "epochs", high=100_000)
     n_train = check_int(n_train, "n_train", low=2)
+    seed = check_int(seed, "seed", low=0)
     check_alloc((max(T_remember, T_activity), n_train, 4), np.float64, "n_train", what="the training inputs")
     from ..data.activity import train_test
     from ..models.linear_rnn import remember_first_batch

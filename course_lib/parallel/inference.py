@@ -202,6 +202,7 @@ def predict_cuda(params: SoftmaxRNNParams, X, *, block: tuple[int, int] | None =
     params = check_params(params)
     X = check_inputs(params, X)
     T, B, _ = X.shape
+    max_simulated = check_positive_int(max_simulated, "max_simulated")
     if backend.cuda_mode() == "unavailable":
         raise RuntimeError("method 'cuda_batched': numba was imported before course_lib and there is no GPU; "
                            "restart and import course_lib first")
@@ -276,7 +277,7 @@ def gather_chunks(chunks) -> np.ndarray:
         raise ValueError(f"chunks: expected a non-empty list of (T, b_r, V) arrays, got {type(chunks).__name__}")
     dims: dict = {}
     for r, ch in enumerate(chunks):
-        check_array(ch, f"chunks[{r}]", shape=("T", None, "V"), dims=dims)
+        check_array(ch, f"chunks[{r}]", shape=("T", None, "V"), dims=dims, min_size={"T": 1, "V": 1})
     return np.concatenate(chunks, axis=1)
 
 
@@ -319,13 +320,15 @@ def run_mpi(params: SoftmaxRNNParams, X, *, ranks: int = 2, timeout: float = 60.
     """
     params = check_params(params)
     X = check_inputs(params, X)
-    ranks = check_positive_int(ranks, "ranks")
-    timeout = check_float(timeout, "timeout", low=0.0, low_inclusive=False)
-    repeat = check_positive_int(repeat, "repeat")
+    ranks = check_positive_int(ranks, "ranks", high=256)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    repeat = check_positive_int(repeat, "repeat", high=1000)
     B = X.shape[1]
     if counts is None:
         counts, _ = split_batch(B, ranks)
     else:
+        if isinstance(counts, (str, bytes)) or not hasattr(counts, "__iter__"):
+            raise TypeError(f"counts: expected a list of {ranks} sequence counts, got {type(counts).__name__} {counts!r}")
         counts = [check_int(c, "counts", low=1) for c in counts]
         if len(counts) != ranks or sum(counts) != B:
             raise ValueError(f"counts: expected {ranks} positive counts summing to B = {B}, got {counts}")

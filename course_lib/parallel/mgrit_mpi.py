@@ -40,7 +40,8 @@ import numpy as np
 from ..algorithms.mgrit import CYCLES, MGRIT, RELAXATIONS, Partition, dahlquist_step, hierarchy
 from ..core.mpi import MPIFailed, launch, worker_main
 from ..core.timing import measure
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int, to_builtin
+from ..core.validate import (MAX_REPEAT, check_array, check_choice, check_float, check_int, check_positive_int,
+                             to_builtin)
 
 __all__ = ["solve", "RankPartition", "block_range", "body", "check_job", "main", "MPIFailed"]
 
@@ -240,21 +241,22 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
     ``(nt + 1, *u0.shape)``; ``info`` is described in the module docstring. Raises :class:`MPIFailed` naming the failing rank(s) on an error, after
     ``timeout`` seconds, or when MPI is not installed; ``fail_rank`` / ``hang_rank`` inject a failure.
     """
-    ranks = check_positive_int(ranks, "ranks")
+    ranks = check_positive_int(ranks, "ranks", high=256)
     nt = check_positive_int(nt, "nt")
     relax = check_choice(relax, "relax", RELAXATIONS)
     cycle = check_choice(cycle, "cycle", CYCLES)
     m = check_int(m, "m")  # numpy integers become ints (JSON writes them)
-    levels = check_int(levels, "levels", low=1)
+    # up front: a coarsest level of >= 2 steps needs m**(levels-1) <= nt / 2, so levels <= log2(nt)
+    levels = check_int(levels, "levels", low=1, high=max(1, nt.bit_length()))
     sizes = hierarchy(nt, m, levels)
     if levels < 2:
         raise ValueError("levels: the MPI solver needs levels >= 2")
     if ranks > sizes[1]:
         raise ValueError(f"ranks: {ranks} ranks for {sizes[1]} C-intervals; use at most {sizes[1]} ranks")
-    repeat = check_int(repeat, "repeat", low=0)
-    timeout = check_float(timeout, "timeout", low=0.0, low_inclusive=False)
+    repeat = check_int(repeat, "repeat", low=0, high=MAX_REPEAT)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
     tol = check_float(tol, "tol", low=0.0)
-    max_iter = check_int(max_iter, "max_iter", low=1)
+    max_iter = check_int(max_iter, "max_iter", low=1, high=10_000)
     if fail_rank is not None:
         fail_rank = check_int(fail_rank, "fail_rank", low=0, high=ranks - 1)
     if hang_rank is not None:
