@@ -40,7 +40,7 @@ import numpy as np
 from ..algorithms.mgrit import CYCLES, MGRIT, RELAXATIONS, Partition, dahlquist_step, hierarchy
 from ..core.mpi import MPIFailed, launch, worker_main
 from ..core.timing import measure
-from ..core.validate import (MAX_REPEAT, check_array, check_choice, check_float, check_int, check_positive_int,
+from ..core.validate import (MAX_REPEAT, check_alloc, check_array, check_choice, check_float, check_int, check_positive_int,
                              to_builtin)
 
 __all__ = ["solve", "RankPartition", "block_range", "body", "check_job", "main", "MPIFailed"]
@@ -245,7 +245,8 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
     nt = check_positive_int(nt, "nt")
     relax = check_choice(relax, "relax", RELAXATIONS)
     cycle = check_choice(cycle, "cycle", CYCLES)
-    m = check_int(m, "m")  # numpy integers become ints (JSON writes them)
+    m = check_int(m, "m", high=max(2, nt // 2))  # ints for JSON; a coarse level needs >= 2 steps (m >= 2: hierarchy)
+    check_alloc((nt + 1, 1), np.float64, "nt", what="MGRIT's solution")
     # up front: a coarsest level of >= 2 steps needs m**(levels-1) <= nt / 2, so levels <= log2(nt)
     levels = check_int(levels, "levels", low=1, high=max(1, nt.bit_length()))
     sizes = hierarchy(nt, m, levels)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core import timing
-from ...core.validate import check_positive_int
+from ...core.validate import check_float, check_int, check_positive_int, check_repeat
 from .advice import advise, first_choice
 from .execute import measure, runnable
 from .machine import Machine
@@ -27,7 +27,8 @@ def fresh_problems(n: int = 8, *, seed: int = 0, scale: float = 1.0) -> list:
     """``n`` random problems (``seed`` fixes them) of every kind, small enough that all their methods
     run in well under a second each (``scale`` multiplies T). Sizes are drawn log-uniformly."""
     n = check_positive_int(n, "n", high=1000)
-    rng = np.random.default_rng(check_positive_int(seed + 1, "seed") - 1)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
+    scale = check_float(scale, "scale", low=0.0, high=1e4, low_inclusive=False)
     kinds = ["rnn", "gru", "lstm", "linear"]
     out, first = [], int(rng.integers(4))
     for i in range(n):
@@ -131,12 +132,17 @@ class AdvisorCheck:
 def check_advisor(problems, machine: Machine | None = None, *, calibration: dict | None = None,
                   repeat: int = 3) -> AdvisorCheck:
     """Predict, advise and measure every runnable method on each of ``problems`` (see the module docstring)."""
-    machine = Machine.measure() if machine is None else machine
-    if not isinstance(machine, Machine):
-        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    if isinstance(problems, (str, bytes)) or not hasattr(problems, "__iter__"):
+        raise TypeError(f"problems: expected a non-empty list of Problem, got {type(problems).__name__}")
     problems = list(problems)
     if not problems or not all(isinstance(p, Problem) for p in problems):
         raise TypeError("problems: expected a non-empty list of Problem")
+    if machine is not None and not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    if calibration is not None and not isinstance(calibration, dict):
+        raise TypeError(f"calibration: expected a dict method -> error factor, got {type(calibration).__name__}")
+    repeat = check_repeat(repeat)
+    machine = Machine.measure() if machine is None else machine
     out = []
     for p in problems:
         methods = [m for m in runnable(p) if m not in _SKIP]
