@@ -95,3 +95,14 @@ def _run_in_thread(fn, args, kw, limit) -> dict:
     th.join(limit)
     assert not th.is_alive(), f"{getattr(fn, '__name__', fn)} still ran after {limit} s (a hang or an unbounded loop)"
     return box
+
+
+#: :data:`NOT_SIZE` without None (for arguments whose default None means "choose for me")
+NOT_SIZE_NN = NOT_SIZE.filter(lambda v: v is not None)
+
+
+def case_test(cases: list, data) -> None:
+    """One drawn case ``(fn, name, strategy, kwargs)``: ``fn(**kwargs, name=<drawn bad value>)`` must raise a clear
+    error naming ``name`` (these tables list only values no function may accept)."""
+    fn, name, strategy, kwargs = cases
+    clear_or_correct(fn, name, {**kwargs, name: data.draw(strategy, label=name)})

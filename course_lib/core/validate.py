@@ -358,14 +358,17 @@ def check_sizes(values: Any, name: str, *, low: int = 1, high: int | None = None
     return [check_int(v, f"{name}[{i}]", low=low, high=high) for i, v in enumerate(_as_list(values, name, "sizes"))]
 
 
-def check_alloc_of(dtype: Any, what: str = "an array", **sizes: Any) -> int:
+def check_alloc_of(dtype: Any, what: str = "an array", *, factor: int = 1, **sizes: Any) -> int:
     """:func:`check_alloc` for an array whose axes are the (already checked) integer arguments ``sizes``
-    (in order); a too-large one is blamed on the largest argument, by name.
+    (in order, then ``factor`` as a last axis when it is not 1: 4 gates, 2 arrays); a too-large one is
+    blamed on the largest argument, by name.
 
     >>> check_alloc_of(np.float32, "X", T=10, batch=4, n=8)
     1280"""
     name = max(sizes, key=lambda k: int(sizes[k]))
-    return check_alloc(tuple(sizes.values()), dtype, name, what=f"{what} ({', '.join(sizes)})")
+    shape = tuple(sizes.values()) + ((int(factor),) if factor != 1 else ())
+    axes = ", ".join(list(sizes) + ([str(factor)] if factor != 1 else []))
+    return check_alloc(shape, dtype, name, what=f"{what} ({axes})")
 
 
 #: timed repeats a measurement may ask for: more would only look like a hang

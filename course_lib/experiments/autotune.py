@@ -235,8 +235,9 @@ def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: i
     probe_steps = check_positive_int(probe_steps, "probe_steps", high=10_000)
     repeat = check_repeat(repeat)     # a plain int from here on (JSON-safe)
     check_alloc_of(np.dtype(dtype), "the probe's inputs", steps=min(T, probe_steps), batch=batch, nx=nx)
-    check_alloc_of(np.dtype(dtype), "the probe's gates", steps=min(T, probe_steps), batch=batch, four_nh=4 * nh)
-    check_alloc_of(np.dtype(dtype), "the weights", four_nh=4 * nh, nx_plus_nh=nx + nh)
+    check_alloc_of(np.dtype(dtype), "the probe's gates", factor=4, steps=min(T, probe_steps), batch=batch, nh=nh)
+    check_alloc_of(np.dtype(dtype), "the weights W_ih", factor=4, nh=nh, nx=nx)
+    check_alloc_of(np.dtype(dtype), "the weights W_hh", factor=4 * nh, nh=nh)
     path = _path(path)
     if not force:
         memo = _MEMO.get((str(path), key))

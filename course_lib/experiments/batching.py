@@ -92,7 +92,7 @@ def cache_level(nbytes: int, caches: dict | None = None) -> str:
     nbytes = check_int(nbytes, "nbytes", low=0)
     if caches is None:
         caches = cache_sizes()
-    elif not isinstance(caches, dict) or not caches:
+    elif not isinstance(caches, dict):  # {} is fine: no cache known, everything is "DRAM"
         raise TypeError(f"caches: expected a dict level -> bytes such as {{'L1d': 32768}}, got {caches!r}")
     else:
         caches = {k: check_int(v, f"caches[{k!r}]", low=1) for k, v in caches.items()}

@@ -29,6 +29,8 @@ def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, thre
     same maths (float32, no biases), or None when torch is not installed. ``explicit`` writes the
     step with torch tensor ops and no autograd; ``nn.RNN`` uses the framework (module + autograd +
     ``torch.optim.SGD``). Each returns the loss before its update."""
+    if Y is None:
+        raise TypeError("Y: expected the targets (T, B, ny), got None")
     X, Y, _ = check_inputs(params, X, Y, None)
     lr = check_float(lr, "lr", low=0.0)
     if threads is not None:

@@ -70,8 +70,11 @@ def fig10_table(batch: int, n: int = 1000, T: int = 10, *, repeat: int = 3, name
     names = tuple(names if names is not None else H.FIG10_NAMES)
     if not names:
         raise ValueError("names: expected at least one schedule name, got none")
-    for nm in names:
-        H.get_schedule(nm)
+    for i, nm in enumerate(names):
+        try:
+            H.get_schedule(nm)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"names[{i}]: {exc}") from None
     p, X, Y = problem(batch, n, T)
     compile_s = {}
     fns = {}

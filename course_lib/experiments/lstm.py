@@ -41,8 +41,9 @@ def _shape(batch, nh, nx, T=1):
     batch, nh, nx, T = (check_positive_int(v, k, high=1 << 24) for k, v in
                         (("batch", batch), ("nh", nh), ("nx", nx), ("T", T)))
     check_alloc_of(np.float64, "the inputs X", T=T, batch=batch, nx=nx)
-    check_alloc_of(np.float64, "the gates", T=T, batch=batch, four_nh=4 * nh)
-    check_alloc_of(np.float64, "the weights", four_nh=4 * nh, nx_plus_nh=nx + nh)
+    check_alloc_of(np.float64, "the gates", factor=4, T=T, batch=batch, nh=nh)
+    check_alloc_of(np.float64, "the weights W_ih", factor=4, nh=nh, nx=nx)
+    check_alloc_of(np.float64, "the weights W_hh", factor=4 * nh, nh=nh)
     return batch, nh, nx, T
 
 

@@ -33,8 +33,8 @@ def _sizes(batch, nh, nx, alloc=True):
     if not alloc:
         return batch, nh, nx
     check_alloc_of(np.float64, "X", batch=batch, nx=nx)
-    check_alloc_of(np.float64, "W", four_nh=4 * nh, nx=nx)
-    check_alloc_of(np.float64, "Y", batch=batch, four_nh=4 * nh)
+    check_alloc_of(np.float64, "W", factor=4, nh=nh, nx=nx)
+    check_alloc_of(np.float64, "Y", factor=4, batch=batch, nh=nh)
     return batch, nh, nx
 
 

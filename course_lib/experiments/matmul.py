@@ -43,13 +43,13 @@ def _numpy(A, B, *tiles, out=None):
     return np.matmul(A, B, out=out)
 
 
-def _resolve(method) -> Callable:
+def _resolve(method, name: str = "method") -> Callable:
     if callable(method):
         return method
     if method == "numpy":
         return _numpy
-    if method not in mm.MATMUL_KERNELS:
-        raise ValueError(f"method: expected one of {', '.join(mm.MATMUL_KERNELS)}, 'numpy' or a callable, "
+    if not isinstance(method, str) or method not in mm.MATMUL_KERNELS:
+        raise ValueError(f"{name}: expected one of {', '.join(mm.MATMUL_KERNELS)}, 'numpy' or a callable, "
                          f"got {method!r}")
     return mm.MATMUL_KERNELS[method]
 
@@ -83,7 +83,7 @@ def ladder(n: int, methods=None, *, dtype: str = "float32", repeat: int = 3, see
     methods = list(mm.MATMUL_KERNELS) if methods is None else list(methods)
     if "numpy" not in methods:
         methods.append("numpy")
-    fns = {_name(m): _resolve(m) for m in methods}
+    fns = {_name(m): _resolve(m, "methods") for m in methods}
     A, B = _operands(n, dtype, seed)
     ref = A.astype(np.float64) @ B.astype(np.float64)
     outs = {k: np.empty((n, n), dtype) for k in fns}
@@ -168,7 +168,7 @@ def compare_sizes(sizes=(1000, 1024), methods=("ikj", "tiled_simd", "parallel_ti
     if len(sizes) < 2:
         raise ValueError(f"sizes: expected at least two sizes, got {sizes}")
     repeat = check_repeat(repeat)
-    fns = {_name(m): _resolve(m) for m in methods}
+    fns = {_name(m): _resolve(m, "methods") for m in methods}
     ops = {s: _operands(s, dtype, seed) for s in sizes}
     outs = {s: np.empty((s, s), dtype) for s in sizes}
     runs = {f"{k}@{s}": (lambda f=f, s=s: f(*ops[s], out=outs[s])) for k, f in fns.items() for s in sizes}

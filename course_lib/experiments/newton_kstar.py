@@ -80,13 +80,11 @@ def cell_system(cell: str, T: int, *, nh: int = 8, batch: int = 2, nx: int = 3, 
             "method": method, "reference": ref}
 
 
-def _check_sizes(T, nh, batch, nx, dense):
-    """Bound, before allocating, the (T, B, nx) inputs and the (T, B, H[, H]) Jacobians a cell's system holds."""
-    check_alloc_of(np.float64, "the inputs", T=T, batch=batch, nx=nx)
-    if dense:
-        check_alloc_of(np.float64, "the Jacobians", T=T, batch=batch, nh=nh, nh_=nh)
-    else:
-        check_alloc_of(np.float64, "the Jacobians", T=T, batch=batch, nh=nh)
+def _check_sizes(T, nh, batch, nx, dense, T_name="T", nh_name="nh"):
+    """Bound, before allocating, the (T, B, nx) inputs and the (T, B, H[, H]) Jacobians a cell's system holds
+    (a too-large one names ``T_name`` or ``nh_name``: the argument the caller was given)."""
+    check_alloc_of(np.float64, "the inputs", **{T_name: T, "batch": batch, "nx": nx})
+    check_alloc_of(np.float64, "the Jacobians", factor=nh if dense else 1, **{T_name: T, "batch": batch, nh_name: nh})
 
 
 def _errors(s: dict, max_iter: int, init=None, method=None) -> list[float]:
@@ -113,7 +111,8 @@ def k_star(cell: str, Ts=(256, 1024, 4096), *, tol: float = 1e-8, dtype="float64
     max_iter = check_int(max_iter, "max_iter", low=1, high=10_000)
     Ts = check_sizes(Ts, "Ts")
     for T in Ts:  # all of them up front, before the first (slow) one runs
-        _check_sizes(T, check_positive_int(nh, "nh"), check_positive_int(batch, "batch"), 3, dense=cell == "gru")
+        _check_sizes(T, check_positive_int(nh, "nh"), check_positive_int(batch, "batch"), 3, dense=cell == "gru",
+                     T_name="Ts")
     out: dict = {"T": [], "k_star": [], "error": []}
     for T in Ts:
         s = cell_system(cell, T, nh=nh, batch=batch, dtype=dtype, seed=seed, scale=scale)
@@ -151,7 +150,7 @@ def iteration_seconds(nhs=(8, 32), *, T: int = 1024, batch: int = 2, seed: int =
     vs the diagonal GRU (element-wise scan) at the same T, batch and nh (``timing.compare``)."""
     nhs = check_sizes(nhs, "nhs")
     for nh in nhs:
-        _check_sizes(check_positive_int(T, "T"), nh, check_positive_int(batch, "batch"), 3, dense=True)
+        _check_sizes(check_positive_int(T, "T"), nh, check_positive_int(batch, "batch"), 3, dense=True, nh_name="nhs")
     out = {}
     for nh in nhs:
         sd = cell_system("gru", T, nh=nh, batch=batch, seed=seed)

@@ -132,9 +132,9 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
     least 5% faster in the pairs' interval, or the sequential loop not beaten by 5% by either.
     Returns ``{"Ts", "Hs", "cells": {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name,
     "decided": bool}}, "noise"}``."""
-    Ts = check_sizes(Ts, "Ts")
-    Hs = check_sizes(Hs, "Hs")
     max_elements = check_positive_int(max_elements, "max_elements")
+    Ts = check_sizes(Ts, "Ts", high=max_elements)  # a cell with T * H > max_elements is never timed
+    Hs = check_sizes(Hs, "Hs", high=max_elements)
     check_alloc((3, max_elements), np.float32, "max_elements", what="a, x and h")
     repeat = check_repeat(repeat)
     seed = check_int(seed, "seed", low=0)
@@ -318,7 +318,8 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int 
     dtype = check_dtype(dtype, "dtype").name
     seed = check_int(seed, "seed", low=0)
     repeat = check_repeat(repeat)
-    check_alloc_of(np.float64, "the inputs and states", T=T, batch=batch, n=max(nx, 4 * nh))
+    check_alloc_of(np.float64, "the inputs", T=T, batch=batch, nx=nx)
+    check_alloc_of(np.float64, "the states and gates", factor=4, T=T, batch=batch, nh=nh)
     methods = _scan_methods(methods)
     rng = np.random.default_rng(seed)
     params = linear_rnn.init_params(layer, nx, nh, seed=seed, dtype=dtype)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import backend, timing
-from ...core.validate import (check_alloc_of, check_choice, check_dtype, check_int, check_positive_int,
+from ...core.validate import (check_alloc, check_choice, check_dtype, check_int, check_positive_int,
                                 check_repeat)
 from .model import METHODS, Problem
 
@@ -62,7 +62,7 @@ def inputs(problem: Problem, *, seed: int = 0, dtype=np.float32) -> tuple:
     dtype = check_dtype(dtype, "dtype")
     p = problem
     width = max(p.nh, p.n_in) * (4 if p.kind != "linear" else 1)  # the widest (T, batch, .) array it makes
-    check_alloc_of(dtype, f"the {p.kind} {p.mode} pass's arrays", T=p.T, batch=p.batch, width=width)
+    check_alloc((p.T, p.batch, width), dtype, "problem", what=f"its (T, batch, width) {p.kind} {p.mode} arrays")
     rng = np.random.default_rng(seed)
     if p.kind == "linear":
         a = rng.uniform(0.5, 1.0, (p.T, p.batch, p.nh)).astype(dtype)
