@@ -191,6 +191,7 @@ def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts)
     BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``sequential``)."""
     threads = check_positive_int(threads, "threads", high=1024)
     repeat = check_repeat(repeat)
+    check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})  # no batch of 0 sequences
     opts = dict(mgrit_opts, method="mgrit")
     implicit = opts.pop("implicit", True)
     with backend.blas_threads(1):

@@ -21,7 +21,7 @@ import numpy as np
 from ..algorithms import mgrit as _mgrit
 from ..algorithms import newton as _newton
 from ..core import timing
-from ..core.validate import (check_alloc, check_bool, check_choice, check_float, check_int, check_positive_int,
+from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_float, check_int, check_positive_int,
                              check_repeat)
 from ..models import gru, jacobians, mingru
 from ..parallel import deer
@@ -70,6 +70,7 @@ def scaled_gru(nh: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
 def mgrit_forward(params, X, h0=None, *, implicit=True, **opts):
     """``models.gru.gru_forward(..., method="mgrit", return_history=True)`` -> ``(H, history)``."""
     implicit = check_bool(implicit, "implicit")
+    check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})  # no batch of 0 sequences
     for key in ("method", "solver", "return_history"):
         if key in opts:
             raise TypeError(f"{key}: mgrit_forward always runs MGRIT and returns the history; do not pass {key}=")
@@ -81,6 +82,7 @@ def newton_iterates(params, X, *, method: str = "newton", n_iter: int = 6, impli
     ``{"iterates": [H0, H1, ...], "sequential": H, "history": [...]}``."""
     check_choice(method, "method", deer.METHODS)
     n_iter = check_int(n_iter, "n_iter", low=0, high=10_000)
+    check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})
     implicit = check_bool(implicit, "implicit")
     iterates = []
     _, hist = deer.gru_forward(params, X, method=method, implicit=implicit, tol=0.0, max_iter=n_iter,

@@ -294,6 +294,15 @@ class MPIResult:
     wall: float                     # seconds for the whole mpiexec launch (process start included)
     times: dict = field(default_factory=dict)  # phase -> per-rank seconds: bcast, scatter, compute, gather
 
+    def __post_init__(self):
+        self.probs = check_array(self.probs, "probs", ndim=3)
+        self.ranks = check_positive_int(self.ranks, "ranks")
+        if not isinstance(self.counts, (list, tuple)) or len(self.counts) != self.ranks:
+            raise TypeError(f"counts: expected a list of {self.ranks} sequence counts, got {self.counts!r:.60}")
+        self.wall = check_float(self.wall, "wall", low=0.0)
+        if not isinstance(self.times, dict):
+            raise TypeError(f"times: expected a dict phase -> per-rank seconds, got {type(self.times).__name__}")
+
     def phase(self, name: str) -> float:
         """The slowest rank's seconds in a phase (that is what the others wait for)."""
         name = check_choice(name, "name", PHASES)

@@ -264,6 +264,7 @@ def data_parallel_graph(batch: int, P: int, per_seq: float, *, scatter: float = 
     tree allreduce of the gradients (``2 ceil(log2 P)`` rounds of ``latency + allreduce / ...``)."""
     batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
+    steps = check_positive_int(steps, "steps")  # also without allreduce (where it is not used): never silently
     _check_costs(per_seq=per_seq, scatter=scatter, gather=gather, latency=latency)
     if allreduce is not None:
         _check_costs(allreduce=allreduce)

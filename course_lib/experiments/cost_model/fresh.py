@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core import timing
-from ...core.validate import check_float, check_int, check_positive_int, check_repeat
+from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_repeat
 from .advice import advise, first_choice
 from .execute import measure, runnable
 from .machine import Machine
@@ -59,6 +59,21 @@ class FreshResult:
     fastest: str
     noise: timing.Noise
 
+    def __post_init__(self):
+        if not isinstance(self.problem, Problem):
+            raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
+        for name in ("predicted", "measured"):
+            d = getattr(self, name)
+            if not isinstance(d, dict) or not d:
+                raise TypeError(f"{name}: expected a non-empty dict method -> seconds, got {d!r:.60}")
+            for m, v in d.items():
+                check_float(v, f"{name}[{m!r}]", low=0.0, low_inclusive=False)
+        check_choice(self.fastest, "fastest", tuple(self.measured))
+        if self.advised is not None:
+            check_choice(self.advised, "advised", tuple(self.measured))
+        if not isinstance(self.noise, timing.Noise):
+            raise TypeError(f"noise: expected a Noise, got {type(self.noise).__name__}")
+
     @property
     def hit(self) -> bool | None:
         """First choice measured fastest or within :data:`WITHIN` of it; None when nothing was advised."""
@@ -80,6 +95,10 @@ class FreshResult:
 @dataclass
 class AdvisorCheck:
     results: list
+
+    def __post_init__(self):
+        if not isinstance(self.results, list) or not all(isinstance(r, FreshResult) for r in self.results):
+            raise TypeError(f"results: expected a list of FreshResult, got {self.results!r:.60}")
 
     @property
     def hits(self) -> int:

@@ -149,6 +149,8 @@ def _calls_per_step(p: Problem) -> float:
 
 def calls_per_step(p: Problem) -> float:
     """The model's count of library calls per time step of all layers (training: forward + backward)."""
+    if not isinstance(p, Problem):
+        raise TypeError(f"p: expected a Problem, got {type(p).__name__}")
     return _calls_per_step(p) * _train(p)
 
 
@@ -160,6 +162,9 @@ def _need_nonlinear(p: Problem, method: str):
 
 def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[float, float, float]:
     """(flops, bytes, calls) of one time step of all layers for ``rows`` sequences."""
+    if not isinstance(p, Problem) or not isinstance(m, Machine):
+        raise TypeError(f"p, m: expected a Problem and a Machine, got {type(p).__name__} and {type(m).__name__}")
+    check_positive_int(rows, "rows"), check_positive_int(threads, "threads")
     f = p.layers * p.cell_flops(rows) + p.output_flops(rows)
     elem = 3 * ITEMSIZE * rows * max(1, GATES[p.kind]) * p.nh * p.layers * 4  # element-wise passes
     return f * _train(p), elem * _train(p), _calls_per_step(p) * _train(p)
@@ -495,6 +500,10 @@ def _check_problem_machine(problem, machine) -> None:
 
 def predict_all(problem: Problem, machine: Machine | None = None, methods=None, **opts) -> dict:
     """``{method: Cost}`` for every method that applies (or those in ``methods``, which must all apply)."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
+    if methods is not None and (isinstance(methods, str) or not hasattr(methods, "__iter__")):
+        raise TypeError(f"methods: expected a list of names from {METHODS}, got {methods!r}")
     machine = Machine.measure() if machine is None else machine
     if methods is None:
         ok = [k for k, v in applicable(problem, machine).items() if v is None]
