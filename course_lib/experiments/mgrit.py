@@ -23,7 +23,7 @@ import numpy as np
 from ..algorithms import mgrit
 from ..core import backend, timing
 from ..core.backend import mpi_available
-from ..core.validate import (check_alloc, check_array, check_callable, check_choice, check_float, check_int,
+from ..core.validate import (check_alloc, check_alloc_of, check_array, check_callable, check_choice, check_float, check_int,
                              check_positive_int, check_repeat)
 from ..models import gru
 
@@ -170,7 +170,8 @@ def time_axis(Ts, *, batch: int = 32, P: int = 4, nh: int = 32, nx: int = 8, rep
     nh, nx = check_positive_int(nh, "nh", high=1 << 16), check_positive_int(nx, "nx", high=1 << 16)
     repeat = check_repeat(repeat)
     for T in Ts:
-        check_alloc((T, batch, 3 * max(nh, nx)), np.float32, "Ts", what="the inputs and gates")
+        check_alloc_of(np.float32, "the inputs", Ts=T, batch=batch, nx=nx)
+        check_alloc_of(np.float32, "the gates", factor=3, Ts=T, batch=batch, nh=nh)
     p = gru.init_params(nx, nh, seed=0)
     full, share, noise = [], [], timing.Noise()
     with backend.blas_threads(1):
@@ -220,7 +221,8 @@ def speedup_vs_length(Ts, *, ranks: int = 2, batch: int = 16, nh: int = 64, nx: 
     repeat = check_repeat(repeat)
     timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
     for T in Ts:
-        check_alloc((T, batch, 3 * max(nh, nx)), np.float64, "Ts", what="the inputs and gates")
+        check_alloc_of(np.float64, "the inputs", Ts=T, batch=batch, nx=nx)
+        check_alloc_of(np.float64, "the gates", factor=3, Ts=T, batch=batch, nh=nh)
     ok, _ = mpi_available()
     method = "mpi" if ok else "threads"
     opts = dict(m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
