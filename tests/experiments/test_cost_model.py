@@ -247,9 +247,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
                        bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
 
-from course_lib.experiments.cost_model import configurations, execute, fresh  # noqa: E402
+from course_lib.experiments.cost_model import advice, configurations, execute, fresh  # noqa: E402
+from course_lib.experiments.cost_model import machine as cm_machine  # noqa: E402
 
 _P = cm.Problem("rnn", batch=2, T=8, nh=4)
+_M = cm_machine.Machine.preset("k80_host")
 _BAD_CASES = [
     (cm.wavefront_counts, "T", NOT_SIZE, {"L": 3, "P": 2}),
     (cm.wavefront_counts, "P", NOT_SIZE, {"T": 8, "L": 3}),
@@ -266,6 +268,11 @@ _BAD_CASES = [
     (configurations.calibrate, "small", st.sampled_from(["yes", 2, None]), {"configs": configurations.CONFIG_NAMES[:1]}),
     (configurations.ranking_and_maps, "n", st.one_of(NOT_SIZE, HUGE), {}),
     (configurations.ranking_and_maps, "gpu", st.sampled_from(["yes", 2, None]), {}),
+    (advice.advise, "methods", st.sampled_from(["batched", 3]), {"problem": _P, "machine": _M}),
+    (advice.advise, "calibration", st.sampled_from(["x", 3, [1.0]]), {"problem": _P, "machine": _M}),
+    (advice.advise, "machine", st.sampled_from(["laptop", 3]), {"problem": _P}),
+    (cm_machine.check_rates, "rates", st.sampled_from([None, "cores", ["nope"], 3]), {"obj": _M}),
+    (cm.predict_all, "problem", st.sampled_from([None, "rnn", 3]), {"machine": _M}),
 ]
 
 
