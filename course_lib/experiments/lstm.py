@@ -94,6 +94,9 @@ def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3
     batch, nh, nx, T = _shape(batch, nh, nx, T)
     repeat = check_repeat(repeat)
     torch = torch_module
+    if torch is not None and not (hasattr(torch, "nn") and hasattr(torch, "from_numpy")):
+        raise TypeError(f"torch_module: expected the torch module (or a stand-in with nn and from_numpy), "
+                        f"got {type(torch).__name__}")
     if torch is None:
         try:
             import torch

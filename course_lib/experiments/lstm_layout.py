@@ -117,6 +117,8 @@ def layout_traffic_model(batch: int, nh: int, nx: int | None = None, *, caches: 
     """
     batch, nh, nx = _sizes(batch, nh, nx, alloc=False)
     itemsize, line = check_positive_int(itemsize, "itemsize"), check_positive_int(line, "line")
+    if caches is not None and not isinstance(caches, dict):
+        raise TypeError(f"caches: expected a dict level -> bytes such as {{'L2': 1048576}}, got {caches!r:.40}")
     caches = backend.cache_sizes() if caches is None else dict(caches)
     if not caches:
         raise ValueError("caches: this system does not report its cache sizes; pass caches={'L2': bytes, ...}")

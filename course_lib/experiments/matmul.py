@@ -80,6 +80,8 @@ def ladder(n: int, methods=None, *, dtype: str = "float32", repeat: int = 3, see
     """
     n = check_positive_int(n, "n", high=4096)
     repeat = check_repeat(repeat)
+    if methods is not None and (isinstance(methods, str) or not hasattr(methods, "__iter__")):
+        raise TypeError(f"methods: expected a list of kernel names or callables, got {methods!r}")
     methods = list(mm.MATMUL_KERNELS) if methods is None else list(methods)
     if "numpy" not in methods:
         methods.append("numpy")
@@ -112,7 +114,8 @@ def tile_sweep(n: int, tiles_i=(8, 16, 32, 64, 128), tiles_j=(16, 32, 64, 128, 2
     n = check_positive_int(n, "n", high=4096)
     if isinstance(method, str) and method not in mm.TILED_KERNELS:
         raise ValueError(f"method: expected one of {', '.join(mm.TILED_KERNELS)}, got {method!r}")
-    check_positive_int(tile_k, "tile_k")
+    tile_k = check_positive_int(tile_k, "tile_k", high=4096)
+    repeat = check_repeat(repeat)
     tiles_i = check_sizes(tiles_i, "tiles_i", high=4096)
     tiles_j = check_sizes(tiles_j, "tiles_j", high=4096)
     f = _resolve(method)

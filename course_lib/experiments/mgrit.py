@@ -73,8 +73,8 @@ def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: i
     ``{"ms": [...], "histories": {m: [...]}, "factors": {m: rho}}`` (plain data for plots/widgets)."""
     check_choice(problem, "problem", ("dahlquist",))
     lam_dt = check_float(lam_dt, "lam_dt", high=0.0)
-    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2), "m")
     nt = _check_nt(nt)
+    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2, high=max(2, nt // 2)), "m")  # coarse level: >= 2 steps
     levels = _check_levels(levels, nt)
     max_iter = check_positive_int(max_iter, "max_iter", high=10_000)
     out = {"ms": list(ms), "histories": {}, "factors": {}, "levels": levels, "relax": relax, "nt": nt,
@@ -91,9 +91,9 @@ def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: i
 def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, nt: int = 256, levels: int = 2,
                       relax: str = "F", max_iter: int = 6) -> dict:
     """Convergence factors on Dahlquist for each (m, lam*dt): ``{"ms", "lam_dts", "rho": (len(ms), len(lam_dts))}``."""
-    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2), "m")
-    lam_dts = _check_seq(lam_dts, "lam_dts", lambda v, n: check_float(v, n, high=0.0))
     nt = _check_nt(nt)
+    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2, high=max(2, nt // 2)), "m")
+    lam_dts = _check_seq(lam_dts, "lam_dts", lambda v, n: check_float(v, n, high=0.0))
     check_choice(relax, "relax", ("F", "FCF", "FCFCF"))
     levels = _check_levels(levels, nt)
     max_iter = check_positive_int(max_iter, "max_iter", high=10_000)
@@ -165,8 +165,8 @@ def time_axis(Ts, *, batch: int = 32, P: int = 4, nh: int = 32, nx: int = 8, rep
     Returns ``{"Ts", "full": [s], "share": [s], "slope_full", "slope_share", "noise"}`` (median
     seconds, log-log slopes vs T, the merged noise of the runs). One BLAS thread."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
-    P = check_int(P, "P", low=2)
-    batch = check_int(batch, "batch", low=P)
+    P = check_int(P, "P", low=2, high=1 << 16)
+    batch = check_int(batch, "batch", low=P)  # each of the P workers gets at least one sequence
     nh, nx = check_positive_int(nh, "nh", high=1 << 16), check_positive_int(nx, "nx", high=1 << 16)
     repeat = check_repeat(repeat)
     for T in Ts:

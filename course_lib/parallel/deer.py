@@ -19,7 +19,7 @@ import numpy as np
 
 from ..algorithms.newton import (METHODS, NewtonDivergence, gradient, lyapunov_exponent, residual,  # noqa: F401
                                  solve, span_model)
-from ..core.validate import check_array, check_bool, check_float, check_int
+from ..core.validate import check_array, check_bool, check_callable, check_float, check_int
 from ..models import gru as _gru
 from ..models import jacobians as _jx
 from ..models.rnn import RNNParams
@@ -77,6 +77,8 @@ def gru_forward(params, X, h0=None, *, method: str = "newton", implicit: bool = 
     ``models.gru.gru_forward(params, X, h0, implicit=implicit, dt=gamma)`` at convergence."""
     f, jac, jac_diag = gru_system(params, implicit=implicit, gamma=gamma)
     return_history = check_bool(return_history, "return_history")
+    if callback is not None:
+        check_callable(callback, "callback", "a function callback(k, H)")
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
     h0 = _h0(h0, X.shape[1], params.nh, GI.dtype)
@@ -149,6 +151,8 @@ def elman_forward(params, X, h0=None, *, method: str = "newton", tol: float | No
     over the sequence -> hidden states ``H`` (T, B, nh) (or ``(H, history)``)."""
     Wxh, _ = _elman_weights(params)
     return_history = check_bool(return_history, "return_history")
+    if callback is not None:
+        check_callable(callback, "callback", "a function callback(k, H)")
     X = _check_X(X)
     if X.shape[-1] != Wxh.shape[0]:
         raise ValueError(f"X: expected {Wxh.shape[0]} features (rows of Wxh), got shape {X.shape}")
