@@ -222,6 +222,7 @@ def run(kind: str, arrays: dict, h0=None, *, ranks: int = 2, chunk: int | None =
     if ranks > T:
         raise ValueError(f"ranks: expected at most T = {T} ranks (one step each at least), got {ranks}")
     timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    repeat = check_positive_int(repeat, "repeat", high=1000)  # None too: there is no default round count but 1
     opts = []
     for name, val in (("chunk", chunk), ("repeat", repeat), ("fail-rank", fail_rank), ("hang-rank", hang_rank)):
         if val is not None:
