@@ -244,7 +244,7 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, nh: int = 16, e
     Rows ``{"task", "model", "val_accuracy", "seconds"}``."""
     T_remember = check_int(T_remember, "T_remember", low=2)
     T_activity = check_positive_int(T_activity, "T_activity")
-    nh = check_positive_int(nh, "nh")
+    nh = check_positive_int(nh, "nh", high=1 << 14)
     epochs = check_positive_int(epochs, "epochs", high=100_000)
     n_train = check_int(n_train, "n_train", low=2)
     seed = check_int(seed, "seed", low=0)

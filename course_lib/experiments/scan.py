@@ -25,7 +25,7 @@ import numpy as np
 
 from ..algorithms import scan, scan_kernels
 from ..core import backend, timing
-from ..core.validate import (check_alloc, check_alloc_of, check_choice, check_dtype, check_int, check_positive_int,
+from ..core.validate import (check_alloc, check_alloc_of, check_array, check_choice, check_dtype, check_int, check_positive_int,
                              check_repeat, check_sizes)
 from ..models import linear_rnn
 
@@ -202,6 +202,7 @@ def chunked_phases(a, x, h0=None, *, chunks: int = 8, repeat: int = 3) -> dict:
     warm-up): reduce, scan of the chunk carries, expand. Returns ``{"chunks", "<phase>_s",
     "<phase>_frac", "noise"}`` (compare with the seed's GPU split)."""
     repeat = check_repeat(repeat)
+    _finite(a, x, h0)
     steps = scan.phase_steps(a, x, h0, chunks=chunks)
     for p in PHASES:  # warm-up in order, so the carries exist before the first expand
         steps[p]()
@@ -216,12 +217,20 @@ def cuda_phases(a, x, h0=None, *, block: int | None = None, chunk: int | None = 
     from ..algorithms import scan_cuda
 
     repeat = check_repeat(repeat)
+    _finite(a, x, h0)
     steps = scan_cuda.phase_steps(a, x, h0, block=block, chunk=chunk)
     for p in PHASES:
         steps[p]()
     ts = {p: timing.measure(steps[p], repeat=repeat, warmup=0, number=1) for p in PHASES}
     return _phase_dict(ts, {"mode": backend.cuda_mode(), "block": steps["block"], "chunk": steps["chunk"],
                             "grid": steps["grid"]})
+
+
+def _finite(a, x, h0) -> None:
+    """Timing a scan of NaN/inf says nothing: refuse them (shapes are the scan's own check)."""
+    for name, arr in (("a", a), ("x", x), ("h0", h0)):
+        if arr is not None:
+            check_array(arr, name, ndim=range(1, 4))
 
 
 def _phase_dict(ts: dict, extra: dict) -> dict:
@@ -248,6 +257,7 @@ def scan_sweep(T: int = 4096, nh: int = 128, method: str = "chunked", chunks: in
     nh = check_positive_int(nh, "nh", high=4096)
     chunks = check_int(chunks, "chunks", low=0, high=T)
     threads = check_int(threads, "threads", low=0, high=int(numba.config.NUMBA_NUM_THREADS))
+    seed, repeat = check_int(seed, "seed", low=0), check_repeat(repeat)
     a, x, h0 = scan.random_problem(T, nh, seed=seed)
     opts = {"chunks": chunks} if (method == "chunked" and chunks) else {}
     fn = lambda: scan.linear_recurrence(a, x, h0, method=method, **opts)  # noqa: E731

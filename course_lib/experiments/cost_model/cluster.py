@@ -83,8 +83,8 @@ class Task:
     def __post_init__(self):
         check_str(self.name, "name")
         self.cost = check_float(self.cost, "cost", low=0.0)
-        if isinstance(self.deps, (str, bytes)):
-            raise TypeError(f"deps: expected a tuple of task names, got the string {self.deps!r}")
+        if isinstance(self.deps, (str, bytes)) or not hasattr(self.deps, "__iter__"):
+            raise TypeError(f"deps: expected a tuple of task names, got {type(self.deps).__name__} {self.deps!r}")
         self.deps = tuple(self.deps)
         check_choice(self.kind, "kind", KINDS)
         if self.proc is not None:
