@@ -172,6 +172,8 @@ def compare_sizes(sizes=(1000, 1024), methods=("ikj", "tiled_simd", "parallel_ti
         raise ValueError(f"sizes: expected at least two sizes, got {sizes}")
     repeat = check_repeat(repeat)
     fns = {_name(m): _resolve(m, "methods") for m in methods}
+    if not fns:
+        raise ValueError("methods: expected at least one kernel name or callable, got none")
     ops = {s: _operands(s, dtype, seed) for s in sizes}
     outs = {s: np.empty((s, s), dtype) for s in sizes}
     runs = {f"{k}@{s}": (lambda f=f, s=s: f(*ops[s], out=outs[s])) for k, f in fns.items() for s in sizes}

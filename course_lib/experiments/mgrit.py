@@ -43,13 +43,14 @@ __all__ = [
 
 # --------------------------------------------------------------------------- validation helpers
 def _check_seq(values, name: str, item=None, item_name: str | None = None) -> list:
-    """A non-empty list/tuple/array of items, each checked by ``item(value, item_name or name)``."""
+    """A non-empty list/tuple/array of items, each checked by ``item(value, "name[i]")`` (so a bad one is named
+    by its index; ``item_name`` is kept for the callers' readability: what one item is)."""
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name}: expected a non-empty sequence, got {type(values).__name__} {values!r}")
     values = list(values)
     if not values:
         raise ValueError(f"{name}: expected a non-empty sequence, got an empty one")
-    return [item(v, item_name or name) if item is not None else v for v in values]
+    return [item(v, f"{name}[{i}]") if item is not None else v for i, v in enumerate(values)]
 
 
 def _check_levels(levels, nt: int) -> int:

@@ -128,7 +128,7 @@ from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SI
 
 _BAD_CASES = [
     (XM.convergence_histories, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 16}),
-    (XM.convergence_table, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 16}),
+    (XM.convergence_table, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 16, "ms": (2, 4)}),
     (XM.speedup_model, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64, "Ps": [2]}),
     (XM.counted_work, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64}),
     (XM.preprocessing_model, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64, "P": 2, "c": 1.0}),
