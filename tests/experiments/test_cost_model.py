@@ -249,6 +249,7 @@ from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SI
 
 from course_lib.experiments.cost_model import advice, configurations, execute, fresh  # noqa: E402
 from course_lib.experiments.cost_model import machine as cm_machine  # noqa: E402
+from course_lib.experiments.cost_model import model as cm_model  # noqa: E402
 
 _P = cm.Problem("rnn", batch=2, T=8, nh=4)
 _M = cm_machine.Machine.preset("k80_host")
@@ -273,6 +274,8 @@ _BAD_CASES = [
     (advice.advise, "machine", st.sampled_from(["laptop", 3]), {"problem": _P}),
     (cm_machine.check_rates, "rates", st.sampled_from([None, "cores", ["nope"], 3]), {"obj": _M}),
     (cm.predict_all, "problem", st.sampled_from([None, "rnn", 3]), {"machine": _M}),
+    (cm_model.Cost, "work", BAD_NUMBER, {"method": "sequential", "problem": _P, "P": 1}),
+    (cm_model.Cost, "parts", st.sampled_from([None, "x", [1.0]]), {"method": "sequential", "problem": _P, "P": 1}),
 ]
 
 

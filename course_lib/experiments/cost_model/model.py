@@ -116,6 +116,12 @@ class Cost:
         if not isinstance(self.problem, Problem):
             raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
         check_positive_int(self.P, "P")
+        for name in ("work", "span", "bytes", "calls", "regions", "messages", "comm_bytes", "seconds"):
+            check_float(getattr(self, name), name, low=0.0)
+        for name in ("counts", "parts"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name}: expected a dict, got {type(getattr(self, name)).__name__}")
+        check_str(self.note, "note", nonempty=False)
 
     @property
     def bottleneck(self) -> str:
