@@ -55,7 +55,7 @@ import numpy as np
 from .counting import array_bytes, gemm_flops, gemm_intensity, gemv_flops, gflops, loglog_slope
 from .intervals import Ratio
 from .noise import OTHERS_LIMIT, SPREAD_LIMIT, UNEQUAL_WAIT, Noise, noise_from, noise_of_pairs  # noqa: F401
-from .validate import check_float, check_int, check_positive_int
+from .validate import check_float, check_int, check_numbers, check_positive_int
 
 __all__ = [
     "Noise",
@@ -153,6 +153,12 @@ class Timing:
     number: int = 1  # calls per timed repeat
     noise: Noise = field(default_factory=Noise)
 
+    def __post_init__(self):
+        self.times = check_numbers(self.times, "times", low=0.0)
+        self.number = check_positive_int(self.number, "number")
+        if not isinstance(self.noise, Noise):
+            raise TypeError(f"noise: expected a Noise (core.noise), got {type(self.noise).__name__}")
+
     @property
     def spread(self) -> float:
         """Interquartile range / median of the repeats (see :class:`Noise`)."""
@@ -242,6 +248,16 @@ class Comparison:
     noise: Noise = field(default_factory=Noise)           # the whole run's (see :class:`Noise`)
     cores_used: dict[str, float] = field(default_factory=dict)  # this process's CPU time / wall time, per name
     waited: dict[str, float] = field(default_factory=dict)      # share of wall time its threads waited for a core
+
+    def __post_init__(self):
+        if not isinstance(self.timings, dict) or not self.timings:
+            raise TypeError(f"timings: expected a non-empty dict name -> Timing, got {type(self.timings).__name__}")
+        for name, t in self.timings.items():
+            if not isinstance(t, Timing):
+                raise TypeError(f"timings: {name!r} maps to {type(t).__name__}, expected a Timing")
+        self._check(baseline=self.baseline)
+        if not isinstance(self.noise, Noise):
+            raise TypeError(f"noise: expected a Noise (core.noise), got {type(self.noise).__name__}")
 
     def _check(self, **names: str) -> None:
         for arg, value in names.items():
@@ -540,9 +556,17 @@ def roofline(intensity, peak: float | None = None, bandwidth: float | None = Non
 
     ``peak`` and ``bandwidth`` default to the values measured on this machine.
     """
-    peak = peak_gflops() if peak is None else peak
-    bandwidth = copy_bandwidth() if bandwidth is None else bandwidth
-    ai = np.asarray(intensity, dtype=float)
+    peak = peak_gflops() if peak is None else check_float(peak, "peak", low=0.0, low_inclusive=False)
+    bandwidth = copy_bandwidth() if bandwidth is None else check_float(bandwidth, "bandwidth", low=0.0,
+                                                                        low_inclusive=False)
+    if isinstance(intensity, (str, bytes)) or intensity is None:
+        raise TypeError(f"intensity: expected a number or an array of numbers, got {type(intensity).__name__}")
+    try:
+        ai = np.asarray(intensity, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"intensity: expected a number or an array of numbers, got {intensity!r}") from exc
+    if ai.size == 0:
+        raise ValueError("intensity: expected at least one value, got an empty array")
     if np.any(ai < 0) or not np.all(np.isfinite(ai)):
         raise ValueError(f"intensity: expected finite values >= 0, got {intensity}")
     out = np.minimum(peak, ai * bandwidth)

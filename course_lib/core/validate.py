@@ -42,6 +42,12 @@ __all__ = [
     "check_alloc",
     "max_bytes",
     "to_builtin",
+    "check_numbers",
+    "check_sizes",
+    "check_alloc_of",
+    "check_repeat",
+    "check_nonempty",
+    "MAX_REPEAT",
 ]
 
 FLOAT_DTYPES = (np.float32, np.float64)
@@ -325,3 +331,58 @@ def to_builtin(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _as_list(values: Any, name: str, what: str) -> list:
+    if isinstance(values, (str, bytes, dict)) or values is None or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a list of {what}, got {type(values).__name__} {values!r}")
+    out = list(np.asarray(values).ravel()) if isinstance(values, np.ndarray) else list(values)
+    if not out:
+        raise ValueError(f"{name}: expected a non-empty list of {what}, got an empty {type(values).__name__}")
+    return out
+
+
+def check_numbers(values: Any, name: str, *, low: float | None = None) -> list[float]:
+    """A non-empty list (tuple, array) of finite real numbers, each ``>= low`` when given -> list of floats.
+
+    >>> check_numbers((1, 2.5), "times")
+    [1.0, 2.5]"""
+    return [check_float(v, f"{name}[{i}]", low=low) for i, v in enumerate(_as_list(values, name, "numbers"))]
+
+
+def check_sizes(values: Any, name: str, *, low: int = 1, high: int | None = None) -> list[int]:
+    """A non-empty list (tuple, array) of integers in ``[low, high]`` -> list of ints (a sweep's sizes).
+
+    >>> check_sizes([8, 16], "Ts")
+    [8, 16]"""
+    return [check_int(v, f"{name}[{i}]", low=low, high=high) for i, v in enumerate(_as_list(values, name, "sizes"))]
+
+
+def check_alloc_of(dtype: Any, what: str = "an array", *, factor: int = 1, **sizes: Any) -> int:
+    """:func:`check_alloc` for an array whose axes are the (already checked) integer arguments ``sizes``
+    (in order, then ``factor`` as a last axis when it is not 1: 4 gates, 2 arrays); a too-large one is
+    blamed on the largest argument, by name.
+
+    >>> check_alloc_of(np.float32, "X", T=10, batch=4, n=8)
+    1280"""
+    name = max(sizes, key=lambda k: int(sizes[k]))
+    shape = tuple(sizes.values()) + ((int(factor),) if factor != 1 else ())
+    axes = ", ".join(list(sizes) + ([str(factor)] if factor != 1 else []))
+    return check_alloc(shape, dtype, name, what=f"{what} ({axes})")
+
+
+#: timed repeats a measurement may ask for: more would only look like a hang
+MAX_REPEAT = 1000
+
+
+def check_repeat(value: Any, name: str = "repeat", *, high: int = MAX_REPEAT) -> int:
+    """A count of timed repeats (rounds, steps): an integer in ``[1, high]``."""
+    return check_positive_int(value, name, high=high)
+
+
+def check_nonempty(x: np.ndarray, name: str) -> np.ndarray:
+    """No axis of ``x`` may be empty (a batch of 0 sequences, 0 steps): a mean over it would be NaN."""
+    if 0 in x.shape:
+        axis = x.shape.index(0)
+        raise ValueError(f"{name}: axis {axis} is empty (shape {tuple(x.shape)}); expected at least one element there")
+    return x

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core import backend
-from ..core.validate import check_array, check_bool, check_choice, check_dtype, check_positive_int, to_builtin
+from ..core.validate import (check_alloc_of, check_array, check_bool, check_choice, check_dtype, check_float,
+                             check_positive_int, check_repeat, check_str, to_builtin)
 from ..models import lstm
 from . import lstm as lstm_experiments
 
@@ -56,6 +57,17 @@ class Decision:
     table_ms: dict
     measured_now: bool = False
     probe: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_str(self.key, "key")
+        if not isinstance(self.table_ms, dict) or not self.table_ms:
+            raise TypeError(f"table_ms: expected a non-empty dict method -> ms per step, got {self.table_ms!r}")
+        for m, ms in self.table_ms.items():
+            check_float(ms, f"table_ms[{m!r}]", low=0.0)
+        check_choice(self.best, "best", tuple(self.table_ms))
+        check_bool(self.measured_now, "measured_now")
+        if not isinstance(self.probe, dict):
+            raise TypeError(f"probe: expected a dict, got {type(self.probe).__name__}")
 
     def table(self) -> str:
         """The table as text, fastest first, with each method's ratio to the best."""
@@ -220,8 +232,12 @@ def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: i
     if not methods:
         raise ValueError("methods: expected at least one method")
     force = check_bool(force, "force")
-    probe_steps = check_positive_int(probe_steps, "probe_steps")
-    repeat = check_positive_int(repeat, "repeat")     # a plain int from here on (JSON-safe)
+    probe_steps = check_positive_int(probe_steps, "probe_steps", high=10_000)
+    repeat = check_repeat(repeat)     # a plain int from here on (JSON-safe)
+    check_alloc_of(np.dtype(dtype), "the probe's inputs", steps=min(T, probe_steps), batch=batch, nx=nx)
+    check_alloc_of(np.dtype(dtype), "the probe's gates", factor=4, steps=min(T, probe_steps), batch=batch, nh=nh)
+    check_alloc_of(np.dtype(dtype), "the weights W_ih", factor=4, nh=nh, nx=nx)
+    check_alloc_of(np.dtype(dtype), "the weights W_hh", factor=4 * nh, nh=nh)
     path = _path(path)
     if not force:
         memo = _MEMO.get((str(path), key))

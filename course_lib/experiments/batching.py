@@ -29,7 +29,7 @@ from ..core.backend import cache_sizes
 from ..core import backend, timing
 from ..models import fast_rnn
 from ..models.rnn import RNNParams, check_inputs, bptt_linear, init_params, sgd_step
-from ..core.validate import check_choice, check_int, check_positive_int
+from ..core.validate import check_choice, check_dtype, check_int, check_positive_int, check_repeat, check_sizes
 
 __all__ = [
     "forward_one_at_a_time",
@@ -90,7 +90,12 @@ def rnn_step_intensity(batch: int, nx: int, nh: int, itemsize: int = 4) -> float
 def cache_level(nbytes: int, caches: dict | None = None) -> str:
     """The smallest cache (``"L1d"``, ``"L2"``, ``"L3"``) that holds ``nbytes``, else ``"DRAM"``."""
     nbytes = check_int(nbytes, "nbytes", low=0)
-    caches = cache_sizes() if caches is None else caches
+    if caches is None:
+        caches = cache_sizes()
+    elif not isinstance(caches, dict):  # {} is fine: no cache known, everything is "DRAM"
+        raise TypeError(f"caches: expected a dict level -> bytes such as {{'L1d': 32768}}, got {caches!r}")
+    else:
+        caches = {k: check_int(v, f"caches[{k!r}]", low=1) for k, v in caches.items()}
     for level, size in sorted(caches.items(), key=lambda kv: kv[1]):
         if nbytes <= size:
             return level
@@ -110,11 +115,10 @@ def gemv_residency(sizes=(256, 512, 1024, 2048, 4096, 8192), *, threads: int = 1
     "gflops", "gbps" (bytes of W read per second), "caches", "dram_gbps" (the streaming copy bandwidth
     of ``timing.copy_bandwidth``: the DRAM roof), "noise"}``, lists in the order of ``sizes``.
     """
-    sizes = [check_positive_int(s, "sizes[i]", high=16384) for s in sizes]
-    if not sizes:
-        raise ValueError("sizes: expected at least one size, got none")
-    repeat = check_positive_int(repeat, "repeat")
-    rng = np.random.default_rng(seed)
+    sizes = check_sizes(sizes, "sizes", high=16384)
+    repeat = check_repeat(repeat)
+    threads = check_positive_int(threads, "threads", high=backend.max_threads())
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     caches = cache_sizes()
     out = {"n": sizes, "working_set": [], "level": [], "gflops": [], "gbps": []}
     noise = timing.Noise()
@@ -159,9 +163,9 @@ def gemv_vs_gemm(n: int = 1000, batch: int = 256, *, repeat: int = 3, seed: int 
     """
     n = check_positive_int(n, "n", high=8192)
     batch = check_positive_int(batch, "batch", high=8192)
-    repeat = check_positive_int(repeat, "repeat")
-    dt = np.dtype(dtype)
-    rng = np.random.default_rng(seed)
+    repeat = check_repeat(repeat)
+    dt = check_dtype(dtype, "dtype")
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     W = rng.standard_normal((n, n)).astype(dt)
     x = rng.standard_normal((batch, n)).astype(dt)
     out1 = np.empty((batch, n), dt)
@@ -201,8 +205,9 @@ def batch_point(batch: int = 100, width: int = 256, T: int = 10, *, method: str 
     batch = check_positive_int(batch, "batch", high=4096)
     width = check_positive_int(width, "width", high=4096)
     T = check_positive_int(T, "T", high=1000)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
     seed = check_int(seed, "seed", low=0)
+    method = check_choice(method, "method", ("reference", "fast"))
     params = init_params(width, width, width, seed=seed)
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (T, batch, width)).astype(np.float32)
@@ -224,9 +229,12 @@ def time_per_sample(batch_sizes=(1, 10, 100, 1000), width: int = 256, T: int = 1
     "intensity": array, "bound_gflops": array, "width", "T", "method", "noise"}``, one entry per batch
     size (see :func:`batch_point`).
     """
-    sizes = [check_positive_int(b, "batch_sizes[i]", high=4096) for b in batch_sizes]
-    if not sizes:
-        raise ValueError("batch_sizes: expected at least one batch size, got none")
+    sizes = check_sizes(batch_sizes, "batch_sizes", high=4096)
+    check_positive_int(width, "width", high=4096)  # all arguments up front, before the first measurement
+    check_positive_int(T, "T", high=1000)
+    check_choice(method, "method", ("reference", "fast"))
+    check_repeat(repeat)
+    check_int(seed, "seed", low=0)
     points = [batch_point(b, width, T, method=method, repeat=repeat, seed=seed) for b in sizes]
     out = {k: np.array([p[k] for p in points]) for k in ("batch", "per_sample_s", "step_s", "flops", "gflops",
                                                           "intensity", "bound_gflops")}

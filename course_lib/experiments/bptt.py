@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.timing import compare, loglog_slope
-from ..core.validate import check_int, check_positive_int
+from ..core.validate import check_float, check_int, check_positive_int, check_sizes
 from ..models import rnn
 
 __all__ = ["bptt_times", "scaling", "fit_slopes"]
@@ -46,7 +46,10 @@ def bptt_times(T: int, nh: int, *, batch: int = 8, nx: int | None = None, ny: in
 
 def scaling(Ts, nh: int, *, batch: int = 8, repeat: int = 3) -> list[dict]:
     """:func:`bptt_times` for every T in ``Ts`` (increasing), same ``nh`` and ``batch``."""
-    Ts = [check_positive_int(T, "Ts", high=4096) for T in Ts]
+    Ts = check_sizes(Ts, "Ts", high=4096)
+    check_positive_int(nh, "nh", high=4096)  # up front, before the first measurement
+    check_positive_int(batch, "batch", high=4096)
+    check_positive_int(repeat, "repeat", high=1000)
     if len(Ts) < 2 or sorted(Ts) != Ts or len(set(Ts)) != len(Ts):
         raise ValueError(f"Ts: expected at least two increasing sequence lengths, got {Ts}")
     return [bptt_times(T, nh, batch=batch, repeat=repeat) for T in Ts]
@@ -59,6 +62,14 @@ def fit_slopes(rows: list[dict], t_min: int = 1) -> dict:
     the asymptotic slopes (1 for O(T), 2 for O(T²)) only show above it. Returns ``{"linear",
     "quadratic", "t_min", "points"}``; ValueError if fewer than two rows are in range."""
     t_min = check_positive_int(t_min, "t_min")
+    if not isinstance(rows, (list, tuple)):
+        raise TypeError(f"rows: expected a list of bptt_times() rows (dicts), got {type(rows).__name__}")
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or not {"T", "linear_s", "quadratic_s"} <= set(r):
+            raise TypeError(f"rows[{i}]: expected a bptt_times() row with T, linear_s, quadratic_s, got {r!r:.80}")
+        check_positive_int(r["T"], f"rows[{i}]['T']")
+        for k in ("linear_s", "quadratic_s"):
+            check_float(r[k], f"rows[{i}][{k!r}]", low=0.0, low_inclusive=False)
     use = [r for r in rows if r["T"] >= t_min]
     if len(use) < 2:
         raise ValueError(f"t_min: only {len(use)} row(s) have T >= {t_min}; need two to fit a slope")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import timing
-from ..core.validate import check_positive_int
+from ..core.validate import check_float, check_int, check_positive_int, check_sizes
 from ..models import fast_rnn
-from ..models.rnn import RNNParams, init_params
+from ..models.rnn import RNNParams, check_inputs, init_params
 
 __all__ = ["FRAMEWORK_METHODS", "torch_steps", "framework_vs_numpy"]
 
@@ -29,12 +29,18 @@ def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, thre
     same maths (float32, no biases), or None when torch is not installed. ``explicit`` writes the
     step with torch tensor ops and no autograd; ``nn.RNN`` uses the framework (module + autograd +
     ``torch.optim.SGD``). Each returns the loss before its update."""
+    if Y is None:
+        raise TypeError("Y: expected the targets (T, B, ny), got None")
+    X, Y, _ = check_inputs(params, X, Y, None)
+    lr = check_float(lr, "lr", low=0.0)
+    if threads is not None:
+        threads = check_positive_int(threads, "threads", high=1024)
     try:
         import torch
     except Exception:  # torch is optional (extra 'bench')
         return None
     if threads is not None:
-        torch.set_num_threads(check_positive_int(threads, "threads"))
+        torch.set_num_threads(threads)
     Xt, Yt = torch.from_numpy(np.ascontiguousarray(X)), torch.from_numpy(np.ascontiguousarray(Y))
     W = [torch.from_numpy(w.copy()) for w in (params.Wxh, params.Whh, params.Why)]
     T, B, _ = X.shape
@@ -93,11 +99,10 @@ def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: 
     Returns ``{"sizes", "T", "methods", "seconds": {method: [..]}, "vs_numpy": {method: [numpy time /
     method time]}, "call_overhead_s": {method: s}, "noise"}`` (``vs_numpy`` > 1: faster than numpy).
     """
-    sizes = [check_positive_int(s, "sizes[i]", high=1024) for s in sizes]
-    if not sizes:
-        raise ValueError("sizes: expected at least one size, got none")
+    sizes = check_sizes(sizes, "sizes", high=1024)
     T = check_positive_int(T, "T", high=1000)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_positive_int(repeat, "repeat", high=1000)
+    seed = check_int(seed, "seed", low=0)
 
     def steps(n: int, T: int) -> dict:
         p = init_params(n, n, n, seed=seed)

@@ -14,7 +14,7 @@ import numpy as np
 from ..models import halide_rnn as H
 from ..algorithms import matmul as nb_matmul
 from ..core import backend, timing
-from ..core.validate import check_int, check_positive_int
+from ..core.validate import check_alloc_of, check_bool, check_float, check_int, check_positive_int, check_repeat
 from ..models import fast_rnn, rnn
 
 __all__ = [
@@ -42,6 +42,8 @@ def problem(batch: int, n: int = 1000, T: int = 10, *, seed: int = 0):
     batch = check_positive_int(batch, "batch", high=100_000)
     n = check_positive_int(n, "n", high=8192)
     T = check_positive_int(T, "T", high=10_000)
+    seed = check_int(seed, "seed", low=0)
+    check_alloc_of(np.float32, "the inputs X (and Y)", T=T, batch=batch, n=n)
     p = rnn.init_params(n, n, n, seed=seed)
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
@@ -62,10 +64,17 @@ def fig10_table(batch: int, n: int = 1000, T: int = 10, *, repeat: int = 3, name
     Returns ``{"rows": [{name, seconds, gflops, speedup}], "cmp": Comparison, "B", "n", "T",
     "flops", "compile_s"}``; ``speedup`` is over ``"serial"`` (the seed's Fig. 10 y-axis is seconds).
     """
-    repeat = check_positive_int(repeat, "repeat")
-    names = tuple(names or H.FIG10_NAMES)
-    for nm in names:
-        H.get_schedule(nm)
+    repeat = check_repeat(repeat)
+    if names is not None and (isinstance(names, str) or not hasattr(names, "__iter__")):
+        raise TypeError(f"names: expected a list of schedule names, got {names!r}")
+    names = tuple(names if names is not None else H.FIG10_NAMES)
+    if not names:
+        raise ValueError("names: expected at least one schedule name, got none")
+    for i, nm in enumerate(names):
+        try:
+            H.get_schedule(nm)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"names[{i}]: {exc}") from None
     p, X, Y = problem(batch, n, T)
     compile_s = {}
     fns = {}
@@ -91,7 +100,12 @@ def fig10_findings(table: dict) -> dict:
     ``parallel``: per pair, parallel over one thread (Fig. 12); ``best``: the fastest name and its
     speedup over serial (the 39x analogue).
     """
-    s = {r["name"]: r["seconds"] for r in table["rows"]}
+    if not isinstance(table, dict) or not isinstance(table.get("rows"), list):
+        raise TypeError(f"table: expected the dict fig10_table() returns (with 'rows'), got {type(table).__name__}")
+    try:
+        s = {r["name"]: check_float(r["seconds"], "table", low=0.0, low_inclusive=False) for r in table["rows"]}
+    except (KeyError, TypeError, IndexError) as exc:
+        raise TypeError(f"table: every row needs 'name' and 'seconds' (as fig10_table() returns): {exc}") from exc
     need = set(H.FIG10_NAMES)
     if not need <= set(s):
         raise ValueError(f"table: expected rows for all of {', '.join(H.FIG10_NAMES)}")
@@ -118,6 +132,8 @@ def step_comparison(batch: int, n: int = 1000, T: int = 10, *, schedule="tiled+s
                     repeat: int = 3) -> dict:
     """One training step: Halide's ``schedule``, the numpy reference (``bptt_linear`` + ``sgd_step``,
     BLAS) and ``fast_rnn.train_step``, interleaved. Returns ``{"cmp", "gflops", "flops", "losses_agree"}``."""
+    H.get_schedule(schedule)
+    repeat = check_repeat(repeat)
     p, X, Y = problem(batch, n, T)
     hal = _step_fn(schedule, p, X, Y)
     ws = fast_rnn.make_workspace(T, batch, n, n, n)
@@ -140,6 +156,9 @@ def epoch_comparison(batch: int, n: int = 1000, T: int = 10, *, steps: int = 3, 
     (the seed: about 3, Halide slower), and ``final_loss_close`` (both trained to the same weights).
     """
     steps = check_positive_int(steps, "steps", high=1000)
+    H.get_schedule(schedule)
+    repeat = check_repeat(repeat)
+    lr = check_float(lr, "lr", low=0.0)
     p0, X, Y = problem(batch, n, T)
     H.compiled_step(schedule)
     out = {}
@@ -171,6 +190,8 @@ def gemm_comparison(n: int = 1000, *, schedule="tiled+simd+parallel", repeat: in
     Returns ``{"cmp", "gflops": {name: GFLOP/s by best time}, "max_err"}``.
     """
     n = check_positive_int(n, "n", high=4096)
+    H.get_schedule(schedule)
+    repeat = check_repeat(repeat)
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, n)).astype(np.float32)
     Bm = rng.standard_normal((n, n)).astype(np.float32)
@@ -191,6 +212,7 @@ def specialized_vs_best(batch: int, n: int = 1000, T: int = 10, *, repeat: int =
     """Seed Fig. 13 and §4.9: the best Fig. 10 schedule against the specialised element-wise schedule
     and against the single-expression (fused) definitions, interleaved.
     Returns ``{"cmp", "specialized_speedup", "fused_speedup"}`` (> 1: faster than the best)."""
+    repeat = check_repeat(repeat)
     p, X, Y = problem(batch, n, T)
     names = ("tiled+simd+parallel", "specialized", "fused")
     cmp = timing.compare(repeat=repeat, warmup=1, baseline=names[0], **{k: _step_fn(k, p, X, Y) for k in names})
@@ -205,6 +227,7 @@ def jit_vs_once(batch: int, n: int = 1000, T: int = 10, *, steps: int = 3, repea
     and compiling the five pipelines once, measured now) and ``"run_s"`` (one compiled step).
     """
     steps = check_positive_int(steps, "steps", high=100)
+    repeat = check_repeat(repeat)
     p, X, Y = problem(batch, n, T)
     once = _step_fn("tiled+simd+parallel", p, X, Y)
 
@@ -234,8 +257,10 @@ def schedule_time(tile_rows: int = 64, tile_cols: int = 16, vector: int = 16, pa
     tile_rows = check_int(tile_rows, "tile_rows", low=0, high=1024)
     tile_cols = check_int(tile_cols, "tile_cols", low=1, high=1024)
     vector = check_int(vector, "vector", low=1, high=64)
+    parallel = check_bool(parallel, "parallel")
+    repeat = check_repeat(repeat)
     tile = (tile_rows, tile_cols) if tile_rows > 0 else None
-    sched = H.make_schedule(tile=tile, vector=vector, parallel=bool(parallel))
+    sched = H.make_schedule(tile=tile, vector=vector, parallel=parallel)
     p, X, Y = problem(batch, n, T)
     t0 = time.perf_counter()
     H.compiled_step(sched)
@@ -253,5 +278,5 @@ def schedule_time(tile_rows: int = 64, tile_cols: int = 16, vector: int = 16, pa
 def compile_seconds(schedule, repeat: int = 1) -> float:
     """Seconds to build and JIT-compile the five pipelines of ``schedule`` now (uncached; best of ``repeat``)."""
     schedule = H.get_schedule(schedule)  # ValueError naming ``schedule`` before anything compiles
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
     return timing.measure(H.build, schedule, repeat=repeat, warmup=0, number=1).min

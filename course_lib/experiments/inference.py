@@ -21,7 +21,8 @@ import numpy as np
 
 from ..core import backend
 from ..core.timing import Noise, compare
-from ..core.validate import check_choice, check_positive_int
+from ..core.validate import (check_alloc_of, check_bool, check_choice, check_int, check_positive_int, check_repeat,
+                             check_sizes)
 from ..models import charlm
 from ..models.softmax_rnn import SoftmaxRNNParams, cell_step, forward, init_params
 from ..parallel import inference
@@ -31,7 +32,16 @@ __all__ = ["problem", "measure_methods", "batch_sweep", "layer_sweep", "wavefron
 
 
 def _threads(threads) -> int:
-    return backend.cpu_count() if threads is None else check_positive_int(threads, "threads")
+    return backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=1024)
+
+
+def _methods(methods) -> tuple:
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise ValueError(f"methods: expected a sequence of method names from {inference.METHODS}, got {methods!r}")
+    methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
+    if not methods:
+        raise ValueError(f"methods: expected at least one method name, got {methods!r}")
+    return methods
 
 
 def problem(batch: int, layers: int, *, T: int = 32, nh: int = 64, nx: int = 32, vocab: int = 32,
@@ -39,8 +49,13 @@ def problem(batch: int, layers: int, *, T: int = 32, nh: int = 64, nx: int = 32,
     """Seeded random float32 parameters and inputs ``X (T, B, nx)``."""
     batch = check_positive_int(batch, "batch", high=1 << 16)
     layers = check_positive_int(layers, "layers", high=64)
+    T = check_positive_int(T, "T", high=1 << 20)
+    nh, nx, vocab = (check_positive_int(v, k, high=1 << 14) for k, v in (("nh", nh), ("nx", nx), ("vocab", vocab)))
+    seed = check_int(seed, "seed", low=0)
+    check_alloc_of(np.float32, "the inputs X", T=T, batch=batch, nx=nx)
+    check_alloc_of(np.float32, "the hidden states", T=T, batch=batch, nh=nh)
     params = init_params(nx, nh, vocab, layers=layers, seed=seed)
-    X = np.random.default_rng(seed + 1).standard_normal((check_positive_int(T, "T"), batch, nx)).astype(np.float32)
+    X = np.random.default_rng(seed + 1).standard_normal((T, batch, nx)).astype(np.float32)
     return params, X
 
 
@@ -57,10 +72,13 @@ def measure_methods(batch: int = 32, layers: int = 2, methods=("sequential", "ba
     ``threads`` workers one BLAS thread). ``mpi`` is timed as the slowest rank's scatter + compute +
     gather inside one launch (best of ``repeat`` rounds; process start-up not included).
     """
-    if isinstance(methods, str) or not methods:
-        raise ValueError(f"methods: expected a non-empty sequence of method names, got {methods!r}")
-    methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
-    repeat = check_positive_int(repeat, "repeat")
+    methods = _methods(methods)
+    repeat = check_repeat(repeat)
+    if threads is not None:
+        threads = _threads(threads)
+    ranks = check_positive_int(ranks, "ranks", high=256)
+    if blas_threads is not None:
+        blas_threads = check_positive_int(blas_threads, "blas_threads", high=1024)
     params, X = problem(batch, layers, T=T, nh=nh, nx=nx, vocab=vocab, seed=seed)
     batch = X.shape[1]
 
@@ -90,9 +108,8 @@ def measure_methods(batch: int = 32, layers: int = 2, methods=("sequential", "ba
 
 def batch_sweep(sizes, methods=("sequential", "batched", "threads"), **kwargs) -> list[dict]:
     """:func:`measure_methods` for every batch size in ``sizes`` (same keyword arguments)."""
-    sizes = [check_positive_int(b, "sizes") for b in sizes]
-    if not sizes:
-        raise ValueError("sizes: expected at least one batch size")
+    sizes = check_sizes(sizes, "sizes", high=1 << 16)
+    _methods(methods)
     return [measure_methods(batch=b, methods=methods, **kwargs) for b in sizes]
 
 
@@ -102,10 +119,9 @@ def layer_sweep(depths, *, batch: int = 64, T: int = 32, nh: int = 128, nx: int 
     for each depth in ``depths``, beside the work/span model (:func:`course_lib.parallel.inference.work_span`).
 
     Returns ``{"layers": [...], "measured": [speed-up], "model": [speed-up], "threads": P, "noise"}``."""
-    depths = [check_positive_int(v, "depths", high=64) for v in depths]
-    if not depths:
-        raise ValueError("depths: expected at least one number of layers")
+    depths = check_sizes(depths, "depths", high=64)
     P = _threads(threads)
+    repeat = check_repeat(repeat)
     measured, noise = [], Noise()
     for L in depths:
         d = measure_methods(batch=batch, layers=L, methods=("batched", "wavefront"), T=T, nh=nh, nx=nx, vocab=vocab,
@@ -121,6 +137,7 @@ def wavefront_costs(batch: int = 64, nh: int = 128, *, threads: int | None = Non
     (one BLAS thread), against handing ``threads`` empty tasks to a thread pool and waiting for
     them (the barrier every diagonal pays). Returns ``{"cell": s, "handoff": s, "noise"}`` (medians)."""
     P = _threads(threads)
+    repeat = check_repeat(repeat)
     params, X = problem(batch, 1, T=1, nh=nh, nx=nh)
     layer, x = params.layers[0], X[0]
     h = np.zeros((X.shape[1], nh), np.float32)
@@ -139,9 +156,10 @@ def worker_sweep(Ps, *, batch: int = 256, layers: int = 2, T: int = 32, nh: int 
 
     Returns ``{"P": [...], "t_batched": s, "threads": [speed-up], "mpi": [speed-up] or None,
     "mpi_runs": {P: MPIResult}, "noise"}``; the noise covers the interleaved threads/batched timings."""
-    Ps = [check_positive_int(p, "Ps", high=batch) for p in Ps]
-    if not Ps:
-        raise ValueError("Ps: expected at least one worker count")
+    batch = check_positive_int(batch, "batch", high=1 << 16)
+    Ps = check_sizes(Ps, "Ps", high=min(batch, 256))
+    repeat = check_repeat(repeat)
+    mpi = check_bool(mpi, "mpi")
     params, X = problem(batch, layers, T=T, nh=nh, nx=nx, vocab=vocab)
     fns = {"batched": lambda: forward(params, X)}
     fns.update({f"threads={p}": (lambda p=p: inference.predict_threads(params, X, threads=p)) for p in Ps})
@@ -165,6 +183,9 @@ def cuda_run(*, batch: int = 1024, layers: int = 2, T: int = 32, nh: int = 256, 
     Returns ``{"mode": backend.cuda_mode(), "measured": bool, "comparison": Comparison or None,
     "max_diff": float or None, "noise"}``. Without a GPU nothing is timed (the simulator runs every
     GPU thread as a Python thread: its time says nothing about a GPU) and ``measured`` is False."""
+    repeat = check_repeat(repeat)
+    for k, v in (("batch", batch), ("layers", layers), ("T", T), ("nh", nh), ("nx", nx), ("vocab", vocab)):
+        check_positive_int(v, k, high=1 << 20)
     mode = backend.cuda_mode()
     if mode != "gpu":
         return {"mode": mode, "measured": False, "comparison": None, "max_diff": None, "noise": Noise()}
@@ -182,9 +203,7 @@ def perplexity_by_method(params: SoftmaxRNNParams, ids, methods=("sequential", "
     """Held-out perplexity (:func:`course_lib.models.charlm.perplexity`) computed through each inference
     method of :func:`course_lib.parallel.inference.predict` (``opts`` go to the methods that take them).
     Every method must give the same number. Returns ``{method: perplexity}``."""
-    if isinstance(methods, str) or not methods:
-        raise ValueError(f"methods: expected a non-empty sequence of method names, got {methods!r}")
-    methods = tuple(check_choice(m, "methods", inference.METHODS) for m in methods)
+    methods = _methods(methods)
     takes = {"threads": ("threads",), "wavefront": ("threads",), "mpi": ("ranks", "timeout"),
              "cuda_batched": ("block",)}
     unknown = set(opts) - {k for m in methods for k in takes.get(m, ())}

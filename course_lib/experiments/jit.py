@@ -121,7 +121,7 @@ def compile_times(target: str = "toy", *, timeout: float = 300.0) -> dict:
     machine was steady enough to judge the ratios (and a cached first call that is not faster is noted).
     """
     target = check_choice(target, "target", TARGETS)
-    timeout = check_float(timeout, "timeout", low=1.0)
+    timeout = check_float(timeout, "timeout", low=1.0, high=86400.0)
     with tempfile.TemporaryDirectory(prefix="course_jit_") as tmp:
         if target == "toy":
             Path(tmp, "toy_kernels.py").write_text(_TOY_MODULE)

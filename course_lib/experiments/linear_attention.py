@@ -18,7 +18,8 @@ import numpy as np
 
 from ..algorithms import linear_attention as la, scan
 from ..core import backend, timing
-from ..core.validate import check_int, check_positive_int
+from ..core.validate import (check_alloc_of, check_choice, check_float, check_int, check_positive_int, check_repeat,
+                             check_sizes)
 from ..parallel import mpi_pingpong, mpi_scan
 
 __all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "matmul_sweep", "mpi_split"]
@@ -29,14 +30,24 @@ METHODS = ("sequential", "scan", "chunked")
 def gemm_peak(threads: int | None = None, n: int = 1024, repeat: int = 5) -> float:
     """float32 GEMM peak in GFLOP/s on ``threads`` BLAS threads (default all cores): the best ``(n, n) @ (n, n)``
     of ``repeat`` runs, measured now (not cached: the thread count is part of what is measured)."""
-    threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads")
+    threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=1024)
     n = check_positive_int(n, "n", high=8192)
+    repeat = check_repeat(repeat)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     out = np.empty((n, n), np.float32)
     with backend.blas_threads(threads):
-        t = timing.measure(np.matmul, a, b, out=out, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1)
+        t = timing.measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
     return timing.gemm_flops(n, n, n) / t.min / 1e9
+
+
+def _check_common(T_max, d, repeat, seed, peak, chunk=None):
+    """The arguments every sweep shares, checked before anything is allocated or measured."""
+    check_alloc_of(np.float32, "q, k, v", T=T_max, d=d)
+    if chunk is not None:
+        check_positive_int(chunk, "chunk")
+    return (check_repeat(repeat), check_int(seed, "seed", low=0),
+            None if peak is None else check_float(peak, "peak", low=0.0, low_inclusive=False))
 
 
 def _problem(T, d, seed, heads=1):
@@ -58,8 +69,15 @@ def methods_vs_T(sizes, d: int = 64, *, chunk: int | None = None, methods=METHOD
     ``{"d", "chunk", "peak", "rows": [{"T", "per_token": {method: s}, "gflops": chunked GFLOP/s,
     "pct_peak", "x_scan", "x_sequential"}], "noise"}``."""
     d = check_positive_int(d, "d", high=1024)
-    sizes = [check_positive_int(T, "sizes[i]", high=1 << 22) for T in sizes]
-    peak = gemm_peak() if peak is None else float(peak)
+    sizes = check_sizes(sizes, "sizes", high=1 << 22)
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods: expected a list of names from {METHODS}, got {methods!r}")
+    methods = [check_choice(m, "methods", METHODS) for m in methods]
+    if not methods:
+        raise ValueError("methods: expected at least one method name, got none")
+    max_scan_elements = check_positive_int(max_scan_elements, "max_scan_elements")
+    repeat, seed, peak = _check_common(max(sizes), d, repeat, seed, peak, chunk)
+    peak = gemm_peak() if peak is None else peak
     rows, noise = [], timing.Noise()
     for T in sizes:
         q, k, v, dec = _problem(T, d, seed)
@@ -86,8 +104,9 @@ def chunk_sweep(T: int, d: int = 64, chunks=(16, 32, 64, 128, 256), *, repeat: i
     [{"chunk", "per_token", "gflops", "pct_peak"}], "best", "noise"}``."""
     T = check_positive_int(T, "T", high=1 << 22)
     d = check_positive_int(d, "d", high=1024)
-    chunks = [check_int(c, "chunks[i]", low=1, high=T) for c in chunks]
-    peak = gemm_peak() if peak is None else float(peak)
+    chunks = check_sizes(chunks, "chunks", high=T)
+    repeat, seed, peak = _check_common(T, d, repeat, seed, peak)
+    peak = gemm_peak() if peak is None else peak
     q, k, v, dec = _problem(T, d, seed)
     fns = {f"c{c}": (lambda c=c: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c)) for c in chunks}
     cmp = timing.compare(repeat=repeat, **fns)
@@ -106,6 +125,7 @@ def matmul_sweep(T: int = 4096, chunk: int = 64, d: int = 64, repeat: int = 3, s
     T = check_positive_int(T, "T", high=1 << 20)
     chunk = min(check_positive_int(chunk, "chunk"), T)   # a slider may ask for a chunk longer than T
     d = check_positive_int(d, "d", high=512)
+    repeat, seed, _ = _check_common(T, d, repeat, seed, None)
     q, k, v, dec = _problem(T, d, seed)
     methods = METHODS if T * d * d <= 1 << 26 else ("sequential", "chunked")
     cmp = timing.compare(repeat=repeat, **_calls(q, k, v, dec, methods, chunk))
@@ -125,13 +145,18 @@ def mpi_split(T: int, *, nh: int = 128, d: int = 64, ranks=(1, 2), repeat: int =
     the message bytes, the max error against one process, and the ping-pong's alpha/beta on this machine.
     Returns ``{"rows": [...], "alpha_s", "beta_gbs"}``."""
     T = check_positive_int(T, "T", high=1 << 24)
-    a, x, h0 = scan.random_problem(T, check_positive_int(nh, "nh"), seed=seed)
-    q, k, v, dec = _problem(T, check_positive_int(d, "d"), seed)
+    nh = check_positive_int(nh, "nh", high=1 << 16)
+    d = check_positive_int(d, "d", high=1024)
+    ranks = check_sizes(ranks, "ranks", high=64)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    check_alloc_of(np.float32, "a, x", T=T, nh=nh)
+    repeat, seed, _ = _check_common(T, d, repeat, seed, None)
+    a, x, h0 = scan.random_problem(T, nh, seed=seed)
+    q, k, v, dec = _problem(T, d, seed)
     ref_h = scan.linear_recurrence(a, x, h0)
     ref_o = la.gated_linear_recurrence(q, k, v, dec, method="chunked")
     rows = []
     for P in ranks:
-        P = check_positive_int(P, "ranks[i]", high=64)
         for kind, run in (("elementwise", lambda P=P: mpi_scan.linear_recurrence_mpi(a, x, h0, ranks=P, timeout=timeout,
                                                                                      repeat=repeat, return_info=True)),
                           ("gated", lambda P=P: mpi_scan.gated_linear_recurrence_mpi(q, k, v, dec, ranks=P, repeat=repeat,

@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
-from ..core.validate import check_choice, check_positive_int
+from ..core.validate import (check_alloc_of, check_bool, check_choice, check_dtype, check_float, check_positive_int,
+                             check_repeat, check_sizes)
 from ..models import lstm, lstm_lm
 from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
@@ -36,11 +37,19 @@ __all__ = ["step_time", "method_times", "fused_baseline", "profile_step", "profi
 
 
 def _shape(batch, nh, nx, T=1):
-    return (check_positive_int(batch, "batch"), check_positive_int(nh, "nh"), check_positive_int(nx, "nx"),
-            check_positive_int(T, "T"))
+    """The sizes, checked (and the arrays they make bounded) before anything is allocated."""
+    batch, nh, nx, T = (check_positive_int(v, k, high=1 << 24) for k, v in
+                        (("batch", batch), ("nh", nh), ("nx", nx), ("T", T)))
+    check_alloc_of(np.float64, "the inputs X", T=T, batch=batch, nx=nx)
+    check_alloc_of(np.float64, "the gates", factor=4, T=T, batch=batch, nh=nh)
+    check_alloc_of(np.float64, "the weights W_ih", factor=4, nh=nh, nx=nx)
+    check_alloc_of(np.float64, "the weights W_hh", factor=4 * nh, nh=nh)
+    return batch, nh, nx, T
 
 
 def _methods(methods, name="methods"):
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"{name}: expected a list of names from {lstm.METHODS}, got {methods!r}")
     methods = tuple(check_choice(m, name, lstm.METHODS) for m in methods)
     if not methods:
         raise ValueError(f"{name}: expected at least one of {', '.join(lstm.METHODS)}")
@@ -48,6 +57,7 @@ def _methods(methods, name="methods"):
 
 
 def _random_problem(batch, nh, nx, T, dtype, seed=0):
+    dtype = check_dtype(dtype, "dtype")
     p = lstm.init_params(nx, nh, seed=seed, dtype=dtype)
     X = np.random.default_rng(seed + 1).standard_normal((T, batch, nx)).astype(dtype)
     return p, X
@@ -67,9 +77,11 @@ def step_time(batch: int, nh: int, nx: int, T: int = 10, *, method: str = "fused
     """Median seconds per time step of ``lstm_forward`` (+ ``lstm_backward``) at this shape."""
     batch, nh, nx, T = _shape(batch, nh, nx, T)
     method = check_choice(method, "method", lstm.METHODS)
+    backward = check_bool(backward, "backward")
+    repeat = check_repeat(repeat)
     p, X = _random_problem(batch, nh, nx, T, dtype)
     run = _runner(p, X, method, backward, np.ones((T, batch, nh), p.dtype))
-    return measure(run, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1).median / T
+    return measure(run, repeat=repeat, warmup=1, number=1).median / T
 
 
 def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3, torch_module=None) -> dict:
@@ -80,7 +92,11 @@ def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3
     "ms_per_step": {name: ms}, "comparison": Comparison}`` with names ``"naive"``, ``"fused_pre"`` and
     ``"torch"``. ``torch_module``: the module to use instead of ``import torch`` (tests pass a stand-in)."""
     batch, nh, nx, T = _shape(batch, nh, nx, T)
+    repeat = check_repeat(repeat)
     torch = torch_module
+    if torch is not None and not (hasattr(torch, "nn") and hasattr(torch, "from_numpy")):
+        raise TypeError(f"torch_module: expected the torch module (or a stand-in with nn and from_numpy), "
+                        f"got {type(torch).__name__}")
     if torch is None:
         try:
             import torch
@@ -95,7 +111,7 @@ def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3
         with torch.no_grad():
             module(Xt)
     try:
-        cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1, baseline="naive",
+        cmp = compare(repeat=repeat, warmup=1, baseline="naive",
                       naive=_runner(p, X, "naive", False, None), fused_pre=_runner(p, X, "fused_pre", False, None),
                       torch=run_torch)
     finally:
@@ -112,9 +128,11 @@ def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METH
     (the :class:`~course_lib.core.timing.Comparison` carries the spread of the repeats)."""
     batch, nh, nx, T = _shape(batch, nh, nx, T)
     methods = _methods(methods)
+    backward = check_bool(backward, "backward")
+    repeat = check_repeat(repeat)
     p, X = _random_problem(batch, nh, nx, T, dtype)
     dH = np.ones((T, batch, nh), p.dtype)
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
+    cmp = compare(repeat=repeat, warmup=1,
                   **{m: _runner(p, X, m, backward, dH) for m in methods})
     ms = {m: cmp.timings[m].median / T * 1e3 for m in methods}
     return {"B": batch, "nh": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
@@ -125,11 +143,12 @@ def latency_vs_batch(batches, nh: int = 128, *, methods=("fused_pre", "gemv"), T
     """Milliseconds per forward step of each method at each batch size (nx = H) -- the latency a
     server answering B requests at once would see. Returns ``{"B": [...], "nh": nh, "noise": Noise,
     method: [ms, ...], ...}``."""
-    nh = check_positive_int(nh, "nh")
+    nh = check_positive_int(nh, "nh", high=1 << 24)
     methods = _methods(methods)
-    Bs = [int(check_positive_int(b, "batches")) for b in batches]
-    if not Bs:
-        raise ValueError("batches: expected at least one batch size")
+    Bs = check_sizes(batches, "batches", high=1 << 24)
+    _shape(max(Bs), nh, nh, T)
+    check_dtype(dtype, "dtype")
+    check_repeat(repeat)
     out, noise = {"B": Bs, "nh": nh}, Noise()
     for b in Bs:
         r = method_times(b, nh, nh, T, methods=methods, dtype=dtype, repeat=repeat)
@@ -222,11 +241,10 @@ def profile_step(batch: int, nh: int, nx: int | None = None, *, method: str = "n
     "ops": [(kind, label, seconds), ...], "noise"}``. ``calls_per_step`` counts numpy/BLAS/numba calls -- the CPU
     analogue of the seed's kernel launches. (For ``fused_pre``/``transposed`` the big input GEMM done
     once for all steps is not part of the step.)"""
-    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
+    batch, nh, nx, _ = _shape(batch, nh, nh if nx is None else nx)
     method = check_choice(method, "method", lstm.METHODS)
-    repeat = check_positive_int(repeat, "repeat")
-    p = lstm.init_params(nx, nh, seed=0, dtype=dtype)
+    repeat = check_repeat(repeat)
+    p = lstm.init_params(nx, nh, seed=0, dtype=check_dtype(dtype, "dtype"))
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, nx)).astype(p.dtype)
     h = rng.uniform(-0.5, 0.5, (batch, nh)).astype(p.dtype)
@@ -315,11 +333,10 @@ def profile_training(batch: int, nh: int, nx: int | None = None, T: int = 20, *,
     phases: Python per step, call overheads and threads waiting for each other. ``gflops`` /
     ``pct_peak`` for GEMM rows, against ``peak`` (default :func:`course_lib.core.timing.peak_gflops`,
     measured now, same BLAS and threads)."""
-    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
-    T = check_positive_int(T, "T")
-    repeat = check_positive_int(repeat, "repeat")
-    peak = peak_gflops(dtype) if peak is None else float(peak)
+    batch, nh, nx, T = _shape(batch, nh, nh if nx is None else nx, T)
+    repeat = check_repeat(repeat)
+    dtype = check_dtype(dtype, "dtype")
+    peak = peak_gflops(dtype) if peak is None else check_float(peak, "peak", low=0.0, low_inclusive=False)
     p, X = _random_problem(batch, nh, nx, T, dtype)
     dH = np.random.default_rng(7).standard_normal((T, batch, nh)).astype(p.dtype)
     phases = _training_phases(p, X, dH)
@@ -346,12 +363,13 @@ def lm_throughput(ids, V: int, *, methods=lstm.METHODS, repeat: int = 1, **train
     Returns ``{"tokens_per_s": {method: best over repeats}, "loss": {method: loss curve},
     "best": name, "comparison": Comparison}`` (tokens/s counts the training loop only, as ``train_lm``)."""
     methods = _methods(methods)
+    repeat = check_repeat(repeat)
     results: dict = {m: [] for m in methods}
 
     def run(m):
         return lambda: results[m].append(lstm_lm.train_lm(ids, V, method=m, **train))
 
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=0, **{m: run(m) for m in methods})
+    cmp = compare(repeat=repeat, warmup=0, **{m: run(m) for m in methods})
     tps = {m: max(r.info["tokens_per_s"] for r in rs) for m, rs in results.items()}
     return {"tokens_per_s": tps, "loss": {m: rs[-1].history["loss"] for m, rs in results.items()},
             "best": max(tps, key=tps.get), "comparison": cmp}
@@ -362,6 +380,7 @@ def widget_compute(batch: int = 64, nh: int = 256, method: str = "fused_pre", T:
     """For the chapter's slider: ms per forward step of ``method`` and of ``naive`` at (B, H, nx = H),
     with the GFLOP/s of the step's two GEMMs (``x W_ih^T`` and ``h W_hh^T``)."""
     method = check_choice(method, "method", lstm.METHODS)
+    _shape(batch, nh, nh, T)
     ms = method_times(batch, nh, nh, T, methods=tuple(dict.fromkeys(("naive", method))), repeat=3)["ms_per_step"]
     flops = 2 * gemm_flops(batch, 4 * nh, nh)
     return {"B": batch, "nh": nh, "method": method, "ms_per_step": ms,

@@ -21,9 +21,21 @@ from numba import njit
 
 from ..core import backend
 from ..core.timing import compare, gemm_flops
-from ..core.validate import check_positive_int
+from ..core.validate import check_alloc_of, check_dtype, check_float, check_positive_int, check_repeat
 
 __all__ = ["layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters"]
+
+
+def _sizes(batch, nh, nx, alloc=True):
+    """``(batch, nh, nx)`` checked (nx defaults to nh), the GEMM's arrays bounded before allocating."""
+    batch, nh = check_positive_int(batch, "batch", high=1 << 24), check_positive_int(nh, "nh", high=1 << 24)
+    nx = nh if nx is None else check_positive_int(nx, "nx", high=1 << 24)
+    if not alloc:
+        return batch, nh, nx
+    check_alloc_of(np.float64, "X", batch=batch, nx=nx)
+    check_alloc_of(np.float64, "W", factor=4, nh=nh, nx=nx)
+    check_alloc_of(np.float64, "Y", factor=4, batch=batch, nh=nh)
+    return batch, nh, nx
 
 
 def _gemm_operands(batch, nh, nx, dtype):
@@ -39,11 +51,12 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
 
     Returns best-of-``repeat`` seconds ``XWt_s``, ``WXt_s``, ``ratio = t(XW^T) / t(WX^T)`` (> 1: the
     transposed layout is faster), GFLOP/s of each and the ``comparison``."""
-    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
+    batch, nh, nx = _sizes(batch, nh, nx)
+    dtype = check_dtype(dtype, "dtype")
+    repeat = check_repeat(repeat)
     X, W = _gemm_operands(batch, nh, nx, dtype)
     Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
+    cmp = compare(repeat=repeat, warmup=1,
                   XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
@@ -73,11 +86,12 @@ def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float
 
     Returns best-of-``repeat`` seconds, ``ratio = t(XW^T) / t(WX^T)``, GFLOP/s, the ``comparison`` and
     ``agree`` (both give the same numbers)."""
-    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
+    batch, nh, nx = _sizes(batch, nh, nx)
+    dtype = check_dtype(dtype, "dtype")
+    repeat = check_repeat(repeat)
     X, W = _gemm_operands(batch, nh, nx, dtype)
     Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
+    cmp = compare(repeat=repeat, warmup=1,
                   XWt=lambda: _rowdot(X, W, Y), WXt=lambda: _rowdot(W, X, YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
@@ -101,9 +115,10 @@ def layout_traffic_model(batch: int, nh: int, nx: int | None = None, *, caches: 
     served by that level or above) and ``bytes_from_below`` (bytes the level must fetch from further out).
     Returns ``{"levels": {...}, "loads_lines", "bytes_X", "bytes_W", "modelled": True}``.
     """
-    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
+    batch, nh, nx = _sizes(batch, nh, nx, alloc=False)
     itemsize, line = check_positive_int(itemsize, "itemsize"), check_positive_int(line, "line")
+    if caches is not None and not isinstance(caches, dict):
+        raise TypeError(f"caches: expected a dict level -> bytes such as {{'L2': 1048576}}, got {caches!r:.40}")
     caches = backend.cache_sizes() if caches is None else dict(caches)
     if not caches:
         raise ValueError("caches: this system does not report its cache sizes; pass caches={'L2': bytes, ...}")
@@ -160,9 +175,9 @@ def hardware_counters(batch: int, nh: int, nx: int | None = None, *, reps: int =
     Returns ``(result, why)``: ``result`` is ``{"XWt": {event: count}, "WXt": {...}, "hit_rate": {layout:
     1 - misses/references}}`` and ``why`` is ``""``; or ``(None, reason)`` when this machine cannot measure
     it (no ``perf``, counters not exposed -- common in virtual machines -- or not permitted)."""
-    batch, nh = check_positive_int(batch, "batch"), check_positive_int(nh, "nh")
-    nx = nh if nx is None else check_positive_int(nx, "nx")
-    reps = check_positive_int(reps, "reps")
+    batch, nh, nx = _sizes(batch, nh, nx)
+    reps = check_positive_int(reps, "reps", high=100_000)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
     perf = shutil.which("perf")
     if perf is None:
         return None, "no `perf` on this machine"

@@ -25,14 +25,15 @@ import numpy as np
 
 from ..algorithms import matmul as mm
 from ..core import timing
-from ..core.validate import check_positive_int
+from ..core.validate import check_dtype, check_int, check_positive_int, check_repeat, check_sizes
 
 __all__ = ["ladder", "gflops_of", "tile_sweep", "tile_rate", "compare_sizes", "time_combinations",
            "vector_instructions", "simd_ops"]
 
 
 def _operands(n: int, dtype: str, seed: int):
-    rng = np.random.default_rng(seed)
+    dtype = check_dtype(dtype, "dtype")
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     A = rng.standard_normal((n, n)).astype(dtype)
     B = rng.standard_normal((n, n)).astype(dtype)
     return A, B
@@ -42,13 +43,13 @@ def _numpy(A, B, *tiles, out=None):
     return np.matmul(A, B, out=out)
 
 
-def _resolve(method) -> Callable:
+def _resolve(method, name: str = "method") -> Callable:
     if callable(method):
         return method
     if method == "numpy":
         return _numpy
-    if method not in mm.MATMUL_KERNELS:
-        raise ValueError(f"method: expected one of {', '.join(mm.MATMUL_KERNELS)}, 'numpy' or a callable, "
+    if not isinstance(method, str) or method not in mm.MATMUL_KERNELS:
+        raise ValueError(f"{name}: expected one of {', '.join(mm.MATMUL_KERNELS)}, 'numpy' or a callable, "
                          f"got {method!r}")
     return mm.MATMUL_KERNELS[method]
 
@@ -62,7 +63,7 @@ def gflops_of(method="tiled_simd", n: int = 256, *, dtype: str = "float32", repe
     """GFLOP/s of ``method`` on ``(n, n) @ (n, n)``: best of ``repeat`` runs after one warm-up.
     ``tiles``: ``tile_i`` / ``tile_j`` / ``tile_k`` for the tiled rungs."""
     n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
     f = _resolve(method)
     A, B = _operands(n, dtype, seed)
     C = np.empty((n, n), dtype)
@@ -78,11 +79,13 @@ def ladder(n: int, methods=None, *, dtype: str = "float32", repeat: int = 3, see
     max_abs_err vs numpy in float64.
     """
     n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    if methods is not None and (isinstance(methods, str) or not hasattr(methods, "__iter__")):
+        raise TypeError(f"methods: expected a list of kernel names or callables, got {methods!r}")
     methods = list(mm.MATMUL_KERNELS) if methods is None else list(methods)
     if "numpy" not in methods:
         methods.append("numpy")
-    fns = {_name(m): _resolve(m) for m in methods}
+    fns = {_name(m): _resolve(m, "methods") for m in methods}
     A, B = _operands(n, dtype, seed)
     ref = A.astype(np.float64) @ B.astype(np.float64)
     outs = {k: np.empty((n, n), dtype) for k in fns}
@@ -111,9 +114,10 @@ def tile_sweep(n: int, tiles_i=(8, 16, 32, 64, 128), tiles_j=(16, 32, 64, 128, 2
     n = check_positive_int(n, "n", high=4096)
     if isinstance(method, str) and method not in mm.TILED_KERNELS:
         raise ValueError(f"method: expected one of {', '.join(mm.TILED_KERNELS)}, got {method!r}")
-    check_positive_int(tile_k, "tile_k")
-    tiles_i = [check_positive_int(t, "tiles_i") for t in tiles_i]
-    tiles_j = [check_positive_int(t, "tiles_j") for t in tiles_j]
+    tile_k = check_positive_int(tile_k, "tile_k", high=4096)
+    repeat = check_repeat(repeat)
+    tiles_i = check_sizes(tiles_i, "tiles_i", high=4096)
+    tiles_j = check_sizes(tiles_j, "tiles_j", high=4096)
     f = _resolve(method)
     A, B = _operands(n, dtype, seed)
     C = np.empty((n, n), dtype)
@@ -142,7 +146,7 @@ def tile_rate(n: int = 256, tile_i: int = 64, tile_j: int = 64, tile_k: int = 64
         raise ValueError(f"method: expected one of {', '.join(mm.TILED_KERNELS)}, got {method!r}")
     tiles = tuple(min(check_positive_int(t, nm), n) for t, nm in
                   ((tile_i, "tile_i"), (tile_j, "tile_j"), (tile_k, "tile_k")))
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
     f = mm.MATMUL_KERNELS[method]
     A, B = _operands(n, "float32", 0)
     C1, C2 = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
@@ -161,11 +165,15 @@ def compare_sizes(sizes=(1000, 1024), methods=("ikj", "tiled_simd", "parallel_ti
 
     Returns ``{"sizes", "rates": {name: (rate at sizes[0], rate at sizes[1], ...)}, "noise"}``.
     """
-    sizes = tuple(check_positive_int(s, "sizes", high=4096) for s in sizes)
+    sizes = tuple(check_sizes(sizes, "sizes", high=4096))
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods: expected a list of kernel names or callables, got {methods!r}")
     if len(sizes) < 2:
         raise ValueError(f"sizes: expected at least two sizes, got {sizes}")
-    repeat = check_positive_int(repeat, "repeat")
-    fns = {_name(m): _resolve(m) for m in methods}
+    repeat = check_repeat(repeat)
+    fns = {_name(m): _resolve(m, "methods") for m in methods}
+    if not fns:
+        raise ValueError("methods: expected at least one kernel name or callable, got none")
     ops = {s: _operands(s, dtype, seed) for s in sizes}
     outs = {s: np.empty((s, s), dtype) for s in sizes}
     runs = {f"{k}@{s}": (lambda f=f, s=s: f(*ops[s], out=outs[s])) for k, f in fns.items() for s in sizes}
@@ -182,7 +190,9 @@ def time_combinations(n: int, *, dtype: str = "float32", repeat: int = 3, seed: 
     seconds (median), gflops, speedup (over the all-off serial kernel).
     """
     n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    tile_i, tile_j, tile_k = (check_positive_int(v, k, high=4096) for k, v in
+                              (("tile_i", tile_i), ("tile_j", tile_j), ("tile_k", tile_k)))
     A, B = _operands(n, dtype, seed)
     C = np.empty((n, n), dtype)
     kernels = {mm.combination_name(*c): mm.combination_kernel(*c, tile_i=tile_i, tile_j=tile_j, tile_k=tile_k)
@@ -240,8 +250,8 @@ def vector_instructions(kernel: str, dtype: str = "float32") -> dict:
     A structural check that the compiler really emitted SIMD code."""
     from numba import typeof
 
-    if kernel not in mm.KERNEL_CORES:
+    if not isinstance(kernel, str) or kernel not in mm.KERNEL_CORES:
         raise ValueError(f"kernel: expected one of {', '.join(mm.KERNEL_CORES)}, got {kernel!r}")
     disp, n_ints = mm.KERNEL_CORES[kernel]
-    arr = typeof(np.zeros((2, 2), dtype=np.dtype(dtype)))
+    arr = typeof(np.zeros((2, 2), dtype=check_dtype(dtype, "dtype")))
     return simd_ops(disp, (arr, arr, arr) + (typeof(1),) * n_ints)

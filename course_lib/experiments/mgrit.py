@@ -25,8 +25,8 @@ import numpy as np
 from ..algorithms import mgrit
 from ..core import backend, timing
 from ..core.backend import mpi_available
-from ..core.validate import (check_alloc, check_array, check_callable, check_choice, check_float, check_int,
-                             check_positive_int)
+from ..core.validate import (check_alloc, check_alloc_of, check_array, check_callable, check_choice, check_float, check_int,
+                             check_positive_int, check_repeat)
 from ..models import gru
 
 __all__ = [
@@ -48,13 +48,20 @@ __all__ = [
 
 # --------------------------------------------------------------------------- validation helpers
 def _check_seq(values, name: str, item=None, item_name: str | None = None) -> list:
-    """A non-empty list/tuple/array of items, each checked by ``item(value, item_name or name)``."""
+    """A non-empty list/tuple/array of items, each checked by ``item(value, "name[i]")`` (so a bad one is named
+    by its index; ``item_name`` is kept for the callers' readability: what one item is)."""
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name}: expected a non-empty sequence, got {type(values).__name__} {values!r}")
     values = list(values)
     if not values:
         raise ValueError(f"{name}: expected a non-empty sequence, got an empty one")
-    return [item(v, item_name or name) if item is not None else v for v in values]
+    return [item(v, f"{name}[{i}]") if item is not None else v for i, v in enumerate(values)]
+
+
+def _check_levels(levels, nt: int) -> int:
+    """Up front: a coarsest level of >= 2 steps needs m**(levels-1) <= nt / 2 with m >= 2, so levels <= log2(nt)
+    (a larger one would first make MGRIT compute m**(levels-1), a huge number, for nothing)."""
+    return check_int(levels, "levels", low=1, high=max(1, int(nt).bit_length()))
 
 
 def _check_nt(nt, name: str = "nt") -> int:
@@ -72,8 +79,10 @@ def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: i
     ``{"ms": [...], "histories": {m: [...]}, "factors": {m: rho}}`` (plain data for plots/widgets)."""
     check_choice(problem, "problem", ("dahlquist",))
     lam_dt = check_float(lam_dt, "lam_dt", high=0.0)
-    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2), "m")
     nt = _check_nt(nt)
+    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2, high=max(2, nt // 2)), "m")  # coarse level: >= 2 steps
+    levels = _check_levels(levels, nt)
+    max_iter = check_positive_int(max_iter, "max_iter", high=10_000)
     out = {"ms": list(ms), "histories": {}, "factors": {}, "levels": levels, "relax": relax, "nt": nt,
            "lam_dt": lam_dt}
     for m in ms:
@@ -88,12 +97,12 @@ def convergence_histories(*, problem: str = "dahlquist", ms=(2, 4, 8), levels: i
 def convergence_table(ms=(2, 4, 8, 16), lam_dts=(-0.01, -0.1, -1.0, -10.0), *, nt: int = 256, levels: int = 2,
                       relax: str = "F", max_iter: int = 6) -> dict:
     """Convergence factors on Dahlquist for each (m, lam*dt): ``{"ms", "lam_dts", "rho": (len(ms), len(lam_dts))}``."""
-    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2), "m")
-    lam_dts = _check_seq(lam_dts, "lam_dts", lambda v, n: check_float(v, n, high=0.0))
     nt = _check_nt(nt)
+    ms = _check_seq(ms, "ms", lambda v, n: check_int(v, n, low=2, high=max(2, nt // 2)), "m")
+    lam_dts = _check_seq(lam_dts, "lam_dts", lambda v, n: check_float(v, n, high=0.0))
     check_choice(relax, "relax", ("F", "FCF", "FCFCF"))
-    levels = check_positive_int(levels, "levels")
-    max_iter = check_positive_int(max_iter, "max_iter")
+    levels = _check_levels(levels, nt)
+    max_iter = check_positive_int(max_iter, "max_iter", high=10_000)
     rho = np.zeros((len(ms), len(lam_dts)))
     for a, m in enumerate(ms):
         for b, ld in enumerate(lam_dts):
@@ -110,6 +119,7 @@ def speedup_model(nt: int, Ps, *, m: int = 4, levels: int = 2, iters: int = 2, r
     """``span_model(...)["speedup"]`` for each P in ``Ps`` (array)."""
     Ps = _check_seq(Ps, "Ps", check_positive_int, "P")
     nt = check_positive_int(nt, "nt")
+    levels = _check_levels(levels, nt)
     return np.array([mgrit.span_model(nt, m=m, levels=levels, iters=iters, P=int(P), relax=relax,
                                       latency=latency)["speedup"] for P in Ps])
 
@@ -117,8 +127,9 @@ def speedup_model(nt: int, Ps, *, m: int = 4, levels: int = 2, iters: int = 2, r
 def counted_work(nt: int, *, m: int = 4, levels: int = 2, relax: str = "FCF", iters: int = 2) -> float:
     """Time steps MGRIT takes for ``iters`` iterations, per serial step (``steps_taken / nt``).
     The count does not depend on the problem, so it is taken on a scalar Dahlquist problem."""
-    iters = check_positive_int(iters, "iters")
+    iters = check_positive_int(iters, "iters", high=10_000)
     nt = _check_nt(nt)
+    levels = _check_levels(levels, nt)
     s = mgrit.MGRIT(mgrit.dahlquist_step(-1.0, 1.0, m), m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
     s.solve(np.ones(1), nt)
     return s.steps_taken / nt
@@ -130,6 +141,9 @@ def preprocessing_model(nt: int, P: int, c: float, *, m: int = 4, levels: int = 
     that is computed once and is parallel over time (the seed's ResNet features): serial
     ``nt * (1 + c)``, parallel ``nt * c / P + span``. A model, not a measurement."""
     c = check_float(c, "c", low=0.0)
+    nt = check_positive_int(nt, "nt")
+    P = check_positive_int(P, "P")
+    levels = _check_levels(levels, nt)
     span = mgrit.span_model(nt, m=m, levels=levels, iters=iters, P=P, relax=relax, latency=latency)["span"]
     return nt * (1.0 + c) / (nt * c / P + span)
 
@@ -138,6 +152,10 @@ def preprocessing_needed(target: float, nt: int, P: int, **model) -> float:
     """The per-frame cost ``c`` (GRU-step units) at which :func:`preprocessing_model` reaches
     ``target``; ``inf`` when even an infinite ``c`` (speedup -> P) does not."""
     target = check_float(target, "target", low=0.0, low_inclusive=False)
+    nt = check_positive_int(nt, "nt")
+    P = check_positive_int(P, "P")
+    if "levels" in model:
+        model["levels"] = _check_levels(model["levels"], nt)
     if target >= P:
         return math.inf
     span = mgrit.span_model(nt, P=P, **model)["span"]
@@ -153,8 +171,13 @@ def time_axis(Ts, *, batch: int = 32, P: int = 4, nh: int = 32, nx: int = 8, rep
     Returns ``{"Ts", "full": [s], "share": [s], "slope_full", "slope_share", "noise"}`` (median
     seconds, log-log slopes vs T, the merged noise of the runs). One BLAS thread."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
-    P = check_int(P, "P", low=2)
-    batch = check_int(batch, "batch", low=P)
+    P = check_int(P, "P", low=2, high=1 << 16)
+    batch = check_int(batch, "batch", low=P)  # each of the P workers gets at least one sequence
+    nh, nx = check_positive_int(nh, "nh", high=1 << 16), check_positive_int(nx, "nx", high=1 << 16)
+    repeat = check_repeat(repeat)
+    for T in Ts:
+        check_alloc_of(np.float32, "the inputs", Ts=T, batch=batch, nx=nx)
+        check_alloc_of(np.float32, "the gates", factor=3, Ts=T, batch=batch, nh=nh)
     p = gru.init_params(nx, nh, seed=0)
     full, share, noise = [], [], timing.Noise()
     with backend.blas_threads(1):
@@ -173,7 +196,9 @@ def time_axis(Ts, *, batch: int = 32, P: int = 4, nh: int = 32, nx: int = 8, rep
 def forward_speed(params, X, *, threads: int = 2, repeat: int = 3, **mgrit_opts):
     """Serial vs MGRIT forward (1 thread and ``threads`` threads) in this process, interleaved, one
     BLAS thread. Returns the :class:`~course_lib.core.timing.Comparison` (baseline ``sequential``)."""
-    threads = check_positive_int(threads, "threads")
+    threads = check_positive_int(threads, "threads", high=1024)
+    repeat = check_repeat(repeat)
+    check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})  # no batch of 0 sequences
     opts = dict(mgrit_opts, method="mgrit")
     implicit = opts.pop("implicit", True)
     with backend.blas_threads(1):
@@ -195,7 +220,15 @@ def speedup_vs_length(Ts, *, ranks: int = 2, batch: int = 16, nh: int = 64, nx: 
     "work": steps per serial step, "noise": Noise, "method": "mpi" | "threads"}``. Without MPI the
     parallel column is MGRIT with ``ranks`` threads in this process (and ``method`` says so)."""
     Ts = _check_seq(Ts, "Ts", check_positive_int)
-    ranks = check_int(ranks, "ranks", low=1)
+    ranks = check_int(ranks, "ranks", low=1, high=256)
+    batch, nh, nx = (check_positive_int(v, k, high=1 << 16) for k, v in (("batch", batch), ("nh", nh), ("nx", nx)))
+    levels = _check_levels(levels, min(Ts))
+    iters = check_positive_int(iters, "iters", high=10_000)
+    repeat = check_repeat(repeat)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    for T in Ts:
+        check_alloc_of(np.float64, "the inputs", Ts=T, batch=batch, nx=nx)
+        check_alloc_of(np.float64, "the gates", factor=3, Ts=T, batch=batch, nh=nh)
     ok, _ = mpi_available()
     method = "mpi" if ok else "threads"
     opts = dict(m=m, levels=levels, relax=relax, max_iter=iters, tol=0.0)
@@ -338,8 +371,8 @@ def train_compare(runs: dict, data, *, seeds=(0, 1, 2), nh: int = 16, epochs: in
     if min(ytr.min(initial=0), yte.min(initial=0)) < 0:
         raise ValueError("data: class labels ytr/yte must be >= 0")
     seeds = _check_seq(seeds, "seeds", lambda v, n: check_int(v, n, low=0))
-    nh = check_positive_int(nh, "nh")
-    epochs = check_positive_int(epochs, "epochs")
+    nh = check_positive_int(nh, "nh", high=1 << 16)
+    epochs = check_positive_int(epochs, "epochs", high=100_000)
     if progress is not None:
         check_callable(progress, "progress")
     n_classes = int(max(ytr.max(), yte.max())) + 1

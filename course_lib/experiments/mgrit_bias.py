@@ -34,6 +34,9 @@ def _flat(g) -> np.ndarray:
 def gradient_gap(params, X, y, **mgrit) -> dict:
     """Cosine and relative norm gap between the MGRIT gradient (``method="mgrit"`` with ``mgrit``
     options, implicit GRU) and the exact one (the serial implicit GRU) of the classifier loss."""
+    X = check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})
+    if "levels" in mgrit:  # up front: m**(levels-1) <= T / 2, so levels <= log2(T)
+        check_int(mgrit["levels"], "levels", low=1, high=max(1, X.shape[0].bit_length()))
     _, ge = gru.classifier_loss(params, X, y, implicit=True)
     _, gm = gru.classifier_loss(params, X, y, implicit=True, method="mgrit", **mgrit)
     e, m = _flat(ge), _flat(gm)
@@ -49,15 +52,23 @@ def train_monitored(data, *, mode: str = "monitor", iters: int = 1, threshold: f
     ``{"mode", "epochs": [{"epoch", "cosine", "norm_gap", "used"}], "switched_at" (epoch or None),
     "accuracy" (test, serial forward), "seconds" (training steps only, monitor probes excluded)}``."""
     check_choice(mode, "mode", MODES)
-    iters = check_int(iters, "iters", low=1)
+    iters = check_int(iters, "iters", low=1, high=10_000)
     threshold = check_float(threshold, "threshold", low=-1.0, high=1.0)
-    epochs, batch = check_positive_int(epochs, "epochs"), check_positive_int(batch, "batch")
+    epochs, batch = check_positive_int(epochs, "epochs", high=100_000), check_positive_int(batch, "batch")
     probe = check_positive_int(probe, "probe")
+    nh = check_positive_int(nh, "nh", high=1 << 16)
+    seed = check_int(seed, "seed", low=0)
+    m = check_int(m, "m", low=2, high=1 << 16)
     if not isinstance(data, (tuple, list)) or len(data) != 4:
         raise TypeError("data: expected a tuple (Xtr, ytr, Xte, yte)")
-    Xtr = check_array(data[0], "data[0] (Xtr)", shape=("T", "N", "nx"))
+    dims: dict = {}
+    Xtr = check_array(data[0], "data[0] (Xtr)", shape=("T", "N", "nx"), dims=dims, min_size={"T": 1, "N": 1})
     ytr = check_array(data[1], "data[1] (ytr)", shape=(Xtr.shape[1],), dtype="int")
-    Xte, yte = data[2], np.asarray(data[3])
+    Xte = check_array(data[2], "data[2] (Xte)", shape=(None, "M", "nx"), dims=dims, min_size={"M": 1})
+    yte = check_array(data[3], "data[3] (yte)", shape=(Xte.shape[1],), dtype="int")
+    if min(ytr.min(), yte.min()) < 0:
+        raise ValueError("data: class labels ytr/yte must be >= 0")
+    levels = check_int(levels, "levels", low=1, high=max(1, Xtr.shape[0].bit_length()))
     n_classes = int(max(ytr.max(), yte.max())) + 1
     mg = dict(method="mgrit", m=m, levels=levels, relax="FCF", max_iter=iters, tol=0.0)
     p = gru.init_classifier(Xtr.shape[2], nh, n_classes, seed=seed, dtype=Xtr.dtype)

@@ -21,7 +21,8 @@ import numpy as np
 from ..algorithms import mgrit as _mgrit
 from ..algorithms import newton as _newton
 from ..core import timing
-from ..core.validate import check_alloc, check_bool, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_alloc_of, check_array, check_bool, check_choice, check_float, check_int, check_positive_int,
+                             check_repeat)
 from ..models import gru, jacobians, mingru
 from ..parallel import deer
 
@@ -49,17 +50,21 @@ def _check_seq(values, name: str, item) -> list:
     return [item(v, name) for v in values]
 
 
-def _check_T(T, name: str = "T", *, nh: int = 8, batch: int = 4) -> int:
-    """A sequence length; refused before a (T, B, H) float64 trajectory too large to hold is made."""
+def _check_T(T, name: str = "T", *, nh: int = 8, batch: int = 4, dense: bool = False) -> int:
+    """A sequence length; refused before a (T, B, H) float64 trajectory (``dense``: (T, B, H, H) Jacobians)
+    too large to hold is made -- naming whichever argument (``name``, ``batch`` or ``nh``) made it large."""
     T = check_positive_int(T, name)
-    check_alloc((T, batch, nh), np.float64, name, what="a (T, B, H) trajectory")
+    check_alloc_of(np.float64, "a trajectory" if not dense else "the Jacobians", factor=nh if dense else 1,
+                   **{name: T, "batch": batch, "nh": nh})
     return T
 
 
 def scaled_gru(nh: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
     """float64 GRU parameters (PyTorch init) with ``W_hh`` multiplied by ``scale``."""
-    p = gru.init_params(nx, nh, seed=seed, dtype=np.float64)
     scale = check_float(scale, "scale", low=0.0)
+    nh, nx = check_positive_int(nh, "nh"), check_positive_int(nx, "nx")
+    check_alloc((3 * nh, max(nh, nx)), np.float64, "nh" if nh >= nx else "nx", what="a weight matrix")
+    p = gru.init_params(nx, nh, seed=check_int(seed, "seed", low=0), dtype=np.float64)
     p = dataclasses.replace(p, W_hh=p.W_hh * scale)
     return p
 
@@ -67,6 +72,7 @@ def scaled_gru(nh: int = 8, scale: float = 1.0, *, nx: int = 3, seed: int = 0):
 def mgrit_forward(params, X, h0=None, *, implicit=True, **opts):
     """``models.gru.gru_forward(..., method="mgrit", return_history=True)`` -> ``(H, history)``."""
     implicit = check_bool(implicit, "implicit")
+    check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})  # no batch of 0 sequences
     for key in ("method", "solver", "return_history"):
         if key in opts:
             raise TypeError(f"{key}: mgrit_forward always runs MGRIT and returns the history; do not pass {key}=")
@@ -78,6 +84,7 @@ def newton_iterates(params, X, *, method: str = "newton", n_iter: int = 6, impli
     ``{"iterates": [H0, H1, ...], "sequential": H, "history": [...]}``."""
     check_choice(method, "method", deer.METHODS)
     n_iter = check_int(n_iter, "n_iter", low=0, high=10_000)
+    check_array(X, "X", shape=("T", "B", None), min_size={"T": 1, "B": 1})
     implicit = check_bool(implicit, "implicit")
     iterates = []
     _, hist = deer.gru_forward(params, X, method=method, implicit=implicit, tol=0.0, max_iter=n_iter,
@@ -99,8 +106,9 @@ def predictability(scale: float = 1.0, *, T: int = 256, nh: int = 8, batch: int 
     Returns ``{"scale", "lyapunov", "newton", "quasi", "damped", "mgrit"}`` (iterations to reach
     ``tol``; None = diverged; mgrit: two-level FCF MGRIT on the *implicit* GRU, m = 4)."""
     nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
-    T = _check_T(T, nh=nh * nh, batch=batch)
+    T = _check_T(T, nh=nh, batch=batch, dense=True)
     tol = check_float(tol, "tol", low=0.0)
+    implicit, mgrit = check_bool(implicit, "implicit"), check_bool(mgrit, "mgrit")
     p = scaled_gru(nh, scale, seed=seed)
     X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
     out = {"scale": float(scale), "lyapunov": deer.gru_lyapunov(p, X, implicit=implicit)}
@@ -119,7 +127,7 @@ def iterations_vs_T(Ts=(16, 64, 256, 1024), *, scale: float = 1.0, nh: int = 8, 
                     seed: int = 0) -> dict:
     """Iterations of Newton / quasi / damped vs T: ``{"T": [...], "newton": [...], ...}``."""
     nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
-    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, nh=nh * nh, batch=batch))
+    Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, nh=nh, batch=batch, dense=True))
     tol = check_float(tol, "tol", low=0.0)
     out: dict = {"T": list(Ts), **{m: [] for m in deer.METHODS}}
     p = scaled_gru(nh, scale, seed=seed)
@@ -137,7 +145,7 @@ def work_comparison(scales=(0.5, 1.0, 2.0, 4.0), *, T: int = 256, nh: int = 8, b
     :func:`newton.span_model` flops / serial flops; MGRIT: :func:`mgrit.span_model` steps / T)."""
     scales = _check_seq(scales, "scales", lambda v, n: check_float(v, n, low=0.0))
     nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
-    T = _check_T(T, nh=nh * nh, batch=batch)
+    T = _check_T(T, nh=nh, batch=batch, dense=True)
     tol = check_float(tol, "tol", low=0.0)
     rows = []
     for s in scales:
@@ -166,9 +174,10 @@ def time_deer(T: int = 1024, nh: int = 8, batch: int = 4, *, repeat: int = 3, to
     """``timing.compare`` of the numba serial GRU loop (baseline), DEER and quasi-DEER (same GRU).
     Returns ``(comparison, info)`` with the iteration counts and the max error vs serial."""
     nh, batch = check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
-    T = _check_T(T, nh=nh * nh, batch=batch)
+    T = _check_T(T, nh=nh, batch=batch, dense=True)
     tol = check_float(tol, "tol", low=0.0)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    check_choice(scan, "scan", _newton.matrix_scan.METHODS)
     p = scaled_gru(nh, 1.0, seed=seed)
     X = np.random.default_rng(seed + 1).standard_normal((T, batch, 3))
     ref = jacobians.gru_serial_numba(p, X)
@@ -211,6 +220,7 @@ def scan_drift(Ts=(64, 256, 1024, 4096), *, kind: str = "mingru", nh: int = 8, b
     nh = check_positive_int(nh, "nh")
     batch = check_positive_int(batch, "batch")
     Ts = _check_seq(Ts, "Ts", lambda v, n: _check_T(v, n, nh=nh, batch=batch))
+    seed = check_int(seed, "seed", low=0)
     out: dict = {"T": list(Ts), **{m: [] for m in mingru.METHODS}}
     p64 = mingru.init_params(kind, 3, nh, seed=seed)
     p32 = p64.astype(np.float32)
@@ -234,10 +244,13 @@ def mingru_vs_gru(*, T_remember: int = 16, T_activity: int = 64, nh: int = 16, e
     Rows ``{"task", "model", "val_accuracy", "seconds"}``."""
     T_remember = check_int(T_remember, "T_remember", low=2)
     T_activity = check_positive_int(T_activity, "T_activity")
-    nh = check_positive_int(nh, "nh")
-    epochs = check_positive_int(epochs, "epochs")
+    nh = check_positive_int(nh, "nh", high=1 << 14)
+    epochs = check_positive_int(epochs, "epochs", high=100_000)
     n_train = check_int(n_train, "n_train", low=2)
-    check_alloc((max(T_remember, T_activity), n_train, 4), np.float64, "n_train", what="the training inputs")
+    seed = check_int(seed, "seed", low=0)
+    T_name = "T_remember" if T_remember >= T_activity else "T_activity"
+    check_alloc_of(np.float64, "the training inputs", factor=4,
+                   **{T_name: max(T_remember, T_activity), "n_train": n_train})
     from ..data.activity import train_test
     from ..models.linear_rnn import remember_first_batch
 

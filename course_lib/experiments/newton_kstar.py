@@ -24,7 +24,8 @@ import numpy as np
 
 from ..algorithms import newton as _newton
 from ..core import timing
-from ..core.validate import check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc_of, check_choice, check_dtype, check_float, check_int, check_positive_int,
+                             check_sizes)
 from ..models import diag_gru, gru, mingru, para_lstm
 from ..models import jacobians as _jx
 from ..parallel import deer
@@ -41,7 +42,11 @@ def cell_system(cell: str, T: int, *, nh: int = 8, batch: int = 2, nx: int = 3, 
     flavour that is exact Newton for the cell ("newton" for the dense GRU, "quasi" for the others)."""
     check_choice(cell, "cell", CELLS)
     T, nh, batch = check_positive_int(T, "T"), check_positive_int(nh, "nh"), check_positive_int(batch, "batch")
-    dtype = np.dtype(dtype)
+    nx = check_positive_int(nx, "nx")
+    dtype = check_dtype(dtype, "dtype")
+    seed = check_int(seed, "seed", low=0)
+    scale = check_float(scale, "scale", low=0.0)
+    _check_sizes(T, nh, batch, nx, dense=cell == "gru")
     X = np.random.default_rng(seed + 1).standard_normal((T, batch, nx))
     if cell == "gru":
         p = gru.init_params(nx, nh, seed=seed, dtype=np.float64)
@@ -78,6 +83,13 @@ def cell_system(cell: str, T: int, *, nh: int = 8, batch: int = 2, nx: int = 3, 
             "method": method, "reference": ref}
 
 
+def _check_sizes(T, nh, batch, nx, dense, T_name="T", nh_name="nh"):
+    """Bound, before allocating, the (T, B, nx) inputs and the (T, B, H[, H]) Jacobians a cell's system holds
+    (a too-large one names ``T_name`` or ``nh_name``: the argument the caller was given)."""
+    check_alloc_of(np.float64, "the inputs", **{T_name: T, "batch": batch, "nx": nx})
+    check_alloc_of(np.float64, "the Jacobians", factor=nh if dense else 1, **{T_name: T, "batch": batch, nh_name: nh})
+
+
 def _errors(s: dict, max_iter: int, init=None, method=None) -> list[float]:
     """max |H_k - reference| for k = 0..(iterations done)."""
     errs: list[float] = []
@@ -106,7 +118,8 @@ def measure(cell: str, T: int, *, tol: float = 1e-8, method: str | None = None, 
     if method is not None:
         check_choice(method, "method", _newton.METHODS)
     T = check_positive_int(T, "T")
-    max_iter = T + 1 if max_iter is None else check_int(max_iter, "max_iter", low=1)
+    _check_sizes(T, check_positive_int(nh, "nh"), check_positive_int(batch, "batch"), 3, dense=cell == "gru")
+    max_iter = T + 1 if max_iter is None else check_int(max_iter, "max_iter", low=1, high=10_000)
     s = cell_system(cell, T, nh=nh, batch=batch, dtype=dtype, seed=seed, scale=scale)
     errs = _errors(s, min(max_iter, T + 1), method=method)
     k = next((i for i, e in enumerate(errs) if e <= tol), None)
@@ -122,7 +135,11 @@ def k_star(cell: str, Ts=(256, 1024, 4096), *, tol: float = 1e-8, dtype="float64
     and the error at K* (or at the last iterate)."""
     check_choice(cell, "cell", CELLS)
     tol = check_float(tol, "tol", low=0.0, low_inclusive=False)
-    max_iter = check_int(max_iter, "max_iter", low=1)
+    max_iter = check_int(max_iter, "max_iter", low=1, high=10_000)
+    Ts = check_sizes(Ts, "Ts")
+    for T in Ts:  # all of them up front, before the first (slow) one runs
+        _check_sizes(T, check_positive_int(nh, "nh"), check_positive_int(batch, "batch"), 3, dense=cell == "gru",
+                     T_name="Ts")
     out: dict = {"T": [], "k_star": [], "error": []}
     for T in Ts:
         s = cell_system(cell, T, nh=nh, batch=batch, dtype=dtype, seed=seed, scale=scale)
@@ -139,7 +156,9 @@ def fixed_vs_tolerance(cell: str = "diag_gru", T: int = 4096, *, K: int = 3, tol
     """K fixed iterations from ``h0 = f(0, x)`` (ParaRNN) vs running until the residual is below
     ``tol``: ``{"fixed": {"iters", "error", "seconds"}, "tolerance": {...}}`` (seconds: one run each,
     wall clock -- indicative only on a shared machine)."""
-    K = check_int(K, "K", low=0)
+    K = check_int(K, "K", low=0, high=10_000)
+    if tol is not None:
+        tol = check_float(tol, "tol", low=0.0)
     s = cell_system(cell, T, nh=nh, batch=batch, seed=seed)
     f, ref = s["f"], s["reference"]
     start = f(np.zeros((T,) + s["h0"].shape), s["inputs"])
@@ -157,9 +176,11 @@ def iteration_seconds(nhs=(8, 32), *, T: int = 1024, batch: int = 2, seed: int =
     """``{nh: Comparison}``: one Newton iteration of the dense GRU (nh x nh Jacobians, matrix scan)
     vs the diagonal GRU (element-wise scan) vs ParaLSTM (:mod:`course_lib.models.para_lstm`: 2x2
     blocks per unit, a scan of 2x2 matrices) at the same T, batch and nh (``timing.compare``)."""
+    nhs = check_sizes(nhs, "nhs")
+    for nh in nhs:
+        _check_sizes(check_positive_int(T, "T"), nh, check_positive_int(batch, "batch"), 3, dense=True, nh_name="nhs")
     out = {}
     for nh in nhs:
-        nh = check_positive_int(nh, "nh")
         sd = cell_system("gru", T, nh=nh, batch=batch, seed=seed)
         sg = cell_system("diag_gru", T, nh=nh, batch=batch, seed=seed)
         Hd = np.zeros((T,) + sd["h0"].shape)

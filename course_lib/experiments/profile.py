@@ -40,7 +40,8 @@ from numba import njit
 from ..core import backend, timing
 from ..models import fast_rnn
 from ..models.rnn import RNNParams, init_params, check_inputs
-from ..core.validate import check_choice, check_float, check_positive_int
+from ..core.validate import (check_alloc_of, check_choice, check_dtype, check_float, check_int, check_positive_int,
+                             check_repeat, check_sizes)
 from .frameworks import FRAMEWORK_METHODS, framework_vs_numpy, torch_steps  # noqa: F401  (re-exported)
 
 __all__ = ["PHASES", "WORKLOADS", "reference_step_phased", "fast_step_phased", "profile_step",
@@ -85,6 +86,8 @@ def reference_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: f
     X (T, B, nx), Y (T, B, ny). Returns ``(new params, loss, {phase: seconds})``.
     """
     lr = check_float(lr, "lr", low=0.0)
+    if Y is None:
+        raise TypeError("Y: expected the targets (T, B, ny), got None")
     c = _Clock()
     X, Y, h0 = check_inputs(params, X, Y, h0)                   # (h0: zeros when not given)
     Wxh, Whh, Why = params.Wxh, params.Whh, params.Why
@@ -167,9 +170,11 @@ def profile_step(method: str = "fast", T: int = 10, batch: int = 256, n: int = 2
     T = check_positive_int(T, "T", high=1000)
     batch = check_positive_int(batch, "batch", high=4096)
     n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
-    params = init_params(n, n, n, seed=seed, dtype=dtype)
-    rng = np.random.default_rng(seed)
+    repeat = check_repeat(repeat)
+    dtype = check_dtype(dtype, "dtype")
+    check_alloc_of(dtype, "X and Y", T=T, batch=batch, n=n)
+    params = init_params(n, n, n, seed=check_int(seed, "seed", low=0), dtype=dtype)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     X = rng.uniform(-1, 1, (T, batch, n)).astype(dtype)
     Y = rng.uniform(-1, 1, (T, batch, n)).astype(dtype)
     if method == "fast":
@@ -197,7 +202,7 @@ whole training steps (T = 4, B = nx = nh = ny = n)."""
 def _workload(name: str, n: int, seed: int):
     """A zero-argument callable running one workload at size ``n``, its FLOPs (None: not counted)
     and the bytes of its working set."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     if name.endswith("matmul"):
         A = rng.standard_normal((n, n)).astype(np.float32)
         Bm = rng.standard_normal((n, n)).astype(np.float32)
@@ -232,7 +237,7 @@ def _thread_counts(threads) -> list[int]:
     import numba
 
     top = backend.max_threads()
-    threads = list(range(1, top + 1)) if threads is None else [int(t) for t in threads]
+    threads = list(range(1, top + 1)) if threads is None else check_sizes(threads, "threads")
     for t in threads:
         if not 1 <= t <= int(numba.config.NUMBA_NUM_THREADS):
             raise ValueError(f"threads: expected counts between 1 and {numba.config.NUMBA_NUM_THREADS}, got {t}")
@@ -256,7 +261,7 @@ def thread_scaling(workloads=("blas matmul", "numba parallel matmul", "numba par
         raise ValueError("workloads: expected at least one workload, got none")
     threads = _thread_counts(threads)
     n = check_positive_int(n, "n", high=2048)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
     before = backend.get_threads()
     seconds, working_set = {}, {}
     noise = timing.Noise()
@@ -297,11 +302,13 @@ def workload_time(workload: str = "fast step", threads: int = 1, n: int = 256, *
     """
     workload = check_choice(workload, "workload", WORKLOADS)
     n = check_positive_int(n, "n", high=2048)
+    threads = check_positive_int(threads, "threads", high=backend.max_threads())
+    repeat = check_repeat(repeat)
     before = backend.get_threads()
     threads = backend.set_threads(threads)
     try:
         fn, flops, _ = _workload(workload, n, seed)
-        t = timing.measure(fn, repeat=check_positive_int(repeat, "repeat"), warmup=1, number=1)
+        t = timing.measure(fn, repeat=check_repeat(repeat), warmup=1, number=1)
     finally:
         backend.set_threads(before)
     return {"workload": workload, "threads": threads, "n": n, "seconds": t.min,
@@ -343,7 +350,9 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
     batch = check_positive_int(batch, "batch", high=4096)
     n = check_positive_int(n, "n", high=4096)
     T = check_positive_int(T, "T", high=1000)
-    rng = np.random.default_rng(seed)
+    repeat = check_repeat(repeat)
+    check_alloc_of(np.float32, "the activations", T=T, batch=batch, n=n)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     shape = (T * batch, n)
     z0 = rng.standard_normal(shape).astype(np.float32)
     y = rng.uniform(-1, 1, shape).astype(np.float32)
@@ -416,10 +425,10 @@ def error_model_comparison(n: int = 1_000_000, *, repeat: int = 5, seed: int = 0
     Returns ``{"n", "python_s", "numpy_s", "speedup", "same_result", "noise"}``.
     """
     n = check_positive_int(n, "n", high=100_000_000)
-    z = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    z = np.random.default_rng(check_int(seed, "seed", low=0)).standard_normal(n).astype(np.float32)
     a, b = z.copy(), z.copy()
     cmp = timing.compare(python=lambda: _tanh_like_python_errors(a), numpy=lambda: _tanh_like_numpy_errors(b),
-                         repeat=check_positive_int(repeat, "repeat"), warmup=1)
+                         repeat=check_repeat(repeat), warmup=1)
     a, b = z.copy(), z.copy()
     _tanh_like_python_errors(a)
     _tanh_like_numpy_errors(b)
@@ -472,8 +481,9 @@ def saved_state_layouts(T: int = 10, batch: int = 100, n: int = 256, *, repeat: 
     T = check_positive_int(T, "T", high=1000)
     batch = check_positive_int(batch, "batch", high=8192)
     n = check_positive_int(n, "n", high=4096)
-    repeat = check_positive_int(repeat, "repeat")
-    rng = np.random.default_rng(seed)
+    repeat = check_repeat(repeat)
+    check_alloc_of(np.float32, "X and dH", T=T, batch=batch, n=n)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     X = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
     dH = rng.uniform(-1, 1, (T, batch, n)).astype(np.float32)
     Wxh, Whh = (rng.uniform(-1, 1, (n, n)).astype(np.float32) / np.sqrt(n) for _ in range(2))

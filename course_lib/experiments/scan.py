@@ -25,7 +25,8 @@ import numpy as np
 
 from ..algorithms import scan, scan_kernels
 from ..core import backend, timing
-from ..core.validate import check_choice, check_dtype, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_alloc_of, check_array, check_choice, check_dtype, check_int, check_positive_int,
+                             check_repeat, check_sizes)
 from ..models import linear_rnn
 
 __all__ = [
@@ -60,16 +61,32 @@ def _methods(a, x, h0, out, methods):
 
 
 # --------------------------------------------------------------------------- sweeps
+def _sizes(T: int, nh: int, seed: int, name: str = "T") -> tuple[int, int, int]:
+    """``T``, ``nh`` and ``seed`` checked, the float32 ``(T, nh)`` arrays a, x, h bounded before allocating."""
+    T, nh = check_positive_int(T, name), check_positive_int(nh, "nh")
+    check_alloc_of(np.float32, "a, x and h", **{name: T, "nh": nh})
+    return T, nh, check_int(seed, "seed", low=0)
+
+
+def _scan_methods(methods, name: str = "methods") -> tuple:
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"{name}: expected a list of names from {scan.METHODS[:-1]}, got {methods!r}")
+    methods = tuple(check_choice(m, f"{name}[i]", scan.METHODS[:-1]) for m in methods)
+    if not methods:
+        raise ValueError(f"{name}: expected at least one method name, got none")
+    return methods
+
+
 def methods_vs_T(sizes, nh: int = 128, *, methods=("sequential", "chunked", "channels"), repeat: int = 3,
                  seed: int = 0) -> dict:
     """Each method against the sequential loop at every T in ``sizes``, H channels, float32, results
     written into one preallocated array (a fresh result array costs page faults that threads cannot
     share). Returns ``{"nh", "rows": [{"T", "seconds": {method: median s}, "gbs": {method: GB/s},
     "speedup": {method: x sequential}, "comparison": that T's Comparison}], "noise"}``."""
-    nh = check_positive_int(nh, "nh")
-    sizes = [check_positive_int(T, "sizes[i]") for T in sizes]
-    for m in methods:
-        check_choice(m, "methods[i]", scan.METHODS[:-1])
+    sizes = check_sizes(sizes, "sizes")
+    _, nh, seed = _sizes(max(sizes), nh, seed, "sizes")
+    methods = _scan_methods(methods)
+    repeat = check_repeat(repeat)
     a_all, x_all, h0 = scan.random_problem(max(sizes), nh, seed=seed)
     out_all = np.empty_like(a_all)
     rows, noise = [], timing.Noise()
@@ -88,8 +105,8 @@ def thread_scaling(T: int, nh: int = 128, *, repeat: int = 3, seed: int = 0) -> 
     """``method="chunked"`` on 1, 2, ... numba threads and the sequential loop, interleaved in one
     run. Returns ``{"T", "nh", "rows": [{"threads", "seconds", "speedup", "gbs"}], "sequential_seconds",
     "sequential_gbs", "noise"}`` (speed-ups over the sequential loop)."""
-    T = check_positive_int(T, "T")
-    nh = check_positive_int(nh, "nh")
+    T, nh, seed = _sizes(T, nh, seed)
+    repeat = check_repeat(repeat)
     a, x, h0 = scan.random_problem(T, nh, seed=seed)
     out = np.empty_like(a)
     p = int(numba.config.NUMBA_NUM_THREADS)
@@ -115,9 +132,12 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
     least 5% faster in the pairs' interval, or the sequential loop not beaten by 5% by either.
     Returns ``{"Ts", "Hs", "cells": {(T, H): {"seconds": {...}, "speedup": {...}, "winner": name,
     "decided": bool}}, "noise"}``."""
-    Ts = [check_positive_int(T, "Ts[i]") for T in Ts]
-    Hs = [check_positive_int(H, "Hs[i]") for H in Hs]
     max_elements = check_positive_int(max_elements, "max_elements")
+    Ts = check_sizes(Ts, "Ts", high=max_elements)  # a cell with T * H > max_elements is never timed
+    Hs = check_sizes(Hs, "Hs", high=max_elements)
+    check_alloc((3, max_elements), np.float32, "max_elements", what="a, x and h")
+    repeat = check_repeat(repeat)
+    seed = check_int(seed, "seed", low=0)
     cells, noise = {}, timing.Noise()
     for H in Hs:
         for T in Ts:
@@ -142,8 +162,8 @@ def lanes_vs_scalar(T: int, nh: int = 1, *, repeat: int = 5, seed: int = 0) -> d
     """One thread: the sequential loop, and ``"chunked"`` with 1 lane per channel (the channel loop)
     and with :func:`~course_lib.algorithms.scan.choose_lanes` lanes (SIMD lanes over time).
     Returns ``{"T", "nh", "lanes", "seconds": {...}, "speedup": {...}, "noise"}``."""
-    T = check_positive_int(T, "T")
-    nh = check_positive_int(nh, "nh")
+    T, nh, seed = _sizes(T, nh, seed)
+    repeat = check_repeat(repeat)
     a, x, h0 = scan.random_problem(T, nh, seed=seed)
     out = np.empty_like(a)
     K = scan.choose_lanes(nh, a.dtype.itemsize)
@@ -181,7 +201,8 @@ def chunked_phases(a, x, h0=None, *, chunks: int = 8, repeat: int = 3) -> dict:
     """Time the textbook chunked scan's phases one by one on one thread (best of ``repeat``, after a
     warm-up): reduce, scan of the chunk carries, expand. Returns ``{"chunks", "<phase>_s",
     "<phase>_frac", "noise"}`` (compare with the seed's GPU split)."""
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    _finite(a, x, h0)
     steps = scan.phase_steps(a, x, h0, chunks=chunks)
     for p in PHASES:  # warm-up in order, so the carries exist before the first expand
         steps[p]()
@@ -195,13 +216,21 @@ def cuda_phases(a, x, h0=None, *, block: int | None = None, chunk: int | None = 
     "noise"}``; simulator time is Python threads on the CPU and says little about a GPU."""
     from ..algorithms import scan_cuda
 
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    _finite(a, x, h0)
     steps = scan_cuda.phase_steps(a, x, h0, block=block, chunk=chunk)
     for p in PHASES:
         steps[p]()
     ts = {p: timing.measure(steps[p], repeat=repeat, warmup=0, number=1) for p in PHASES}
     return _phase_dict(ts, {"mode": backend.cuda_mode(), "block": steps["block"], "chunk": steps["chunk"],
                             "grid": steps["grid"]})
+
+
+def _finite(a, x, h0) -> None:
+    """Timing a scan of NaN/inf says nothing: refuse them (shapes are the scan's own check)."""
+    for name, arr in (("a", a), ("x", x), ("h0", h0)):
+        if arr is not None:
+            check_array(arr, name, ndim=range(1, 4))
 
 
 def _phase_dict(ts: dict, extra: dict) -> dict:
@@ -228,6 +257,7 @@ def scan_sweep(T: int = 4096, nh: int = 128, method: str = "chunked", chunks: in
     nh = check_positive_int(nh, "nh", high=4096)
     chunks = check_int(chunks, "chunks", low=0, high=T)
     threads = check_int(threads, "threads", low=0, high=int(numba.config.NUMBA_NUM_THREADS))
+    seed, repeat = check_int(seed, "seed", low=0), check_repeat(repeat)
     a, x, h0 = scan.random_problem(T, nh, seed=seed)
     opts = {"chunks": chunks} if (method == "chunked" and chunks) else {}
     fn = lambda: scan.linear_recurrence(a, x, h0, method=method, **opts)  # noqa: E731
@@ -254,8 +284,9 @@ def backward_speedup(T: int, nh: int = 1, *, method: str = "chunked", repeat: in
     (which also reverses its inputs and forms ``dL/da``). Returns ``{"T", "nh", "method", "ms":
     {"scan_seq", "scan_par", "whole_seq", "whole_par"}, "scan_speedup", "whole_speedup",
     "scan_share" (the serial reverse scan's share of the serial backward), "max_rel_diff", "noise"}``."""
-    T, nh = check_positive_int(T, "T"), check_positive_int(nh, "nh")
+    T, nh, seed = _sizes(T, nh, seed)
     method = check_choice(method, "method", scan.METHODS[:-1])
+    repeat = check_repeat(repeat)
     a, x, h0 = scan.random_problem(T, nh, seed=seed)
     h = scan.linear_recurrence(a, x, h0)
     g = np.random.default_rng(seed + 1).standard_normal(a.shape).astype(np.float32)
@@ -293,7 +324,13 @@ def layer_speedup(layer: str = "sru", T: int = 1 << 16, batch: int = 1, nx: int 
     check_choice(layer, "layer", tuple(_SCANS_PER_PASS))
     T = check_positive_int(T, "T")
     batch = check_positive_int(batch, "batch")
-    methods = tuple(check_choice(m, "methods[i]", scan.METHODS[:-1]) for m in methods)
+    nx, nh = check_positive_int(nx, "nx"), check_positive_int(nh, "nh")
+    dtype = check_dtype(dtype, "dtype").name
+    seed = check_int(seed, "seed", low=0)
+    repeat = check_repeat(repeat)
+    check_alloc_of(np.float64, "the inputs", T=T, batch=batch, nx=nx)
+    check_alloc_of(np.float64, "the states and gates", factor=4, T=T, batch=batch, nh=nh)
+    methods = _scan_methods(methods)
     rng = np.random.default_rng(seed)
     params = linear_rnn.init_params(layer, nx, nh, seed=seed, dtype=dtype)
     X = rng.standard_normal((T, batch, nx)).astype(dtype)
@@ -342,9 +379,14 @@ def remember_first(T: int, *, layers=("lstm", "gilr_lstm"), method: str = "chunk
     scan-based layers. Returns ``{"T", "rows": [{"layer", "converged", "epochs", "seconds",
     "seconds_per_epoch", "final_accuracy"}], "results": {layer: TrainResult}}``."""
     T = check_positive_int(T, "T")
+    check_choice(method, "method", scan.METHODS[:-1])
+    if isinstance(layers, str) or not hasattr(layers, "__iter__"):
+        raise TypeError(f"layers: expected a list of names from {linear_rnn.LAYERS}, got {layers!r}")
+    layers = [check_choice(layer, "layers[i]", linear_rnn.LAYERS) for layer in layers]
+    if not layers:
+        raise ValueError("layers: expected at least one layer name, got none")
     rows, results = [], {}
     for layer in layers:
-        check_choice(layer, "layers[i]", linear_rnn.LAYERS)
         res = linear_rnn.train_remember_first(layer, T, method=method, **train_kw)
         results[layer] = res
         rows.append({"layer": layer, "converged": res.info["converged"], "epochs": res.info["epochs"],

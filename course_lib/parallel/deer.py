@@ -19,7 +19,7 @@ import numpy as np
 
 from ..algorithms.newton import (METHODS, NewtonDivergence, gradient, lyapunov_exponent, residual,  # noqa: F401
                                  solve, span_model)
-from ..core.validate import check_array, check_float
+from ..core.validate import check_array, check_bool, check_callable, check_float, check_int
 from ..models import gru as _gru
 from ..models import jacobians as _jx
 from ..models.rnn import RNNParams
@@ -47,14 +47,15 @@ def _h0(h0, batch, nh, dtype):
 
 
 def _check_X(X):
-    return check_array(X, "X", shape=("T", "B", "nx"), min_size={"T": 1})
+    return check_array(X, "X", shape=("T", "B", "nx"), min_size={"T": 1, "B": 1, "nx": 1})
 
 
 # --------------------------------------------------------------------------- GRU
 def gru_system(params, *, implicit: bool = False, gamma: float = 1.0):
     """``(f, jac, jac_diag)`` of the GRU cell for :func:`solve` (inputs: the projection ``GI``)."""
+    _gru.check_params(params)
     gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
-    implicit = bool(implicit)
+    implicit = check_bool(implicit, "implicit")
 
     def f(Hprev, GI):
         return _jx.gru_step(params, Hprev, GI, implicit=implicit, gamma=gamma)
@@ -74,10 +75,13 @@ def gru_forward(params, X, h0=None, *, method: str = "newton", implicit: bool = 
     """The GRU of :mod:`course_lib.models.gru` over ``X`` (T, B, nx) from ``h0`` (B, H), solved by
     Newton over the sequence -> ``H`` (T, B, H) (or ``(H, history)``). Equal to
     ``models.gru.gru_forward(params, X, h0, implicit=implicit, dt=gamma)`` at convergence."""
+    f, jac, jac_diag = gru_system(params, implicit=implicit, gamma=gamma)
+    return_history = check_bool(return_history, "return_history")
+    if callback is not None:
+        check_callable(callback, "callback", "a function callback(k, H)")
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
     h0 = _h0(h0, X.shape[1], params.nh, GI.dtype)
-    f, jac, jac_diag = gru_system(params, implicit=implicit, gamma=gamma)
     out, hist = solve(f, jac, h0, GI, method=method, tol=tol, max_iter=max_iter, init=init,
                       jac_diag=jac_diag, clip=clip, scan=scan, callback=callback)
     return (out, hist) if return_history else out
@@ -93,6 +97,7 @@ def gru_gradient(params, X, dH, h0=None, *, H=None, method: str = "newton", impl
     gradients are independent per step (:func:`course_lib.models.gru.cell_param_grads`, the GRU's own
     cell backward). Returns ``(grads, dh0)`` like ``models.gru.gru_backward``: ``grads`` a
     :class:`~course_lib.models.gru.GRUParams`."""
+    _, jac, _ = gru_system(params, implicit=implicit, gamma=gamma)
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
     nh = params.nh
@@ -103,7 +108,6 @@ def gru_gradient(params, X, dH, h0=None, *, H=None, method: str = "newton", impl
                         max_iter=max_iter, scan=scan)
     else:
         H = check_array(H, "H", shape=X.shape[:2] + (nh,))
-    _, jac, _ = gru_system(params, implicit=implicit, gamma=gamma)
 
     def vjp(Hprev, GI_, lam):
         return _gru.cell_param_grads(params, X, GI_, Hprev, lam, implicit=implicit, gamma=gamma)
@@ -113,11 +117,12 @@ def gru_gradient(params, X, dH, h0=None, *, H=None, method: str = "newton", impl
 
 def gru_lyapunov(params, X, h0=None, *, implicit: bool = False, gamma: float = 1.0, seed: int = 0) -> float:
     """Largest Lyapunov exponent of the GRU along its trajectory on ``X`` (per step)."""
+    _, jac, _ = gru_system(params, implicit=implicit, gamma=gamma)
+    seed = check_int(seed, "seed", low=0)
     X = _check_X(X)
     GI = _jx.gru_input_projection(params, X)
     h0 = _h0(h0, X.shape[1], params.nh, GI.dtype)
     Hs = _jx.gru_serial_numba(params, X, h0, implicit=implicit, gamma=gamma)
-    _, jac, _ = gru_system(params, implicit=implicit, gamma=gamma)
     return lyapunov_exponent(jac, Hs, h0, GI, seed=seed)
 
 
@@ -145,6 +150,9 @@ def elman_forward(params, X, h0=None, *, method: str = "newton", tol: float | No
     """The Elman RNN of :mod:`course_lib.models.rnn` (``h_t = tanh(x_t Wxh + h_{t-1} Whh)``) by Newton
     over the sequence -> hidden states ``H`` (T, B, nh) (or ``(H, history)``)."""
     Wxh, _ = _elman_weights(params)
+    return_history = check_bool(return_history, "return_history")
+    if callback is not None:
+        check_callable(callback, "callback", "a function callback(k, H)")
     X = _check_X(X)
     if X.shape[-1] != Wxh.shape[0]:
         raise ValueError(f"X: expected {Wxh.shape[0]} features (rows of Wxh), got shape {X.shape}")

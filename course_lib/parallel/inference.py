@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched")
+MAX_CELLS = 10_000_000  # cells (l, t) a wavefront schedule may list
 
 
 def _threads(threads, cap: int | None = None) -> int:
@@ -95,6 +96,9 @@ def wavefront_schedule(T: int, L: int) -> list[list[tuple[int, int]]]:
     """
     T = check_positive_int(T, "T")
     L = check_positive_int(L, "L")
+    if T * L > MAX_CELLS:  # a list of Python tuples: beyond this it would take minutes and all memory
+        raise ValueError(f"{'T' if T >= L else 'L'}: too large: the schedule would list T * L = {T * L:.3g} cells; "
+                         f"the limit is {MAX_CELLS:,} (work_span counts them in closed form)")
     return [[(l, d - l) for l in range(max(0, d - T + 1), min(L - 1, d) + 1)] for d in range(T + L - 1)]
 
 
@@ -198,6 +202,7 @@ def predict_cuda(params: SoftmaxRNNParams, X, *, block: tuple[int, int] | None =
     params = check_params(params)
     X = check_inputs(params, X)
     T, B, _ = X.shape
+    max_simulated = check_positive_int(max_simulated, "max_simulated")
     if backend.cuda_mode() == "unavailable":
         raise RuntimeError("method 'cuda_batched': numba was imported before course_lib and there is no GPU; "
                            "restart and import course_lib first")
@@ -272,7 +277,7 @@ def gather_chunks(chunks) -> np.ndarray:
         raise ValueError(f"chunks: expected a non-empty list of (T, b_r, V) arrays, got {type(chunks).__name__}")
     dims: dict = {}
     for r, ch in enumerate(chunks):
-        check_array(ch, f"chunks[{r}]", shape=("T", None, "V"), dims=dims)
+        check_array(ch, f"chunks[{r}]", shape=("T", None, "V"), dims=dims, min_size={"T": 1, "V": 1})
     return np.concatenate(chunks, axis=1)
 
 
@@ -288,6 +293,15 @@ class MPIResult:
     counts: list
     wall: float                     # seconds for the whole mpiexec launch (process start included)
     times: dict = field(default_factory=dict)  # phase -> per-rank seconds: bcast, scatter, compute, gather
+
+    def __post_init__(self):
+        self.probs = check_array(self.probs, "probs", ndim=3)
+        self.ranks = check_positive_int(self.ranks, "ranks")
+        if not isinstance(self.counts, (list, tuple)) or len(self.counts) != self.ranks:
+            raise TypeError(f"counts: expected a list of {self.ranks} sequence counts, got {self.counts!r:.60}")
+        self.wall = check_float(self.wall, "wall", low=0.0)
+        if not isinstance(self.times, dict):
+            raise TypeError(f"times: expected a dict phase -> per-rank seconds, got {type(self.times).__name__}")
 
     def phase(self, name: str) -> float:
         """The slowest rank's seconds in a phase (that is what the others wait for)."""
@@ -315,13 +329,15 @@ def run_mpi(params: SoftmaxRNNParams, X, *, ranks: int = 2, timeout: float = 60.
     """
     params = check_params(params)
     X = check_inputs(params, X)
-    ranks = check_positive_int(ranks, "ranks")
-    timeout = check_float(timeout, "timeout", low=0.0, low_inclusive=False)
-    repeat = check_positive_int(repeat, "repeat")
+    ranks = check_positive_int(ranks, "ranks", high=256)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    repeat = check_positive_int(repeat, "repeat", high=1000)
     B = X.shape[1]
     if counts is None:
         counts, _ = split_batch(B, ranks)
     else:
+        if isinstance(counts, (str, bytes)) or not hasattr(counts, "__iter__"):
+            raise TypeError(f"counts: expected a list of {ranks} sequence counts, got {type(counts).__name__} {counts!r}")
         counts = [check_int(c, "counts", low=1) for c in counts]
         if len(counts) != ranks or sum(counts) != B:
             raise ValueError(f"counts: expected {ranks} positive counts summing to B = {B}, got {counts}")
@@ -376,9 +392,21 @@ def work_span(T: int, L: int, P: int | None = None) -> dict:
     out = {"work": T * L, "span": T + L - 1, "parallelism": T * L / (T + L - 1)}
     if P is not None:
         P = check_positive_int(P, "P")
-        steps = sum(math.ceil(len(d) / P) for d in wavefront_schedule(T, L))
+        steps = _wavefront_steps(T, L, P)
         out.update(P=P, steps=steps, speedup=T * L / steps)
     return out
+
+
+def _wavefront_steps(T: int, L: int, P: int) -> int:
+    """``sum_d ceil(|D_d| / P)`` in closed form: the diagonals hold 1, 2, .., a-1 cells, then ``a = min(T, L)``
+    cells ``|T - L| + 1`` times, then a-1, .., 1 (so any T and L count at once)."""
+    a, b = min(T, L), max(T, L)
+
+    def rising(n):  # sum_{k=1..n} ceil(k / P), with n = q P + r
+        q, r = divmod(n, P)
+        return P * q * (q + 1) // 2 + r * (q + 1)
+
+    return 2 * rising(a - 1) + (b - a + 1) * (-(-a // P))
 
 
 def data_parallel_model(batch: int, P: int, t_seq: float, t_comm: float = 0.0, t_fixed: float = 0.0) -> dict:

@@ -42,7 +42,8 @@ import numpy as np
 from ..algorithms.mgrit import CYCLES, MGRIT, RELAXATIONS, Partition, ThreadPartition, dahlquist_step, hierarchy
 from ..core.mpi import MPIFailed, launch, worker_main
 from ..core.timing import measure
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int, to_builtin
+from ..core.validate import (MAX_REPEAT, check_alloc, check_array, check_choice, check_float, check_int, check_positive_int,
+                             to_builtin)
 
 __all__ = ["solve", "RankPartition", "block_range", "body", "check_job", "main", "MPIFailed"]
 
@@ -255,22 +256,24 @@ def solve(problem: dict, nt: int, *, ranks: int = 2, m: int = 4, levels: int = 2
     ``(nt + 1, *u0.shape)``; ``info`` is described in the module docstring. Raises :class:`MPIFailed` naming the failing rank(s) on an error, after
     ``timeout`` seconds, or when MPI is not installed; ``fail_rank`` / ``hang_rank`` inject a failure.
     """
-    ranks = check_positive_int(ranks, "ranks")
-    threads = check_positive_int(threads, "threads")
+    ranks = check_positive_int(ranks, "ranks", high=256)
+    threads = check_positive_int(threads, "threads", high=256)
     nt = check_positive_int(nt, "nt")
     relax = check_choice(relax, "relax", RELAXATIONS)
     cycle = check_choice(cycle, "cycle", CYCLES)
-    m = check_int(m, "m")  # numpy integers become ints (JSON writes them)
-    levels = check_int(levels, "levels", low=1)
+    m = check_int(m, "m", high=max(2, nt // 2))  # ints for JSON; a coarse level needs >= 2 steps (m >= 2: hierarchy)
+    check_alloc((nt + 1, 1), np.float64, "nt", what="MGRIT's solution")
+    # up front: a coarsest level of >= 2 steps needs m**(levels-1) <= nt / 2, so levels <= log2(nt)
+    levels = check_int(levels, "levels", low=1, high=max(1, nt.bit_length()))
     sizes = hierarchy(nt, m, levels)
     if levels < 2:
         raise ValueError("levels: the MPI solver needs levels >= 2")
     if ranks > sizes[1]:
         raise ValueError(f"ranks: {ranks} ranks for {sizes[1]} C-intervals; use at most {sizes[1]} ranks")
-    repeat = check_int(repeat, "repeat", low=0)
-    timeout = check_float(timeout, "timeout", low=0.0, low_inclusive=False)
+    repeat = check_int(repeat, "repeat", low=0, high=MAX_REPEAT)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
     tol = check_float(tol, "tol", low=0.0)
-    max_iter = check_int(max_iter, "max_iter", low=1)
+    max_iter = check_int(max_iter, "max_iter", low=1, high=10_000)
     if fail_rank is not None:
         fail_rank = check_int(fail_rank, "fail_rank", low=0, high=ranks - 1)
     if hang_rank is not None:

@@ -20,7 +20,7 @@ import json
 import numpy as np
 
 from ..core.mpi import launch, worker_main
-from ..core.validate import check_float, check_int
+from ..core.validate import check_float, check_int, check_numbers, check_sizes
 
 __all__ = ["MODULE", "DEFAULT_SIZES", "pingpong", "fit", "body", "main"]
 
@@ -82,8 +82,11 @@ def main(argv=None) -> int:
 def fit(sizes, seconds) -> tuple[float, float]:
     """``(alpha seconds, beta bytes/s)`` of ``t(n) = alpha + n / beta``: alpha is the smallest message's time,
     beta the slope between the two largest sizes (the one-way rate once alpha no longer matters)."""
-    sizes = [check_int(n, "sizes[i]", low=1) for n in sizes]
-    seconds = [check_float(t, "seconds[i]", low=0.0, low_inclusive=False) for t in seconds]
+    sizes = check_sizes(sizes, "sizes")
+    seconds = check_numbers(seconds, "seconds", low=0.0)
+    for i, t in enumerate(seconds):
+        if t <= 0:
+            raise ValueError(f"seconds[{i}]: expected a time > 0, got {t}")
     if len(sizes) != len(seconds) or len(sizes) < 3:
         raise ValueError(f"sizes, seconds: expected the same length, at least 3, got {len(sizes)} and {len(seconds)}")
     order = np.argsort(sizes)
@@ -99,8 +102,11 @@ def pingpong(sizes=DEFAULT_SIZES, *, repeat: int = 20, timeout: float = 60.0) ->
     """Measure ``t(n)`` for each message size (bytes) between two ranks and fit alpha, beta.
     Returns ``{"sizes", "seconds", "alpha_s", "beta_gbs", "wall", "source"}``; raises
     :class:`course_lib.core.mpi.MPIFailed` when MPI is missing or the job fails."""
-    sizes = [check_int(n, "sizes[i]", low=1, high=1 << 30) for n in sizes]
+    sizes = check_sizes(sizes, "sizes", high=1 << 30)
+    if len(sizes) < 3:
+        raise ValueError(f"sizes: expected at least 3 message sizes (alpha and beta are fitted), got {sizes}")
     repeat = check_int(repeat, "repeat", low=1, high=100_000)
+    timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
     res, run = launch(MODULE, ranks=2, prepare=lambda work: None,
                       collect=lambda work: json.loads((work / "result.json").read_text()),
                       args=[*map(str, sizes), "--repeat", str(repeat)], timeout=timeout)

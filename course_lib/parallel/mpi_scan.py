@@ -38,7 +38,7 @@ import numpy as np
 
 from ..algorithms import linear_attention, matrix_scan, scan
 from ..core.mpi import launch, worker_main
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import check_array, check_bool, check_choice, check_float, check_int, check_nonempty, check_positive_int
 from .mgrit_mpi import block_range
 
 __all__ = ["KINDS", "PHASES", "MODULE", "linear_recurrence_mpi", "gated_linear_recurrence_mpi",
@@ -213,11 +213,16 @@ def run(kind: str, arrays: dict, h0=None, *, ranks: int = 2, chunk: int | None =
     start-up included), ``times`` (``{phase: per-rank seconds}``, the fastest of ``repeat`` rounds),
     ``message_bytes`` (one exscan message)."""
     check_choice(kind, "kind", KINDS)
+    if not isinstance(arrays, dict) or not arrays:
+        raise TypeError(f"arrays: expected a non-empty dict name -> array (the kind's inputs), got {type(arrays).__name__}")
+    for name, arr in arrays.items():
+        check_array(arr, f"arrays[{name!r}]", ndim=range(1, 8), finite=False, dtype=None)
     T = next(iter(arrays.values())).shape[0]
     ranks = check_positive_int(ranks, "ranks", high=256)
     if ranks > T:
         raise ValueError(f"ranks: expected at most T = {T} ranks (one step each at least), got {ranks}")
     timeout = check_float(timeout, "timeout", low=0.0, high=86400.0, low_inclusive=False)
+    repeat = check_positive_int(repeat, "repeat", high=1000)  # None too: there is no default round count but 1
     opts = []
     for name, val in (("chunk", chunk), ("repeat", repeat), ("fail-rank", fail_rank), ("hang-rank", hang_rank)):
         if val is not None:
@@ -248,10 +253,11 @@ def linear_recurrence_mpi(a, x, h0=None, *, ranks: int = 2, timeout: float = 60.
     ``a, x (T, H)`` or ``(T, B, H)``; returns ``h`` (and the run's ``info`` with ``return_info``, see :func:`run`).
     ``fail_rank=``/``hang_rank=`` inject a failure or a hang (tests); errors are
     :class:`course_lib.core.mpi.MPIFailed` naming the rank."""
+    return_info = check_bool(return_info, "return_info")
     dims: dict = {}
     a = check_array(a, "a", ndim=(2, 3), finite=False)
     pattern = ("T",) + tuple(f"d{i}" for i in range(1, a.ndim))
-    check_array(a, "a", shape=pattern, dims=dims, min_size={"T": 1})
+    check_nonempty(check_array(a, "a", shape=pattern, dims=dims, min_size={"T": 1}), "a")
     x = check_array(x, "x", shape=pattern, dims=dims)
     if a.dtype != x.dtype:
         raise TypeError(f"x: expected the dtype of a ({a.dtype}), got {x.dtype}")
@@ -268,7 +274,9 @@ def gated_linear_recurrence_mpi(q, k, v, decay, *, S0=None, ranks: int = 2, chun
     """``o = gated_linear_recurrence(q, k, v, decay, method="chunked", S0=S0)`` on ``ranks`` MPI ranks
     (:mod:`course_lib.algorithms.linear_attention` for the shapes); each rank runs the chunked matmul form on
     its block and exchanges one state-sized pair."""
+    return_info = check_bool(return_info, "return_info")
     q, k, v, decay, _, S0 = linear_attention.check_inputs(q, k, v, decay, S0)
+    check_nonempty(q, "q"), check_nonempty(v, "v")
     o, info = run("gated", {"q": q, "k": k, "v": v, "decay": decay}, S0, ranks=ranks, chunk=chunk,
                   timeout=timeout, **kw)
     return (o, info) if return_info else o
@@ -277,9 +285,11 @@ def gated_linear_recurrence_mpi(q, k, v, decay, *, S0=None, ranks: int = 2, chun
 def matrix_recurrence_mpi(A, b, h0=None, *, ranks: int = 2, timeout: float = 60.0, return_info: bool = False, **kw):
     """``h = matrix_scan.linear_recurrence(A, b, h0, structure="full")`` -- DEER's inner linear recurrence
     (chapter 11) -- on ``ranks`` MPI ranks. ``A (T, *batch, H, H)``, ``b (T, *batch, H)``, ``h0 (*batch, H)``."""
+    return_info = check_bool(return_info, "return_info")
     A = check_array(A, "A", ndim=None)
     if A.ndim < 3 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A: expected square matrices (T, *batch, H, H), got shape {A.shape}")
+    check_nonempty(A, "A")
     b = check_array(b, "b", shape=A.shape[:-1])
     if h0 is not None:
         h0 = check_array(h0, "h0", shape=A.shape[1:-1])

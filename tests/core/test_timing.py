@@ -1,7 +1,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from course_lib.core import timing
 from helpers import BAD_SIZES, raises_naming
@@ -245,3 +245,48 @@ def test_gflops_array_bytes_and_slope_reject_garbage():
     raises_naming(ValueError, "sizes", timing.loglog_slope, [4, 4, 4], [1, 2, 3])
     raises_naming(ValueError, "times", timing.loglog_slope, [1, 2], [[1, 2]])
     assert timing.loglog_slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from bad_input import BAD_NUMBER, NOT_SIZE, clear_or_correct  # noqa: E402
+
+
+def test_timing_constructor_checks_its_fields():
+    """Timing([]) used to be accepted (its median then raised a bare StatisticsError), and NaN times too."""
+    raises_naming(ValueError, "times", timing.Timing, [])
+    raises_naming(ValueError, "times[1]", timing.Timing, [1e-3, float("nan")])
+    raises_naming(ValueError, "times[0]", timing.Timing, [-1e-3])
+    raises_naming(TypeError, "times", timing.Timing, "fast")
+    raises_naming(ValueError, "number", timing.Timing, [1e-3], 0)
+    raises_naming(TypeError, "noise", timing.Timing, [1e-3], 1, "quiet")
+    assert timing.Timing(np.array([1.0, 3.0])).median == 2.0  # arrays of times are fine
+
+
+def test_comparison_constructor_checks_its_baseline():
+    t = timing.Timing([1e-3, 2e-3])
+    raises_naming(ValueError, "baseline", timing.Comparison, {"a": t}, "b")
+    raises_naming(TypeError, "timings", timing.Comparison, {}, "a")
+    raises_naming(TypeError, "timings", timing.Comparison, {"a": [1e-3]}, "a")
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=st.sampled_from(["intensity", "peak", "bandwidth"]), bad=BAD_NUMBER)
+def test_roofline_bad_input_is_a_clear_error(case, bad):
+    assume(case == "intensity" or bad is not None)  # peak/bandwidth=None: measured here (the default)
+    kw = {"intensity": 2.0, "peak": 100.0, "bandwidth": 10.0, case: bad}
+    correct = (lambda out: np.allclose(out, np.minimum(100.0, 10.0 * np.asarray(bad, float)))) \
+        if case == "intensity" else None  # a list of intensities is a legal input
+    clear_or_correct(timing.roofline, case, kw, correct=correct)
+
+
+@settings(max_examples=60, deadline=None)
+@given(times=st.one_of(st.lists(st.one_of(BAD_NUMBER, st.floats(0, 1)), min_size=0, max_size=4), st.just("x")),
+       number=st.one_of(NOT_SIZE, st.integers(1, 5)))
+def test_timing_bad_fields_are_a_clear_error_or_a_correct_median(times, number):
+    ok_times = isinstance(times, list) and times and all(isinstance(v, float) and 0 <= v <= 1 for v in times)
+    name = "number" if ok_times else "times"
+    if not ok_times or not (isinstance(number, int) and not isinstance(number, bool) and number >= 1):
+        clear_or_correct(timing.Timing, name, {"times": times, "number": number})
+    else:
+        t = timing.Timing(times, number)
+        assert t.median == pytest.approx(float(np.median(times)))

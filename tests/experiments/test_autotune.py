@@ -192,3 +192,29 @@ def test_malformed_cache_entries_are_ignored(entry, tmp_path):
     path.write_text(json.dumps({"format": autotune.FORMAT, "machines": {autotune.machine_id(): {"k": entry}}}))
     with pytest.warns(UserWarning, match="malformed"):
         assert autotune.load_cache(path) == {}
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (autotune.tune, "batch", HUGE, {"nh": 4, "nx": 4, "T": 2, "force": True}),
+    (autotune.tune, "repeat", BAD_REPEAT, {"batch": 2, "nh": 4, "nx": 4, "T": 2, "force": True}),
+    (autotune.tune, "probe_steps", st.one_of(NOT_SIZE, HUGE), {"batch": 2, "nh": 4, "nx": 4, "T": 2, "force": True}),
+    (autotune.Decision, "best", st.sampled_from(["bogus", None, 3]), {"key": "k", "table_ms": {"naive": 1.0}}),
+    (autotune.Decision, "table_ms", st.sampled_from([None, {}, {"naive": -1.0}, {"naive": "x"}]),
+     {"key": "k", "best": "naive"}),
+    (autotune.Decision, "measured_now", st.sampled_from(["yes", 2, None]),
+     {"key": "k", "best": "naive", "table_ms": {"naive": 1.0}}),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

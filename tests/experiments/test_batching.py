@@ -102,3 +102,37 @@ def test_bad_inputs():
     p = rnn.init_params(5, 6, 2, seed=0)
     with pytest.raises(ValueError, match="X"):
         batching.forward_one_at_a_time(p, np.zeros((2, 3, 4), np.float32))
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (batching.rnn_step_flops, "batch", NOT_SIZE, {"nx": 4, "nh": 4}),
+    (batching.rnn_step_bytes, "itemsize", NOT_SIZE, {"batch": 2, "nx": 4, "nh": 4}),
+    (batching.cache_level, "nbytes", st.one_of(st.integers(max_value=-1), st.text(max_size=2), st.none()), {}),
+    (batching.cache_level, "caches", st.sampled_from(["L1", [], 3, {"L1d": -1}, {"L1d": "x"}]), {"nbytes": 8}),
+    (batching.gemv_residency, "sizes", BAD_SIZES, {}),
+    (batching.gemv_residency, "threads", st.one_of(NOT_SIZE, HUGE), {"sizes": (8,)}),
+    (batching.gemv_residency, "repeat", BAD_REPEAT, {"sizes": (8,)}),
+    (batching.gemv_residency, "seed", BAD_SEED, {"sizes": (8,)}),
+    (batching.gemv_vs_gemm, "n", st.one_of(NOT_SIZE, HUGE), {}),
+    (batching.gemv_vs_gemm, "dtype", st.sampled_from(["bogus", 3, "int8", "float16"]), {"n": 4, "batch": 2}),
+    (batching.gemv_vs_gemm, "seed", BAD_SEED, {"n": 4, "batch": 2}),
+    (batching.batch_point, "batch", st.one_of(NOT_SIZE, HUGE), {}),
+    (batching.batch_point, "method", st.sampled_from(["bogus", 3, None]), {"batch": 2, "width": 4, "T": 2}),
+    (batching.time_per_sample, "batch_sizes", BAD_SIZES, {}),
+    (batching.time_per_sample, "width", st.one_of(NOT_SIZE, HUGE), {"batch_sizes": (2,)}),
+    (batching.time_per_sample, "repeat", BAD_REPEAT, {"batch_sizes": (2,), "width": 4, "T": 2}),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

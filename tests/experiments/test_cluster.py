@@ -126,3 +126,33 @@ def test_cluster_objects():
     raises_naming(ValueError, "proc", s.busy, 2)
     raises_naming(TypeError, "proc", s.busy, "0")
     assert math.isclose(s.busy(0) + s.busy(1), s.work) and s.makespan >= g.critical_path()[0]
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (cluster.mgrit_graph, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64}),
+    (cluster.mgrit_graph, "nt", NOT_SIZE, {}),
+    (cluster.wavefront_graph, "T", HUGE, {"L": 3}),
+    (cluster.deer_graph, "iters", st.one_of(NOT_SIZE, HUGE), {"T": 8, "nh": 4}),
+    (cluster.hillis_steele_graph, "T", HUGE, {}),
+    (cluster.threads_step_graph, "P", HUGE, {"T": 8, "parallel_part": 1.0}),
+]
+
+
+def test_simulated_cluster_refuses_absurd_levels_at_once():
+    """mgrit_graph(levels=1e10) ran ~50 s computing m**(levels-1) before failing."""
+    exc = fails_fast(cluster.mgrit_graph, 64, levels=10**10)
+    assert isinstance(exc, ValueError) and str(exc).startswith("levels"), exc
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

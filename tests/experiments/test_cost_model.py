@@ -239,3 +239,61 @@ def test_call_costs_are_measured_per_kind_and_used_by_the_model(machine):
     # a kind with no measured price falls back to the np.add probe
     assert cm.predict("batched", cm.Problem("rnn", batch=4, T=8, nh=8), base).parts["calls"] == \
         pytest.approx(cm.predict("batched", cm.Problem("rnn", batch=4, T=8, nh=8), base).calls * machine.call_s)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+from course_lib.experiments.cost_model import advice, configurations, execute, fresh  # noqa: E402
+from course_lib.experiments.cost_model import machine as cm_machine  # noqa: E402
+from course_lib.experiments.cost_model import model as cm_model  # noqa: E402
+
+_P = cm.Problem("rnn", batch=2, T=8, nh=4)
+_M = cm_machine.Machine.preset("k80_host")
+_BAD_CASES = [
+    (cm.wavefront_counts, "T", NOT_SIZE, {"L": 3, "P": 2}),
+    (cm.wavefront_counts, "P", NOT_SIZE, {"T": 8, "L": 3}),
+    (execute.inputs, "seed", BAD_SEED, {"problem": _P}),
+    (execute.inputs, "dtype", st.sampled_from(["bogus", "int32", 3]), {"problem": _P}),
+    (execute.inputs, "problem", st.just(cm.Problem("linear", batch=2**20, T=2**20, nh=2**10)), {}),
+    (execute.measure, "repeat", BAD_REPEAT, {"problem": _P}),
+    (execute.measure, "methods", st.sampled_from(["batched", 3, ("bogus",)]), {"problem": _P}),
+    (fresh.fresh_problems, "seed", BAD_SEED, {}),
+    (fresh.fresh_problems, "scale", BAD_NUMBER.filter(lambda v: v is not None), {}),
+    (fresh.check_advisor, "problems", st.sampled_from([None, [], "p", [3]]), {}),
+    (fresh.check_advisor, "repeat", BAD_REPEAT, {"problems": [_P]}),
+    (configurations.calibrate, "configs", st.sampled_from(["x", (), ("bogus",), 3]), {}),
+    (configurations.calibrate, "small", st.sampled_from(["yes", 2, None]), {"configs": configurations.CONFIG_NAMES[:1]}),
+    (configurations.ranking_and_maps, "n", st.one_of(NOT_SIZE, HUGE), {}),
+    (configurations.ranking_and_maps, "gpu", st.sampled_from(["yes", 2, None]), {}),
+    (advice.advise, "methods", st.sampled_from(["batched", 3]), {"problem": _P, "machine": _M}),
+    (advice.advise, "calibration", st.sampled_from(["x", 3, [1.0]]), {"problem": _P, "machine": _M}),
+    (advice.advise, "machine", st.sampled_from(["laptop", 3]), {"problem": _P}),
+    (cm_machine.check_rates, "rates", st.sampled_from([None, "cores", ["nope"], 3]), {"obj": _M}),
+    (cm.predict_all, "problem", st.sampled_from([None, "rnn", 3]), {"machine": _M}),
+    (cm_model.Cost, "work", BAD_NUMBER, {"method": "sequential", "problem": _P, "P": 1}),
+    (cm_model.Cost, "parts", st.sampled_from([None, "x", [1.0]]), {"method": "sequential", "problem": _P, "P": 1}),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.one_of(st.integers(1, 40), HUGE), L=st.one_of(st.integers(1, 12), HUGE), P=st.integers(1, 70))
+def test_wavefront_counts_closed_form_any_size(T, L, P):
+    """The sum over all T + L - 1 diagonals never returned for T = 1e10; the closed form is exact."""
+    got = finishes_fast(cm.wavefront_counts, T, L, P)
+    assert got["work"] == T * L and got["span"] == T + L - 1
+    if T + L < 60:
+        assert got["steps"] == sum(math.ceil(min(d + 1, L, T, T + L - 1 - d) / P) for d in range(T + L - 1))
+    else:  # between span (P >= every diagonal) and work (P = 1)
+        assert got["span"] <= got["steps"] <= got["work"]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

@@ -54,3 +54,31 @@ def test_schedule_time_widget_function():
 def test_halide_compile_seconds_checks_before_compiling():
     raises_naming(ValueError, "schedule", E.compile_seconds, "no-such-schedule")
     raises_naming((ValueError, TypeError), "schedule", E.compile_seconds, 3)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (E.problem, "batch", st.one_of(NOT_SIZE, HUGE), {}),
+    (E.problem, "seed", BAD_SEED, {"batch": 2, "n": 4, "T": 2}),
+    (E.fig10_table, "repeat", BAD_REPEAT, {"batch": 2, "n": 4, "T": 2}),
+    (E.fig10_table, "names", st.sampled_from(["serial", [], ["bogus"], 3]), {"batch": 2, "n": 4, "T": 2}),
+    (E.fig10_findings, "table", st.sampled_from([None, {}, {"rows": [{"name": "serial"}]}, "t"]), {}),
+    (E.step_comparison, "schedule", st.sampled_from(["bogus", 3]), {"batch": 2, "n": 4, "T": 2}),
+    (E.epoch_comparison, "lr", BAD_NUMBER, {"batch": 2, "n": 4, "T": 2}),
+    (E.gemm_comparison, "n", st.one_of(NOT_SIZE, HUGE), {}),
+    (E.schedule_time, "parallel", st.sampled_from(["yes", 2, None]), {"batch": 2, "n": 4, "T": 2}),
+    (E.compile_seconds, "repeat", BAD_REPEAT, {"schedule": "serial"}),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

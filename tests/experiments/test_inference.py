@@ -115,3 +115,35 @@ def test_goal_verdict_outcomes():
         seed004.goal_verdict("004.goal.openmp", holds=1.5, ours="")
     with pytest.raises(KeyError, match="gid"):
         seed004.goal("004.nope")
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (ex.problem, "T", st.one_of(NOT_SIZE, HUGE), {"batch": 2, "layers": 1}),
+    (ex.problem, "seed", BAD_SEED, {"batch": 2, "layers": 1}),
+    (ex.problem, "nh", st.one_of(NOT_SIZE, HUGE), {"batch": 2, "layers": 1}),
+    (ex.measure_methods, "repeat", BAD_REPEAT, {"batch": 2, "layers": 1, "T": 2}),
+    (ex.measure_methods, "ranks", st.one_of(NOT_SIZE, HUGE), {"batch": 2, "layers": 1, "T": 2}),
+    (ex.measure_methods, "threads", st.one_of(NOT_SIZE_NN, HUGE), {"batch": 2, "layers": 1, "T": 2}),
+    (ex.batch_sweep, "sizes", BAD_SIZES, {}),
+    (ex.layer_sweep, "depths", BAD_SIZES, {}),
+    (ex.wavefront_costs, "repeat", BAD_REPEAT, {"batch": 2, "nh": 4}),
+    (ex.worker_sweep, "Ps", BAD_SIZES, {"batch": 4}),
+    (ex.worker_sweep, "mpi", st.sampled_from(["yes", 2, None]), {"Ps": [1], "batch": 4}),
+    (ex.cuda_run, "repeat", BAD_REPEAT, {}),
+    (ex.perplexity_by_method, "methods", st.sampled_from(["batched", (), ("bogus",), 3]),
+     {"params": softmax_rnn.init_params(3, 4, 3, seed=0), "ids": np.zeros(20, np.int64)}),
+]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

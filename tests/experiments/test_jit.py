@@ -43,3 +43,24 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="timeout"):
         jit.compile_times("toy", timeout=0)
 
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (jit.compile_times, "target", st.sampled_from(["bogus", 3, None]), {}),
+    (jit.compile_times, "timeout", BAD_NUMBER, {}),
+    (jit.driver_source, "target", st.sampled_from(["bogus", 3, None]), {"tmp": "/tmp"}),
+]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

@@ -39,8 +39,37 @@ def test_mpi_split_equals_one_process():
 
 # --- bad input
 def test_bad_sizes_are_named():
-    raises_naming(ValueError, "sizes[i]", xla.methods_vs_T, [0], 8)
+    raises_naming(ValueError, "sizes[0]", xla.methods_vs_T, [0], 8)  # the index of the bad one
     raises_naming(ValueError, "d", xla.methods_vs_T, [8], 0)
-    raises_naming(ValueError, "chunks[i]", xla.chunk_sweep, 64, 8, (128,))
+    raises_naming(ValueError, "chunks[0]", xla.chunk_sweep, 64, 8, (128,))
     raises_naming(ValueError, "T", xla.matmul_sweep, T=0)
     raises_naming(ValueError, "threads", xla.gemm_peak, 0)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (xla.gemm_peak, "n", st.one_of(NOT_SIZE, HUGE), {}),
+    (xla.gemm_peak, "repeat", BAD_REPEAT, {"n": 8}),
+    (xla.methods_vs_T, "sizes", BAD_SIZES, {"d": 4}),
+    (xla.methods_vs_T, "methods", st.sampled_from(["chunked", (), ("bogus",)]), {"sizes": [8], "d": 4}),
+    (xla.methods_vs_T, "peak", BAD_NUMBER.filter(lambda v: v is not None), {"sizes": [8], "d": 4}),
+    (xla.methods_vs_T, "seed", BAD_SEED, {"sizes": [8], "d": 4}),
+    (xla.chunk_sweep, "chunks", BAD_SIZES, {"T": 16, "d": 4}),
+    (xla.matmul_sweep, "repeat", BAD_REPEAT, {"T": 16, "d": 4}),
+    (xla.mpi_split, "ranks", BAD_SIZES, {"T": 16, "nh": 4, "d": 4}),
+    (xla.mpi_split, "timeout", BAD_NUMBER, {"T": 16, "nh": 4, "d": 4}),
+    (xla.mpi_split, "nh", st.one_of(NOT_SIZE, HUGE), {"T": 16, "d": 4}),
+]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

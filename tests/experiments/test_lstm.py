@@ -191,3 +191,44 @@ def test_fused_baseline_with_real_torch():
 def test_fused_baseline_bad_input():
     from helpers import raises_naming
     raises_naming(ValueError, "nh", E.fused_baseline, 2, 0, 3)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (E.step_time, "batch", st.one_of(NOT_SIZE, HUGE), {"nh": 4, "nx": 4}),
+    (E.step_time, "nh", HUGE, {"batch": 2, "nx": 4}),
+    (E.step_time, "dtype", st.sampled_from(["bogus", "int32", 3]), {"batch": 2, "nh": 4, "nx": 4, "T": 2}),
+    (E.step_time, "backward", st.sampled_from(["yes", 2, None]), {"batch": 2, "nh": 4, "nx": 4, "T": 2}),
+    (E.method_times, "methods", st.sampled_from(["naive", (), ("bogus",), 3]), {"batch": 2, "nh": 4, "nx": 4}),
+    (E.method_times, "repeat", BAD_REPEAT, {"batch": 2, "nh": 4, "nx": 4, "T": 2}),
+    (E.fused_baseline, "repeat", BAD_REPEAT, {"batch": 2, "nh": 4, "nx": 4, "T": 2}),
+    (E.latency_vs_batch, "batches", BAD_SIZES, {"nh": 4}),
+    (E.overhead_vs_batch, "batches", BAD_SIZES, {"nh": 4}),
+    (E.profile_step, "nx", st.one_of(NOT_SIZE_NN, HUGE), {"batch": 2, "nh": 4}),
+    (E.profile_training, "peak", BAD_NUMBER.filter(lambda v: v is not None), {"batch": 2, "nh": 4, "T": 2}),
+    (E.lm_throughput, "repeat", BAD_REPEAT, {"ids": np.zeros(50, np.int64), "V": 3}),
+    (E.widget_compute, "T", st.one_of(NOT_SIZE, HUGE), {"batch": 2, "nh": 4}),
+    (lstm_layout.layout_gemm_times, "batch", st.one_of(NOT_SIZE, HUGE), {"nh": 4}),
+    (lstm_layout.loop_order_times, "dtype", st.sampled_from(["bogus", "int32", 3]), {"batch": 2, "nh": 4}),
+    (lstm_layout.layout_traffic_model, "line", NOT_SIZE, {"batch": 2, "nh": 4}),
+    (lstm_layout.hardware_counters, "timeout", BAD_NUMBER, {"batch": 2, "nh": 4}),
+]
+
+
+def test_the_traffic_model_is_a_model_huge_sizes_are_fine():
+    """layout_traffic_model allocates nothing: a huge (but whole) size is a correct answer, not an error."""
+    out = finishes_fast(lstm_layout.layout_traffic_model, 10**6, 10**5)
+    assert out["B"] == 10**6 and out["nh"] == 10**5
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

@@ -64,7 +64,7 @@ def test_compare_sizes_and_bad_input():
     assert set(res["rates"]) == {"ikj", "numpy"} and all(len(v) == 2 and min(v) > 0 for v in res["rates"].values())
     with pytest.raises(ValueError, match="sizes: expected at least two sizes"):
         X.compare_sizes((24,))
-    with pytest.raises(ValueError, match="sizes: expected an integer >= 1"):
+    with pytest.raises(ValueError, match=r"sizes\[0\]: expected an integer >= 1"):
         X.compare_sizes((0, 24))
 
 
@@ -108,3 +108,32 @@ def test_plots_draw_the_data_they_are_given():
     np.testing.assert_allclose([b.get_y() + b.get_height() for b in ax.patches], [2.0, 0.75])  # ratio tops
     import matplotlib.pyplot as plt
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (X.gflops_of, "n", st.one_of(NOT_SIZE, HUGE), {}),
+    (X.gflops_of, "dtype", st.sampled_from(["bogus", "int32", 3]), {"n": 8}),
+    (X.gflops_of, "seed", BAD_SEED, {"n": 8}),
+    (X.ladder, "repeat", BAD_REPEAT, {"n": 8}),
+    (X.tile_sweep, "tiles_i", BAD_SIZES, {"n": 8}),
+    (X.tile_rate, "repeat", BAD_REPEAT, {"n": 8}),
+    (X.compare_sizes, "sizes", BAD_SIZES, {}),
+    (X.compare_sizes, "methods", st.sampled_from(["numpy", 3, ("bogus",)]), {"sizes": (8, 16)}),
+    (X.time_combinations, "tile_i", st.one_of(NOT_SIZE, HUGE), {"n": 8}),
+    (X.vector_instructions, "kernel", st.sampled_from(["bogus", 3, None, ["ikj"]]), {}),
+    (X.vector_instructions, "dtype", st.sampled_from(["bogus", "int32", 3]), {"kernel": "tiled_simd"}),
+]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

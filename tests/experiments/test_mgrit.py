@@ -118,3 +118,41 @@ def test_mgrit_sequences_and_choices():
     assert out.shape == (2,) and np.all(np.isfinite(out))
     t = XM.convergence_table(ms=(2,), lam_dts=(-1.0,), nt=16, max_iter=2)
     assert t["rho"].shape == (1, 1)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (XM.convergence_histories, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 16}),
+    (XM.convergence_table, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 16, "ms": (2, 4)}),
+    (XM.speedup_model, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64, "Ps": [2]}),
+    (XM.counted_work, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64}),
+    (XM.preprocessing_model, "levels", st.one_of(NOT_SIZE, HUGE), {"nt": 64, "P": 2, "c": 1.0}),
+    (XM.preprocessing_model, "P", NOT_SIZE, {"nt": 64, "c": 1.0}),
+    (XM.preprocessing_needed, "nt", NOT_SIZE, {"target": 1.5, "P": 4}),
+    (XM.time_axis, "repeat", BAD_REPEAT, {"Ts": [8]}),
+    (XM.time_axis, "Ts", st.sampled_from([[10**12], [], "ab"]), {}),
+    (XM.forward_speed, "repeat", BAD_REPEAT, {"params": None, "X": None}),
+    (XM.speedup_vs_length, "levels", st.one_of(NOT_SIZE, HUGE), {"Ts": [64]}),
+    (XM.speedup_vs_length, "timeout", BAD_NUMBER, {"Ts": [64]}),
+]
+
+
+def test_absurd_levels_fail_fast():
+    """levels = 1e10 ran ~50 s (m**(levels-1) is a 10-billion-digit number) before failing."""
+    for fn, kw in ((XM.speedup_model, {"nt": 64, "Ps": [2]}), (XM.counted_work, {"nt": 64}),
+                   (XM.preprocessing_model, {"nt": 64, "P": 2, "c": 1.0})):
+        exc = fails_fast(fn, levels=10**10, **kw)
+        assert isinstance(exc, ValueError) and str(exc).startswith("levels"), exc
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

@@ -34,3 +34,29 @@ def test_modes_use_what_they_say_and_monitor_switches_below_threshold():
     assert never["switched_at"] is None and never["accuracy"] == inx["accuracy"]
     raises_naming(ValueError, "mode", mgrit_bias.train_monitored, data, mode="sometimes")
     raises_naming((ValueError, TypeError), "threshold", mgrit_bias.train_monitored, data, threshold=2.0)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_DATA = (np.zeros((8, 4, 2)), np.zeros(4, np.int64), np.zeros((8, 3, 2)), np.zeros(3, np.int64))
+_BAD_CASES = [
+    (mgrit_bias.train_monitored, "levels", st.one_of(NOT_SIZE, HUGE), {"data": _DATA}),
+    (mgrit_bias.train_monitored, "seed", BAD_SEED, {"data": _DATA}),
+    (mgrit_bias.train_monitored, "nh", st.one_of(NOT_SIZE, HUGE), {"data": _DATA}),
+    (mgrit_bias.train_monitored, "data", st.sampled_from([None, (), (_DATA[0][:, :0],) + _DATA[1:],
+                                                           (_DATA[0], _DATA[1] - 1, _DATA[2], _DATA[3])]), {}),
+    (mgrit_bias.gradient_gap, "levels", HUGE, {"params": gru.init_classifier(2, 3, 2, seed=0, dtype=np.float64),
+                                                "X": _DATA[0], "y": _DATA[1]}),
+]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

@@ -37,3 +37,30 @@ def test_newton_choices_and_huge():
     raises_naming(TypeError, "method", ex_newton.mgrit_forward, p, X, method="sequential")
     out = ex_newton.model_speedups(64, [2], [1, 2], iters=3)
     assert set(out) == {"newton", "quasi"} and all(np.all(np.isfinite(v)) for v in out.values())
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (ex_newton.scaled_gru, "nh", st.one_of(NOT_SIZE, HUGE), {}),
+    (ex_newton.scaled_gru, "seed", BAD_SEED, {}),
+    (ex_newton.predictability, "mgrit", st.sampled_from(["yes", 2, None]), {"T": 8}),
+    (ex_newton.predictability, "implicit", st.sampled_from(["yes", 2, None]), {"T": 8}),
+    (ex_newton.time_deer, "repeat", BAD_REPEAT, {"T": 8}),
+    (ex_newton.time_deer, "scan", st.sampled_from(["bogus", 3, None]), {"T": 8}),
+    (ex_newton.scan_drift, "seed", BAD_SEED, {"Ts": (8,)}),
+    (ex_newton.mingru_vs_gru, "seed", BAD_SEED, {}),
+    (ex_newton.model_speedups, "Hs", BAD_SIZES.filter(lambda v: v != [10**15]), {"T": 64, "Ps": [2]}),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

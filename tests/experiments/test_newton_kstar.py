@@ -29,3 +29,27 @@ def test_fixed_iterations_versus_tolerance_and_bad_input():
     assert r["fixed"]["error"] >= r["tolerance"]["error"]
     raises_naming(ValueError, "cell", newton_kstar.k_star, "lstm")
     raises_naming((ValueError, TypeError), "tol", newton_kstar.k_star, "gru", tol=0.0)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (newton_kstar.cell_system, "T", st.one_of(NOT_SIZE, HUGE), {"cell": "gru"}),
+    (newton_kstar.cell_system, "dtype", st.sampled_from(["bogus", "int32", 3]), {"cell": "gru", "T": 4}),
+    (newton_kstar.cell_system, "seed", BAD_SEED, {"cell": "gru", "T": 4}),
+    (newton_kstar.k_star, "Ts", BAD_SIZES, {"cell": "gru"}),
+    (newton_kstar.fixed_vs_tolerance, "tol", BAD_NUMBER.filter(lambda v: v is not None), {"T": 8}),
+    (newton_kstar.iteration_seconds, "nhs", BAD_SIZES, {"T": 8}),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

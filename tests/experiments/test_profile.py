@@ -141,3 +141,31 @@ def test_saved_state_layouts_agree_and_compare_both_phases():
         assert r[phase].faster("array of 2-D") in ("yes", "no", "cannot tell")
     with pytest.raises(ValueError, match="n"):
         profile.saved_state_layouts(n=0)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (profile.profile_step, "dtype", st.sampled_from(["bogus", "int32", 3]), {"T": 2, "batch": 2, "n": 4}),
+    (profile.profile_step, "seed", BAD_SEED, {"T": 2, "batch": 2, "n": 4}),
+    (profile.profile_step, "repeat", BAD_REPEAT, {"T": 2, "batch": 2, "n": 4}),
+    (profile.thread_scaling, "threads", st.sampled_from([[0], "ab", [2.5], [10**6]]), {"n": 8}),
+    (profile.workload_time, "threads", st.one_of(NOT_SIZE, HUGE), {"n": 8}),
+    (profile.fusion_comparison, "repeat", BAD_REPEAT, {"batch": 2, "n": 4, "T": 2}),
+    (profile.error_model_comparison, "seed", BAD_SEED, {"n": 8}),
+    (profile.saved_state_layouts, "repeat", BAD_REPEAT, {"T": 2, "batch": 2, "n": 4}),
+    (profile.reference_step_phased, "Y", st.sampled_from([None, np.zeros((2, 2, 3), np.float32)]),
+     {"params": rnn.init_params(2, 3, 4, seed=0), "X": np.zeros((2, 2, 2), np.float32), "lr": 0.1}),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

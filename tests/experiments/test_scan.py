@@ -80,3 +80,33 @@ def test_backward_speedup_agrees_with_the_serial_backward():
 @pytest.mark.parametrize("dtype", ["int32", "float16", "nope", 3.5])
 def test_scan_lane_instructions_dtype(dtype):
     raises_naming(TypeError, "dtype", xs.lane_instructions, dtype)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import (BAD_NUMBER, BAD_REPEAT, BAD_SEED, BAD_SIZES, HUGE, NOT_SIZE, NOT_SIZE_NN,  # noqa: E402,F401
+                       bad_arrays, case_test, clear_or_correct, fails_fast, finishes_fast)
+
+_BAD_CASES = [
+    (xs.methods_vs_T, "sizes", BAD_SIZES, {"nh": 4}),
+    (xs.methods_vs_T, "methods", st.sampled_from(["chunked", (), ("bogus",), 3]), {"sizes": [8], "nh": 4}),
+    (xs.thread_scaling, "T", st.one_of(NOT_SIZE, HUGE), {"nh": 4}),
+    (xs.thread_scaling, "seed", BAD_SEED, {"T": 8, "nh": 4}),
+    (xs.crossover, "Hs", BAD_SIZES, {"Ts": [8]}),
+    (xs.crossover, "max_elements", HUGE, {"Ts": [8], "Hs": [4]}),
+    (xs.lanes_vs_scalar, "repeat", BAD_REPEAT, {"T": 8}),
+    (xs.backward_speedup, "nh", st.one_of(NOT_SIZE, HUGE), {"T": 8}),
+    (xs.layer_speedup, "dtype", st.sampled_from(["bogus", "int32", 3]), {"T": 8}),
+    (xs.layer_speedup, "nx", st.one_of(NOT_SIZE, HUGE), {"T": 8}),
+    (xs.remember_first, "layers", st.sampled_from(["lstm", (), ("bogus",), 3]), {"T": 8}),
+    (xs.remember_first, "method", st.sampled_from(["bogus", 3]), {"T": 8}),
+]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(_BAD_CASES), data=st.data())
+def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
+    """Every public function of the module, one bad argument at a time: a clear error naming it, at once
+    (all of them are checked before anything is allocated, launched or timed)."""
+    case_test(case, data)

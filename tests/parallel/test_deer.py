@@ -124,3 +124,42 @@ def test_bad_inputs_name_the_argument(problem, call, exc, name):
     p, X, _ = problem
     with pytest.raises(exc, match=rf"^{name}"):
         call(p, X)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import BAD_NUMBER, BAD_SEED, bad_arrays, clear_or_correct  # noqa: E402
+from helpers import raises_naming  # noqa: E402
+
+_P = gru.init_params(3, 4, seed=0, dtype=np.float64)
+_X = np.random.default_rng(0).standard_normal((6, 2, 3))
+
+
+def test_gru_system_checks_its_params_and_options():
+    """It used to accept anything and fail (or not) only when the returned functions were called."""
+    raises_naming(TypeError, "params", deer.gru_system, None)
+    raises_naming(TypeError, "params", deer.gru_system, "gru")
+    raises_naming(TypeError, "params", deer.gru_system, rnn.init_params(3, 4, 2))
+    raises_naming(TypeError, "implicit", deer.gru_system, _P, implicit="yes")
+    raises_naming(ValueError, "gamma", deer.gru_system, _P, gamma=float("nan"))
+
+
+def test_an_empty_batch_is_an_error_not_nan():
+    """gru_lyapunov on zero sequences returned NaN (a mean over nothing)."""
+    raises_naming(ValueError, "X", deer.gru_lyapunov, _P, _X[:, :0])
+    raises_naming(ValueError, "X", deer.gru_forward, _P, _X[:, :0])
+    raises_naming(ValueError, "seed", deer.gru_lyapunov, _P, _X, seed=-1)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(["X", "h0", "gamma", "seed", "implicit", "return_history"]), data=st.data())
+def test_deer_bad_input_is_a_clear_error_or_the_serial_answer(case, data):
+    draw = {"X": bad_arrays((6, 2, 3)), "h0": bad_arrays((2, 4)), "gamma": BAD_NUMBER, "seed": BAD_SEED,
+            "implicit": st.sampled_from(["yes", 2, None]), "return_history": st.sampled_from(["yes", 2, None])}[case]
+    kw = {"params": _P, "X": _X, case: data.draw(draw)}
+    if case == "seed":
+        clear_or_correct(deer.gru_lyapunov, "seed", kw)
+        return
+    ref = gru.gru_forward(_P, _X)
+    clear_or_correct(deer.gru_forward, case, kw, correct=lambda H: np.allclose(H, ref, atol=1e-6))

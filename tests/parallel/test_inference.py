@@ -1,5 +1,7 @@
 """Tests for course_lib.parallel.inference: every method agrees with the serial loop; schedule,
 scatter/gather and model properties; bad inputs give clear errors naming the argument."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -207,3 +209,42 @@ def test_wavefront_still_matches_batched():
     X = softmax_rnn.encode(np.random.default_rng(0).integers(0, 3, (5, 2)), 3)
     np.testing.assert_allclose(inf.predict(p, X, method="wavefront", threads=2),
                                softmax_rnn.forward(p, X), rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from bad_input import HUGE, NOT_SIZE, bad_arrays, clear_or_correct, finishes_fast  # noqa: E402
+
+
+def test_work_span_counts_any_length_in_closed_form():
+    """It listed every cell of the schedule: T = 1e10 never returned."""
+    out = finishes_fast(inf.work_span, 10**10, 10**10, 7)
+    assert out["work"] == 10**20 and out["span"] == 2 * 10**10 - 1
+    for T in range(1, 9):
+        for L in range(1, 6):
+            for P in range(1, 7):
+                steps = sum(math.ceil(len(d) / P) for d in inf.wavefront_schedule(T, L))
+                assert inf.work_span(T, L, P)["steps"] == steps, (T, L, P)
+    raises_naming(ValueError, "T", inf.wavefront_schedule, 10**10, 3)  # a list that large is refused up front
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(["T", "L", "P"]), bad=st.one_of(NOT_SIZE, HUGE))
+def test_work_span_bad_input_is_a_clear_error_or_correct(case, bad):
+    kw = {"T": 5, "L": 3, "P": 2, case: bad}
+
+    def correct(out):  # huge sizes: the closed form's own identities
+        return (out["work"] == kw["T"] * kw["L"] and out["span"] == kw["T"] + kw["L"] - 1
+                and ("steps" not in out or out["steps"] >= out["span"]))
+    finishes_fast(clear_or_correct, inf.work_span, case, kw, correct=correct)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(method=st.sampled_from(["threads", "wavefront", "batched"]), data=st.data())
+def test_predict_bad_input_is_a_clear_error(method, data):
+    p = softmax_rnn.init_params(3, 4, 5, layers=2, seed=0)
+    X = data.draw(bad_arrays((4, 2, 3), np.float32))
+    clear_or_correct(inf.predict, "X", {"params": p, "X": X, "method": method})
+    if method != "batched":
+        X = np.zeros((4, 2, 3), np.float32)
+        bad = data.draw(NOT_SIZE.filter(lambda v: v is not None))  # None: all cores (the default)
+        clear_or_correct(inf.predict, "threads", {"params": p, "X": X, "method": method, "threads": bad})

@@ -262,3 +262,31 @@ def test_block_range_and_partition_arguments():
     raises_naming(TypeError, "n", MP.block_range, 1.5, 2, 0)
     raises_naming(TypeError, "comm", MP.RankPartition, object(), 4, 4)
     assert [MP.block_range(10, 3, r) for r in range(3)] == [(0, 3), (3, 6), (6, 10)]
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
+
+from bad_input import BAD_NUMBER, HUGE, NOT_SIZE, clear_or_correct, fails_fast, finishes_fast  # noqa: E402
+
+
+def _no_launch(*a, **k):
+    raise AssertionError("mpiexec was launched with bad input (validate before launching)")
+
+
+def test_absurd_levels_fail_fast_before_launching(monkeypatch):
+    """levels = 1e10 made the solver compute m**(levels-1) for ~50 s before failing."""
+    monkeypatch.setattr(MP, "launch", _no_launch)
+    exc = fails_fast(MP.solve, {"kind": "dahlquist", "lam": -1.0, "dt": 0.1, "u0": [1.0]}, 64, levels=10**10)
+    assert isinstance(exc, ValueError) and str(exc).startswith("levels"), exc
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(["nt", "ranks", "m", "levels", "max_iter", "repeat", "timeout", "tol"]), data=st.data())
+def test_solve_bad_input_is_refused_before_launching(case, data, monkeypatch):
+    monkeypatch.setattr(MP, "launch", _no_launch)
+    bad = data.draw(BAD_NUMBER if case in ("timeout", "tol") else st.one_of(NOT_SIZE, HUGE))
+    assume(not (case == "repeat" and type(bad) is int and bad == 0))  # repeat=0: solve once, untimed (legal)
+    kw = {"problem": {"kind": "dahlquist", "lam": -1.0, "dt": 0.1, "u0": [1.0]}, "nt": 64, case: bad}
+    finishes_fast(clear_or_correct, MP.solve, case, kw)  # a clear error, within 2 s

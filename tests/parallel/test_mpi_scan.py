@@ -89,3 +89,27 @@ def test_bad_arguments_are_rejected_before_launching(tmp_path):
     assert mpi_scan.main([str(tmp_path / "missing"), "elementwise"]) == 2
     assert mpi_scan.main([str(tmp_path), "elementwise"]) == 2          # no a.npy
     assert mpi_scan.main([str(tmp_path), "bogus"]) == 2
+
+
+# --------------------------------------------------------------------------- bad input (issue 29)
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from bad_input import NOT_SIZE, bad_arrays, clear_or_correct  # noqa: E402
+
+
+def _no_launch(*a, **k):
+    raise AssertionError("mpiexec was launched with bad input (validate before launching)")
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(["a", "x", "ranks", "return_info", "repeat"]), data=st.data())
+def test_linear_recurrence_mpi_bad_input_is_refused_before_launching(case, data, monkeypatch):
+    monkeypatch.setattr(mpi_scan, "launch", _no_launch)
+    good = {"a": np.full((8, 3), 0.5), "x": np.ones((8, 3)), "ranks": 2}
+    bad = {"a": bad_arrays((8, 3)), "x": bad_arrays((8, 3)), "ranks": st.one_of(NOT_SIZE, st.just(10**9)),
+           "return_info": st.sampled_from(["yes", 2, None]), "repeat": st.one_of(NOT_SIZE, st.just(10**9))}[case]
+    value = data.draw(bad)
+    if case == "a" and isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.shape == (8, 3):
+        return  # a NaN/inf decay is a legal (if useless) input: the recurrence reports non-finite output
+    clear_or_correct(mpi_scan.linear_recurrence_mpi, case, {**good, case: value})

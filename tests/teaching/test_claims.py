@@ -90,3 +90,18 @@ def test_bad_entries_are_rejected():
         claims._check_entry("a", dict(good, seed="beyond"), "m")
     with pytest.raises(TypeError, match="value must be a number"):
         claims._check_entry("a", dict(good, value="39"), "m")
+
+
+def test_a_wrong_id_says_the_id_and_the_nearest_ids():
+    """The lookup used to print a quoted KeyError with, at best, the ids sharing the first dotted part."""
+    some = next(iter(CLAIMS))
+    typo = some[:-1] + ("x" if some[-1] != "x" else "y")
+    with pytest.raises(KeyError) as info:
+        claims.claim(typo)
+    msg = str(info.value)
+    assert msg.startswith("cid: no claim") and repr(typo) in msg and some in msg, msg
+    assert claims.nearest_ids(typo)[0] == some
+    msg = str(pytest.raises(KeyError, claims.claim, "nonsense").value)
+    assert "'nonsense'" in msg and "claims.CLAIMS" in msg  # nothing near: where to look
+    with pytest.raises(TypeError, match="cid: expected a claim id"):
+        claims.claim(None)

@@ -66,6 +66,13 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
+    if methods is not None and (isinstance(methods, str) or not hasattr(methods, "__iter__")):
+        raise TypeError(f"methods: expected a list of method names, got {methods!r}")
+    for arg, value in (("calibration", calibration), ("opts", opts)):
+        if value is not None and not isinstance(value, dict):
+            raise TypeError(f"{arg}: expected a dict keyed by method, got {type(value).__name__} {value!r:.40}")
+    if machine is not None and not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
     machine = Machine.measure() if machine is None else machine
     costs = predict_all(problem, machine, methods, **(opts or {}))
     if not costs:

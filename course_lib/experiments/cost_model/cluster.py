@@ -83,8 +83,8 @@ class Task:
     def __post_init__(self):
         check_str(self.name, "name")
         self.cost = check_float(self.cost, "cost", low=0.0)
-        if isinstance(self.deps, (str, bytes)):
-            raise TypeError(f"deps: expected a tuple of task names, got the string {self.deps!r}")
+        if isinstance(self.deps, (str, bytes)) or not hasattr(self.deps, "__iter__"):
+            raise TypeError(f"deps: expected a tuple of task names, got {type(self.deps).__name__} {self.deps!r}")
         self.deps = tuple(self.deps)
         check_choice(self.kind, "kind", KINDS)
         if self.proc is not None:
@@ -264,6 +264,7 @@ def data_parallel_graph(batch: int, P: int, per_seq: float, *, scatter: float = 
     tree allreduce of the gradients (``2 ceil(log2 P)`` rounds of ``latency + allreduce / ...``)."""
     batch = check_positive_int(batch, "batch")
     P = check_positive_int(P, "P")
+    steps = check_positive_int(steps, "steps")  # also without allreduce (where it is not used): never silently
     _check_costs(per_seq=per_seq, scatter=scatter, gather=gather, latency=latency)
     if allreduce is not None:
         _check_costs(allreduce=allreduce)
@@ -304,6 +305,9 @@ def mgrit_graph(nt: int, *, m: int = 4, levels: int = 2, iters: int = 2, P: int 
     coarse right-hand side) gives each of ``min(P, C_l)`` processors its block of C-intervals; every
     phase waits for the previous one; the coarsest level is a serial march. ``step`` = cost of one
     time step. The first iteration also runs the leading F-sweep (and, for ``"F"``, a residual)."""
+    nt = check_positive_int(nt, "nt")
+    # up front: levels - 1 <= log_m(nt / 2) <= log2(nt) (else m**(levels-1) alone is a huge number to compute)
+    levels = check_int(levels, "levels", low=1, high=max(1, nt.bit_length()))
     sizes = hierarchy(nt, m, levels)
     P = check_positive_int(P, "P")
     iters = check_positive_int(iters, "iters")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core import backend, timing
-from ...core.validate import check_choice, check_positive_int, check_str
+from ...core.validate import check_bool, check_choice, check_int, check_positive_int, check_repeat, check_str
 from . import cluster
 from .advice import advise
 from .machine import GPU, Machine, check_rates
@@ -264,8 +264,15 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
     """Run each chapter's benchmark configuration (``configs``: names from :data:`CONFIG_NAMES`) with
     :func:`core.timing.compare` and predict it with the model on ``machine`` (default: measured now).
     Returns a :class:`Calibration` (the predicted-vs-measured table)."""
+    if configs is not None and (isinstance(configs, str) or not hasattr(configs, "__iter__")):
+        raise TypeError(f"configs: expected a list of names from CONFIG_NAMES, got {configs!r}")
     configs = CONFIG_NAMES if configs is None else tuple(check_choice(c, "configs", CONFIG_NAMES) for c in configs)
-    repeat = check_positive_int(repeat, "repeat")
+    if not configs:
+        raise ValueError("configs: expected at least one configuration name, got none")
+    small = check_bool(small, "small")
+    repeat = check_repeat(repeat)
+    if machine is not None and not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
     machine = Machine.measure() if machine is None else machine
     rows, noise, info = [], {}, {"opts": {}, "extra": {}}
     for name in configs:
@@ -361,10 +368,17 @@ def ranking_and_maps(batch: int = 32, T: int = 256, nh: int = 128, layers: int =
     """The slider panel's data: the advisor's ranking for one problem on ``machine`` with ``cores``
     (virtual) cores and an assumed GPU or none, and the winning (trusted) method over a (T, H) grid and
     a (B, P) grid around it (``n`` x ``n`` points)."""
-    base = Machine.measure() if machine is None else machine
-    mach = base.with_cores(check_positive_int(cores, "cores", high=4096))
-    mach = mach.with_gpu(GPU.assumed() if gpu else None)
+    n = check_int(n, "n", low=1, high=64)
+    cores = check_positive_int(cores, "cores", high=4096)
+    gpu = check_bool(gpu, "gpu")
     prob = Problem(kind, mode, batch=batch, T=T, nh=nh, layers=1 if kind == "linear" else layers)
+    if machine is not None and not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    if calibration is not None and not isinstance(calibration, dict):
+        raise TypeError(f"calibration: expected a dict method -> error factor, got {type(calibration).__name__}")
+    base = Machine.measure() if machine is None else machine
+    mach = base.with_cores(cores)
+    mach = mach.with_gpu(GPU.assumed() if gpu else None)
     adv = advise(prob, mach, calibration=calibration)
 
     def win(p, m):

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import backend, timing
-from ...core.validate import check_choice, check_positive_int
+from ...core.validate import (check_alloc, check_choice, check_dtype, check_int, check_positive_int,
+                                check_repeat)
 from .model import METHODS, Problem
 
 __all__ = ["RUNNABLE", "runnable", "inputs", "run", "measure"]
@@ -57,9 +58,12 @@ def inputs(problem: Problem, *, seed: int = 0, dtype=np.float32) -> tuple:
     """``(params, X)`` for ``problem`` from the chapters' own initialisers (``X`` is ``(T, batch, nx)``;
     for ``kind="linear"`` ``params`` is ``a (T, batch, nh)`` in (0.5, 1) and ``X`` the inputs ``x``)."""
     _check_problem(problem)
-    seed = check_positive_int(seed + 1, "seed") - 1
-    rng = np.random.default_rng(seed)
+    seed = check_int(seed, "seed", low=0)
+    dtype = check_dtype(dtype, "dtype")
     p = problem
+    width = max(p.nh, p.n_in) * (4 if p.kind != "linear" else 1)  # the widest (T, batch, .) array it makes
+    check_alloc((p.T, p.batch, width), dtype, "problem", what=f"its (T, batch, width) {p.kind} {p.mode} arrays")
+    rng = np.random.default_rng(seed)
     if p.kind == "linear":
         a = rng.uniform(0.5, 1.0, (p.T, p.batch, p.nh)).astype(dtype)
         return a, rng.standard_normal((p.T, p.batch, p.nh)).astype(dtype)
@@ -151,7 +155,9 @@ def run(problem: Problem, method: str, *, seed: int = 0, threads: int | None = N
     if method == "cuda_batched" and not backend.gpu_available():
         raise ValueError("method: cuda_batched needs a GPU, and this machine has none")
     if threads is not None:
-        threads = check_positive_int(threads, "threads")
+        threads = check_positive_int(threads, "threads", high=1024)
+    if data is not None and (not isinstance(data, (tuple, list)) or len(data) != 2):
+        raise TypeError(f"data: expected (params, X) as inputs() returns, got {type(data).__name__}")
     if data is None:
         dtype = np.float64 if method in ("newton", "quasi") else np.float32
         data = inputs(problem, seed=seed, dtype=dtype)
@@ -170,7 +176,11 @@ def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, t
     interleaved :func:`core.timing.compare` (inputs made once, outside the timing). Returns the
     :class:`~course_lib.core.timing.Comparison`."""
     _check_problem(problem)
-    repeat = check_positive_int(repeat, "repeat")
+    repeat = check_repeat(repeat)
+    if methods is not None and (isinstance(methods, str) or not hasattr(methods, "__iter__")):
+        raise TypeError(f"methods: expected a list of names from {METHODS}, got {methods!r}")
+    if threads is not None:
+        threads = check_positive_int(threads, "threads", high=1024)
     methods = [m for m in runnable(problem) if m != "cuda_batched" or backend.gpu_available()] \
         if methods is None else [check_choice(m, "methods", METHODS) for m in methods]
     if not methods:

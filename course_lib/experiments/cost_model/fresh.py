@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core import timing
-from ...core.validate import check_positive_int
+from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_repeat
 from .advice import advise, first_choice
 from .execute import measure, runnable
 from .machine import Machine
@@ -27,7 +27,8 @@ def fresh_problems(n: int = 8, *, seed: int = 0, scale: float = 1.0) -> list:
     """``n`` random problems (``seed`` fixes them) of every kind, small enough that all their methods
     run in well under a second each (``scale`` multiplies T). Sizes are drawn log-uniformly."""
     n = check_positive_int(n, "n", high=1000)
-    rng = np.random.default_rng(check_positive_int(seed + 1, "seed") - 1)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
+    scale = check_float(scale, "scale", low=0.0, high=1e4, low_inclusive=False)
     kinds = ["rnn", "gru", "lstm", "linear"]
     out, first = [], int(rng.integers(4))
     for i in range(n):
@@ -58,6 +59,21 @@ class FreshResult:
     fastest: str
     noise: timing.Noise
 
+    def __post_init__(self):
+        if not isinstance(self.problem, Problem):
+            raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
+        for name in ("predicted", "measured"):
+            d = getattr(self, name)
+            if not isinstance(d, dict) or not d:
+                raise TypeError(f"{name}: expected a non-empty dict method -> seconds, got {d!r:.60}")
+            for m, v in d.items():
+                check_float(v, f"{name}[{m!r}]", low=0.0, low_inclusive=False)
+        check_choice(self.fastest, "fastest", tuple(self.measured))
+        if self.advised is not None:
+            check_choice(self.advised, "advised", tuple(self.measured))
+        if not isinstance(self.noise, timing.Noise):
+            raise TypeError(f"noise: expected a Noise, got {type(self.noise).__name__}")
+
     @property
     def hit(self) -> bool | None:
         """First choice measured fastest or within :data:`WITHIN` of it; None when nothing was advised."""
@@ -79,6 +95,10 @@ class FreshResult:
 @dataclass
 class AdvisorCheck:
     results: list
+
+    def __post_init__(self):
+        if not isinstance(self.results, list) or not all(isinstance(r, FreshResult) for r in self.results):
+            raise TypeError(f"results: expected a list of FreshResult, got {self.results!r:.60}")
 
     @property
     def hits(self) -> int:
@@ -131,12 +151,17 @@ class AdvisorCheck:
 def check_advisor(problems, machine: Machine | None = None, *, calibration: dict | None = None,
                   repeat: int = 3) -> AdvisorCheck:
     """Predict, advise and measure every runnable method on each of ``problems`` (see the module docstring)."""
-    machine = Machine.measure() if machine is None else machine
-    if not isinstance(machine, Machine):
-        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    if isinstance(problems, (str, bytes)) or not hasattr(problems, "__iter__"):
+        raise TypeError(f"problems: expected a non-empty list of Problem, got {type(problems).__name__}")
     problems = list(problems)
     if not problems or not all(isinstance(p, Problem) for p in problems):
         raise TypeError("problems: expected a non-empty list of Problem")
+    if machine is not None and not isinstance(machine, Machine):
+        raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
+    if calibration is not None and not isinstance(calibration, dict):
+        raise TypeError(f"calibration: expected a dict method -> error factor, got {type(calibration).__name__}")
+    repeat = check_repeat(repeat)
+    machine = Machine.measure() if machine is None else machine
     out = []
     for p in problems:
         methods = [m for m in runnable(p) if m not in _SKIP]

@@ -25,6 +25,10 @@ __all__ = ["GPU", "Machine", "check_rates", "register_probe"]
 # =========================================================================== the machine
 def check_rates(obj, rates=(), times=()) -> None:
     """Positive finite rates (they divide) and non-negative finite times, each named by its field."""
+    for arg, names in (("rates", rates), ("times", times)):
+        if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__") or \
+                not all(isinstance(k, str) and hasattr(obj, k) for k in names):
+            raise TypeError(f"{arg}: expected a list of field names of {type(obj).__name__}, got {names!r:.60}")
     for k in rates:
         check_float(getattr(obj, k), k, low=0.0, low_inclusive=False)
     for k in times:

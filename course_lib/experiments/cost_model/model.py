@@ -116,6 +116,12 @@ class Cost:
         if not isinstance(self.problem, Problem):
             raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
         check_positive_int(self.P, "P")
+        for name in ("work", "span", "bytes", "calls", "regions", "messages", "comm_bytes", "seconds"):
+            check_float(getattr(self, name), name, low=0.0)
+        for name in ("counts", "parts"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name}: expected a dict, got {type(getattr(self, name)).__name__}")
+        check_str(self.note, "note", nonempty=False)
 
     @property
     def bottleneck(self) -> str:
@@ -149,6 +155,8 @@ def _calls_per_step(p: Problem) -> float:
 
 def calls_per_step(p: Problem) -> float:
     """The model's count of library calls per time step of all layers (training: forward + backward)."""
+    if not isinstance(p, Problem):
+        raise TypeError(f"p: expected a Problem, got {type(p).__name__}")
     return _calls_per_step(p) * _train(p)
 
 
@@ -160,6 +168,9 @@ def _need_nonlinear(p: Problem, method: str):
 
 def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[float, float, float]:
     """(flops, bytes, calls) of one time step of all layers for ``rows`` sequences."""
+    if not isinstance(p, Problem) or not isinstance(m, Machine):
+        raise TypeError(f"p, m: expected a Problem and a Machine, got {type(p).__name__} and {type(m).__name__}")
+    check_positive_int(rows, "rows"), check_positive_int(threads, "threads")
     f = p.layers * p.cell_flops(rows) + p.output_flops(rows)
     elem = 3 * ITEMSIZE * rows * max(1, GATES[p.kind]) * p.nh * p.layers * 4  # element-wise passes
     return f * _train(p), elem * _train(p), _calls_per_step(p) * _train(p)
@@ -224,7 +235,9 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
 def wavefront_counts(T: int, L: int, P: int) -> dict:
     """Cells, diagonals (span) and barrier steps ``sum_d ceil(|D_d| / P)`` of the layer wavefront, in closed form."""
     T, L, P = check_positive_int(T, "T"), check_positive_int(L, "L"), check_positive_int(P, "P")
-    steps = sum(math.ceil(min(d + 1, L, T, T + L - 1 - d) / P) for d in range(T + L - 1))
+    a, b = min(T, L), max(T, L)  # diagonals: 1, 2, .., a-1 cells, then a cells b-a+1 times, then a-1, .., 1
+    q, r = divmod(a - 1, P)      # sum_{k=1..a-1} ceil(k / P) = P q (q+1) / 2 + r (q+1)
+    steps = 2 * (P * q * (q + 1) // 2 + r * (q + 1)) + (b - a + 1) * -(-a // P)
     return {"work": T * L, "span": T + L - 1, "steps": steps}
 
 
@@ -493,6 +506,10 @@ def _check_problem_machine(problem, machine) -> None:
 
 def predict_all(problem: Problem, machine: Machine | None = None, methods=None, **opts) -> dict:
     """``{method: Cost}`` for every method that applies (or those in ``methods``, which must all apply)."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
+    if methods is not None and (isinstance(methods, str) or not hasattr(methods, "__iter__")):
+        raise TypeError(f"methods: expected a list of names from {METHODS}, got {methods!r}")
     machine = Machine.measure() if machine is None else machine
     if methods is None:
         ok = [k for k, v in applicable(problem, machine).items() if v is None]

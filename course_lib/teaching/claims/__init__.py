@@ -17,13 +17,14 @@ each with an ``ENTRIES`` dict; they are merged here, and an id defined twice is 
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["Claim", "CLAIMS", "claim", "show", "numbers_in"]
+__all__ = ["Claim", "CLAIMS", "UnknownClaim", "claim", "nearest_ids", "show", "numbers_in"]
 
 SEEDS = ("000", "001", "002", "003", "004", "beyond")
 SEED_TITLES = {
@@ -119,15 +120,33 @@ def _load() -> dict[str, Claim]:
 CLAIMS = MappingProxyType(_load())
 
 
+class UnknownClaim(KeyError):
+    """A claim id that is not in the registry (a KeyError whose message prints as written, not quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def nearest_ids(cid: str, n: int = 5) -> list[str]:
+    """The registered ids closest to ``cid``: by spelling (difflib), then others of the same seed prefix."""
+    close = difflib.get_close_matches(cid, list(CLAIMS), n=n, cutoff=0.5)
+    prefix = cid.split(".")[0]
+    same = [k for k in CLAIMS if k.split(".")[0] == prefix and k not in close]
+    return (close + same)[:n]
+
+
 def claim(cid) -> Claim:
-    """The :class:`Claim` with id ``cid`` (a Claim passes through); KeyError lists close ids."""
+    """The :class:`Claim` with id ``cid`` (a Claim passes through); a wrong id is a KeyError
+    (:class:`UnknownClaim`) that says the id and the nearest registered ids."""
     if isinstance(cid, Claim):
         return cid
     if not isinstance(cid, str):
-        raise TypeError(f"claim: expected a claim id string, got {type(cid).__name__}")
+        raise TypeError(f"cid: expected a claim id string such as '001.speedup', got {type(cid).__name__} {cid!r}")
     if cid not in CLAIMS:
-        close = [k for k in CLAIMS if k.split(".")[0] == cid.split(".")[0]][:8]
-        raise KeyError(f"claim: no claim {cid!r} in the registry" + (f"; ids for this seed: {close}" if close else ""))
+        near = nearest_ids(cid)
+        hint = f"; the nearest ids are {', '.join(near)}" if near else \
+            f"; ids look like {', '.join(list(CLAIMS)[:3])} (claims.CLAIMS lists all {len(CLAIMS)})"
+        raise UnknownClaim(f"cid: no claim {cid!r} in the registry{hint}")
     return CLAIMS[cid]
 
 
