@@ -156,3 +156,38 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+def test_layouts_run_what_fits_and_equal_the_one_process_solve():
+    # one core: only 1 rank x 1 thread fits; everything else is listed as not run, nothing is oversubscribed
+    res = XM.layouts(32, cores=1, batch=2, nh=4, nx=3, repeat=1, timeout=60)
+    assert [(r["ranks"], r["threads"]) for r in res["rows"]] == [(1, 1)]
+    assert (2, 1) in res["not_run"] and (1, 2) in res["not_run"] and res["max_error"] == 0.0
+    assert XM.fastest_layout(res)[0] == "cannot tell"
+    raises_naming((TypeError, ValueError), "cores", XM.layouts, 32, cores=0)
+
+
+def test_fastest_layout_needs_reliable_runs_and_separated_repeats():
+    quiet, busy = timing.Noise(), timing.Noise()
+    busy.add(True, "other processes kept 1.0 core(s) busy")
+
+    def row(r, t, times, n=quiet):
+        return {"ranks": r, "threads": t, "times": times, "median": float(np.median(times)), "noise": n}
+
+    clear = {"cores": 2, "rows": [row(1, 1, [2.0, 2.1]), row(1, 2, [1.0, 1.1]), row(2, 1, [1.5, 1.6])]}
+    assert XM.fastest_layout(clear) == ("clear", XM.fastest_layout(clear)[1]) and "1 rank(s) x 2" in \
+        XM.fastest_layout(clear)[1]
+    overlap = {"cores": 2, "rows": [row(1, 2, [1.0, 1.6]), row(2, 1, [1.5, 1.7])]}
+    assert XM.fastest_layout(overlap)[0] == "cannot tell"
+    noisy = {"cores": 2, "rows": [row(1, 2, [1.0, 1.1], busy), row(2, 1, [1.5, 1.6])]}
+    decision, why = XM.fastest_layout(noisy)
+    assert decision == "cannot tell" and "unreliable" in why
+
+
+def test_batch_accuracy_counts_updates_and_refuses_a_batch_larger_than_the_data():
+    Xtr, ytr, Xte, yte = activity.train_test(16, 8, 16, seed=0)
+    data = (Xtr.astype(np.float64), ytr, Xte.astype(np.float64), yte)
+    res = XM.batch_accuracy(data, (4, 16), seeds=(0,), nh=3, epochs=2)
+    assert res[4]["updates"] == 2 * 4 and res[16]["updates"] == 2 * 1
+    assert all(0.0 <= a <= 1.0 for r in res.values() for a in r["acc"])
+    raises_naming(ValueError, "batches", XM.batch_accuracy, data, (32,), seeds=(0,), nh=3, epochs=1)
