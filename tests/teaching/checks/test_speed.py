@@ -101,6 +101,6 @@ def test_the_stopwatch_leaves_out_paused_time():
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="min_speedup"):
-        judge_speed("1", _ref, _ref, _ref, _inputs, min_speedup=0)
+        judge_speed("1", _ref, _ref, _ref, _inputs, min_speedup=-1)
     with pytest.raises(TypeError, match="make_input"):
         judge_speed("1", _ref, _ref, _ref, None, min_speedup=2)
