@@ -319,3 +319,49 @@ def test_51_the_cause_large_temporaries_stop_faulting_in_fresh_pages():
         _good_delta(dz, dz, dz)
     per_call = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20
     assert per_call < 64, f"{per_call:.0f} page faults per call (a 4 MiB array is 1024 pages)"
+
+
+# --------------------------------------------------------------------------- 3.1: speed checks that judge the answer
+def _batched_on_timed_shape(change):
+    """The right batched forward, except on the timed shape (B = 64), where ``change(params, X)`` answers."""
+    def forward(params, X, h0=None):
+        if X.shape[1] == batching_checks.SPEED_SHAPE["batch"]:
+            return change(params, X)
+        return good_forward(params, X, h0)
+    return forward
+
+
+def test_31_a_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
+    cache = []
+
+    def cached(params, X):
+        if not cache:
+            cache.append(good_forward(params, X))
+        return cache[0]
+    with pytest.raises(ExerciseFailed, match=r"Exercise 3\.1 failed on the speed test \(T=16, B=64[\s\S]*gamed timer: "
+                                             r"the result returned while timed differs from the reference"):
+        batching_checks.check_batched_forward(_batched_on_timed_shape(cached))
+
+
+def test_31_changing_the_input_while_timed_is_named(fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
+
+    def clips_in_place(params, X):
+        out = good_forward(params, X)
+        np.clip(X, -0.5, 0.5, out=X)
+        return out
+    with pytest.raises(ExerciseFailed, match=r"Exercise 3\.1 failed on the speed test[\s\S]*changed its input 'X'"):
+        batching_checks.check_batched_forward(_batched_on_timed_shape(clips_in_place))
+
+
+def test_31_far_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
+    fake_clock.cost(one_at_a_time=1e-3, yours=100e-3)
+    with pytest.raises(ExerciseFailed, match=r"only 0\.01x as fast as the course's one-sequence[\s\S]*whole interval"):
+        batching_checks.check_batched_forward(good_forward)
+
+
+def test_31_passes_twice_in_a_row(fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
+    for _ in range(2):
+        assert batching_checks.check_batched_forward(good_forward) == "Exercise 3.1 passed: 5/5 cases"
