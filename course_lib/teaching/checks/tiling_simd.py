@@ -11,9 +11,10 @@ result compared with ``A @ B``, the inputs checked for changes, BLAS on one thre
 its interval -- never an absolute time):
 
 * 4.1: the function is a numba function; it is *tiled* -- the check runs its Python body on a
-  traced ``B`` and measures how many reads of ``B`` pass between two reads of the same element
-  (the reuse distance: about ``tile**2`` for a tiled loop nest, ``k * n`` for an untiled one, see
-  :func:`reuse_distance`); its compiled code contains packed SIMD instructions
+  traced ``B`` and counts how many times over it fetches ``B`` through a cache holding half of it
+  (about ``m / tile`` for a tiled loop nest, whether the tile of B waits in the cache or each element
+  is reused from a register across a tile of rows; ``m`` for an untiled one, see :func:`b_streams`);
+  its compiled code contains packed SIMD instructions
   (:func:`course_lib.experiments.matmul.simd_ops`); and it is at least :data:`MIN_TILED_SPEEDUP`
   times as fast as the course's naive ijk loop (``matmul.matmul_naive``).
 * 4.2: numba's parallel diagnostics list a loop made from a user ``prange``; the source shows that
@@ -27,6 +28,8 @@ its interval -- never an absolute time):
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from ...algorithms import matmul
@@ -36,7 +39,7 @@ from .parallel_loops import oversubscribed_run, parallel_structure, prange_loops
 from .speed import judge_speed
 
 __all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul",
-           "prange_loops", "reuse_distance", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP", "ReadTrace",
+           "prange_loops", "reuse_distance", "b_streams", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP", "ReadTrace",
            "traced_array"]
 
 _RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
@@ -131,6 +134,33 @@ def reuse_distance(reads) -> tuple[float, float]:
     return float(np.median(dists)), len(dists) / max(len(reads), 1)
 
 
+def b_streams(reads, capacity: int) -> float:
+    """How many times over the elements of B are fetched by a loop nest whose reads of B are ``reads``
+    (flat indices, in order), through an LRU cache holding ``capacity`` elements: misses / distinct elements.
+
+    An untiled loop nest streams all of B once per row of A (``m`` times). A tiled one fetches it about
+    ``m / tile`` times -- whether the tile of B stays in the cache while the rows of a tile of A pass
+    (inner order i, p, j: short reuse distances) or each element of B is loaded once and reused from a
+    register across a tile of rows (inner order p, j, i: every reuse is a full sweep of B, yet only
+    ``m / tile`` of them). The median reuse distance (:func:`reuse_distance`) cannot tell the second
+    kind from an untiled loop; this count can."""
+    capacity = int(capacity)
+    if capacity < 1:
+        raise ValueError(f"capacity: expected at least 1 element, got {capacity}")
+    cache: OrderedDict = OrderedDict()
+    misses = 0
+    for f in reads:
+        if f in cache:
+            cache.move_to_end(f)
+            continue
+        misses += 1
+        cache[f] = None
+        if len(cache) > capacity:
+            cache.popitem(last=False)
+    distinct = len(set(reads))
+    return misses / distinct if distinct else 0.0
+
+
 def _trace_b_reads(py_func, A, B, tile) -> list:
     ReadTrace.log = []
     try:
@@ -190,17 +220,17 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
         raise _fail(ex, f"the check runs your function's Python body on a traced B to see its loop nest, and it raised "
                         f"{type(exc).__name__}: {exc}", "index arrays with integers and slices (B[p, j], "
                         "B[p, j0:j1]); no numba-only features in the body.") from exc
-    dist, reread = reuse_distance(reads)
-    untiled = n * n
+    _, reread = reuse_distance(reads)
+    streams = b_streams(reads, capacity=n * n // 2)
     if reread < 0.5:
         raise _fail(ex, f"for A and B ({n}, {n}) and tile {tile} your function read each element of B about once "
                         f"({len(reads)} reads of {n * n} elements): that is a library product (A @ B, np.dot), not a "
                         "loop nest over tiles", "write the six loops: three over tiles, three inside a tile.")
-    if dist > untiled / 2:
-        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {tile}, between two reads of the "
-                        f"same element of B it reads {dist:.0f} elements of B (median) -- all of B, as an untiled loop "
-                        f"does ({untiled}); a tiled loop nest re-reads a tile of B after about tile**2 = {tile * tile} "
-                        "reads (does your function use its argument `tile`?)",
+    if streams > n / 2:
+        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {tile} it fetches all of B "
+                        f"{streams:.0f} times over through a cache that holds half of B -- once per row of A, as an "
+                        f"untiled loop does ({n}); a tiled loop nest fetches it about {n} / tile = {n // tile} times "
+                        "(does your function use its argument `tile`?)",
                     "loop over blocks: for i0 in range(0, m, tile), for p0 in range(0, k, tile), for j0 in "
                     "range(0, n, tile); then i, p, j inside the block.")
     # vectorised? packed SIMD instructions in the compiled code
@@ -221,7 +251,7 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
                 rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1, context="your function is tiled and vectorised",
                 hint="keep the innermost loop contiguous (over j, the columns of B and C) and the block loops outside.")
     print(line)
-    print(f"  tiled: a tile of B is re-read after ~{dist:.0f} reads of B (untiled: {untiled}); the compiled "
+    print(f"  tiled: B is fetched about {streams:.0f} times over (untiled: {n}); the compiled "
           f"loop uses SIMD instructions; at least {min_speedup:g}x as fast as the naive loop")
     return line
 

@@ -475,3 +475,36 @@ def test_42_far_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
     fake_clock.cost(course_parallel=1e-3, yours=100e-3)
     with pytest.raises(ExerciseFailed, match=r"only 0\.01x as fast[\s\S]*whole interval lies below the bar"):
         tiling_simd_checks.check_parallel_matmul(good_parallel)
+
+
+def register_tiled(A, B, tile):
+    """Tiled with the inner order p, j, i: each B[p, j] is loaded once per tile of rows and reused from a
+    register -- every reuse of an element of B is a full sweep of B, yet B is fetched only m / tile times."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i0 in range(0, m, tile):
+        for p0 in range(0, k, tile):
+            for j0 in range(0, n, tile):
+                for p in range(p0, min(p0 + tile, k)):
+                    for j in range(j0, min(j0 + tile, n)):
+                        b = B[p, j]
+                        for i in range(i0, min(i0 + tile, m)):
+                            C[i, j] += A[i, p] * b
+    return C
+
+
+def test_41_a_tiled_nest_reusing_b_from_a_register_is_tiled():
+    """Issue 29, item 7: 4.1 called such a nest "not tiled" (its median reuse distance is all of B)."""
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((32, 32)), rng.standard_normal((32, 32))
+    tiled = tiling_simd_checks._trace_b_reads(register_tiled, A, B, 8)
+    untiled = tiling_simd_checks._trace_b_reads(untiled_ikj.py_func, A, B, 8)
+    assert tiling_simd_checks.reuse_distance(tiled)[0] > 512           # what misled the old detector
+    assert tiling_simd_checks.b_streams(tiled, 512) == pytest.approx(4)   # m / tile
+    assert tiling_simd_checks.b_streams(untiled, 512) == pytest.approx(32)  # m
+    good = tiling_simd_checks._trace_b_reads(good_tiled.py_func, A, B, 8)
+    assert tiling_simd_checks.b_streams(good, 512) == pytest.approx(4)
+    with pytest.raises(ExerciseFailed) as err:                            # numba: scalar code (strided i loop)
+        tiling_simd_checks.check_tiled_matmul(njit(register_tiled))
+    assert "not tiled" not in str(err.value) and "scalar code" in str(err.value)
