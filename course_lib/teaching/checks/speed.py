@@ -55,7 +55,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...core import backend, timing
-from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs
+from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs, explain_error
 
 __all__ = ["judge_speed", "Judgement", "Stopwatch", "steady_memory", "NEAR", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
@@ -214,7 +214,8 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
         except NotImplementedError:
             raise
         except Exception as exc:
-            raise ExerciseFailed(f"{where()}:\n  your function raised {type(exc).__name__}: {exc}") from exc
+            raise ExerciseFailed(f"{where()}:\n  your function raised {type(exc).__name__}: {exc}"
+                                 f"{explain_error(exc)}") from exc
         with watch.paused():
             _judge_result(exercise, where, case, mine, got, reference, same, hint)
             state["checked"] += 1

@@ -508,3 +508,21 @@ def test_41_a_tiled_nest_reusing_b_from_a_register_is_tiled():
     with pytest.raises(ExerciseFailed) as err:                            # numba: scalar code (strided i loop)
         tiling_simd_checks.check_tiled_matmul(njit(register_tiled))
     assert "not tiled" not in str(err.value) and "scalar code" in str(err.value)
+
+
+@njit
+def blas_in_numba(A, B, tile):
+    return np.dot(A, B)
+
+
+def test_41_a_blas_call_inside_numba_without_scipy_is_explained():
+    """Issue 29, item 7: numba's bare "scipy 0.16+ is required" ImportError is explained, with the case."""
+    try:
+        import scipy  # noqa: F401
+        pytest.skip("scipy is installed: numba's np.dot works")
+    except ImportError:
+        pass
+    with pytest.raises(ExerciseFailed, match=r"Exercise 4\.1 failed on case 1/5 \(A \(8, 8\), B \(8, 8\), tile 4\)"
+                                             r"[\s\S]*ImportError: scipy 0\.16\+ is required[\s\S]*SciPy is not "
+                                             r"installed here: write the products as loops"):
+        tiling_simd_checks.check_tiled_matmul(blas_in_numba)
