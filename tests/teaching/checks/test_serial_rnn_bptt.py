@@ -260,3 +260,22 @@ def test_float64_result_passes_with_a_note(capsys):
     line = check_function("9.9", lambda x: x.astype(np.float64) * 2, lambda x: x * 2,
                           [dict(x=np.ones(3, np.float32))], time_axis=None)
     assert "float64 where the reference is float32" in line
+
+
+def test_complexity_one_disturbed_measurement_is_not_called_a_running_total():
+    """Issue 29, item 7: with Ts longest first, a right timer whose last (shortest) measurement another program
+    slowed 20x had 'the last time exceeds the first' and was called a running total."""
+    def disturbed(bptt, params, X, Y, Ts):
+        out = []
+        for T in Ts:
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                bptt(params, X[:T], Y[:T])
+                best = min(best, time.process_time() - t0)
+            out.append(best)
+        if Ts[0] > Ts[-1]:
+            out[-1] *= 20       # the disturbed one
+        return out
+
+    assert "2.3 passed" in bptt_checks.check_complexity(disturbed)
