@@ -4,7 +4,7 @@ API (every speed check calls it after its numbers and structure checks)::
 
     judge_speed(exercise, student, reference, baseline, make_input, *, min_speedup,
                 baseline_name="baseline", baseline_desc="the course's baseline", compare=None,
-                rtol=1e-5, atol=1e-6, budget_s=None, clock=None, retries=2, repeat=5, seed=0,
+                rtol=1e-5, atol=1e-6, budget_s=None, clock=None, retries=2, repeat=5, max_rounds=40, seed=0,
                 threads=None, blas_threads=1, label="", context="your numbers are right",
                 explain="", hint="") -> Judgement
 
@@ -32,7 +32,8 @@ What it guarantees:
   allocation history -- exercise 5.1's own solution measured 13x over numpy before its first check and
   under 4x after it, in the same process. Pinned, both sides are timed on warm memory, every time.
 * **Timing**: :func:`course_lib.core.timing.compare` (interleaved pairs, intervals, adaptive rounds;
-  ``budget_s`` its time budget), with ``blas_threads`` BLAS threads and ``threads`` numba threads
+  ``budget_s`` its time budget in timed seconds, ``max_rounds`` its rounds at most: drawing and checking
+  every input costs far more wall time than the timed calls), with ``blas_threads`` BLAS threads and ``threads`` numba threads
   (None: as they are) during the measurement, both restored afterwards.
 * **Decision** from the speed-up's interval ``(lo, hi)`` of the student over the baseline:
   ``lo >= min_speedup``: pass. ``hi < min_speedup``: fail -- a miss larger than the measured spread
@@ -178,7 +179,8 @@ def _threads(numba_threads: int | None, blas: int | None):
 def judge_speed(exercise: str, student: Callable, reference: Callable, baseline: Callable, make_input: Callable, *,
                 min_speedup: float, baseline_name: str = "baseline", baseline_desc: str = "the course's baseline",
                 compare: Callable[[Any, Any], str | None] | None = None, rtol: float = 1e-5, atol: float = 1e-6,
-                budget_s: float | None = None, clock=None, retries: int = 2, repeat: int = 5, seed: int = 0,
+                budget_s: float | None = None, clock=None, retries: int = 2, repeat: int = 5, max_rounds: int = 40,
+                seed: int = 0,
                 threads: int | None = None, blas_threads: int | None = 1, label: str = "",
                 context: str = "your numbers are right", explain: str = "", hint: str = "") -> Judgement:
     """Time ``student`` against ``baseline`` on fresh inputs, comparing every timed result with
@@ -228,8 +230,8 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
     attempts = []
     for _ in range(retries):
         with _threads(threads, blas_threads):
-            cmp = timing.compare(repeat=repeat, warmup=1, baseline=baseline_name, clock=watch,
-                                 time_budget=budget_s, **{baseline_name: base, "yours": yours})
+            cmp = timing.compare(repeat=repeat, warmup=1, baseline=baseline_name, clock=watch, time_budget=budget_s,
+                                 max_rounds=max_rounds, **{baseline_name: base, "yours": yours})
         lo, hi = cmp.speedup_interval("yours")
         attempts.append((lo, hi, cmp.speedup("yours"), cmp))
         if lo >= min_speedup or hi * NEAR < min_speedup:
