@@ -136,6 +136,19 @@ def _recognise(student, reference, params, X, Y, h0, extra) -> str:
     return ""
 
 
+def _changed_input(fn, params, X, Y, h0, extra) -> str:
+    """Call ``fn`` on copies of the inputs; the name of the first one it changed in place ("" if none)."""
+    args = {"params": params.copy(), "X": X.copy(), "Y": Y.copy(), "h0": None if h0 is None else h0.copy()}
+    fn(args["params"], args["X"], args["Y"], args["h0"], **extra)
+    for name, before in (("X", X), ("Y", Y), ("h0", h0)):
+        if before is not None and not np.array_equal(args[name], before):
+            return name
+    for name, after, before in zip(params.names(), args["params"].arrays(), params.arrays()):
+        if not np.array_equal(after, before):
+            return f"params.{name}"
+    return ""
+
+
 def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) -> str:
     if not callable(student):
         raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
@@ -145,6 +158,12 @@ def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) ->
         if extra:
             label += ", " + ", ".join(f"{k}={v}" for k, v in extra.items())
         try:
+            changed = _changed_input(student, params, X, Y, h0, extra)
+            if changed:
+                raise ExerciseFailed(
+                    f"Exercise {exercise} failed on case {i}/{total} ({label}):\n  your function changed its input "
+                    f"'{changed}' in place; expected the inputs left as they were (the forward pass and other "
+                    "callers still need them): work on copies or into new arrays")
             msg = diagnose_gradients(student, reference, params, X, Y, h0, rtol=rtol, **extra)
         except (NotImplementedError, ExerciseFailed):
             raise

@@ -279,3 +279,23 @@ def test_complexity_one_disturbed_measurement_is_not_called_a_running_total():
         return out
 
     assert "2.3 passed" in bptt_checks.check_complexity(disturbed)
+
+
+def test_bptt_that_changes_its_inputs_is_rejected_by_name():
+    """Issue 29, item 8: right gradients from a function that clips the targets in place."""
+    def clips_targets(params, X, Y, h0=None):
+        grads = rnn.bptt_linear(params, X, Y, h0)
+        np.clip(Y, -0.1, 0.1, out=Y)
+        return grads
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 2\.1 failed on case 1/5 \(T=1, B=2[\s\S]*changed its input 'Y' "
+                                             r"in place"):
+        bptt_checks.check_bptt_linear(clips_targets)
+
+    def scales_weights(params, X, Y, h0=None, truncate=None):
+        grads = rnn.bptt_quadratic(params, X, Y, h0, truncate=truncate)
+        params.Whh *= 1.0001
+        return grads
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 2\.2 failed on case 1/6[\s\S]*changed its input 'params\.Whh'"):
+        bptt_checks.check_bptt_quadratic(scales_weights)
