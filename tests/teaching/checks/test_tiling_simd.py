@@ -255,9 +255,10 @@ def test_a_slow_parallel_solution_fails_the_speed_test(fake_clock):
         tiling_simd_checks.check_parallel_matmul(slow_parallel)
 
 
-def test_a_right_parallel_solution_passes_the_speed_test_on_the_fake_clock(fake_clock):
+def test_a_right_parallel_solution_passes_the_speed_test_on_the_fake_clock_twice_in_a_row(fake_clock):
     fake_clock.cost(course_parallel=1e-3, yours=1e-3)
-    assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
+    for _ in range(2):
+        assert tiling_simd_checks.check_parallel_matmul(good_parallel) == "Exercise 4.2 passed: 5/5 cases"
 
 
 def test_prange_over_reduction_is_a_race():
