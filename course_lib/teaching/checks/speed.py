@@ -269,7 +269,8 @@ def _judge_result(exercise, where, case: Case, mine: Case, got, reference, same,
     msg = same(got, expected)
     if msg:
         raise ExerciseFailed(
-            f"{where()}:\n  gamed timer: the result returned while timed differs from the reference on that same "
-            f"input ({msg}). Every timed call gets fresh numbers and every result is checked: a cached answer, or a "
-            "cheaper computation when called repeatedly or on the timed shape, is caught here"
+            f"{where()}:\n  gamed timer (or a mistake that shows only at this size): the result returned while timed "
+            f"differs from the reference on that same input: {msg}\n  Every timed call gets fresh numbers and every "
+            "result is checked: a cached answer, or a cheaper computation when called repeatedly or on the timed "
+            "shape, is caught here"
             + (f"\n  Hint: {hint}" if hint else ""))

@@ -268,7 +268,7 @@ def _array_expression_delta(dz, r, h):
 def test_51_a_cheap_answer_on_the_timed_size_is_a_gamed_timer(fake_clock):
     fake_clock.cost(numpy_passes=3e-3, yours=1e-3)
     with pytest.raises(ExerciseFailed, match=r"Exercise 5\.1 failed on the speed test \(dz, r, h of shape \(512, 1024\)"
-                                             r"[\s\S]*gamed timer: the result returned while timed differs"):
+                                             r"[\s\S]*gamed timer[^:]*: the result returned while timed differs"):
         threads_fusion_checks.check_fused_hidden_delta(_gamed_delta)
 
 
@@ -339,7 +339,7 @@ def test_31_a_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
         if not cache:
             cache.append(good_forward(params, X))
         return cache[0]
-    with pytest.raises(ExerciseFailed, match=r"Exercise 3\.1 failed on the speed test \(T=16, B=64[\s\S]*gamed timer: "
+    with pytest.raises(ExerciseFailed, match=r"Exercise 3\.1 failed on the speed test \(T=16, B=64[\s\S]*gamed timer[^:]*: "
                                              r"the result returned while timed differs from the reference"):
         batching_checks.check_batched_forward(_batched_on_timed_shape(cached))
 

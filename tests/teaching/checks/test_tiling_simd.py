@@ -407,7 +407,7 @@ def mutating_tiled(A, B, tile):
 
 def test_41_a_cheap_answer_on_the_timed_size_is_a_gamed_timer(fake_clock):
     fake_clock.cost(course_naive=5e-3, yours=1e-3)
-    with pytest.raises(ExerciseFailed, match=r"Exercise 4\.1 failed on the speed test \(n=192[\s\S]*gamed timer: the "
+    with pytest.raises(ExerciseFailed, match=r"Exercise 4\.1 failed on the speed test \(n=192[\s\S]*gamed timer[^:]*: the "
                                              r"result returned while timed differs from the reference"):
         tiling_simd_checks.check_tiled_matmul(gamed_tiled)
 
@@ -463,7 +463,7 @@ def mutating_parallel(A, B):
 
 
 @pytest.mark.parametrize("fn,message", [
-    (gamed_parallel, r"gamed timer: the result returned while timed differs"),
+    (gamed_parallel, r"gamed timer[^:]*: the result returned while timed differs"),
     (mutating_parallel, r"changed its input 'B'"),
 ])
 def test_42_gamed_and_mutating_solutions_are_rejected_while_timed(fake_clock, fn, message):
