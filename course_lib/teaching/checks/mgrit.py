@@ -202,10 +202,12 @@ def check_implicit_gru_step(student) -> str:
 class SleepyStep:
     """``step`` that sleeps ``sleep`` seconds per call (the GIL is released meanwhile, as during a real
     step's numpy work) and records which threads called it, how many calls ran at once at most and
-    how many calls there were."""
+    how many calls there were. ``jitter``: a list of factors; the call at time point ``i`` sleeps
+    ``sleep * jitter[i % len(jitter)]``, so that neighbouring points take different times and a
+    thread that reads a point before another wrote it reads it too early."""
 
-    def __init__(self, step, sleep: float = SLEEP_S):
-        self.step, self.sleep = step, sleep
+    def __init__(self, step, sleep: float = SLEEP_S, jitter=(1.0,)):
+        self.step, self.sleep, self.jitter = step, sleep, tuple(float(j) for j in jitter)
         self._lock = threading.Lock()
         self.active = self.max_active = self.calls = 0
         self.threads: set = set()
@@ -217,7 +219,7 @@ class SleepyStep:
             self.max_active = max(self.max_active, self.active)
             self.threads.add(threading.get_ident())
         try:
-            time.sleep(self.sleep)
+            time.sleep(self.sleep * self.jitter[int(i) % len(self.jitter)])
             return self.step(u, i, level)
         finally:
             with self._lock:
@@ -230,6 +232,39 @@ def _thread_cases():
         kw = dict(c.kwargs, threads=[2, 1, 3, 2, 4][k])
         cases.append(Case(kw, label=f"{c.label}, threads={kw['threads']}"))
     return cases
+
+
+#: (threads, jitter) of the sleeping runs of 10.5; the first one's counts are reported
+SLEEPY_RUNS = ((2, (1.0,)), (2, (1.5, 0.25, 1.0, 0.5)), (3, (0.25, 1.5, 0.5, 1.0, 2.0)), (4, (1.0, 0.25)))
+
+
+def _sleepy_runs(ex: str, student, prob, U, m) -> list:
+    """Run ``student`` with a sleeping (and jittering) step once per :data:`SLEEPY_RUNS` entry and compare
+    EVERY run's output with the serial F-relaxation: tasks that read a point another task has not yet
+    written (one task per F-point, a missing wait) give wrong numbers here. Returns the steps."""
+    nt = U.shape[0] - 1
+    want = mgrit.f_relaxation(prob, U, m)
+    steps = []
+    for k, (threads, jitter) in enumerate(SLEEPY_RUNS, start=1):
+        sleepy = SleepyStep(prob, jitter=jitter)
+        label = (f"run {k}/{len(SLEEPY_RUNS)} with a sleeping step (nt={nt}, m={m}, threads={threads}; each call "
+                 f"sleeps {', '.join(f'{SLEEP_S * j * 1e3:g}' for j in jitter)} ms in turn)")
+        try:
+            got = student(sleepy, U.copy(), m, threads)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {ex} failed on {label}:\n  your function raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        msg = compare_outputs(got, want, name="U", rtol=1e-10, atol=1e-12, time_axis=0, time_name="time point")
+        if msg:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed on {label}:\n  {msg}\n  your numbers were right with a fast step but are "
+                "wrong when the step takes time: a race -- a task read a point before the task computing it had "
+                "written it.\n  Hint: one task per C-interval, marching its F-points in order inside the task "
+                "(each point needs the one before it); tasks per F-point cannot run at the same time.")
+        steps.append(sleepy)
+    return steps
 
 
 def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, retries: int = 3) -> str:
@@ -245,14 +280,8 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
     nt, m, threads = 32, 4, 2
     prob = mgrit.dahlquist_step(-0.5, 1.0, m)
     U = np.linspace(1.0, 0.0, nt + 1)[:, None]
-    sleepy = SleepyStep(prob)
-    try:
-        student(sleepy, U.copy(), m, threads)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise ExerciseFailed(f"Exercise {ex} failed with a sleeping step (nt={nt}, m={m}, threads={threads}):\n  your "
-                             f"function raised {type(exc).__name__}: {exc}") from exc
+    runs = _sleepy_runs(ex, student, prob, U, m)
+    sleepy = runs[0]
     n_f = nt // m * (m - 1)
     where = f"with a step that sleeps {SLEEP_S * 1e3:g} ms (nt={nt}, m={m}, threads={threads})"
     if sleepy.calls != n_f:
@@ -265,11 +294,12 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
             f"threads={threads} two intervals must march at the same time.\n  Hint: submit one task per C-interval "
             "to concurrent.futures.ThreadPoolExecutor(max_workers=threads) (pool.map over the intervals) and wait "
             "for them all; a for loop, or a pool with one worker, runs them serially.")
-    if sleepy.max_active > threads:
-        raise ExerciseFailed(
-            f"Exercise {ex} failed {where}:\n  your numbers are right, but {sleepy.max_active} calls of step ran at "
-            f"once with threads={threads}: your function ignores `threads`.\n  Hint: "
-            "ThreadPoolExecutor(max_workers=threads).")
+    for (n, _), run in zip(SLEEPY_RUNS, runs):
+        if run.max_active > n:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed with a step that sleeps (nt={nt}, m={m}, threads={n}):\n  your numbers are "
+                f"right, but {run.max_active} calls of step ran at once with threads={n}: your function ignores "
+                "`threads`.\n  Hint: ThreadPoolExecutor(max_workers=threads).")
     best = 0.0
     for _ in range(max(1, int(retries))):
         s1, s2 = SleepyStep(prob), SleepyStep(prob)

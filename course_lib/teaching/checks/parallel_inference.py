@@ -10,6 +10,7 @@ one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times fast
 """
 from __future__ import annotations
 
+import time
 
 import numpy as np
 
@@ -148,9 +149,11 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     check_function(ex, student, softmax_rnn.forward, cases, rtol=1e-6, atol=1e-9,
                    output_names=["probs"], hint=_PREDICT_HINT, quiet=True)
     _check_inputs_unchanged(ex, student, _predict_cases(np.random.default_rng(9), 2))
-    # 2. the structure: matrix products per time step, counted
+    # 2. races: longer inputs, one layer at a time made slow, every run compared
+    _check_no_race(ex, student)
+    # 3. the structure: matrix products per time step, counted
     _check_products_per_step(ex, student)
-    # 3. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now
+    # 4. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now
     sz = SPEED_SIZES
     params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=7)
     X = np.random.default_rng(8).standard_normal((sz["T"], sz["batch"], sz["nx"])).astype(np.float32)
@@ -187,6 +190,100 @@ def _check_inputs_unchanged(ex: str, student, case: dict) -> None:
                 f"Exercise {ex} failed:\n  your function changed its input {name} in place; work on new arrays "
                 f"(h = np.tanh(...) rather than h[:] = ..., layer.b + ... rather than layer.b += ...) and leave "
                 f"params and X as they were")
+
+
+class SlowWeights(np.ndarray):
+    """A weight matrix whose matrix products first sleep ``delay`` seconds (the GIL released, as during a
+    big product), so that one layer of a network runs slower than the others: a thread that reads
+    another layer's output before that layer wrote it then reads it too early, every time."""
+
+    delay: float = 0.0
+
+    def __array_finalize__(self, obj):
+        self.delay = getattr(obj, "delay", 0.0)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul and self.delay:
+            time.sleep(self.delay)
+        inputs = tuple(v.view(np.ndarray) if isinstance(v, SlowWeights) else v for v in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(v.view(np.ndarray) if isinstance(v, SlowWeights) else v for v in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _SLOW_FUNCS and self.delay:
+            time.sleep(self.delay)
+        strip = lambda v: v.view(np.ndarray) if isinstance(v, SlowWeights) else v  # noqa: E731
+        out = func(*(strip(a) for a in args), **{k: strip(v) for k, v in kwargs.items()})
+        return out.view(SlowWeights) if func in _SLOW_VIEWS and isinstance(out, np.ndarray) else out
+
+    def dot(self, other, out=None):
+        if self.delay:
+            time.sleep(self.delay)
+        return np.dot(self.view(np.ndarray), other, out=out)
+
+
+_SLOW_FUNCS = {np.dot, np.inner, np.tensordot, np.einsum, np.vdot}
+_SLOW_VIEWS = {np.transpose, np.swapaxes, np.reshape, np.concatenate, np.stack, np.hstack, np.vstack, np.copy}
+
+
+def slow_weights(a, delay: float) -> SlowWeights:
+    """A view of ``a`` whose products sleep ``delay`` seconds first (:class:`SlowWeights`)."""
+    out = np.asarray(a).view(SlowWeights)
+    out.delay = float(delay)
+    return out
+
+
+RACE_SIZES = dict(T=40, batch=3, nx=4, nh=6, vocab=5, layers=3)   # longer than the numbers' cases
+RACE_DELAY = 3e-4                                                  # seconds per product of the slowed layer
+
+
+def _race_runs():
+    """``(label, params, X)`` of the race test: each layer made slow in turn, then two plain long runs."""
+    sz = RACE_SIZES
+    rng = np.random.default_rng(73)
+    params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=73, dtype=np.float64)
+    for layer in params.layers:
+        layer.b[:] = rng.standard_normal(sz["nh"]) * 0.5
+    runs = []
+    for slow in range(sz["layers"]):
+        layers = [softmax_rnn.Layer(slow_weights(L.U, RACE_DELAY if l == slow else 0.0),
+                                    slow_weights(L.W, RACE_DELAY if l == slow else 0.0), L.b.copy())
+                  for l, L in enumerate(params.layers)]
+        X = rng.standard_normal((sz["T"], sz["batch"], sz["nx"]))
+        runs.append((f"layer {slow}'s products slowed by {RACE_DELAY * 1e3:g} ms",
+                     softmax_rnn.SoftmaxRNNParams(layers, params.V.copy(), params.c.copy()), X))
+    for _ in range(2):
+        runs.append(("no layer slowed", params, rng.standard_normal((8 * sz["T"], sz["batch"], sz["nx"]))))
+    return runs
+
+
+def _check_no_race(ex: str, student) -> None:
+    """Run ``student`` on longer inputs than the numbers' cases, with one layer at a time made slow
+    (:class:`SlowWeights`), and compare every run with the reference: threads that do not wait for the
+    layer below (or the step before) read its state too early here."""
+    runs = _race_runs()
+    sz = RACE_SIZES
+    for k, (why, params, X) in enumerate(runs, start=1):
+        label = (f"run {k}/{len(runs)} of the race test (T={X.shape[0]}, B={sz['batch']}, H={sz['nh']}, "
+                 f"L={sz['layers']}; {why})")
+        try:
+            got = student(params, X)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise _fail(ex, label, f"your function raised {type(exc).__name__}: {exc}") from exc
+        plain = softmax_rnn.SoftmaxRNNParams(
+            [softmax_rnn.Layer(np.asarray(L.U).view(np.ndarray), np.asarray(L.W).view(np.ndarray), L.b)
+             for L in params.layers], params.V, params.c)
+        msg = compare_outputs(got, softmax_rnn.forward(plain, X), name="probs", rtol=1e-6, atol=1e-9)
+        if msg:
+            raise _fail(ex, label, f"{msg}\n  your numbers were right on the short cases but are wrong on this "
+                                   "longer run: a race -- some thread read a state (h of the layer below, or of "
+                                   "the step before) before the thread computing it had written it",
+                        "a layer may start step t only after the layer below finished step t (and itself step "
+                        "t - 1): wait for it (a threading.Event or queue per layer, a Barrier per diagonal) -- "
+                        "or simply run the layers one after another, each over the whole batch.")
 
 
 def _counted_params(params):
