@@ -47,6 +47,9 @@ __all__ = [
     "CountedArray",
     "counted",
     "count_products",
+    "copy_inputs",
+    "changed_inputs",
+    "case_label",
 ]
 
 
@@ -356,6 +359,21 @@ def _arrays_in(a, b, name):
     elif dataclasses.is_dataclass(a) and not isinstance(a, type):
         for f in dataclasses.fields(a):
             yield from _arrays_in(getattr(a, f.name), getattr(b, f.name), f"{name}.{f.name}")
+
+
+def copy_inputs(case: Case) -> Case:
+    """A copy of ``case`` whose arrays (and parameters, dataclasses of arrays) are the function's own."""
+    return _copy_args(case)
+
+
+def changed_inputs(after: Case, before: Case) -> str:
+    """Name of the first array argument of ``after`` whose values differ from ``before`` ("" if none)."""
+    return _changed_inputs(after, before)
+
+
+def case_label(case: Case) -> str:
+    """The short description of a case used in messages (its label, else its arguments' shapes)."""
+    return _label(case)
 
 
 def _dtype_note(got, expected) -> str:

@@ -1,0 +1,236 @@
+"""Speed checks that judge the answer (teaching folder): the one function every speed exercise uses.
+
+API (every speed check calls it after its numbers and structure checks)::
+
+    judge_speed(exercise, student, reference, baseline, make_input, *, min_speedup,
+                baseline_name="baseline", baseline_desc="the course's baseline", compare=None,
+                rtol=1e-5, atol=1e-6, budget_s=None, clock=None, retries=2, repeat=5, seed=0,
+                threads=None, blas_threads=1, label="", context="your numbers are right",
+                explain="", hint="") -> Judgement
+
+``make_input(rng)`` returns the keyword arguments of one call (a dict, or a :class:`~.core.Case`);
+``student(**inputs)``, ``reference(**inputs)`` and ``baseline(**inputs)`` are called with them.
+
+What it guarantees:
+
+* **Fresh input for every timed call**: each call of the student (and of the baseline) gets
+  ``make_input(rng)`` drawn from a new generator state (a spawned ``SeedSequence``), so no two timed
+  calls see the same numbers; a solution that caches its answer, or keys a shortcut on repeated calls,
+  returns a wrong result.
+* **Every timed result is compared** with ``reference`` on that same input (``compare(got, expected)``
+  -> message or None; default :func:`~.core.compare_outputs` with ``rtol``/``atol``). A difference raises
+  :class:`~.core.ExerciseFailed` naming a *gamed timer*: "the result returned while timed differs from
+  the reference on that same input".
+* **Inputs left alone**: after every timed call the student's inputs are compared with a pristine copy;
+  a change raises ExerciseFailed naming the argument ("changed its input 'X' in place").
+* Drawing inputs, copying them and checking the result happen with the clock *paused* (a stopwatch
+  over ``core.timing``'s clock hook, so the tests' ``fake_clock`` applies): only the calls are timed.
+* **Timing**: :func:`course_lib.core.timing.compare` (interleaved pairs, intervals, adaptive rounds;
+  ``budget_s`` its time budget), with ``blas_threads`` BLAS threads and ``threads`` numba threads
+  (None: as they are) during the measurement, both restored afterwards.
+* **Decision** from the speed-up's interval ``(lo, hi)`` of the student over the baseline:
+  ``lo >= min_speedup``: pass. ``hi < min_speedup``: fail -- a miss larger than the measured spread
+  fails even on a busy machine (the waiver is proportional, never all-or-nothing). The interval
+  straddles the bar: measured again (``retries`` measurements at most); if it still straddles, it
+  passes *with a printed waiver stating the measured interval* only when the noise guard says the
+  machine was busy (``Comparison.noise.ok`` is False); on a quiet machine it fails. A near miss
+  (``hi`` within :data:`NEAR` of the bar) is also measured again before failing.
+
+Returns a :class:`Judgement` (the verdict, the interval, how many timed results were compared).
+The calling check prints its own success line.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ...core import backend, timing
+from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs
+
+__all__ = ["judge_speed", "Judgement", "Stopwatch", "NEAR"]
+
+NEAR = 1.5   # a miss whose interval reaches within this factor of the bar is measured again
+
+
+@dataclasses.dataclass
+class Judgement:
+    """The outcome of :func:`judge_speed` (a failure raises instead).
+
+    ``verdict`` "yes" (the interval lies above the bar) or "waived" (it straddled the bar on a busy
+    machine); ``speedup`` the median pair speed-up; ``interval`` ``(lo, hi)``; ``checked`` how many timed
+    results of the student were compared with the reference; ``note`` the waiver line (printed)."""
+
+    exercise: str
+    verdict: str
+    speedup: float
+    interval: tuple[float, float]
+    min_speedup: float
+    rounds: int
+    checked: int
+    note: str = ""
+
+
+class Stopwatch:
+    """A clock (seconds) that leaves out the time spent inside ``with watch.paused():`` blocks.
+
+    ``base`` is read at every call, so a clock swapped into ``core.timing`` by a test applies."""
+
+    def __init__(self, base: Callable[[], float]):
+        self.base = base
+        self.excluded = 0.0
+
+    def __call__(self) -> float:
+        return self.base() - self.excluded
+
+    @contextlib.contextmanager
+    def paused(self):
+        t0 = self.base()
+        try:
+            yield
+        finally:
+            self.excluded += self.base() - t0
+
+
+def _base_clock(clock) -> Callable[[], float]:
+    if clock is None or clock == "wall":
+        return lambda: timing.clock()          # the hook, read at each call (tests' fake_clock)
+    if clock == "cpu":
+        return time.process_time
+    if callable(clock):
+        return clock
+    raise ValueError(f"clock: expected None, 'wall', 'cpu' or a function returning seconds, got {clock!r}")
+
+
+class _Feed:
+    """Fresh inputs, one per call: ``make_input(rng)`` with a generator spawned for that call."""
+
+    def __init__(self, make_input: Callable, seed: int):
+        self.make_input = make_input
+        self.seq = np.random.SeedSequence(seed)
+        self.drawn = 0
+
+    def draw(self) -> Case:
+        rng = np.random.default_rng(self.seq.spawn(1)[0])
+        self.drawn += 1
+        made = self.make_input(rng)
+        if isinstance(made, Case):
+            return made
+        if isinstance(made, dict):
+            return Case(kwargs=made)
+        raise TypeError(f"make_input: expected a dict of keyword arguments or a Case, got {type(made).__name__}")
+
+
+@contextlib.contextmanager
+def _threads(numba_threads: int | None, blas: int | None):
+    """numba and BLAS thread counts for the block, both restored after it (also on error)."""
+    old = backend.get_threads() if numba_threads is not None else None
+    try:
+        if numba_threads is not None:
+            import numba
+
+            numba.set_num_threads(int(numba_threads))
+        with backend.blas_threads(blas):
+            yield
+    finally:
+        if old is not None:
+            import numba
+
+            numba.set_num_threads(old)
+
+
+def judge_speed(exercise: str, student: Callable, reference: Callable, baseline: Callable, make_input: Callable, *,
+                min_speedup: float, baseline_name: str = "baseline", baseline_desc: str = "the course's baseline",
+                compare: Callable[[Any, Any], str | None] | None = None, rtol: float = 1e-5, atol: float = 1e-6,
+                budget_s: float | None = None, clock=None, retries: int = 2, repeat: int = 5, seed: int = 0,
+                threads: int | None = None, blas_threads: int | None = 1, label: str = "",
+                context: str = "your numbers are right", explain: str = "", hint: str = "") -> Judgement:
+    """Time ``student`` against ``baseline`` on fresh inputs, comparing every timed result with
+    ``reference`` and the inputs with their copies; pass, waive (busy machine, interval straddles the bar)
+    or raise :class:`ExerciseFailed` (see the module doc)."""
+    for name, fn in (("student", student), ("reference", reference), ("baseline", baseline),
+                     ("make_input", make_input)):
+        if not callable(fn):
+            raise TypeError(f"{name}: expected a function, got {type(fn).__name__}")
+    if not (isinstance(min_speedup, (int, float)) and min_speedup > 0):
+        raise ValueError(f"min_speedup: expected a number > 0, got {min_speedup!r}")
+    if baseline_name == "yours" or not baseline_name.isidentifier():
+        raise ValueError(f"baseline_name: expected an identifier other than 'yours', got {baseline_name!r}")
+    retries = max(1, int(retries))
+    watch = Stopwatch(_base_clock(clock))
+    feed = _Feed(make_input, seed)
+    same = compare or (lambda got, want: compare_outputs(got, want, rtol=rtol, atol=atol, time_axis=None))
+    state = {"checked": 0, "label": label}
+
+    def where() -> str:
+        return f"Exercise {exercise} failed on the speed test ({state['label']}, timed call {feed.drawn})"
+
+    def yours():
+        with watch.paused():
+            case = feed.draw()
+            state["label"] = label or case_label(case)
+            mine = copy_inputs(case)
+        try:
+            got = student(*mine.args, **mine.kwargs)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"{where()}:\n  your function raised {type(exc).__name__}: {exc}") from exc
+        with watch.paused():
+            _judge_result(exercise, where, case, mine, got, reference, same, hint)
+            state["checked"] += 1
+
+    def base():
+        with watch.paused():
+            case = feed.draw()
+        baseline(*case.args, **case.kwargs)
+
+    attempts = []
+    for _ in range(retries):
+        with _threads(threads, blas_threads):
+            cmp = timing.compare(repeat=repeat, warmup=1, baseline=baseline_name, clock=watch,
+                                 time_budget=budget_s, **{baseline_name: base, "yours": yours})
+        lo, hi = cmp.speedup_interval("yours")
+        attempts.append((lo, hi, cmp.speedup("yours"), cmp))
+        if lo >= min_speedup or hi * NEAR < min_speedup:
+            break
+    lo, hi, med, cmp = max(attempts, key=lambda a: (a[0], a[1]))
+    rounds = len(cmp.timings["yours"].times)
+    out = Judgement(exercise, "yes", med, (lo, hi), float(min_speedup), rounds, state["checked"])
+    if lo >= min_speedup:
+        return out
+    interval = f"between {lo:.2f}x and {hi:.2f}x ({rounds} interleaved rounds, median {med:.2f}x)"
+    if hi >= min_speedup and not cmp.noise.ok:
+        out.verdict = "waived"
+        out.note = (f"  speed not judged: the machine was busy ({'; '.join(cmp.noise.reasons) or 'noisy'}); your "
+                    f"speed-up over {baseline_desc} lies {interval}, and {min_speedup:g}x is needed")
+        print(out.note)
+        return out
+    why = ("the whole interval lies below the bar" if hi < min_speedup else
+           "the machine looked quiet, so this is not waived")
+    raise ExerciseFailed(
+        f"Exercise {exercise} failed on the speed test ({state['label']}):\n  {context} (all {state['checked']} "
+        f"timed results matched the reference), but your function is only {med:.2f}x as fast as {baseline_desc} "
+        f"measured alongside: the speed-up lies {interval}; at least {min_speedup:g}x is needed ({why})"
+        + (f"\n  {explain}" if explain else "") + (f"\n  Hint: {hint}" if hint else ""))
+
+
+def _judge_result(exercise, where, case: Case, mine: Case, got, reference, same, hint: str) -> None:
+    """Fail when the student changed its inputs or returned something other than the reference's answer."""
+    changed = changed_inputs(mine, case)
+    if changed:
+        raise ExerciseFailed(
+            f"{where()}:\n  your function changed its input '{changed}' in place while timed; work on a copy (or "
+            "into a new array) and leave the inputs as they were")
+    fresh = copy_inputs(case)
+    expected = reference(*fresh.args, **fresh.kwargs)
+    msg = same(got, expected)
+    if msg:
+        raise ExerciseFailed(
+            f"{where()}:\n  gamed timer: the result returned while timed differs from the reference on that same "
+            f"input ({msg}). Every timed call gets fresh numbers and every result is checked: a cached answer, or a "
+            "cheaper computation when called repeatedly or on the timed shape, is caught here"
+            + (f"\n  Hint: {hint}" if hint else ""))
