@@ -154,3 +154,24 @@ def test_log_scan_in_place_is_rejected():
         return np.exp(log_a + np.logaddexp.accumulate(log_b - log_a, axis=0))
     with pytest.raises(ExerciseFailed, match="changed its input log_a in place"):
         checks.check_log_space_scan(in_place)
+
+
+# --------------------------------------------------------------------------- issue 29: gamed timers
+def test_quasi_step_passes_twice_in_a_row(fake_clock):
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
+    for _ in range(2):
+        assert checks.check_quasi_step(_quasi) == "Exercise 11.5 passed: 2/2 cases"
+
+
+def test_quasi_step_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    cache = {}
+
+    def cached(f, jac_diag, h0, X, H):
+        if H.shape == (256, 4, 48):
+            return cache.setdefault("H", _quasi(f, jac_diag, h0, X, H))
+        return _quasi(f, jac_diag, h0, X, H)
+
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
+                                             r"\d+\):\n  gamed timer"):
+        checks.check_quasi_step(cached)
