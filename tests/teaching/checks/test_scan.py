@@ -592,3 +592,33 @@ def test_fast_scan_fixed_float_type_and_in_place_are_named():
 
     with pytest.raises(ExerciseFailed, match=r"changed its input x in place"):
         scan_checks.check_fast_scan(in_place)
+
+
+# --------------------------------------------------------------------------- issue 29: divergent barriers
+_FINAL = """    if i < T:
+        h[i, c] = ai * (sa[i] * h0[c] + sb[i]) + xi"""
+
+
+@needs_sim
+def test_the_reference_body_passes_the_barrier_log():
+    assert scan_checks.check_block_kernel(_compile(_scan_body_then(_FINAL))).startswith("Exercise 8.4 passed")
+
+
+@needs_sim
+def test_a_barrier_inside_the_branch_is_named_a_divergent_barrier_not_a_race():
+    src = _scan_body_then(_FINAL).replace("        step *= 2\n        cuda.syncthreads()",
+                                          "            cuda.syncthreads()\n        step *= 2", 1)
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 2/8 \(T=2, 2 threads per block, 3 "
+                                             r"block\(s\)\):\n  a divergent barrier in block 0: thread 0 reached its "
+                                             r"barrier no\. 2 on line \d+ .*but thread 1 reached its barrier no\. 2 on "
+                                             r"line \d+.*Hint: put cuda\.syncthreads\(\) where every thread passes it") as e:
+        scan_checks.check_block_kernel(_compile(src))
+    assert "race" not in str(e.value)
+
+
+@needs_sim
+def test_an_early_return_of_the_spare_threads_is_named_a_divergent_barrier():
+    src = _scan_body_then(_FINAL).replace("    T = a.shape[0]\n", "    T = a.shape[0]\n    if i >= T:\n        return\n", 1)
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case \d/8 \(T=\d+, \d+ threads per block.*"
+                                             r"a divergent barrier in block 0: .*thread \d+ passed only 0 barrier\(s\)"):
+        scan_checks.check_block_kernel(_compile(src))
