@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...algorithms import linear_attention as la
+from .shortcuts import check_no_shortcut
 from .core import Case, ExerciseFailed, check_function, count_products, counted
 from .speed import judge_speed
 
@@ -83,6 +84,7 @@ def check_intra_chunk(student, *, min_speedup: float = MIN_SPEEDUP, retries: int
             f"for 2 chunks of 8 steps and {counts[1]} for 6 chunks of 32: the count must not grow with the chunks "
             f"or their length (at most {MAX_PRODUCTS}: one product over the whole stack does all chunks).\n  "
             "Hint: np.matmul / @ on (n, c, d) arrays multiplies every chunk at once; no Python loop over chunks or rows.")
+    check_no_shortcut(ex, student, {"linear_attention.intra_chunk": la.intra_chunk}, **_cases()[0].kwargs)
     # speed: against the element-wise scan computing the same numbers, measured alongside; a fresh stack of
     # chunks for every timed call, every timed result compared with the reference
     def make_input(rng):

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...algorithms.activations import sigmoid
 from ...models import lstm
+from .shortcuts import check_no_shortcut
 from .core import Case, ExerciseFailed, Passed, compare_outputs, passed
 from .core import count_products, counted
 from .speed import judge_speed
@@ -104,7 +105,7 @@ def _float64_where_32(got, exp) -> bool:
                for g, e in zip(got, exp))
 
 
-def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints):
+def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints, forbidden=None):
     total = len(cases)
     notes = []
     for n, case in enumerate(cases, start=1):
@@ -138,6 +139,8 @@ def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hin
             if msg:
                 raise ExerciseFailed(f"Exercise {exercise} failed on case {n}/{total} ({case.label}):\n  {msg}"
                                      f"\n  all four gates match, so look at the update of {what}: {hints[what]}")
+    if forbidden:
+        check_no_shortcut(exercise, student, forbidden, *(_copy(v) for v in cases[0].kwargs.values()))
     return _passed_with_notes(exercise, total, notes)
 
 
@@ -166,7 +169,7 @@ def check_fused_step(student) -> str:
     return _run("9.1", student, reference_fused_step, _step_cases(), lambda kw: kw["h"].shape[1], 1,
                 ("h_new", "c_new", "gates"), "gates",
                 {"gates": "z = x W_ih^T + h W_hh^T + b_ih + b_hh is (B, 4H); gate k is z[:, k*H:(k+1)*H]",
-                 "c": "c' = f * c + i * g", "h": "h' = o * tanh(c')"})
+                 "c": "c' = f * c + i * g", "h": "h' = o * tanh(c')"}, {"lstm.lstm_step": lstm.lstm_step})
 
 
 def _transposed_cases():
@@ -355,6 +358,8 @@ def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries
         if _float64_where_32((got,), (exp,)) and DTYPE_NOTE not in notes:
             notes.append(DTYPE_NOTE)
     _check_one_gemm_per_step(ex, student)
+    check_no_shortcut(ex, student, {"lstm.lstm_forward": lstm.lstm_forward},
+                      *(_copy(v) for v in cases[1].kwargs.values()))
     T, B, nx, Hn = SPEED_SHAPE
     p = lstm.init_params(nx, Hn, seed=5)
 

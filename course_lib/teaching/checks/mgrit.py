@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
-from ...models import gru
+from ...models import gru, jacobians
 from ...algorithms import mgrit
+from .shortcuts import check_no_shortcut
 from .core import Case, ExerciseFailed, check_function, compare_outputs, passed
 from .speed import judge_speed
 
@@ -68,19 +69,29 @@ def _relax_cases(seed=0):
 
 def check_f_relax(student) -> str:
     """Exercise 10.1: ``f_relax(step, U, m) -> U_new`` recomputes every F-point from its C-point."""
-    return check_function(
+    line = check_function(
         "10.1", student, lambda step, U, m: mgrit.f_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
-        time_name="time point", inputs_unchanged=True,
+        time_name="time point", inputs_unchanged=True, quiet=True,
         hint="inside interval j, march U[j*m+k] = step(U[j*m+k-1], j*m+k-1, 0) for k = 1..m-1; leave C-points "
              "(multiples of m) alone; return a new array (or the updated copy).")
+    return _no_shortcut_then_pass("10.1", student, {"mgrit.f_relaxation": mgrit.f_relaxation}, line)
 
 
 def check_c_relax(student) -> str:
     """Exercise 10.2: ``c_relax(step, U, m) -> U_new`` recomputes every C-point j*m (j >= 1)."""
-    return check_function(
+    line = check_function(
         "10.2", student, lambda step, U, m: mgrit.c_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
-        time_name="time point", inputs_unchanged=True,
+        time_name="time point", inputs_unchanged=True, quiet=True,
         hint="U[j*m] = step(U[j*m-1], j*m-1, 0) for j = 1..N/m; U[0] and every F-point stay as they were.")
+    return _no_shortcut_then_pass("10.2", student, {"mgrit.c_relaxation": mgrit.c_relaxation}, line)
+
+
+def _no_shortcut_then_pass(ex: str, student, forbidden: dict, line: str, case=None) -> str:
+    """Reject a call of the course's own answer (on the first relaxation case, or ``case``), then print ``line``."""
+    case = case if case is not None else _relax_cases()[0].kwargs
+    check_no_shortcut(ex, student, forbidden, **case)
+    print(line)
+    return line
 
 
 class _Propagator:
@@ -173,6 +184,10 @@ def check_two_level_cycle(student, n_iter: int = 4) -> str:
     if not np.allclose(U, exact, rtol=1e-10, atol=1e-13):
         raise ExerciseFailed("Exercise 10.3 failed: after nt/m iterations your two-level cycle is not exact "
                              "(Parareal must reproduce the serial solution by then)")
+    p = probs[0]
+    U0 = np.broadcast_to(p["u0"], (p["nt"] + 1,) + p["u0"].shape).astype(np.float64).copy()
+    check_no_shortcut("10.3", student, {"mgrit.two_level_iteration": mgrit.two_level_iteration},
+                      _Propagator(p["step"], 0, "step"), _Propagator(p["step"], 1, "coarse_step"), U0, p["m"])
     return passed("10.3", len(probs), len(probs))
 
 
@@ -192,10 +207,13 @@ def _implicit_ref(params, x, h, gamma):
 def check_implicit_gru_step(student) -> str:
     """Exercise 10.4: ``implicit_gru_step(params, x, h, gamma) -> h_new`` (B, H); ``params`` is a
     :class:`course_lib.models.gru.GRUParams`."""
-    return check_function(
-        "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None,
+    line = check_function(
+        "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None, quiet=True,
+        inputs_unchanged=True,
         hint="gates at the old h (params.W_ih, params.W_hh, ...; PyTorch order r, z, n; n uses r * (W_hn h + b_hn)); "
              "h_new = (h + gamma (1 - z) n) / (1 + gamma (1 - z)).")
+    return _no_shortcut_then_pass("10.4", student, {"gru.gru_cell": gru.gru_cell, "jacobians.gru_step": jacobians.gru_step},
+                                  line, _gru_cases(np.random.default_rng(4), 1).kwargs)
 
 
 # --------------------------------------------------------------------------- 10.5: F-relaxation on threads
@@ -300,6 +318,7 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
                 f"Exercise {ex} failed with a step that sleeps (nt={nt}, m={m}, threads={n}):\n  your numbers are "
                 f"right, but {run.max_active} calls of step ran at once with threads={n}: your function ignores "
                 "`threads`.\n  Hint: ThreadPoolExecutor(max_workers=threads).")
+    check_no_shortcut(ex, student, {"mgrit.f_relaxation": mgrit.f_relaxation}, **_thread_cases()[0].kwargs)
     # the speed, with the sleeping step: a fresh U for every timed call, every timed result compared
     def make_input(rng):
         return {"step": SleepyStep(prob), "U": rng.standard_normal((nt + 1, 1)), "m": m, "threads": threads}

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...algorithms import matrix_scan, newton
 from ...models import gru, jacobians, mingru
+from .shortcuts import check_no_shortcut
 from .core import ExerciseFailed, check_function, passed
 from .speed import judge_speed
 
@@ -57,10 +58,14 @@ def _combine_cases(rng, i):
 def check_combine(combine) -> str:
     """Exercise 11.1: ``combine(p, q)`` for ``p = (A1, b1)`` then ``q = (A2, b2)`` -> ``(A2 A1, A2 b1 + b2)``
     (``A`` may have leading batch axes)."""
-    return check_function("11.1", combine, matrix_scan.combine, _combine_cases, n_cases=5, rtol=1e-10, atol=1e-12,
-                          output_names=["A", "b"], time_axis=None, inputs_unchanged=True,
+    line = check_function("11.1", combine, matrix_scan.combine, _combine_cases, n_cases=5, rtol=1e-10, atol=1e-12,
+                          output_names=["A", "b"], time_axis=None, inputs_unchanged=True, quiet=True,
                           hint="apply p first: h -> A1 h + b1, then q: A2 (A1 h + b1) + b2. Matrix products "
                                "do not commute -- the order is A2 @ A1; use A2 @ b1[..., None] for batched vectors.")
+    check_no_shortcut("11.1", combine, {"matrix_scan.combine": matrix_scan.combine},
+                      **_combine_cases(np.random.default_rng(3), 0))
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- 11.2
@@ -108,6 +113,9 @@ def check_newton_step(newton_step, n_iter: int = 4) -> str:
                     f"first wrong at time step {t} (batch {b}, unit {i}): got {got[t, b, i]:.6g}, expected "
                     f"{H_ref[t, b, i]:.6g}; {int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
             H_you = got
+    (f, jac), T, B, H_dim = problems[0]
+    check_no_shortcut("11.2", newton_step, _NEWTON_ANSWERS, f, jac, np.zeros((B, H_dim)), np.ones((T, B, H_dim)),
+                      np.zeros((T, B, H_dim)))
     return passed("11.2", 3, 3)
 
 
@@ -160,6 +168,8 @@ def check_gru_jacobian(gru_jacobian) -> str:
                 f"J[b={b}, i={i}, j={j}] = {got[b, i, j]:.6g}, finite differences give {fd[b, i, j]:.6g}; "
                 f"{int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
         n_ok += 1
+    check_no_shortcut("11.3", gru_jacobian, {"jacobians.gru_jacobian": jacobians.gru_jacobian},
+                      _gate_params("all", 4), 0.8 * np.ones((2, 4)), np.ones((2, 12)))
     return passed("11.3", n_ok, 4)
 
 
@@ -183,9 +193,14 @@ def check_log_space_scan(log_space_scan) -> str:
         la, lb = mingru.log_coefficients(("mingru", "minlstm")[i % 2], p, X)
         return dict(log_a=la, log_b=lb)
 
-    return check_function("11.4", log_space_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12, inputs_unchanged=True,
+    line = check_function("11.4", log_space_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12, inputs_unchanged=True,
+                          quiet=True,
                           hint="a*_t = cumsum(log_a); h_t = exp(a*_t + logcumsumexp(log_b - a*)) with "
                                "np.logaddexp.accumulate along axis 0 (time). Do not exponentiate a* alone: it underflows.")
+    check_no_shortcut("11.4", log_space_scan, {"mingru.log_space_scan": mingru.log_space_scan},
+                      **cases(np.random.default_rng(3), 0))
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- 11.5
@@ -199,6 +214,10 @@ def toy_diagonal(nh: int = 3, scale: float = 1.2, seed: int = 0):
         return (1 - f(Hp, X) ** 2) * w
 
     return f, jac, jac_diag
+
+
+#: the course's own Newton steps: a solution to 11.2 or 11.5 that calls one of them is a shortcut
+_NEWTON_ANSWERS = {"newton.newton_step": newton.newton_step, "newton.solve": newton.solve}
 
 
 def _peak_bytes(fn, *args) -> int:
@@ -258,6 +277,8 @@ def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SP
                     f"wrong at time step {t} (batch {b}, unit {i}): got {got[t, b, i]:.6g}, expected "
                     f"{H_ref[t, b, i]:.6g}; {int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
             H_you = got
+    f, jac, jd = toy_diagonal(3, 1.2, 1)
+    check_no_shortcut(ex, quasi_step, _NEWTON_ANSWERS, f, jd, np.zeros((2, 3)), np.ones((12, 2, 3)), np.zeros((12, 2, 3)))
     # the memory the step needs, in bytes per state element: a deterministic count
     T, B, Hm = 64, 2, 64
     f, jac, jd = toy_diagonal(Hm, 1.0, 7)

@@ -18,6 +18,7 @@ from ...core import backend
 from ...models import softmax_rnn
 from ...parallel import inference
 from .speed import judge_speed
+from .shortcuts import check_no_shortcut
 from .core import (ExerciseFailed, Passed, check_function, compare_outputs, count_products, counted,
                    passed)
 
@@ -83,6 +84,7 @@ def check_wavefront_schedule(student) -> str:
                 if dup:
                     msg += "; some cell is listed twice"
                 raise _fail(ex, label, msg, hint)
+    check_no_shortcut(ex, student, {"inference.wavefront_schedule": inference.wavefront_schedule}, 4, 3)
     return passed(ex, len(cases), len(cases))
 
 
@@ -99,12 +101,17 @@ def _softmax_cases(rng, i):
 
 def check_softmax(student) -> str:
     """Exercise 7.2: a numerically stable ``softmax(o)`` along the last axis."""
-    return check_function(
-        "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5,
+    line = check_function(
+        "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5, quiet=True,
         rtol=1e-5, atol=1e-7, output_names=["probs"], time_axis=None, inputs_unchanged=True,
         hint="subtract the maximum of each row (keepdims=True) before np.exp: the result is the same, "
              "but exp never overflows and the largest term is exactly 1.",
     )
+    check_no_shortcut("7.2", student, {"softmax_rnn.softmax": softmax_rnn.softmax,
+                                       "softmax_rnn.softmax_unchecked": softmax_rnn.softmax_unchecked},
+                      np.arange(6.0).reshape(2, 3))
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- 7.3
@@ -121,6 +128,13 @@ def _predict_cases(rng, i):
 
 _PREDICT_HINT = ("with a batch of row vectors, a = x U^T + h W^T + b; the layer above reads this layer's h; "
                  "the state starts at zero for every layer; y = softmax(h V^T + c) of the top layer.")
+
+
+#: the course's own answers to 7.3: a solution that calls one of them is a shortcut
+_PREDICT_ANSWERS = {"softmax_rnn.forward": softmax_rnn.forward, "softmax_rnn.batched_core": softmax_rnn.batched_core,
+                    "softmax_rnn.hidden_states": softmax_rnn.hidden_states, "inference.predict": inference.predict,
+                    "inference.predict_threads": inference.predict_threads,
+                    "inference.predict_wavefront": inference.predict_wavefront}
 
 
 def _params_arrays(params) -> dict:
@@ -154,6 +168,7 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     _check_no_race(ex, student)
     # 3. the structure: matrix products per time step, counted
     _check_products_per_step(ex, student)
+    check_no_shortcut(ex, student, _PREDICT_ANSWERS, **_predict_cases(np.random.default_rng(9), 1))
     # 4. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now; every timed call gets a
     #    fresh X and its result is compared with the reference
     sz = SPEED_SIZES
@@ -362,6 +377,7 @@ def check_split_batch(student) -> str:
             r = next(k for k, (a, b) in enumerate(zip(offsets, want_o)) if a != b) if len(offsets) == P else None
             where = f" (first wrong at rank {r})" if r is not None else f" (expected {P} offsets)"
             raise _fail(ex, label, f"offsets {offsets}, expected {want_o}{where}", hint)
+    check_no_shortcut(ex, student, {"inference.split_batch": inference.split_batch}, 10, 4)
     label = f"case {total}/{total} (B=3, P=4)"
     try:
         student(3, 4)
@@ -385,12 +401,16 @@ def _gather_cases(rng, i):
 
 def check_gather_chunks(student) -> str:
     """Exercise 7.5: ``gather_chunks(chunks)``: rank-ordered ``(T, b_r, V)`` chunks -> ``(T, B, V)``."""
-    return check_function(
+    line = check_function(
         "7.5", student, inference.gather_chunks, _gather_cases, n_cases=5, seed=5, output_names=["probs"],
-        inputs_unchanged=True,
+        inputs_unchanged=True, quiet=True,
         hint="the batch is axis 1 of each (T, b_r, V) chunk: concatenate along axis=1, in rank order.",
         time_name="time step",
     )
+    check_no_shortcut("7.5", student, {"inference.gather_chunks": inference.gather_chunks},
+                      [np.ones((2, 1, 3)), np.zeros((2, 2, 3))])
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- optional, real MPI

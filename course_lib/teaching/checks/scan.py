@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from ...algorithms import scan
+from .shortcuts import check_no_shortcut
 from .core import Case, ExerciseFailed, check_function, compare_outputs
 from .speed import judge_speed
 from .scan_cuda import SharedMemoryHazard, check_block_kernel, counted_memory, memory_budget, traced_shared_memory
@@ -98,6 +99,7 @@ def check_combine(student) -> str:
     msg = compare_outputs(tuple(left), tuple(right), name="(p o q) o r vs p o (q o r)", time_axis=None)
     if msg:
         raise ExerciseFailed(f"Exercise 8.1 failed: your combine is not associative:\n  {msg}")
+    check_no_shortcut("8.1", as_pair, {"scan.combine": scan.combine}, p, q)
     print(line)
     return line
 
@@ -115,6 +117,11 @@ def _chunk_cases(rng, i):
 
 def _chunk_reference(a, x, h0, chunks):
     return scan.linear_recurrence(a, x, h0, method="chunked", chunks=chunks)
+
+
+#: the course's own scans: a solution to 8.2 or 8.5 that calls one of them is a shortcut
+_SCAN_ANSWERS = {"scan.linear_recurrence": scan.linear_recurrence, "scan.recurrence_float64": scan.recurrence_float64,
+                 "scan.hillis_steele": scan.hillis_steele, "scan.blelloch": scan.blelloch}
 
 
 def chunk_work(student, T: int = 24, nh: int = 2, chunks: int = 4) -> dict:
@@ -164,6 +171,7 @@ def check_chunked_scan(student) -> str:
             f"{need} steps at least. A single sequential loop (ignoring `chunks`) reads each step once.\n  Hint: "
             "phase 1 reduces every chunk on its own (no h yet), phase 2 scans the short list of carries, phase 3 "
             "re-runs each chunk from its carry. Index a[t] or a[s:e] yourself (no course scan function).")
+    check_no_shortcut("8.2", student, _SCAN_ANSWERS, *scan.random_problem(12, 2, seed=3, dtype="float64"), 3)
     print(line)
     print(f"  work: each a_t used {work['reads_per_step']:.2f} times on average (T={T}, {chunks} chunks; the "
           f"sequential loop: 1); span: {T // chunks} + {chunks} + {T // chunks} dependent steps instead of {T}")
@@ -185,10 +193,14 @@ def _bwd_reference(a, h, h0, grad_h):
 
 def check_backward(student) -> str:
     """Exercise 8.3: ``(grad_a, grad_x, grad_h0)`` of the recurrence, via the reverse scan."""
-    return check_function("8.3", student, _bwd_reference, _bwd_cases, n_cases=5,
+    line = check_function("8.3", student, _bwd_reference, _bwd_cases, n_cases=5, quiet=True, inputs_unchanged=True,
                           output_names=["grad_a", "grad_x", "grad_h0"], rtol=1e-9, atol=1e-10,
                           hint="g_t = a_{t+1} g_{t+1} + grad_h_t runs backwards from g_{T-1} = grad_h_{T-1}; "
                                "then grad_x = g, grad_a_t = h_{t-1} g_t (h_{-1} = h0), grad_h0 = a_0 g_0.")
+    check_no_shortcut("8.3", student, {"scan.linear_recurrence_backward": scan.linear_recurrence_backward},
+                      **_bwd_cases(np.random.default_rng(3), 0))
+    print(line)
+    return line
 
 
 
@@ -367,6 +379,7 @@ def check_fast_scan(student, *, chunks: int = 16, min_speedup: float = MIN_SCAN_
             f"`chunks`: for T={Ts} its span is {s_few['span']} with chunks={few} and {s_many['span']} with "
             f"chunks={many}; more chunks must mean shorter chains (about 4T/chunks + 2 chunks).\n  Hint: split "
             "time into exactly `chunks` pieces.")
+    check_no_shortcut(ex, student, _SCAN_ANSWERS, *scan.random_problem(40, 2, seed=3, dtype="float64"), 4)
     # speed: a ratio to the plain compiled loop (sequential_loop), measured now, on a fresh input per timed
     # call, every timed result compared with the float64 loop
     N = SCAN_SPEED_T

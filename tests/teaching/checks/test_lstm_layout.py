@@ -13,7 +13,11 @@ def _sig(v):
 
 
 def good_step(x, h, c, params):
-    return lstm_layout_checks.reference_fused_step(x, h, c, params)
+    H = h.shape[1]
+    z = x @ params.W_ih.T + h @ params.W_hh.T + params.b_ih + params.b_hh
+    i, f, g, o = _sig(z[:, :H]), _sig(z[:, H:2 * H]), np.tanh(z[:, 2 * H:3 * H]), _sig(z[:, 3 * H:])
+    c2 = f * c + i * g
+    return o * np.tanh(c2), c2, np.concatenate([i, f, g, o], axis=1)
 
 
 def swapped_fg(x, h, c, params):
@@ -183,7 +187,7 @@ def test_fused_step_in_place_and_float64_note(capsys):
     with pytest.raises(ExerciseFailed, match="changed its input c in place"):
         lstm_layout_checks.check_fused_step(in_place)
     line = lstm_layout_checks.check_fused_step(
-        lambda x, h, c, p: tuple(a.astype(np.float64) for a in lstm_layout_checks.reference_fused_step(x, h, c, p)))
+        lambda x, h, c, p: tuple(a.astype(np.float64) for a in good_step(x, h, c, p)))
     assert "passed: 5/5 cases" in line and "float64 where the inputs are float32" in line
 
 

@@ -21,7 +21,11 @@ def _good_log_scan(log_a, log_b):
     return np.exp(a_star + np.logaddexp.accumulate(log_b - a_star, axis=0))
 
 
-def test_reference_solutions_pass(capsys):
+def test_reference_solutions_pass(capsys, monkeypatch):
+    """The course's answers, with the shortcut watch off (calling them is a shortcut: test_shortcuts.py)."""
+    from course_lib.teaching.checks import shortcuts
+
+    monkeypatch.setattr(shortcuts, "calls_made", lambda *a, **k: [])
     checks.check_combine(matrix_scan.combine)
     checks.check_newton_step(_good_step)
     checks.check_gru_jacobian(_good_jac)

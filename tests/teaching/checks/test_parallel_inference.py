@@ -8,12 +8,25 @@ from course_lib.parallel import inference as inf
 from course_lib.teaching.checks import ExerciseFailed, parallel_inference as parallel_inference_checks
 
 
-def test_references_pass(capsys):
-    parallel_inference_checks.check_wavefront_schedule(inf.wavefront_schedule)
-    parallel_inference_checks.check_softmax(softmax_rnn.softmax)
-    parallel_inference_checks.check_batched_predict(softmax_rnn.forward)
-    parallel_inference_checks.check_split_batch(inf.split_batch)
-    parallel_inference_checks.check_gather_chunks(inf.gather_chunks)
+def _schedule(T, L):
+    return [[(l, d - l) for l in range(L) if 0 <= d - l < T] for d in range(T + L - 1)]
+
+
+def _stable_softmax(o):
+    e = np.exp(o - o.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_references_pass(capsys, fake_clock):
+    """The worksheet's answers written out here (calling the course's own answers is a shortcut: test_shortcuts)."""
+    fake_clock.cost(course_serial=6e-3, yours=1e-3)
+    parallel_inference_checks.check_wavefront_schedule(_schedule)
+    parallel_inference_checks.check_softmax(_stable_softmax)
+    parallel_inference_checks.check_batched_predict(_batched)
+    parallel_inference_checks.check_split_batch(
+        lambda B, P: ([B // P + (r < B % P) for r in range(P)], [r * (B // P) + min(r, B % P) for r in range(P)])
+        if P <= B else (_ for _ in ()).throw(ValueError("P > B")))
+    parallel_inference_checks.check_gather_chunks(lambda chunks: np.concatenate(chunks, axis=1))
     out = capsys.readouterr().out.splitlines()
     assert out == ["Exercise 7.1 passed: 6/6 cases", "Exercise 7.2 passed: 5/5 cases",
                    "Exercise 7.3 passed: 5/5 cases", "Exercise 7.4 passed: 7/7 cases",
@@ -21,7 +34,7 @@ def test_references_pass(capsys):
 
 
 def test_schedule_any_order_within_a_diagonal_passes():
-    parallel_inference_checks.check_wavefront_schedule(lambda T, L: [list(reversed(d)) for d in inf.wavefront_schedule(T, L)])
+    parallel_inference_checks.check_wavefront_schedule(lambda T, L: [list(reversed(d)) for d in _schedule(T, L)])
 
 
 def test_schedule_row_major_is_explained():
@@ -218,7 +231,7 @@ def test_softmax_in_place_is_rejected_and_float64_gets_a_note(capsys):
         return o
     with pytest.raises(ExerciseFailed, match="changed its input o in place"):
         parallel_inference_checks.check_softmax(in_place)
-    line = parallel_inference_checks.check_softmax(lambda o: softmax_rnn.softmax(o.astype(np.float64)))
+    line = parallel_inference_checks.check_softmax(lambda o: _stable_softmax(o.astype(np.float64)))
     assert "passed: 5/5 cases" in line and "float64" in line
 
 

@@ -57,7 +57,11 @@ def sliced_chunked(a, x, h0, chunks):
     return h
 
 
-def test_references_pass(capsys):
+def test_references_pass(capsys, monkeypatch):
+    """Right answers, with the shortcut watch off (calling the course's answers is a shortcut: test_shortcuts.py)."""
+    from course_lib.teaching.checks import shortcuts
+
+    monkeypatch.setattr(shortcuts, "calls_made", lambda *a, **k: [])
     scan_checks.check_combine(scan.combine)
     scan_checks.check_combine(lambda p, q: [q[0] * p[0], q[0] * p[1] + q[1]])  # a list of two is fine
     scan_checks.check_chunked_scan(good_chunked)
