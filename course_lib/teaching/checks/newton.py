@@ -38,6 +38,14 @@ def _call(exercise, fn, *args):
         raise ExerciseFailed(f"Exercise {exercise}: your function raised {type(exc).__name__}: {exc}") from exc
 
 
+def _inputs_kept(exercise, where, given, originals, names=("h0", "X", "H")) -> None:
+    """Fail, naming the array, when the student's function changed one of its array arguments in place."""
+    for name, a, b in zip(names, given, originals):
+        if not np.array_equal(a, b):
+            raise ExerciseFailed(f"Exercise {exercise} failed on {where}:\n  your function changed its input {name} "
+                                 "in place; compute into new arrays and leave the inputs as they were")
+
+
 def _as_float_array(exercise, got, what):
     try:
         arr = np.asarray(got, dtype=float)
@@ -97,7 +105,9 @@ def check_newton_step(newton_step, n_iter: int = 4) -> str:
         H_you = H_ref.copy()
         for it in range(1, n_iter + 1):
             H_ref = newton.newton_step(f, jac, h0, X, H_ref)[0]
-            got = _call("11.2", newton_step, f, jac, h0.copy(), X.copy(), H_you.copy())
+            args = (h0.copy(), X.copy(), H_you.copy())
+            got = _call("11.2", newton_step, f, jac, *args)
+            _inputs_kept("11.2", f"problem {case}/3, iteration {it}", args, (h0, X, H_you))
             got = _as_float_array("11.2", got, "the new guess H (T, B, H)")
             if got.shape != H_ref.shape:
                 raise ExerciseFailed(f"Exercise 11.2 failed on problem {case}/3, iteration {it}: expected shape "
@@ -150,8 +160,12 @@ def check_gru_jacobian(gru_jacobian) -> str:
         h = 0.8 * rng.standard_normal((2, 4))
         gi = rng.standard_normal((2, 12))
         fd = jacobians.finite_difference_jacobian(lambda hh: jacobians.gru_step(p, hh, gi), h)
-        got = _as_float_array("11.3", _call("11.3", gru_jacobian, p.copy(), h.copy(),
-                                            gi.copy()), "J (B, H, H)")
+        args = (p.copy(), h.copy(), gi.copy())
+        got = _as_float_array("11.3", _call("11.3", gru_jacobian, *args), "J (B, H, H)")
+        _inputs_kept("11.3", f"{_GATES[which]}", args[1:], (h, gi), ("h", "gi"))
+        if any(not np.array_equal(a, b) for a, b in zip(args[0].arrays(), p.arrays())):
+            raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}:\n  your function changed its input "
+                                 f"params in place; leave the parameters as they were")
         if got.shape != fd.shape:
             raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}: expected shape {fd.shape} (B, H, H), "
                                  f"got {got.shape}")

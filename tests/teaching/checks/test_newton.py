@@ -179,3 +179,22 @@ def test_quasi_step_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
     with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
                                              r"\d+\):\n  gamed timer"):
         checks.check_quasi_step(cached)
+
+
+def test_newton_step_and_jacobian_changing_their_inputs_are_named():
+    def clobber_step(f, jac, h0, X, H):
+        out = _good_step(f, jac, h0, X, H)
+        X *= 2.0
+        return out
+
+    def clobber_jac(params, h, gi):
+        J = _good_jac(params, h, gi)
+        h[:] = 0.0
+        return J
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.2 failed on problem 1/3, iteration 1:\n  your function "
+                                             r"changed its input X in place"):
+        checks.check_newton_step(clobber_step)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.3 failed on .*:\n  your function changed its input h in "
+                                             r"place"):
+        checks.check_gru_jacobian(clobber_jac)
