@@ -77,3 +77,14 @@ def test_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
     with pytest.raises(ExerciseFailed, match=r"(?s)only 0.50x as fast as the element-wise scan.*the whole interval "
                                              r"lies below the bar"):
         ck.check_intra_chunk(good, retries=1)
+
+
+def test_changing_an_input_is_named():
+    def clobbers(Q, K, V, G):
+        out = good(Q, K, V, G)
+        G -= G[:, :1]
+        return out
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.6 failed on case 1/5 .*\n  your function changed its input G "
+                                             r"in place"):
+        ck.check_intra_chunk(clobbers)

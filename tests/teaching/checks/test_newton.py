@@ -198,3 +198,16 @@ def test_newton_step_and_jacobian_changing_their_inputs_are_named():
     with pytest.raises(ExerciseFailed, match=r"Exercise 11.3 failed on .*:\n  your function changed its input h in "
                                              r"place"):
         checks.check_gru_jacobian(clobber_jac)
+
+
+def test_quasi_step_changing_its_input_only_while_timed_is_named(fake_clock):
+    def clobbers(f, jac_diag, h0, X, H):
+        out = _quasi(f, jac_diag, h0, X, H)
+        if H.shape == (256, 4, 48):
+            X[0] = 0.0
+        return out
+
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
+                                             r"\d+\):\n  your function changed its input 'X' in place while timed"):
+        checks.check_quasi_step(clobbers)
