@@ -5,17 +5,19 @@ Exercise 3.1 is a speed exercise: after the numbers (and the inputs left unchang
 see :func:`course_lib.teaching.checks.core.count_products`): they must not grow with the batch size
 ``B`` -- one GEMM serves all sequences -- and grow by a fixed number per time step. Then it measures
 the function against the course's one-sequence-at-a-time loop
-(:func:`course_lib.experiments.batching.forward_one_at_a_time`) in the same run: at least
-:data:`MIN_SPEEDUP` times faster, as a ratio, retried, BLAS on one thread for both.
+(:func:`course_lib.experiments.batching.forward_one_at_a_time`) in the same run with
+:func:`course_lib.teaching.checks.speed.judge_speed`: a fresh X for every timed call, every timed result
+compared with ``rnn.forward`` on it, the inputs checked for changes, BLAS on one thread; at least
+:data:`MIN_SPEEDUP` times faster, judged from the speed-up's interval.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...core import backend, timing
 from ...experiments import batching
 from ...models import rnn
 from .core import Case, ExerciseFailed, check_function, count_products, counted
+from .speed import judge_speed
 
 __all__ = ["check_batched_forward", "check_step_intensity", "MIN_SPEEDUP", "SPEED_SHAPE"]
 
@@ -54,28 +56,20 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     _check_products(ex, student)
     sz = SPEED_SHAPE
     params = rnn.init_params(sz["nx"], sz["nh"], sz["ny"], seed=1)
-    X = np.random.default_rng(2).uniform(-1, 1, (sz["T"], sz["batch"], sz["nx"])).astype(params.Wxh.dtype)
-    best = 0.0
-    noisy = False
-    for _ in range(max(1, int(retries))):
-        with backend.blas_threads(1):
-            cmp = timing.compare(repeat=5, warmup=1,
-                                 one_at_a_time=lambda: batching.forward_one_at_a_time(params, X),
-                                 yours=lambda: student(params, X))
-        best = max(best, cmp.timings["one_at_a_time"].min / cmp.timings["yours"].min)
-        noisy = noisy or not cmp.noise.ok
-        if best >= min_speedup:
-            print(line)
-            return line
-    if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
-        print(line)
-        return line
-    raise ExerciseFailed(
-        f"Exercise {ex} failed on the speed test (T={sz['T']}, B={sz['batch']}, nx={sz['nx']}, nh={sz['nh']}):\n  your "
-        f"numbers are right and your products do not grow with B, but your function is only {best:.2f}x as fast "
-        f"as the course's one-sequence-at-a-time loop (batching.forward_one_at_a_time) measured alongside; at "
-        f"least {min_speedup:g}x is needed\n  Hint: no Python loop over the batch or the units: per step one "
-        f"(B, nh) @ (nh, nh) product, and X @ Wxh for all steps as one product before the loop.")
+
+    def timed_input(rng):
+        X = rng.uniform(-1, 1, (sz["T"], sz["batch"], sz["nx"])).astype(params.Wxh.dtype)
+        return Case(kwargs=dict(params=params, X=X),
+                    label=f"T={sz['T']}, B={sz['batch']}, nx={sz['nx']}, nh={sz['nh']}, fresh X each call")
+    judge_speed(ex, student, _forward_reference, batching.forward_one_at_a_time, timed_input,
+                min_speedup=min_speedup, baseline_name="one_at_a_time",
+                baseline_desc="the course's one-sequence-at-a-time loop (batching.forward_one_at_a_time)",
+                rtol=1e-4, atol=1e-5, retries=retries, blas_threads=1,
+                context="your numbers are right and your products do not grow with B",
+                hint="no Python loop over the batch or the units: per step one (B, nh) @ (nh, nh) product, and "
+                     "X @ Wxh for all steps as one product before the loop.")
+    print(line)
+    return line
 
 
 def _check_products(ex: str, student) -> None:

@@ -136,6 +136,19 @@ def _recognise(student, reference, params, X, Y, h0, extra) -> str:
     return ""
 
 
+def _changed_input(fn, params, X, Y, h0, extra) -> str:
+    """Call ``fn`` on copies of the inputs; the name of the first one it changed in place ("" if none)."""
+    args = {"params": params.copy(), "X": X.copy(), "Y": Y.copy(), "h0": None if h0 is None else h0.copy()}
+    fn(args["params"], args["X"], args["Y"], args["h0"], **extra)
+    for name, before in (("X", X), ("Y", Y), ("h0", h0)):
+        if before is not None and not np.array_equal(args[name], before):
+            return name
+    for name, after, before in zip(params.names(), args["params"].arrays(), params.arrays()):
+        if not np.array_equal(after, before):
+            return f"params.{name}"
+    return ""
+
+
 def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) -> str:
     if not callable(student):
         raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
@@ -145,6 +158,12 @@ def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) ->
         if extra:
             label += ", " + ", ".join(f"{k}={v}" for k, v in extra.items())
         try:
+            changed = _changed_input(student, params, X, Y, h0, extra)
+            if changed:
+                raise ExerciseFailed(
+                    f"Exercise {exercise} failed on case {i}/{total} ({label}):\n  your function changed its input "
+                    f"'{changed}' in place; expected the inputs left as they were (the forward pass and other "
+                    "callers still need them): work on copies or into new arrays")
             msg = diagnose_gradients(student, reference, params, X, Y, h0, rtol=rtol, **extra)
         except (NotImplementedError, ExerciseFailed):
             raise
@@ -198,6 +217,15 @@ def _student_times(time_bptt, fn, params, X, Y, Ts) -> np.ndarray:
     return times
 
 
+def _running_total(backwards, longest_alone: float) -> bool:
+    """Whether times measured for Ts given longest first add up: they grow at every step *and* the last one
+    (the shortest T) is at least half the time one call with the longest T takes. A correct timer's last
+    time is far smaller (1/8 of it for the linear sweep, 1/64 for the double loop): one disturbed
+    measurement cannot make it a running total, as "the last time exceeds the first" alone did."""
+    grows = all(b >= a for a, b in zip(backwards, backwards[1:]))
+    return bool(grows and backwards[-1] >= 0.5 * longest_alone)
+
+
 def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
     """Exercise 2.3: ``time_bptt(bptt, params, X, Y, Ts) -> list of seconds``, the time of
     ``bptt(params, X[:T], Y[:T])`` for each T in ``Ts``. The check times the course's two BPTT
@@ -232,11 +260,13 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
             raise ExerciseFailed(
                 f"Exercise 2.3 failed ({name}):\n  your time for T = {Ts[-1]} is {times[-1]:.3g}, about {1 / ratio:.0f}x "
                 f"less than one call takes ({min(ref):.2e} s): time the whole call bptt(params, X[:T], Y[:T]), in seconds")
-        if backwards[0] < backwards[-1]:
+        if _running_total(backwards, min(ref)):
             raise ExerciseFailed(
-                f"Exercise 2.3 failed ({name}):\n  with Ts = {list(Ts[::-1])} (longest first) your times grow "
-                f"({backwards[0]:.3g} s ... {backwards[-1]:.3g} s): each looks like a running total. Start the clock "
-                "afresh for every T.")
+                f"Exercise 2.3 failed ({name}):\n  with Ts = {list(Ts[::-1])} (longest first) your times grow at every "
+                f"step ({', '.join(f'{t:.3g}' for t in backwards)} s), and the last, for T = {Ts[0]} alone, is "
+                f"{backwards[-1]:.3g} s -- at least half of what one call with T = {Ts[-1]} takes ({min(ref):.3g} s, "
+                "timed by the check): expected a time far below that, found a running total. Start the clock afresh "
+                "for every T.")
         with contextlib.redirect_stdout(io.StringIO()):  # one success line for the whole exercise
             check_slope(f"2.3 ({name})", Ts, times, slope, tol=0.45, what="time",
                         hint=f"time {name}(params, X[:T], Y[:T]) for each T (take the best of a few "

@@ -48,6 +48,7 @@ __all__ = [
     "counted",
     "count_products",
     "copy_inputs",
+    "explain_error",
     "changed_inputs",
     "case_label",
 ]
@@ -303,7 +304,8 @@ def check_function(
         except Exception as exc:
             raise ExerciseFailed(
                 f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n"
-                f"  your function raised {type(exc).__name__}: {exc}" + (f"\n  Hint: {hint}" if hint else "")
+                f"  your function raised {type(exc).__name__}: {exc}{explain_error(exc)}"
+                + (f"\n  Hint: {hint}" if hint else "")
             ) from exc
         if inputs_unchanged:
             changed = _changed_inputs(mine, pristine)
@@ -359,6 +361,19 @@ def _arrays_in(a, b, name):
     elif dataclasses.is_dataclass(a) and not isinstance(a, type):
         for f in dataclasses.fields(a):
             yield from _arrays_in(getattr(a, f.name), getattr(b, f.name), f"{name}.{f.name}")
+
+
+def explain_error(exc: BaseException) -> str:
+    """A sentence (starting with a newline) that explains an error whose own message misleads; "" otherwise.
+
+    numba compiles ``np.dot``, ``@`` and ``np.linalg`` inside an ``@njit`` function to calls into SciPy's
+    BLAS/LAPACK, and says only "scipy 0.16+ is required for linear algebra" where SciPy is missing."""
+    text = str(exc)
+    if isinstance(exc, ImportError) and "scipy" in text and "required" in text:
+        return ("\n  (numba compiles np.dot, @ and np.linalg inside an @njit function to calls into SciPy's BLAS, and "
+                "SciPy is not installed here: write the products as loops -- the exercise asks for the loops anyway "
+                "-- or install scipy)")
+    return ""
 
 
 def copy_inputs(case: Case) -> Case:

@@ -3,7 +3,9 @@
 Exercise 6.1 -- ``check_hidden_schedule(my_schedule)``: ``my_schedule(stage)`` schedules a fresh
 ``halide_rnn.HiddenStage`` (``h = tanh(P + h_prev W)``, two-stage definition). Passes when the
 numbers are right, the loop nest is vectorised and tiled, and its speed reaches ``min_fraction``
-of the course's best schedule *measured in the same run* (a ratio, retried; never an absolute time).
+of the course's best schedule *measured in the same run* (:func:`course_lib.teaching.checks.speed.judge_speed`:
+fresh inputs for every timed call, every timed result compared with numpy's ``tanh(P + h_prev W)``; a
+ratio judged from its interval, never an absolute time).
 
 Exercise 6.2 -- ``check_fused_backward(fused_backward)``: ``fused_backward(dH, dnext, WT, H)``
 returns one Func computing ``(dH + dnext WT) (1 - H²)`` as a single definition, so its pipeline
@@ -14,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...models import halide_rnn as H
-from ...core import timing
-from .core import ExerciseFailed, compare_outputs, passed
+from .core import Case, ExerciseFailed, compare_outputs, passed
+from .speed import judge_speed
 
 __all__ = ["check_hidden_schedule", "check_fused_backward", "MIN_FRACTION", "SPEED_SHAPE"]
 
@@ -128,8 +130,16 @@ def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, re
         P = rng.standard_normal((B, n_out)).astype(np.float32)
         hp = rng.uniform(-1, 1, (B, n_in)).astype(np.float32)
         W = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
-        got = _run_pipeline(ex, fn, (P, hp, W), f"case {n_case}/{len(_SHAPES_61)} (B={B}, n_in={n_in}, n_out={n_out})")
-        msg = compare_outputs(got, np.tanh(P + hp @ W), name="h", rtol=1e-4, atol=1e-5, time_axis=None)
+        label = f"case {n_case}/{len(_SHAPES_61)} (B={B}, n_in={n_in}, n_out={n_out})"
+        want = np.tanh(P + hp @ W)
+        kept = {"P": P.copy(), "h_prev": hp.copy(), "W": W.copy()}
+        got = _run_pipeline(ex, fn, (P, hp, W), label)
+        changed = [k for k, v in zip(kept, (P, hp, W)) if not np.array_equal(kept[k], v)]
+        if changed:
+            raise _fail(ex, f"on {label} your pipeline changed its input '{changed[0]}' in place",
+                        "a schedule only says where and when values are computed: build a fresh stage and only call "
+                        "scheduling methods; never write into P, h_prev or W.")
+        msg = compare_outputs(got, want, name="h", rtol=1e-4, atol=1e-5, time_axis=None)
         if msg:
             raise _fail(ex, f"wrong numbers on case {n_case}/{len(_SHAPES_61)} (B={B}, n_in={n_in}, "
                             f"n_out={n_out}): {msg}",
@@ -150,30 +160,31 @@ def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, re
                         "  The loops of h:\n" + _indent("\n".join(h_loops)),
                     "stage.h.tile(stage.j, stage.i, jo, io, ji, ii, 16, 64, hl.TailStrategy.GuardWithIf), then "
                     "stage.prod.compute_at(stage.h, jo).")
-    # speed: a ratio to the course's best schedule, measured now, best of a few tries
-    B, n = SPEED_SHAPE
-    P = rng.standard_normal((B, n)).astype(np.float32)
-    hp = rng.uniform(-1, 1, (B, n)).astype(np.float32)
-    W = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    # speed: a ratio to the course's best schedule, measured now on fresh inputs, every result compared
     best = H.compile_hidden(H.apply_schedule(H.hidden_stage(), "tiled+simd+parallel"))
-    fraction = 0.0
-    noisy = False
-    for _ in range(max(1, int(retries))):
-        cmp = timing.compare(repeat=7, warmup=1, baseline="course", course=lambda: best(P, hp, W),
-                             yours=lambda: fn(P, hp, W))
-        fraction = max(fraction, cmp.timings["course"].min / cmp.timings["yours"].min)
-        noisy = noisy or not cmp.noise.ok
-        if fraction >= min_fraction:
-            return passed(ex, len(_SHAPES_61), len(_SHAPES_61))
-    if noisy:  # a busy machine cannot judge speed: the numbers and the loop nest stand
-        return passed(ex, len(_SHAPES_61), len(_SHAPES_61))
     reasons = _slow_reasons(nest)
-    raise _fail(ex, f"your schedule is right and vectorised, but slow: it reached {fraction:.2f} of the speed of "
-                    f"the course's best schedule measured alongside (B={B}, n={n}); at least {min_fraction:g} "
-                    f"is needed." + "".join(f"\n  In your loop nest {r}." for r in reasons),
-                "compute the accumulator per tile (stage.prod.compute_at(stage.h, jo)), loop the update as "
-                "k outermost (stage.prod.update().reorder(stage.j, stage.i, stage.k.x)) and parallelize "
-                "the row tiles (stage.h.parallel(io)).")
+    judge_speed(ex, fn, _hidden_reference, best, _timed_hidden_input, min_speedup=min_fraction,
+                baseline_name="course", baseline_desc="the course's best schedule", rtol=1e-4, atol=1e-5,
+                retries=retries, blas_threads=None, context="your schedule is right and vectorised",
+                explain="".join(f"In your loop nest {r}. " for r in reasons).strip(),
+                hint="compute the accumulator per tile (stage.prod.compute_at(stage.h, jo)), loop the update as "
+                     "k outermost (stage.prod.update().reorder(stage.j, stage.i, stage.k.x)) and parallelize "
+                     "the row tiles (stage.h.parallel(io)).")
+    return passed(ex, len(_SHAPES_61), len(_SHAPES_61))
+
+
+def _hidden_reference(P, h_prev, W):
+    """``tanh(P + h_prev W)`` with numpy, float32: what every schedule must compute."""
+    return np.tanh(P + h_prev @ W)
+
+
+def _timed_hidden_input(rng: np.random.Generator) -> Case:
+    """Fresh ``P (B, n)``, ``h_prev (B, n)``, ``W (n, n)`` of :data:`SPEED_SHAPE` for one timed call."""
+    B, n = SPEED_SHAPE
+    return Case(kwargs=dict(P=rng.standard_normal((B, n)).astype(np.float32),
+                            h_prev=rng.uniform(-1, 1, (B, n)).astype(np.float32),
+                            W=(rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)),
+                label=f"B={B}, n={n}, float32")
 
 
 def _indent(text: str) -> str:

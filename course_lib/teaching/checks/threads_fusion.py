@@ -3,28 +3,40 @@
 Exercise 5.1 is a speed exercise. After the numbers (inputs left unchanged), the check proves the
 structure: a numba function compiled with ``parallel=True`` in which numba made a parallel loop, whose
 ``prange`` is the *outer* loop (over rows) and writes only elements indexed by its variable (see
-:func:`course_lib.teaching.checks.tiling_simd.prange_loops`); then it measures the fusion: on one
-thread (so that only the single pass counts, not the cores of a shared machine) your kernel must be
-at least :data:`MIN_FUSION_SPEEDUP` times as fast as the same formula as numpy expressions
-(:func:`hidden_delta_reference`: four passes and three temporaries), measured alongside, retried.
+:func:`course_lib.teaching.checks.tiling_simd.prange_loops`); and that the source has that loop (numba
+also makes parallel loops of whole-array expressions: that skips the exercise and is named). Then it
+measures the fusion with :func:`course_lib.teaching.checks.speed.judge_speed`: on one thread (so that only
+the single pass counts, not the cores of a shared machine), fresh inputs of :data:`FUSION_SHAPE` for every
+timed call, every timed result compared, the inputs checked for changes, your kernel must be at least
+:data:`MIN_FUSION_SPEEDUP` times as fast as the same formula as numpy expressions
+(:func:`hidden_delta_reference`: four passes, two temporaries), measured alongside.
+
+Why 1.5x and 4 MiB arrays: numpy's passes move about 2.5x the bytes of one fused pass, but with arrays that
+fit in a core's cache and inputs fresh from elsewhere the measured gain on one thread is 1.4-2x; at
+:data:`FUSION_SHAPE` it is about 2x (a 2-core AMD EPYC, busy). Before judge_speed pinned the allocator
+(:func:`course_lib.teaching.checks.speed.steady_memory`) the ratio swung between 13x and under 2x with the
+process's allocation history (numpy's 1 MiB temporaries faulting in fresh pages or not) -- issue 29's
+"fails when run a second time".
+
 Exercise 5.2 must be a numba function (one loop), not numpy expressions.
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
-from ...core import backend, timing
 from .core import Case, ExerciseFailed, check_function, passed
-from .tiling_simd import check_prange_placement
+from .speed import judge_speed
+from .tiling_simd import check_prange_placement, prange_loops
 
 __all__ = ["check_fused_hidden_delta", "check_output_delta_and_loss", "parfor_count",
            "hidden_delta_reference", "output_delta_and_loss_reference", "MIN_FUSION_SPEEDUP"]
 
-MIN_FUSION_SPEEDUP = 2.0   # 5.1: one fused pass vs numpy's separate passes, both on one thread
-FUSION_SHAPE = (256, 512)
+MIN_FUSION_SPEEDUP = 1.5   # 5.1: one fused pass vs numpy's separate passes, both on one thread, fresh inputs
+FUSION_SHAPE = (512, 1024)  # 4 MiB per array: beyond the per-core caches, so the passes are paid for
 
 
 def hidden_delta_reference(dz, r, h):
@@ -45,6 +57,15 @@ def _delta_cases(rng: np.random.Generator, i: int) -> Case:
     h = np.tanh(rng.standard_normal((B, n)))
     return Case(kwargs=dict(dz=rng.standard_normal((B, n)), r=rng.standard_normal((B, n)), h=h),
                 label=f"dz, r, h of shape ({B}, {n})")
+
+
+def _source_readable(fn) -> bool:
+    """Whether the Python source of ``fn`` (or of a numba function's ``py_func``) can be read."""
+    try:
+        inspect.getsource(getattr(fn, "py_func", fn))
+    except (OSError, TypeError):
+        return False
+    return True
 
 
 def parfor_count(fn) -> int | None:
@@ -80,36 +101,33 @@ def check_fused_hidden_delta(student, *, min_speedup: float = MIN_FUSION_SPEEDUP
             "parallelised no loop (0 parfors): every element is computed by one thread.\n"
             "  Hint: write the outer loop as `for i in prange(dz.shape[0]):` (from numba import prange).")
     check_prange_placement("5.1", student, what="rows")
+    if _source_readable(student) and not prange_loops(student):
+        raise ExerciseFailed(
+            f"Exercise 5.1 failed:\n  the values are right and numba made {n_par} parallel loop(s), but from "
+            "whole-array expressions: your source has no `for ... in prange(...)` loop. The exercise is the loop "
+            "written by hand -- an outer prange over rows whose inner loop does the whole formula for one element."
+            "\n  Hint: `for i in prange(dz.shape[0]):` then `for j in range(dz.shape[1]):` "
+            "out[i, j] = (dz[i, j] + r[i, j]) * (1.0 - h[i, j] * h[i, j]).")
     _check_fusion_speed(student, min_speedup, retries)
     return passed("5.1", 5, 5)
 
 
-def _check_fusion_speed(student, min_speedup: float, retries: int) -> None:
+def _fusion_input(rng: np.random.Generator) -> Case:
+    """A fresh timed input: dz, r and h of :data:`FUSION_SHAPE` (h inside tanh's range)."""
     B, n = FUSION_SHAPE
-    rng = np.random.default_rng(11)
-    dz, r = rng.standard_normal((B, n)), rng.standard_normal((B, n))
-    h = np.tanh(rng.standard_normal((B, n)))
-    threads = backend.get_threads()
-    best, noisy = 0.0, False
-    try:
-        backend.set_threads(1)
-        for _ in range(max(1, int(retries))):
-            cmp = timing.compare(repeat=5, warmup=1, numpy_passes=lambda: hidden_delta_reference(dz, r, h),
-                                 yours=lambda: student(dz, r, h))
-            best = max(best, cmp.timings["numpy_passes"].min / cmp.timings["yours"].min)
-            noisy = noisy or not cmp.noise.ok
-            if best >= min_speedup:
-                return
-    finally:
-        backend.set_threads(threads)
-    if noisy:  # a busy machine cannot judge speed: the structural checks above stand (as in 4.2)
-        return
-    raise ExerciseFailed(
-        f"Exercise 5.1 failed on the speed test (dz, r, h of shape ({B}, {n}), float64, one thread):\n  your kernel is "
-        f"parallel and right, but only {best:.2f}x as fast as numpy's separate passes (dz + r) * (1 - h * h) measured "
-        f"alongside; one fused pass should be at least {min_speedup:g}x as fast\n  Hint: one loop nest that reads "
-        f"each of dz[i, j], r[i, j], h[i, j] once and writes out[i, j] once; no whole-array numpy expressions "
-        f"(they each make a temporary) and no allocation inside the loop.")
+    return Case(kwargs=dict(dz=rng.uniform(-1, 1, (B, n)), r=rng.uniform(-1, 1, (B, n)), h=rng.uniform(-1, 1, (B, n))),
+                label=f"dz, r, h of shape ({B}, {n}), float64, one thread")
+
+
+def _check_fusion_speed(student, min_speedup: float, retries: int) -> None:
+    """One thread (numba and BLAS), fresh inputs every call, every result compared (see checks.speed)."""
+    judge_speed(
+        "5.1", student, hidden_delta_reference, hidden_delta_reference, _fusion_input, min_speedup=min_speedup,
+        baseline_name="numpy_passes", baseline_desc="numpy's separate passes (dz + r) * (1 - h * h)",
+        rtol=1e-10, atol=1e-12, retries=retries, threads=1, blas_threads=1,
+        context="your kernel is parallel and right",
+        hint="one loop nest that reads each of dz[i, j], r[i, j], h[i, j] once and writes out[i, j] once; no "
+             "whole-array numpy expressions (they each make a temporary) and no allocation inside the loop.")
 
 
 def _output_cases(rng: np.random.Generator, i: int) -> Case:

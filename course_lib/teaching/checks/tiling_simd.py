@@ -5,13 +5,16 @@
                                            with ``@njit(parallel=True)`` and a ``prange`` loop.
 
 Both are speed exercises. After the numbers, each check proves the structure with deterministic
-counts, then measures the speed against the course's baseline in the same run (a ratio, retried,
-BLAS on one thread -- never an absolute time):
+counts, then measures the speed against the course's baseline in the same run with
+:func:`course_lib.teaching.checks.speed.judge_speed` (fresh matrices for every timed call, every timed
+result compared with ``A @ B``, the inputs checked for changes, BLAS on one thread; a ratio judged from
+its interval -- never an absolute time):
 
 * 4.1: the function is a numba function; it is *tiled* -- the check runs its Python body on a
-  traced ``B`` and measures how many reads of ``B`` pass between two reads of the same element
-  (the reuse distance: about ``tile**2`` for a tiled loop nest, ``k * n`` for an untiled one, see
-  :func:`reuse_distance`); its compiled code contains packed SIMD instructions
+  traced ``B`` and counts how many times over it fetches ``B`` through a cache holding half of it
+  (about ``m / tile`` for a tiled loop nest, whether the tile of B waits in the cache or each element
+  is reused from a register across a tile of rows; ``m`` for an untiled one, see :func:`b_streams`);
+  its compiled code contains packed SIMD instructions
   (:func:`course_lib.experiments.matmul.simd_ops`); and it is at least :data:`MIN_TILED_SPEEDUP`
   times as fast as the course's naive ijk loop (``matmul.matmul_naive``).
 * 4.2: numba's parallel diagnostics list a loop made from a user ``prange``; the source shows that
@@ -25,15 +28,18 @@ BLAS on one thread -- never an absolute time):
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from ...algorithms import matmul
-from ...core import backend, timing
+from ...core import backend
 from .core import Case, ExerciseFailed, check_function
 from .parallel_loops import oversubscribed_run, parallel_structure, prange_loops
+from .speed import judge_speed
 
 __all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul",
-           "prange_loops", "reuse_distance", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP", "ReadTrace",
+           "prange_loops", "reuse_distance", "b_streams", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP", "ReadTrace",
            "traced_array"]
 
 _RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
@@ -128,6 +134,33 @@ def reuse_distance(reads) -> tuple[float, float]:
     return float(np.median(dists)), len(dists) / max(len(reads), 1)
 
 
+def b_streams(reads, capacity: int) -> float:
+    """How many times over the elements of B are fetched by a loop nest whose reads of B are ``reads``
+    (flat indices, in order), through an LRU cache holding ``capacity`` elements: misses / distinct elements.
+
+    An untiled loop nest streams all of B once per row of A (``m`` times). A tiled one fetches it about
+    ``m / tile`` times -- whether the tile of B stays in the cache while the rows of a tile of A pass
+    (inner order i, p, j: short reuse distances) or each element of B is loaded once and reused from a
+    register across a tile of rows (inner order p, j, i: every reuse is a full sweep of B, yet only
+    ``m / tile`` of them). The median reuse distance (:func:`reuse_distance`) cannot tell the second
+    kind from an untiled loop; this count can."""
+    capacity = int(capacity)
+    if capacity < 1:
+        raise ValueError(f"capacity: expected at least 1 element, got {capacity}")
+    cache: OrderedDict = OrderedDict()
+    misses = 0
+    for f in reads:
+        if f in cache:
+            cache.move_to_end(f)
+            continue
+        misses += 1
+        cache[f] = None
+        if len(cache) > capacity:
+            cache.popitem(last=False)
+    distinct = len(set(reads))
+    return misses / distinct if distinct else 0.0
+
+
 def _trace_b_reads(py_func, A, B, tile) -> list:
     ReadTrace.log = []
     try:
@@ -187,17 +220,17 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
         raise _fail(ex, f"the check runs your function's Python body on a traced B to see its loop nest, and it raised "
                         f"{type(exc).__name__}: {exc}", "index arrays with integers and slices (B[p, j], "
                         "B[p, j0:j1]); no numba-only features in the body.") from exc
-    dist, reread = reuse_distance(reads)
-    untiled = n * n
+    _, reread = reuse_distance(reads)
+    streams = b_streams(reads, capacity=n * n // 2)
     if reread < 0.5:
         raise _fail(ex, f"for A and B ({n}, {n}) and tile {tile} your function read each element of B about once "
                         f"({len(reads)} reads of {n * n} elements): that is a library product (A @ B, np.dot), not a "
                         "loop nest over tiles", "write the six loops: three over tiles, three inside a tile.")
-    if dist > untiled / 2:
-        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {tile}, between two reads of the "
-                        f"same element of B it reads {dist:.0f} elements of B (median) -- all of B, as an untiled loop "
-                        f"does ({untiled}); a tiled loop nest re-reads a tile of B after about tile**2 = {tile * tile} "
-                        "reads (does your function use its argument `tile`?)",
+    if streams > n / 2:
+        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {tile} it fetches all of B "
+                        f"{streams:.0f} times over through a cache that holds half of B -- once per row of A, as an "
+                        f"untiled loop does ({n}); a tiled loop nest fetches it about {n} / tile = {n // tile} times "
+                        "(does your function use its argument `tile`?)",
                     "loop over blocks: for i0 in range(0, m, tile), for p0 in range(0, k, tile), for j0 in "
                     "range(0, n, tile); then i, p, j inside the block.")
     # vectorised? packed SIMD instructions in the compiled code
@@ -211,31 +244,30 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
         raise _fail(ex, f"your function is tiled, but numba compiled it to scalar code only: the machine code "
                         f"(float32) has {ops['scalar']} scalar and no packed (SIMD) multiply/add instructions",
                     _SIMD_HINT)
-    # faster: a ratio to the course's naive loop, measured now
-    N = TILED_SPEED_N
-    A, B = _matrices(np.random.default_rng(6), N, N, N, np.float32)
-    tile_s = 64
-    best = 0.0
-    noisy = False
-    for _ in range(max(1, int(retries))):
-        with backend.blas_threads(1):
-            cmp = timing.compare(repeat=5, warmup=1, course_naive=lambda: matmul.matmul_naive(A, B),
-                                 yours=lambda: student(A, B, tile_s))
-        best = max(best, cmp.timings["course_naive"].min / cmp.timings["yours"].min)
-        noisy = noisy or not cmp.noise.ok
-        if best >= min_speedup:
-            break
-    if best >= min_speedup or noisy:  # a busy machine cannot judge speed: tiling and SIMD, counted, stand
-        print(line)
-        print(f"  tiled: a tile of B is re-read after ~{dist:.0f} reads of B (untiled: {untiled}); the compiled "
-              f"loop uses SIMD instructions" + (f"; at least {min_speedup:g}x as fast as the naive loop"
-                                               if best >= min_speedup else "; speed not judged (busy machine)"))
-        return line
-    raise _fail(ex, f"your function is tiled and vectorised, but only {best:.2f}x as fast as the course's naive ijk "
-                    f"loop (matmul.matmul_naive) measured alongside; at least {min_speedup:g}x is needed",
-                "keep the innermost loop contiguous (over j, the columns of B and C) and the block loops outside.",
-                where=f"the speed test (n={N}, tile {tile_s}, float32)")
+    # faster: a ratio to the course's naive loop, measured now on fresh matrices, every result compared
+    N, tile_s = TILED_SPEED_N, 64
+    judge_speed(ex, student, reference_matmul, _naive, _timed_matrices(N, tile_s), min_speedup=min_speedup,
+                baseline_name="course_naive", baseline_desc="the course's naive ijk loop (matmul.matmul_naive)",
+                rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1, context="your function is tiled and vectorised",
+                hint="keep the innermost loop contiguous (over j, the columns of B and C) and the block loops outside.")
+    print(line)
+    print(f"  tiled: B is fetched about {streams:.0f} times over (untiled: {n}); the compiled "
+          f"loop uses SIMD instructions; at least {min_speedup:g}x as fast as the naive loop")
+    return line
 
+
+def _naive(A, B, tile=None):
+    """The course's naive ijk loop (``tile`` is ignored): 4.1's baseline."""
+    return matmul.matmul_naive(A, B)
+
+
+def _timed_matrices(n: int, tile: int | None, dtype=np.float32):
+    """``make_input(rng)`` for the speed tests: fresh (n, n) matrices every call (and ``tile`` if given)."""
+    def make(rng):
+        A, B = _matrices(rng, n, n, n, dtype)
+        kwargs = dict(A=A, B=B) if tile is None else dict(A=A, B=B, tile=tile)
+        return Case(kwargs=kwargs, label=f"n={n}" + (f", tile {tile}" if tile else "") + f", {np.dtype(dtype).name}")
+    return make
 
 
 def _parallel_cases(dtype):
@@ -329,29 +361,14 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
                     "prange over the rows i of C only; never over the reduction index p.")
     raced = ("; right with twice as many threads as cores (separate process)" if over["ok"]
              else f"; the oversubscribed run was skipped: {over['skipped']}")
-    threads = backend.get_threads()
-    note = ""
-    if True:
-        N = PARALLEL_SPEED_N
-        A, B = _matrices(np.random.default_rng(7), N, N, N, np.float32)
-        best, noisy = 0.0, False
-        for _ in range(max(1, int(retries))):
-            with backend.blas_threads(1):
-                cmp = timing.compare(repeat=5, warmup=1, course_parallel=lambda: matmul.matmul_parallel(A, B),
-                                     yours=lambda: student(A, B))
-            best = max(best, cmp.timings["course_parallel"].min / cmp.timings["yours"].min)
-            noisy = not cmp.noise.ok
-            if best >= min_speedup:
-                break
-        else:
-            if not noisy:
-                raise _fail(ex, f"your prange loop is the outer one and race-free, but on {threads} thread(s) your "
-                                f"function runs at only {best:.2f}x the speed of the course's prange loop "
-                                f"(matmul.matmul_parallel) measured alongside; at least {min_speedup:g}x is needed",
-                            "inside the prange loop use the ikj order (contiguous innermost loop over j); "
-                            "no allocation inside the loop.", where=f"the speed test (n={N}, float32)")
-            note = ""  # too noisy to judge: the deterministic structure checks above stand (stable output)
-    print(line + note)
+    judge_speed(ex, student, reference_matmul, matmul.matmul_parallel, _timed_matrices(PARALLEL_SPEED_N, None),
+                min_speedup=min_speedup, baseline_name="course_parallel",
+                baseline_desc=f"the course's prange loop (matmul.matmul_parallel) on the same {backend.get_threads()} "
+                              "thread(s)", rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1,
+                context="your prange loop is the outer one and race-free",
+                hint="inside the prange loop use the ikj order (contiguous innermost loop over j); no allocation "
+                     "inside the loop.")
+    print(line)
     where = f" (line {lp['line']}, over {lp['var']})" if lp else ""
     print(f"  numba parallel=True, {info['prange_loops']} prange loop(s) turned into parallel loops; "
           f"the prange is the outer loop{where} and writes only its own rows{raced}")

@@ -230,3 +230,138 @@ def _fused_output(z, y):
             loss += e * e
             delta[i, j] = 2.0 * e * (1.0 - yh * yh)
     return delta, loss
+
+
+# --------------------------------------------------------------------------- 5.1: speed checks that judge the answer
+@njit(parallel=True)
+def _gamed_delta(dz, r, h):
+    """Right on the small cases; on the timed size (512 rows) it returns zeros without the work."""
+    out = np.zeros_like(dz)
+    if dz.shape[0] >= 512:
+        return out
+    for i in prange(dz.shape[0]):
+        for j in range(dz.shape[1]):
+            out[i, j] = (dz[i, j] + r[i, j]) * (1.0 - h[i, j] * h[i, j])
+    return out
+
+
+@njit(parallel=True)
+def _mutating_on_timed_size(dz, r, h):
+    """Right, but on the timed size it overwrites h in place (squares it) to save a multiplication later."""
+    out = np.empty_like(dz)
+    big = dz.shape[0] >= 512
+    for i in prange(dz.shape[0]):
+        for j in range(dz.shape[1]):
+            hh = h[i, j] * h[i, j]
+            out[i, j] = (dz[i, j] + r[i, j]) * (1.0 - hh)
+            if big:
+                h[i, j] = hh
+    return out
+
+
+@njit(parallel=True)
+def _array_expression_delta(dz, r, h):
+    """Right numbers, parallel=True, but no prange loop: numba fuses the array expression itself."""
+    return (dz + r) * (1.0 - h * h)
+
+
+def test_51_a_cheap_answer_on_the_timed_size_is_a_gamed_timer(fake_clock):
+    fake_clock.cost(numpy_passes=3e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 5\.1 failed on the speed test \(dz, r, h of shape \(512, 1024\)"
+                                             r"[\s\S]*gamed timer[^:]*: the result returned while timed differs"):
+        threads_fusion_checks.check_fused_hidden_delta(_gamed_delta)
+
+
+def test_51_changing_an_input_while_timed_is_named(fake_clock):
+    fake_clock.cost(numpy_passes=3e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 5\.1 failed on the speed test[\s\S]*changed its input 'h'"):
+        threads_fusion_checks.check_fused_hidden_delta(_mutating_on_timed_size)
+
+
+def test_51_whole_array_expressions_skip_the_loop_and_are_named():
+    with pytest.raises(ExerciseFailed, match=r"from whole-array expressions: your source has no `for \.\.\. in prange"):
+        threads_fusion_checks.check_fused_hidden_delta(_array_expression_delta)
+
+
+def test_51_far_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
+    fake_clock.cost(numpy_passes=1e-3, yours=100e-3)
+    with pytest.raises(ExerciseFailed, match=r"only 0\.01x as fast as numpy's separate passes[\s\S]*whole interval"):
+        threads_fusion_checks.check_fused_hidden_delta(_good_delta)
+
+
+def test_51_passes_twice_in_a_row_and_restores_the_thread_counts(fake_clock):
+    """Issue 29, item 1: the worksheet's own solution failed when its check ran a second time."""
+    from threadpoolctl import threadpool_info
+    from course_lib.core import backend
+
+    def blas():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    before = (backend.get_threads(), blas())
+    fake_clock.cost(numpy_passes=3e-3, yours=1e-3)
+    for _ in range(2):
+        assert threads_fusion_checks.check_fused_hidden_delta(_good_delta) == "Exercise 5.1 passed: 5/5 cases"
+        assert (backend.get_threads(), blas()) == before
+
+
+def test_51_the_cause_large_temporaries_stop_faulting_in_fresh_pages():
+    """The cause of item 1: whether a fresh 4 MiB result reused warm heap pages or faulted in new ones flipped
+    with the process's allocation history. After steady_memory() (judge_speed calls it) it never faults."""
+    resource = pytest.importorskip("resource")
+    from course_lib.teaching.checks.speed import steady_memory
+
+    if not steady_memory():
+        pytest.skip("not glibc: the allocator is left as it is")
+    dz = np.ones((512, 1024))
+    threads_fusion_checks.hidden_delta_reference(dz, dz, dz)          # warm: the heap grows once
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(20):
+        threads_fusion_checks.hidden_delta_reference(dz, dz, dz)      # two 4 MiB temporaries per call
+        _good_delta(dz, dz, dz)
+    per_call = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20
+    assert per_call < 64, f"{per_call:.0f} page faults per call (a 4 MiB array is 1024 pages)"
+
+
+# --------------------------------------------------------------------------- 3.1: speed checks that judge the answer
+def _batched_on_timed_shape(change):
+    """The right batched forward, except on the timed shape (B = 64), where ``change(params, X)`` answers."""
+    def forward(params, X, h0=None):
+        if X.shape[1] == batching_checks.SPEED_SHAPE["batch"]:
+            return change(params, X)
+        return good_forward(params, X, h0)
+    return forward
+
+
+def test_31_a_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
+    cache = []
+
+    def cached(params, X):
+        if not cache:
+            cache.append(good_forward(params, X))
+        return cache[0]
+    with pytest.raises(ExerciseFailed, match=r"Exercise 3\.1 failed on the speed test \(T=16, B=64[\s\S]*gamed timer[^:]*: "
+                                             r"the result returned while timed differs from the reference"):
+        batching_checks.check_batched_forward(_batched_on_timed_shape(cached))
+
+
+def test_31_changing_the_input_while_timed_is_named(fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
+
+    def clips_in_place(params, X):
+        out = good_forward(params, X)
+        np.clip(X, -0.5, 0.5, out=X)
+        return out
+    with pytest.raises(ExerciseFailed, match=r"Exercise 3\.1 failed on the speed test[\s\S]*changed its input 'X'"):
+        batching_checks.check_batched_forward(_batched_on_timed_shape(clips_in_place))
+
+
+def test_31_far_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
+    fake_clock.cost(one_at_a_time=1e-3, yours=100e-3)
+    with pytest.raises(ExerciseFailed, match=r"only 0\.01x as fast as the course's one-sequence[\s\S]*whole interval"):
+        batching_checks.check_batched_forward(good_forward)
+
+
+def test_31_passes_twice_in_a_row(fake_clock):
+    fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
+    for _ in range(2):
+        assert batching_checks.check_batched_forward(good_forward) == "Exercise 3.1 passed: 5/5 cases"

@@ -148,3 +148,11 @@ def test_placeholder_errors_show_one_line_in_a_kernel():
     assert out[1]["ename"] == "ExerciseFailed" and len(out[1]["traceback"]) <= 4
     assert not any("site-packages" in line or "course_lib/" in line for line in out[1]["traceback"])
     assert len(out[2]["traceback"]) > 1  # other errors keep their traceback
+
+
+def test_explain_error_names_numbas_missing_scipy_and_nothing_else():
+    from course_lib.teaching.checks.core import explain_error
+
+    assert "SciPy is not installed" in explain_error(ImportError("scipy 0.16+ is required for linear algebra"))
+    assert explain_error(ImportError("no module named foo")) == ""
+    assert explain_error(ValueError("scipy is required")) == ""

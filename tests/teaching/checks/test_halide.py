@@ -51,7 +51,7 @@ def test_61_rejects_illegal_schedule_and_changed_algorithm():
 
 def test_61_rejects_slow_with_ratio_message(fake_clock):
     fake_clock.cost(course=1e-3, yours=1e-2)  # a tenth of the course's speed
-    with pytest.raises(ExerciseFailed, match=r"reached 0.10 of the speed of the course's best schedule"):
+    with pytest.raises(ExerciseFailed, match=r"only 0.10x as fast as the course's best schedule"):
         C.check_hidden_schedule(good_schedule, retries=1)
     fake_clock.cost(yours=1e-3)  # as fast as the course's
     assert C.check_hidden_schedule(good_schedule, retries=1).startswith("Exercise")
@@ -139,3 +139,75 @@ def test_61_slow_message_names_what_the_nest_lacks(fake_clock):
     fake_clock.cost(course=1e-3, yours=1e-2)
     with pytest.raises(ExerciseFailed, match=r"(?s)no loop is parallel.*loop over k\) is scalar"):
         C.check_hidden_schedule(serial_scalar_update, retries=1)
+
+
+# --------------------------------------------------------------------------- 6.1: speed checks that judge the answer
+def _pipeline_that(monkeypatch, change):
+    """Make the course compile the student's schedule into a pipeline that behaves as ``change(run)`` says on
+    the timed size (64, 512), the way a gamed or mutating pipeline would; right on the small cases."""
+    real = H.compile_hidden
+
+    def compile_hidden(stage):
+        run = real(stage)
+
+        def wrapped(P, h_prev, W):
+            return change(run, P, h_prev, W) if P.shape == C.SPEED_SHAPE else run(P, h_prev, W)
+        wrapped.loop_nest = run.loop_nest
+        return wrapped
+    monkeypatch.setattr(C.H, "compile_hidden", compile_hidden)
+
+
+def test_61_a_cached_result_while_timed_is_a_gamed_timer(fake_clock, monkeypatch):
+    cache = {}
+
+    def cached(run, P, h_prev, W):
+        if "h" not in cache:
+            cache["h"] = run(P, h_prev, W)
+        return cache["h"]
+    _pipeline_that(monkeypatch, cached)
+    fake_clock.cost(course=1e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 6\.1 failed on the speed test \(B=64, n=512[\s\S]*gamed timer"):
+        C.check_hidden_schedule(good_schedule)
+
+
+def test_61_a_pipeline_changing_its_input_while_timed_is_named(fake_clock, monkeypatch):
+    def mutating(run, P, h_prev, W):
+        out = run(P, h_prev, W)
+        P[0, 0] = 0.0
+        return out
+    _pipeline_that(monkeypatch, mutating)
+    fake_clock.cost(course=1e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"changed its input 'P' in place"):
+        C.check_hidden_schedule(good_schedule)
+
+
+def test_61_far_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
+    fake_clock.cost(course=1e-3, yours=100e-3)
+    with pytest.raises(ExerciseFailed, match=r"only 0\.01x as fast[\s\S]*whole interval lies below the bar"):
+        C.check_hidden_schedule(good_schedule)
+
+
+def test_61_passes_twice_in_a_row(fake_clock):
+    fake_clock.cost(course=1e-3, yours=1e-3)
+    for _ in range(2):
+        assert C.check_hidden_schedule(good_schedule) == "Exercise 6.1 passed: 4/4 cases"
+
+
+def test_61_a_pipeline_changing_its_input_on_a_case_is_named(monkeypatch):
+    def mutating(run, P, h_prev, W):
+        out = run(P, h_prev, W)
+        h_prev[0, 0] = 0.0
+        return out
+    real = H.compile_hidden
+
+    def compile_hidden(stage):
+        run = real(stage)
+
+        def wrapped(P, h_prev, W):
+            return mutating(run, P, h_prev, W)
+        wrapped.loop_nest = run.loop_nest
+        return wrapped
+    monkeypatch.setattr(C.H, "compile_hidden", compile_hidden)
+    with pytest.raises(ExerciseFailed, match=r"on case 1/4 \(B=1, n_in=1, n_out=1\) your pipeline changed its input "
+                                             r"'h_prev' in place"):
+        C.check_hidden_schedule(good_schedule)

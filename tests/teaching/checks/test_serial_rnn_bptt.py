@@ -260,3 +260,42 @@ def test_float64_result_passes_with_a_note(capsys):
     line = check_function("9.9", lambda x: x.astype(np.float64) * 2, lambda x: x * 2,
                           [dict(x=np.ones(3, np.float32))], time_axis=None)
     assert "float64 where the reference is float32" in line
+
+
+def test_complexity_one_disturbed_measurement_is_not_called_a_running_total():
+    """Issue 29, item 7: with Ts longest first, a right timer whose last (shortest) measurement another program
+    slowed 20x had 'the last time exceeds the first' and was called a running total."""
+    def disturbed(bptt, params, X, Y, Ts):
+        out = []
+        for T in Ts:
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                bptt(params, X[:T], Y[:T])
+                best = min(best, time.process_time() - t0)
+            out.append(best)
+        if Ts[0] > Ts[-1]:
+            out[-1] *= 20       # the disturbed one
+        return out
+
+    assert "2.3 passed" in bptt_checks.check_complexity(disturbed)
+
+
+def test_bptt_that_changes_its_inputs_is_rejected_by_name():
+    """Issue 29, item 8: right gradients from a function that clips the targets in place."""
+    def clips_targets(params, X, Y, h0=None):
+        grads = rnn.bptt_linear(params, X, Y, h0)
+        np.clip(Y, -0.1, 0.1, out=Y)
+        return grads
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 2\.1 failed on case 1/5 \(T=1, B=2[\s\S]*changed its input 'Y' "
+                                             r"in place"):
+        bptt_checks.check_bptt_linear(clips_targets)
+
+    def scales_weights(params, X, Y, h0=None, truncate=None):
+        grads = rnn.bptt_quadratic(params, X, Y, h0, truncate=truncate)
+        params.Whh *= 1.0001
+        return grads
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 2\.2 failed on case 1/6[\s\S]*changed its input 'params\.Whh'"):
+        bptt_checks.check_bptt_quadratic(scales_weights)

@@ -46,7 +46,7 @@ def test_a_cached_answer_is_rejected_as_a_gamed_timer(fake_clock):
         if x.shape not in cache:
             cache[x.shape] = 2 * x
         return cache[x.shape]
-    with pytest.raises(ExerciseFailed, match=r"Exercise 9\.9 failed on the speed test[\s\S]*gamed timer: the result "
+    with pytest.raises(ExerciseFailed, match=r"Exercise 9\.9 failed on the speed test[\s\S]*gamed timer[^:]*: the result "
                                              r"returned while timed differs from the reference on that same input"):
         _judge(cached)
 
@@ -101,6 +101,6 @@ def test_the_stopwatch_leaves_out_paused_time():
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="min_speedup"):
-        judge_speed("1", _ref, _ref, _ref, _inputs, min_speedup=0)
+        judge_speed("1", _ref, _ref, _ref, _inputs, min_speedup=-1)
     with pytest.raises(TypeError, match="make_input"):
         judge_speed("1", _ref, _ref, _ref, None, min_speedup=2)
