@@ -268,8 +268,9 @@ def test_batched_predict_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
 
     fake_clock.cost(course_serial=6e-3, yours=1e-3)
     with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 7.3 failed on the speed test \(T=16, B=32, H=64, L=2, "
-                                             r"float32, timed call \d+\):\n  gamed timer: the result returned while "
-                                             r"timed differs from the reference on that same input"):
+                                             r"float32, timed call \d+\):\n  gamed timer \(or a mistake that shows "
+                                             r"only at this size\): the result returned while timed differs from the "
+                                             r"reference on that same input"):
         parallel_inference_checks.check_batched_predict(cached)
 
 

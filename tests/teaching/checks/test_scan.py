@@ -536,8 +536,9 @@ def test_fast_scan_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
 
     fake_clock.cost(plain_loop=2e-3, yours=1e-3)
     with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
-                                             r"float32, timed call \d+\):\n  gamed timer: the result returned while "
-                                             r"timed differs from the reference on that same input"):
+                                             r"float32, timed call \d+\):\n  gamed timer \(or a mistake that shows "
+                                             r"only at this size\): the result returned while timed differs from the "
+                                             r"reference on that same input"):
         scan_checks.check_fast_scan(cached)
 
 
