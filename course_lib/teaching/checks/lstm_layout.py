@@ -9,8 +9,10 @@
 * 9.5 ``forward_one_gemm(params, X, h0, c0) -> H (T, B, H)``: a speed exercise -- the numbers, then
   the matrix products counted (exactly ONE per time step, the input projection of all steps done
   once before the loop, nothing depending on ``B``), then the speed against the course's per-gate
-  step (``lstm_forward(method="naive")``, 8 products per step) measured in the same run: at least
-  :data:`MIN_SPEEDUP` times faster, as a ratio, retried, BLAS on one thread for both.
+  step (``lstm_forward(method="naive")``, 8 products per step) measured in the same run by
+  :func:`.speed.judge_speed` (a fresh input per timed call, every timed result compared): at least
+  :data:`MIN_SPEEDUP` times faster, BLAS on one thread for both. 9.1 and 9.5 reject a solution that
+  calls the course's own answer (``lstm.lstm_step``, ``lstm.lstm_forward``; :mod:`.shortcuts`).
 
 Failures say which gate (i, f, g or o) differs first, and where. Inputs changed in place are rejected,
 and a float64 result where the inputs are float32 passes with a note (the course's dtype rule).

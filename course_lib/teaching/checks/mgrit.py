@@ -7,8 +7,12 @@ Exercise 10.5 is a speed exercise. After the numbers (inputs unchanged, threads 
 your function with a ``step`` that sleeps :data:`SLEEP_S` per call (releasing the GIL, as a real step's
 numpy/BLAS work does) and counts, deterministically enough to grade: the distinct threads that called it
 and the largest number of calls in flight at once (at least 2 with ``threads=2``, never more than
-``threads``). The speed is then a ratio to the serial ``mgrit.f_relaxation`` with the same sleeping step,
-measured alongside: sleeping is not computing, so a busy machine does not change it.
+``threads``). The output of EVERY sleeping run is compared (:data:`SLEEPY_RUNS`: 2, 3 and 4 threads, steps
+whose sleep varies from point to point), so tasks that read a point before another task wrote it (one task
+per F-point) are named as a race. The speed is then a ratio to the serial ``mgrit.f_relaxation`` with the
+same sleeping step, measured alongside by :func:`.speed.judge_speed` (a fresh ``U`` per timed call, every
+timed result compared): sleeping is not computing, so a busy machine does not change it. Every grader
+here rejects a solution that calls the course's own answer (:mod:`.shortcuts`).
 """
 from __future__ import annotations
 

@@ -2,11 +2,16 @@
 softmax inference, scatter/gather of a batch over P ranks. References: :mod:`course_lib.models.softmax_rnn`
 and :mod:`course_lib.parallel.inference`.
 
-Exercise 7.3 is also a speed exercise: after the numbers, the check *counts* the matrix products your
+Exercise 7.3 is also a speed exercise. After the numbers, a *race test* runs your function on longer inputs
+(T = 40 and 320) with one layer at a time made slow (:class:`SlowWeights`: its products sleep first) and
+compares every run: threads that read a layer's state before it was written (one thread per layer, no
+waiting) are named. Then the check *counts* the matrix products your
 function makes with the weights (``@``, ``np.matmul``, ``np.dot``, ``np.einsum`` ... on ``U``, ``W``,
 ``V``; see :class:`course_lib.teaching.checks.core.CountedArray`) -- per time step they must not depend on the batch size ``B`` nor on
 ``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="sequential")``,
-one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times faster, as a ratio, retried.
+one sequence at a time) in the same run, through :func:`.speed.judge_speed`: a fresh ``X`` for every timed
+call, every timed result compared, at least :data:`MIN_SPEEDUP` times faster. Every grader here rejects a
+solution that calls the course's own answer (:mod:`.shortcuts`).
 """
 from __future__ import annotations
 
