@@ -21,13 +21,18 @@ The CUDA check does more than compare outputs: in numba's CUDA simulator it repl
 memory with a *traced* array (poisoned with NaN) and counts each thread's ``cuda.syncthreads()``
 calls. Any read of a shared slot this block never wrote, and any two threads touching the same
 slot (one of them writing) between the same two barriers, is reported -- a kernel that is right
-only because the simulator happened to run its threads in a lucky order fails. It also counts, per
+only because the simulator happened to run its threads in a lucky order fails. A barrier that not every
+thread of a block reaches (inside an ``if``, after an early ``return``) is named a *divergent barrier*
+(the barriers each thread passed are logged by line), not a race. It also counts, per
 thread, the elements read and written in global memory (the kernel's arguments) and in shared memory
 (:func:`counted_memory`, the GPU-Puzzles idea) and fails, naming the counter, the thread and the budget,
 when the busiest thread exceeds :func:`memory_budget` (each input read once, the output written once,
 O(log n) shared accesses). It runs on odd T, more threads than steps (T < n) and three blocks; the
 simulator runs one Python thread per CUDA thread, so blocks stay at most 64 threads (about a second for
 the whole check).
+
+Graders 8.1, 8.2, 8.3, 8.5 reject a solution that calls the course's own answer (``scan.combine``,
+``scan.linear_recurrence``, ...; :mod:`.shortcuts`) once its numbers are right.
 """
 from __future__ import annotations
 
