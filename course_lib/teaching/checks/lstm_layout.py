@@ -9,8 +9,10 @@
 * 9.5 ``forward_one_gemm(params, X, h0, c0) -> H (T, B, H)``: a speed exercise -- the numbers, then
   the matrix products counted (exactly ONE per time step, the input projection of all steps done
   once before the loop, nothing depending on ``B``), then the speed against the course's per-gate
-  step (``lstm_forward(method="naive")``, 8 products per step) measured in the same run: at least
-  :data:`MIN_SPEEDUP` times faster, as a ratio, retried, BLAS on one thread for both.
+  step (``lstm_forward(method="naive")``, 8 products per step) measured in the same run by
+  :func:`.speed.judge_speed` (a fresh input per timed call, every timed result compared): at least
+  :data:`MIN_SPEEDUP` times faster, BLAS on one thread for both. 9.1 and 9.5 reject a solution that
+  calls the course's own answer (``lstm.lstm_step``, ``lstm.lstm_forward``; :mod:`.shortcuts`).
 
 Failures say which gate (i, f, g or o) differs first, and where. Inputs changed in place are rejected,
 and a float64 result where the inputs are float32 passes with a note (the course's dtype rule).
@@ -22,10 +24,11 @@ import time
 import numpy as np
 
 from ...algorithms.activations import sigmoid
-from ...core import backend, timing
 from ...models import lstm
+from .shortcuts import check_no_shortcut
 from .core import Case, ExerciseFailed, Passed, compare_outputs, passed
 from .core import count_products, counted
+from .speed import judge_speed
 
 __all__ = ["check_fused_step", "check_step_transposed", "check_pick_fastest", "check_cached_pick",
            "check_forward_one_gemm", "reference_fused_step", "reference_step_transposed", "gate_message",
@@ -104,7 +107,7 @@ def _float64_where_32(got, exp) -> bool:
                for g, e in zip(got, exp))
 
 
-def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints):
+def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints, forbidden=None):
     total = len(cases)
     notes = []
     for n, case in enumerate(cases, start=1):
@@ -138,6 +141,8 @@ def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hin
             if msg:
                 raise ExerciseFailed(f"Exercise {exercise} failed on case {n}/{total} ({case.label}):\n  {msg}"
                                      f"\n  all four gates match, so look at the update of {what}: {hints[what]}")
+    if forbidden:
+        check_no_shortcut(exercise, student, forbidden, *(_copy(v) for v in cases[0].kwargs.values()))
     return _passed_with_notes(exercise, total, notes)
 
 
@@ -166,7 +171,7 @@ def check_fused_step(student) -> str:
     return _run("9.1", student, reference_fused_step, _step_cases(), lambda kw: kw["h"].shape[1], 1,
                 ("h_new", "c_new", "gates"), "gates",
                 {"gates": "z = x W_ih^T + h W_hh^T + b_ih + b_hh is (B, 4H); gate k is z[:, k*H:(k+1)*H]",
-                 "c": "c' = f * c + i * g", "h": "h' = o * tanh(c')"})
+                 "c": "c' = f * c + i * g", "h": "h' = o * tanh(c')"}, {"lstm.lstm_step": lstm.lstm_step})
 
 
 def _transposed_cases():
@@ -326,7 +331,7 @@ def _call_forward(ex, student, label, kwargs):
                              f"{exc}") from exc
 
 
-def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 2) -> str:
     """Exercise 9.5: ``forward_one_gemm(params, X, h0, c0) -> H (T, B, H)`` with ONE matrix product
     per time step (see the module doc): numbers, products counted, speed vs the per-gate step."""
     ex = "9.5"
@@ -355,29 +360,26 @@ def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries
         if _float64_where_32((got,), (exp,)) and DTYPE_NOTE not in notes:
             notes.append(DTYPE_NOTE)
     _check_one_gemm_per_step(ex, student)
+    check_no_shortcut(ex, student, {"lstm.lstm_forward": lstm.lstm_forward},
+                      *(_copy(v) for v in cases[1].kwargs.values()))
     T, B, nx, Hn = SPEED_SHAPE
     p = lstm.init_params(nx, Hn, seed=5)
-    X = np.random.default_rng(6).standard_normal((T, B, nx)).astype(np.float32)
-    h0, c0 = np.zeros((B, Hn), np.float32), np.zeros((B, Hn), np.float32)
-    best = 0.0
-    noisy = False
-    for _ in range(max(1, int(retries))):
-        with backend.blas_threads(1):
-            cmp = timing.compare(repeat=7, warmup=1,
-                                 per_gate=lambda: lstm.lstm_forward(p, X, h0, c0, method="naive"),
-                                 yours=lambda: student(p, X, h0, c0))
-        best = max(best, cmp.timings["per_gate"].min / cmp.timings["yours"].min)
-        noisy = noisy or not cmp.noise.ok
-        if best >= min_speedup:
-            return _passed_with_notes(ex, len(cases), notes)
-    if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
-        return _passed_with_notes(ex, len(cases), notes)
-    raise ExerciseFailed(
-        f"Exercise {ex} failed on the speed test (T={T}, B={B}, nx={nx}, H={Hn}, float32):\n  your numbers are "
-        f"right and you make one product per step, but your function is only {best:.2f}x as fast as the "
-        f"course's per-gate step (8 products per step) measured alongside; at least {min_speedup:g}x is needed."
-        f"\n  Hint: keep the element-wise work to a few whole-array operations per step (one sigmoid over the "
-        f"(B, 4H) block, slices for the gates); no Python loop over the batch or the units.")
+
+    def make_input(rng):   # a fresh X and state for every timed call
+        return {"params": p, "X": rng.standard_normal((T, B, nx)).astype(np.float32),
+                "h0": (0.5 * rng.standard_normal((B, Hn))).astype(np.float32),
+                "c0": rng.standard_normal((B, Hn)).astype(np.float32)}
+
+    judge_speed(ex, lambda params, X, h0, c0: student(params, X, h0, c0), _reference_forward,
+                lambda params, X, h0, c0: lstm.lstm_forward(params, X, h0, c0, method="naive"), make_input,
+                min_speedup=min_speedup, baseline_name="per_gate",
+                baseline_desc="the course's per-gate step (8 products per step)", rtol=1e-4, atol=1e-5,
+                retries=retries, repeat=7, blas_threads=1, seed=6,
+                label=f"T={T}, B={B}, nx={nx}, H={Hn}, float32",
+                context="your numbers are right and you make one product per step",
+                hint="keep the element-wise work to a few whole-array operations per step (one sigmoid over the "
+                     "(B, 4H) block, slices for the gates); no Python loop over the batch or the units.")
+    return _passed_with_notes(ex, len(cases), notes)
 
 
 def _counted_lstm(p):

@@ -7,8 +7,12 @@ Exercise 10.5 is a speed exercise. After the numbers (inputs unchanged, threads 
 your function with a ``step`` that sleeps :data:`SLEEP_S` per call (releasing the GIL, as a real step's
 numpy/BLAS work does) and counts, deterministically enough to grade: the distinct threads that called it
 and the largest number of calls in flight at once (at least 2 with ``threads=2``, never more than
-``threads``). The speed is then a ratio to the serial ``mgrit.f_relaxation`` with the same sleeping step,
-measured alongside: sleeping is not computing, so a busy machine does not change it.
+``threads``). The output of EVERY sleeping run is compared (:data:`SLEEPY_RUNS`: 2, 3 and 4 threads, steps
+whose sleep varies from point to point), so tasks that read a point before another task wrote it (one task
+per F-point) are named as a race. The speed is then a ratio to the serial ``mgrit.f_relaxation`` with the
+same sleeping step, measured alongside by :func:`.speed.judge_speed` (a fresh ``U`` per timed call, every
+timed result compared): sleeping is not computing, so a busy machine does not change it. Every grader
+here rejects a solution that calls the course's own answer (:mod:`.shortcuts`).
 """
 from __future__ import annotations
 
@@ -17,10 +21,11 @@ import time
 
 import numpy as np
 
-from ...models import gru
+from ...models import gru, jacobians
 from ...algorithms import mgrit
-from ...core import timing
+from .shortcuts import check_no_shortcut
 from .core import Case, ExerciseFailed, check_function, compare_outputs, passed
+from .speed import judge_speed
 
 __all__ = ["check_f_relax", "check_c_relax", "check_two_level_cycle", "check_implicit_gru_step",
            "check_f_relax_threads", "SleepyStep", "test_problems", "MIN_THREAD_SPEEDUP", "SLEEP_S"]
@@ -68,19 +73,29 @@ def _relax_cases(seed=0):
 
 def check_f_relax(student) -> str:
     """Exercise 10.1: ``f_relax(step, U, m) -> U_new`` recomputes every F-point from its C-point."""
-    return check_function(
+    line = check_function(
         "10.1", student, lambda step, U, m: mgrit.f_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
-        time_name="time point", inputs_unchanged=True,
+        time_name="time point", inputs_unchanged=True, quiet=True,
         hint="inside interval j, march U[j*m+k] = step(U[j*m+k-1], j*m+k-1, 0) for k = 1..m-1; leave C-points "
              "(multiples of m) alone; return a new array (or the updated copy).")
+    return _no_shortcut_then_pass("10.1", student, {"mgrit.f_relaxation": mgrit.f_relaxation}, line)
 
 
 def check_c_relax(student) -> str:
     """Exercise 10.2: ``c_relax(step, U, m) -> U_new`` recomputes every C-point j*m (j >= 1)."""
-    return check_function(
+    line = check_function(
         "10.2", student, lambda step, U, m: mgrit.c_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
-        time_name="time point", inputs_unchanged=True,
+        time_name="time point", inputs_unchanged=True, quiet=True,
         hint="U[j*m] = step(U[j*m-1], j*m-1, 0) for j = 1..N/m; U[0] and every F-point stay as they were.")
+    return _no_shortcut_then_pass("10.2", student, {"mgrit.c_relaxation": mgrit.c_relaxation}, line)
+
+
+def _no_shortcut_then_pass(ex: str, student, forbidden: dict, line: str, case=None) -> str:
+    """Reject a call of the course's own answer (on the first relaxation case, or ``case``), then print ``line``."""
+    case = case if case is not None else _relax_cases()[0].kwargs
+    check_no_shortcut(ex, student, forbidden, **case)
+    print(line)
+    return line
 
 
 class _Propagator:
@@ -173,6 +188,10 @@ def check_two_level_cycle(student, n_iter: int = 4) -> str:
     if not np.allclose(U, exact, rtol=1e-10, atol=1e-13):
         raise ExerciseFailed("Exercise 10.3 failed: after nt/m iterations your two-level cycle is not exact "
                              "(Parareal must reproduce the serial solution by then)")
+    p = probs[0]
+    U0 = np.broadcast_to(p["u0"], (p["nt"] + 1,) + p["u0"].shape).astype(np.float64).copy()
+    check_no_shortcut("10.3", student, {"mgrit.two_level_iteration": mgrit.two_level_iteration},
+                      _Propagator(p["step"], 0, "step"), _Propagator(p["step"], 1, "coarse_step"), U0, p["m"])
     return passed("10.3", len(probs), len(probs))
 
 
@@ -192,20 +211,25 @@ def _implicit_ref(params, x, h, gamma):
 def check_implicit_gru_step(student) -> str:
     """Exercise 10.4: ``implicit_gru_step(params, x, h, gamma) -> h_new`` (B, H); ``params`` is a
     :class:`course_lib.models.gru.GRUParams`."""
-    return check_function(
-        "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None,
+    line = check_function(
+        "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None, quiet=True,
+        inputs_unchanged=True,
         hint="gates at the old h (params.W_ih, params.W_hh, ...; PyTorch order r, z, n; n uses r * (W_hn h + b_hn)); "
              "h_new = (h + gamma (1 - z) n) / (1 + gamma (1 - z)).")
+    return _no_shortcut_then_pass("10.4", student, {"gru.gru_cell": gru.gru_cell, "jacobians.gru_step": jacobians.gru_step},
+                                  line, _gru_cases(np.random.default_rng(4), 1).kwargs)
 
 
 # --------------------------------------------------------------------------- 10.5: F-relaxation on threads
 class SleepyStep:
     """``step`` that sleeps ``sleep`` seconds per call (the GIL is released meanwhile, as during a real
     step's numpy work) and records which threads called it, how many calls ran at once at most and
-    how many calls there were."""
+    how many calls there were. ``jitter``: a list of factors; the call at time point ``i`` sleeps
+    ``sleep * jitter[i % len(jitter)]``, so that neighbouring points take different times and a
+    thread that reads a point before another wrote it reads it too early."""
 
-    def __init__(self, step, sleep: float = SLEEP_S):
-        self.step, self.sleep = step, sleep
+    def __init__(self, step, sleep: float = SLEEP_S, jitter=(1.0,)):
+        self.step, self.sleep, self.jitter = step, sleep, tuple(float(j) for j in jitter)
         self._lock = threading.Lock()
         self.active = self.max_active = self.calls = 0
         self.threads: set = set()
@@ -217,7 +241,7 @@ class SleepyStep:
             self.max_active = max(self.max_active, self.active)
             self.threads.add(threading.get_ident())
         try:
-            time.sleep(self.sleep)
+            time.sleep(self.sleep * self.jitter[int(i) % len(self.jitter)])
             return self.step(u, i, level)
         finally:
             with self._lock:
@@ -232,7 +256,40 @@ def _thread_cases():
     return cases
 
 
-def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, retries: int = 3) -> str:
+#: (threads, jitter) of the sleeping runs of 10.5; the first one's counts are reported
+SLEEPY_RUNS = ((2, (1.0,)), (2, (1.5, 0.25, 1.0, 0.5)), (3, (0.25, 1.5, 0.5, 1.0, 2.0)), (4, (1.0, 0.25)))
+
+
+def _sleepy_runs(ex: str, student, prob, U, m) -> list:
+    """Run ``student`` with a sleeping (and jittering) step once per :data:`SLEEPY_RUNS` entry and compare
+    EVERY run's output with the serial F-relaxation: tasks that read a point another task has not yet
+    written (one task per F-point, a missing wait) give wrong numbers here. Returns the steps."""
+    nt = U.shape[0] - 1
+    want = mgrit.f_relaxation(prob, U, m)
+    steps = []
+    for k, (threads, jitter) in enumerate(SLEEPY_RUNS, start=1):
+        sleepy = SleepyStep(prob, jitter=jitter)
+        label = (f"run {k}/{len(SLEEPY_RUNS)} with a sleeping step (nt={nt}, m={m}, threads={threads}; each call "
+                 f"sleeps {', '.join(f'{SLEEP_S * j * 1e3:g}' for j in jitter)} ms in turn)")
+        try:
+            got = student(sleepy, U.copy(), m, threads)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {ex} failed on {label}:\n  your function raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        msg = compare_outputs(got, want, name="U", rtol=1e-10, atol=1e-12, time_axis=0, time_name="time point")
+        if msg:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed on {label}:\n  {msg}\n  your numbers were right with a fast step but are "
+                "wrong when the step takes time: a race -- a task read a point before the task computing it had "
+                "written it.\n  Hint: one task per C-interval, marching its F-points in order inside the task "
+                "(each point needs the one before it); tasks per F-point cannot run at the same time.")
+        steps.append(sleepy)
+    return steps
+
+
+def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, retries: int = 2) -> str:
     """Exercise 10.5: ``f_relaxation_threads(step, U, m, threads)`` equals ``mgrit.f_relaxation`` (inputs
     unchanged), runs the F-intervals on ``threads`` threads at once (counted with a sleeping step), and
     with ``threads=2`` is at least ``min_speedup`` times as fast as the serial F-relaxation."""
@@ -245,14 +302,8 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
     nt, m, threads = 32, 4, 2
     prob = mgrit.dahlquist_step(-0.5, 1.0, m)
     U = np.linspace(1.0, 0.0, nt + 1)[:, None]
-    sleepy = SleepyStep(prob)
-    try:
-        student(sleepy, U.copy(), m, threads)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise ExerciseFailed(f"Exercise {ex} failed with a sleeping step (nt={nt}, m={m}, threads={threads}):\n  your "
-                             f"function raised {type(exc).__name__}: {exc}") from exc
+    runs = _sleepy_runs(ex, student, prob, U, m)
+    sleepy = runs[0]
     n_f = nt // m * (m - 1)
     where = f"with a step that sleeps {SLEEP_S * 1e3:g} ms (nt={nt}, m={m}, threads={threads})"
     if sleepy.calls != n_f:
@@ -265,25 +316,25 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
             f"threads={threads} two intervals must march at the same time.\n  Hint: submit one task per C-interval "
             "to concurrent.futures.ThreadPoolExecutor(max_workers=threads) (pool.map over the intervals) and wait "
             "for them all; a for loop, or a pool with one worker, runs them serially.")
-    if sleepy.max_active > threads:
-        raise ExerciseFailed(
-            f"Exercise {ex} failed {where}:\n  your numbers are right, but {sleepy.max_active} calls of step ran at "
-            f"once with threads={threads}: your function ignores `threads`.\n  Hint: "
-            "ThreadPoolExecutor(max_workers=threads).")
-    best = 0.0
-    for _ in range(max(1, int(retries))):
-        s1, s2 = SleepyStep(prob), SleepyStep(prob)
-        cmp = timing.compare(repeat=3, warmup=0, serial=lambda: mgrit.f_relaxation(s1, U, m),
-                             yours=lambda: student(s2, U.copy(), m, threads))
-        best = max(best, cmp.timings["serial"].min / cmp.timings["yours"].min)
-        if best >= min_speedup:
-            break
-    else:
-        raise ExerciseFailed(
-            f"Exercise {ex} failed on the speed test ({where}):\n  your intervals overlap, but with threads={threads} "
-            f"your F-relaxation is only {best:.2f}x as fast as the serial one (mgrit.f_relaxation) measured "
-            f"alongside; at least {min_speedup:g}x is needed (2 threads: ideally 2x)\n  Hint: create the pool once "
-            "per call, give each task a whole interval (not one step), and do not hold a lock while calling step.")
+    for (n, _), run in zip(SLEEPY_RUNS, runs):
+        if run.max_active > n:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed with a step that sleeps (nt={nt}, m={m}, threads={n}):\n  your numbers are "
+                f"right, but {run.max_active} calls of step ran at once with threads={n}: your function ignores "
+                "`threads`.\n  Hint: ThreadPoolExecutor(max_workers=threads).")
+    check_no_shortcut(ex, student, {"mgrit.f_relaxation": mgrit.f_relaxation}, **_thread_cases()[0].kwargs)
+    # the speed, with the sleeping step: a fresh U for every timed call, every timed result compared
+    def make_input(rng):
+        return {"step": SleepyStep(prob), "U": rng.standard_normal((nt + 1, 1)), "m": m, "threads": threads}
+
+    judge_speed(ex, student, lambda step, U, m, threads: mgrit.f_relaxation(step.step, U, m),
+                lambda step, U, m, threads: mgrit.f_relaxation(step, U, m), make_input, min_speedup=min_speedup,
+                baseline_name="serial", baseline_desc="the serial F-relaxation (mgrit.f_relaxation)", rtol=1e-10,
+                atol=1e-12, retries=retries, repeat=3, budget_s=0.5, blas_threads=None, seed=105, label=where,
+                context="your numbers are right and your intervals overlap",
+                explain=f"With threads={threads}, ideally 2x: the step sleeps, so a busy machine does not slow it.",
+                hint="create the pool once per call, give each task a whole interval (not one step), and do not "
+                     "hold a lock while calling step.")
     print(line)
     print(f"  {sleepy.calls} calls of step from {len(sleepy.threads)} threads, at most {sleepy.max_active} at once "
           f"(threads={threads}); the intervals run concurrently")

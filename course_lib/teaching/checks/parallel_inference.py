@@ -2,20 +2,28 @@
 softmax inference, scatter/gather of a batch over P ranks. References: :mod:`course_lib.models.softmax_rnn`
 and :mod:`course_lib.parallel.inference`.
 
-Exercise 7.3 is also a speed exercise: after the numbers, the check *counts* the matrix products your
+Exercise 7.3 is also a speed exercise. After the numbers, a *race test* runs your function on longer inputs
+(T = 40 and 320) with one layer at a time made slow (:class:`SlowWeights`: its products sleep first) and
+compares every run: threads that read a layer's state before it was written (one thread per layer, no
+waiting) are named. Then the check *counts* the matrix products your
 function makes with the weights (``@``, ``np.matmul``, ``np.dot``, ``np.einsum`` ... on ``U``, ``W``,
 ``V``; see :class:`course_lib.teaching.checks.core.CountedArray`) -- per time step they must not depend on the batch size ``B`` nor on
 ``T`` -- and then measures it against the course's serial loop (``softmax_rnn.forward(method="sequential")``,
-one sequence at a time) in the same run: at least :data:`MIN_SPEEDUP` times faster, as a ratio, retried.
+one sequence at a time) in the same run, through :func:`.speed.judge_speed`: a fresh ``X`` for every timed
+call, every timed result compared, at least :data:`MIN_SPEEDUP` times faster. Every grader here rejects a
+solution that calls the course's own answer (:mod:`.shortcuts`).
 """
 from __future__ import annotations
 
+import time
 
 import numpy as np
 
-from ...core import backend, timing
+from ...core import backend
 from ...models import softmax_rnn
 from ...parallel import inference
+from .speed import judge_speed
+from .shortcuts import check_no_shortcut
 from .core import (ExerciseFailed, Passed, check_function, compare_outputs, count_products, counted,
                    passed)
 
@@ -81,6 +89,7 @@ def check_wavefront_schedule(student) -> str:
                 if dup:
                     msg += "; some cell is listed twice"
                 raise _fail(ex, label, msg, hint)
+    check_no_shortcut(ex, student, {"inference.wavefront_schedule": inference.wavefront_schedule}, 4, 3)
     return passed(ex, len(cases), len(cases))
 
 
@@ -97,12 +106,17 @@ def _softmax_cases(rng, i):
 
 def check_softmax(student) -> str:
     """Exercise 7.2: a numerically stable ``softmax(o)`` along the last axis."""
-    return check_function(
-        "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5,
+    line = check_function(
+        "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5, quiet=True,
         rtol=1e-5, atol=1e-7, output_names=["probs"], time_axis=None, inputs_unchanged=True,
         hint="subtract the maximum of each row (keepdims=True) before np.exp: the result is the same, "
              "but exp never overflows and the largest term is exactly 1.",
     )
+    check_no_shortcut("7.2", student, {"softmax_rnn.softmax": softmax_rnn.softmax,
+                                       "softmax_rnn.softmax_unchecked": softmax_rnn.softmax_unchecked},
+                      np.arange(6.0).reshape(2, 3))
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- 7.3
@@ -121,6 +135,13 @@ _PREDICT_HINT = ("with a batch of row vectors, a = x U^T + h W^T + b; the layer 
                  "the state starts at zero for every layer; y = softmax(h V^T + c) of the top layer.")
 
 
+#: the course's own answers to 7.3: a solution that calls one of them is a shortcut
+_PREDICT_ANSWERS = {"softmax_rnn.forward": softmax_rnn.forward, "softmax_rnn.batched_core": softmax_rnn.batched_core,
+                    "softmax_rnn.hidden_states": softmax_rnn.hidden_states, "inference.predict": inference.predict,
+                    "inference.predict_threads": inference.predict_threads,
+                    "inference.predict_wavefront": inference.predict_wavefront}
+
+
 def _params_arrays(params) -> dict:
     out = {}
     for l, layer in enumerate(getattr(params, "layers", [])):
@@ -135,7 +156,7 @@ def _snapshot(kwargs) -> dict:
     return {k: np.array(v, copy=True) for k, v in arrays.items()}
 
 
-def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
+def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 2) -> str:
     """Exercise 7.3: ``batched_predict(params, X)`` -> probabilities ``(T, B, vocab)``, computed for the
     whole batch at once: the numbers, then the products per step (independent of ``B`` and ``T``),
     then the speed against the course's serial loop measured alongside."""
@@ -148,31 +169,29 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     check_function(ex, student, softmax_rnn.forward, cases, rtol=1e-6, atol=1e-9,
                    output_names=["probs"], hint=_PREDICT_HINT, quiet=True)
     _check_inputs_unchanged(ex, student, _predict_cases(np.random.default_rng(9), 2))
-    # 2. the structure: matrix products per time step, counted
+    # 2. races: longer inputs, one layer at a time made slow, every run compared
+    _check_no_race(ex, student)
+    # 3. the structure: matrix products per time step, counted
     _check_products_per_step(ex, student)
-    # 3. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now
+    check_no_shortcut(ex, student, _PREDICT_ANSWERS, **_predict_cases(np.random.default_rng(9), 1))
+    # 4. the speed: a ratio to the course's one-sequence-at-a-time loop, measured now; every timed call gets a
+    #    fresh X and its result is compared with the reference
     sz = SPEED_SIZES
     params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=7)
-    X = np.random.default_rng(8).standard_normal((sz["T"], sz["batch"], sz["nx"])).astype(np.float32)
-    best = 0.0
-    noisy = False
-    for _ in range(max(1, int(retries))):
-        with backend.blas_threads(1):  # both sides alike: BLAS threads on a busy machine make small GEMMs erratic
-            cmp = timing.compare(repeat=5, warmup=1,
-                                 course_serial=lambda: softmax_rnn.forward(params, X, method="sequential"),
-                                 yours=lambda: student(params, X))
-        best = max(best, cmp.timings["course_serial"].min / cmp.timings["yours"].min)
-        noisy = noisy or not cmp.noise.ok
-        if best >= min_speedup:
-            return passed(ex, len(cases), len(cases))
-    if noisy:  # a busy machine cannot judge speed: the numbers and the counted structure stand
-        return passed(ex, len(cases), len(cases))
-    raise _fail(ex, f"the speed test (T={sz['T']}, B={sz['batch']}, H={sz['nh']}, L={sz['layers']})",
-                f"your numbers are right and your products per step do not grow with B, but your function is only "
-                f"{best:.2f}x as fast as the course's serial loop (one sequence at a time) measured alongside; at "
-                f"least {min_speedup:g}x is needed",
-                "avoid per-sequence Python work inside the time loop: one (B, n_in) @ (n_in, H) product per layer "
-                "and step; the input projection X U^T + b of all steps can even be one product before the loop.")
+
+    def make_input(rng):
+        return {"params": params, "X": rng.standard_normal((sz["T"], sz["batch"], sz["nx"])).astype(np.float32)}
+
+    judge_speed(ex, student, softmax_rnn.forward, lambda params, X: softmax_rnn.forward(params, X, method="sequential"),
+                make_input, min_speedup=min_speedup, baseline_name="course_serial",
+                baseline_desc="the course's serial loop (one sequence at a time)", rtol=1e-4, atol=1e-6,
+                retries=retries, blas_threads=1, seed=8,
+                label=f"T={sz['T']}, B={sz['batch']}, H={sz['nh']}, L={sz['layers']}, float32",
+                context="your numbers are right and your products per step do not grow with B",
+                hint="avoid per-sequence Python work inside the time loop: one (B, n_in) @ (n_in, H) product per "
+                     "layer and step; the input projection X U^T + b of all steps can even be one product before "
+                     "the loop.")
+    return passed(ex, len(cases), len(cases))
 
 
 def _check_inputs_unchanged(ex: str, student, case: dict) -> None:
@@ -187,6 +206,100 @@ def _check_inputs_unchanged(ex: str, student, case: dict) -> None:
                 f"Exercise {ex} failed:\n  your function changed its input {name} in place; work on new arrays "
                 f"(h = np.tanh(...) rather than h[:] = ..., layer.b + ... rather than layer.b += ...) and leave "
                 f"params and X as they were")
+
+
+class SlowWeights(np.ndarray):
+    """A weight matrix whose matrix products first sleep ``delay`` seconds (the GIL released, as during a
+    big product), so that one layer of a network runs slower than the others: a thread that reads
+    another layer's output before that layer wrote it then reads it too early, every time."""
+
+    delay: float = 0.0
+
+    def __array_finalize__(self, obj):
+        self.delay = getattr(obj, "delay", 0.0)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul and self.delay:
+            time.sleep(self.delay)
+        inputs = tuple(v.view(np.ndarray) if isinstance(v, SlowWeights) else v for v in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(v.view(np.ndarray) if isinstance(v, SlowWeights) else v for v in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _SLOW_FUNCS and self.delay:
+            time.sleep(self.delay)
+        strip = lambda v: v.view(np.ndarray) if isinstance(v, SlowWeights) else v  # noqa: E731
+        out = func(*(strip(a) for a in args), **{k: strip(v) for k, v in kwargs.items()})
+        return out.view(SlowWeights) if func in _SLOW_VIEWS and isinstance(out, np.ndarray) else out
+
+    def dot(self, other, out=None):
+        if self.delay:
+            time.sleep(self.delay)
+        return np.dot(self.view(np.ndarray), other, out=out)
+
+
+_SLOW_FUNCS = {np.dot, np.inner, np.tensordot, np.einsum, np.vdot}
+_SLOW_VIEWS = {np.transpose, np.swapaxes, np.reshape, np.concatenate, np.stack, np.hstack, np.vstack, np.copy}
+
+
+def slow_weights(a, delay: float) -> SlowWeights:
+    """A view of ``a`` whose products sleep ``delay`` seconds first (:class:`SlowWeights`)."""
+    out = np.asarray(a).view(SlowWeights)
+    out.delay = float(delay)
+    return out
+
+
+RACE_SIZES = dict(T=40, batch=3, nx=4, nh=6, vocab=5, layers=3)   # longer than the numbers' cases
+RACE_DELAY = 3e-4                                                  # seconds per product of the slowed layer
+
+
+def _race_runs():
+    """``(label, params, X)`` of the race test: each layer made slow in turn, then two plain long runs."""
+    sz = RACE_SIZES
+    rng = np.random.default_rng(73)
+    params = softmax_rnn.init_params(sz["nx"], sz["nh"], sz["vocab"], layers=sz["layers"], seed=73, dtype=np.float64)
+    for layer in params.layers:
+        layer.b[:] = rng.standard_normal(sz["nh"]) * 0.5
+    runs = []
+    for slow in range(sz["layers"]):
+        layers = [softmax_rnn.Layer(slow_weights(L.U, RACE_DELAY if l == slow else 0.0),
+                                    slow_weights(L.W, RACE_DELAY if l == slow else 0.0), L.b.copy())
+                  for l, L in enumerate(params.layers)]
+        X = rng.standard_normal((sz["T"], sz["batch"], sz["nx"]))
+        runs.append((f"layer {slow}'s products slowed by {RACE_DELAY * 1e3:g} ms",
+                     softmax_rnn.SoftmaxRNNParams(layers, params.V.copy(), params.c.copy()), X))
+    for _ in range(2):
+        runs.append(("no layer slowed", params, rng.standard_normal((8 * sz["T"], sz["batch"], sz["nx"]))))
+    return runs
+
+
+def _check_no_race(ex: str, student) -> None:
+    """Run ``student`` on longer inputs than the numbers' cases, with one layer at a time made slow
+    (:class:`SlowWeights`), and compare every run with the reference: threads that do not wait for the
+    layer below (or the step before) read its state too early here."""
+    runs = _race_runs()
+    sz = RACE_SIZES
+    for k, (why, params, X) in enumerate(runs, start=1):
+        label = (f"run {k}/{len(runs)} of the race test (T={X.shape[0]}, B={sz['batch']}, H={sz['nh']}, "
+                 f"L={sz['layers']}; {why})")
+        try:
+            got = student(params, X)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise _fail(ex, label, f"your function raised {type(exc).__name__}: {exc}") from exc
+        plain = softmax_rnn.SoftmaxRNNParams(
+            [softmax_rnn.Layer(np.asarray(L.U).view(np.ndarray), np.asarray(L.W).view(np.ndarray), L.b)
+             for L in params.layers], params.V, params.c)
+        msg = compare_outputs(got, softmax_rnn.forward(plain, X), name="probs", rtol=1e-6, atol=1e-9)
+        if msg:
+            raise _fail(ex, label, f"{msg}\n  your numbers were right on the short cases but are wrong on this "
+                                   "longer run: a race -- some thread read a state (h of the layer below, or of "
+                                   "the step before) before the thread computing it had written it",
+                        "a layer may start step t only after the layer below finished step t (and itself step "
+                        "t - 1): wait for it (a threading.Event or queue per layer, a Barrier per diagonal) -- "
+                        "or simply run the layers one after another, each over the whole batch.")
 
 
 def _counted_params(params):
@@ -269,6 +382,7 @@ def check_split_batch(student) -> str:
             r = next(k for k, (a, b) in enumerate(zip(offsets, want_o)) if a != b) if len(offsets) == P else None
             where = f" (first wrong at rank {r})" if r is not None else f" (expected {P} offsets)"
             raise _fail(ex, label, f"offsets {offsets}, expected {want_o}{where}", hint)
+    check_no_shortcut(ex, student, {"inference.split_batch": inference.split_batch}, 10, 4)
     label = f"case {total}/{total} (B=3, P=4)"
     try:
         student(3, 4)
@@ -292,12 +406,16 @@ def _gather_cases(rng, i):
 
 def check_gather_chunks(student) -> str:
     """Exercise 7.5: ``gather_chunks(chunks)``: rank-ordered ``(T, b_r, V)`` chunks -> ``(T, B, V)``."""
-    return check_function(
+    line = check_function(
         "7.5", student, inference.gather_chunks, _gather_cases, n_cases=5, seed=5, output_names=["probs"],
-        inputs_unchanged=True,
+        inputs_unchanged=True, quiet=True,
         hint="the batch is axis 1 of each (T, b_r, V) chunk: concatenate along axis=1, in rank order.",
         time_name="time step",
     )
+    check_no_shortcut("7.5", student, {"inference.gather_chunks": inference.gather_chunks},
+                      [np.ones((2, 1, 3)), np.zeros((2, 2, 3))])
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- optional, real MPI

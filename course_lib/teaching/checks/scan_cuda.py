@@ -5,6 +5,7 @@ memory accesses (see :mod:`course_lib.teaching.checks.scan`, which re-exports th
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import threading
@@ -139,18 +140,92 @@ def traced_shared_memory():
             self._allocations[caller] = res
         return res
 
-    def syncthreads(self):
-        self._course_epoch = getattr(self, "_course_epoch", 0) + 1
-        return orig_sync(self)
-
     kernelapi.FakeCUDAShared.array = array
-    sim_kernel.BlockThread.syncthreads = syncthreads
+    sim_kernel.BlockThread.syncthreads = _logged_sync(orig_sync)
+    _BARRIERS.clear()
+    _CRASHED.clear()
     try:
         yield
     finally:
         _join_simulator_threads()
         kernelapi.FakeCUDAShared.array = orig_array
         sim_kernel.BlockThread.syncthreads = orig_sync
+
+
+#: (block, thread) -> the source lines of the cuda.syncthreads() calls it made, in order (the last traced launch)
+_BARRIERS: dict = {}
+_CRASHED: set = set()   # (block, thread) that raised in the last logged_barriers() launch
+
+
+def _kernel_line(frame) -> int:
+    """The line of the first frame outside numba (the kernel's ``cuda.syncthreads()`` call)."""
+    while frame is not None and f"{os.sep}numba{os.sep}" in frame.f_code.co_filename:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else -1
+
+
+def _logged_sync(orig_sync):
+    """The simulator's ``syncthreads`` that also counts the thread's barrier epoch and logs the line it was
+    called from in :data:`_BARRIERS`."""
+    def syncthreads(self):
+        self._course_epoch = getattr(self, "_course_epoch", 0) + 1
+        line = _kernel_line(sys._getframe(1))
+        with _ALLOC_LOCK:
+            _BARRIERS.setdefault((_block_key(self) - 1, int(self.thread_id)), []).append(line)
+        return orig_sync(self)
+    return syncthreads
+
+
+@contextlib.contextmanager
+def logged_barriers():
+    """Inside this block (numba's CUDA simulator), every ``cuda.syncthreads()`` call is logged per block and
+    thread (nothing else is traced): :func:`divergent_barrier` then reads the log."""
+    from numba.cuda.simulator import kernel as sim_kernel
+
+    orig_sync, orig_run = sim_kernel.BlockThread.syncthreads, sim_kernel.BlockThread.run
+
+    def run(self):
+        orig_run(self)
+        if self.exception is not None:  # a thread that raised stopped short of its barriers: not a divergence
+            with _ALLOC_LOCK:
+                _CRASHED.add((_block_key(self) - 1, int(self.thread_id)))
+
+    sim_kernel.BlockThread.syncthreads = _logged_sync(orig_sync)
+    sim_kernel.BlockThread.run = run
+    _BARRIERS.clear()
+    _CRASHED.clear()
+    try:
+        yield _BARRIERS
+    finally:
+        _join_simulator_threads()
+        sim_kernel.BlockThread.syncthreads = orig_sync
+        sim_kernel.BlockThread.run = orig_run
+
+
+def divergent_barrier(threads: int, blocks: int) -> str | None:
+    """After a traced launch of ``blocks`` blocks of ``threads`` threads: ``None`` when every thread of each
+    block reached the same barriers (the same ``cuda.syncthreads()`` lines, in the same order), else a
+    sentence naming two threads that did not -- a *divergent barrier*: on a GPU the block hangs or the
+    barrier does not hold (undefined behaviour), in the simulator the threads' levels get out of step."""
+    for blk in range(blocks):
+        seqs = {tid: _BARRIERS.get((blk, tid), []) for tid in range(threads)}
+        whole = [tid for tid in range(threads) if (blk, tid) not in _CRASHED]
+        if not whole:
+            continue
+        first = seqs[whole[0]]
+        for tid, seq in seqs.items():
+            crashed = (blk, tid) in _CRASHED
+            if seq != first and not (crashed and first[:len(seq)] == seq):
+                k = next((j for j, (u, v) in enumerate(zip(first, seq)) if u != v), min(len(first), len(seq)))
+                def said(t, q):
+                    if k < len(q):
+                        return f"thread {t} reached its barrier no. {k + 1} on line {q[k]} ({len(q)} barriers in all)"
+                    return f"thread {t} passed only {len(q)} barrier(s)"
+                return (f"a divergent barrier in block {blk}: {said(whole[0], first)}, but {said(tid, seq)}. Every "
+                        f"thread of a block must reach the same cuda.syncthreads() calls: on a GPU a barrier that "
+                        f"some threads skip (inside an `if`, or after an early `return`) hangs the block or does not "
+                        f"hold")
+    return None
 
 
 def _join_simulator_threads(timeout: float = 10.0) -> None:
@@ -271,6 +346,23 @@ def _launch(kernel, a, x, h0, threads: int) -> np.ndarray:
     return d_h.copy_to_host()
 
 
+def _divergent_in_plain_run(kernel, a, x, h0, threads: int, blocks: int) -> str | None:
+    """After a traced launch stopped on a hazard (its threads' barrier logs cut short): run the kernel again
+    with only the barriers logged, to the end, and say whether a barrier diverged -- the cause to name
+    first, since diverged threads also touch shared memory out of step."""
+    try:
+        with logged_barriers():
+            _launch(kernel, a, x, h0, threads)
+    except Exception:  # the first error stands; only the barriers are asked about here
+        pass
+    return divergent_barrier(threads, blocks)
+
+
+_DIVERGENT_HINT = ("put cuda.syncthreads() where every thread passes it: after the `if k < n:` block of a "
+                   "level, not inside it; threads with i >= T do not return early but load the identity (1, 0) "
+                   "and take part in every level.")
+
+
 def check_block_kernel(kernel) -> str:
     """Exercise 8.4: a one-block Blelloch scan kernel ``kernel[C, n](a, x, h0, h)``: one block per
     channel, ``n`` threads (a power of two) for ``T = a.shape[0] <= n`` steps; threads ``i >= T`` take
@@ -304,6 +396,9 @@ def check_block_kernel(kernel) -> str:
             if traced:
                 _join_simulator_threads()
             text = str(exc)
+            diverged = _divergent_in_plain_run(kernel, a, x, h0, threads, C) if traced else None
+            if diverged:
+                raise ExerciseFailed(f"{where}:\n  {diverged}.\n  Hint: {_DIVERGENT_HINT}") from None
             if "SharedMemoryHazard" in type(exc).__name__ or isinstance(exc, SharedMemoryHazard):
                 raise ExerciseFailed(
                     f"{where}:\n  {text}\n"
@@ -315,6 +410,9 @@ def check_block_kernel(kernel) -> str:
                 hint = ("\n  Hint: T = a.shape[0] may be smaller than the block (n = cuda.blockDim.x); threads with "
                         "i >= T must not read a or x nor write h -- they put the identity (1, 0) in shared memory.")
             raise ExerciseFailed(f"{where}:\n  your kernel raised {type(exc).__name__}: {text}{hint}") from None
+        diverged = divergent_barrier(threads, C) if traced else None
+        if diverged:
+            raise ExerciseFailed(f"{where}:\n  {diverged}.\n  Hint: {_DIVERGENT_HINT}")
         msg = compare_outputs(h, scan.recurrence_float64(a, x, h0), name="h", rtol=1e-9, atol=1e-10)
         if msg:
             raise ExerciseFailed(

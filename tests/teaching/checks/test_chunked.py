@@ -49,3 +49,42 @@ def test_wrong_solutions_fail_with_their_reason(student, reason):
 def test_the_scan_reference_computes_the_same_numbers():
     case = ck._cases()[2].kwargs
     np.testing.assert_allclose(ck.scan_reference(**case), ck._reference(**case), rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- issue 29: gamed timers
+def test_a_matmul_solution_passes_twice_on_the_fake_clock(fake_clock, capsys):
+    fake_clock.cost(course_scan=10e-3, yours=1e-3)
+    for _ in range(2):
+        assert str(ck.check_intra_chunk(good)) == "Exercise 8.6 passed: 5/5 cases"
+
+
+def test_a_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    cache = {}
+
+    def cached(Q, K, V, G):
+        if Q.shape == (64, 64, 64):
+            return cache.setdefault("O", good(Q, K, V, G))
+        return good(Q, K, V, G)
+
+    fake_clock.cost(course_scan=10e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.6 failed on the speed test \(64 chunks of 64 steps, d = 64, "
+                                             r"float32, timed call \d+\):\n  gamed timer"):
+        ck.check_intra_chunk(cached)
+
+
+def test_too_slow_fails_even_on_a_busy_machine(fake_clock, busy_machine):
+    fake_clock.cost(course_scan=1e-3, yours=2e-3)
+    with pytest.raises(ExerciseFailed, match=r"(?s)only 0.50x as fast as the element-wise scan.*the whole interval "
+                                             r"lies below the bar"):
+        ck.check_intra_chunk(good, retries=1)
+
+
+def test_changing_an_input_is_named():
+    def clobbers(Q, K, V, G):
+        out = good(Q, K, V, G)
+        G -= G[:, :1]
+        return out
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.6 failed on case 1/5 .*\n  your function changed its input G "
+                                             r"in place"):
+        ck.check_intra_chunk(clobbers)

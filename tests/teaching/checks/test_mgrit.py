@@ -8,7 +8,11 @@ from course_lib.teaching.checks import mgrit as mgrit_checks
 from course_lib.teaching.checks.core import ExerciseFailed
 
 
-def test_reference_solutions_pass(capsys):
+def test_reference_solutions_pass(capsys, monkeypatch):
+    """The course's answers, with the shortcut watch off (calling them is a shortcut: test_shortcuts.py)."""
+    from course_lib.teaching.checks import shortcuts
+
+    monkeypatch.setattr(shortcuts, "calls_made", lambda *a, **k: [])
     mgrit_checks.check_f_relax(lambda step, U, m: mgrit.f_relaxation(step, U, m))
     mgrit_checks.check_c_relax(lambda step, U, m: mgrit.c_relaxation(step, U, m))
     mgrit_checks.check_two_level_cycle(mgrit.two_level_iteration)
@@ -203,3 +207,81 @@ def test_f_relax_threads_in_place_and_wrong_points_are_named():
 
     with pytest.raises(ExerciseFailed, match=r"Exercise 10.5 failed on case 1/5(.|\n)*time point 2"):
         mgrit_checks.check_f_relax_threads(per_point)
+
+
+# --------------------------------------------------------------------------- issue 29: races, gamed timers
+def _per_point_racy(step, U, m, threads):
+    """One task per F-point -- the race of issue 29, forced: with a fast step every task waits for the one
+    before it (right numbers, as the old check saw); with a step that takes time (the check's sleeping step)
+    each task reads its left neighbour as it was before any task wrote (what a real pool does when the
+    neighbour's step is still running)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    U = np.array(U, dtype=float, copy=True)
+    slow = isinstance(step, mgrit_checks.SleepyStep)
+    old = U.copy()
+    pts = [p for p in range(1, len(U)) if p % m]
+    done = {p: threading.Event() for p in pts}
+
+    def one(p):
+        if slow:
+            U[p] = step(old[p - 1], p - 1, 0)
+        else:
+            if p - 1 in done:
+                done[p - 1].wait(10)
+            U[p] = step(U[p - 1], p - 1, 0)
+        done[p].set()
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(one, pts))
+    return U
+
+
+def test_f_relax_threads_one_task_per_f_point_is_a_race_named():
+    # right with the numbers' fast steps (all the old check compared) ...
+    for case in mgrit_checks._thread_cases():
+        np.testing.assert_allclose(_per_point_racy(**case.kwargs), mgrit.f_relaxation(
+            case.kwargs["step"], case.kwargs["U"], case.kwargs["m"]), rtol=1e-12)
+    # ... and named, every time, once the sleeping runs' outputs are compared
+    for _ in range(2):
+        with pytest.raises(ExerciseFailed, match=r"Exercise 10.5 failed on run 1/4 with a sleeping step \(nt=32, m=4, "
+                                                 r"threads=2; each call sleeps 2 ms in turn\):\n  'U' differs from the "
+                                                 r"reference: first at index \(2, 0\) \(time point 2\)(.|\n)*a race"):
+            mgrit_checks.check_f_relax_threads(_per_point_racy)
+
+
+def test_f_relax_threads_passes_twice_in_a_row(fake_clock, capsys):
+    fake_clock.cost(serial=2.0, yours=1.0)
+    for _ in range(2):
+        mgrit_checks.check_f_relax_threads(_threads_solution)
+        assert "Exercise 10.5 passed: 5/5 cases" in capsys.readouterr().out
+
+
+def test_f_relax_threads_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    """Right whenever the sleeping runs look (they all start from the same U), then the first answer again."""
+    cache = {}
+
+    def cached(step, U, m, threads):
+        if isinstance(step, mgrit_checks.SleepyStep):
+            if "U" not in cache:
+                cache["U"] = _threads_solution(step, U, m, threads)
+            return cache["U"].copy()
+        return _threads_solution(step, U, m, threads)
+
+    fake_clock.cost(serial=2.0, yours=1.0)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 10.5 failed on the speed test \(with a step that sleeps 2 ms "
+                                             r"\(nt=32, m=4, threads=2\), timed call \d+\):\n  gamed timer"):
+        mgrit_checks.check_f_relax_threads(cached)
+
+
+def test_f_relax_threads_mutating_the_timed_input_is_named(fake_clock):
+    def clobbers(step, U, m, threads):
+        out = _threads_solution(step, U, m, threads)
+        if isinstance(step, mgrit_checks.SleepyStep) and step.calls and U.shape == (33, 1):
+            U[0] = 0.0    # only where no earlier part of the check looked
+        return out
+
+    fake_clock.cost(serial=2.0, yours=1.0)
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 10.5 failed.*changed its input '?U'? in place"):
+        mgrit_checks.check_f_relax_threads(clobbers)

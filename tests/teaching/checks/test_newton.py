@@ -21,7 +21,11 @@ def _good_log_scan(log_a, log_b):
     return np.exp(a_star + np.logaddexp.accumulate(log_b - a_star, axis=0))
 
 
-def test_reference_solutions_pass(capsys):
+def test_reference_solutions_pass(capsys, monkeypatch):
+    """The course's answers, with the shortcut watch off (calling them is a shortcut: test_shortcuts.py)."""
+    from course_lib.teaching.checks import shortcuts
+
+    monkeypatch.setattr(shortcuts, "calls_made", lambda *a, **k: [])
     checks.check_combine(matrix_scan.combine)
     checks.check_newton_step(_good_step)
     checks.check_gru_jacobian(_good_jac)
@@ -154,3 +158,56 @@ def test_log_scan_in_place_is_rejected():
         return np.exp(log_a + np.logaddexp.accumulate(log_b - log_a, axis=0))
     with pytest.raises(ExerciseFailed, match="changed its input log_a in place"):
         checks.check_log_space_scan(in_place)
+
+
+# --------------------------------------------------------------------------- issue 29: gamed timers
+def test_quasi_step_passes_twice_in_a_row(fake_clock):
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
+    for _ in range(2):
+        assert checks.check_quasi_step(_quasi) == "Exercise 11.5 passed: 2/2 cases"
+
+
+def test_quasi_step_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    cache = {}
+
+    def cached(f, jac_diag, h0, X, H):
+        if H.shape == (256, 4, 48):
+            return cache.setdefault("H", _quasi(f, jac_diag, h0, X, H))
+        return _quasi(f, jac_diag, h0, X, H)
+
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
+                                             r"\d+\):\n  gamed timer"):
+        checks.check_quasi_step(cached)
+
+
+def test_newton_step_and_jacobian_changing_their_inputs_are_named():
+    def clobber_step(f, jac, h0, X, H):
+        out = _good_step(f, jac, h0, X, H)
+        X *= 2.0
+        return out
+
+    def clobber_jac(params, h, gi):
+        J = _good_jac(params, h, gi)
+        h[:] = 0.0
+        return J
+
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.2 failed on problem 1/3, iteration 1:\n  your function "
+                                             r"changed its input X in place"):
+        checks.check_newton_step(clobber_step)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.3 failed on .*:\n  your function changed its input h in "
+                                             r"place"):
+        checks.check_gru_jacobian(clobber_jac)
+
+
+def test_quasi_step_changing_its_input_only_while_timed_is_named(fake_clock):
+    def clobbers(f, jac_diag, h0, X, H):
+        out = _quasi(f, jac_diag, h0, X, H)
+        if H.shape == (256, 4, 48):
+            X[0] = 0.0
+        return out
+
+    fake_clock.cost(full_newton=4e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
+                                             r"\d+\):\n  your function changed its input 'X' in place while timed"):
+        checks.check_quasi_step(clobbers)

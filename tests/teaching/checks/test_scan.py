@@ -57,7 +57,11 @@ def sliced_chunked(a, x, h0, chunks):
     return h
 
 
-def test_references_pass(capsys):
+def test_references_pass(capsys, monkeypatch):
+    """Right answers, with the shortcut watch off (calling the course's answers is a shortcut: test_shortcuts.py)."""
+    from course_lib.teaching.checks import shortcuts
+
+    monkeypatch.setattr(shortcuts, "calls_made", lambda *a, **k: [])
     scan_checks.check_combine(scan.combine)
     scan_checks.check_combine(lambda p, q: [q[0] * p[0], q[0] * p[1] + q[1]])  # a list of two is fine
     scan_checks.check_chunked_scan(good_chunked)
@@ -499,12 +503,43 @@ def _solution_fast_scan():
     return ns["fast_scan"]
 
 
-def test_fast_scan_solution_passes(capsys, fake_clock):
-    fake_clock.cost(course_sequential=4e-3, yours=1e-3)
-    scan_checks.check_fast_scan(_solution_fast_scan())
-    out = capsys.readouterr().out
-    assert "Exercise 8.5 passed: 8/8 cases" in out
-    assert "span: 93 dependent operations for T=256 with 16 chunks" in out
+def test_fast_scan_solution_passes_twice_in_a_row(capsys, fake_clock):
+    fake_clock.cost(plain_loop=2e-3, yours=1e-3)
+    fast_scan = _solution_fast_scan()
+    for _ in range(2):
+        scan_checks.check_fast_scan(fast_scan)
+        out = capsys.readouterr().out
+        assert "Exercise 8.5 passed: 8/8 cases" in out
+        assert "span: 93 dependent operations for T=256 with 16 chunks" in out
+    assert fake_clock.calls["yours"] >= 10 and fake_clock.calls["plain_loop"] >= 10
+
+
+@pytest.mark.parametrize("nh", [1, 3])
+def test_the_speed_baseline_is_the_plain_loop(nh):
+    a, x, h0 = scan.random_problem(1000, nh, seed=4, dtype="float32")
+    np.testing.assert_allclose(scan_checks.sequential_loop(a, x, h0), scan.recurrence_float64(a, x, h0),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_fast_scan_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
+    """Right everywhere the check looks without a clock, then the first timed answer again and again."""
+    fast_scan = _solution_fast_scan()
+    cache = {}
+
+    def cached(a, x, h0, chunks):
+        if a.shape[0] == scan_checks.SCAN_SPEED_T:
+            if "h" not in cache:
+                cache["h"] = fast_scan(a, x, h0, chunks)
+            return cache["h"]
+        return fast_scan(a, x, h0, chunks)
+    cached.py_func = fast_scan.py_func
+
+    fake_clock.cost(plain_loop=2e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
+                                             r"float32, timed call \d+\):\n  gamed timer \(or a mistake that shows "
+                                             r"only at this size\): the result returned while timed differs from the "
+                                             r"reference on that same input"):
+        scan_checks.check_fast_scan(cached)
 
 
 def test_fast_scan_sequential_loop_is_named():
@@ -537,10 +572,12 @@ def test_fast_scan_ignoring_chunks_is_named():
 
 def test_fast_scan_slow_chunked_scan_fails_on_speed(fake_clock):
     """A chunked scan in plain numpy is time-parallel (short span) but slow: the speed test names it
-    (on the fake clock it costs twice the course's sequential loop)."""
-    fake_clock.cost(course_sequential=1e-3, yours=2e-3)
+    (on the fake clock it costs twice the plain compiled loop)."""
+    fake_clock.cost(plain_loop=1e-3, yours=2e-3)
     with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
-                                             r"float32\):\n  your scan is right and time-parallel, but only"):
+                                             r"float32\):\n  your scan is right and time-parallel \(all \d+ timed "
+                                             r"results matched the reference\), but your function is only 0.50x as "
+                                             r"fast as the plain compiled loop"):
         scan_checks.check_fast_scan(good_chunked, retries=1)
 
 
@@ -560,3 +597,33 @@ def test_fast_scan_fixed_float_type_and_in_place_are_named():
 
     with pytest.raises(ExerciseFailed, match=r"changed its input x in place"):
         scan_checks.check_fast_scan(in_place)
+
+
+# --------------------------------------------------------------------------- issue 29: divergent barriers
+_FINAL = """    if i < T:
+        h[i, c] = ai * (sa[i] * h0[c] + sb[i]) + xi"""
+
+
+@needs_sim
+def test_the_reference_body_passes_the_barrier_log():
+    assert scan_checks.check_block_kernel(_compile(_scan_body_then(_FINAL))).startswith("Exercise 8.4 passed")
+
+
+@needs_sim
+def test_a_barrier_inside_the_branch_is_named_a_divergent_barrier_not_a_race():
+    src = _scan_body_then(_FINAL).replace("        step *= 2\n        cuda.syncthreads()",
+                                          "            cuda.syncthreads()\n        step *= 2", 1)
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case 2/8 \(T=2, 2 threads per block, 3 "
+                                             r"block\(s\)\):\n  a divergent barrier in block 0: thread 0 reached its "
+                                             r"barrier no\. 2 on line \d+ .*but thread 1 reached its barrier no\. 2 on "
+                                             r"line \d+.*Hint: put cuda\.syncthreads\(\) where every thread passes it") as e:
+        scan_checks.check_block_kernel(_compile(src))
+    assert "race" not in str(e.value)
+
+
+@needs_sim
+def test_an_early_return_of_the_spare_threads_is_named_a_divergent_barrier():
+    src = _scan_body_then(_FINAL).replace("    T = a.shape[0]\n", "    T = a.shape[0]\n    if i >= T:\n        return\n", 1)
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case \d/8 \(T=\d+, \d+ threads per block.*"
+                                             r"a divergent barrier in block 0: .*thread \d+ passed only 0 barrier\(s\)"):
+        scan_checks.check_block_kernel(_compile(src))
