@@ -40,7 +40,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..core.validate import check_array, check_choice, check_int, check_positive_int
+from ..core.validate import check_array, check_choice, check_finite, check_int, check_positive_int
 from . import scan as _scan
 
 __all__ = [
@@ -257,6 +257,8 @@ def linear_recurrence(A, b, h0=None, *, structure: str = "full", method: str = "
 def recurrence_float64(A, b, h0=None, *, structure: str = "full") -> np.ndarray:
     """The reference: a plain Python/numpy loop in float64 (slow; small problems only)."""
     A, b, h0 = _validate(A, b, h0, structure)
+    check_finite(A, "A")
+    check_finite(b, "b")
     A = A.astype(np.float64)
     b = b.astype(np.float64)
     h = h0.astype(np.float64)
