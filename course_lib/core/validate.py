@@ -359,13 +359,22 @@ def check_fields(obj: Any, name: str, shapes: dict, *, dims: dict | None = None,
 
 
 def check_ids(ids: Any, name: str, vocab: int, *, ndim: int | Iterable[int] | None = None,
-              shape: Sequence[Any] | None = None, dims: dict | None = None) -> np.ndarray:
-    """An integer array of token ids (or labels) in ``[0, vocab)``; the error names the argument and the
-    offending range. Returns the array."""
+              shape: Sequence[Any] | None = None, dims: dict | None = None, what: str = "ids") -> np.ndarray:
+    """An integer array of token ids (or class labels: ``what="labels"``) in ``[0, vocab)``; the error names
+    the argument and the offending range, e.g. ``y: labels must be in [0, 2), got range [0, 5]``."""
     arr = check_array(ids, name, ndim=ndim, shape=shape, dims=dims, dtype="int", finite=False)
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= vocab):
-        raise ValueError(f"{name}: expected ids in [0, {vocab}), got values in [{int(arr.min())}, {int(arr.max())}]")
+        raise ValueError(f"{name}: {what} must be in [0, {vocab}), got range [{int(arr.min())}, {int(arr.max())}]")
     return arr
 
 
 __all__ += ["MAX_COUNT", "check_count", "check_fields", "check_ids"]
+
+
+def largest(**sizes: int) -> str:
+    """The name of the largest size, for :func:`check_alloc`'s ``name`` when several arguments make an array:
+    ``largest(T=32, batch=8, V=10**10)`` -> ``"V"`` (the one to blame when it is too large)."""
+    return max(sizes, key=lambda k: sizes[k])
+
+
+__all__ += ["largest"]

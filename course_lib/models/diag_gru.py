@@ -257,7 +257,7 @@ def _head(params, h_last, y):
 def loss_and_grads(params, X, y, *, method: str = "sequential", iters: int | None = None):
     """Softmax cross-entropy of the head on the last state: ``(loss, accuracy, grads)``."""
     X = _check_X(check_params(params), X)
-    y = check_ids(y, "y", params.W_out.shape[1], shape=(X.shape[1],))
+    y = check_ids(y, "y", params.W_out.shape[1], shape=(X.shape[1],), what="labels")
     Hs = forward(params, X, method=method, iters=iters)
     loss, acc, dlogits = _head(params, Hs[-1], y)
     dHs = np.zeros_like(Hs)
@@ -285,10 +285,10 @@ def train_classifier(X, y, *, nh: int = 16, n_classes: int | None = None, epochs
     epochs, batch = check_count(epochs, "epochs"), check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     C = max(int(y.max()) + 1, 2) if n_classes is None else check_int(n_classes, "n_classes", low=2)
-    y = check_ids(y, "y", C, shape=(X.shape[1],))
+    y = check_ids(y, "y", C, shape=(X.shape[1],), what="labels")
     if X_val is not None:
         X_val = check_array(X_val, "X_val", shape=(X.shape[0], None, X.shape[2]))
-        y_val = check_ids(y_val, "y_val", C, shape=(X_val.shape[1],))
+        y_val = check_ids(y_val, "y_val", C, shape=(X_val.shape[1],), what="labels")
     params = init_params(X.shape[2], nh, max(C, 2), seed=seed, dtype=X.dtype)
     opt = Adam(params.arrays(), lr, clip=5.0)
     rng = np.random.default_rng(seed)

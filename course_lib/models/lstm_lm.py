@@ -21,7 +21,7 @@ from . import lstm
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_alloc, check_array, check_choice, check_float, check_positive_int
+from ..core.validate import check_alloc, check_array, check_choice, check_count, check_float, check_ids, check_positive_int, largest
 from ..data.corpus import batch_windows, one_hot
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
@@ -56,7 +56,7 @@ def init_lm(V: int, nh: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
     """A character LM for a vocabulary of ``V`` symbols and ``nh`` hidden units."""
     V = check_positive_int(V, "V")
     nh = check_positive_int(nh, "nh")
-    check_alloc((4 * nh, V + nh + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64, "nh",
+    check_alloc((4 * nh, V + nh + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64, largest(nh=nh, V=V),
                 what="the LSTM weights")
     p = lstm.init_params(V, nh, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed + 1000)
@@ -108,14 +108,15 @@ def train_lm(ids, V: int, *, nh: int = 128, T: int = 32, batch: int = 32, steps:
     ids = check_array(ids, "ids", ndim=1, dtype="int")
     V = check_positive_int(V, "V")
     nh, T, batch = check_positive_int(nh, "nh"), check_positive_int(T, "T"), check_positive_int(batch, "batch")
-    steps = check_positive_int(steps, "steps")
+    steps = check_count(steps, "steps")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     method = check_choice(method, "method", lstm.METHODS)
     if clip is not None:
         clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
-    if ids.size and (ids.min() < 0 or ids.max() >= V):
-        raise ValueError(f"ids: expected symbol ids in [0, V={V}), got values in [{ids.min()}, {ids.max()}]")
-    check_alloc((T, batch, V), np.float32, "batch", what="one batch of one-hot inputs")
+    ids = check_ids(ids, "ids", V)
+    if ids.size < T + 1:
+        raise ValueError(f"ids: expected at least T + 1 = {T + 1} tokens (one window and its target), got {ids.size}")
+    check_alloc((T, batch, V), np.float32, largest(T=T, batch=batch, V=V), what="one batch of one-hot inputs")
     params = init_lm(V, nh, seed=seed)
     rng = np.random.default_rng(seed)
     batches = [batch_windows(ids, T, batch, rng) for _ in range(steps)]

@@ -28,7 +28,8 @@ import numpy as np
 
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int)
+from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int,
+                             largest)
 
 __all__ = [
     "RNNParams",
@@ -153,7 +154,7 @@ def init_params(nx: int, nh: int, ny: int, *, seed: int = 0, dtype=np.float32) -
     ny = check_positive_int(ny, "ny")
     seed = check_int(seed, "seed", low=0)
     dt = check_dtype(dtype, "dtype")
-    check_alloc((nx + nh + ny, nh), np.float64, "nh", what="the weights")
+    check_alloc((nx + nh + ny, nh), np.float64, largest(nx=nx, nh=nh, ny=ny), what="the weights")
     rng = np.random.default_rng(seed)
     Wxh = rng.standard_normal((nx, nh)) / math.sqrt(nx)
     Whh = rng.standard_normal((nh, nh)) / math.sqrt(nh)
