@@ -50,7 +50,7 @@ from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
-                              check_ids, check_positive_int, largest)
+                              check_count, check_ids, check_positive_int, largest)
 
 __all__ = [
     "GRUParams",
@@ -562,7 +562,7 @@ def train_classifier(params, X, y, *, epochs: int = 3, batch: int = 32, lr: floa
     ``history = {"loss": [per batch], "epoch": [per batch]}``, ``seconds``, ``info`` with the
     method, ``implicit`` and the MGRIT options."""
     params = _check_classifier(params)
-    epochs = check_positive_int(epochs, "epochs")
+    epochs = check_count(epochs, "epochs")
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     _method_opts(method, mgrit_opts)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int,
+from ..core.validate import (check_alloc, check_array, check_count, check_dtype, check_float, check_int, check_positive_int,
                              largest)
 
 __all__ = [
@@ -321,7 +321,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     its starting value.
     """
     X, Y, _ = check_inputs(params, X, Y, None)
-    epochs = check_int(epochs, "epochs", low=0)
+    epochs = check_count(epochs, "epochs", low=0)
     lr = check_float(lr, "lr", low=0.0)
     N = X.shape[1]
     batch = check_positive_int(batch, "batch", high=N)
