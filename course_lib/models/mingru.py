@@ -37,7 +37,7 @@ from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_float, check_ids,
-                             check_int, check_positive_int)
+                             check_int, check_positive_int, largest)
 
 __all__ = [
     "KINDS",
@@ -158,8 +158,7 @@ def init_params(kind: str, nx: int, nh: int, n_classes: int = 2, *, seed: int = 
     nh = check_positive_int(nh, "nh")
     n_classes = check_int(n_classes, "n_classes", low=2)
     retain_bias = check_float(retain_bias, "retain_bias")
-    check_alloc((3 * nx + n_classes, nh), dtype, "nx, nh", what="the weights")
-    check_alloc((nh, n_classes), dtype, "n_classes", what="the head")
+    check_alloc((3 * nx + n_classes, nh), dtype, largest(nx=nx, nh=nh, n_classes=n_classes), what="the weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)
 
