@@ -61,7 +61,10 @@ def _check_states(p, Hprev, GI):
     H = p.W_hh.shape[1]
     Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3, 4))
     check_shape(Hprev, "Hprev", (None,) * (Hprev.ndim - 1) + (H,))
-    GI = check_array(GI, "GI", shape=Hprev.shape[:-1] + (3 * H,))
+    GI = check_array(GI, "GI", ndim=(1, 2, 3, 4))
+    check_shape(GI, "GI", (None,) * (GI.ndim - 1) + (3 * H,))
+    if GI.shape[:-1] != Hprev.shape[:-1]:
+        raise ValueError(f"Hprev, GI: expected the same leading axes (T, *batch), got Hprev {Hprev.shape} and GI {GI.shape}")
     return Hprev, GI
 
 
@@ -201,7 +204,9 @@ def elman_jacobian(Whh, Hprev, XW, *, diagonal: bool = False) -> np.ndarray:
     Whh = check_array(Whh, "Whh", shape=("H", "H"), dims=dims)
     Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3))
     check_shape(Hprev, "Hprev", (None,) * (Hprev.ndim - 1) + ("H",), dims)
-    XW = check_array(XW, "XW", shape=Hprev.shape)
+    XW = check_array(XW, "XW", ndim=(1, 2, 3))
+    if XW.shape != Hprev.shape:
+        raise ValueError(f"Hprev, XW: expected the same shape, got Hprev {Hprev.shape} and XW {XW.shape}")
     check_alloc(Hprev.shape + (1 if diagonal else dims["H"],), Hprev.dtype, "Hprev", what="the Jacobians")
     return elman_jacobian_unchecked(Whh, Hprev, XW, diagonal=diagonal)
 
