@@ -103,7 +103,7 @@ def residual(f: Callable, h0, X, H):
         raise TypeError(f"f: expected a function f(H_prev, X) -> H, got {type(f).__name__}")
     H = _check_states(H, "H")
     X = _check_X(X, H.shape[0])
-    out = f(shift(h0, H), X)
+    out = _call(f, "f", shift(h0, H), X)
     if np.shape(out) != H.shape:
         raise ValueError(f"f: expected f(H_prev, X) to return the shape of H {H.shape}, got {np.shape(out)}")
     return H - out
@@ -139,6 +139,17 @@ def _check_jac_out(J, want: tuple, name: str = "jac") -> np.ndarray:
     return J
 
 
+def _call(fn: Callable, name: str, Hprev, X, *more):
+    """``fn(Hprev, X, ...)``; an error inside it (often from an ``X`` of the wrong shape) is re-raised naming
+    the function and the shapes it was given."""
+    try:
+        return fn(Hprev, X, *more)
+    except (ValueError, TypeError, IndexError) as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(f"{name}: failed on H_prev of shape {np.shape(Hprev)} and X of shape {np.shape(X)} "
+                   f"(check X's shape against what {name} expects): {type(exc).__name__}: {exc}") from exc
+
+
 def _norm(r) -> float:
     return float(np.max(np.abs(r))) if r.size else 0.0
 
@@ -151,13 +162,13 @@ def _jacobians(jac, jac_diag, Hprev, X, method, clip):
         return None, "zero"
     if method == "quasi":
         if jac_diag is not None:
-            D = np.asarray(jac_diag(Hprev, X))
+            D = np.asarray(_call(jac_diag, "jac_diag", Hprev, X))
         else:
-            D = np.diagonal(np.asarray(jac(Hprev, X)), axis1=-2, axis2=-1)
+            D = np.diagonal(np.asarray(_call(jac, "jac", Hprev, X)), axis1=-2, axis2=-1)
         if D.shape != Hprev.shape:
             raise ValueError(f"jac_diag: expected shape {Hprev.shape} (one diagonal per step), got {D.shape}")
         return np.ascontiguousarray(D, dtype=Hprev.dtype), "diagonal"
-    J = np.asarray(jac(Hprev, X))
+    J = np.asarray(_call(jac, "jac", Hprev, X))
     want = Hprev.shape + (Hprev.shape[-1],)
     if J.shape != want:
         raise ValueError(f"jac: expected shape {want} (T, *batch, H, H), got {J.shape}")
@@ -185,7 +196,7 @@ def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton",
     h0 = _check_h0(h0, H)
     X = _check_X(X, H.shape[0])
     Hprev = _shift(h0, H)
-    r = H - f(Hprev, X)
+    r = H - _call(f, "f", Hprev, X)
     A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
     return H + _direction(A, structure, r, scan), r
 
@@ -253,7 +264,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
     Hprev = _shift(h0, H)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = H - f(Hprev, X)
+        r = H - _call(f, "f", Hprev, X)
     if r.shape != H.shape:
         raise ValueError(f"f: expected an output of shape {H.shape} (T, *batch, H), got {r.shape}")
     history = [_norm(r)]
@@ -276,7 +287,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
         H = H + delta
         Hprev = _shift(h0, H)
         with np.errstate(over="ignore", invalid="ignore"):
-            r = H - f(Hprev, X)
+            r = H - _call(f, "f", Hprev, X)
         res = _norm(r)
         history.append(res)
         if not math.isfinite(res) or res > diverge_factor * max(history[0], 1.0):
@@ -317,7 +328,7 @@ def gradient(jac: Callable, H, h0, X, dH, *, vjp: Callable | None = None, scan: 
     h0 = check_array(h0, "h0", shape=H.shape[1:])
     X = _check_X(X, H.shape[0])
     Hprev = _shift(h0, H)
-    J = _check_jac_out(jac(Hprev, X), H.shape + (H.shape[-1],))
+    J = _check_jac_out(_call(jac, "jac", Hprev, X), H.shape + (H.shape[-1],))
     JT = np.swapaxes(J, -1, -2)
     A_rev = np.empty_like(JT)
     A_rev[0] = 0.0
@@ -361,7 +372,7 @@ def lyapunov_exponent(jac: Callable, H, h0, X, *, seed: int = 0, burn_in: int = 
     h0 = check_array(h0, "h0", shape=H.shape[1:])
     X = _check_X(X, H.shape[0])
     burn_in = check_int(burn_in, "burn_in", low=0, high=H.shape[0] - 1)
-    J = _check_jac_out(jac(_shift(h0, H), X), H.shape + (H.shape[-1],))
+    J = _check_jac_out(_call(jac, "jac", _shift(h0, H), X), H.shape + (H.shape[-1],))
     if burn_in:
         rng = np.random.default_rng(seed)
         v = rng.standard_normal(J.shape[1:-1])
@@ -429,7 +440,7 @@ def hutchinson_diagonal(jvp: Callable, Hprev, X, *, samples: int = 64, seed: int
     acc = np.zeros_like(Hprev)
     for _ in range(samples):
         z = rng.choice(np.array([-1.0, 1.0], dtype=Hprev.dtype), size=Hprev.shape)
-        Jz = np.asarray(jvp(Hprev, X, z))
+        Jz = np.asarray(_call(jvp, "jvp", Hprev, X, z))
         if Jz.shape != Hprev.shape:
             raise ValueError(f"jvp: expected J V shaped like H_prev {Hprev.shape}, got {Jz.shape}")
         acc += z * Jz
