@@ -360,7 +360,9 @@ class MGRIT:
         """Solve ``nt`` fine steps from ``u0`` in this process (``threads`` CPU threads). Returns
         ``(U, history)``: ``U`` of shape ``(nt + 1, *u0.shape)`` (``U[0] = u0``) and the C-point
         residual norm after each iteration. Raises :class:`MGRITDivergence` instead of returning NaN."""
-        u0 = np.asarray(u0)
+        u0 = check_array(u0, "u0", dtype=None, finite=False)
+        if u0.dtype.kind not in "iufc":
+            raise TypeError(f"u0: expected a numeric array, got dtype {u0.dtype}")
         if u0.dtype.kind not in "fc":
             u0 = u0.astype(np.float64)
         if not np.all(np.isfinite(u0)):

@@ -275,6 +275,16 @@ def predict(params, X, *, method: str = "sequential", iters: int | None = None) 
     return np.argmax(Hs[-1] @ params.W_out + params.b_out, axis=-1)
 
 
+def _n_classes(y, n_classes):
+    """``n_classes`` checked, or inferred from the labels (at most one class per example: a label far beyond
+    the number of examples is a mistake, not a reason to build a huge head)."""
+    if n_classes is not None:
+        return check_int(n_classes, "n_classes", low=2)
+    y = check_ids(y, "y", max(2, y.shape[0]), what="labels (n_classes=None infers one class per label up to the "
+                  "number of examples; pass n_classes for more)")
+    return max(int(y.max()) + 1, 2)
+
+
 def train_classifier(X, y, *, nh: int = 16, n_classes: int | None = None, epochs: int = 5, batch: int = 32,
                      lr: float = 1e-2, seed: int = 0, method: str = "sequential", iters: int | None = None,
                      X_val=None, y_val=None) -> TrainResult:
@@ -284,7 +294,7 @@ def train_classifier(X, y, *, nh: int = 16, n_classes: int | None = None, epochs
     y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
     epochs, batch = check_count(epochs, "epochs"), check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-    C = max(int(y.max()) + 1, 2) if n_classes is None else check_int(n_classes, "n_classes", low=2)
+    C = _n_classes(y, n_classes)
     y = check_ids(y, "y", C, shape=(X.shape[1],), what="labels")
     if X_val is not None:
         X_val = check_array(X_val, "X_val", shape=(X.shape[0], None, X.shape[2]))

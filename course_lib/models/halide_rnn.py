@@ -325,6 +325,8 @@ def train_step(params, X: np.ndarray, Y: np.ndarray, lr: float, *, schedule="til
     Wxh, Whh, Why, X, Y = _check_step_inputs(params, X, Y)
     fns = {name: fn.raw for name, fn in compiled_step(sched).items()}  # the inputs are checked above
     new, loss = _run_step(fns, Wxh, Whh, Why, X, Y, lr)
+    if not all(np.isfinite(w).all() for w in new.values()):
+        raise FloatingPointError(f"lr: the step overflowed float32 (lr = {lr:g}): use a smaller learning rate")
     if dataclasses.is_dataclass(params) and not isinstance(params, type):
         return dataclasses.replace(params, **new), loss
     return type(params)(**new), loss

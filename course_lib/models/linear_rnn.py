@@ -277,6 +277,7 @@ def _check_inputs(params, X):
     if not isinstance(params, _Params):
         raise TypeError(f"params: expected a layer's params from init_params (GILRParams, SRUParams, "
                         f"QRNNParams or SerialLSTMParams), got {type(params).__name__}")
+    params.__post_init__()  # the shapes again: the arrays may have been replaced since construction (O(1))
     for name, a in zip(params.names(), params.arrays()):
         check_finite(a, f"params.{name}")
     X = check_array(X, "X", shape=("T", "B", None), min_size={"T": 1})

@@ -21,7 +21,8 @@ from . import lstm
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_alloc, check_array, check_choice, check_count, check_float, check_ids, check_positive_int, largest
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_finite, check_float,
+                             check_ids, check_positive_int, largest)
 from ..data.corpus import batch_windows, one_hot
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
@@ -69,6 +70,10 @@ def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre")
     and the gradients as an :class:`LMParams` of arrays."""
     if not isinstance(params, LMParams):
         raise TypeError(f"params: expected LMParams (see init_lm), got {type(params).__name__}")
+    lstm.check_params(params.lstm)
+    for name, a in zip(params.names(), params.arrays()):
+        check_finite(a, f"params.{name}")
+    check_fields(params, "params", {"W_out": (params.lstm.nx, params.lstm.nh), "b_out": (params.lstm.nx,)})
     X_ids = check_array(X_ids, "X_ids", ndim=2, dtype="int")
     Y_ids = check_array(Y_ids, "Y_ids", shape=X_ids.shape, dtype="int")
     check_choice(method, "method", lstm.METHODS)
