@@ -71,9 +71,9 @@ def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre")
     if not isinstance(params, LMParams):
         raise TypeError(f"params: expected LMParams (see init_lm), got {type(params).__name__}")
     lstm.check_params(params.lstm)
-    for name, a in zip(params.names(), params.arrays()):
-        check_finite(a, f"params.{name}")
     check_fields(params, "params", {"W_out": (params.lstm.nx, params.lstm.nh), "b_out": (params.lstm.nx,)})
+    for name, a in zip(params.lstm.names(), params.lstm.arrays()):
+        check_finite(a, f"params.lstm.{name}")
     X_ids = check_array(X_ids, "X_ids", ndim=2, dtype="int")
     Y_ids = check_array(Y_ids, "Y_ids", shape=X_ids.shape, dtype="int")
     check_choice(method, "method", lstm.METHODS)
