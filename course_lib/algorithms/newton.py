@@ -238,12 +238,12 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     residual becomes non-finite or grows by more than ``diverge_factor``."""
     if not callable(f):
         raise TypeError(f"f: expected a callable f(H_prev, X), got {type(f).__name__}")
+    check_choice(method, "method", METHODS)
     if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
         raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
                         f"got {type(jac).__name__}")
     if jac_diag is not None and not callable(jac_diag):
         raise TypeError(f"jac_diag: expected a callable or None, got {type(jac_diag).__name__}")
-    check_choice(method, "method", METHODS)
     check_choice(scan, "scan", matrix_scan.METHODS)
     h0 = check_array(h0, "h0", ndim=(1, 2, 3))
     try:
