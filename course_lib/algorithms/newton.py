@@ -187,7 +187,8 @@ def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton",
     check_callable(f, "f", "a function f(H_prev, X)")
     check_choice(method, "method", METHODS)
     if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
-        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), got {type(jac).__name__}")
+        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
+                        f"got {type(jac).__name__}")
     if jac_diag is not None:
         check_callable(jac_diag, "jac_diag")
     check_choice(scan, "scan", matrix_scan.METHODS)

@@ -38,8 +38,8 @@ from ..core.results import TrainResult
 from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_float, check_ids,
                              check_int, check_positive_int, largest)
 
-__all__ = ["DiagGRUParams", "METHODS", "INITS", "init_params", "check_params", "system", "jacobian_diagonal", "forward", "solve",
-           "backward", "loss_and_grads", "predict", "train_classifier"]
+__all__ = ["DiagGRUParams", "METHODS", "INITS", "init_params", "system", "jacobian_diagonal", "forward", "solve",
+           "backward", "loss_and_grads", "predict", "train_classifier", "check_params"]
 
 METHODS = ("sequential", "newton", "quasi")
 INITS = ("f0", "zeros")

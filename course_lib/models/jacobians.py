@@ -64,7 +64,8 @@ def _check_states(p, Hprev, GI):
     GI = check_array(GI, "GI", ndim=(1, 2, 3, 4))
     check_shape(GI, "GI", (None,) * (GI.ndim - 1) + (3 * H,))
     if GI.shape[:-1] != Hprev.shape[:-1]:
-        raise ValueError(f"Hprev, GI: expected the same leading axes (T, *batch), got Hprev {Hprev.shape} and GI {GI.shape}")
+        raise ValueError(f"Hprev, GI: expected the same leading axes (T, *batch), got Hprev {Hprev.shape} "
+                         f"and GI {GI.shape}")
     return Hprev, GI
 
 

@@ -43,7 +43,8 @@ from ..algorithms.scan import linear_recurrence, linear_recurrence_backward
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_choice, check_count, check_finite, check_float, check_ids, check_positive_int
+from ..core.validate import (check_array, check_choice, check_count, check_finite, check_float, check_ids,
+                             check_positive_int)
 
 __all__ = [
     "LAYERS",

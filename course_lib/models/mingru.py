@@ -218,7 +218,8 @@ def _check_log(x, name):
     bad = np.isnan(x) | np.isposinf(x)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{name}: expected log-coefficients in [-inf, inf) (no NaN, no +inf), got {x[idx]} at index {idx}")
+        raise ValueError(f"{name}: expected log-coefficients in [-inf, inf) (no NaN, no +inf), "
+                         f"got {x[idx]} at index {idx}")
     return x
 
 

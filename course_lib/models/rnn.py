@@ -28,8 +28,8 @@ import numpy as np
 
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_count, check_dtype, check_float, check_int, check_positive_int,
-                             largest)
+from ..core.validate import (check_alloc, check_array, check_count, check_dtype, check_float, check_int,
+                             check_positive_int, largest)
 
 __all__ = [
     "RNNParams",

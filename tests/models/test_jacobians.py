@@ -58,8 +58,9 @@ def test_nonfinite_states_refused(bad):
         for fn in _FNS:
             raises_naming(ValueError, name, fn, _GP, H, G)
         XW = np.zeros_like(_HP)
+        XW_bad = XW if name == "Hprev" else np.where(np.isfinite(G[..., :4]), XW, bad)
         raises_naming(ValueError, name if name == "Hprev" else "XW", jacobians.elman_jacobian, np.eye(4),
-                      H if name == "Hprev" else _HP, XW if name == "Hprev" else np.where(np.isfinite(G[..., :4]), XW, bad))
+                      H if name == "Hprev" else _HP, XW_bad)
 
 
 def test_elman_jacobian_checks_shapes_and_unchecked_twins_pass_nan_through():
