@@ -133,3 +133,75 @@ def chapters_of_item(item) -> set[str]:
     if callspec is not None:
         chs |= {c for c in _NOTEBOOK.findall(callspec.id) if c in course_lib.CHAPTERS}
     return chs
+
+
+# ---- bad input (issue 29): "a clear error naming the argument, or a correct result", and fast ----------------
+def _names_one_of(msg: str, names) -> bool:
+    return any(msg.startswith(n) or f"{n}:" in msg or f"{n}," in msg for n in names)
+
+
+def clear_error_or(names, call, check=None):
+    """Call ``call()``: either it raises ValueError/TypeError (or FloatingPointError) whose message names one of
+    ``names`` (returns ``None``), or it returns and ``check(result)`` holds (returns the result)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    try:
+        out = call()
+    except (ValueError, TypeError, FloatingPointError) as exc:
+        assert _names_one_of(str(exc), names), f"{type(exc).__name__} names none of {names}: {exc}"
+        return None
+    if check is not None:
+        assert check(out), f"accepted, but the result fails the check: {out!r}"[:500]
+    return out
+
+
+def raises_fast(exc_types, name: str, fn, *args, seconds: float = 2.0, **kw) -> str:
+    """:func:`raises_naming`, run in a thread that must finish within ``seconds`` (a hang fails the test
+    instead of stalling it). Returns the message."""
+    import threading
+
+    box: dict = {}
+
+    def target():
+        try:
+            box["msg"] = raises_naming(exc_types, name, fn, *args, **kw)
+        except BaseException as exc:
+            box["exc"] = exc
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(seconds)
+    assert not th.is_alive(), f"{getattr(fn, '__name__', fn)} did not fail within {seconds} s"
+    if "exc" in box:
+        raise box["exc"]
+    return box["msg"]
+
+
+def bad_array(valid: np.ndarray):
+    """A strategy of broken versions of ``valid``: ``(what, array)`` with what in ndim+ / ndim- / shape / empty /
+    int / complex / object / nan / inf / none / str (NaN and inf at a drawn index)."""
+    valid = np.asarray(valid)
+    kinds = ["ndim+", "ndim-", "shape", "empty", "complex", "object", "nan", "inf", "none", "str"]
+    if valid.dtype.kind == "f":
+        kinds.append("int")
+
+    @st.composite
+    def draw(d):
+        what = d(st.sampled_from(kinds))
+        a = valid.copy()
+        if what == "ndim+":
+            return what, a[None]
+        if what == "ndim-":
+            return what, a[0]
+        if what == "shape":
+            ax = d(st.integers(0, a.ndim - 1))
+            return what, np.concatenate([a, a.take([0], axis=ax)], axis=ax)
+        if what == "empty":
+            ax = d(st.integers(0, a.ndim - 1))
+            return what, a.take([], axis=ax)
+        if what in ("nan", "inf"):
+            i = d(st.integers(0, a.size - 1))
+            a.flat[i] = np.nan if what == "nan" else d(st.sampled_from([np.inf, -np.inf]))
+            return what, a
+        return what, {"int": lambda: np.round(a).astype(np.int64), "complex": lambda: a.astype(complex),
+                      "object": lambda: a.astype(object), "none": lambda: None, "str": lambda: "abc"}[what]()
+    return draw()

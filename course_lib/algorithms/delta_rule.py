@@ -34,7 +34,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..core.validate import check_array, check_bool, check_choice, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_bool, check_choice, check_int, check_positive_int, largest
 from . import matrix_scan
 
 __all__ = ["METHODS", "delta_rule", "recurrence_float64", "wy_representation", "scan_price", "random_problem"]
@@ -63,6 +63,8 @@ def random_problem(T: int, batch: int = 1, heads: int = 2, d_k: int = 8, d_v: in
     """Seeded ``(q, k, v, beta)``: q, k of unit length (DeltaNet L2-normalises them), normal v, beta in (0, 1)."""
     T, batch, heads, d_k = (check_positive_int(x, n) for x, n in ((T, "T"), (batch, "batch"), (heads, "heads"), (d_k, "d_k")))
     d_v = d_k if d_v is None else check_positive_int(d_v, "d_v")
+    big = largest(T=T, batch=batch, heads=heads, d_k=d_k, d_v=d_v)
+    check_alloc((3, T, batch, heads, max(d_k, d_v)), np.float64, big, what="q, k and v")
     rng = np.random.default_rng(seed)
     q, k = (x / np.linalg.norm(x, axis=-1, keepdims=True) for x in rng.standard_normal((2, T, batch, heads, d_k)))
     v = rng.standard_normal((T, batch, heads, d_v))

@@ -49,7 +49,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..core import backend
-from ..core.validate import check_array, check_bool, check_choice, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_bool, check_choice, check_int, check_positive_int, largest
 from . import scan as _scan
 
 __all__ = [
@@ -106,6 +106,8 @@ def random_problem(T: int, batch: int = 1, heads: int = 2, d_k: int = 8, d_v: in
     d_v = d_k if d_v is None else check_positive_int(d_v, "d_v")
     if not 0 <= low <= high <= 1:
         raise ValueError(f"low, high: expected 0 <= low <= high <= 1, got {low}, {high}")
+    big = largest(T=T, batch=batch, heads=heads, d_k=d_k, d_v=d_v)
+    check_alloc((3, T, batch, heads, max(d_k, d_v)), np.float64, big, what="q, k and v")
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
     k = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)

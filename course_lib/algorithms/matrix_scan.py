@@ -40,7 +40,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..core.validate import check_array, check_choice, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_choice, check_finite, check_int, check_positive_int, largest
 from . import scan as _scan
 
 __all__ = [
@@ -75,6 +75,7 @@ def combine(p, q):
 def identity(nh: int, dtype=np.float64):
     """The neutral element ``(I, 0)``."""
     nh = check_positive_int(nh, "nh")
+    check_alloc((nh, nh), dtype, "nh", what="the identity matrix")
     return np.eye(nh, dtype=dtype), np.zeros(nh, dtype=dtype)
 
 
@@ -257,6 +258,8 @@ def linear_recurrence(A, b, h0=None, *, structure: str = "full", method: str = "
 def recurrence_float64(A, b, h0=None, *, structure: str = "full") -> np.ndarray:
     """The reference: a plain Python/numpy loop in float64 (slow; small problems only)."""
     A, b, h0 = _validate(A, b, h0, structure)
+    check_finite(A, "A")
+    check_finite(b, "b")
     A = A.astype(np.float64)
     b = b.astype(np.float64)
     h = h0.astype(np.float64)
@@ -323,8 +326,9 @@ def random_problem(T: int, nh: int, batch: tuple = (), *, structure: str = "full
     T = check_positive_int(T, "T")
     nh = check_positive_int(nh, "nh")
     check_choice(structure, "structure", STRUCTURES)
+    batch = tuple(check_positive_int(n, "batch") for n in batch)
+    check_alloc((T, *batch, nh, nh if structure == "full" else 1), np.float64, largest(T=T, nh=nh), what="A")
     rng = np.random.default_rng(seed)
-    batch = tuple(batch)
     if structure == "full":
         A = rng.standard_normal((T,) + batch + (nh, nh)) * scale / (2 * math.sqrt(nh))
     elif structure == "diagonal":

@@ -98,6 +98,10 @@ def hierarchy(nt: int, m: int, levels: int) -> list[int]:
     levels = check_int(levels, "levels", low=1)
     if levels == 1:
         return [nt]
+    if levels - 1 > nt.bit_length():  # m**(levels-1) > nt: refused before computing a huge power
+        raise ValueError(
+            f"levels: {levels} levels with m={m} leave 0 coarse steps on the coarsest level for nt={nt}; "
+            f"need at least 2 (use fewer levels or a smaller m)")
     factor = m ** (levels - 1)
     if nt % factor:
         up = -(-nt // factor) * factor
@@ -356,7 +360,9 @@ class MGRIT:
         """Solve ``nt`` fine steps from ``u0`` in this process (``threads`` CPU threads). Returns
         ``(U, history)``: ``U`` of shape ``(nt + 1, *u0.shape)`` (``U[0] = u0``) and the C-point
         residual norm after each iteration. Raises :class:`MGRITDivergence` instead of returning NaN."""
-        u0 = np.asarray(u0)
+        u0 = check_array(u0, "u0", dtype=None, finite=False)
+        if u0.dtype.kind not in "iufc":
+            raise TypeError(f"u0: expected a numeric array, got dtype {u0.dtype}")
         if u0.dtype.kind not in "fc":
             u0 = u0.astype(np.float64)
         if not np.all(np.isfinite(u0)):
@@ -397,8 +403,17 @@ def dahlquist_step(lam: float, dt: float, m: int = 4) -> Callable:
 
 def dahlquist_exact_serial(lam: float, dt: float, u0: float, nt: int) -> np.ndarray:
     """Closed form of the fine backward-Euler march: ``u_i = u0 / (1 - lam dt)**i``, shape (nt+1,)."""
+    lam, dt, u0 = check_float(lam, "lam"), check_float(dt, "dt", low=0.0, low_inclusive=False), check_float(u0, "u0")
     nt = check_positive_int(nt, "nt")
-    return float(u0) / (1.0 - lam * dt) ** np.arange(nt + 1, dtype=np.float64)
+    check_alloc((nt + 1,), np.float64, "nt", what="the trajectory")
+    if 1.0 - lam * dt == 0.0:
+        raise ValueError(f"lam, dt: backward Euler is singular at lam * dt = 1, got lam={lam}, dt={dt}")
+    with np.errstate(over="ignore", divide="ignore"):
+        out = u0 / (1.0 - lam * dt) ** np.arange(nt + 1, dtype=np.float64)
+    if not np.isfinite(out).all():
+        raise ValueError(f"lam, dt: the closed form overflows float64 within nt={nt} steps "
+                         f"(|1 - lam dt| = {abs(1.0 - lam * dt):.3g}); use fewer steps")
+    return out
 
 
 def convergence_factor(history) -> float:

@@ -55,7 +55,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.validate import as_array, check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (as_array, check_array, check_callable, check_choice, check_count, check_float, check_int,
+                             check_positive_int)
 from . import matrix_scan
 
 __all__ = [
@@ -101,10 +102,8 @@ def residual(f: Callable, h0, X, H):
     if not callable(f):
         raise TypeError(f"f: expected a function f(H_prev, X) -> H, got {type(f).__name__}")
     H = _check_states(H, "H")
-    X = as_array(X, "X")
-    if X.ndim < 1 or X.shape[0] != H.shape[0]:
-        raise ValueError(f"X: expected T = {H.shape[0]} steps on axis 0 like H, got shape {tuple(X.shape)}")
-    out = f(shift(h0, H), X)
+    X = _check_X(X, H.shape[0])
+    out = _call(f, "f", shift(h0, H), X)
     if np.shape(out) != H.shape:
         raise ValueError(f"f: expected f(H_prev, X) to return the shape of H {H.shape}, got {np.shape(out)}")
     return H - out
@@ -115,6 +114,40 @@ def _check_states(H, name: str) -> np.ndarray:
     if H.shape[0] < 1:
         raise ValueError(f"{name}: expected at least one time step (axis 0), got shape {tuple(H.shape)}")
     return H
+
+
+def _check_X(X, T: int) -> np.ndarray:
+    """``X``: the inputs, time on axis 0 (``T`` steps), real and finite (any trailing shape: ``f`` reads it)."""
+    X = as_array(X, "X")
+    if X.dtype.kind not in "iuf":
+        raise TypeError(f"X: expected a real (float or integer) array, got dtype {X.dtype}")
+    if X.ndim < 1 or X.shape[0] != T:
+        raise ValueError(f"X: expected T = {T} steps on axis 0, got shape {tuple(X.shape)}")
+    if X.dtype.kind == "f":
+        check_array(X, "X", dtype=None)
+    return X
+
+
+def _check_h0(h0, H) -> np.ndarray:
+    return check_array(h0, "h0", shape=H.shape[1:]).astype(H.dtype, copy=False)
+
+
+def _check_jac_out(J, want: tuple, name: str = "jac") -> np.ndarray:
+    J = np.asarray(J)
+    if J.shape != want:
+        raise ValueError(f"{name}: expected shape {want} (T, *batch, H, H), got {J.shape}")
+    return J
+
+
+def _call(fn: Callable, name: str, Hprev, X, *more):
+    """``fn(Hprev, X, ...)``; an error inside it (often from an ``X`` of the wrong shape) is re-raised naming
+    the function and the shapes it was given."""
+    try:
+        return fn(Hprev, X, *more)
+    except (ValueError, TypeError, IndexError) as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(f"{name}: failed on H_prev of shape {np.shape(Hprev)} and X of shape {np.shape(X)} "
+                   f"(check X's shape against what {name} expects): {type(exc).__name__}: {exc}") from exc
 
 
 def _norm(r) -> float:
@@ -129,13 +162,13 @@ def _jacobians(jac, jac_diag, Hprev, X, method, clip):
         return None, "zero"
     if method == "quasi":
         if jac_diag is not None:
-            D = np.asarray(jac_diag(Hprev, X))
+            D = np.asarray(_call(jac_diag, "jac_diag", Hprev, X))
         else:
-            D = np.diagonal(np.asarray(jac(Hprev, X)), axis1=-2, axis2=-1)
+            D = np.diagonal(np.asarray(_call(jac, "jac", Hprev, X)), axis1=-2, axis2=-1)
         if D.shape != Hprev.shape:
             raise ValueError(f"jac_diag: expected shape {Hprev.shape} (one diagonal per step), got {D.shape}")
         return np.ascontiguousarray(D, dtype=Hprev.dtype), "diagonal"
-    J = np.asarray(jac(Hprev, X))
+    J = np.asarray(_call(jac, "jac", Hprev, X))
     want = Hprev.shape + (Hprev.shape[-1],)
     if J.shape != want:
         raise ValueError(f"jac: expected shape {want} (T, *batch, H, H), got {J.shape}")
@@ -151,9 +184,20 @@ def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton",
                 clip: float = 1.0, scan: str = "sequential"):
     """One iteration from the guess ``H``: ``H + delta`` with ``delta_t = A_t delta_{t-1} - r_t``
     (``A_t`` = J_t, diag(J_t) or the clipped J_t). Returns ``(H_new, r)`` (r: the residual of ``H``)."""
+    check_callable(f, "f", "a function f(H_prev, X)")
     check_choice(method, "method", METHODS)
+    if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
+        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
+                        f"got {type(jac).__name__}")
+    if jac_diag is not None:
+        check_callable(jac_diag, "jac_diag")
+    check_choice(scan, "scan", matrix_scan.METHODS)
+    clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
+    H = _check_states(H, "H")
+    h0 = _check_h0(h0, H)
+    X = _check_X(X, H.shape[0])
     Hprev = _shift(h0, H)
-    r = H - f(Hprev, X)
+    r = H - _call(f, "f", Hprev, X)
     A, structure = _jacobians(jac, jac_diag, Hprev, X, method, clip)
     return H + _direction(A, structure, r, scan), r
 
@@ -195,12 +239,12 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     residual becomes non-finite or grows by more than ``diverge_factor``."""
     if not callable(f):
         raise TypeError(f"f: expected a callable f(H_prev, X), got {type(f).__name__}")
+    check_choice(method, "method", METHODS)
     if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
         raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
                         f"got {type(jac).__name__}")
     if jac_diag is not None and not callable(jac_diag):
         raise TypeError(f"jac_diag: expected a callable or None, got {type(jac_diag).__name__}")
-    check_choice(method, "method", METHODS)
     check_choice(scan, "scan", matrix_scan.METHODS)
     h0 = check_array(h0, "h0", ndim=(1, 2, 3))
     try:
@@ -209,6 +253,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
         raise TypeError(f"X: expected an array with time on axis 0, got {type(X).__name__}") from None
     if T < 1:
         raise ValueError("X: expected at least one time step (axis 0), got 0")
+    X = _check_X(X, T)
     dtype = h0.dtype
     if init is None:
         H = np.zeros((T,) + h0.shape, dtype=dtype)
@@ -220,7 +265,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
     Hprev = _shift(h0, H)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = H - f(Hprev, X)
+        r = H - _call(f, "f", Hprev, X)
     if r.shape != H.shape:
         raise ValueError(f"f: expected an output of shape {H.shape} (T, *batch, H), got {r.shape}")
     history = [_norm(r)]
@@ -243,7 +288,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
         H = H + delta
         Hprev = _shift(h0, H)
         with np.errstate(over="ignore", invalid="ignore"):
-            r = H - f(Hprev, X)
+            r = H - _call(f, "f", Hprev, X)
         res = _norm(r)
         history.append(res)
         if not math.isfinite(res) or res > diverge_factor * max(history[0], 1.0):
@@ -276,11 +321,15 @@ def gradient(jac: Callable, H, h0, X, dH, *, vjp: Callable | None = None, scan: 
     parameter vector-Jacobian product, all steps at once) returns ``(vjp(...), dh0)`` instead."""
     if not callable(jac):
         raise TypeError(f"jac: expected a callable jac(H_prev, X), got {type(jac).__name__}")
-    H = check_array(H, "H", ndim=(2, 3, 4))
+    if vjp is not None:
+        check_callable(vjp, "vjp", "a function vjp(H_prev, X, lam)")
+    check_choice(scan, "scan", matrix_scan.METHODS)
+    H = _check_states(check_array(H, "H", ndim=(2, 3, 4)), "H")
     dH = check_array(dH, "dH", shape=H.shape).astype(H.dtype, copy=False)
     h0 = check_array(h0, "h0", shape=H.shape[1:])
+    X = _check_X(X, H.shape[0])
     Hprev = _shift(h0, H)
-    J = np.asarray(jac(Hprev, X))
+    J = _check_jac_out(_call(jac, "jac", Hprev, X), H.shape + (H.shape[-1],))
     JT = np.swapaxes(J, -1, -2)
     A_rev = np.empty_like(JT)
     A_rev[0] = 0.0
@@ -300,6 +349,8 @@ def lyapunov_from_jacobians(J, *, seed: int = 0) -> float:
     log growth (per step; averaged over the batch)."""
     J = check_array(J, "J", ndim=(3, 4, 5))
     T = J.shape[0]
+    if T < 1 or J.shape[-1] != J.shape[-2] or J.shape[-1] < 1:
+        raise ValueError(f"J: expected T >= 1 square Jacobians (T, *batch, H, H) with H >= 1, got shape {J.shape}")
     rng = np.random.default_rng(seed)
     v = rng.standard_normal(J.shape[1:-1])
     v /= np.linalg.norm(v, axis=-1, keepdims=True)
@@ -317,10 +368,12 @@ def lyapunov_exponent(jac: Callable, H, h0, X, *, seed: int = 0, burn_in: int = 
     """Largest Lyapunov exponent along the trajectory ``H`` (from ``h0``): negative = contracting
     (perturbations die out, Newton converges in a few iterations), positive = chaotic.
     ``burn_in`` first steps are pushed through but not counted."""
-    H = check_array(H, "H", ndim=(2, 3, 4))
+    check_callable(jac, "jac", "a function jac(H_prev, X)")
+    H = _check_states(check_array(H, "H", ndim=(2, 3, 4)), "H")
     h0 = check_array(h0, "h0", shape=H.shape[1:])
+    X = _check_X(X, H.shape[0])
     burn_in = check_int(burn_in, "burn_in", low=0, high=H.shape[0] - 1)
-    J = np.asarray(jac(_shift(h0, H), X))
+    J = _check_jac_out(_call(jac, "jac", _shift(h0, H), X), H.shape + (H.shape[-1],))
     if burn_in:
         rng = np.random.default_rng(seed)
         v = rng.standard_normal(J.shape[1:-1])
@@ -382,12 +435,13 @@ def hutchinson_diagonal(jvp: Callable, Hprev, X, *, samples: int = 64, seed: int
     if not callable(jvp):
         raise TypeError(f"jvp: expected a callable jvp(H_prev, X, V), got {type(jvp).__name__}")
     Hprev = _check_states(Hprev, "Hprev")
-    samples = check_positive_int(samples, "samples")
+    X = _check_X(X, Hprev.shape[0])
+    samples = check_count(samples, "samples")
     rng = np.random.default_rng(seed)
     acc = np.zeros_like(Hprev)
     for _ in range(samples):
         z = rng.choice(np.array([-1.0, 1.0], dtype=Hprev.dtype), size=Hprev.shape)
-        Jz = np.asarray(jvp(Hprev, X, z))
+        Jz = np.asarray(_call(jvp, "jvp", Hprev, X, z))
         if Jz.shape != Hprev.shape:
             raise ValueError(f"jvp: expected J V shaped like H_prev {Hprev.shape}, got {Jz.shape}")
         acc += z * Jz

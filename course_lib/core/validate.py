@@ -386,3 +386,56 @@ def check_nonempty(x: np.ndarray, name: str) -> np.ndarray:
         axis = x.shape.index(0)
         raise ValueError(f"{name}: axis {axis} is empty (shape {tuple(x.shape)}); expected at least one element there")
     return x
+
+
+# ---- added for issue 29 (bad input in algorithms/ and models/) --------------------------------------------
+#: the most passes over the data (epochs, training steps, iterations, samples) a course function accepts:
+#: a larger count is a typo (1e10), refused up front rather than run for hours
+MAX_COUNT = 10**6
+
+
+def check_count(value: Any, name: str, *, low: int = 1, high: int = MAX_COUNT) -> int:
+    """A loop count (epochs, steps, samples, levels, ...): an integer in ``[low, high]`` (default ``[1, MAX_COUNT]``),
+    so an absurd value fails at once, naming the argument, instead of looping for hours."""
+    return check_int(value, name, low=low, high=high)
+
+
+def check_fields(obj: Any, name: str, shapes: dict, *, dims: dict | None = None, finite: bool = True) -> dict:
+    """Validate the array attributes of a parameter object: ``shapes`` maps each field to a shape pattern
+    (see :func:`check_shape`; named sizes must agree across fields through ``dims``); every field must be a
+    float array, finite (unless ``finite=False``) and of the first field's dtype. Errors name
+    ``name.field``, e.g. ``params.W_h: expected shape (nx=3, nh=4) ...``. Returns ``dims``."""
+    dims = {} if dims is None else dims
+    dtype = None
+    for field, shape in shapes.items():
+        if not hasattr(obj, field):
+            raise TypeError(f"{name}: expected a field {field!r}, {type(obj).__name__} has none")
+        arr = check_array(getattr(obj, field), f"{name}.{field}", shape=shape, dims=dims, finite=finite)
+        if dtype is None:
+            dtype = arr.dtype
+        elif arr.dtype != dtype:
+            first = next(iter(shapes))
+            raise TypeError(f"{name}.{field}: expected dtype {dtype} like {name}.{first}, got {arr.dtype}")
+    return dims
+
+
+def check_ids(ids: Any, name: str, vocab: int, *, ndim: int | Iterable[int] | None = None,
+              shape: Sequence[Any] | None = None, dims: dict | None = None, what: str = "ids") -> np.ndarray:
+    """An integer array of token ids (or class labels: ``what="labels"``) in ``[0, vocab)``; the error names
+    the argument and the offending range, e.g. ``y: labels must be in [0, 2), got range [0, 5]``."""
+    arr = check_array(ids, name, ndim=ndim, shape=shape, dims=dims, dtype="int", finite=False)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= vocab):
+        raise ValueError(f"{name}: {what} must be in [0, {vocab}), got range [{int(arr.min())}, {int(arr.max())}]")
+    return arr
+
+
+__all__ += ["MAX_COUNT", "check_count", "check_fields", "check_ids"]
+
+
+def largest(**sizes: int) -> str:
+    """The name of the largest size, for :func:`check_alloc`'s ``name`` when several arguments make an array:
+    ``largest(T=32, batch=8, V=10**10)`` -> ``"V"`` (the one to blame when it is too large)."""
+    return max(sizes, key=lambda k: sizes[k])
+
+
+__all__ += ["largest"]

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.optim import Adam
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_float, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_count, check_float, check_ids, check_int, check_positive_int
 from ..data.corpus import Vocab, batch_windows, one_hot
 from .softmax_rnn import (Layer, SoftmaxRNNParams, softmax_unchecked, step_unchecked, check_params, encode, forward, hidden_states,
                           output_probs)
@@ -107,7 +107,7 @@ def train(params: SoftmaxRNNParams, ids, *, steps: int = 300, T: int = 32, batch
     """
     params = check_params(params)
     ids = check_array(ids, "ids", ndim=1, dtype="int", finite=False)
-    steps = check_positive_int(steps, "steps")
+    steps = check_count(steps, "steps")
     T = check_positive_int(T, "T")
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
@@ -161,6 +161,8 @@ def perplexity_of(probs, targets) -> float:
     """``exp(mean cross-entropy)`` of probabilities ``probs (T, B, vocab)`` for the token ids
     ``targets (T, B)`` that came next."""
     probs = check_array(probs, "probs", ndim=3)
+    if min(probs.shape) < 1:
+        raise ValueError(f"probs: expected a non-empty (T, B, vocab) array, got shape {probs.shape}")
     targets = check_array(targets, "targets", shape=probs.shape[:2], dtype="int", finite=False)
     if targets.min() < 0 or targets.max() >= probs.shape[2]:
         raise ValueError(f"targets: expected token ids in [0, {probs.shape[2]}), got min {targets.min()}, "
@@ -181,6 +183,7 @@ def perplexity(params: SoftmaxRNNParams, ids, *, T: int = 64, max_windows: int |
         predict = forward
     elif not callable(predict):
         raise TypeError(f"predict: expected a function (params, X) -> probabilities, got {type(predict).__name__}")
+    ids = check_ids(ids, "ids", params.vocab, ndim=1)
     X_ids, Y_ids = eval_windows(ids, T, max_windows)
     X = encode(X_ids, params.vocab, dtype=params.dtype)
     return perplexity_of(predict(params, X), Y_ids)
@@ -188,9 +191,12 @@ def perplexity(params: SoftmaxRNNParams, ids, *, T: int = 64, max_windows: int |
 
 def unigram_perplexity(train_ids, ids, vocab_size: int) -> float:
     """Baseline: perplexity on ``ids`` of the character frequencies of ``train_ids`` (add-one smoothed)."""
-    train_ids = check_array(train_ids, "train_ids", ndim=1, dtype="int", finite=False)
-    ids = check_array(ids, "ids", ndim=1, dtype="int", finite=False)
     vocab_size = check_positive_int(vocab_size, "vocab_size")
+    check_alloc((vocab_size,), np.float64, "vocab_size", what="the character counts")
+    train_ids = check_ids(train_ids, "train_ids", vocab_size, ndim=1)
+    ids = check_ids(ids, "ids", vocab_size, ndim=1)
+    if ids.size == 0:
+        raise ValueError("ids: expected at least one token to score, got an empty array")
     counts = np.bincount(train_ids, minlength=vocab_size).astype(np.float64) + 1.0
     logp = np.log(counts / counts.sum())
     return float(np.exp(-np.mean(logp[ids])))

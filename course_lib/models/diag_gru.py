@@ -35,10 +35,11 @@ from ..algorithms.scan import linear_recurrence
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_float, check_ids,
+                             check_int, check_positive_int, largest)
 
 __all__ = ["DiagGRUParams", "METHODS", "INITS", "init_params", "system", "jacobian_diagonal", "forward", "solve",
-           "backward", "loss_and_grads", "predict", "train_classifier"]
+           "backward", "loss_and_grads", "predict", "train_classifier", "check_params"]
 
 METHODS = ("sequential", "newton", "quasi")
 INITS = ("f0", "zeros")
@@ -71,6 +72,7 @@ def init_params(nx: int, nh: int, n_classes: int = 2, *, seed: int = 0, dtype="f
     nx, nh = check_positive_int(nx, "nx"), check_positive_int(nh, "nh")
     n_classes = check_int(n_classes, "n_classes", low=2)
     s = check_float(recurrent_scale, "recurrent_scale", low=0.0)
+    check_alloc((nx + 3 + n_classes, 3 * nh), dtype, largest(nx=nx, nh=nh, n_classes=n_classes), what="the weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)
     b = np.zeros(3 * nh)
@@ -81,12 +83,24 @@ def init_params(nx: int, nh: int, n_classes: int = 2, *, seed: int = 0, dtype="f
                          b_out=np.zeros(n_classes, dtype=dtype))
 
 
+def check_params(params) -> DiagGRUParams:
+    """``params`` must be a :class:`DiagGRUParams` with consistent, finite arrays of one float dtype."""
+    if not isinstance(params, DiagGRUParams):
+        raise TypeError(f"params: expected a DiagGRUParams, got {type(params).__name__}")
+    dims = check_fields(params, "params", {"W_x": ("nx", "3nh"), "u": ("3nh",), "b": ("3nh",),
+                                           "W_out": ("nh", "C"), "b_out": ("C",)})
+    if dims["3nh"] != 3 * dims["nh"]:
+        raise ValueError(f"params.u: expected 3 * nh = {3 * dims['nh']} entries (nh from params.W_out), "
+                         f"got {dims['3nh']}")
+    return params
+
+
 def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def _check_X(params, X):
-    return check_array(X, "X", shape=("T", "B", "nx"), dims={"nx": params.nx}, min_size={"T": 1})
+    return check_array(X, "X", shape=("T", "B", "nx"), dims={"nx": params.nx}, min_size={"T": 1, "B": 1})
 
 
 def _h0(params, h0, B, dtype):
@@ -112,6 +126,13 @@ def _f(params, Hprev, GI):
 
 def jacobian_diagonal(params, Hprev, GI):
     """``diag(dh_t/dh_{t-1})`` for all t: ``(T, B, nh)`` (the whole Jacobian: it is diagonal)."""
+    check_params(params)
+    Hprev = check_array(Hprev, "Hprev", shape=(None, None, params.nh), dims={})
+    GI = check_array(GI, "GI", shape=Hprev.shape[:2] + (3 * params.nh,))
+    return _jacobian_diagonal(params, Hprev, GI)
+
+
+def _jacobian_diagonal(params, Hprev, GI):
     n = params.nh
     u_z, u_r, u_c = params.u[:n], params.u[n:2 * n], params.u[2 * n:]
     z, r, c = _gates(params, Hprev, GI)
@@ -123,11 +144,12 @@ def jacobian_diagonal(params, Hprev, GI):
 def system(params):
     """``(f, jac, jac_diag)`` for :func:`course_lib.algorithms.newton.solve`, with ``X`` = the input
     projections ``GI = X W_x + b`` (T, B, 3 nh); ``jac`` embeds the diagonal in a full (nh, nh) matrix."""
+    check_params(params)
     def f(Hprev, GI):
         return _f(params, Hprev, GI)
 
     def jac_diag(Hprev, GI):
-        return jacobian_diagonal(params, Hprev, GI)
+        return _jacobian_diagonal(params, Hprev, GI)
 
     def jac(Hprev, GI):
         D = jac_diag(Hprev, GI)
@@ -143,6 +165,7 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
           tol: float | None = None):
     """Parallel Newton forward: ``(Hs (T, B, nh), history)`` (history: max |residual| per iterate).
     ``iters`` fixed iterations (``tol`` then ignored) or ``None``: run until ``max |r| <= tol``."""
+    check_params(params)
     check_choice(method, "method", ("newton", "quasi", "picard", "jacobi"))
     check_choice(init, "init", INITS)
     X = _check_X(params, X)
@@ -160,6 +183,7 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
 def forward(params, X, h0=None, *, method: str = "sequential", init: str = "f0", iters: int | None = None,
             tol: float | None = None) -> np.ndarray:
     """All hidden states ``(T, B, nh)``; ``method`` one of :data:`METHODS` (module doc)."""
+    check_params(params)
     check_choice(method, "method", METHODS)
     if method != "sequential":
         return solve(params, X, h0, method=method, init=init, iters=iters, tol=tol)[0]
@@ -196,6 +220,7 @@ def backward(params, X, Hs, dHs, h0=None, *, method: str = "sequential"):
     :class:`DiagGRUParams` (head zero). ``"sequential"``: BPTT through the loop, one step at a time;
     ``"newton"``/``"quasi"``: the adjoint ``lam_t = dHs_t + J_{t+1} * lam_{t+1}`` by one element-wise
     scan backwards, then every step's parameter gradient at once."""
+    check_params(params)
     check_choice(method, "method", METHODS)
     X = _check_X(params, X)
     Hs = check_array(Hs, "Hs", shape=X.shape[:2] + (params.nh,))
@@ -210,7 +235,7 @@ def backward(params, X, Hs, dHs, h0=None, *, method: str = "sequential"):
             for name in ("W_x", "u", "b"):
                 setattr(g, name, getattr(g, name) + getattr(gt, name))
         return g, dh
-    J = jacobian_diagonal(params, Hprev, _projections(params, X))
+    J = _jacobian_diagonal(params, Hprev, _projections(params, X))
     A = np.empty_like(J)
     A[0] = 0.0
     A[1:] = J[:0:-1]
@@ -231,11 +256,9 @@ def _head(params, h_last, y):
 
 def loss_and_grads(params, X, y, *, method: str = "sequential", iters: int | None = None):
     """Softmax cross-entropy of the head on the last state: ``(loss, accuracy, grads)``."""
+    X = _check_X(check_params(params), X)
+    y = check_ids(y, "y", params.W_out.shape[1], shape=(X.shape[1],), what="labels")
     Hs = forward(params, X, method=method, iters=iters)
-    y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
-    C = params.W_out.shape[1]
-    if y.size and (y.min() < 0 or y.max() >= C):
-        raise ValueError(f"y: labels must be in [0, {C}), got range [{y.min()}, {y.max()}]")
     loss, acc, dlogits = _head(params, Hs[-1], y)
     dHs = np.zeros_like(Hs)
     dHs[-1] = dlogits @ params.W_out.T
@@ -247,8 +270,19 @@ def loss_and_grads(params, X, y, *, method: str = "sequential", iters: int | Non
 
 def predict(params, X, *, method: str = "sequential", iters: int | None = None) -> np.ndarray:
     """Class index per sequence (B,)."""
+    check_params(params)
     Hs = forward(params, X, method=method, iters=iters)
     return np.argmax(Hs[-1] @ params.W_out + params.b_out, axis=-1)
+
+
+def _n_classes(y, n_classes):
+    """``n_classes`` checked, or inferred from the labels (at most one class per example: a label far beyond
+    the number of examples is a mistake, not a reason to build a huge head)."""
+    if n_classes is not None:
+        return check_int(n_classes, "n_classes", low=2)
+    y = check_ids(y, "y", max(2, y.shape[0]), what="labels (n_classes=None infers one class per label up to the "
+                  "number of examples; pass n_classes for more)")
+    return max(int(y.max()) + 1, 2)
 
 
 def train_classifier(X, y, *, nh: int = 16, n_classes: int | None = None, epochs: int = 5, batch: int = 32,
@@ -256,11 +290,15 @@ def train_classifier(X, y, *, nh: int = 16, n_classes: int | None = None, epochs
                      X_val=None, y_val=None) -> TrainResult:
     """Adam on shuffled mini-batches of ``X (T, N, nx)``, ``y (N,)``; ``history``: ``loss``/``accuracy``
     per step, ``val_accuracy`` per epoch when ``X_val`` is given."""
-    X = check_array(X, "X", shape=("T", "N", "nx"))
+    X = check_array(X, "X", shape=("T", "N", "nx"), min_size={"T": 1, "N": 1, "nx": 1})
     y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
-    epochs, batch = check_positive_int(epochs, "epochs"), check_positive_int(batch, "batch")
+    epochs, batch = check_count(epochs, "epochs"), check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-    C = int(y.max()) + 1 if n_classes is None else check_int(n_classes, "n_classes", low=2)
+    C = _n_classes(y, n_classes)
+    y = check_ids(y, "y", C, shape=(X.shape[1],), what="labels")
+    if X_val is not None:
+        X_val = check_array(X_val, "X_val", shape=(X.shape[0], None, X.shape[2]))
+        y_val = check_ids(y_val, "y_val", C, shape=(X_val.shape[1],), what="labels")
     params = init_params(X.shape[2], nh, max(C, 2), seed=seed, dtype=X.dtype)
     opt = Adam(params.arrays(), lr, clip=5.0)
     rng = np.random.default_rng(seed)

@@ -50,7 +50,7 @@ from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
-                              check_positive_int)
+                              check_count, check_ids, check_positive_int, largest)
 
 __all__ = [
     "GRUParams",
@@ -141,7 +141,7 @@ def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> GRUPara
     nx = check_positive_int(nx, "nx")
     nh = check_positive_int(nh, "nh")
     dtype = check_dtype(dtype, "dtype")
-    check_alloc((3 * nh, nx + nh + 2), dtype, "nh", what="the GRU weights")
+    check_alloc((3 * nh, nx + nh + 2), dtype, largest(nh=nh, nx=nx), what="the GRU weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nh)
     u = lambda *s: rng.uniform(-k, k, size=s).astype(dtype)  # noqa: E731
@@ -505,6 +505,10 @@ def init_classifier(nx: int, nh: int, n_classes: int, *, seed: int = 0, dtype=np
 def _check_classifier(params) -> GRUClassifierParams:
     if not isinstance(params, GRUClassifierParams):
         raise TypeError(f"params: expected GRUClassifierParams (see gru.init_classifier), got {type(params).__name__}")
+    _check_params(params.gru)
+    dims = {"H": params.gru.nh}
+    check_array(params.W_out, "params.W_out", shape=("C", "H"), dims=dims)
+    check_array(params.b_out, "params.b_out", shape=("C",), dims=dims)
     return params
 
 
@@ -527,11 +531,9 @@ def classifier_loss(params, X, y, *, implicit: bool = False, dt: float = 1.0, me
     ``y`` (B,). Returns ``(loss, grads)`` (a :class:`GRUClassifierParams`) or just ``loss`` when
     ``grad=False``. With ``method="mgrit"`` forward and backward both go through MGRIT."""
     params = _check_classifier(params)
+    X = check_array(X, "X", shape=("T", "B", params.nx), min_size={"T": 1, "B": 1})
+    y = check_ids(y, "y", params.n_classes, shape=(X.shape[1],), what="labels")
     H, logits = _logits(params, X, implicit=implicit, dt=dt, method=method, mgrit_opts=mgrit_opts)
-    y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
-    n_classes = params.n_classes
-    if y.size and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"y: labels must be in [0, {n_classes}), got range [{y.min()}, {y.max()}]")
     z = logits - logits.max(axis=-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
     B = y.shape[0]
@@ -560,7 +562,7 @@ def train_classifier(params, X, y, *, epochs: int = 3, batch: int = 32, lr: floa
     ``history = {"loss": [per batch], "epoch": [per batch]}``, ``seconds``, ``info`` with the
     method, ``implicit`` and the MGRIT options."""
     params = _check_classifier(params)
-    epochs = check_positive_int(epochs, "epochs")
+    epochs = check_count(epochs, "epochs")
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     _method_opts(method, mgrit_opts)

@@ -72,6 +72,7 @@ __all__ = [
     "get_schedule",
     "train_step",
     "compiled_step",
+    "CheckedPipeline",
     "clear_cache",
     "loop_nest",
     "build",
@@ -226,7 +227,46 @@ def _build(sched: Schedule) -> dict:
                   lambda s, j, i: W0[j, i] - lr * s, sched)
     schedule_stage(hl, st, sched)
     out["grad_update"] = compile_(st.out, [Aa, G, W0, lr])
-    return out
+    return {name: CheckedPipeline(fn, name) for name, fn in out.items()}
+
+
+# numpy shapes of each compiled pipeline's arguments, inputs then outputs (``None``: the scalar lr)
+_SIGNATURES = {
+    "gemm": (("A", ("n", "k")), ("B", ("k", "m")), ("out", ("n", "m"))),
+    "hidden": (("P", ("B", "n")), ("h_prev", ("B", "k")), ("Whh", ("k", "n")), ("out", ("B", "n"))),
+    "output": (("H", ("R", "k")), ("Why", ("k", "n")), ("Y", ("R", "n")), ("dO", ("R", "n")), ("rowloss", ("R",))),
+    "backward": (("dH", ("B", "n")), ("dpre_next", ("B", "k")), ("WhhT", ("k", "n")), ("h", ("B", "n")),
+                 ("out", ("B", "n"))),
+    "grad_update": (("A", ("R", "i")), ("G", ("R", "j")), ("W", ("i", "j")), ("lr", None), ("out", ("i", "j"))),
+}
+_N_OUT = {"output": 2}
+
+
+class CheckedPipeline:
+    """A compiled pipeline that checks its arguments before running (float32, matching sizes, finite and
+    non-empty inputs; writeable output arrays); ``.raw`` is the unchecked callable."""
+
+    def __init__(self, raw: Callable, name: str):
+        self.raw, self.name = raw, name
+
+    def __call__(self, *args):
+        sig = _SIGNATURES[self.name]
+        if len(args) != len(sig):
+            raise TypeError(f"{self.name}: expected {len(sig)} arguments ({', '.join(n for n, _ in sig)}), "
+                            f"got {len(args)}")
+        dims: dict = {}
+        n_in = len(sig) - _N_OUT.get(self.name, 1)
+        for k, ((name, shape), a) in enumerate(zip(sig, args)):
+            if shape is None:
+                check_float(a, name)
+                continue
+            if k >= n_in and not (isinstance(a, np.ndarray) and a.flags.writeable):
+                raise TypeError(f"{name}: expected a writeable numpy array to hold the output, got {type(a).__name__}")
+            arr = check_array(a, name, shape=shape, dims=dims, finite=k < n_in,
+                              dtype=np.float64 if name == "rowloss" else np.float32)
+            if min(arr.shape) < 1:
+                raise ValueError(f"{name}: expected a non-empty array, got shape {arr.shape}")
+        return self.raw(*args)
 
 
 _CACHE: dict[tuple, dict] = {}
@@ -283,8 +323,10 @@ def train_step(params, X: np.ndarray, Y: np.ndarray, lr: float, *, schedule="til
     sched = get_schedule(schedule)
     lr = check_float(lr, "lr", low=0.0)
     Wxh, Whh, Why, X, Y = _check_step_inputs(params, X, Y)
-    fns = compiled_step(sched)
+    fns = {name: fn.raw for name, fn in compiled_step(sched).items()}  # the inputs are checked above
     new, loss = _run_step(fns, Wxh, Whh, Why, X, Y, lr)
+    if not all(np.isfinite(w).all() for w in new.values()):
+        raise FloatingPointError(f"lr: the step overflowed float32 (lr = {lr:g}): use a smaller learning rate")
     if dataclasses.is_dataclass(params) and not isinstance(params, type):
         return dataclasses.replace(params, **new), loss
     return type(params)(**new), loss
@@ -483,6 +525,12 @@ def compile_func(build: Callable, n_inputs: int) -> Callable:
     cb = pipe.compile_to_callable(params, hl.get_jit_target_from_environment())
 
     def run(*arrays):
+        if len(arrays) != n_inputs:
+            raise TypeError(f"arrays: expected {n_inputs} input arrays, got {len(arrays)}")
+        arrays = [check_array(a, f"arrays[{n}]", ndim=2) for n, a in enumerate(arrays)]
+        for n, a in enumerate(arrays):
+            if min(a.shape) < 1:
+                raise ValueError(f"arrays[{n}]: expected a non-empty 2-D array, got shape {a.shape}")
         arrays = [np.ascontiguousarray(a, np.float32) for a in arrays]
         out = np.empty_like(arrays[0])
         cb(*arrays, out)

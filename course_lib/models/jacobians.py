@@ -53,8 +53,22 @@ def _gru_params(params) -> _gru.GRUParams:
 
 # --------------------------------------------------------------------------- GRU
 # The cell and its gates are models.gru's own (the one GRU); here they take DEER's argument order
-# (state first, all steps at once) and do not check the states: DEER's divergence detectors expect
-# NaN/inf to pass through.
+# (state first, all steps at once). The public functions check their arguments (shapes, dtypes, NaN/inf);
+# the ``*_unchecked`` twins skip that, for a solver's inner loop whose divergence detectors expect NaN/inf
+# to pass through.
+def _check_states(p, Hprev, GI):
+    """``Hprev (..., H)`` and ``GI (..., 3H)`` (the same leading axes), float and finite."""
+    H = p.W_hh.shape[1]
+    Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3, 4))
+    check_shape(Hprev, "Hprev", (None,) * (Hprev.ndim - 1) + (H,))
+    GI = check_array(GI, "GI", ndim=(1, 2, 3, 4))
+    check_shape(GI, "GI", (None,) * (GI.ndim - 1) + (3 * H,))
+    if GI.shape[:-1] != Hprev.shape[:-1]:
+        raise ValueError(f"Hprev, GI: expected the same leading axes (T, *batch), got Hprev {Hprev.shape} "
+                         f"and GI {GI.shape}")
+    return Hprev, GI
+
+
 def gru_input_projection(params, X) -> np.ndarray:
     """``GI = X W_ih^T + b_ih``: (T, B, nx) -> (T, B, 3H), one GEMM for all steps (:func:`models.gru.input_projection`)."""
     return _gru.input_projection(params, X)
@@ -63,19 +77,37 @@ def gru_input_projection(params, X) -> np.ndarray:
 def gru_gates(params, Hprev, GI):
     """``(r, z, n, gh)`` at the states ``Hprev`` (..., H) with input projections ``GI`` (..., 3H)
     (the gates of :mod:`course_lib.models.gru`, plus ``gh = h W_hh^T + b_hh``)."""
-    return _gru.gates_unchecked(_gru_params(params), GI, Hprev)
+    p = _gru_params(params)
+    Hprev, GI = _check_states(p, Hprev, GI)
+    return _gru.gates_unchecked(p, GI, Hprev)
 
 
 def gru_step(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
     """The GRU cell of :mod:`course_lib.models.gru` for all steps at once: ``f(h_{t-1}, x_t)``."""
-    return _gru.cell_unchecked(_gru_params(params), GI, Hprev, implicit=implicit, gamma=gamma)
+    p = _gru_params(params)
+    Hprev, GI = _check_states(p, Hprev, GI)
+    gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
+    return _gru.cell_unchecked(p, GI, Hprev, implicit=implicit, gamma=gamma)
+
+
+def gru_step_unchecked(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0) -> np.ndarray:
+    """:func:`gru_step` without checking the states (NaN/inf pass through): a solver's inner loop."""
+    return _gru.cell_unchecked(params, GI, Hprev, implicit=implicit, gamma=gamma)
 
 
 def gru_jacobian(params, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0,
                  diagonal: bool = False) -> np.ndarray:
     """``J_t = d gru_step / d h_{t-1}``: ``(..., H, H)`` (or its diagonal ``(..., H)``), see the module doc."""
     p = _gru_params(params)
+    Hprev, GI = _check_states(p, Hprev, GI)
     gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
+    check_alloc(Hprev.shape + (1 if diagonal else p.W_hh.shape[1],), Hprev.dtype, "Hprev", what="the Jacobians")
+    return gru_jacobian_unchecked(p, Hprev, GI, implicit=implicit, gamma=gamma, diagonal=diagonal)
+
+
+def gru_jacobian_unchecked(p, Hprev, GI, *, implicit: bool = False, gamma: float = 1.0,
+                           diagonal: bool = False) -> np.ndarray:
+    """:func:`gru_jacobian` without checking its arguments (NaN/inf pass through): a solver's inner loop."""
     W_hh = p.W_hh
     H = W_hh.shape[1]
     r, z, n, gh = _gru.gates_unchecked(p, GI, Hprev)
@@ -169,7 +201,19 @@ def elman_step_unchecked(Whh, Hprev, XW) -> np.ndarray:
 
 def elman_jacobian(Whh, Hprev, XW, *, diagonal: bool = False) -> np.ndarray:
     """``J_t[i, j] = (1 - h_t[i]^2) Whh[j, i]``: ``(..., H, H)`` or the diagonal ``(..., H)``."""
-    Whh = check_array(Whh, "Whh", shape=("H", "H"))
+    dims: dict = {}
+    Whh = check_array(Whh, "Whh", shape=("H", "H"), dims=dims)
+    Hprev = check_array(Hprev, "Hprev", ndim=(1, 2, 3))
+    check_shape(Hprev, "Hprev", (None,) * (Hprev.ndim - 1) + ("H",), dims)
+    XW = check_array(XW, "XW", ndim=(1, 2, 3))
+    if XW.shape != Hprev.shape:
+        raise ValueError(f"Hprev, XW: expected the same shape, got Hprev {Hprev.shape} and XW {XW.shape}")
+    check_alloc(Hprev.shape + (1 if diagonal else dims["H"],), Hprev.dtype, "Hprev", what="the Jacobians")
+    return elman_jacobian_unchecked(Whh, Hprev, XW, diagonal=diagonal)
+
+
+def elman_jacobian_unchecked(Whh, Hprev, XW, *, diagonal: bool = False) -> np.ndarray:
+    """:func:`elman_jacobian` without checking its arguments (NaN/inf pass through): a solver's inner loop."""
     h = np.tanh(XW + Hprev @ Whh)
     s = 1.0 - h * h
     if diagonal:

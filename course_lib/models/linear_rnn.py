@@ -43,7 +43,8 @@ from ..algorithms.scan import linear_recurrence, linear_recurrence_backward
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_choice, check_float, check_positive_int
+from ..core.validate import (check_array, check_choice, check_count, check_finite, check_float, check_ids,
+                             check_positive_int)
 
 __all__ = [
     "LAYERS",
@@ -277,6 +278,9 @@ def _check_inputs(params, X):
     if not isinstance(params, _Params):
         raise TypeError(f"params: expected a layer's params from init_params (GILRParams, SRUParams, "
                         f"QRNNParams or SerialLSTMParams), got {type(params).__name__}")
+    params.__post_init__()  # the shapes again: the arrays may have been replaced since construction (O(1))
+    for name, a in zip(params.names(), params.arrays()):
+        check_finite(a, f"params.{name}")
     X = check_array(X, "X", shape=("T", "B", None), min_size={"T": 1})
     if X.shape[2] != params.nx:
         raise ValueError(f"X: expected shape (T, B, {params.nx}) to match the {params.layer} params, got {X.shape}")
@@ -414,9 +418,10 @@ def classifier_loss(h_last, w, b0, y):
     """Logistic head on the last state: ``logit = h_last . w + b0``; mean binary cross-entropy.
     Returns ``(loss, accuracy, dlogit)`` with ``dlogit = dL/dlogit (B,)``."""
     dims: dict = {}
-    h_last = check_array(h_last, "h_last", shape=("B", "H"), dims=dims)
+    h_last = check_array(h_last, "h_last", shape=("B", "H"), dims=dims, min_size={"B": 1})
     w = check_array(w, "w", shape=("H",), dims=dims)
-    y = check_array(y, "y", shape=("B",), dims=dims, dtype="int")
+    b0 = check_float(b0, "b0")
+    y = check_ids(y, "y", 2, shape=("B",), dims=dims, what="labels")
     logit = h_last @ w + b0
     p = sigmoid(logit)
     eps = 1e-12
@@ -442,7 +447,7 @@ def train_remember_first(layer: str, T: int, *, nh: int = 16, nx: int = 4, batch
     T = check_positive_int(T, "T")
     batch = check_positive_int(batch, "batch")
     train_size = check_positive_int(train_size, "train_size")
-    max_epochs = check_positive_int(max_epochs, "max_epochs")
+    max_epochs = check_count(max_epochs, "max_epochs")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     rng = np.random.default_rng(seed)
     rnn = init_params(layer, nx, nh, k=k, seed=seed, forget_bias=forget_bias)

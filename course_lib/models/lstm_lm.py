@@ -21,7 +21,8 @@ from . import lstm
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_alloc, check_array, check_choice, check_float, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_finite,
+                             check_float, check_ids, check_positive_int, largest)
 from ..data.corpus import batch_windows, one_hot
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
@@ -56,7 +57,8 @@ def init_lm(V: int, nh: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
     """A character LM for a vocabulary of ``V`` symbols and ``nh`` hidden units."""
     V = check_positive_int(V, "V")
     nh = check_positive_int(nh, "nh")
-    check_alloc((4 * nh, V + nh + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64, "nh",
+    check_alloc((4 * nh, V + nh + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64,
+                largest(nh=nh, V=V),
                 what="the LSTM weights")
     p = lstm.init_params(V, nh, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed + 1000)
@@ -69,6 +71,10 @@ def lm_loss_and_grads(params: LMParams, X_ids, Y_ids, method: str = "fused_pre")
     and the gradients as an :class:`LMParams` of arrays."""
     if not isinstance(params, LMParams):
         raise TypeError(f"params: expected LMParams (see init_lm), got {type(params).__name__}")
+    lstm.check_params(params.lstm)
+    check_fields(params, "params", {"W_out": (params.lstm.nx, params.lstm.nh), "b_out": (params.lstm.nx,)})
+    for name, a in zip(params.lstm.names(), params.lstm.arrays()):
+        check_finite(a, f"params.lstm.{name}")
     X_ids = check_array(X_ids, "X_ids", ndim=2, dtype="int")
     Y_ids = check_array(Y_ids, "Y_ids", shape=X_ids.shape, dtype="int")
     check_choice(method, "method", lstm.METHODS)
@@ -108,14 +114,15 @@ def train_lm(ids, V: int, *, nh: int = 128, T: int = 32, batch: int = 32, steps:
     ids = check_array(ids, "ids", ndim=1, dtype="int")
     V = check_positive_int(V, "V")
     nh, T, batch = check_positive_int(nh, "nh"), check_positive_int(T, "T"), check_positive_int(batch, "batch")
-    steps = check_positive_int(steps, "steps")
+    steps = check_count(steps, "steps")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
     method = check_choice(method, "method", lstm.METHODS)
     if clip is not None:
         clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
-    if ids.size and (ids.min() < 0 or ids.max() >= V):
-        raise ValueError(f"ids: expected symbol ids in [0, V={V}), got values in [{ids.min()}, {ids.max()}]")
-    check_alloc((T, batch, V), np.float32, "batch", what="one batch of one-hot inputs")
+    ids = check_ids(ids, "ids", V)
+    if ids.size < T + 1:
+        raise ValueError(f"ids: expected at least T + 1 = {T + 1} tokens (one window and its target), got {ids.size}")
+    check_alloc((T, batch, V), np.float32, largest(T=T, batch=batch, V=V), what="one batch of one-hot inputs")
     params = init_lm(V, nh, seed=seed)
     rng = np.random.default_rng(seed)
     batches = [batch_windows(ids, T, batch, rng) for _ in range(steps)]

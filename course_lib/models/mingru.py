@@ -36,7 +36,8 @@ from ..algorithms.scan import linear_recurrence, linear_recurrence_backward
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_float, check_ids,
+                             check_int, check_positive_int, largest)
 
 __all__ = [
     "KINDS",
@@ -108,6 +109,11 @@ def _kind_of(kind, params):
     want = MinGRUParams if kind == "mingru" else MinLSTMParams
     if not isinstance(params, want):
         raise TypeError(f"params: expected {want.__name__} for kind={kind!r}, got {type(params).__name__}")
+    gates = ("z",) if kind == "mingru" else ("f", "i")
+    shapes = {"W_h": ("nx", "nh"), "b_h": ("nh",)}
+    for gate in gates:
+        shapes |= {f"W_{gate}": ("nx", "nh"), f"b_{gate}": ("nh",)}
+    check_fields(params, "params", shapes | {"W_out": ("nh", "C"), "b_out": ("C",)})
 
 
 # --------------------------------------------------------------------------- elementwise pieces
@@ -152,6 +158,7 @@ def init_params(kind: str, nx: int, nh: int, n_classes: int = 2, *, seed: int = 
     nh = check_positive_int(nh, "nh")
     n_classes = check_int(n_classes, "n_classes", low=2)
     retain_bias = check_float(retain_bias, "retain_bias")
+    check_alloc((3 * nx + n_classes, nh), dtype, largest(nx=nx, nh=nh, n_classes=n_classes), what="the weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)
 
@@ -170,7 +177,7 @@ def init_params(kind: str, nx: int, nh: int, n_classes: int = 2, *, seed: int = 
 
 def _check_X(params, X):
     W = params.W_h
-    X = check_array(X, "X", shape=("T", "B", "nx"), dims={"nx": W.shape[0]}, min_size={"T": 1})
+    X = check_array(X, "X", shape=("T", "B", "nx"), dims={"nx": W.shape[0]}, min_size={"T": 1, "B": 1})
     return X
 
 
@@ -206,11 +213,23 @@ def log_coefficients(kind: str, params, X):
     return -_softplus(diff), -_softplus(-diff) + lg
 
 
+def _check_log(x, name):
+    """A log-space coefficient may be ``-inf`` (the coefficient is 0) but never NaN or ``+inf``."""
+    bad = np.isnan(x) | np.isposinf(x)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}: expected log-coefficients in [-inf, inf) (no NaN, no +inf), "
+                         f"got {x[idx]} at index {idx}")
+    return x
+
+
 def log_space_scan(log_a, log_b, h0=None):
     """Heinsen's scan: ``h_t = exp(a*_t + logcumsumexp_{s<=t}(log b_s - a*_s))`` with
     ``a*_t = sum_{s<=t} log a_s``; ``h0 >= 0`` enters as the term ``log h0`` at s = -1."""
-    log_a = check_array(log_a, "log_a", ndim=(2, 3), finite=False)
-    log_b = check_array(log_b, "log_b", shape=log_a.shape, finite=False)
+    log_a = _check_log(check_array(log_a, "log_a", ndim=(2, 3), finite=False), "log_a")
+    log_b = _check_log(check_array(log_b, "log_b", shape=log_a.shape, finite=False), "log_b")
+    if log_a.shape[0] == 0:
+        raise ValueError(f"log_a: expected at least one time step (axis 0), got shape {log_a.shape}")
     a_star = np.cumsum(log_a, axis=0)
     terms = log_b - a_star
     if h0 is not None:
@@ -286,11 +305,10 @@ def _head(params, h_last, y):
 def loss_and_grads(kind: str, params, X, y, *, method: str = "sequential"):
     """Softmax cross-entropy of the head on the last state: ``(loss, accuracy, grads)`` with ``grads``
     the params' class."""
+    _kind_of(kind, params)
+    X = _check_X(params, X)
+    y = check_ids(y, "y", params.W_out.shape[1], shape=(X.shape[1],), what="labels")
     Hs = forward(kind, params, X, method=method)
-    y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
-    C = params.W_out.shape[1]
-    if y.size and (y.min() < 0 or y.max() >= C):
-        raise ValueError(f"y: labels must be in [0, {C}), got range [{y.min()}, {y.max()}]")
     loss, acc, dlogits = _head(params, Hs[-1], y)
     dHs = np.zeros_like(Hs)
     dHs[-1] = dlogits @ params.W_out.T
@@ -306,6 +324,16 @@ def predict(kind: str, params, X, *, method: str = "sequential") -> np.ndarray:
     return np.argmax(Hs[-1] @ params.W_out + params.b_out, axis=-1)
 
 
+def _n_classes(y, n_classes):
+    """``n_classes`` checked, or inferred from the labels (at most one class per example: a label far beyond
+    the number of examples is a mistake, not a reason to build a huge head)."""
+    if n_classes is not None:
+        return check_int(n_classes, "n_classes", low=2)
+    y = check_ids(y, "y", max(2, y.shape[0]), what="labels (n_classes=None infers one class per label up to the "
+                  "number of examples; pass n_classes for more)")
+    return max(int(y.max()) + 1, 2)
+
+
 # --------------------------------------------------------------------------- training
 def train_classifier(kind: str, X, y, *, nh: int = 16, n_classes: int | None = None, epochs: int = 5,
                      batch: int = 32, lr: float = 1e-2, seed: int = 0, method: str = "sequential",
@@ -313,12 +341,16 @@ def train_classifier(kind: str, X, y, *, nh: int = 16, n_classes: int | None = N
     """Adam on shuffled mini-batches of ``X`` (T, N, nx), ``y`` (N,). ``history``: ``loss`` and
     ``accuracy`` per step (training batch), plus ``val_accuracy`` per epoch when ``X_val`` is given."""
     check_choice(kind, "kind", KINDS)
-    X = check_array(X, "X", shape=("T", "N", "nx"))
+    X = check_array(X, "X", shape=("T", "N", "nx"), min_size={"T": 1, "N": 1})
     y = check_array(y, "y", shape=(X.shape[1],), dtype="int")
-    epochs = check_positive_int(epochs, "epochs")
+    epochs = check_count(epochs, "epochs")
     batch = check_positive_int(batch, "batch")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-    C = int(y.max()) + 1 if n_classes is None else check_int(n_classes, "n_classes", low=2)
+    C = _n_classes(y, n_classes)
+    y = check_ids(y, "y", C, shape=(X.shape[1],), what="labels")
+    if X_val is not None:
+        X_val = check_array(X_val, "X_val", shape=(X.shape[0], None, X.shape[2]))
+        y_val = check_ids(y_val, "y_val", C, shape=(X_val.shape[1],), what="labels")
     params = init_params(kind, X.shape[2], nh, max(C, 2), seed=seed, dtype=X.dtype)
     opt = Adam(params.arrays(), lr, clip=5.0)
     rng = np.random.default_rng(seed)
@@ -346,6 +378,8 @@ def train_remember_first(kind: str, T: int, *, n_train: int = 512, n_val: int = 
     """Chapter 08's remember-the-first-element task (:func:`models.linear_rnn.remember_first_batch`)."""
     from .linear_rnn import remember_first_batch
 
+    check_choice(kind, "kind", KINDS)
+    epochs = check_count(epochs, "epochs")
     X, y = remember_first_batch(T, n_train, nx, np.random.default_rng(seed))
     Xv, yv = remember_first_batch(T, n_val, nx, np.random.default_rng(seed + 12345))
     return train_classifier(kind, X, y, nh=nh, n_classes=2, epochs=epochs, batch=batch, lr=lr, seed=seed,
@@ -358,6 +392,8 @@ def train_activity(kind: str, length: int = 128, *, n_train: int = 256, n_val: i
     """Chapter 10's activity task (:mod:`course_lib.data.activity`), float64."""
     from ..data.activity import train_test
 
+    check_choice(kind, "kind", KINDS)
+    epochs = check_count(epochs, "epochs")
     Xtr, ytr, Xte, yte = train_test(n_train, n_val, length, seed=seed)
     return train_classifier(kind, Xtr.astype(np.float64), ytr, nh=nh, n_classes=4, epochs=epochs, batch=batch,
                             lr=lr, seed=seed, method=method, X_val=Xte.astype(np.float64), y_val=yte)

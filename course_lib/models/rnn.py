@@ -28,7 +28,8 @@ import numpy as np
 
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_dtype, check_float, check_int, check_positive_int)
+from ..core.validate import (check_alloc, check_array, check_count, check_dtype, check_float, check_int,
+                             check_positive_int, largest)
 
 __all__ = [
     "RNNParams",
@@ -153,7 +154,7 @@ def init_params(nx: int, nh: int, ny: int, *, seed: int = 0, dtype=np.float32) -
     ny = check_positive_int(ny, "ny")
     seed = check_int(seed, "seed", low=0)
     dt = check_dtype(dtype, "dtype")
-    check_alloc((nx + nh + ny, nh), np.float64, "nh", what="the weights")
+    check_alloc((nx + nh + ny, nh), np.float64, largest(nx=nx, nh=nh, ny=ny), what="the weights")
     rng = np.random.default_rng(seed)
     Wxh = rng.standard_normal((nx, nh)) / math.sqrt(nx)
     Whh = rng.standard_normal((nh, nh)) / math.sqrt(nh)
@@ -320,7 +321,7 @@ def train(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, epochs: int, lr: f
     its starting value.
     """
     X, Y, _ = check_inputs(params, X, Y, None)
-    epochs = check_int(epochs, "epochs", low=0)
+    epochs = check_count(epochs, "epochs", low=0)
     lr = check_float(lr, "lr", low=0.0)
     N = X.shape[1]
     batch = check_positive_int(batch, "batch", high=N)

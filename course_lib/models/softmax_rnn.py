@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.params import Params
-from ..core.validate import check_alloc, check_array, check_choice, check_dtype, check_int, check_positive_int
+from ..core.validate import check_alloc, check_array, check_choice, check_dtype, check_int, check_positive_int, largest
 from ..data.corpus import one_hot as _one_hot
 
 __all__ = [
@@ -171,7 +171,8 @@ def init_params(nx: int, nh: int, vocab: int, *, layers: int = 1, seed: int = 0,
     layers = check_positive_int(layers, "layers")
     seed = check_int(seed, "seed", low=0)
     dt = check_dtype(dtype, "dtype")
-    check_alloc((nx + (2 * layers - 1) * nh + vocab, nh), np.float64, "nh", what="the weights")
+    check_alloc((nx + (2 * layers - 1) * nh + vocab, nh), np.float64, largest(nx=nx, nh=nh * layers, vocab=vocab),
+                what="the weights")
     rng = np.random.default_rng(seed)
 
     def uni(shape, fan_in):

@@ -64,3 +64,29 @@ def test_bad_inputs_are_named():
     raises_naming(ValueError, "chunk", dr.delta_rule, q, k, v, b, chunk=3)
     raises_naming(ValueError, "chunk", dr.delta_rule, q, k, v, b, method="chunked", chunk=-1)
     raises_naming(ValueError, "T", dr.scan_price, 0, 4, 4)
+
+
+# ---- issue 29: bad input anywhere -> a clear error naming the argument, or the float64 answer ------------------
+_DR = dr.random_problem(6, 1, 2, 4, dtype="float64")
+
+
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_bad_arrays_clear_error_or_correct(data):
+    from helpers import bad_array, clear_error_or
+    names = ("q", "k", "v", "beta")
+    i = data.draw(st.integers(0, 3))
+    what, bad = data.draw(bad_array(_DR[i]))
+    args = list(_DR)
+    args[i] = bad
+    method = data.draw(st.sampled_from(dr.METHODS))
+    allowed = (names[i],) if what not in ("ndim+", "ndim-", "shape", "empty") else names
+    out = clear_error_or(allowed, lambda: dr.delta_rule(*args, method=method, chunk=2),
+                         lambda o: np.isfinite(o).all())
+    if out is not None:
+        np.testing.assert_allclose(out, dr.recurrence_float64(*(np.asarray(a, float) for a in args)), atol=1e-9)
+
+
+def test_absurd_sizes_fail_fast():
+    from helpers import raises_fast
+    raises_fast(ValueError, "T", dr.random_problem, 10**10)

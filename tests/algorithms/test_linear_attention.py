@@ -80,3 +80,31 @@ def test_bad_inputs_are_named():
     raises_naming(ValueError, "threads", la.gated_linear_recurrence, q, k, v, d, method="chunked", threads=0)
     raises_naming(ValueError, "q", la.gated_linear_recurrence, q[:0], k[:0], v[:0], d[:0])
     raises_naming(ValueError, "q", la.gated_linear_recurrence, np.full_like(q, np.nan), k, v, d)
+
+
+# ---- issue 29: bad input anywhere -> a clear error naming the argument, or the float64 answer ------------------
+_LA = la.random_problem(6, 1, 2, 4, dtype="float64")
+
+
+@pytest.mark.parametrize("method", la.METHODS)
+@given(data=st.data())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_bad_arrays_clear_error_or_correct(method, data):
+    from helpers import bad_array, clear_error_or
+    names = ("q", "k", "v", "decay")
+    i = data.draw(st.integers(0, 3))
+    what, bad = data.draw(bad_array(_LA[i]))
+    args = list(_LA)
+    args[i] = bad
+    # a shape that disagrees with another argument may be reported under either name
+    allowed = (names[i],) if what not in ("ndim+", "ndim-", "shape", "empty") else names
+    out = clear_error_or(allowed, lambda: la.gated_linear_recurrence(*args, method=method, chunk=2),
+                         lambda o: np.isfinite(o).all())
+    if out is not None:
+        np.testing.assert_allclose(out, la.recurrence_float64(*(np.asarray(a, float) for a in args)), atol=1e-9)
+
+
+def test_absurd_sizes_fail_fast():
+    from helpers import raises_fast
+    raises_fast(ValueError, "T", la.random_problem, 10**10)
+    raises_fast(ValueError, "d_k", la.random_problem, 4, d_k=10**10)

@@ -96,3 +96,24 @@ def test_matrix_scan_rejects_non_finite():
     for n in names:
         with pytest.raises((TypeError, ValueError)):
             getattr(ms, n)(None, None)
+
+
+# ---- issue 29: the float64 reference refuses NaN/inf instead of passing them through ---------------------------
+@pytest.mark.parametrize("structure,k", [("full", None), ("block", 2), ("diagonal", None)])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_recurrence_float64_refuses_nonfinite(structure, k, bad):
+    from helpers import raises_naming
+    A, b, h0 = ms.random_problem(5, 4, structure=structure, k=k)
+    A2 = A.copy()
+    A2.flat[3] = bad
+    raises_naming(ValueError, "A", ms.recurrence_float64, A2, b, structure=structure)
+    b2 = b.copy()
+    b2[2, 1] = bad
+    raises_naming(ValueError, "b", ms.recurrence_float64, A, b2, structure=structure)
+
+
+def test_absurd_sizes_fail_fast():
+    from helpers import raises_fast
+    raises_fast(ValueError, "T", ms.random_problem, 10**10, 3)
+    raises_fast(ValueError, "nh", ms.random_problem, 4, 10**10)
+    raises_fast(ValueError, "nh", ms.identity, 10**10)

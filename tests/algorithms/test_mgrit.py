@@ -281,3 +281,22 @@ def test_f_relaxation_matches_the_serial_march(nc, dtype):
     U0[::4] = M.serial_solve(STEP, np.ones(2, dtype), 4 * nc)[::4]
     np.testing.assert_allclose(M.f_relaxation(STEP, U0, 4), M.serial_solve(STEP, np.ones(2, dtype), 4 * nc),
                                rtol=1e-6)
+
+
+# ---- issue 29: absurd levels fail at once (bounded by what nt allows, before any m**levels) --------------------
+def test_absurd_levels_fail_fast():
+    from helpers import raises_fast
+    step = M.dahlquist_step(-1.0, 0.1)
+    raises_fast(ValueError, "levels", M.hierarchy, 64, 4, 10**10)
+    raises_fast(ValueError, "levels", M.MGRIT(step, m=4, levels=10**10).solve, np.array([1.0]), 64)
+    raises_fast(ValueError, "levels", M.span_model, 64, levels=10**10)
+    assert M.hierarchy(64, 4, 3) == [64, 16, 4]  # what nt allows still works
+
+
+def test_dahlquist_exact_serial_checks_its_numbers():
+    raises_naming(ValueError, "lam", M.dahlquist_exact_serial, float("nan"), 0.1, 1.0, 8)
+    raises_naming(ValueError, "dt", M.dahlquist_exact_serial, -1.0, -0.1, 1.0, 8)
+    raises_naming(TypeError, "u0", M.dahlquist_exact_serial, -1.0, 0.1, None, 8)
+    raises_naming(ValueError, "lam", M.dahlquist_exact_serial, 10.0, 0.1, 1.0, 8)  # 1 - lam dt = 0
+    raises_naming(ValueError, "nt", M.dahlquist_exact_serial, -1.0, 0.1, 1.0, 10**12)
+    raises_naming(TypeError, "u0", M.MGRIT(M.dahlquist_step(-1.0, 0.1)).solve, "abc", 16)

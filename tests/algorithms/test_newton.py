@@ -249,3 +249,81 @@ def test_hutchinson_diagonal_matches_the_exact_diagonal():
     raises_naming(TypeError, "jac", newton.solve, f, None, h0, X, method="newton")
     H, _ = newton.solve(f, None, h0, X, method="jacobi")  # picard/jacobi need no Jacobian
     np.testing.assert_allclose(H, _serial(f, h0, X), atol=1e-10)
+
+
+# ---- issue 29: every public function checks X, h0, H and the callables; a clear error or the right answer ----
+_F0, _J0, _W = _system(0.5, H=3)
+
+
+def _strict(fn):  # a model's step reads X shaped like H_prev (as the course's cells do) and says so
+    def g(Hp, X):
+        if np.shape(X) != np.shape(Hp):
+            raise ValueError(f"X: expected the shape of H_prev {np.shape(Hp)}, got {np.shape(X)}")
+        return fn(Hp, X)
+    return g
+
+
+_F, _J = _strict(_F0), _strict(_J0)
+_X = np.random.default_rng(5).standard_normal((6, 2, 3)) * 0.5
+_H0 = np.zeros((2, 3))
+
+
+@pytest.mark.parametrize("method", newton.METHODS)
+@given(data=st.data())
+@FAST
+def test_solve_bad_X_clear_error_or_correct(method, data):
+    from helpers import bad_array, clear_error_or
+    what, X = data.draw(bad_array(_X))
+    jac = None if method in ("picard", "jacobi") else _J
+    out = clear_error_or(("X", "f"), lambda: newton.solve(_F, jac, _H0, X, method=method)[0],
+                         lambda H: np.isfinite(H).all())
+    if out is not None:
+        np.testing.assert_allclose(out, _serial(_F, _H0, np.asarray(X, float)), atol=1e-9)
+
+
+@given(data=st.data())
+@FAST
+def test_newton_step_bad_arguments_clear_error(data):
+    from helpers import bad_array, clear_error_or
+    H = _serial(_F, _H0, _X) + 0.1
+    args = {"h0": _H0, "X": _X, "H": H}
+    name = data.draw(st.sampled_from(sorted(args)))
+    what, args[name] = data.draw(bad_array(args[name]))
+    # a shape that disagrees with another argument may be reported under either name
+    named = (name, "f") if what in ("nan", "inf", "int", "complex", "object", "none", "str") else ("h0", "X", "H", "f")
+    out = clear_error_or(named, lambda: newton.newton_step(_F, _J, args["h0"], args["X"], args["H"]))
+    if out is not None:
+        ref = newton.newton_step(_F, _J, *(np.asarray(args[k], float) for k in ("h0", "X", "H")))
+        np.testing.assert_allclose(out[0], ref[0])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_X_refused_everywhere(bad):
+    X = _X.copy()
+    X[2, 1, 0] = bad
+    H = _serial(_F, _H0, _X)
+    for method in newton.METHODS:
+        raises_naming(ValueError, "X", newton.solve, _F, _J, _H0, X, method=method)
+    raises_naming(ValueError, "X", newton.newton_step, _F, _J, _H0, X, H)
+    raises_naming(ValueError, "X", newton.residual, _F, _H0, X, H)
+    raises_naming(ValueError, "X", newton.gradient, _J, H, _H0, X, np.ones_like(H))
+    raises_naming(ValueError, "X", newton.lyapunov_exponent, _J, H, _H0, X)
+    raises_naming(ValueError, "X", newton.hutchinson_diagonal, newton.fd_jvp(_F), H, X, samples=2)
+
+
+def test_raw_numpy_errors_are_now_named():
+    H = _serial(_F, _H0, _X)
+    raises_naming(TypeError, "f", newton.newton_step, None, _J, _H0, _X, H)
+    raises_naming(ValueError, "h0", newton.newton_step, _F, _J, _H0[:, :2], _X, H)
+    raises_naming(ValueError, "X", newton.newton_step, _F, _J, _H0, _X[:4], H)
+    raises_naming(ValueError, "clip", newton.newton_step, _F, _J, _H0, _X, H, clip=-1.0)
+    raises_naming(ValueError, "jac", newton.gradient, lambda Hp, X: np.zeros((6, 2, 3)), H, _H0, _X, H)
+    raises_naming(ValueError, "jac", newton.lyapunov_exponent, lambda Hp, X: np.zeros(3), H, _H0, _X)
+    raises_naming(ValueError, "J", newton.lyapunov_from_jacobians, np.zeros((0, 3, 3)))
+    raises_naming(ValueError, "J", newton.lyapunov_from_jacobians, np.zeros((4, 3, 2)))
+
+
+def test_absurd_samples_fail_fast():
+    from helpers import raises_fast
+    H = _serial(_F, _H0, _X)
+    raises_fast(ValueError, "samples", newton.hutchinson_diagonal, newton.fd_jvp(_F), H, _X, samples=10**10)

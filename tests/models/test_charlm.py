@@ -163,3 +163,25 @@ def test_sample_with_huge_n_is_refused_at_once():
     raises_naming(ValueError, "text", charlm.sample, p, vocab, "z", 5)
     out = charlm.sample(p, vocab, "ab", 7, seed=np.int64(1))
     assert len(out) == 7 and set(out) <= set("abcde")
+
+
+# ---- issue 29: ids outside the vocabulary, empty inputs and absurd counts -------------------------------------
+def test_ids_out_of_vocabulary_and_empty_inputs_are_named():
+    p = inf.init_params(5, 4, 5, dtype=np.float64)
+    ids = np.arange(40) % 5
+    for bad in (-1, 5, 10**6):
+        b = ids.copy()
+        b[7] = bad
+        raises_naming(ValueError, "ids", charlm.perplexity, p, b, T=8)
+        raises_naming(ValueError, "ids", charlm.train, p, b, steps=1, T=4, batch=2, progress=False)
+        raises_naming(ValueError, "ids", charlm.unigram_perplexity, ids, b, 5)
+        raises_naming(ValueError, "train_ids", charlm.unigram_perplexity, b, ids, 5)
+    raises_naming(ValueError, "ids", charlm.unigram_perplexity, ids, ids[:0], 5)  # used to return NaN
+    raises_naming(ValueError, "probs", charlm.perplexity_of, np.full((0, 2, 5), 0.2), np.zeros((0, 2), int))
+
+
+def test_absurd_counts_fail_fast():
+    from helpers import raises_fast
+    p = inf.init_params(5, 4, 5, dtype=np.float64)
+    raises_fast(ValueError, "steps", charlm.train, p, np.arange(40) % 5, steps=10**10, T=4, batch=2, progress=False)
+    raises_fast(ValueError, "vocab_size", charlm.unigram_perplexity, np.arange(9) % 3, np.arange(9) % 3, 10**12)

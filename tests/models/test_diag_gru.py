@@ -116,3 +116,64 @@ def test_divergence_is_an_error_not_nan():
         assert "iteration" in str(exc)
     else:
         assert np.all(np.isfinite(H))
+
+
+# ---- bad input (issue 29): a clear error naming the argument, or the right answer ---------------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_P = diag_gru.init_params(3, 4, 2, seed=1)
+_X = np.random.default_rng(2).standard_normal((6, 2, 3))
+
+
+@pytest.mark.parametrize("method", diag_gru.METHODS)
+@given(data=st.data())
+@_FAST
+def test_forward_bad_X_clear_error_or_correct(method, data):
+    from helpers import bad_array, clear_error_or
+    what, X = data.draw(bad_array(_X))
+    out = clear_error_or("X", lambda: diag_gru.forward(_P, X, method=method, iters=6),
+                         lambda H: np.isfinite(H).all())
+    if out is not None:
+        np.testing.assert_allclose(out, diag_gru.forward(_P, np.asarray(X, float)), rtol=1e-8, atol=1e-10)
+
+
+@given(data=st.data())
+@_FAST
+def test_bad_params_clear_error(data):
+    from helpers import bad_array, clear_error_or
+    p = _P.copy()
+    field = data.draw(st.sampled_from(p.names()))
+    what, bad = data.draw(bad_array(getattr(p, field)))
+    setattr(p, field, bad)
+    method = data.draw(st.sampled_from(diag_gru.METHODS))
+    clear_error_or(("params", f"params.{field}"), lambda: diag_gru.forward(p, _X, method=method, iters=3),
+                   lambda H: what == "int" and np.isfinite(H).all())
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_params_refused_everywhere(bad):
+    Hs = diag_gru.forward(_P, _X)
+    for field in _P.names():
+        p = _P.copy()
+        getattr(p, field).flat[-1] = bad
+        for fn, args in ((diag_gru.forward, (p, _X)), (diag_gru.solve, (p, _X)), (diag_gru.predict, (p, _X)),
+                         (diag_gru.backward, (p, _X, Hs, np.ones_like(Hs))),
+                         (diag_gru.loss_and_grads, (p, _X, np.array([0, 1])))):
+            raises_naming(ValueError, f"params.{field}", fn, *args)
+
+
+def test_params_type_shapes_empty_batch_labels():
+    raises_naming(TypeError, "params", diag_gru.forward, "params", _X)
+    p = _P.copy()
+    p.u = p.u[:-1]
+    raises_naming(ValueError, "params.u", diag_gru.forward, p, _X)
+    raises_naming(ValueError, "X", diag_gru.loss_and_grads, _P, _X[:, :0], np.zeros(0, int))
+    raises_naming(ValueError, "y", diag_gru.loss_and_grads, _P, _X, np.array([0, 5]))
+    raises_naming(ValueError, "y", diag_gru.train_classifier, _X, np.array([-1, 1]), epochs=1, nh=3)
+
+
+def test_absurd_sizes_fail_fast():
+    from helpers import raises_fast
+    raises_fast(ValueError, "epochs", diag_gru.train_classifier, _X, np.array([0, 1]), epochs=10**10)
+    raises_fast(ValueError, "nh", diag_gru.init_params, 3, 10**10)

@@ -279,3 +279,24 @@ def test_gru_cell_is_the_private_cell(gamma, implicit):
     a = gamma * (1 - z)
     want = (h + a * n) / (1 + a) if implicit else h + a * (n - h)
     np.testing.assert_allclose(out, want, rtol=1e-12)
+
+
+# ---- issue 29: the classifier checks its head, labels and batch; init names the large argument -----------------
+def test_classifier_head_labels_and_empty_batch_are_named():
+    p = G.init_classifier(3, 4, 2, dtype=np.float64)
+    X = np.random.default_rng(0).standard_normal((5, 2, 3))
+    for field, bad in (("W_out", np.nan), ("b_out", np.inf)):
+        q = p.copy()
+        getattr(q, field).flat[0] = bad
+        raises_naming(ValueError, f"params.{field}", G.classifier_loss, q, X, np.array([0, 1]))
+    q = p.copy()
+    q.W_out = q.W_out[:, :3]
+    raises_naming(ValueError, "params.W_out", G.classifier_predict, q, X)
+    raises_naming(ValueError, "X", G.classifier_loss, p, X[:, :0], np.zeros(0, int))  # used to return NaN
+    raises_naming(ValueError, "y", G.classifier_loss, p, X, np.array([0, -1]))
+
+
+def test_init_names_the_large_argument():
+    from helpers import raises_fast
+    raises_fast(ValueError, "nx", G.init_params, 10**11, 4)
+    raises_fast(ValueError, "nh", G.init_params, 3, 10**11)

@@ -148,3 +148,31 @@ def test_halide_helpers():
     raises_naming(ValueError, "tile", H.Schedule, "x", tile=(0, 4))
     raises_naming(TypeError, "parallel", H.Schedule, "x", parallel="yes")
     raises_naming(TypeError, "stage", H.compile_hidden, None)
+
+
+# ---- issue 29: the compiled pipelines check what they are given ----------------------------------------------
+def test_compiled_pipelines_refuse_invalid_input():
+    g = H.compiled_step("tiled+simd")["gemm"]
+    A, B, C = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), np.empty((4, 5), np.float32)
+    g(A, B, C)
+    np.testing.assert_allclose(C, 3.0)
+    raises_naming(ValueError, "B", g, A, np.ones((5, 3), np.float32), C)
+    raises_naming(ValueError, "A", g, A * np.nan, B, C)
+    raises_naming(TypeError, "A", g, A.astype(np.float64), B, C)
+    raises_naming(ValueError, "out", g, A, B, np.empty((4, 4), np.float32))
+    raises_naming(TypeError, "out", g, A, B, [[0.0] * 5] * 4)
+    raises_naming(TypeError, "gemm", g, A, B)
+    raises_naming(ValueError, "A", g, A[:0], B, C[:0])
+    up = H.compiled_step("tiled+simd")["grad_update"]
+    raises_naming(ValueError, "lr", up, A, np.ones((4, 5), np.float32), np.ones((3, 5), np.float32), float("nan"),
+                  np.empty((3, 5), np.float32))
+    f = H.compile_func(H.backward_two_stage, 4)
+    raises_naming(TypeError, "arrays", f, A, A, A)
+    raises_naming(ValueError, "arrays[1]", f, A, A * np.inf, A, A)
+
+
+def test_train_step_refuses_an_overflowing_lr():
+    p = rnn.init_params(3, 4, 2)
+    X = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)
+    Y = np.random.default_rng(1).standard_normal((5, 2, 2)).astype(np.float32)
+    raises_naming(FloatingPointError, "lr", H.train_step, p, X, Y, 1e38, schedule="tiled+simd")

@@ -183,3 +183,25 @@ def test_linear_rnn_classifier_and_qrnn_window():
     Hs, cache = L.forward(p, X)
     g, dX = L.backward(p, cache, np.ones_like(Hs))
     assert isinstance(g, L.QRNNParams) and dX.shape == X.shape and np.all(np.isfinite(g.W))
+
+
+# ---- issue 29: params are checked where they are used (NaN/inf, replaced arrays), and the head's inputs --------
+@pytest.mark.parametrize("layer", L.LAYERS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_or_reshaped_params_are_named(layer, bad):
+    p = L.init_params(layer, 3, 4)
+    X = np.random.default_rng(0).standard_normal((6, 2, 3))
+    for name in p.names():
+        q = p.copy()
+        getattr(q, name).flat[0] = bad
+        raises_naming(ValueError, f"params.{name}", L.forward, q, X)
+    q = p.copy()
+    q.b = q.b[:-1]
+    raises_naming(ValueError, "params.b", L.forward, q, X)
+
+
+def test_classifier_loss_checks_b0_labels_and_batch():
+    h = np.ones((2, 3))
+    raises_naming(ValueError, "b0", L.classifier_loss, h, np.ones(3), float("nan"), np.array([0, 1]))
+    raises_naming(ValueError, "y", L.classifier_loss, h, np.ones(3), 0.0, np.array([0, 2]))
+    raises_naming(ValueError, "h_last", L.classifier_loss, h[:0], np.ones(3), 0.0, np.zeros(0, int))

@@ -89,3 +89,27 @@ def test_lm_params_and_sizes():
     raises_naming(ValueError, "clip", lstm_lm.train_lm, np.arange(40) % 5, 5, nh=4, T=3, batch=2, steps=1, clip=-1.0)
     loss, grads = lstm_lm.lm_loss_and_grads(params, np.zeros((3, 2), int), np.ones((3, 2), int))
     assert math.isfinite(loss) and isinstance(grads, lstm_lm.LMParams)
+
+
+# ---- issue 29: the allocation guard names the argument that made the batch large; params checked per call ----
+def test_allocation_guard_names_the_large_argument():
+    from helpers import raises_fast
+    ids = np.arange(50) % 5
+    msg = raises_fast(ValueError, "V", lstm_lm.train_lm, ids, 10**10, nh=4, T=4, batch=2, steps=1)
+    assert msg.startswith("V: too large"), msg  # it used to blame "batch"
+    raises_fast(ValueError, "batch", lstm_lm.train_lm, ids, 5, nh=4, T=4, batch=10**11, steps=1)
+    raises_fast(ValueError, "steps", lstm_lm.train_lm, ids, 5, nh=4, T=4, batch=2, steps=10**10)
+    raises_naming(ValueError, "ids", lstm_lm.train_lm, ids[:3], 5, nh=4, T=4, batch=2, steps=1)
+
+
+@given(data=st.data())
+@FAST
+def test_bad_params_clear_error(data):
+    from helpers import bad_array, clear_error_or
+    p = lstm_lm.init_lm(5, 4, dtype=np.float64)
+    X, Y = np.array([[0, 1], [2, 3], [4, 0]]), np.array([[1, 2], [3, 4], [0, 1]])
+    field = data.draw(st.sampled_from(["W_out", "b_out"]))
+    what, bad = data.draw(bad_array(getattr(p, field)))
+    object.__setattr__(p, field, bad)
+    clear_error_or(("params", f"params.{field}"), lambda: lstm_lm.lm_loss_and_grads(p, X, Y),
+                   lambda out: what == "int" and np.isfinite(out[0]))

@@ -114,3 +114,76 @@ def test_g_rejects_garbage():
     raises_naming(ValueError, "x", mingru.g, np.array([np.nan]))
     raises_naming(TypeError, "x", mingru.log_g, np.array([1, 2]))
     raises_naming(TypeError, "x", mingru.g, None)
+
+
+# ---- bad input (issue 29): a clear error naming the argument, or the right answer ---------------------------
+_P = {k: mingru.init_params(k, 3, 4, seed=2) for k in mingru.KINDS}
+_X = np.random.default_rng(3).standard_normal((5, 2, 3))
+
+
+@pytest.mark.parametrize("kind", mingru.KINDS)
+@pytest.mark.parametrize("method", mingru.METHODS)
+@given(data=st.data())
+@FAST
+def test_forward_bad_X_clear_error_or_correct(kind, method, data):
+    from helpers import bad_array, clear_error_or
+    what, X = data.draw(bad_array(_X))
+    p = _P[kind]
+    out = clear_error_or("X", lambda: mingru.forward(kind, p, X, method=method),
+                         lambda H: np.isfinite(H).all())
+    if out is not None:  # only an exact re-typing may be accepted: then it is the float64 answer
+        np.testing.assert_allclose(out, mingru.forward(kind, p, np.asarray(X, float), method="sequential"), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", mingru.KINDS)
+@given(data=st.data())
+@FAST
+def test_bad_params_clear_error(kind, data):
+    from helpers import bad_array, clear_error_or
+    p = _P[kind].copy()
+    field = data.draw(st.sampled_from(p.names()))
+    what, bad = data.draw(bad_array(getattr(p, field)))
+    setattr(p, field, bad)
+    clear_error_or(("params", f"params.{field}"), lambda: mingru.forward(kind, p, _X, method="log_space"),
+                   lambda H: what == "int" and np.isfinite(H).all())
+
+
+@pytest.mark.parametrize("kind", mingru.KINDS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("method", mingru.METHODS)
+def test_nonfinite_params_are_refused_by_every_method(kind, bad, method):
+    for field in _P[kind].names():
+        p = _P[kind].copy()
+        getattr(p, field).flat[0] = bad
+        raises_naming(ValueError, f"params.{field}", mingru.forward, kind, p, _X, method=method)
+        raises_naming(ValueError, f"params.{field}", mingru.predict, kind, p, _X, method=method)
+
+
+def test_log_space_scan_refuses_nan_and_plus_inf_but_takes_minus_inf():
+    la, lb = -np.ones((4, 2, 3)), np.zeros((4, 2, 3))
+    for bad, name in ((np.nan, "log_a"), (np.inf, "log_a")):
+        a = la.copy()
+        a[1, 0, 0] = bad
+        raises_naming(ValueError, name, mingru.log_space_scan, a, lb)
+    b = lb.copy()
+    b[2, 1, 2] = np.nan
+    raises_naming(ValueError, "log_b", mingru.log_space_scan, la, b)
+    b[2, 1, 2] = -np.inf  # a zero b_t is allowed: log 0
+    assert np.isfinite(mingru.log_space_scan(la, b)).all()
+    raises_naming(ValueError, "log_a", mingru.log_space_scan, la[:0], lb[:0])
+
+
+@pytest.mark.parametrize("kind", mingru.KINDS)
+def test_empty_batch_and_bad_labels_are_refused_not_nan(kind):
+    p = _P[kind]
+    raises_naming(ValueError, "X", mingru.loss_and_grads, kind, p, _X[:, :0], np.zeros(0, int))
+    raises_naming(ValueError, "y", mingru.loss_and_grads, kind, p, _X, np.array([0, 7]))
+    raises_naming(ValueError, "y", mingru.loss_and_grads, kind, p, _X, np.array([-1, 0]))
+    raises_naming(ValueError, "y", mingru.train_classifier, kind, _X, np.array([-1, 0]), epochs=1)
+
+
+def test_absurd_sizes_fail_fast():
+    from helpers import raises_fast
+    raises_fast(ValueError, "epochs", mingru.train_classifier, "mingru", _X, np.array([0, 1]), epochs=10**10)
+    raises_fast(ValueError, "nx", mingru.init_params, "mingru", 10**10, 4)
+    raises_fast(ValueError, "n_classes", mingru.init_params, "mingru", 3, 4, 10**10)
