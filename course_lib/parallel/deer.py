@@ -57,14 +57,16 @@ def gru_system(params, *, implicit: bool = False, gamma: float = 1.0):
     gamma = check_float(gamma, "gamma", low=0.0, low_inclusive=False)
     implicit = check_bool(implicit, "implicit")
 
+    # checked once above; the solver's iterates are checked by the solver itself (a NaN or inf iterate is its
+    # NewtonDivergence, not a bad-argument error from inside the cell)
     def f(Hprev, GI):
-        return _jx.gru_step(params, Hprev, GI, implicit=implicit, gamma=gamma)
+        return _jx.gru_step_unchecked(params, Hprev, GI, implicit=implicit, gamma=gamma)
 
     def jac(Hprev, GI):
-        return _jx.gru_jacobian(params, Hprev, GI, implicit=implicit, gamma=gamma)
+        return _jx.gru_jacobian_unchecked(params, Hprev, GI, implicit=implicit, gamma=gamma)
 
     def jac_diag(Hprev, GI):
-        return _jx.gru_jacobian(params, Hprev, GI, implicit=implicit, gamma=gamma, diagonal=True)
+        return _jx.gru_jacobian_unchecked(params, Hprev, GI, implicit=implicit, gamma=gamma, diagonal=True)
 
     return f, jac, jac_diag
 
