@@ -219,9 +219,9 @@ def test_more_bad_inputs():
         M.c_relaxation(step, np.ones((11, 1)), 4)
     with pytest.raises(ValueError, match="m: the coarsening factor must be >= 2"):
         M.two_level_iteration(step, step, np.ones((9, 1)), 1)
-    with pytest.raises(ValueError, match="m: expected an integer >= 2, got 1"):
+    with pytest.raises(ValueError, match=r"ms\[0\]: expected an integer >= 2, got 1"):
         XM.convergence_table(ms=(1,), lam_dts=(-1.0,))
-    with pytest.raises(ValueError, match="P: expected an integer >= 1"):
+    with pytest.raises(ValueError, match=r"Ps\[0\]: expected an integer >= 1"):
         XM.speedup_model(64, [0])
     with pytest.raises(ValueError, match="problem: expected one of"):
         XM.convergence_histories(problem="heat")
