@@ -6,8 +6,8 @@ cell of the course's GRU or LSTM pays per counted call: slicing, ``out=`` argume
 calls, small temporaries. So for each kind and mode, :func:`measure_call_costs` runs :func:`.execute.run`
 with ``method="batched"`` on a *tiny* problem (batch 1, nh = 4, T = 64: the arithmetic is negligible)
 and again on a *mid-sized* one (batch 8, nh = 48, T = 32: the arithmetic shows); a straight line through the
-two per-step times, ``calls * price + flops / rate`` (calls: the model's count per step,
-:func:`.model.step_cost`), gives the seconds per counted call for that kind (:meth:`.machine.Machine.call_cost`)
+two per-step times, ``calls * price + flops / rate`` (calls: the counted calls per step,
+:func:`.model.pass_calls`), gives the seconds per counted call for that kind (:meth:`.machine.Machine.call_cost`)
 and the rate of the course's cell kernel (:meth:`.machine.Machine.kernel_rate`: the GRU and LSTM cells are
 numba loops, slower than a BLAS GEMM at these sizes). The chapter configurations stay a hold-out: they never see this fit.
 
@@ -19,7 +19,7 @@ from ...core import timing
 from ...core.validate import check_bool
 from .execute import inputs, run
 from .machine import register_probe
-from .model import Problem, calls_per_step
+from .model import Problem, pass_calls
 
 __all__ = ["TINY", "MID", "measure_call_costs"]
 
@@ -51,7 +51,7 @@ def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
             f1, f2 = (p.flops() / p.T for p in (p1, p2))
             # a rate only where the mid-sized run's arithmetic clearly shows over the per-step price
             r = (f2 - f1) / (t2 - t1) if t2 > 1.5 * t1 else float("inf")
-            calls = calls_per_step(p1)
+            calls = pass_calls(p1) / p1.T  # counted calls per step, the pass's fixed calls spread over T
             price[(kind, mode)] = max(t1 - f1 / r, 0.1 * t1) / calls
             if r != float("inf") and kind != "rnn":  # rnn: BLAS products, the measured GEMM rate rules
                 rate[(kind, mode)] = r / 1e9
