@@ -239,3 +239,45 @@ def test_call_costs_are_measured_per_kind_and_used_by_the_model(machine):
     # a kind with no measured price falls back to the np.add probe
     assert cm.predict("batched", cm.Problem("rnn", batch=4, T=8, nh=8), base).parts["calls"] == \
         pytest.approx(cm.predict("batched", cm.Problem("rnn", batch=4, T=8, nh=8), base).calls * machine.call_s)
+
+
+# --------------------------------------------------------------------------- robust constants, one core
+def test_low_quantile_ignores_busy_moments():
+    from course_lib.experiments.cost_model import machine as mach
+    quiet, busy = [4e-6] * 10, [2e-2] * 90  # most runs waited for a core: the quiet tenth rules
+    low, med = mach.low_quantile(quiet + busy)
+    assert low == 4e-6 and med == 2e-2
+    assert mach._busy_note(low, med, 100).startswith("median of 100 single runs")
+    assert mach._busy_note(4e-6, 5e-6, 100) is None
+    assert len(mach.single_runs(lambda: None, n=5, budget_s=1.0)) == 5
+    raises_naming(ValueError, "times", mach.low_quantile, [])
+
+
+def test_busy_sync_constants_are_labelled_and_not_advised():
+    import dataclasses
+    m = cm.Machine.preset("k80_host").with_gpu(None)
+    busy = dataclasses.replace(m, region_s=8e-3, busy={"region_s": "even the fastest 5% of 40 single runs took 8 ms"})
+    assert any("BUSY: even the fastest" in src for q, v, src in busy.table() if q == "numba parallel region")
+    p = cm.Problem("linear", batch=1, T=1 << 22, nh=4)
+    by = {a.method: a for a in cm.advise(p, busy)}
+    assert not by["chunked"].trusted and "measured busy" in by["chunked"].reason
+    assert by["sequential"].trusted  # one thread: no region to pay
+    # a busy median alone (the low quantile is a few µs) does not withdraw anything
+    noted = dataclasses.replace(m, busy={"region_s": "median of 300 single runs 20000 µs vs 4 µs"})
+    assert all(a.trusted for a in cm.advise(p, noted))
+
+
+def test_one_core_or_one_numba_thread_predicts_no_thread_speedup():
+    import dataclasses
+    m = cm.Machine.preset("k80_host").with_gpu(None)
+    lin = cm.Problem("linear", batch=1, T=1 << 22, nh=4)
+    assert cm.predict("chunked", lin, m).P == 8
+    one_numba = dataclasses.replace(m, numba_threads=1)
+    assert one_numba.compiled_threads == 1
+    assert cm.predict("chunked", lin, one_numba).P == 1 and cm.predict("channels", lin, one_numba).P == 1
+    one_core = dataclasses.replace(m, cores=1)
+    rnn = cm.Problem("rnn", batch=32, T=16, nh=64, layers=2, ny=8)
+    t, b = cm.predict("threads", rnn, one_core), cm.predict("batched", rnn, one_core)
+    assert t.P == 1 and t.seconds >= b.seconds  # nothing to split over: threads cannot win
+    assert cm.predict("wavefront", rnn, one_core).P == 1
+    raises_naming((ValueError, TypeError), "numba_threads", dataclasses.replace, m, numba_threads=0)

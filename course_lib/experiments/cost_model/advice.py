@@ -38,6 +38,18 @@ class Advice:
         return iter((self.method, self.seconds, self.reason))
 
 
+_SYNC = {"region_s": "numba parallel regions", "handoff_s": "thread-pool hand-offs"}
+
+
+def _busy_sync(c: Cost, machine: Machine) -> str:
+    """What a method on P > 1 workers synchronises with, when that constant was measured busy ('' if not)."""
+    if c.P <= 1 or c.method in ("mpi", "cuda_chunked", "cuda_batched"):
+        return ""
+    # busy *and* even its low quantile implausible (> 1 ms: a quiet core takes µs); a busy note alone
+    # only says the median was spoilt -- the low quantile used is still what a quiet moment costs
+    return " and ".join(v for k, v in _SYNC.items() if k in machine.busy and getattr(machine, k) > 1e-3)
+
+
 def _reason(c: Cost, base: Cost | None) -> str:
     parts = {k: v for k, v in c.parts.items() if v > 0}
     tot = sum(parts.values()) or 1.0
@@ -61,7 +73,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     None: measured only in runs the noise guard calls unreliable): a method off by more than 2x, measured
     only unreliably, or -- when a calibration is given -- never measured, is listed after the trusted ones
     with ``trusted=False``: the advisor does not advise there. Nothing is trusted when the machine's own
-    constants were measured while it was busy (``machine.noise``), and the first trusted choice is
+    constants were measured while it was busy (``machine.noise``); a method on several workers is not trusted
+    when the cost of its synchronisation (``region_s``, ``handoff_s``) was (``machine.busy``); and the first trusted choice is
     withdrawn when an untrusted method could be faster within its measured error (its reason says so). ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
@@ -76,9 +89,14 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     for k, c in costs.items():
         err = (calibration or {}).get(k, _UNCHECKED)
         r = _reason(c, base)
+        sync_busy = _busy_sync(c, machine)
         if busy:
             r += "; NOT ADVISED: the machine's constants were measured while it was busy (" + \
                  "; ".join(machine.noise.reasons) + ")"
+            trusted = False
+        elif sync_busy:
+            r += f"; NOT ADVISED: its threads meet at {sync_busy}, whose cost was measured busy here (" + \
+                 "; ".join(machine.busy[k] for k in _SYNC if k in machine.busy and getattr(machine, k) > 1e-3) + ")"
             trusted = False
         elif calibration is None or (err is not _UNCHECKED and err is not None and err <= 2.0):
             trusted = True

@@ -331,7 +331,7 @@ def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Chapter 08's chunked scan over time on ``P`` threads: reduce (read a, x) + expand (read a, x,
     write h): 20 bytes per element instead of 12; few channels use SIMD lanes over time."""
     _need_linear(p, "chunked")
-    P = m.cores if P is None else check_positive_int(P, "P")
+    P = m.compiled_threads if P is None else check_positive_int(P, "P")
     n = p.batch * p.nh
     c = Cost("chunked", p, P)
     tr = _train(p)
@@ -357,7 +357,7 @@ def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Parallel over channel groups: each thread runs the whole time loop on ``B H / P`` channels."""
     _need_linear(p, "channels")
     n = p.batch * p.nh
-    P = min(m.cores if P is None else check_positive_int(P, "P"), n)
+    P = min(m.compiled_threads if P is None else check_positive_int(P, "P"), n)
     c = Cost("channels", p, P)
     tr = _train(p)
     c.work = 2.0 * p.T * n * tr
