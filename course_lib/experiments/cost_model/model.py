@@ -419,11 +419,12 @@ def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") 
 def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,
               method: str = "newton") -> Cost:
     """DEER / quasi-DEER (chapter 11): ``iters`` Newton iterations, each evaluating the cell and its
-    Jacobian at every t at once (batched numpy: ~30 calls) and a matrix scan over time (full H x H
+    Jacobian at every t at once (batched numpy; calls counted, :mod:`.counts`) and a matrix scan over time
+    -- on one core by default, as the course's code runs (``P=`` prices a parallel scan) (full H x H
     Jacobians for DEER, diagonal for quasi-DEER): flops from the task graph, memory for the Jacobians."""
     method = check_choice(method, "method", ("newton", "quasi"))
     _need_nonlinear(p, method)
-    P = m.cores if P is None else check_positive_int(P, "P")
+    P = 1 if P is None else check_positive_int(P, "P")  # the course's DEER: numpy on one core, sequential scan
     iters = DEER_ITERS[method] if iters is None else check_positive_int(iters, "iters")
     dc = deer_counts(p.T, p.nh, P, iters=iters, method=method)
     c = Cost(method, p, P)

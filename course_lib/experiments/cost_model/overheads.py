@@ -15,10 +15,10 @@ numba loops, slower than a BLAS GEMM at these sizes). The chapter configurations
 """
 from __future__ import annotations
 
-from ...core import timing
+from ...core import backend
 from ...core.validate import check_bool
 from .execute import inputs, run
-from .machine import register_probe
+from .machine import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
 __all__ = ["TINY", "MID", "measure_call_costs"]
@@ -28,17 +28,20 @@ MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of
 
 
 def _per_step(prob: Problem, quick: bool) -> float:
+    """CPU seconds per step of the batched pass on one thread (BLAS on one thread): a busy machine makes
+    this process wait for a core, which the CPU clock does not count."""
     data = inputs(prob)
-    t = timing.measure(lambda: run(prob, "batched", data=data), repeat=3 if quick else 7, warmup=1,
-                       min_time=2e-3 if quick else 1e-2).min
+    with backend.blas_threads(1):
+        t = cpu_seconds(lambda: run(prob, "batched", data=data), repeat=3 if quick else 7,
+                        min_time=2e-3 if quick else 1e-2)
     return t / prob.T
 
 
 def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
     """``({(kind, mode): seconds per counted library call}, {(kind, mode): GFLOP/s of the cell kernel})``
     from two runs of the course's code per kind and mode (:data:`TINY`, :data:`MID`; see the module
-    docstring): ``t_step = calls * price + flops / rate`` through both points; the minimum over repeats
-    (a busy machine only adds time). A rate the two points cannot resolve is left out (the GEMM rate rules)."""
+    docstring): ``t_step = calls * price + flops / rate`` through both points; CPU seconds, the least
+    over repeats (a busy machine only adds time). A rate the two points cannot resolve is left out (the GEMM rate rules)."""
     quick = check_bool(quick, "quick")
     price, rate = {}, {}
     for kind in ("rnn", "gru", "lstm"):
