@@ -42,8 +42,9 @@ _SYNC = {"region_s": "numba parallel regions", "handoff_s": "thread-pool hand-of
 
 
 def _busy_sync(c: Cost, machine: Machine) -> str:
-    """What a method on P > 1 workers synchronises with, when that constant was measured busy ('' if not)."""
-    if c.P <= 1 or c.method in ("mpi", "cuda_chunked", "cuda_batched"):
+    """What a method on P > 1 workers (or paying a parallel region) synchronises with, when that constant
+    was measured busy ('' if not)."""
+    if (c.P <= 1 and c.regions == 0) or c.method in ("mpi", "cuda_chunked", "cuda_batched"):
         return ""
     # busy *and* even its low quantile implausible (> 1 ms: a quiet core takes µs); a busy note alone
     # only says the median was spoilt -- the low quantile used is still what a quiet moment costs

@@ -16,7 +16,7 @@ from .advice import advise
 from .machine import GPU, Machine, check_rates
 from .model import Problem, predict, step_cost
 
-__all__ = ["CONFIG_NAMES", "Row", "Calibration", "calibrate", "seed_schedules", "measured_speedups",
+__all__ = ["CONFIG_NAMES", "Row", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
            "SEED_SCHEDULES", "SEED_ELSEWHERE", "ranking_and_maps"]
 
 
@@ -139,10 +139,12 @@ class Row:
     predicted: float
     measured: float
     problem: Problem
+    clock: str = "wall"   # "cpu": a single-threaded configuration timed by this process's CPU clock
 
     def __post_init__(self):
         for k in ("config", "label", "method"):
             check_str(getattr(self, k), k)
+        check_choice(self.clock, "clock", ("wall", "cpu"))
         check_rates(self, ("predicted", "measured"))  # their ratio is the error
         if not isinstance(self.problem, Problem):
             raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
@@ -246,23 +248,38 @@ class Calibration:
     def table(self) -> str:
         w = max(len(r.config) for r in self.rows)
         lw = max(len(r.label) for r in self.rows)
-        lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'error':>6}"]
+        lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'clock':>5}  "
+                 f"{'error':>6}"]
         for r in self.rows:
             mark = "  OFF >2x: not advised" if r.off else ""
             lines.append(f"{r.config:<{w}}  {r.label:<{lw}}  {timing.fmt_seconds(r.predicted):>10}  "
-                         f"{timing.fmt_seconds(r.measured):>10}  {r.error:>5.2f}x{mark}")
+                         f"{timing.fmt_seconds(r.measured):>10}  {r.clock:>5}  {r.error:>5.2f}x{mark}")
         bad = [c for c, n in self.noise.items() if not n.ok]
         if bad:
             lines.append("unreliable runs (busy machine or wide spread): " + ", ".join(bad))
+        if any(r.clock == "cpu" for r in self.rows):
+            lines.append("clock cpu: every method of the configuration runs on one thread, so it is timed by this "
+                         "process's CPU clock (waits for a core that other processes cause are not counted)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
 
 
+ONE_THREAD = ("sequential", "batched", "newton", "quasi")  # the course's code for these runs on one thread
+
+
+def single_threaded(entries: dict, blas) -> bool:
+    """Whether every method of a configuration runs on one thread (BLAS on one thread, no worker threads):
+    then its timing by CPU clock is what a quiet core would give, whatever the load."""
+    return blas == 1 and all((meth in ONE_THREAD and o.get("P", 1) == 1) or o.get("P") == 1
+                             for meth, o, _ in entries.values())
+
+
 def calibrate(configs=None, *, machine: Machine | None = None, small: bool = True, repeat: int = 3) -> Calibration:
     """Run each chapter's benchmark configuration (``configs``: names from :data:`CONFIG_NAMES`) with
-    :func:`core.timing.compare` and predict it with the model on ``machine`` (default: measured now).
+    :func:`core.timing.compare` (by CPU clock where every method runs on one thread: :func:`single_threaded`)
+    and predict it with the model on ``machine`` (default: measured now).
     Returns a :class:`Calibration` (the predicted-vs-measured table)."""
     configs = CONFIG_NAMES if configs is None else tuple(check_choice(c, "configs", CONFIG_NAMES) for c in configs)
     repeat = check_positive_int(repeat, "repeat")
@@ -271,17 +288,18 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
     for name in configs:
         prob, entries, blas, extra = _CONFIGS[name](small)
         fns = {label: f for label, (_, _, f) in entries.items()}
+        clock = "cpu" if single_threaded(entries, blas) else "wall"
         if blas is None:
-            cmp = timing.compare(repeat=repeat, **fns)
+            cmp = timing.compare(repeat=repeat, clock=clock, **fns)
         else:
             with backend.blas_threads(blas):
-                cmp = timing.compare(repeat=repeat, **fns)
+                cmp = timing.compare(repeat=repeat, clock=clock, **fns)
         noise[name] = cmp.noise
         info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}
         info["extra"][name] = extra
         for label, (meth, o, _) in entries.items():
             pred = predict(meth, prob, machine, **o).seconds
-            rows.append(Row(name, label, meth, pred, cmp.timings[label].median, prob))
+            rows.append(Row(name, label, meth, pred, cmp.timings[label].median, prob, clock))
     return Calibration(machine, rows, noise, info)
 
 

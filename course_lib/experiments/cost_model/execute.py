@@ -29,7 +29,7 @@ from ...core import backend, timing
 from ...core.validate import check_choice, check_positive_int
 from .model import METHODS, Problem
 
-__all__ = ["RUNNABLE", "runnable", "inputs", "run", "measure"]
+__all__ = ["RUNNABLE", "ONE_THREAD", "runnable", "inputs", "run", "measure"]
 
 RUNNABLE = {
     ("rnn", "inference"): ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched"),
@@ -165,9 +165,14 @@ def run(problem: Problem, method: str, *, seed: int = 0, threads: int | None = N
     return _linear(method, params, X, threads, problem.training)
 
 
+ONE_THREAD = ("sequential", "batched", "newton", "quasi")  # run() executes these on one thread (BLAS aside)
+
+
 def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, threads: int | None = None):
     """Time ``methods`` (default: every one :func:`run` can execute here) on ``problem`` in one
-    interleaved :func:`core.timing.compare` (inputs made once, outside the timing). Returns the
+    interleaved :func:`core.timing.compare` (inputs made once, outside the timing). When every method
+    runs on one thread (:data:`ONE_THREAD`; BLAS is then held to one thread) they are timed by this
+    process's CPU clock, which other processes' load cannot inflate (``Comparison.clock``). Returns the
     :class:`~course_lib.core.timing.Comparison`."""
     _check_problem(problem)
     repeat = check_positive_int(repeat, "repeat")
@@ -179,4 +184,11 @@ def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, t
     data64 = inputs(problem, seed=seed, dtype=np.float64) if {"newton", "quasi"} & set(methods) else None
     fns = {m: (lambda m=m: run(problem, m, threads=threads,
                                data=data64 if m in ("newton", "quasi") else data32)) for m in methods}
-    return timing.compare(repeat=repeat, **fns)
+    if all(m in ONE_THREAD for m in methods):
+        with backend.blas_threads(1):
+            cmp = timing.compare(repeat=repeat, clock="cpu", **fns)
+        cmp.clock = "cpu"
+        return cmp
+    cmp = timing.compare(repeat=repeat, **fns)
+    cmp.clock = "wall"
+    return cmp

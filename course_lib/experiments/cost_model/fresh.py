@@ -57,6 +57,7 @@ class FreshResult:
     advised: str | None
     fastest: str
     noise: timing.Noise
+    clock: str = "wall"   # "cpu": every method ran on one thread, timed by the process's CPU clock
 
     @property
     def hit(self) -> bool | None:
@@ -99,8 +100,9 @@ class AdvisorCheck:
                              f"{err[m]:>6.2f}x{tag}")
             verdict = ("advised nothing" if r.hit is None else "hit" if r.hit else
                        f"miss: {r.advised} took {r.measured[r.advised] / r.measured[r.fastest]:.2f}x the fastest")
-            lines.append(f"{'':<58} -> {verdict}" + ("" if r.noise.ok else f"  [unreliable run: "
-                                                                            f"{'; '.join(r.noise.reasons)}]"))
+            lines.append(f"{'':<58} -> {verdict}" + (" (timed by CPU clock: every method on one thread)"
+                                                     if r.clock == "cpu" else "")
+                         + ("" if r.noise.ok else f"  [unreliable run: {'; '.join(r.noise.reasons)}]"))
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -150,5 +152,6 @@ def check_advisor(problems, machine: Machine | None = None, *, calibration: dict
         ranked = advise(p, machine, methods=methods, calibration=calibration)
         cmp = measure(p, methods, repeat=repeat)
         meas = {m: cmp.timings[m].median for m in methods}
-        out.append(FreshResult(p, preds, meas, first_choice(ranked), min(meas, key=meas.get), cmp.noise))
+        out.append(FreshResult(p, preds, meas, first_choice(ranked), min(meas, key=meas.get), cmp.noise,
+                               getattr(cmp, "clock", "wall")))
     return AdvisorCheck(out)

@@ -422,10 +422,14 @@ def _measure(quick: bool) -> Machine:
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
+    fields = dict(step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
+                  noise=noise, numba_threads=backend.max_threads(), busy=busy)
+    if "step_latency_s" in extra:
+        src["step_latency_s"] = "measured by CPU clock: the course's sequential scan at nh = 1, per step" + \
+            (" (quick)" if quick else "")
+    fields.update(extra)
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
-                   max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
-                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise,
-                   numba_threads=backend.max_threads(), busy=busy, **extra)
+                   max(bw1, bwall), call, handoff, region_s, **fields)
 
 
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:

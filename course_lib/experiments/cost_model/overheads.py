@@ -21,7 +21,7 @@ from .execute import inputs, run
 from .machine import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "measure_call_costs"]
+__all__ = ["TINY", "MID", "measure_call_costs", "scan_step"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
@@ -64,4 +64,15 @@ def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
     return price, rate
 
 
-register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick))))
+def scan_step(quick: bool = False) -> float:
+    """CPU seconds per time step of the course's sequential linear recurrence (:func:`.execute.run`,
+    ``kind="linear"``) at nh = 1: the dependent step as the course's own loop takes it (loads, the
+    multiply-add, the store), which the model's linear methods charge per step."""
+    quick = check_bool(quick, "quick")
+    prob = Problem("linear", "inference", batch=1, T=1 << (14 if quick else 16), nh=1)
+    data = inputs(prob)
+    return cpu_seconds(lambda: run(prob, "sequential", data=data), repeat=3 if quick else 7) / prob.T
+
+
+register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick)),
+                                  step_latency_s=scan_step(quick)))
