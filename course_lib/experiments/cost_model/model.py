@@ -428,7 +428,9 @@ def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None
     iters = DEER_ITERS[method] if iters is None else check_positive_int(iters, "iters")
     dc = deer_counts(p.T, p.nh, P, iters=iters, method=method)
     c = Cost(method, p, P)
-    rows = p.batch * p.layers * _train(p)
+    # training: the gradient is one transposed scan and a per-step vjp (deer.gru_gradient): about one
+    # more iteration's work -- not TRAIN_FACTOR times the whole solve
+    rows = p.batch * p.layers * ((iters + 1) / iters if p.training else 1.0)
     c.work, c.span = dc["work"] * rows, dc["span"] * rows
     # bytes and calls per iteration counted from the course's code (.counts); training adds the gradient
     b0, b1, b2 = _counted("deer_bytes", method)
