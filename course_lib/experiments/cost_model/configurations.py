@@ -5,6 +5,7 @@ speedups; rankings and winner maps (:func:`ranking_and_maps`).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -258,8 +259,8 @@ class Calibration:
         if bad:
             lines.append("unreliable runs (busy machine or wide spread): " + ", ".join(bad))
         if any(r.clock == "cpu" for r in self.rows):
-            lines.append("clock cpu: every method of the configuration runs on one thread, so it is timed by this "
-                         "process's CPU clock (waits for a core that other processes cause are not counted)")
+            lines.append("clock cpu: the method runs on one thread, so it is timed by this process's CPU clock "
+                         "(waits for a core that other processes cause are not counted); wall: on several threads")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -269,11 +270,27 @@ class Calibration:
 ONE_THREAD = ("sequential", "batched", "newton", "quasi")  # the course's code for these runs on one thread
 
 
-def single_threaded(entries: dict, blas) -> bool:
-    """Whether every method of a configuration runs on one thread (BLAS on one thread, no worker threads):
-    then its timing by CPU clock is what a quiet core would give, whatever the load."""
-    return blas == 1 and all((meth in ONE_THREAD and o.get("P", 1) == 1) or o.get("P") == 1
-                             for meth, o, _ in entries.values())
+def single_threaded(entries: dict, blas, problem: Problem | None = None) -> bool:
+    """Whether every method of ``entries`` runs on one thread (BLAS on one thread -- a linear recurrence
+    uses none --, no worker threads): then its timing by CPU clock is what a quiet core would give,
+    whatever the load."""
+    no_blas = blas == 1 or (problem is not None and problem.kind == "linear")
+    return no_blas and all((meth in ONE_THREAD and o.get("P", 1) == 1) or o.get("P") == 1
+                           for meth, o, _ in entries.values())
+
+
+def _timed(entries: dict, clocks: dict, blas, repeat: int) -> tuple[dict, timing.Noise]:
+    """Medians per label: the one-thread entries interleaved by CPU clock, the others by wall clock."""
+    med, noise = {}, timing.Noise()
+    for clock in ("cpu", "wall"):
+        fns = {label: f for label, (_, _, f) in entries.items() if clocks[label] == clock}
+        if not fns:
+            continue
+        with backend.blas_threads(blas) if blas is not None else nullcontext():
+            cmp = timing.compare(repeat=repeat, clock=clock, **fns)
+        med.update({k: t.median for k, t in cmp.timings.items()})
+        noise = noise | cmp.noise
+    return med, noise
 
 
 def calibrate(configs=None, *, machine: Machine | None = None, small: bool = True, repeat: int = 3) -> Calibration:
@@ -287,19 +304,13 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
     rows, noise, info = [], {}, {"opts": {}, "extra": {}}
     for name in configs:
         prob, entries, blas, extra = _CONFIGS[name](small)
-        fns = {label: f for label, (_, _, f) in entries.items()}
-        clock = "cpu" if single_threaded(entries, blas) else "wall"
-        if blas is None:
-            cmp = timing.compare(repeat=repeat, clock=clock, **fns)
-        else:
-            with backend.blas_threads(blas):
-                cmp = timing.compare(repeat=repeat, clock=clock, **fns)
-        noise[name] = cmp.noise
+        clocks = {label: ("cpu" if single_threaded({label: e}, blas, prob) else "wall") for label, e in entries.items()}
+        med, noise[name] = _timed(entries, clocks, blas, repeat)
         info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}
         info["extra"][name] = extra
         for label, (meth, o, _) in entries.items():
             pred = predict(meth, prob, machine, **o).seconds
-            rows.append(Row(name, label, meth, pred, cmp.timings[label].median, prob, clock))
+            rows.append(Row(name, label, meth, pred, med[label], prob, clocks[label]))
     return Calibration(machine, rows, noise, info)
 
 
