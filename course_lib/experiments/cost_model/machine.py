@@ -87,6 +87,7 @@ class Machine:
     call_costs: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> s per call
     kernel_gflops: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> GFLOP/s
     numba_threads: int | None = None   # threads numba's parallel loops may use (None: every core)
+    lane_step_s: float | None = None   # the course's chunked scan at nh = 1 on one thread, per step (lanes)
     busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
     def __post_init__(self):
@@ -104,6 +105,8 @@ class Machine:
             raise TypeError(f"busy: expected a dict quantity -> reason, got {type(self.busy).__name__}")
         if self.numba_threads is not None:
             check_positive_int(self.numba_threads, "numba_threads", high=1 << 24)
+        if self.lane_step_s is not None:
+            check_float(self.lane_step_s, "lane_step_s", low=0.0, low_inclusive=False)
 
     @property
     def compiled_threads(self) -> int:
@@ -197,13 +200,15 @@ class Machine:
                 ("thread-pool hand-off", f"{self.handoff_s * 1e6:.1f} µs", ""),
                 ("numba parallel region", f"{self.region_s * 1e6:.1f} µs", ""),
                 ("one dependent step", f"{self.step_latency_s * 1e9:.2f} ns", ""),
+                ("one step of the lane scan", "not measured" if self.lane_step_s is None else
+                 f"{self.lane_step_s * 1e9:.2f} ns", ""),
                 ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
-                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
+                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "mpi_latency_s",
                 "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
         out = []
         for (q, v, _), k in zip(rows, keys):
@@ -424,6 +429,9 @@ def _measure(quick: bool) -> Machine:
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
     fields = dict(step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
                   noise=noise, numba_threads=backend.max_threads(), busy=busy)
+    if "lane_step_s" in extra:
+        src["lane_step_s"] = "measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step" + \
+            (" (quick)" if quick else "")
     if "step_latency_s" in extra:
         src["step_latency_s"] = "measured by CPU clock: the course's sequential scan at nh = 1, per step" + \
             (" (quick)" if quick else "")

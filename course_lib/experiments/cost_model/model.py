@@ -347,7 +347,10 @@ def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.regions = 2 * math.ceil(p.T / (chunk * P)) * tr if P > 1 else 0
     c.counts = {"chunks": P, "lanes": lanes, **scan_counts("sequential", p.T)}
     _finish(c, m, rate=0.0, bw=m.bandwidth(P))
-    lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes * tr
+    if lanes > 1 and m.lane_step_s is not None:  # measured: the course's lane scan at nh = 1, per step
+        lat = math.ceil(p.T / P) * m.lane_step_s * n * tr
+    else:
+        lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes * tr
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c

@@ -21,7 +21,7 @@ from .execute import inputs, run
 from .machine import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "measure_call_costs", "scan_step"]
+__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
@@ -74,5 +74,16 @@ def scan_step(quick: bool = False) -> float:
     return cpu_seconds(lambda: run(prob, "sequential", data=data), repeat=3 if quick else 7) / prob.T
 
 
+def lane_step(quick: bool = False) -> float:
+    """CPU seconds per time step of the course's chunked scan (:func:`.execute.run`, ``method="chunked"``)
+    at nh = 1 on one numba thread: chapter 08's SIMD lanes over time, as fast as the course's code gets them
+    (reduce, carries, expand) -- what the model charges per step of a chunk when lanes are used."""
+    quick = check_bool(quick, "quick")  # long enough that the per-call setup does not count (not a chapter size)
+    prob = Problem("linear", "inference", batch=1, T=1 << (16 if quick else 17), nh=1)
+    data = inputs(prob)
+    fn = backend.on_threads(1, lambda: run(prob, "chunked", data=data))
+    return cpu_seconds(fn, repeat=3 if quick else 7) / prob.T
+
+
 register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick)),
-                                  step_latency_s=scan_step(quick)))
+                                  step_latency_s=scan_step(quick), lane_step_s=lane_step(quick)))
