@@ -281,3 +281,17 @@ def test_one_core_or_one_numba_thread_predicts_no_thread_speedup():
     assert t.P == 1 and t.seconds >= b.seconds  # nothing to split over: threads cannot win
     assert cm.predict("wavefront", rnn, one_core).P == 1
     raises_naming((ValueError, TypeError), "numba_threads", dataclasses.replace, m, numba_threads=0)
+
+
+def test_small_gemms_are_priced_at_their_measured_rate():
+    import dataclasses
+    from course_lib.experiments.cost_model import machine as mach
+    m = cm.Machine.preset("k80_host").with_gpu(None)
+    table = {(r, z): float(min(40.0, r * z / 64)) for r in mach.GEMM_ROWS for z in mach.GEMM_SIZES}
+    small = dataclasses.replace(m, gemm_table=table)
+    assert small.gemm_rate(16, size=64) == pytest.approx(1e9 * 16.0)   # a grid point: the measured rate
+    assert small.gemm_rate(16) == m.gemm_rate(16)                       # no size: the roofline alone
+    assert 1e9 * 16.0 < small.gemm_rate(32, size=64) < 1e9 * 40.0        # between grid points: interpolated
+    p = cm.Problem("rnn", batch=16, T=32, nh=64, ny=8)
+    assert cm.predict("batched", p, small).parts["compute"] > cm.predict("batched", p, m).parts["compute"]
+    assert any(q == "GEMM at small shapes, 1 core" for q, _, _ in small.table())

@@ -88,6 +88,7 @@ class Machine:
     kernel_gflops: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> GFLOP/s
     numba_threads: int | None = None   # threads numba's parallel loops may use (None: every core)
     lane_step_s: float | None = None   # the course's chunked scan at nh = 1 on one thread, per step (lanes)
+    gemm_table: dict = field(default_factory=dict, compare=False, hash=False)  # (rows, size) -> GFLOP/s, 1 core
     busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
     def __post_init__(self):
@@ -161,12 +162,16 @@ class Machine:
         return replace(self, gpu=gpu, source=src)
 
     # ---------------------------------------------------------------- rates
-    def gemm_rate(self, rows: float, threads: int = 1) -> float:
+    def gemm_rate(self, rows: float, threads: int = 1, size: int | None = None) -> float:
         """FLOP/s of products whose weights are used by ``rows`` rows, on ``threads`` cores:
-        ``min(peak, rows * gemv rate)`` (weights read once, used ``rows`` times)."""
+        ``min(peak, rows * gemv rate)`` (weights read once, used ``rows`` times) -- and, given the
+        weights' ``size`` (nh) and a measured :attr:`gemm_table`, no more than BLAS reached at that
+        shape here (small GEMMs are far from the peak)."""
         rows = check_float(rows, "rows", low=0.0)
         threads = check_positive_int(threads, "threads")
         per_core = min(self.gemm_gflops_core, max(1.0, rows) * self.gemv_gflops)
+        if size is not None and self.gemm_table:
+            per_core = min(per_core, _interpolate(self.gemm_table, max(1.0, rows), check_positive_int(size, "size")))
         if threads > 1:
             return 1e9 * min(per_core * threads, self.gemm_gflops_all * per_core / self.gemm_gflops_core)
         return 1e9 * per_core
@@ -205,11 +210,16 @@ class Machine:
                 ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
+        if self.gemm_table:
+            pts = [(r, z) for r, z in ((1, 64), (16, 64), (64, 256), (256, 1024)) if (r, z) in self.gemm_table]
+            rows.append(("GEMM at small shapes, 1 core", ", ".join(f"{r}x{z}: {self.gemm_table[(r, z)]:.0f}"
+                                                                   for r, z in pts) + " GFLOP/s", ""))
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
                 "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "mpi_latency_s",
-                "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
+                "mpi_bandwidth_gbs", "gpu"] + (["gemm_table"] if self.gemm_table else []) + \
+            ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
         out = []
         for (q, v, _), k in zip(rows, keys):
             src = self.source.get(k, self.source.get("*", ""))
@@ -223,6 +233,39 @@ class Machine:
     def __str__(self) -> str:
         w = max(len(r[0]) for r in self.table())
         return "\n".join(f"{q:<{w}}  {v:>16}  {s}" for q, v, s in self.table())
+
+
+GEMM_ROWS = (1, 4, 16, 64, 256)
+GEMM_SIZES = (16, 64, 256, 1024)
+
+
+def _interpolate(table: dict, rows: float, size: int) -> float:
+    """GFLOP/s at (rows, size) from the measured grid, bilinear in log-log, clamped at its edges."""
+    def bracket(v, grid):
+        v = min(max(v, grid[0]), grid[-1])
+        i = max(0, min(len(grid) - 2, int(np.searchsorted(grid, v)) - 1))
+        lo, hi = grid[i], grid[i + 1]
+        return lo, hi, (np.log(v) - np.log(lo)) / (np.log(hi) - np.log(lo))
+    r0, r1, fr = bracket(rows, GEMM_ROWS)
+    s0, s1, fs = bracket(size, GEMM_SIZES)
+    lg = {k: np.log(table[k]) for k in ((r0, s0), (r0, s1), (r1, s0), (r1, s1))}
+    v = (1 - fr) * ((1 - fs) * lg[(r0, s0)] + fs * lg[(r0, s1)]) + fr * ((1 - fs) * lg[(r1, s0)] + fs * lg[(r1, s1)])
+    return float(np.exp(v))
+
+
+def _gemm_table(repeat: int) -> dict:
+    """``{(rows, size): GFLOP/s}`` of ``(rows, size) @ (size, size)`` on one BLAS thread, by CPU clock, less
+    the time of the same call on a 1 x 4 x 4 product (the call itself, which the model prices as a call)."""
+    out = {}
+    with backend.blas_threads(1):
+        a0, w0, o0 = np.ones((1, 4), np.float32), np.ones((4, 4), np.float32), np.empty((1, 4), np.float32)
+        base = cpu_seconds(lambda: np.matmul(a0, w0, out=o0), repeat=repeat)
+        for r in GEMM_ROWS:
+            for z in GEMM_SIZES:
+                a, w, o = np.ones((r, z), np.float32), np.ones((z, z), np.float32), np.empty((r, z), np.float32)
+                t = cpu_seconds(lambda: np.matmul(a, w, out=o), repeat=repeat)
+                out[(r, z)] = 2.0 * r * z * z / max(t - base, 0.2 * t) / 1e9
+    return out
 
 
 def _simd_lanes() -> int:
@@ -427,7 +470,8 @@ def _measure(quick: bool) -> Machine:
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
-    fields = dict(step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
+    src["gemm_table"] = "measured by CPU clock (one thread), less the call itself" + (" (quick)" if quick else "")
+    fields = dict(gemm_table=_gemm_table(2 if quick else 3), step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
                   noise=noise, numba_threads=backend.max_threads(), busy=busy)
     if "lane_step_s" in extra:
         src["lane_step_s"] = "measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step" + \

@@ -150,7 +150,9 @@ def _finish(c: Cost, m: Machine, *, rate: float, bw: float, call_s: float | None
     comm = c.messages * (m.mpi_latency_s if latency is None else latency) + \
         c.comm_bytes / (1e9 * (m.mpi_bandwidth_gbs if comm_bw is None else comm_bw))
     c.parts = {"compute": compute, "memory": memory, "calls": calls, "sync": regions, "communication": comm}
-    c.seconds = max(compute, memory) + calls + regions + comm
+    # the course's numpy code issues its products and its element-wise passes one call after another: they
+    # add up (a fused compiled kernel would overlap them -- the linear scans take max() below)
+    c.seconds = compute + memory + calls + regions + comm
     return c
 
 
@@ -217,7 +219,7 @@ def cost_sequential(p: Problem, m: Machine) -> Cost:
     counted = _counted("method_calls", p.kind, p.mode, "sequential", p.T, p.layers, 1, p.batch)
     c.calls = p.batch * pass_calls(p) if counted is None else counted  # one pass per sequence
     c.counts = {"cells": p.batch * p.T * p.layers, "calls": c.calls}
-    return _finish(c, m, rate=m.gemm_rate(1), bw=m.bandwidth(1))
+    return _finish(c, m, rate=m.gemm_rate(1, size=p.nh), bw=m.bandwidth(1))
 
 
 def cost_batched(p: Problem, m: Machine) -> Cost:
@@ -232,7 +234,7 @@ def cost_batched(p: Problem, m: Machine) -> Cost:
     c.bytes = p.T * b
     c.calls = pass_calls(p)
     c.counts = {"steps": p.T * p.layers, "calls": c.calls}
-    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(1))
+    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(1))
 
 
 def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
@@ -251,7 +253,7 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls = pass_calls(p) * P if counted is None else counted  # each thread: the batched pass on its share
     c.regions = 1
     c.counts = {"share": share, "calls": c.calls}
-    return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def wavefront_counts(T: int, L: int, P: int) -> dict:
@@ -282,7 +284,7 @@ def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls = counted
     c.regions = wc["span"] * _train(p)
     c.counts = wc
-    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
@@ -304,7 +306,7 @@ def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
         c.messages = 2 * (P - 1)
         c.comm_bytes = ITEMSIZE * p.T * p.batch * (p.n_in + max(p.ny, p.nh)) * (P - 1) / P
     c.counts = {"share": share, "rounds": rounds}
-    return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), gil=False)
+    return _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), gil=False)
 
 
 def scan_counts(method: str, T: int) -> dict:
@@ -407,7 +409,7 @@ def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | Non
     c.calls = mc["work"] * (k + 4)  # + the solver's own bookkeeping per step
     c.regions = 6 * iters * (levels - 1) if P > 1 else 0
     c.counts = mc
-    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") -> dict:
