@@ -89,6 +89,7 @@ class Machine:
     numba_threads: int | None = None   # threads numba's parallel loops may use (None: every core)
     lane_step_s: float | None = None   # the course's chunked scan at nh = 1 on one thread, per step (lanes)
     gemm_table: dict = field(default_factory=dict, compare=False, hash=False)  # (rows, size) -> GFLOP/s, 1 core
+    deer_gbs: dict = field(default_factory=dict, compare=False, hash=False)  # newton/quasi -> counted GB/s, 1 core
     busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
     def __post_init__(self):
@@ -214,11 +215,13 @@ class Machine:
             pts = [(r, z) for r, z in ((1, 64), (16, 64), (64, 256), (256, 1024)) if (r, z) in self.gemm_table]
             rows.append(("GEMM at small shapes, 1 core", ", ".join(f"{r}x{z}: {self.gemm_table[(r, z)]:.0f}"
                                                                    for r, z in pts) + " GFLOP/s", ""))
+        rows += [(f"DEER's counted bytes, {k}", f"{v:.1f} GB/s", "") for k, v in self.deer_gbs.items()]
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
                 "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "mpi_latency_s",
                 "mpi_bandwidth_gbs", "gpu"] + (["gemm_table"] if self.gemm_table else []) + \
+            ["deer_gbs"] * len(self.deer_gbs) + \
             ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
         out = []
         for (q, v, _), k in zip(rows, keys):
@@ -473,6 +476,9 @@ def _measure(quick: bool) -> Machine:
     src["gemm_table"] = "measured by CPU clock (one thread), less the call itself" + (" (quick)" if quick else "")
     fields = dict(gemm_table=_gemm_table(2 if quick else 3), step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
                   noise=noise, numba_threads=backend.max_threads(), busy=busy)
+    if "deer_gbs" in extra:
+        src["deer_gbs"] = ("measured by CPU clock: the course's DEER (T = 256, batch 2, nh = 12; 1 and 3 iterations), "
+                           "its counted bytes per second less its counted calls" + (" (quick)" if quick else ""))
     if "lane_step_s" in extra:
         src["lane_step_s"] = "measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step" + \
             (" (quick)" if quick else "")

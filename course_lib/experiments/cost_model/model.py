@@ -444,6 +444,9 @@ def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None
     c.calls = (iters * dc_calls["iter"] + dc_calls["fixed"]) * p.layers
     c.regions = iters * 3 if P > 1 else 0
     c.counts = {**dc, "calls": c.calls}
+    gbs = m.deer_gbs.get(method)
+    if gbs is not None and P == 1:  # measured: the course's DEER moves its counted bytes at this rate here
+        return _finish(c, m, rate=0.0, bw=1e9 * gbs, kernel=False)  # (its arithmetic is inside that rate)
     rate = m.gemm_rate(min(p.nh, 16) if method == "newton" else 1)
     return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P), kernel=False)  # / 2: float64
 

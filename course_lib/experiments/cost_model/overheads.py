@@ -21,7 +21,7 @@ from .execute import inputs, run
 from .machine import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step"]
+__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step", "deer_rates"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
@@ -85,5 +85,38 @@ def lane_step(quick: bool = False) -> float:
     return cpu_seconds(fn, repeat=3 if quick else 7) / prob.T
 
 
-register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick)),
-                                  step_latency_s=scan_step(quick), lane_step_s=lane_step(quick)))
+def deer_rates(price: float, quick: bool = False) -> dict:
+    """``{"newton": GB/s, "quasi": GB/s}``: the rate at which the course's DEER (float64 numpy passes over all
+    t at once, on one core) moves the bytes the model counts for it (:func:`.counts.deer_bytes`), from CPU
+    seconds of a run with 3 iterations less one with 1 (T = 256, batch 2, nh = 12: not a chapter size), less
+    the counted calls at ``price`` each. Its arithmetic is inside that rate (element-wise passes, stacks of
+    small matrix products, the compiled scan)."""
+    import numpy as np
+
+    from ...models import gru
+    from ...parallel import deer
+    from .counts import deer_bytes, deer_calls
+
+    quick = check_bool(quick, "quick")
+    T, B, nh = 256, 2, 12
+    params = gru.init_params(3, nh, seed=0, dtype=np.float64)
+    X = np.random.default_rng(0).standard_normal((T, B, 3))
+    out = {}
+    with backend.blas_threads(1):
+        for method in ("newton", "quasi"):
+            t = {k: cpu_seconds(lambda k=k: deer.gru_forward(params, X, method=method, tol=0.0, max_iter=k),
+                                repeat=3 if quick else 5) for k in (1, 3)}
+            b0, b1, b2 = deer_bytes(method)
+            per_iter_bytes = T * B * (b0 + b1 * nh + b2 * nh * nh)
+            secs = (t[3] - t[1]) / 2 - deer_calls(method)["iter"] * price
+            out[method] = per_iter_bytes / max(secs, 0.2 * (t[3] - t[1]) / 2) / 1e9
+    return out
+
+
+def _probe(quick: bool) -> dict:
+    costs, rates = measure_call_costs(quick)
+    return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane_step(quick),
+                deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick))
+
+
+register_probe(_probe)
