@@ -131,6 +131,16 @@ class AdvisorCheck:
         return self.table() + "\n" + self.summary()
 
 
+def _one_thread(method: str, cost, machine: Machine) -> bool:
+    """Whether the course's code for ``method`` runs on one thread here: the one-thread methods, a thread pool
+    of one worker (``P == 1``), a compiled scan when numba has one thread."""
+    if method in ONE_THREAD:
+        return True
+    if method in ("threads", "wavefront", "mgrit"):
+        return cost.P == 1
+    return method in ("chunked", "channels") and machine.compiled_threads == 1
+
+
 def check_advisor(problems, machine: Machine | None = None, *, calibration: dict | None = None,
                   repeat: int = 3) -> AdvisorCheck:
     """Predict, advise and measure every runnable method on each of ``problems`` (see the module docstring)."""
@@ -143,19 +153,20 @@ def check_advisor(problems, machine: Machine | None = None, *, calibration: dict
     out = []
     for p in problems:
         methods = [m for m in runnable(p) if m not in _SKIP]
-        preds = {}
+        preds, costs = {}, {}
         for m in methods:
             try:
-                preds[m] = predict(m, p, machine).seconds
+                costs[m] = predict(m, p, machine)
             except ValueError:
                 continue  # the model says it cannot apply (e.g. threads with batch 1)
+            preds[m] = costs[m].seconds
         methods = list(preds)
         ranked = advise(p, machine, methods=methods, calibration=calibration)
-        one = [m for m in methods if m in ONE_THREAD]  # one thread: by CPU clock; the others by wall clock
+        one = [m for m in methods if _one_thread(m, costs[m], machine)]  # by CPU clock; the others by wall clock
         meas, noise = {}, timing.Noise()
-        for group in (one, [m for m in methods if m not in ONE_THREAD]):
+        for group, clock in ((one, "cpu"), ([m for m in methods if m not in one], "wall")):
             if group:
-                cmp = measure(p, group, repeat=repeat)
+                cmp = measure(p, group, repeat=repeat, clock=clock)
                 meas.update({m: cmp.timings[m].median for m in group})
                 noise = noise | cmp.noise
         clock = "cpu" if len(one) == len(methods) else "wall" if not one else "cpu+wall"
