@@ -90,6 +90,7 @@ class Machine:
     lane_step_s: float | None = None   # the course's chunked scan at nh = 1 on one thread, per step (lanes)
     gemm_table: dict = field(default_factory=dict, compare=False, hash=False)  # (rows, size) -> GFLOP/s, 1 core
     deer_gbs: dict = field(default_factory=dict, compare=False, hash=False)  # newton/quasi -> counted GB/s, 1 core
+    scan_back_s: float | None = None   # the course's linear-recurrence backward beyond its forward, per element
     busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
     def __post_init__(self):
@@ -109,6 +110,8 @@ class Machine:
             check_positive_int(self.numba_threads, "numba_threads", high=1 << 24)
         if self.lane_step_s is not None:
             check_float(self.lane_step_s, "lane_step_s", low=0.0, low_inclusive=False)
+        if self.scan_back_s is not None:
+            check_float(self.scan_back_s, "scan_back_s", low=0.0, low_inclusive=False)
 
     @property
     def compiled_threads(self) -> int:
@@ -208,6 +211,8 @@ class Machine:
                 ("one dependent step", f"{self.step_latency_s * 1e9:.2f} ns", ""),
                 ("one step of the lane scan", "not measured" if self.lane_step_s is None else
                  f"{self.lane_step_s * 1e9:.2f} ns", ""),
+                ("scan backward, per element", "not measured" if self.scan_back_s is None else
+                 f"{self.scan_back_s * 1e9:.2f} ns", ""),
                 ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
@@ -219,7 +224,7 @@ class Machine:
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
-                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "mpi_latency_s",
+                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "scan_back_s", "mpi_latency_s",
                 "mpi_bandwidth_gbs", "gpu"] + (["gemm_table"] if self.gemm_table else []) + \
             ["deer_gbs"] * len(self.deer_gbs) + \
             ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
@@ -479,6 +484,9 @@ def _measure(quick: bool) -> Machine:
     if "deer_gbs" in extra:
         src["deer_gbs"] = ("measured by CPU clock: the course's DEER (T = 256, batch 2, nh = 12; 1 and 3 iterations), "
                            "its counted bytes per second less its counted calls" + (" (quick)" if quick else ""))
+    if "scan_back_s" in extra:
+        src["scan_back_s"] = ("measured by CPU clock: the course's sequential scan, training less inference, at "
+                              "nh = 64, T = 2048, per element" + (" (quick)" if quick else ""))
     if "lane_step_s" in extra:
         src["lane_step_s"] = "measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step" + \
             (" (quick)" if quick else "")

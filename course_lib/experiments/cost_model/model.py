@@ -210,8 +210,13 @@ def cost_sequential(p: Problem, m: Machine) -> Cost:
         c.counts = {"steps": p.T}
         lat = p.T * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) * _train(p)  # 4: pipelined lanes
         _finish(c, m, rate=0.0, bw=m.bandwidth(1))
+        if p.training and m.scan_back_s is not None:  # measured: the course's backward, per element
+            fwd = lat / _train(p)
+            c.parts["memory"] = max(fwd, c.parts["memory"] / _train(p))
+            lat = max(2 * p.T * m.step_latency_s, p.T * n * m.scan_back_s)
         c.parts["compute"] = lat
-        c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"]
+        c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] if not p.training or m.scan_back_s is None \
+            else c.parts["memory"] + lat + c.parts["calls"]
         return c
     f, b, k = step_cost(p, m, 1)
     c.work = c.span = p.batch * p.T * f

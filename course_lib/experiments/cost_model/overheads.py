@@ -21,7 +21,7 @@ from .execute import inputs, run
 from .machine import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step", "deer_rates"]
+__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step", "deer_rates", "scan_back"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
@@ -113,10 +113,23 @@ def deer_rates(price: float, quick: bool = False) -> dict:
     return out
 
 
+def scan_back(quick: bool = False) -> float:
+    """CPU seconds per element (step x channel) that the course's linear-recurrence backward
+    (:func:`.execute.run`, ``mode="training"``, sequential) adds to its forward, at nh = 64, T = 2048 (not a
+    chapter size): its reversed copies and fresh arrays, which a 3x rule of thumb does not see."""
+    quick = check_bool(quick, "quick")
+    t = {}
+    for mode in ("inference", "training"):
+        prob = Problem("linear", mode, batch=1, T=2048, nh=64)
+        data = inputs(prob)
+        t[mode] = cpu_seconds(lambda prob=prob, data=data: run(prob, "sequential", data=data), repeat=3 if quick else 5)
+    return max(t["training"] - t["inference"], 1e-9) / (2048 * 64)
+
+
 def _probe(quick: bool) -> dict:
     costs, rates = measure_call_costs(quick)
     return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane_step(quick),
-                deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick))
+                deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick))
 
 
 register_probe(_probe)
