@@ -88,6 +88,7 @@ class Machine:
     kernel_gflops: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> GFLOP/s
     numba_threads: int | None = None   # threads numba's parallel loops may use (None: every core)
     lane_step_s: float | None = None   # the course's chunked scan at nh = 1 on one thread, per step (lanes)
+    lane_call_s: float = 0.0           # ... and per call (set-up before its first step)
     gemm_table: dict = field(default_factory=dict, compare=False, hash=False)  # (rows, size) -> GFLOP/s, 1 core
     deer_gbs: dict = field(default_factory=dict, compare=False, hash=False)  # newton/quasi -> counted GB/s, 1 core
     scan_back_s: float | None = None   # the course's linear-recurrence backward beyond its forward, per element
@@ -110,6 +111,7 @@ class Machine:
             check_positive_int(self.numba_threads, "numba_threads", high=1 << 24)
         if self.lane_step_s is not None:
             check_float(self.lane_step_s, "lane_step_s", low=0.0, low_inclusive=False)
+        check_float(self.lane_call_s, "lane_call_s", low=0.0)
         if self.scan_back_s is not None:
             check_float(self.scan_back_s, "scan_back_s", low=0.0, low_inclusive=False)
 
@@ -488,8 +490,8 @@ def _measure(quick: bool) -> Machine:
         src["scan_back_s"] = ("measured by CPU clock: the course's sequential scan, training less inference, at "
                               "nh = 64, T = 2048, per element" + (" (quick)" if quick else ""))
     if "lane_step_s" in extra:
-        src["lane_step_s"] = "measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step" + \
-            (" (quick)" if quick else "")
+        src["lane_step_s"] = (f"measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step "
+                              f"(and {extra.get('lane_call_s', 0.0) * 1e6:.0f} µs per call)" + (" (quick)" if quick else ""))
     if "step_latency_s" in extra:
         src["step_latency_s"] = "measured by CPU clock: the course's sequential scan at nh = 1, per step" + \
             (" (quick)" if quick else "")

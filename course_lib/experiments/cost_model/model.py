@@ -334,6 +334,16 @@ def _need_linear(p: Problem, method: str):
                          f"use 'newton', 'quasi' or 'mgrit' for its time axis")
 
 
+def _linear_latency(p: Problem, m: Machine, fwd: float, n: int, P: int) -> float:
+    """A linear recurrence's time for one forward pass ``fwd``; training adds the backward -- per element as
+    measured on the course's own code (``Machine.scan_back_s``, split over ``P``), else TRAIN_FACTOR x."""
+    if not p.training:
+        return fwd
+    if m.scan_back_s is None:
+        return fwd * TRAIN_FACTOR
+    return fwd + max(fwd, p.T * n * m.scan_back_s / P)
+
+
 def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Chapter 08's chunked scan over time on ``P`` threads: reduce (read a, x) + expand (read a, x,
     write h): 20 bytes per element instead of 12; few channels use SIMD lanes over time."""
@@ -354,10 +364,11 @@ def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.regions = 2 * math.ceil(p.T / (chunk * P)) * tr if P > 1 else 0
     c.counts = {"chunks": P, "lanes": lanes, **scan_counts("sequential", p.T)}
     _finish(c, m, rate=0.0, bw=m.bandwidth(P))
-    if lanes > 1 and m.lane_step_s is not None:  # measured: the course's lane scan at nh = 1, per step
-        lat = math.ceil(p.T / P) * m.lane_step_s * n * tr
+    if lanes > 1 and m.lane_step_s is not None:  # measured: the course's lane scan at nh = 1, per step and call
+        lat = math.ceil(p.T / P) * m.lane_step_s * n + m.lane_call_s
     else:
-        lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes * tr
+        lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes
+    lat = _linear_latency(p, m, lat, n, P)
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c
@@ -376,7 +387,7 @@ def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls, c.regions = 1, tr
     c.counts = {"groups": P}
     _finish(c, m, rate=0.0, bw=m.bandwidth(P))
-    lat = p.T * m.step_latency_s * max(1.0, n / P / m.simd_lanes / 4) * tr
+    lat = _linear_latency(p, m, p.T * m.step_latency_s * max(1.0, n / P / m.simd_lanes / 4), n, P)
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c

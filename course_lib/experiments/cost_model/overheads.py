@@ -74,15 +74,20 @@ def scan_step(quick: bool = False) -> float:
     return cpu_seconds(lambda: run(prob, "sequential", data=data), repeat=3 if quick else 7) / prob.T
 
 
-def lane_step(quick: bool = False) -> float:
-    """CPU seconds per time step of the course's chunked scan (:func:`.execute.run`, ``method="chunked"``)
-    at nh = 1 on one numba thread: chapter 08's SIMD lanes over time, as fast as the course's code gets them
-    (reduce, carries, expand) -- what the model charges per step of a chunk when lanes are used."""
-    quick = check_bool(quick, "quick")  # long enough that the per-call setup does not count (not a chapter size)
-    prob = Problem("linear", "inference", batch=1, T=1 << (16 if quick else 17), nh=1)
-    data = inputs(prob)
-    fn = backend.on_threads(1, lambda: run(prob, "chunked", data=data))
-    return cpu_seconds(fn, repeat=3 if quick else 7) / prob.T
+def lane_step(quick: bool = False) -> tuple[float, float]:
+    """``(seconds per step, seconds per call)`` of the course's chunked scan (:func:`.execute.run`,
+    ``method="chunked"``) at nh = 1 on one numba thread, by CPU clock at T = 2^12 and 2^17 (not chapter
+    sizes): chapter 08's SIMD lanes over time as fast as the course's code gets them, and what one call
+    costs before its first step (set-up, allocation) -- the model charges both."""
+    quick = check_bool(quick, "quick")
+    t = {}
+    for T in (1 << 12, 1 << 17):
+        prob = Problem("linear", "inference", batch=1, T=T, nh=1)
+        data = inputs(prob)
+        fn = backend.on_threads(1, lambda prob=prob, data=data: run(prob, "chunked", data=data))
+        t[T] = cpu_seconds(fn, repeat=3 if quick else 7)
+    step = max((t[1 << 17] - t[1 << 12]) / ((1 << 17) - (1 << 12)), 1e-11)
+    return step, max(t[1 << 12] - step * (1 << 12), 0.0)
 
 
 def deer_rates(price: float, quick: bool = False) -> dict:
@@ -128,7 +133,9 @@ def scan_back(quick: bool = False) -> float:
 
 def _probe(quick: bool) -> dict:
     costs, rates = measure_call_costs(quick)
-    return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane_step(quick),
+    lane, lane_call = lane_step(quick)
+    return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane,
+                lane_call_s=lane_call,
                 deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick))
 
 
