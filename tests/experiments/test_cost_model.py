@@ -295,3 +295,18 @@ def test_small_gemms_are_priced_at_their_measured_rate():
     p = cm.Problem("rnn", batch=16, T=32, nh=64, ny=8)
     assert cm.predict("batched", p, small).parts["compute"] > cm.predict("batched", p, m).parts["compute"]
     assert any(q == "GEMM at small shapes, 1 core" for q, _, _ in small.table())
+
+
+def test_only_a_method_measured_faster_than_predicted_withdraws_the_first_choice():
+    from course_lib.core import timing
+    m = cm.Machine.preset("xeon_phi")
+    p = cm.Problem("rnn", batch=64, T=32, nh=64, layers=2)
+    adv = cm.advise(p, m)
+    first, rival = adv[0].method, adv[1].method
+    slow = [cm.Row("c", first, first, 1.0, 1.1, p), cm.Row("c", rival, rival, 1.0, 3.0, p)]   # rival: 3x slower
+    fast = [cm.Row("c", first, first, 1.0, 1.1, p), cm.Row("c", rival, rival, 3.0, 1.0, p)]   # rival: 3x faster
+    for rows, advised in ((slow, first), (fast, None)):
+        errs = cm.Calibration(m, rows, {"c": timing.Noise()}, {}).errors()
+        assert errs[rival] == pytest.approx(3.0)
+        assert cm.first_choice(cm.advise(p, m, methods=[first, rival], calibration=errs)) == advised
+    assert errs[rival].faster == pytest.approx(3.0)

@@ -117,7 +117,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
 
 def _guard_first(out: list, calibration: dict | None) -> list:
     """The first trusted choice stands only if no method the model mispredicted here could beat it: a
-    method predicted at ``s`` with a measured error factor ``e`` may really take ``s / e``. If one could,
+    method predicted at ``s`` with a measured error factor ``e`` may really take ``s / e`` (``e.faster`` for a
+    :class:`~.configurations.Error`: a method only ever measured *slower* than predicted cannot). If one could,
     the first choice is withdrawn too (its reason names the rival). A method never measured (or measured
     only unreliably) does not withdraw it -- nothing is known of its error -- but the first choice's
     reason says that such a method is predicted faster."""
@@ -133,10 +134,13 @@ def _guard_first(out: list, calibration: dict | None) -> list:
             if a.seconds < best.seconds:
                 best.reason += f"; {a.method}, never reliably measured here, is predicted faster"
             continue
-        if a.seconds / e < best.seconds:
+        fast = getattr(e, "faster", e)  # a calibration's Error knows the direction: only over-predictions count
+        if a.seconds / fast < best.seconds:
             best.trusted = False
             best.reason += (f"; NOT ADVISED: {a.method} (not trusted here) is predicted at "
-                            f"{a.seconds * 1e3:.3g} ms and the model was off for it by {e:.1f}x: it may be faster")
+                            f"{a.seconds * 1e3:.3g} ms and the model was off for it by {e:.1f}x"
+                            + (f" (measured up to {fast:.1f}x faster than predicted)" if fast != e else "")
+                            + ": it may be faster")
             out.sort(key=lambda x: (not x.trusted, x.seconds))
             return _guard_first(out, calibration)
     return out

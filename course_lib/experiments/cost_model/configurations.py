@@ -17,7 +17,7 @@ from .advice import advise
 from .machine import GPU, Machine, check_rates
 from .model import Problem, predict, step_cost
 
-__all__ = ["CONFIG_NAMES", "Row", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
+__all__ = ["CONFIG_NAMES", "Row", "Error", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
            "SEED_SCHEDULES", "SEED_ELSEWHERE", "ranking_and_maps"]
 
 
@@ -160,6 +160,16 @@ class Row:
         return self.error > 2.0
 
 
+class Error(float):
+    """An error factor ``max(pred/meas, meas/pred)`` (>= 1) that also carries ``faster``: the factor by which
+    the method was measured faster than predicted (1 when it never was)."""
+
+    def __new__(cls, value: float, faster: float = 1.0):
+        obj = super().__new__(cls, value)
+        obj.faster = max(1.0, float(faster))
+        return obj
+
+
 @dataclass
 class Calibration:
     """The predicted-vs-measured table on this machine, per configuration, with the noise of each run."""
@@ -193,11 +203,15 @@ class Calibration:
     def errors(self) -> dict:
         """``{model method: worst error factor}`` over the runs the noise guard accepted -- what
         :func:`advise` takes as ``calibration``; a method measured only in unreliable runs maps to None
-        (the advisor does not advise it: nothing reliable was measured)."""
+        (the advisor does not advise it: nothing reliable was measured). Each factor is an :class:`Error`
+        that also says how much *faster* than predicted the method was measured (``.faster``, >= 1): only
+        that direction lets a mispredicted method beat the advisor's first choice."""
         out: dict = {}
         for r in self.rows:
             if self.reliable(r.config):
-                out[r.method] = max(out.get(r.method) or 0.0, r.error)
+                old = out.get(r.method)
+                out[r.method] = Error(max(old or 0.0, r.error),
+                                      max(getattr(old, "faster", 1.0), r.predicted / r.measured))
             else:
                 out.setdefault(r.method, None)
         return out
