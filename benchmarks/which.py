@@ -3,11 +3,13 @@
     python benchmarks/which.py            # every configuration, small sizes, median of 3; 8 fresh problems
     python benchmarks/which.py --quick    # three configurations, median of 1, quick machine probe, 4 problems
 
-1. **Calibration**: the machine's constants, each from a micro-benchmark (GEMM, GEMV, streaming, a numpy
-   call, a thread hand-off, a numba region, a dependent step, MPI ping-pong) or from a tiny and a mid-sized
-   run of the course's own code per model kind (the price of a counted call, the cell kernel's rate).
+1. **Calibration**: the machine's constants, each from a micro-benchmark (GEMM at the peak and at small
+   shapes, GEMV, streaming, a numpy call, a thread hand-off, a numba region, MPI ping-pong) or from a tiny and
+   a mid-sized run of the course's own code per model kind (the price of a counted call, the cell kernel's
+   rate, the sequential and the lane scan's step). One-thread constants by CPU clock; the hand-off and the
+   region as a low quantile of many single runs (a constant measured busy says so).
 2. **Hold-out**: each chapter's benchmark configuration, predicted from those constants alone (none was
-   fitted on them) and measured, with the error factor (rows off by more than 2x are not advised) and, per
+   fitted on them) and measured -- one-thread methods by CPU clock, the others by wall clock -- with the error factor (rows off by more than 2x are not advised) and, per
    configuration, whether the advisor's first choice was the measured fastest (computed reasons).
 3. **The advisor on fresh problems** (``--seed``): predicted vs measured for every runnable method and the
    hit rate (first trusted choice the measured fastest or within 1.25x of it).
@@ -27,7 +29,15 @@ from course_lib.experiments import cost_model as cm
 from course_lib.teaching.claims import claim
 
 
+def _load() -> str:
+    try:
+        return "load average " + " / ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+    except OSError:
+        return "load average unknown"
+
+
 def run(quick: bool, seed: int = 0) -> int:
+    print(f"start: {_load()}")
     machine = cm.Machine.measure(quick=quick)
     print("== 1. calibration: the machine's constants (micro-benchmarks; no chapter configuration used)")
     print(machine)
@@ -57,6 +67,7 @@ def run(quick: bool, seed: int = 0) -> int:
         here = measured.get(cid)
         print(f"{cid:<28} {claim(cid).formatted():>8} {s['simulated']:>9.3g}x "
               f"{(f'{here[0]:.3g}x' if here else 'not run'):>14}  {s['setting']}")
+    print(f"end: {_load()}")
     return 0
 
 

@@ -24,11 +24,14 @@
 # on a given `machine` -- with `cost_model_exp.advise(problem, machine, methods=[...])` or the per-method costs
 # `cost_model_exp.predict(method, problem, machine).seconds`. Return the method's *name* (a string).
 #
-# The check calls your function on the stated problem on this machine and on three other problems and
-# machines (so the answer must come from the arguments, not be typed in), then runs the candidates with
-# the course's own code and times them with `core.timing.compare`. You pass when your prediction is the
-# model's first choice; whether the measurement agreed -- and if not, why -- is printed by
-# `which_checks.report(...)` in the cell after each check. The machine's noise never fails you.
+# The check calls your function on the stated problem and on three other problems, each on a *preset*
+# machine built from fixed numbers (a 2-core laptop, a 32-core server with slow cores and fast memory, the
+# seeds' Xeon Phi) -- so the answer must come from the arguments and the `machine` you are given, and the
+# check gives the same result on every run and every computer. You pass when your prediction is the
+# model's first choice; a wrong answer that a common modelling slip explains (training priced as inference,
+# a GRU priced as an LSTM, a candidate left out) is named. Separately, and never graded, the check runs the
+# candidates on *this* machine with the course's own code; whether the measurement agreed with the model
+# -- and if not, why -- is printed by `which_checks.report(...)` in the cell after each check.
 
 # %%
 from course_lib.core import timing
@@ -87,7 +90,8 @@ which_checks.report("12.2")
 # steps (stated: `batch=1, T=1024, nh=32`). Candidates: `"batched"` (step by step in time, the batch in one
 # product per step -- for `batch=1` this is the serial GRU), `"mgrit"` (chapter 10), `"newton"` and
 # `"quasi"` (chapter 11). *Predict first*: one sequence leaves no batch to split -- which of the
-# time-parallel methods pays for its extra work on this machine, and which part of its cost decides?
+# time-parallel methods pays for its extra work, and which part of its cost decides? Price what is asked:
+# a *training* pass of a *GRU*, with every candidate in the ranking.
 
 # %% tags=["solution", "raises-exception"]
 def predict_c(batch, T, nh, machine):

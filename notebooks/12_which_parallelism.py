@@ -51,9 +51,12 @@ QUICK = timing.budget() == "small"
 # ## 1 · The machine, measured
 #
 # `Machine.measure()` times a GEMM on one core and on all, a cache-resident GEMV, a streaming copy on one
-# and on all cores, a tiny numpy call, a hand-off to a thread pool, an empty numba parallel region and a
-# chain of dependent multiply-adds. *Predict first*: which of these will matter for an RNN whose hidden
-# state has 32 units -- the GEMM peak or the price of a call?
+# and on all cores, a tiny numpy call, a hand-off to a thread pool, an empty numba parallel region and the
+# course's own sequential scan (one dependent step). What runs on one thread is timed by the CPU clock, and
+# the hand-off and the parallel region by a low quantile of many single runs spread over the measurement:
+# other programs only ever *add* time, so a busy moment does not become a constant. A constant whose runs
+# were mostly slowed is marked BUSY in the table. *Predict first*: which of these will matter for an RNN
+# whose hidden state has 32 units -- the GEMM peak or the price of a call?
 
 # %% tags=["nbval-ignore-output"]
 machine = cost_model_exp.Machine.measure(quick=QUICK)
@@ -62,13 +65,18 @@ if not machine.noise.ok:
     print(machine.noise.warning())
     print("The advisor below will therefore advise nothing from these constants; the counts (section 2) and "
           "the simulated schedules (section 4) do not depend on them.")
+for name, why in machine.busy.items():
+    print(f"{name} was measured busy: {why}")
 
 # %% [markdown]
 # ## 2 · The model's counts are the course's counts
 #
 # The model does not invent its work and span: the wavefront's diagonals, the scans' combines, MGRIT's
 # and DEER's critical paths are computed (in closed form, or from the task graphs of the simulated
-# cluster) and equal what the chapters' own code reports.
+# cluster) and equal what the chapters' own code reports. Its *library calls* -- per cell, per step, per
+# pass, and DEER's per iteration -- are counted by running the course's code once on tiny problems with
+# counting arrays (`cost_model.counts`), then scaled with T, the layers and the iterations; a fresh count
+# at other sizes must agree.
 
 # %%
 from course_lib.algorithms import mgrit, newton, scan
@@ -83,6 +91,17 @@ print("MGRIT T=256, P=8 span:", cost_model_exp.mgrit_counts(256, 8)["span"], "co
       mgrit.span_model(256, m=4, levels=2, iters=cost_model_exp.MGRIT_ITERS, P=8, latency=0.0)["span"])
 print("DEER T=512, H=8, P=4 span:", cost_model_exp.deer_counts(512, 8, 4, iters=5)["span"], "course:",
       newton.span_model(512, 8, iters=5, P=4)["span"])
+
+# %%
+preset = cost_model_exp.Machine.preset("xeon_phi")  # the counts do not depend on the machine
+for prob, meth, opts in ((cost_model_exp.Problem("gru", "training", batch=3, T=9, nh=5), "batched", {}),
+                         (cost_model_exp.Problem("rnn", batch=4, T=7, nh=6, layers=3, ny=2), "wavefront", {"P": 2}),
+                         (cost_model_exp.Problem("lstm", batch=2, T=11, nh=4), "sequential", {})):
+    model_calls = cost_model_exp.predict(meth, prob, preset, **opts).calls
+    counted = cost_model_exp.count_run(prob, meth, threads=opts.get("P")).calls
+    print(f"{prob.describe()}, {meth}: the model counts {model_calls:.0f} calls, the code made {counted}")
+print("DEER (newton) calls per iteration, counted:", cost_model_exp.deer_calls("newton")["iter"],
+      "-- quasi:", cost_model_exp.deer_calls("quasi")["iter"])
 
 # %% [markdown]
 # ## 3 · Predict → measure: every chapter's benchmark configuration
@@ -165,8 +184,9 @@ for cid, (ours, what, noise) in measured.items():
 #
 # `advise(problem, machine, calibration=...)` ranks every method that applies by predicted time, with the
 # reason (which part of the cost dominates), and lists -- but does not advise -- methods the model
-# mispredicts here, methods measured only while the machine was busy, and everything when its own
-# constants were measured while busy. Impossible problems are refused with the argument named:
+# mispredicts here, methods measured only while the machine was busy, and methods whose synchronisation
+# (a parallel region, a thread hand-off) could only be measured busy. Impossible problems are refused with
+# the argument named:
 
 # %%
 for bad in (dict(kind="rnn", batch=8, T=10, nh=8, layers=1, methods=["wavefront"]),

@@ -297,3 +297,74 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+# --------------------------------------------------------------------------- robust constants, one core
+def test_low_quantile_ignores_busy_moments():
+    from course_lib.experiments.cost_model import machine as mach
+    quiet, busy = [4e-6] * 10, [2e-2] * 90  # most runs waited for a core: the quiet tenth rules
+    low, med = mach.low_quantile(quiet + busy)
+    assert low == 4e-6 and med == 2e-2
+    assert mach._busy_note(low, med, 100).startswith("median of 100 single runs")
+    assert mach._busy_note(4e-6, 5e-6, 100) is None
+    assert len(mach.single_runs(lambda: None, n=5, budget_s=1.0)) == 5
+    raises_naming(ValueError, "times", mach.low_quantile, [])
+
+
+def test_busy_sync_constants_are_labelled_and_not_advised():
+    import dataclasses
+    m = cm.Machine.preset("k80_host").with_gpu(None)
+    busy = dataclasses.replace(m, region_s=8e-3, busy={"region_s": "even the fastest 5% of 40 single runs took 8 ms"})
+    assert any("BUSY: even the fastest" in src for q, v, src in busy.table() if q == "numba parallel region")
+    p = cm.Problem("linear", batch=1, T=1 << 22, nh=4)
+    by = {a.method: a for a in cm.advise(p, busy)}
+    assert not by["chunked"].trusted and "measured busy" in by["chunked"].reason
+    assert by["sequential"].trusted  # one thread: no region to pay
+    # a busy median alone (the low quantile is a few µs) does not withdraw anything
+    noted = dataclasses.replace(m, busy={"region_s": "median of 300 single runs 20000 µs vs 4 µs"})
+    assert all(a.trusted for a in cm.advise(p, noted))
+
+
+def test_one_core_or_one_numba_thread_predicts_no_thread_speedup():
+    import dataclasses
+    m = cm.Machine.preset("k80_host").with_gpu(None)
+    lin = cm.Problem("linear", batch=1, T=1 << 22, nh=4)
+    assert cm.predict("chunked", lin, m).P == 8
+    one_numba = dataclasses.replace(m, numba_threads=1)
+    assert one_numba.compiled_threads == 1
+    assert cm.predict("chunked", lin, one_numba).P == 1 and cm.predict("channels", lin, one_numba).P == 1
+    one_core = dataclasses.replace(m, cores=1)
+    rnn = cm.Problem("rnn", batch=32, T=16, nh=64, layers=2, ny=8)
+    t, b = cm.predict("threads", rnn, one_core), cm.predict("batched", rnn, one_core)
+    assert t.P == 1 and t.seconds >= b.seconds  # nothing to split over: threads cannot win
+    assert cm.predict("wavefront", rnn, one_core).P == 1
+    raises_naming((ValueError, TypeError), "numba_threads", dataclasses.replace, m, numba_threads=0)
+
+
+def test_small_gemms_are_priced_at_their_measured_rate():
+    import dataclasses
+    from course_lib.experiments.cost_model import machine as mach
+    m = cm.Machine.preset("k80_host").with_gpu(None)
+    table = {(r, z): float(min(40.0, r * z / 64)) for r in mach.GEMM_ROWS for z in mach.GEMM_SIZES}
+    small = dataclasses.replace(m, gemm_table=table)
+    assert small.gemm_rate(16, size=64) == pytest.approx(1e9 * 16.0)   # a grid point: the measured rate
+    assert small.gemm_rate(16) == m.gemm_rate(16)                       # no size: the roofline alone
+    assert 1e9 * 16.0 < small.gemm_rate(32, size=64) < 1e9 * 40.0        # between grid points: interpolated
+    p = cm.Problem("rnn", batch=16, T=32, nh=64, ny=8)
+    assert cm.predict("batched", p, small).parts["compute"] > cm.predict("batched", p, m).parts["compute"]
+    assert any(q == "GEMM at small shapes, 1 core" for q, _, _ in small.table())
+
+
+def test_only_a_method_measured_faster_than_predicted_withdraws_the_first_choice():
+    from course_lib.core import timing
+    m = cm.Machine.preset("xeon_phi")
+    p = cm.Problem("rnn", batch=64, T=32, nh=64, layers=2)
+    adv = cm.advise(p, m)
+    first, rival = adv[0].method, adv[1].method
+    slow = [cm.Row("c", first, first, 1.0, 1.1, p), cm.Row("c", rival, rival, 1.0, 3.0, p)]   # rival: 3x slower
+    fast = [cm.Row("c", first, first, 1.0, 1.1, p), cm.Row("c", rival, rival, 3.0, 1.0, p)]   # rival: 3x faster
+    for rows, advised in ((slow, first), (fast, None)):
+        errs = cm.Calibration(m, rows, {"c": timing.Noise()}, {}).errors()
+        assert errs[rival] == pytest.approx(3.0)
+        assert cm.first_choice(cm.advise(p, m, methods=[first, rival], calibration=errs)) == advised
+    assert errs[rival].faster == pytest.approx(3.0)

@@ -41,6 +41,8 @@ impossible problems; methods the model mispredicts here by more than 2x (a ``cal
 
 Counts come from the course where it has them: the wavefront's diagonals and barrier steps
 (:func:`course_lib.parallel.inference.work_span` -- recomputed here in closed form, tested equal), the
+library calls per cell, per step and per pass and DEER's calls and bytes per iteration (:mod:`.counts`:
+counted by running the course's own code on tiny problems, tested equal to fresh counts at other sizes), the
 scan's combines (:func:`course_lib.algorithms.scan.scan_counts` -- closed form here, tested equal), MGRIT's
 and DEER's critical paths (the task graphs of :mod:`.cluster`, tested equal to
 :func:`course_lib.algorithms.mgrit.span_model` and :func:`course_lib.algorithms.newton.span_model`).
@@ -56,6 +58,8 @@ configurations, which stay a hold-out) and :mod:`.fresh` (the advisor checked on
 from __future__ import annotations
 
 from . import cluster
+from . import counts  # noqa: F401  (registers the counted calls and bytes with the model)
+from .counts import Tally, count_deer, count_run, deer_bytes, deer_calls, step_calls
 from .advice import Advice, advise, first_choice
 from .configurations import (CONFIG_NAMES, SEED_ELSEWHERE, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
@@ -63,8 +67,8 @@ from .execute import RUNNABLE, inputs, measure, run, runnable
 from . import overheads  # noqa: F401  (registers the course-code probes with Machine.measure)
 from .fresh import WITHIN, AdvisorCheck, FreshResult, check_advisor, fresh_problems
 from .machine import GPU, Machine
-from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, deer_counts,
-                    mgrit_counts, predict, predict_all, scan_counts, wavefront_counts)
+from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, calls_per_step,
+                    deer_counts, mgrit_counts, pass_calls, predict, predict_all, scan_counts, wavefront_counts)
 
 __all__ = [
     "KINDS",
@@ -106,4 +110,12 @@ __all__ = [
     "SEED_ELSEWHERE",
     "ranking_and_maps",
     "cluster",
+    "Tally",
+    "count_run",
+    "count_deer",
+    "step_calls",
+    "deer_calls",
+    "deer_bytes",
+    "calls_per_step",
+    "pass_calls",
 ]

@@ -38,6 +38,19 @@ class Advice:
         return iter((self.method, self.seconds, self.reason))
 
 
+_SYNC = {"region_s": "numba parallel regions", "handoff_s": "thread-pool hand-offs"}
+
+
+def _busy_sync(c: Cost, machine: Machine) -> str:
+    """What a method on P > 1 workers (or paying a parallel region) synchronises with, when that constant
+    was measured busy ('' if not)."""
+    if (c.P <= 1 and c.regions == 0) or c.method in ("mpi", "cuda_chunked", "cuda_batched"):
+        return ""
+    # busy *and* even its low quantile implausible (> 1 ms: a quiet core takes µs); a busy note alone
+    # only says the median was spoilt -- the low quantile used is still what a quiet moment costs
+    return " and ".join(v for k, v in _SYNC.items() if k in machine.busy and getattr(machine, k) > 1e-3)
+
+
 def _reason(c: Cost, base: Cost | None) -> str:
     parts = {k: v for k, v in c.parts.items() if v > 0}
     tot = sum(parts.values()) or 1.0
@@ -61,7 +74,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     None: measured only in runs the noise guard calls unreliable): a method off by more than 2x, measured
     only unreliably, or -- when a calibration is given -- never measured, is listed after the trusted ones
     with ``trusted=False``: the advisor does not advise there. Nothing is trusted when the machine's own
-    constants were measured while it was busy (``machine.noise``), and the first trusted choice is
+    constants were measured while it was busy (``machine.noise``); a method on several workers is not trusted
+    when the cost of its synchronisation (``region_s``, ``handoff_s``) was (``machine.busy``); and the first trusted choice is
     withdrawn when an untrusted method could be faster within its measured error (its reason says so). ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
@@ -83,9 +97,14 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     for k, c in costs.items():
         err = (calibration or {}).get(k, _UNCHECKED)
         r = _reason(c, base)
+        sync_busy = _busy_sync(c, machine)
         if busy:
             r += "; NOT ADVISED: the machine's constants were measured while it was busy (" + \
                  "; ".join(machine.noise.reasons) + ")"
+            trusted = False
+        elif sync_busy:
+            r += f"; NOT ADVISED: its threads meet at {sync_busy}, whose cost was measured busy here (" + \
+                 "; ".join(machine.busy[k] for k in _SYNC if k in machine.busy and getattr(machine, k) > 1e-3) + ")"
             trusted = False
         elif calibration is None or (err is not _UNCHECKED and err is not None and err <= 2.0):
             trusted = True
@@ -105,7 +124,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
 
 def _guard_first(out: list, calibration: dict | None) -> list:
     """The first trusted choice stands only if no method the model mispredicted here could beat it: a
-    method predicted at ``s`` with a measured error factor ``e`` may really take ``s / e``. If one could,
+    method predicted at ``s`` with a measured error factor ``e`` may really take ``s / e`` (``e.faster`` for a
+    :class:`~.configurations.Error`: a method only ever measured *slower* than predicted cannot). If one could,
     the first choice is withdrawn too (its reason names the rival). A method never measured (or measured
     only unreliably) does not withdraw it -- nothing is known of its error -- but the first choice's
     reason says that such a method is predicted faster."""
@@ -121,10 +141,13 @@ def _guard_first(out: list, calibration: dict | None) -> list:
             if a.seconds < best.seconds:
                 best.reason += f"; {a.method}, never reliably measured here, is predicted faster"
             continue
-        if a.seconds / e < best.seconds:
+        fast = getattr(e, "faster", e)  # a calibration's Error knows the direction: only over-predictions count
+        if a.seconds / fast < best.seconds:
             best.trusted = False
             best.reason += (f"; NOT ADVISED: {a.method} (not trusted here) is predicted at "
-                            f"{a.seconds * 1e3:.3g} ms and the model was off for it by {e:.1f}x: it may be faster")
+                            f"{a.seconds * 1e3:.3g} ms and the model was off for it by {e:.1f}x"
+                            + (f" (measured up to {fast:.1f}x faster than predicted)" if fast != e else "")
+                            + ": it may be faster")
             out.sort(key=lambda x: (not x.trusted, x.seconds))
             return _guard_first(out, calibration)
     return out

@@ -5,6 +5,7 @@ speedups; rankings and winner maps (:func:`ranking_and_maps`).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -16,7 +17,7 @@ from .advice import advise
 from .machine import GPU, Machine, check_rates
 from .model import Problem, predict, step_cost
 
-__all__ = ["CONFIG_NAMES", "Row", "Calibration", "calibrate", "seed_schedules", "measured_speedups",
+__all__ = ["CONFIG_NAMES", "Row", "Error", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
            "SEED_SCHEDULES", "SEED_ELSEWHERE", "ranking_and_maps"]
 
 
@@ -139,10 +140,12 @@ class Row:
     predicted: float
     measured: float
     problem: Problem
+    clock: str = "wall"   # "cpu": a single-threaded configuration timed by this process's CPU clock
 
     def __post_init__(self):
         for k in ("config", "label", "method"):
             check_str(getattr(self, k), k)
+        check_choice(self.clock, "clock", ("wall", "cpu"))
         check_rates(self, ("predicted", "measured"))  # their ratio is the error
         if not isinstance(self.problem, Problem):
             raise TypeError(f"problem: expected a Problem, got {type(self.problem).__name__}")
@@ -155,6 +158,16 @@ class Row:
     @property
     def off(self) -> bool:
         return self.error > 2.0
+
+
+class Error(float):
+    """An error factor ``max(pred/meas, meas/pred)`` (>= 1) that also carries ``faster``: the factor by which
+    the method was measured faster than predicted (1 when it never was)."""
+
+    def __new__(cls, value: float, faster: float = 1.0):
+        obj = super().__new__(cls, value)
+        obj.faster = max(1.0, float(faster))
+        return obj
 
 
 @dataclass
@@ -190,11 +203,15 @@ class Calibration:
     def errors(self) -> dict:
         """``{model method: worst error factor}`` over the runs the noise guard accepted -- what
         :func:`advise` takes as ``calibration``; a method measured only in unreliable runs maps to None
-        (the advisor does not advise it: nothing reliable was measured)."""
+        (the advisor does not advise it: nothing reliable was measured). Each factor is an :class:`Error`
+        that also says how much *faster* than predicted the method was measured (``.faster``, >= 1): only
+        that direction lets a mispredicted method beat the advisor's first choice."""
         out: dict = {}
         for r in self.rows:
             if self.reliable(r.config):
-                out[r.method] = max(out.get(r.method) or 0.0, r.error)
+                old = out.get(r.method)
+                out[r.method] = Error(max(old or 0.0, r.error),
+                                      max(getattr(old, "faster", 1.0), r.predicted / r.measured))
             else:
                 out.setdefault(r.method, None)
         return out
@@ -246,23 +263,54 @@ class Calibration:
     def table(self) -> str:
         w = max(len(r.config) for r in self.rows)
         lw = max(len(r.label) for r in self.rows)
-        lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'error':>6}"]
+        lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'clock':>5}  "
+                 f"{'error':>6}"]
         for r in self.rows:
             mark = "  OFF >2x: not advised" if r.off else ""
             lines.append(f"{r.config:<{w}}  {r.label:<{lw}}  {timing.fmt_seconds(r.predicted):>10}  "
-                         f"{timing.fmt_seconds(r.measured):>10}  {r.error:>5.2f}x{mark}")
+                         f"{timing.fmt_seconds(r.measured):>10}  {r.clock:>5}  {r.error:>5.2f}x{mark}")
         bad = [c for c, n in self.noise.items() if not n.ok]
         if bad:
             lines.append("unreliable runs (busy machine or wide spread): " + ", ".join(bad))
+        if any(r.clock == "cpu" for r in self.rows):
+            lines.append("clock cpu: the method runs on one thread, so it is timed by this process's CPU clock "
+                         "(waits for a core that other processes cause are not counted); wall: on several threads")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
 
 
+ONE_THREAD = ("sequential", "batched", "newton", "quasi")  # the course's code for these runs on one thread
+
+
+def single_threaded(entries: dict, blas, problem: Problem | None = None) -> bool:
+    """Whether every method of ``entries`` runs on one thread (BLAS on one thread -- a linear recurrence
+    uses none --, no worker threads): then its timing by CPU clock is what a quiet core would give,
+    whatever the load."""
+    no_blas = blas == 1 or (problem is not None and problem.kind == "linear")
+    return no_blas and all((meth in ONE_THREAD and o.get("P", 1) == 1) or o.get("P") == 1
+                           for meth, o, _ in entries.values())
+
+
+def _timed(entries: dict, clocks: dict, blas, repeat: int) -> tuple[dict, timing.Noise]:
+    """Medians per label: the one-thread entries interleaved by CPU clock, the others by wall clock."""
+    med, noise = {}, timing.Noise()
+    for clock in ("cpu", "wall"):
+        fns = {label: f for label, (_, _, f) in entries.items() if clocks[label] == clock}
+        if not fns:
+            continue
+        with backend.blas_threads(blas) if blas is not None else nullcontext():
+            cmp = timing.compare(repeat=repeat, clock=clock, **fns)
+        med.update({k: t.median for k, t in cmp.timings.items()})
+        noise = noise | cmp.noise
+    return med, noise
+
+
 def calibrate(configs=None, *, machine: Machine | None = None, small: bool = True, repeat: int = 3) -> Calibration:
     """Run each chapter's benchmark configuration (``configs``: names from :data:`CONFIG_NAMES`) with
-    :func:`core.timing.compare` and predict it with the model on ``machine`` (default: measured now).
+    :func:`core.timing.compare` (by CPU clock where every method runs on one thread: :func:`single_threaded`)
+    and predict it with the model on ``machine`` (default: measured now).
     Returns a :class:`Calibration` (the predicted-vs-measured table)."""
     if configs is not None and (isinstance(configs, str) or not hasattr(configs, "__iter__")):
         raise TypeError(f"configs: expected a list of names from CONFIG_NAMES, got {configs!r}")
@@ -277,18 +325,13 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
     rows, noise, info = [], {}, {"opts": {}, "extra": {}}
     for name in configs:
         prob, entries, blas, extra = _CONFIGS[name](small)
-        fns = {label: f for label, (_, _, f) in entries.items()}
-        if blas is None:
-            cmp = timing.compare(repeat=repeat, **fns)
-        else:
-            with backend.blas_threads(blas):
-                cmp = timing.compare(repeat=repeat, **fns)
-        noise[name] = cmp.noise
+        clocks = {label: ("cpu" if single_threaded({label: e}, blas, prob) else "wall") for label, e in entries.items()}
+        med, noise[name] = _timed(entries, clocks, blas, repeat)
         info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}
         info["extra"][name] = extra
         for label, (meth, o, _) in entries.items():
             pred = predict(meth, prob, machine, **o).seconds
-            rows.append(Row(name, label, meth, pred, cmp.timings[label].median, prob))
+            rows.append(Row(name, label, meth, pred, med[label], prob, clocks[label]))
     return Calibration(machine, rows, noise, info)
 
 

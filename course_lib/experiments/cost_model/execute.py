@@ -30,7 +30,7 @@ from ...core.validate import (check_alloc, check_choice, check_dtype, check_int,
                                 check_repeat)
 from .model import METHODS, Problem
 
-__all__ = ["RUNNABLE", "runnable", "inputs", "run", "measure"]
+__all__ = ["RUNNABLE", "ONE_THREAD", "runnable", "inputs", "run", "measure"]
 
 RUNNABLE = {
     ("rnn", "inference"): ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched"),
@@ -99,8 +99,7 @@ def _gru(method, params, X, threads, training):
         return deer.gru_forward(params, X, method=method, tol=1e-8)
     if method == "mgrit":
         return gru.gru_forward(params, X, implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=30,
-                               tol=1e-5,
-                               **({"threads": threads} if threads else {}))
+                               tol=1e-5, threads=threads or backend.cpu_count())  # all cores, as the model prices it
 
     def one(Xs):
         H = gru.gru_forward(params, Xs)
@@ -171,9 +170,16 @@ def run(problem: Problem, method: str, *, seed: int = 0, threads: int | None = N
     return _linear(method, params, X, threads, problem.training)
 
 
-def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, threads: int | None = None):
+ONE_THREAD = ("sequential", "batched", "newton", "quasi")  # run() executes these on one thread (BLAS aside)
+
+
+def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, threads: int | None = None,
+            clock: str | None = None):
     """Time ``methods`` (default: every one :func:`run` can execute here) on ``problem`` in one
-    interleaved :func:`core.timing.compare` (inputs made once, outside the timing). Returns the
+    interleaved :func:`core.timing.compare` (inputs made once, outside the timing). When every method
+    runs on one thread (:data:`ONE_THREAD`; BLAS is then held to one thread) they are timed by this
+    process's CPU clock, which other processes' load cannot inflate (``Comparison.clock``); ``clock="cpu"``
+    asks for it (the caller knows the methods run on one thread here), ``"wall"`` for the wall clock. Returns the
     :class:`~course_lib.core.timing.Comparison`."""
     _check_problem(problem)
     repeat = check_repeat(repeat)
@@ -189,4 +195,13 @@ def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, t
     data64 = inputs(problem, seed=seed, dtype=np.float64) if {"newton", "quasi"} & set(methods) else None
     fns = {m: (lambda m=m: run(problem, m, threads=threads,
                                data=data64 if m in ("newton", "quasi") else data32)) for m in methods}
-    return timing.compare(repeat=repeat, **fns)
+    if clock is not None:
+        check_choice(clock, "clock", ("cpu", "wall"))
+    if clock == "cpu" or (clock is None and all(m in ONE_THREAD for m in methods)):
+        with backend.blas_threads(1):
+            cmp = timing.compare(repeat=repeat, clock="cpu", **fns)
+        cmp.clock = "cpu"
+        return cmp
+    cmp = timing.compare(repeat=repeat, **fns)
+    cmp.clock = "wall"
+    return cmp

@@ -10,6 +10,7 @@ where MPI is missing). GPU numbers are *assumed* and say so (``machine.source[fi
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -19,7 +20,7 @@ import numpy as np
 from ...core import backend, timing
 from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
 
-__all__ = ["GPU", "Machine", "check_rates", "register_probe"]
+__all__ = ["GPU", "Machine", "check_rates", "register_probe", "low_quantile", "single_runs", "cpu_seconds"]
 
 
 # =========================================================================== the machine
@@ -89,6 +90,13 @@ class Machine:
     noise: timing.Noise = field(default_factory=timing.Noise, compare=False, hash=False)
     call_costs: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> s per call
     kernel_gflops: dict = field(default_factory=dict, compare=False, hash=False)  # (kind, mode) -> GFLOP/s
+    numba_threads: int | None = None   # threads numba's parallel loops may use (None: every core)
+    lane_step_s: float | None = None   # the course's chunked scan at nh = 1 on one thread, per step (lanes)
+    lane_call_s: float = 0.0           # ... and per call (set-up before its first step)
+    gemm_table: dict = field(default_factory=dict, compare=False, hash=False)  # (rows, size) -> GFLOP/s, 1 core
+    deer_gbs: dict = field(default_factory=dict, compare=False, hash=False)  # newton/quasi -> counted GB/s, 1 core
+    scan_back_s: float | None = None   # the course's linear-recurrence backward beyond its forward, per element
+    busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
     def __post_init__(self):
         check_str(self.name, "name")
@@ -101,6 +109,21 @@ class Machine:
             raise TypeError(f"gpu: expected a GPU or None, got {type(self.gpu).__name__}")
         if not isinstance(self.source, dict):
             raise TypeError(f"source: expected a dict quantity -> label, got {type(self.source).__name__}")
+        if not isinstance(self.busy, dict):
+            raise TypeError(f"busy: expected a dict quantity -> reason, got {type(self.busy).__name__}")
+        if self.numba_threads is not None:
+            check_positive_int(self.numba_threads, "numba_threads", high=1 << 24)
+        if self.lane_step_s is not None:
+            check_float(self.lane_step_s, "lane_step_s", low=0.0, low_inclusive=False)
+        check_float(self.lane_call_s, "lane_call_s", low=0.0)
+        if self.scan_back_s is not None:
+            check_float(self.scan_back_s, "scan_back_s", low=0.0, low_inclusive=False)
+
+    @property
+    def compiled_threads(self) -> int:
+        """Cores numba's parallel loops (chunked and channel scans) can use: the cores, capped by
+        ``NUMBA_NUM_THREADS`` where it was measured (one core, or one numba thread: no speed-up)."""
+        return self.cores if self.numba_threads is None else min(self.cores, self.numba_threads)
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -137,7 +160,7 @@ class Machine:
         eff = min(1.0, self.gemm_gflops_all / (self.gemm_gflops_core * self.cores))
         src = dict(self.source)
         src["cores"] = f"virtual: {P} cores; all-core GEMM and bandwidth scaled from {self.cores} measured"
-        return replace(self, name=f"{self.name}, {P} virtual cores", cores=P,
+        return replace(self, name=f"{self.name}, {P} virtual cores", cores=P, numba_threads=None,
                        gemm_gflops_all=self.gemm_gflops_core * P * eff,
                        bandwidth_all_gbs=self.bandwidth_all_gbs * P / self.cores, source=src)
 
@@ -149,12 +172,16 @@ class Machine:
         return replace(self, gpu=gpu, source=src)
 
     # ---------------------------------------------------------------- rates
-    def gemm_rate(self, rows: float, threads: int = 1) -> float:
+    def gemm_rate(self, rows: float, threads: int = 1, size: int | None = None) -> float:
         """FLOP/s of products whose weights are used by ``rows`` rows, on ``threads`` cores:
-        ``min(peak, rows * gemv rate)`` (weights read once, used ``rows`` times)."""
+        ``min(peak, rows * gemv rate)`` (weights read once, used ``rows`` times) -- and, given the
+        weights' ``size`` (nh) and a measured :attr:`gemm_table`, no more than BLAS reached at that
+        shape here (small GEMMs are far from the peak)."""
         rows = check_float(rows, "rows", low=0.0)
         threads = check_positive_int(threads, "threads")
         per_core = min(self.gemm_gflops_core, max(1.0, rows) * self.gemv_gflops)
+        if size is not None and self.gemm_table:
+            per_core = min(per_core, _interpolate(self.gemm_table, max(1.0, rows), check_positive_int(size, "size")))
         if threads > 1:
             return 1e9 * min(per_core * threads, self.gemm_gflops_all * per_core / self.gemm_gflops_core)
         return 1e9 * per_core
@@ -188,19 +215,71 @@ class Machine:
                 ("thread-pool hand-off", f"{self.handoff_s * 1e6:.1f} µs", ""),
                 ("numba parallel region", f"{self.region_s * 1e6:.1f} µs", ""),
                 ("one dependent step", f"{self.step_latency_s * 1e9:.2f} ns", ""),
+                ("one step of the lane scan", "not measured" if self.lane_step_s is None else
+                 f"{self.lane_step_s * 1e9:.2f} ns", ""),
+                ("scan backward, per element", "not measured" if self.scan_back_s is None else
+                 f"{self.scan_back_s * 1e9:.2f} ns", ""),
                 ("MPI latency", f"{self.mpi_latency_s * 1e6:.1f} µs", ""),
                 ("MPI bandwidth", f"{self.mpi_bandwidth_gbs:.1f} GB/s", ""),
                 ("GPU", self.gpu.name if self.gpu else "none", "")]
+        if self.gemm_table:
+            pts = [(r, z) for r, z in ((1, 64), (16, 64), (64, 256), (256, 1024)) if (r, z) in self.gemm_table]
+            rows.append(("GEMM at small shapes, 1 core", ", ".join(f"{r}x{z}: {self.gemm_table[(r, z)]:.0f}"
+                                                                   for r, z in pts) + " GFLOP/s", ""))
+        rows += [(f"DEER's counted bytes, {k}", f"{v:.1f} GB/s", "") for k, v in self.deer_gbs.items()]
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
-                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "mpi_latency_s",
-                "mpi_bandwidth_gbs", "gpu"] + ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
-        return [(q, v, self.source.get(k, self.source.get("*", ""))) for (q, v, _), k in zip(rows, keys)]
+                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "scan_back_s", "mpi_latency_s",
+                "mpi_bandwidth_gbs", "gpu"] + (["gemm_table"] if self.gemm_table else []) + \
+            ["deer_gbs"] * len(self.deer_gbs) + \
+            ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
+        out = []
+        for (q, v, _), k in zip(rows, keys):
+            src = self.source.get(k, self.source.get("*", ""))
+            if k in self.busy:
+                src += f"; BUSY: {self.busy[k]}"
+            out.append((q, v, src))
+        if self.numba_threads is not None and self.numba_threads < self.cores:
+            out.insert(1, ("numba threads", f"{self.numba_threads}", "NUMBA_NUM_THREADS: the compiled scans use these"))
+        return out
 
     def __str__(self) -> str:
         w = max(len(r[0]) for r in self.table())
         return "\n".join(f"{q:<{w}}  {v:>16}  {s}" for q, v, s in self.table())
+
+
+GEMM_ROWS = (1, 4, 16, 64, 256)
+GEMM_SIZES = (16, 64, 256, 1024)
+
+
+def _interpolate(table: dict, rows: float, size: int) -> float:
+    """GFLOP/s at (rows, size) from the measured grid, bilinear in log-log, clamped at its edges."""
+    def bracket(v, grid):
+        v = min(max(v, grid[0]), grid[-1])
+        i = max(0, min(len(grid) - 2, int(np.searchsorted(grid, v)) - 1))
+        lo, hi = grid[i], grid[i + 1]
+        return lo, hi, (np.log(v) - np.log(lo)) / (np.log(hi) - np.log(lo))
+    r0, r1, fr = bracket(rows, GEMM_ROWS)
+    s0, s1, fs = bracket(size, GEMM_SIZES)
+    lg = {k: np.log(table[k]) for k in ((r0, s0), (r0, s1), (r1, s0), (r1, s1))}
+    v = (1 - fr) * ((1 - fs) * lg[(r0, s0)] + fs * lg[(r0, s1)]) + fr * ((1 - fs) * lg[(r1, s0)] + fs * lg[(r1, s1)])
+    return float(np.exp(v))
+
+
+def _gemm_table(repeat: int) -> dict:
+    """``{(rows, size): GFLOP/s}`` of ``(rows, size) @ (size, size)`` on one BLAS thread, by CPU clock, less
+    the time of the same call on a 1 x 4 x 4 product (the call itself, which the model prices as a call)."""
+    out = {}
+    with backend.blas_threads(1):
+        a0, w0, o0 = np.ones((1, 4), np.float32), np.ones((4, 4), np.float32), np.empty((1, 4), np.float32)
+        base = cpu_seconds(lambda: np.matmul(a0, w0, out=o0), repeat=repeat)
+        for r in GEMM_ROWS:
+            for z in GEMM_SIZES:
+                a, w, o = np.ones((r, z), np.float32), np.ones((z, z), np.float32), np.empty((r, z), np.float32)
+                t = cpu_seconds(lambda: np.matmul(a, w, out=o), repeat=repeat)
+                out[(r, z)] = 2.0 * r * z * z / max(t - base, 0.2 * t) / 1e9
+    return out
 
 
 def _simd_lanes() -> int:
@@ -215,14 +294,42 @@ def _simd_lanes() -> int:
     return 4
 
 
+def cpu_seconds(fn, *, repeat: int, min_time: float = 2e-3) -> float:
+    """Least CPU seconds per call of ``fn()`` run in *this* thread (``time.thread_time``) over ``repeat``
+    repeats of at least ``min_time`` CPU seconds: for single-threaded constants, the time a call costs
+    while it holds a core -- the waits for a core that other processes cause are not counted."""
+    repeat = check_positive_int(repeat, "repeat")
+    fn()
+    t0 = time.thread_time()
+    fn()
+    one = max(time.thread_time() - t0, 1e-7)
+    number = max(1, min(100_000, int(min_time / one)))
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.thread_time()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.thread_time() - t0) / number)
+    return max(best, 1e-10)
+
+
 def _gemm_peak(n: int, threads: int, repeat: int) -> float:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     out = np.empty((n, n), np.float32)
     with backend.blas_threads(threads):
+        if threads == 1:  # one thread: by CPU clock (a busy machine does not lower it)
+            return timing.gemm_flops(n, n, n) / cpu_seconds(lambda: np.matmul(a, b, out=out), repeat=repeat) / 1e9
         t = timing.measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
     return timing.gemm_flops(n, n, n) / t.min / 1e9
+
+
+def _copy_bandwidth_cpu(mbytes: int, repeat: int) -> float:
+    """GB/s of ``np.copyto`` of ``mbytes`` MB (one read, one write per byte) on this thread, by CPU clock."""
+    src = np.ones(mbytes * 1_000_000 // 8)
+    dst = np.empty_like(src)
+    return 2 * src.nbytes / cpu_seconds(lambda: np.copyto(dst, src), repeat=repeat, min_time=0.0) / 1e9
 
 
 def _parallel_copy_bandwidth(mbytes: int, threads: int, repeat: int) -> float:
@@ -257,6 +364,40 @@ def _numba_kernels():
     return chain, region
 
 
+def single_runs(fn, *, n: int, budget_s: float = 0.25, warmup: int = 2) -> list[float]:
+    """Seconds of up to ``n`` single timed calls of ``fn()`` (at least 3; stops after ``budget_s``)."""
+    n = check_positive_int(n, "n", high=1 << 20)
+    budget_s = check_float(budget_s, "budget_s", low=0.0, low_inclusive=False)
+    for _ in range(warmup):
+        fn()
+    ts: list[float] = []
+    end = time.perf_counter() + budget_s
+    while len(ts) < n and (len(ts) < 3 or time.perf_counter() < end):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def low_quantile(times, q: float = 0.05) -> tuple[float, float]:
+    """``(q-quantile, median)`` of single-run ``times``: other processes only ever add time (a thread
+    that waits for a core), so a low quantile of many short runs -- taken in bursts spread over the
+    whole measurement -- is what the call costs when it gets its cores; the median shows what busy
+    moments added."""
+    ts = sorted(times)
+    if not ts:
+        raise ValueError("times: expected at least one timed run")
+    return ts[int(q * (len(ts) - 1))], ts[len(ts) // 2]
+
+
+def _busy_note(low: float, median: float, n: int) -> str | None:
+    """Why a constant was measured busy (the median of its runs > 3x their low quantile), or None."""
+    if median > 3 * low:
+        return (f"median of {n} single runs {median * 1e6:.1f} µs vs {low * 1e6:.1f} µs at their 5% quantile "
+                f"(other processes held the cores): the 5% quantile is used")
+    return None
+
+
 _PROBES: list = []
 
 
@@ -274,31 +415,62 @@ def _measure(quick: bool) -> Machine:
     cores = backend.cpu_count()
     n, rep, mb = (256, 3, 32) if quick else (768, 5, 128)
     src = {}
-    g1 = _gemm_peak(n, 1, rep)
-    gall = _gemm_peak(n, cores, rep) if cores > 1 else g1
-    with backend.blas_threads(1):
-        gemv = timing.gemv_rate(256, 256, repeat=rep)["gflops"]
-    bw1 = timing.copy_bandwidth(mbytes=mb, repeat=rep)
-    bwall = _parallel_copy_bandwidth(mb, cores, rep) if cores > 1 else bw1
-    x, y = np.ones(8, np.float32), np.ones(8, np.float32)
-    call = timing.measure(np.add, x, y, repeat=rep, min_time=2e-3).min
-    probe = timing.measure(np.add, x, y, repeat=max(rep, 5), min_time=2e-2)
-    with ThreadPoolExecutor(cores) as pool:
-        handoff = timing.measure(lambda: list(pool.map(int, range(cores))), repeat=rep, min_time=2e-3).min
     chain, region = _numba_kernels()
+    buf = np.zeros(max(2, cores), np.float64)
+    pool = ThreadPoolExecutor(cores)
+    regions: list = []
+    handoffs: list = []
+    burst = 20 if quick else 50
+
+    def sample():  # bursts of single runs between the other probes: a busy moment spoils only some
+        regions.extend(single_runs(lambda: region(buf), n=burst, budget_s=0.05 if quick else 0.15))
+        handoffs.extend(single_runs(lambda: list(pool.map(int, range(cores))), n=burst,
+                                    budget_s=0.05 if quick else 0.15))
+
+    sample()
+    g1 = _gemm_peak(n, 1, rep)
+    sample()
+    gall = _gemm_peak(n, cores, rep) if cores > 1 else g1
+    sample()
+    with backend.blas_threads(1):  # single-threaded constants by CPU clock
+        wa, wx = np.ones((256, 256), np.float32), np.ones(256, np.float32)
+        wy = np.empty(256, np.float32)
+        gemv = timing.gemm_flops(256, 1, 256) / cpu_seconds(lambda: np.matmul(wa, wx, out=wy), repeat=max(rep, 7)) / 1e9
+    sample()
+    bw1 = _copy_bandwidth_cpu(mb, rep)
+    sample()
+    bwall = _parallel_copy_bandwidth(mb, cores, rep) if cores > 1 else bw1
+    sample()
+    x, y = np.ones(8, np.float32), np.ones(8, np.float32)
+    call = cpu_seconds(lambda: np.add(x, y), repeat=max(rep, 7))
     Tn = 20_000 if quick else 200_000
     a = np.full(Tn, 0.5, np.float32)
     xs = np.ones(Tn, np.float32)
-    step = timing.measure(chain, a, xs, repeat=rep, warmup=1).min / Tn
-    buf = np.zeros(max(2, cores), np.float64)
-    t_region = timing.measure(region, buf, repeat=rep, warmup=1, min_time=2e-3)
-    region_s = t_region.min
-    noise = (probe.noise | t_region.noise).add(region_s > 1e-3, "a numba parallel region took over 1 ms: "
-                                                 "its threads waited for cores other processes held")
+    step = cpu_seconds(lambda: chain(a, xs), repeat=max(rep, 7)) / Tn
+    sample()
+    pool.shutdown()
+    busy = {}
+    handoff, med = low_quantile(handoffs)  # robust: a low quantile of many single runs
+    busy["handoff_s"] = _busy_note(handoff, med, len(handoffs))
+    region_s, med = low_quantile(regions)
+    busy["region_s"] = _busy_note(region_s, med, len(regions))
+    busy = {k: v for k, v in busy.items() if v}
+    nrun = f"{len(regions)} / {len(handoffs)}"
+    if region_s > 1e-3:  # even the best runs waited: the advisor will not advise methods that pay it
+        busy["region_s"] = (f"even the fastest 5% of {len(regions)} single runs took {region_s * 1e3:.1f} ms "
+                            f"(a quiet core: a few µs): its threads waited for cores other processes held")
+    if handoff > 1e-3:
+        busy["handoff_s"] = (f"even the fastest 5% of {len(handoffs)} single runs took {handoff * 1e3:.1f} ms: "
+                             f"the pool's threads waited for cores other processes held")
+    noise = timing.Noise()  # the single-core constants are minima: a busy moment only spoils the ones in ``busy``
     for k in ("cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
               "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s"):
         src[k] = "measured" + (" (quick)" if quick else "")
     src["cores"] = "measured (CPU affinity)"
+    for k in ("gemm_gflops_core", "gemv_gflops", "bandwidth_core_gbs", "call_s", "step_latency_s"):
+        src[k] = "measured by CPU clock (one thread)" + (" (quick)" if quick else "")
+    src["handoff_s"] = src["region_s"] = (f"measured: 5% quantile of single runs in 7 bursts (regions / hand-offs: "
+                                          f"{nrun})" + (" (quick)" if quick else ""))
     src["simd_lanes"] = "from /proc/cpuinfo flags"
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
@@ -312,9 +484,24 @@ def _measure(quick: bool) -> Machine:
     if backend.gpu_available():
         gpu = GPU.assumed(backend.detect_gpu()[1])
     src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
+    src["gemm_table"] = "measured by CPU clock (one thread), less the call itself" + (" (quick)" if quick else "")
+    fields = dict(gemm_table=_gemm_table(2 if quick else 3), step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
+                  noise=noise, numba_threads=backend.max_threads(), busy=busy)
+    if "deer_gbs" in extra:
+        src["deer_gbs"] = ("measured by CPU clock: the course's DEER (T = 256, batch 2, nh = 12; 1 and 3 iterations), "
+                           "its counted bytes per second less its counted calls" + (" (quick)" if quick else ""))
+    if "scan_back_s" in extra:
+        src["scan_back_s"] = ("measured by CPU clock: the course's sequential scan, training less inference, at "
+                              "nh = 64, T = 2048, per element" + (" (quick)" if quick else ""))
+    if "lane_step_s" in extra:
+        src["lane_step_s"] = (f"measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step "
+                              f"(and {extra.get('lane_call_s', 0.0) * 1e6:.0f} µs per call)" + (" (quick)" if quick else ""))
+    if "step_latency_s" in extra:
+        src["step_latency_s"] = "measured by CPU clock: the course's sequential scan at nh = 1, per step" + \
+            (" (quick)" if quick else "")
+    fields.update(extra)
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
-                   max(bw1, bwall), call, handoff, region_s, step, mpi_latency_s=mpi_alpha,
-                   mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src, noise=noise, **extra)
+                   max(bw1, bwall), call, handoff, region_s, **fields)
 
 
 def _mpi_numbers(quick: bool) -> tuple[float, float, str]:

@@ -1,7 +1,9 @@
 """The cost model (experiments folder, chapter 12): a :class:`Problem` (model kind, mode, sizes), the
 :class:`Cost` of each method on it on a :class:`~.machine.Machine` -- a roofline with overheads (see
 :mod:`course_lib.experiments.cost_model`) -- and :func:`predict`, :func:`predict_all`, :func:`applicable`.
-Counts come from the course's task graphs (:mod:`.cluster`) or closed forms tested equal to the course's.
+Counts come from the course's task graphs (:mod:`.cluster`), closed forms tested equal to the course's, or
+counted runs of the course's own code (:mod:`.counts`: library calls per cell, per step and per pass, DEER's
+calls and bytes per iteration -- registered here by :func:`register_counts`, tested equal to fresh counts).
 """
 from __future__ import annotations
 
@@ -13,17 +15,30 @@ from . import cluster
 from .machine import Machine
 
 __all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
-           "applicable", "calls_per_step", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
+           "applicable", "calls_per_step", "pass_calls", "register_counts", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
 
 KINDS = ("rnn", "lstm", "gru", "linear")
 MODES = ("inference", "training")
 METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "chunked", "channels", "mgrit", "newton", "quasi",
            "cuda_chunked", "cuda_batched")
 GATES = {"rnn": 1, "gru": 3, "lstm": 4, "linear": 0}
-# library calls per cell (one layer, one step) in the course's numpy code: GEMVs/GEMMs, adds, activations, stores
-CALLS_PER_CELL = {"rnn": 5, "gru": 20, "lstm": 18, "linear": 0}
-CALLS_OUTPUT = 7          # softmax output per step: product, bias, max, subtract, exp, sum, divide
-TRAIN_FACTOR = 3.0        # backward ~ 2x forward flops and calls
+TRAIN_FACTOR = 3.0        # backward ~ 2x forward flops (the calls are counted, not assumed)
+_COUNTS: dict = {}        # step_calls, deer_calls, deer_bytes of .counts (counted runs of the course's code)
+
+
+def register_counts(step_calls, deer_calls, deer_bytes, method_calls) -> None:
+    """Use the counts of :mod:`.counts` (it registers itself; this module does not import it: no cycle)."""
+    for f, k in ((step_calls, "step_calls"), (deer_calls, "deer_calls"), (deer_bytes, "deer_bytes"),
+                 (method_calls, "method_calls")):
+        if not callable(f):
+            raise TypeError(f"{k}: expected a callable, got {type(f).__name__}")
+        _COUNTS[k] = f
+
+
+def _counted(name: str, *args):
+    if name not in _COUNTS:
+        raise RuntimeError("the cost model's counts are not registered: import course_lib.experiments.cost_model")
+    return _COUNTS[name](*args)
 MGRIT_ITERS = 2           # the seed's and chapter 10's setting (iterations are a property of the dynamics)
 DEER_ITERS = {"newton": 6, "quasi": 20}
 ITEMSIZE = 4              # float32
@@ -141,7 +156,9 @@ def _finish(c: Cost, m: Machine, *, rate: float, bw: float, call_s: float | None
     comm = c.messages * (m.mpi_latency_s if latency is None else latency) + \
         c.comm_bytes / (1e9 * (m.mpi_bandwidth_gbs if comm_bw is None else comm_bw))
     c.parts = {"compute": compute, "memory": memory, "calls": calls, "sync": regions, "communication": comm}
-    c.seconds = max(compute, memory) + calls + regions + comm
+    # the course's numpy code issues its products and its element-wise passes one call after another: they
+    # add up (a fused compiled kernel would overlap them -- the linear scans take max() below)
+    c.seconds = compute + memory + calls + regions + comm
     return c
 
 
@@ -149,15 +166,33 @@ def _train(p: Problem) -> float:
     return TRAIN_FACTOR if p.training else 1.0
 
 
-def _calls_per_step(p: Problem) -> float:
-    return p.layers * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)
+def _step_counts(p: Problem) -> dict:
+    sc = dict(_counted("step_calls", p.kind, p.mode))
+    if p.kind == "rnn" and p.training:  # the course has no rnn training code: forward count x TRAIN_FACTOR
+        sc = {k: v * TRAIN_FACTOR for k, v in sc.items()}
+    return sc
+
+
+def _calls_per_step(p: Problem, layers: int | None = None) -> float:
+    sc = _step_counts(p)
+    return (p.layers if layers is None else layers) * sc["cell"] + sc["output"]
 
 
 def calls_per_step(p: Problem) -> float:
-    """The model's count of library calls per time step of all layers (training: forward + backward)."""
+    """Library calls per time step of all layers (training: forward + backward) of the course's batched
+    pass, counted from its code (:func:`.counts.step_calls`)."""
     if not isinstance(p, Problem):
         raise TypeError(f"p: expected a Problem, got {type(p).__name__}")
-    return _calls_per_step(p) * _train(p)
+    return float(_calls_per_step(p))
+
+
+def pass_calls(p: Problem) -> float:
+    """Library calls of one batched pass of the course's code over ``p`` (batch in one product per step):
+    ``fixed + layers fixed_layer + T calls_per_step`` -- counted, tested equal to a fresh count."""
+    if not isinstance(p, Problem):
+        raise TypeError(f"p: expected a Problem, got {type(p).__name__}")
+    sc = _step_counts(p)
+    return float(sc["fixed"] + p.layers * sc["fixed_layer"] + p.T * _calls_per_step(p))
 
 
 def _need_nonlinear(p: Problem, method: str):
@@ -173,7 +208,7 @@ def step_cost(p: Problem, m: Machine, rows: int, threads: int = 1) -> tuple[floa
     check_positive_int(rows, "rows"), check_positive_int(threads, "threads")
     f = p.layers * p.cell_flops(rows) + p.output_flops(rows)
     elem = 3 * ITEMSIZE * rows * max(1, GATES[p.kind]) * p.nh * p.layers * 4  # element-wise passes
-    return f * _train(p), elem * _train(p), _calls_per_step(p) * _train(p)
+    return f * _train(p), elem * _train(p), calls_per_step(p)
 
 
 def cost_sequential(p: Problem, m: Machine) -> Cost:
@@ -184,19 +219,25 @@ def cost_sequential(p: Problem, m: Machine) -> Cost:
         n = p.batch * p.nh
         c.work = c.span = 2.0 * p.T * n * _train(p)
         c.bytes = 3 * ITEMSIZE * p.T * n * _train(p)
-        c.calls = 1
+        c.calls = pass_calls(p)  # the compiled loop (training: and its reverse scan), counted
         c.counts = {"steps": p.T}
         lat = p.T * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) * _train(p)  # 4: pipelined lanes
         _finish(c, m, rate=0.0, bw=m.bandwidth(1))
+        if p.training and m.scan_back_s is not None:  # measured: the course's backward, per element
+            fwd = lat / _train(p)
+            c.parts["memory"] = max(fwd, c.parts["memory"] / _train(p))
+            lat = max(2 * p.T * m.step_latency_s, p.T * n * m.scan_back_s)
         c.parts["compute"] = lat
-        c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"]
+        c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] if not p.training or m.scan_back_s is None \
+            else c.parts["memory"] + lat + c.parts["calls"]
         return c
     f, b, k = step_cost(p, m, 1)
     c.work = c.span = p.batch * p.T * f
     c.bytes = p.batch * p.T * b
-    c.calls = p.batch * p.T * k
-    c.counts = {"cells": p.batch * p.T * p.layers}
-    return _finish(c, m, rate=m.gemm_rate(1), bw=m.bandwidth(1))
+    counted = _counted("method_calls", p.kind, p.mode, "sequential", p.T, p.layers, 1, p.batch)
+    c.calls = p.batch * pass_calls(p) if counted is None else counted  # one pass per sequence
+    c.counts = {"cells": p.batch * p.T * p.layers, "calls": c.calls}
+    return _finish(c, m, rate=m.gemm_rate(1, size=p.nh), bw=m.bandwidth(1))
 
 
 def cost_batched(p: Problem, m: Machine) -> Cost:
@@ -209,9 +250,9 @@ def cost_batched(p: Problem, m: Machine) -> Cost:
     f, b, k = step_cost(p, m, p.batch)
     c.work = c.span = p.T * f
     c.bytes = p.T * b
-    c.calls = p.T * k
-    c.counts = {"steps": p.T * p.layers}
-    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(1))
+    c.calls = pass_calls(p)
+    c.counts = {"steps": p.T * p.layers, "calls": c.calls}
+    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(1))
 
 
 def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
@@ -226,10 +267,11 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.work = p.T * f * P
     c.span = p.T * f
     c.bytes = p.T * b * P
-    c.calls = p.T * k * P
+    counted = _counted("method_calls", p.kind, p.mode, "threads", p.T, p.layers, P)
+    c.calls = pass_calls(p) * P if counted is None else counted  # each thread: the batched pass on its share
     c.regions = 1
-    c.counts = {"share": share}
-    return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), region_s=m.handoff_s)
+    c.counts = {"share": share, "calls": c.calls}
+    return _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def wavefront_counts(T: int, L: int, P: int) -> dict:
@@ -255,10 +297,14 @@ def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.work = wc["work"] * cell + p.T * p.output_flops(p.batch)
     c.span = wc["steps"] * cell + p.T * p.output_flops(p.batch)
     c.bytes = wc["work"] * 3 * ITEMSIZE * p.batch * max(1, GATES[p.kind]) * p.nh * 4 * _train(p)
-    c.calls = (wc["work"] * CALLS_PER_CELL[p.kind] + (CALLS_OUTPUT if p.ny else 0)) * _train(p)
+    counted = _counted("method_calls", p.kind, p.mode, "wavefront", p.T, p.layers, P)
+    if counted is None:
+        sc = _step_counts(p)
+        counted = wc["work"] * sc["cell"] + p.T * sc["output"] + sc["fixed"] + p.layers * sc["fixed_layer"]
+    c.calls = counted
     c.regions = wc["span"] * _train(p)
     c.counts = wc
-    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
@@ -271,7 +317,7 @@ def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
     share = math.ceil(p.batch / P)
     f, b, k = step_cost(p, m, share)
     c.work, c.span = p.T * f * P, p.T * f
-    c.bytes, c.calls = p.T * b * P, p.T * k * P
+    c.bytes, c.calls = p.T * b * P, pass_calls(p) * P
     rounds = 2 * math.ceil(math.log2(P)) if P > 1 else 0
     if p.training:
         c.messages = rounds
@@ -280,7 +326,7 @@ def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
         c.messages = 2 * (P - 1)
         c.comm_bytes = ITEMSIZE * p.T * p.batch * (p.n_in + max(p.ny, p.nh)) * (P - 1) / P
     c.counts = {"share": share, "rounds": rounds}
-    return _finish(c, m, rate=m.gemm_rate(share), bw=m.bandwidth(P), gil=False)
+    return _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), gil=False)
 
 
 def scan_counts(method: str, T: int) -> dict:
@@ -303,11 +349,21 @@ def _need_linear(p: Problem, method: str):
                          f"use 'newton', 'quasi' or 'mgrit' for its time axis")
 
 
+def _linear_latency(p: Problem, m: Machine, fwd: float, n: int, P: int) -> float:
+    """A linear recurrence's time for one forward pass ``fwd``; training adds the backward -- per element as
+    measured on the course's own code (``Machine.scan_back_s``, split over ``P``), else TRAIN_FACTOR x."""
+    if not p.training:
+        return fwd
+    if m.scan_back_s is None:
+        return fwd * TRAIN_FACTOR
+    return fwd + max(fwd, p.T * n * m.scan_back_s / P)
+
+
 def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Chapter 08's chunked scan over time on ``P`` threads: reduce (read a, x) + expand (read a, x,
     write h): 20 bytes per element instead of 12; few channels use SIMD lanes over time."""
     _need_linear(p, "chunked")
-    P = m.cores if P is None else check_positive_int(P, "P")
+    P = m.compiled_threads if P is None else check_positive_int(P, "P")
     n = p.batch * p.nh
     c = Cost("chunked", p, P)
     tr = _train(p)
@@ -323,7 +379,11 @@ def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.regions = 2 * math.ceil(p.T / (chunk * P)) * tr if P > 1 else 0
     c.counts = {"chunks": P, "lanes": lanes, **scan_counts("sequential", p.T)}
     _finish(c, m, rate=0.0, bw=m.bandwidth(P))
-    lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes * tr
+    if lanes > 1 and m.lane_step_s is not None:  # measured: the course's lane scan at nh = 1, per step and call
+        lat = math.ceil(p.T / P) * m.lane_step_s * n + m.lane_call_s
+    else:
+        lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes
+    lat = _linear_latency(p, m, lat, n, P)
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c
@@ -333,7 +393,7 @@ def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """Parallel over channel groups: each thread runs the whole time loop on ``B H / P`` channels."""
     _need_linear(p, "channels")
     n = p.batch * p.nh
-    P = min(m.cores if P is None else check_positive_int(P, "P"), n)
+    P = min(m.compiled_threads if P is None else check_positive_int(P, "P"), n)
     c = Cost("channels", p, P)
     tr = _train(p)
     c.work = 2.0 * p.T * n * tr
@@ -342,7 +402,7 @@ def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls, c.regions = 1, tr
     c.counts = {"groups": P}
     _finish(c, m, rate=0.0, bw=m.bandwidth(P))
-    lat = p.T * m.step_latency_s * max(1.0, n / P / m.simd_lanes / 4) * tr
+    lat = _linear_latency(p, m, p.T * m.step_latency_s * max(1.0, n / P / m.simd_lanes / 4), n, P)
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c
@@ -380,7 +440,7 @@ def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | Non
     c.calls = mc["work"] * (k + 4)  # + the solver's own bookkeeping per step
     c.regions = 6 * iters * (levels - 1) if P > 1 else 0
     c.counts = mc
-    return _finish(c, m, rate=m.gemm_rate(p.batch), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
 
 
 def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") -> dict:
@@ -395,21 +455,29 @@ def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") 
 def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,
               method: str = "newton") -> Cost:
     """DEER / quasi-DEER (chapter 11): ``iters`` Newton iterations, each evaluating the cell and its
-    Jacobian at every t at once (batched numpy: ~30 calls) and a matrix scan over time (full H x H
+    Jacobian at every t at once (batched numpy; calls counted, :mod:`.counts`) and a matrix scan over time
+    -- on one core by default, as the course's code runs (``P=`` prices a parallel scan) (full H x H
     Jacobians for DEER, diagonal for quasi-DEER): flops from the task graph, memory for the Jacobians."""
     method = check_choice(method, "method", ("newton", "quasi"))
     _need_nonlinear(p, method)
-    P = m.cores if P is None else check_positive_int(P, "P")
+    P = 1 if P is None else check_positive_int(P, "P")  # the course's DEER: numpy on one core, sequential scan
     iters = DEER_ITERS[method] if iters is None else check_positive_int(iters, "iters")
     dc = deer_counts(p.T, p.nh, P, iters=iters, method=method)
     c = Cost(method, p, P)
-    rows = p.batch * p.layers * _train(p)
+    # training: the gradient is one transposed scan and a per-step vjp (deer.gru_gradient): about one
+    # more iteration's work -- not TRAIN_FACTOR times the whole solve
+    rows = p.batch * p.layers * ((iters + 1) / iters if p.training else 1.0)
     c.work, c.span = dc["work"] * rows, dc["span"] * rows
-    jac = p.nh * p.nh if method == "newton" else p.nh
-    c.bytes = iters * rows * p.T * (jac * 8 * 6 + p.nh * 8 * 20)  # Jacobians written, scanned, read; float64
-    c.calls = iters * (40 + (4 * math.ceil(math.log2(max(2, p.T))) if method == "newton" else 6)) * p.layers * _train(p)
+    # bytes and calls per iteration counted from the course's code (.counts); training adds the gradient
+    b0, b1, b2 = _counted("deer_bytes", method)
+    c.bytes = (iters + (1 if p.training else 0)) * p.batch * p.layers * p.T * (b0 + b1 * p.nh + b2 * p.nh * p.nh)
+    dc_calls = _counted("deer_calls", method, p.mode)
+    c.calls = (iters * dc_calls["iter"] + dc_calls["fixed"]) * p.layers
     c.regions = iters * 3 if P > 1 else 0
-    c.counts = dc
+    c.counts = {**dc, "calls": c.calls}
+    gbs = m.deer_gbs.get(method)
+    if gbs is not None and P == 1:  # measured: the course's DEER moves its counted bytes at this rate here
+        return _finish(c, m, rate=0.0, bw=1e9 * gbs, kernel=False)  # (its arithmetic is inside that rate)
     rate = m.gemm_rate(min(p.nh, 16) if method == "newton" else 1)
     return _finish(c, m, rate=rate / 2, bw=m.bandwidth(P), kernel=False)  # / 2: float64
 

@@ -6,8 +6,8 @@ cell of the course's GRU or LSTM pays per counted call: slicing, ``out=`` argume
 calls, small temporaries. So for each kind and mode, :func:`measure_call_costs` runs :func:`.execute.run`
 with ``method="batched"`` on a *tiny* problem (batch 1, nh = 4, T = 64: the arithmetic is negligible)
 and again on a *mid-sized* one (batch 8, nh = 48, T = 32: the arithmetic shows); a straight line through the
-two per-step times, ``calls * price + flops / rate`` (calls: the model's count per step,
-:func:`.model.step_cost`), gives the seconds per counted call for that kind (:meth:`.machine.Machine.call_cost`)
+two per-step times, ``calls * price + flops / rate`` (calls: the counted calls per step,
+:func:`.model.pass_calls`), gives the seconds per counted call for that kind (:meth:`.machine.Machine.call_cost`)
 and the rate of the course's cell kernel (:meth:`.machine.Machine.kernel_rate`: the GRU and LSTM cells are
 numba loops, slower than a BLAS GEMM at these sizes). The chapter configurations stay a hold-out: they never see this fit.
 
@@ -15,30 +15,33 @@ numba loops, slower than a BLAS GEMM at these sizes). The chapter configurations
 """
 from __future__ import annotations
 
-from ...core import timing
+from ...core import backend
 from ...core.validate import check_bool
 from .execute import inputs, run
-from .machine import register_probe
-from .model import Problem, calls_per_step
+from .machine import cpu_seconds, register_probe
+from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "measure_call_costs"]
+__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step", "deer_rates", "scan_back"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
 
 
 def _per_step(prob: Problem, quick: bool) -> float:
+    """CPU seconds per step of the batched pass on one thread (BLAS on one thread): a busy machine makes
+    this process wait for a core, which the CPU clock does not count."""
     data = inputs(prob)
-    t = timing.measure(lambda: run(prob, "batched", data=data), repeat=3 if quick else 7, warmup=1,
-                       min_time=2e-3 if quick else 1e-2).min
+    with backend.blas_threads(1):
+        t = cpu_seconds(lambda: run(prob, "batched", data=data), repeat=3 if quick else 7,
+                        min_time=2e-3 if quick else 1e-2)
     return t / prob.T
 
 
 def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
     """``({(kind, mode): seconds per counted library call}, {(kind, mode): GFLOP/s of the cell kernel})``
     from two runs of the course's code per kind and mode (:data:`TINY`, :data:`MID`; see the module
-    docstring): ``t_step = calls * price + flops / rate`` through both points; the minimum over repeats
-    (a busy machine only adds time). A rate the two points cannot resolve is left out (the GEMM rate rules)."""
+    docstring): ``t_step = calls * price + flops / rate`` through both points; CPU seconds, the least
+    over repeats (a busy machine only adds time). A rate the two points cannot resolve is left out (the GEMM rate rules)."""
     quick = check_bool(quick, "quick")
     price, rate = {}, {}
     for kind in ("rnn", "gru", "lstm"):
@@ -51,7 +54,7 @@ def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
             f1, f2 = (p.flops() / p.T for p in (p1, p2))
             # a rate only where the mid-sized run's arithmetic clearly shows over the per-step price
             r = (f2 - f1) / (t2 - t1) if t2 > 1.5 * t1 else float("inf")
-            calls = calls_per_step(p1)
+            calls = pass_calls(p1) / p1.T  # counted calls per step, the pass's fixed calls spread over T
             price[(kind, mode)] = max(t1 - f1 / r, 0.1 * t1) / calls
             if r != float("inf") and kind != "rnn":  # rnn: BLAS products, the measured GEMM rate rules
                 rate[(kind, mode)] = r / 1e9
@@ -61,4 +64,79 @@ def measure_call_costs(quick: bool = False) -> tuple[dict, dict]:
     return price, rate
 
 
-register_probe(lambda quick: dict(zip(("call_costs", "kernel_gflops"), measure_call_costs(quick))))
+def scan_step(quick: bool = False) -> float:
+    """CPU seconds per time step of the course's sequential linear recurrence (:func:`.execute.run`,
+    ``kind="linear"``) at nh = 1: the dependent step as the course's own loop takes it (loads, the
+    multiply-add, the store), which the model's linear methods charge per step."""
+    quick = check_bool(quick, "quick")
+    prob = Problem("linear", "inference", batch=1, T=1 << (14 if quick else 16), nh=1)
+    data = inputs(prob)
+    return cpu_seconds(lambda: run(prob, "sequential", data=data), repeat=3 if quick else 7) / prob.T
+
+
+def lane_step(quick: bool = False) -> tuple[float, float]:
+    """``(seconds per step, seconds per call)`` of the course's chunked scan (:func:`.execute.run`,
+    ``method="chunked"``) at nh = 1 on one numba thread, by CPU clock at T = 2^12 and 2^17 (not chapter
+    sizes): chapter 08's SIMD lanes over time as fast as the course's code gets them, and what one call
+    costs before its first step (set-up, allocation) -- the model charges both."""
+    quick = check_bool(quick, "quick")
+    t = {}
+    for T in (1 << 12, 1 << 17):
+        prob = Problem("linear", "inference", batch=1, T=T, nh=1)
+        data = inputs(prob)
+        fn = backend.on_threads(1, lambda prob=prob, data=data: run(prob, "chunked", data=data))
+        t[T] = cpu_seconds(fn, repeat=3 if quick else 7)
+    step = max((t[1 << 17] - t[1 << 12]) / ((1 << 17) - (1 << 12)), 1e-11)
+    return step, max(t[1 << 12] - step * (1 << 12), 0.0)
+
+
+def deer_rates(price: float, quick: bool = False) -> dict:
+    """``{"newton": GB/s, "quasi": GB/s}``: the rate at which the course's DEER (float64 numpy passes over all
+    t at once, on one core) moves the bytes the model counts for it (:func:`.counts.deer_bytes`), from CPU
+    seconds of a run with 3 iterations less one with 1 (T = 256, batch 2, nh = 12: not a chapter size), less
+    the counted calls at ``price`` each. Its arithmetic is inside that rate (element-wise passes, stacks of
+    small matrix products, the compiled scan)."""
+    import numpy as np
+
+    from ...models import gru
+    from ...parallel import deer
+    from .counts import deer_bytes, deer_calls
+
+    quick = check_bool(quick, "quick")
+    T, B, nh = 256, 2, 12
+    params = gru.init_params(3, nh, seed=0, dtype=np.float64)
+    X = np.random.default_rng(0).standard_normal((T, B, 3))
+    out = {}
+    with backend.blas_threads(1):
+        for method in ("newton", "quasi"):
+            t = {k: cpu_seconds(lambda k=k: deer.gru_forward(params, X, method=method, tol=0.0, max_iter=k),
+                                repeat=3 if quick else 5) for k in (1, 3)}
+            b0, b1, b2 = deer_bytes(method)
+            per_iter_bytes = T * B * (b0 + b1 * nh + b2 * nh * nh)
+            secs = (t[3] - t[1]) / 2 - deer_calls(method)["iter"] * price
+            out[method] = per_iter_bytes / max(secs, 0.2 * (t[3] - t[1]) / 2) / 1e9
+    return out
+
+
+def scan_back(quick: bool = False) -> float:
+    """CPU seconds per element (step x channel) that the course's linear-recurrence backward
+    (:func:`.execute.run`, ``mode="training"``, sequential) adds to its forward, at nh = 64, T = 2048 (not a
+    chapter size): its reversed copies and fresh arrays, which a 3x rule of thumb does not see."""
+    quick = check_bool(quick, "quick")
+    t = {}
+    for mode in ("inference", "training"):
+        prob = Problem("linear", mode, batch=1, T=2048, nh=64)
+        data = inputs(prob)
+        t[mode] = cpu_seconds(lambda prob=prob, data=data: run(prob, "sequential", data=data), repeat=3 if quick else 5)
+    return max(t["training"] - t["inference"], 1e-9) / (2048 * 64)
+
+
+def _probe(quick: bool) -> dict:
+    costs, rates = measure_call_costs(quick)
+    lane, lane_call = lane_step(quick)
+    return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane,
+                lane_call_s=lane_call,
+                deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick))
+
+
+register_probe(_probe)

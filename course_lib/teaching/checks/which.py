@@ -3,15 +3,19 @@ then measure the candidates on this machine and compare prediction, measurement 
 
 Each exercise gives a problem description and its candidate methods. The student's function takes
 the description's numbers and a :class:`~course_lib.experiments.cost_model.Machine` and returns the
-*name* of the method the model predicts fastest. The check
+*name* of the method the model predicts fastest. The check has two separate parts:
 
-1. calls it on the stated problem on this machine and on three other problems / machines (a larger
-   or smaller batch, other sizes, 64 virtual cores, the seeds' Xeon Phi preset), whose model answers
-   differ, so a hard-coded answer fails;
-2. rejects a non-string or unknown method, a method that cannot apply to the problem (with the
+1. **Graded, deterministic**: it calls the function on the stated problem and on three other problems,
+   each on a *preset* machine built from fixed numbers (:data:`PRESETS`: a 2-core laptop, a 32-core
+   server with slow cores and fast memory, the seeds' Xeon Phi) -- never on a measurement of this
+   machine, so the check passes or fails the same way on every run and every computer. The model's
+   answers differ between the cases, so a hard-coded answer fails;
+2. it rejects a non-string or unknown method, a method that cannot apply to the problem (with the
    model's reason), a method that is not one of the candidates, and a method that is not the model's
-   first choice (naming the model's choice and both predicted times);
-3. then (``measure=True``) runs the candidates on the stated problem with the course's own code,
+   first choice (naming the model's choice and both predicted times) -- and names the modelling slip
+   behind a wrong answer where one explains it (:data:`SLIPS`: training priced as inference, a GRU
+   priced as an LSTM, a quasi-DEER win ignored);
+3. **Live, never graded**: then (``measure=True``) it runs the candidates on the stated problem with the course's own code,
    timed with :func:`course_lib.core.timing.compare`, and keeps a report: predicted vs measured per
    method, whether the measured fastest is the model's first choice, and if not why (computed:
    the noise of the run, a near tie, what the run did that the model assumed otherwise -- iterations,
@@ -34,9 +38,31 @@ from .core import ExerciseFailed, passed
 __all__ = ["PROBLEMS", "Spec", "Measurement", "check_predict_a", "check_predict_b", "check_predict_c", "model_choice",
            "measure_candidates", "explain", "report"]
 
-THIS = "this machine"
-CORES64 = "this machine with 64 virtual cores"
+LAPTOP = "a 2-core laptop (preset)"
+SERVER = "a 32-core server with slow cores and fast memory (preset)"
 PHI = "the 61-core Xeon Phi of seed 000 (preset, assumed numbers)"
+
+
+def _calls(rnn: float, gru: float, lstm: float) -> dict:
+    return {(k, md): v * (1.1 if md == "training" and k == "lstm" else 1.0)
+            for k, v in (("rnn", rnn), ("gru", gru), ("lstm", lstm)) for md in ("inference", "training")}
+
+
+_KERNELS = {("gru", "inference"): 25.0, ("gru", "training"): 14.0, ("lstm", "inference"): 50.0,
+            ("lstm", "training"): 50.0}
+_FIXED = {"*": "preset: fixed numbers (not measured), so the graded check is the same on every run"}
+
+#: The graded part's machines: deterministic, built from fixed constants (cores, SIMD lanes, GEMM per core
+#: and all cores, GEMV, stream 1 / all cores GB/s, call, hand-off, region, dependent step; per-call prices
+#: and cell-kernel rates of the course's code per kind).
+PRESETS = {
+    LAPTOP: cm.Machine(LAPTOP, 2, 8, 100.0, 190.0, 30.0, 20.0, 30.0, 0.3e-6, 20e-6, 5e-6, 4e-9,
+                       call_costs=_calls(0.6e-6, 0.5e-6, 0.9e-6), kernel_gflops=_KERNELS, source=_FIXED),
+    SERVER: cm.Machine(SERVER, 32, 16, 60.0, 1600.0, 30.0, 60.0, 200.0, 1.0e-6, 40e-6, 15e-6, 6e-9,
+                       call_costs=_calls(2.0e-6, 2.0e-6, 3.0e-6),
+                       kernel_gflops={k: 0.6 * v for k, v in _KERNELS.items()}, source=_FIXED),
+    PHI: cm.Machine.preset("xeon_phi"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,25 +89,47 @@ PROBLEMS = {
                  lambda batch, T, nh, layers: cm.Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers,
                                                          ny=nh),
                  dict(batch=256, T=32, nh=64, layers=2),
-                 ((dict(batch=2, T=32, nh=64, layers=2), THIS),
-                  (dict(batch=2, T=64, nh=1024, layers=8), CORES64),
+                 ((dict(batch=2, T=32, nh=64, layers=2), LAPTOP),
+                  (dict(batch=2, T=64, nh=1024, layers=8), SERVER),
                   (dict(batch=256, T=32, nh=64, layers=2), PHI))),
     "12.2": Spec("12.2", "b", "a linear recurrence h_t = a_t h_{t-1} + x_t (chapter 08) with nh channels over T steps",
                  ("sequential", "channels", "chunked"),
                  lambda T, nh: cm.Problem("linear", "inference", batch=1, T=T, nh=nh),
                  dict(T=1 << 20, nh=1),
-                 ((dict(T=1 << 20, nh=64), THIS),
-                  (dict(T=1024, nh=16384), PHI),
-                  (dict(T=1 << 20, nh=64), CORES64))),
+                 ((dict(T=1 << 20, nh=64), LAPTOP),
+                  (dict(T=1 << 16, nh=8), SERVER),
+                  (dict(T=1024, nh=16384), PHI))),
     "12.3": Spec("12.3", "c", "training (forward and gradient) of a GRU (chapters 10-11) with nh units on batch "
                               "sequences of T steps",
                  ("batched", "mgrit", "newton", "quasi"),
                  lambda batch, T, nh: cm.Problem("gru", "training", batch=batch, T=T, nh=nh),
                  dict(batch=1, T=1024, nh=32),
-                 ((dict(batch=16, T=1024, nh=32), THIS),
-                  (dict(batch=1, T=1024, nh=4), THIS),
-                  (dict(batch=64, T=4096, nh=256), PHI))),
+                 ((dict(batch=16, T=2048, nh=128), PHI),      # priced as an LSTM: mgrit
+                  (dict(batch=2, T=2048, nh=8), LAPTOP),      # priced as inference: batched
+                  (dict(batch=1, T=4096, nh=48), SERVER))),   # quasi-DEER wins (newton without it)
 }
+PRIMARY = LAPTOP   # the machine of every stated problem
+
+
+def _slip_problem(kind=None, mode=None, ny=None):
+    def make(spec, kwargs):
+        p = spec.problem(kwargs)
+        return cm.Problem(kind or p.kind, mode or p.mode, batch=p.batch, T=p.T, nh=p.nh, layers=p.layers, nx=p.nx,
+                          ny=p.ny if ny is None else ny)
+    return make
+
+
+#: Modelling slips the checks name: exercise -> ((name, how it builds the problem, candidates left out), ...)
+SLIPS = {
+    "12.3": (("training priced as inference (mode='inference'): the gradient pass roughly triples the "
+              "per-step calls of the batched GRU, but adds only about one iteration to DEER",
+              _slip_problem(mode="inference"), ()),
+             ("a GRU priced as an LSTM (kind='lstm'): the course's LSTM runs a compiled cell -- few calls per "
+              "step -- while its GRU issues many numpy calls per step", _slip_problem(kind="lstm"), ()),
+             ("a quasi-DEER win ignored (quasi left out of the ranking): its diagonal Jacobians move nh "
+              "numbers per step instead of nh^2", _slip_problem(), ("quasi",))),
+}
+
 
 _REPORTS: dict = {}
 
@@ -96,19 +144,39 @@ def _machine(machine) -> cm.Machine:
     return machine
 
 
-def _resolve(label: str, here: cm.Machine) -> cm.Machine:
-    return {THIS: here, CORES64: here.with_cores(64) if here.cores != 64 else here.with_cores(32),
-            PHI: cm.Machine.preset("xeon_phi")}[label]
+def _resolve(label: str, here: cm.Machine | None = None) -> cm.Machine:
+    """The preset machine named ``label`` (``here`` is accepted and ignored: the graded part never
+    measures this machine)."""
+    return PRESETS[label]
 
 
-def model_choice(exercise: str, kwargs: dict | None = None, machine: cm.Machine | None = None):
+def model_choice(exercise: str, kwargs: dict | None = None, machine: cm.Machine | None = None, *, problem=None,
+                 leave_out=()):
     """``(first choice, {candidate: predicted seconds})`` of the model for exercise ``exercise``'s problem
-    (the stated one unless ``kwargs``) on ``machine`` (default: this machine, measured)."""
+    (the stated one unless ``kwargs``; ``problem`` overrides the Problem built from them) on ``machine``
+    (default: the stated problem's preset machine, :data:`PRIMARY` -- deterministic)."""
     spec = PROBLEMS[exercise]
-    machine = _machine(machine)
-    prob = spec.problem(spec.primary if kwargs is None else kwargs)
-    adv = cm.advise(prob, machine, methods=list(spec.candidates))
+    machine = PRESETS[PRIMARY] if machine is None else _machine(machine)
+    prob = spec.problem(spec.primary if kwargs is None else kwargs) if problem is None else problem
+    adv = cm.advise(prob, machine, methods=[c for c in spec.candidates if c not in leave_out])
     return adv[0].method, {a.method: a.seconds for a in adv}
+
+
+def _slip_answers(spec: Spec, cases: list) -> dict:
+    """``{slip name: [its answer on each case]}`` (the model's answers under each slip of :data:`SLIPS`)."""
+    out = {}
+    for name, make, leave_out in SLIPS.get(spec.exercise, ()):
+        out[name] = [model_choice(spec.exercise, kw, PRESETS[label], problem=make(spec, kw), leave_out=leave_out)[0]
+                     for kw, label in cases]
+    return out
+
+
+def _named_slip(spec: Spec, cases: list, answers: list) -> str | None:
+    """The slip whose answers equal the student's on every case so far (the last one wrong), or None."""
+    for name, their in _slip_answers(spec, cases[:len(answers)]).items():
+        if their == answers:
+            return name
+    return None
 
 
 def _fmt(s: float) -> str:
@@ -155,19 +223,21 @@ def _call(spec: Spec, fn, kwargs: dict, mach: cm.Machine, where: str):
                              f"fn({_args(kwargs)}, machine=...)") from exc
 
 
-def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str, int]:
+def _check_prediction(exercise: str, fn) -> tuple[Spec, str, int]:
+    """The graded part: the student's function on every case, each on its preset machine (no measurement)."""
     spec = PROBLEMS[exercise]
     if not callable(fn):
         raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(fn).__name__}")
-    here = _machine(machine)
-    cases = [(spec.primary, THIS)] + list(spec.variants)
+    cases = [(spec.primary, PRIMARY)] + list(spec.variants)
     first_answer = None
+    answers: list = []
     for i, (kwargs, label) in enumerate(cases):
-        mach = _resolve(label, here)
+        mach = PRESETS[label]
         prob = spec.problem(kwargs)
         where = (f"problem ({spec.letter}) as stated, {_args(kwargs)}, on {label}" if i == 0 else
                  f"a second problem, case {i + 1}/{len(cases)} ({_args(kwargs)}) on {label}")
         got = _validate_answer(spec, _call(spec, fn, kwargs, mach, where), prob, mach, where)
+        answers.append(got)
         best, secs = model_choice(exercise, kwargs, mach)
         if i == 0:
             first_answer = got
@@ -175,10 +245,19 @@ def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str
             continue
         msg = (f"Exercise {exercise} failed on {where}:\n  you predicted {got!r}, but the model's first choice is "
                f"{best!r}: the model predicts {_fmt(secs[best])} for {best!r} and {_fmt(secs[got])} for {got!r} "
-               f"({secs[got] / secs[best]:.2g}x slower)")
+               f"({secs[got] / secs[best]:.3g}x slower)")
+        slip = _named_slip(spec, cases, answers)
         hard = i > 0 and got == first_answer
-        ignores = label != THIS and got == model_choice(exercise, kwargs, here)[0]
-        if hard:
+        ignores = label != PRIMARY and got == model_choice(exercise, kwargs, PRESETS[PRIMARY])[0]
+        if slip is not None:
+            msg += (f"\n  a modelling slip: {slip} -- your answers so far are exactly the model's under that slip"
+                    + (f" (or a hard-coded {got!r})" if hard and len(set(answers)) == 1 else "")
+                    + f"\n  Hint: build the Problem from the description ({spec.what}) and rank all the "
+                      f"candidates {', '.join(map(repr, spec.candidates))}")
+            if ignores and not hard:
+                msg += ("\n  (your answer is also the model's choice for this problem on the stated problem's "
+                        "machine, not on the machine you were given: use the `machine` argument)")
+        elif hard:
             msg += f"\n  your function returned {got!r} again, as for problem ({spec.letter}) as stated"
             if ignores:
                 msg += (f", and {got!r} is the model's choice for this problem on this machine, not on the machine "
@@ -196,7 +275,7 @@ def _check_prediction(exercise: str, fn, machine) -> tuple[Spec, cm.Machine, str
                     f"layers, ny -- then rank the candidates with advise(problem, machine, methods=[...]) or "
                     f"cost_model.predict(method, problem, machine).seconds")
         raise ExerciseFailed(msg)
-    return spec, here, first_answer, len(cases)
+    return spec, first_answer, len(cases)
 
 
 # --------------------------------------------------------------------------- measuring the candidates
@@ -369,10 +448,15 @@ def _report_text(meas: Measurement, student: str) -> str:
 
 
 def _exercise(exercise: str, fn, machine, measure: bool) -> str:
-    spec, here, answer, n = _check_prediction(exercise, fn, machine)
-    if measure:
+    spec, answer, n = _check_prediction(exercise, fn)  # graded: preset machines only, deterministic
+    if measure:  # live, never graded: this machine measured, the candidates run, a report kept
+        here = _machine(machine)
+        try:
+            live = _call(spec, fn, spec.primary, here, f"problem ({spec.letter}) as stated, on this machine")
+        except ExerciseFailed:
+            live = answer
         meas = measure_candidates(exercise, here)
-        _REPORTS[exercise] = _report_text(meas, answer)
+        _REPORTS[exercise] = _report_text(meas, live if isinstance(live, str) else answer)
     return passed(exercise, n, n)
 
 
