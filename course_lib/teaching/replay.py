@@ -50,8 +50,15 @@ class Checked:
     cell: int | None
     recorded: str            # the recorded outcome (or answer)
     now: str | None          # the outcome the current code gives (None: cannot be rendered now)
-    contradictions: list[str] = field(default_factory=list)
+    recorded_contradictions: list[str] = field(default_factory=list)   # of the line as it was printed
+    now_contradictions: list[str] = field(default_factory=list)        # of the line the current code prints
     note: str = ""
+
+    @property
+    def contradictions(self) -> list[str]:
+        """Every contradiction: the printed line's, then the current rendering's that the printed line lacks."""
+        return self.recorded_contradictions + [f"now: {x}" for x in self.now_contradictions
+                                               if x not in self.recorded_contradictions]
 
     @property
     def concluded(self) -> bool:
@@ -64,11 +71,11 @@ class Checked:
 
 # --------------------------------------------------------------------------- machine facts in words
 _UNITS = {"kib": 1 << 10, "kb": 1 << 10, "mib": 1 << 20, "mb": 1 << 20}
-_NUM = r"(\d+(?:\.\d+)?)"
+_NUM = r"(?<![\d.])(\d+(?:\.\d+)?)"
 _SIZE = _NUM + r" ?(KiB|KB|MiB|MB)\b"
 _LEVEL = r"(L1d?|L2|L3)\b"
-_CORES = re.compile(r"\b(\d+) (?:CPU |usable |physical )?cores?\b")
-_LANES = re.compile(r"\b(\d+) (?:SIMD |float32 |float64 |vector )?lanes\b")
+_CORES = re.compile(r"(?<![\d.])(\d+) (?:CPU |usable |physical )?cores?\b")
+_LANES = re.compile(r"(?<![\d.])(\d+) (?:SIMD |float32 |float64 |vector )?lanes\b")
 _CACHE_IS = re.compile(_SIZE + r" " + _LEVEL)                     # "1024 KB L2 cache"
 _FITS = re.compile(_SIZE + r"\)?[^.;:]{0,60}?\b(does not fit|doesn't fit|fits?)\b(?: in(?:to)?)?"
                    r"(?: one core's| this CPU's| the)?(?: \d+ ?(?:KiB|KB|MiB|MB))? " + _LEVEL)
@@ -156,9 +163,10 @@ def verdict_contradictions(r: dict, line: str, outcome: str, reason: str, machin
             out.append(f"concluded '{outcome}', but its interval {lo:.3g}..{hi:.3g} allows {' and '.join(sorted(ends))}")
     elif outcome not in ABSTAINED and noisy:
         out.append(f"concluded '{outcome}' on an unreliable run without an interval")
+    if outcome in ABSTAINED:          # an abstaining line's reason is the noise guard's, not an explanation
+        return out + _reason_slips(line, "", r.get("reasons", [])) + machine_slips(r.get("here", ""), machine)
     out += _reason_slips(line, reason, r.get("reasons", []))
-    out += machine_slips(r.get("here", ""), machine) + machine_slips(reason, machine)
-    return out
+    return out + machine_slips(r.get("here", ""), machine) + machine_slips(reason, machine)
 
 
 @contextlib.contextmanager
@@ -176,7 +184,7 @@ def _quiet_record():
 
 def _check_verdict(r: dict, machine: dict, notebook: str) -> Checked:
     c = Checked(notebook, "verdict", r["claim"], r.get("cell"), r["outcome"], None)
-    c.contradictions = verdict_contradictions(r, r["line"], r["outcome"], r.get("reason", ""), machine)
+    c.recorded_contradictions = verdict_contradictions(r, r["line"], r["outcome"], r.get("reason", ""), machine)
     if r["claim"] not in CLAIMS:
         c.note = "the claim is no longer in the registry"
         return c
@@ -190,24 +198,31 @@ def _check_verdict(r: dict, machine: dict, notebook: str) -> Checked:
                   noise=_noise(r.get("noise")), unit=r.get("unit"), interval=interval)
     c.now = now.outcome
     now_r = {**r, "seed_value": CLAIMS[r["claim"]].value}
-    c.contradictions += [f"now: {x}" for x in verdict_contradictions(now_r, str(now), now.outcome, now.reason, machine)
-                         if x not in c.contradictions]
+    c.now_contradictions = verdict_contradictions(now_r, str(now), now.outcome, now.reason, machine)
     return c
 
 
 def _check_goal(r: dict, machine: dict, notebook: str) -> Checked:
     c = Checked(notebook, "goal", r["goal"], r.get("cell"), r["outcome"], None)
-    if r["outcome"] == "agrees" and not r["holds"] or r["outcome"] == "opposite" and r["holds"]:
-        c.contradictions.append(f"says '{r['outcome']}' but the measured condition 'holds' was {r['holds']}")
-    c.contradictions += _reason_slips(r["line"], r.get("reason", ""), r.get("reasons", []))
-    c.contradictions += machine_slips(r.get("here", ""), machine) + machine_slips(r.get("reason", ""), machine)
+    c.recorded_contradictions = _goal_contradictions(r, r["line"], r["outcome"], r.get("reason", ""), machine)
     if r["goal"] not in seed004.GOALS:
         c.note = "the goal is no longer in the registry"
         return c
     now = seed004.goal_verdict(r["goal"], holds=bool(r["holds"]), ours=r["ours"], here=r.get("here", "this machine"),
                                reasons=[(bool(k), t) for k, t in r.get("reasons", [])], noise=_noise(r.get("noise")))
     c.now = now.outcome
+    c.now_contradictions = _goal_contradictions(r, str(now), now.outcome, now.reason, machine)
     return c
+
+
+def _goal_contradictions(r: dict, line: str, outcome: str, reason: str, machine: dict) -> list[str]:
+    out = []
+    if outcome == "agrees" and not r["holds"] or outcome == "opposite" and r["holds"]:
+        out.append(f"says '{outcome}' but the measured condition 'holds' was {r['holds']}")
+    if outcome in ABSTAINED:
+        return out + _reason_slips(line, "", r.get("reasons", [])) + machine_slips(r.get("here", ""), machine)
+    out += _reason_slips(line, reason, r.get("reasons", []))
+    return out + machine_slips(r.get("here", ""), machine) + machine_slips(reason, machine)
 
 
 def _check_decision(r: dict, machine: dict, notebook: str) -> Checked:
@@ -215,11 +230,14 @@ def _check_decision(r: dict, machine: dict, notebook: str) -> Checked:
     c = Checked(notebook, "faster", label, r.get("cell"), r["answer"], None)
     lo, hi = r["speedup_interval"]
     if r["answer"] == "yes" and lo < r["by"] or r["answer"] == "no" and hi >= r["by"]:
-        c.contradictions.append(f"answered {r['answer']!r}, but the speed-up's interval is {lo:.3g}..{hi:.3g}")
+        c.recorded_contradictions.append(f"answered {r['answer']!r}, but the speed-up's interval is {lo:.3g}..{hi:.3g}")
     ratio = intervals.Ratio(r["name"], r["over"], list(r["values"]), confidence=r.get("confidence", 0.95),
                             set_aside=r.get("set_aside", 0),
                             waited=tuple(r["waited"]) if r.get("waited") is not None else None)
     c.now = ratio.faster(r["by"])
+    lo, hi = ratio.speedup_interval
+    if c.now == "yes" and lo < r["by"] or c.now == "no" and hi >= r["by"]:
+        c.now_contradictions.append(f"answers {c.now!r}, but the speed-up's interval is {lo:.3g}..{hi:.3g}")
     return c
 
 
