@@ -53,8 +53,12 @@ def test_there_are_recordings_from_two_kinds_of_machine():
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
 def test_no_recorded_verdict_contradicts_its_numbers_or_machine(path):
+    """Every line as printed and as the current code prints it. A recording reconstructed from the printed
+    output of older code is held to the current code's rendering only (its printed lines are history)."""
     checked = replay.replay_file(path)
-    bad = [f"cell {c.cell} {c.kind} {c.label}: {x}" for c in checked for x in c.contradictions]
+    old = record.load(path)["machine"].get("reconstructed", False)
+    bad = [f"cell {c.cell} {c.kind} {c.label}: {x}" for c in checked
+           for x in (c.now_contradictions if old else c.contradictions)]
     assert not bad, "\n".join(bad)
 
 
