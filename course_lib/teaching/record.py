@@ -158,12 +158,16 @@ def start() -> bool:
 
 def attach_cells(nb, name: str) -> None:
     """After the runner executed ``nb`` (named ``name``), write each record's cell index (0-based, all
-    cells counted) beside its execution count. Nothing happens when record mode is off or nothing was recorded."""
+    cells counted) beside its execution count; a notebook that recorded nothing gets a file with no records,
+    so a replay counts it. Nothing happens when record mode is off."""
     folder = directory()
     if folder is None:
         return
     path = record_path(folder, name)
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"notebook": name, "machine": machine_facts(), "records": []}, indent=1) + "\n",
+                        encoding="utf-8")
         return
     by_count = {c.get("execution_count"): i for i, c in enumerate(nb.cells) if c.cell_type == "code"}
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -241,3 +241,12 @@ def test_the_notebooks_runner_records_a_kernels_verdicts_with_their_cells(tmp_pa
     assert data["notebook"] == "notebooks/99_probe"
     (r,) = data["records"]
     assert r["cell"] == 2 and r["here"] == "a probe" and r["outcome"] == "agrees"
+
+
+def test_a_notebook_that_recorded_nothing_still_gets_a_file(recording):
+    import nbformat
+
+    record.attach_cells(nbformat.v4.new_notebook(), "solutions/98_quiet")
+    data = record.load(recording / "solutions" / "98_quiet.json")
+    assert data["records"] == [] and data["machine"]["cores"] >= 1
+    assert replay.counts(replay.replay_file(recording / "solutions" / "98_quiet.json"))["concluded"] == 0
