@@ -34,7 +34,7 @@ from . import record
 from .claims import CLAIMS, seed004
 from .verdict import factor, judge, verdict
 
-__all__ = ["Checked", "check_record", "machine_slips", "replay_file", "replay", "counts", "table",
+__all__ = ["Checked", "check_record", "machine_slips", "replay_file", "replay", "counts", "table", "machines",
            "disagreements", "recording_dirs"]
 
 ABSTAINED = ("unreliable", "cannot tell")
@@ -311,6 +311,25 @@ def table(runs: dict[str, dict[str, list[Checked]]]) -> str:
     return "\n".join(lines)
 
 
+def machines(folders: list[Path]) -> str:
+    """A markdown table of the recordings' machines: CPU, lanes, caches, cores, threads, load, budget, date, commit."""
+    lines = ["| recording | CPU | float32 lanes | caches | cores (affinity) | numba / BLAS threads | load at start "
+             "(1 min) | budget | date | commit |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for folder in folders:
+        facts = [record.load(f)["machine"] for f in sorted(folder.glob("*.json")) + sorted(folder.glob("solutions/*.json"))]
+        m = facts[0]
+        loads = [f["loadavg_at_start"][0] for f in facts if f.get("loadavg_at_start")]
+        load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else m.get("load_note", "not recorded")
+        caches = ", ".join(f"{k} {v >> 10} KiB" for k, v in (m.get("caches") or {}).items())
+        dates = sorted(f["date"][:16] for f in facts if f.get("date"))
+        when = f"{dates[0]} .. {dates[-1][11:]}" if dates else "not recorded"
+        lines.append(f"| {folder.name} | {m.get('cpu')} | {m.get('lanes_float32')} | {caches} | {m.get('cores')} "
+                     f"({m.get('affinity')}) | {m.get('numba_threads')} / {m.get('blas_threads')} | {load} | "
+                     f"{', '.join(sorted({str(f.get('budget')) for f in facts}))} | {when} | "
+                     f"{', '.join(sorted({str(f.get('commit')) for f in facts}))} |")
+    return "\n".join(lines)
+
+
 def disagreements(run: dict[str, list[Checked]], reference: dict[str, list[Checked]]) -> list[str]:
     """Concluded verdicts of ``run`` whose outcome differs from the concluded outcome of the same claim
     (same notebook, same occurrence) in ``reference`` (e.g. the quiet run)."""
@@ -357,6 +376,7 @@ def main(dirs: list[str], against: str | None = None) -> int:
     if not runs:
         print(f"no recordings found in {', '.join(dirs)}")
         return 2
+    print(machines([folder for d in dirs for folder in recording_dirs(d)]) + "\n")
     print(table(runs))
     bad = 0
     for run, checked in runs.items():

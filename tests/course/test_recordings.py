@@ -250,3 +250,10 @@ def test_a_notebook_that_recorded_nothing_still_gets_a_file(recording):
     data = record.load(recording / "solutions" / "98_quiet.json")
     assert data["records"] == [] and data["machine"]["cores"] >= 1
     assert replay.counts(replay.replay_file(recording / "solutions" / "98_quiet.json"))["concluded"] == 0
+
+
+def test_the_machines_table_names_each_run(tmp_path):
+    _write(tmp_path / "a-run", [_verdict_record()], machine={**MACHINE, "cpu": "Some CPU", "loadavg_at_start": [3.5, 1, 1],
+                                                             "budget": "small", "commit": "abc"})
+    text = replay.machines([tmp_path / "a-run"])
+    assert "| a-run | Some CPU | 8 | L1d 32 KiB, L2 512 KiB | 2 " in text and "| 3.5-3.5 | small |" in text
