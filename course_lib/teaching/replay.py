@@ -17,7 +17,9 @@ numbers or its machine contradict:
 
 ``python -m course_lib replay DIR [DIR ...] [--against QUIET_DIR]`` prints a counts table per notebook
 (verdicts concluded / abstained / contradicted, decisions made / undecided / contradicted) and every
-contradiction and changed outcome; it exits 1 when there is a contradiction. ``--against`` also lists the
+contradiction and changed outcome; it exits 1 when there is a contradiction. A recording reconstructed from
+the printed lines of older code (its machine says ``"reconstructed": true``) lists the contradictions of
+those lines as "OLD CODE" and fails only on the current code's. ``--against`` also lists the
 concluded verdicts whose outcome differs from the reference run's (matched by claim and occurrence).
 """
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Checked:
     recorded_contradictions: list[str] = field(default_factory=list)   # of the line as it was printed
     now_contradictions: list[str] = field(default_factory=list)        # of the line the current code prints
     note: str = ""
+    suspect: str = ""        # concluded although the noise guard called the pairs biased (not a contradiction)
 
     @property
     def contradictions(self) -> list[str]:
@@ -190,6 +193,9 @@ def _check_verdict(r: dict, machine: dict, notebook: str) -> Checked:
         return c
     if CLAIMS[r["claim"]].value != r["seed_value"]:
         c.note = f"the seed's value is now {CLAIMS[r['claim']].value:g}, recorded {r['seed_value']:g}"
+    biased = [x for x in (r.get("noise") or {}).get("reasons", []) if "cannot cancel" in x]
+    if biased and c.concluded:
+        c.suspect = f"concluded from its interval although the noise guard said: {biased[0]}"
     interval = r.get("interval")
     if interval is not None:   # the recorded interval, widened by round-off so it holds ours again
         interval = (min(interval[0], r["ours"]), max(interval[1], r["ours"]))
@@ -293,12 +299,15 @@ def _short(name: str) -> str:
 
 
 def table(runs: dict[str, dict[str, list[Checked]]]) -> str:
-    """A markdown table: one row per recording and notebook, with totals per recording."""
+    """A markdown table: one row per recording and notebook (worksheets only where they recorded something),
+    with totals per recording."""
     lines = ["| recording | notebook | verdicts concluded / abstained / contradicted | changed now "
              "| decisions yes-no / cannot tell / contradicted |", "|---|---|---|---|---|"]
     for run, notebooks in runs.items():
         total = dict.fromkeys(counts([]), 0)
         for name, checked in notebooks.items():
+            if not checked and name.startswith("solutions/"):
+                continue                   # a worksheet that printed no verdict: a row of zeros says nothing
             k = counts(checked)
             total = {key: total[key] + k[key] for key in total}
             lines.append(f"| {run} | {_short(name)} | {k['concluded']} / {k['abstained']} / {k['contradicted']} "
@@ -351,14 +360,19 @@ def disagreements(run: dict[str, list[Checked]], reference: dict[str, list[Check
     return out
 
 
-def report(checked_by_notebook: dict[str, list[Checked]]) -> list[str]:
-    """One line per contradiction, changed outcome or note."""
+def report(checked_by_notebook: dict[str, list[Checked]], historical: bool = False) -> list[str]:
+    """One line per contradiction, changed outcome or note. ``historical``: the recording was reconstructed
+    from lines older code printed; their contradictions are listed as "OLD CODE" (the current code's, if any,
+    still as CONTRADICTION)."""
     out = []
     for name, checked in checked_by_notebook.items():
         for c in checked:
             where = f"{_short(name)} cell {c.cell} {c.kind} {c.label}"
-            for x in c.contradictions:
-                out.append(f"CONTRADICTION {where}: {x}")
+            for x in c.contradictions:     # a printed line's contradiction the current code repeats is current
+                old = historical and not x.startswith("now: ") and x not in c.now_contradictions
+                out.append(f"{'OLD CODE     ' if old else 'CONTRADICTION'} {where}: {x}")
+            if c.suspect:
+                out.append(f"SUSPECT       {where}: {c.suspect}")
             if c.changed:
                 out.append(f"changed       {where}: recorded '{c.recorded}', now '{c.now}'" +
                            (f" ({c.note})" if c.note else ""))
@@ -369,10 +383,12 @@ def report(checked_by_notebook: dict[str, list[Checked]]) -> list[str]:
 
 def main(dirs: list[str], against: str | None = None) -> int:
     """The ``replay`` command: the table, then the details; 1 when anything is contradicted."""
-    runs = {}
+    runs, historical = {}, set()
     for d in dirs:
         for folder in recording_dirs(d):
             runs[folder.name] = replay(folder)
+            if record.load(next(folder.glob("*.json")))["machine"].get("reconstructed"):
+                historical.add(folder.name)
     if not runs:
         print(f"no recordings found in {', '.join(dirs)}")
         return 2
@@ -380,7 +396,7 @@ def main(dirs: list[str], against: str | None = None) -> int:
     print(table(runs))
     bad = 0
     for run, checked in runs.items():
-        lines = report(checked)
+        lines = report(checked, historical=run in historical)
         bad += sum(x.startswith("CONTRADICTION") for x in lines)
         if lines:
             print(f"\n{run}:")

@@ -257,3 +257,21 @@ def test_the_machines_table_names_each_run(tmp_path):
                                                              "budget": "small", "commit": "abc"})
     text = replay.machines([tmp_path / "a-run"])
     assert "| a-run | Some CPU | 8 | L1d 32 KiB, L2 512 KiB | 2 " in text and "| 3.5-3.5 | small |" in text
+
+
+def test_a_reconstructed_recording_fails_only_on_the_current_codes_contradictions(tmp_path, capsys):
+    old_line = ("Seed ... Here (2 cores): 30×.  Agrees: same direction, 0.77× the seed's value (within 1.5×).")
+    _write(tmp_path / "old-run", [_verdict_record(pivot=None, line=old_line)],
+           machine={**MACHINE, "reconstructed": True})
+    assert cli(["replay", str(tmp_path / "old-run")]) == 0
+    assert "OLD CODE" in capsys.readouterr().out
+    _write(tmp_path / "old-run", [_verdict_record(here="16 lanes")], machine={**MACHINE, "reconstructed": True})
+    assert cli(["replay", str(tmp_path / "old-run")]) == 1
+
+
+def test_a_conclusion_from_pairs_the_guard_called_biased_is_flagged_suspect():
+    why = "the functions' threads waited for a core unequally (...): which pairs cannot cancel"
+    r = _verdict_record(noise={"ok": False, "reasons": [why], "uncertain": [why]}, interval=[28.0, 33.0])
+    c = replay.check_record(r, MACHINE)
+    assert c.concluded and "cannot cancel" in c.suspect and c.contradictions == []
+    assert any(x.startswith("SUSPECT") for x in replay.report({"notebooks/99": [c]}))
