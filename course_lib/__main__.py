@@ -17,6 +17,11 @@
                                  1 point per exercise unless --points says otherwise. A DIR that
                                  is not empty is refused without --force, which rewrites only
                                  the exported chapters' source notebooks (gradebook.db, submitted/ kept)
+  replay DIR [DIR ...] [--against QUIET_DIR]
+                                 re-render every verdict recorded with COURSE_RECORD=DIR (a folder of
+                                 <notebook>.json, or a folder of such folders, e.g. recordings/) with
+                                 the current code; print verdicts concluded / abstained / contradicted
+                                 per notebook and every contradiction; exit 1 if there is one
 """
 from __future__ import annotations
 
@@ -127,6 +132,12 @@ def _cmd_export(args) -> int:
     return 0
 
 
+def _cmd_replay(args) -> int:
+    from .teaching import replay
+
+    return replay.main(args.dirs, against=args.against)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,6 +167,10 @@ def main(argv=None) -> int:
     p.add_argument("--points", action="append", type=_points_arg, metavar="N.k=P",
                    help="points of exercise N.k (default 1); repeat for several")
     p.set_defaults(fn=_cmd_export)
+    p = sub.add_parser("replay", help="re-render and check recorded verdicts (COURSE_RECORD runs)")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="a recording folder, or a folder of them")
+    p.add_argument("--against", metavar="QUIET_DIR", help="also list concluded verdicts that differ from this run's")
+    p.set_defaults(fn=_cmd_replay)
     args = parser.parse_args(argv)
     return args.fn(args)
 

@@ -23,10 +23,15 @@ from dataclasses import dataclass
 
 from .validate import check_float
 
-__all__ = ["median_interval", "undisturbed", "Ratio", "CONFIDENCE", "NARROW"]
+__all__ = ["median_interval", "undisturbed", "Ratio", "CONFIDENCE", "NARROW", "DECISION_HOOKS"]
 
 CONFIDENCE = 0.95   # the intervals' coverage where there are enough pairs (>= 6 for 95%)
 NARROW = 1.15       # an interval is narrow when it lies within this factor of the median on both sides
+
+#: Functions called as ``hook(ratio, by, answer)`` after every :meth:`Ratio.faster` decision (which
+#: ``Comparison.faster`` and ``Noise.faster`` make). Empty unless a layer above registers one:
+#: ``teaching.record`` does, only when ``COURSE_RECORD`` is set.
+DECISION_HOOKS: list = []
 
 
 def median_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -126,7 +131,10 @@ class Ratio:
         (the speed-up's interval lies above ``by``, below it, or straddles it)."""
         by = check_float(by, "by", low=0.0, low_inclusive=False)
         lo, hi = self.speedup_interval
-        return "yes" if lo >= by else "no" if hi < by else "cannot tell"
+        answer = "yes" if lo >= by else "no" if hi < by else "cannot tell"
+        for hook in DECISION_HOOKS:
+            hook(self, by, answer)
+        return answer
 
     def said(self) -> str:
         """One sentence of what the pairs support, e.g. "b was at least 1.8x faster than a in every one of

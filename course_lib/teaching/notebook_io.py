@@ -191,7 +191,14 @@ def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int 
         raise TypeError(f"execute: expected True or False, got {execute!r}")
     nb = read_py(py)
     if execute:
-        nb = execute_notebook(nb, py.parent, timeout=timeout)
+        from . import record
+
+        name = f"{py.parent.name}/{py.stem}"       # the kernel's records go to COURSE_RECORD/<stem>.json
+        env = {record.ENV_NOTEBOOK: name}
+        if record.directory() is not None:         # absolute: the kernel runs in the notebook's folder
+            env[record.ENV_DIR] = str(record.directory().resolve())
+        nb = execute_notebook(nb, py.parent, timeout=timeout, env=env)
+        record.attach_cells(nb, name)
     elif ipynb.exists():
         from jupytext.combine import combine_inputs_with_outputs
 

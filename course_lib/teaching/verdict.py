@@ -39,6 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.timing import Noise
+from . import record
 from .claims import Claim, claim
 from .verdict_line import Verdict
 
@@ -142,6 +143,16 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise (a Timing's or Comparison's .noise), "
                         f"got {type(noise).__name__}")
     reasons = _check_reasons(reasons)
+    line = _line(c, ours, here, pivot, within, reasons, noise, unit, interval)
+    record.verdict_made("verdict", {"claim": c.id, "seed_value": c.value, "ours": ours, "here": here, "pivot": pivot,
+                                    "within": within, "unit": unit, "interval": interval, "noise": noise,
+                                    "reasons": reasons}, line)
+    return line
+
+
+def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[tuple[bool, str]],
+          noise: Noise | None, unit: str | None, interval) -> Verdict:
+    """The verdict line of :func:`verdict`, from its checked arguments."""
     outcome = judge(c.value, ours, pivot=pivot, within=within)
     if interval is not None:
         lo, hi = _check_interval(interval, ours)

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from ...core.timing import Noise
+from .. import record
 from ..verdict_line import Verdict
 
 ENTRIES: dict = {}
@@ -62,6 +63,15 @@ def goal_verdict(gid: str, *, holds: bool, ours: str, here: str = "this machine"
     holds = bool(holds)
     if noise is not None and not isinstance(noise, Noise):
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise, got {type(noise).__name__}")
+    reasons = list(reasons)
+    line = _goal_line(gid, holds, ours, here, reasons, noise)
+    record.verdict_made("goal", {"goal": gid, "holds": holds, "ours": ours, "here": here, "reasons": reasons,
+                                 "noise": noise}, line)
+    return line
+
+
+def _goal_line(gid: str, holds: bool, ours: str, here: str, reasons, noise: Noise | None):
+    """The line of :func:`goal_verdict`, from its checked arguments."""
     head = f"{goal(gid)}.  Here ({here}): {ours}.  "
     if noise is not None and not noise.ok:
         why = "; ".join(noise.reasons)

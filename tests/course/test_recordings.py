@@ -1,0 +1,277 @@
+"""Recorded runs (COURSE_RECORD) replayed with the current code: no verdict may contradict its own numbers
+or its machine, on any machine the course was recorded on; and record mode does nothing when it is off."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_lib.__main__ import main as cli
+from course_lib.core import intervals
+from course_lib.teaching import record, replay
+from course_lib.teaching.claims import seed004
+from course_lib.teaching.verdict import verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDINGS = ROOT / "recordings"
+RUNS = replay.recording_dirs(RECORDINGS) if RECORDINGS.is_dir() else []
+FILES = [f for d in RUNS for f in sorted(d.glob("*.json")) + sorted(d.glob("solutions/*.json"))]
+MACHINE = {"cores": 2, "numba_threads": 2, "lanes_float32": 8, "caches": {"L1d": 32 << 10, "L2": 512 << 10}}
+CLAIM = "000.halide.summary.speedup"   # seed 000's 39x
+
+
+def _verdict_record(**changes) -> dict:
+    """A consistent record of seed 000's 39x against ours = 30x (agrees within 1.5x), then ``changes``."""
+    r = {"kind": "verdict", "claim": CLAIM, "seed_value": 39.0, "ours": 30.0, "here": "2 cores", "pivot": 1.0,
+         "within": 1.5, "unit": None, "interval": None, "noise": None, "reasons": [[False, "2 cores here, not 61"]],
+         "cell": 3}
+    r.update(changes)
+    line = verdict(r["claim"], r["ours"], here=r["here"], pivot=r["pivot"], within=r["within"],
+                   reasons=[(bool(c), t) for c, t in r["reasons"]], interval=r["interval"])
+    r.setdefault("line", str(line))
+    r.setdefault("outcome", line.outcome)
+    r.setdefault("reason", line.reason)
+    return r
+
+
+def _write(folder: Path, records: list[dict], machine=MACHINE, name="notebooks/99_planted") -> Path:
+    path = record.record_path(folder, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"notebook": name, "machine": machine, "records": records}))
+    return path
+
+
+# --------------------------------------------------------------------------- the committed recordings
+def test_there_are_recordings_from_two_kinds_of_machine():
+    assert len(RUNS) >= 2, f"expected recordings from at least two runs in {RECORDINGS}, found {RUNS}"
+    assert any("avx512" in d.name for d in RUNS) and any("avx2" in d.name for d in RUNS)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
+def test_no_recorded_verdict_contradicts_its_numbers_or_machine(path):
+    """Every line as printed and as the current code prints it. A recording reconstructed from the printed
+    output of older code is held to the current code's rendering only (its printed lines are history)."""
+    checked = replay.replay_file(path)
+    old = record.load(path)["machine"].get("reconstructed", False)
+    bad = [f"cell {c.cell} {c.kind} {c.label}: {x}" for c in checked
+           for x in (c.now_contradictions if old else c.contradictions)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
+def test_recordings_name_their_machine(path):
+    machine = record.load(path)["machine"]
+    assert machine.get("cpu") and machine.get("cores") and machine.get("lanes_float32")
+
+
+# --------------------------------------------------------------------------- the checks can fail
+@pytest.mark.parametrize("changes, expected", [
+    ({"outcome": "agrees", "ours": 4.0, "line": "Seed ... Here (2 cores): 4×.  Agrees: same direction."},
+     "beyond 1.5x"),
+    ({"ours": 0.5, "outcome": "smaller"}, "opposite sides"),
+    ({"outcome": "opposite"}, "same side"),
+    ({"pivot": None, "line": "Seed ... Here (2 cores): 30×.  Agrees: same direction, 0.77× the seed's value."},
+     "direction without a pivot"),
+    ({"interval": [20.0, 60.0], "noise": {"ok": False, "reasons": ["busy"], "notes": ["busy"]},
+      "outcome": "agrees"}, "allows"),
+    ({"reasons": [[False, "2 cores here, not 61"]],
+      "line": "Seed ... Here (2 cores): 30×.  Agrees: same direction, although 2 cores here, not 61."},
+     "whose condition was False"),
+    ({"here": "16 SIMD lanes"}, "8 float32 lanes"),
+    ({"reasons": [[True, "the 1024 KiB L2 holds the matrix"]]}, "L2 is 512 KiB"),
+    ({"reasons": [[True, "B (576 KiB) fits in L2"]]}, "L2 is 512 KiB"),
+    ({"here": "4 cores"}, "the machine has 2"),
+])
+def test_a_planted_contradiction_is_caught(changes, expected):
+    r = _verdict_record(**changes)
+    c = replay.check_record(r, MACHINE, "notebooks/99_planted")
+    assert any(expected in x for x in c.contradictions), c.contradictions
+
+
+def test_a_consistent_record_passes_and_replays_the_same():
+    c = replay.check_record(_verdict_record(), MACHINE)
+    assert c.contradictions == [] and c.recorded == c.now == "agrees" and c.concluded
+
+
+def test_a_planted_decision_contradiction_is_caught():
+    values = [0.5, 0.52, 0.49, 0.51, 0.5, 0.5, 0.48]          # name about 2x faster in every pair
+    r = {"kind": "faster", "name": "b", "over": "a", "by": 3.0, "answer": "yes", "values": values,
+         "speedup_interval": list(intervals.Ratio("b", "a", values).speedup_interval)}
+    c = replay.check_record(r, MACHINE)
+    assert c.now == "no" and c.changed and "answered 'yes'" in c.contradictions[0]
+
+
+def test_a_goal_said_to_hold_that_did_not_is_caught():
+    line = seed004.goal_verdict("004.goal.openmp", holds=True, ours="2x", here="2 cores")
+    r = {"kind": "goal", "goal": "004.goal.openmp", "holds": False, "ours": "2x", "here": "2 cores", "reasons": [],
+         "noise": None, "line": str(line), "outcome": line.outcome, "reason": ""}
+    assert "'holds' was False" in replay.check_record(r, MACHINE).contradictions[0]
+
+
+def test_machine_slips_leave_the_seeds_facts_alone():
+    text = "2 cores here, not 61 cores; the seed's 16 lanes; not 16 lanes; the loop's state (12 KB) fits in L2"
+    assert replay.machine_slips(text, MACHINE) == []
+    assert replay.machine_slips("fits this CPU's 1024 KB L2 cache", MACHINE)
+
+
+def test_the_replay_command_fails_on_a_planted_contradiction(tmp_path, capsys):
+    good = tmp_path / "good"
+    _write(good, [_verdict_record()])
+    assert cli(["replay", str(good)]) == 0
+    assert "| good | 99_planted | 1 / 0 / 0 |" in capsys.readouterr().out
+    bad = tmp_path / "bad"
+    _write(bad, [_verdict_record(here="16 lanes")])
+    assert cli(["replay", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "CONTRADICTION" in out and "| bad | 99_planted | 1 / 0 / 1 |" in out
+    # a folder of recordings is replayed folder by folder, and --against lists differing conclusions
+    assert cli(["replay", str(tmp_path), "--against", str(good)]) == 1
+
+
+def test_disagreement_with_the_reference_run_is_listed(tmp_path):
+    _write(tmp_path / "quiet", [_verdict_record()])
+    _write(tmp_path / "busy", [_verdict_record(ours=8.0)])
+    diff = replay.disagreements(replay.replay(tmp_path / "busy"), replay.replay(tmp_path / "quiet"))
+    assert len(diff) == 1 and "'smaller'" in diff[0] and "'agrees'" in diff[0]
+
+
+def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path):
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(ValueError, match="path"):
+        replay.replay_file(tmp_path / "x.json")
+
+
+# --------------------------------------------------------------------------- record mode on and off
+@pytest.fixture
+def recording(tmp_path, monkeypatch):
+    monkeypatch.setenv(record.ENV_DIR, str(tmp_path))
+    monkeypatch.setenv(record.ENV_NOTEBOOK, "notebooks/99_test")
+    monkeypatch.setattr(record, "_STARTED", set())
+    monkeypatch.setattr(intervals, "DECISION_HOOKS", [])
+    assert record.start()
+    return tmp_path
+
+
+def test_record_mode_writes_what_replay_needs(recording):
+    v = verdict(CLAIM, 30.0, here="2 cores", reasons=[(False, "no"), (True, "yes, this one")])
+    g = seed004.goal_verdict("004.goal.openmp", holds=False, ours="0.9x", reasons=[(True, "the workers share one batch")])
+    answer = intervals.Ratio("b", "a", [0.5, 0.52, 0.49, 0.51, 0.5, 0.5]).faster(1.5)
+    data = record.load(recording / "99_test.json")
+    assert data["notebook"] == "notebooks/99_test"
+    assert {"cpu", "lanes_float32", "caches", "cores", "affinity", "numba_threads", "blas_threads",
+            "loadavg_at_start", "budget", "date", "commit"} <= set(data["machine"])
+    kinds = [r["kind"] for r in data["records"]]
+    assert kinds == ["verdict", "goal", "faster"]
+    rv, rg, rf = data["records"]
+    assert rv["line"] == str(v) and rv["reasons"] == [[False, "no"], [True, "yes, this one"]]
+    assert rg["outcome"] == g.outcome == "opposite" and rf["answer"] == answer == "yes"
+    checked = replay.replay_file(recording / "99_test.json")
+    assert [c.changed for c in checked] == [False] * 3 and not any(c.contradictions for c in checked)
+
+
+def test_a_new_run_starts_the_file_afresh(recording, monkeypatch):
+    verdict(CLAIM, 30.0)
+    monkeypatch.setattr(record, "_STARTED", set())     # a new kernel
+    verdict(CLAIM, 31.0)
+    assert [r["ours"] for r in record.load(recording / "99_test.json")["records"]] == [31.0]
+
+
+def test_the_runner_maps_records_to_cells(recording):
+    import nbformat
+
+    verdict(CLAIM, 30.0)
+    path = recording / "99_test.json"
+    data = record.load(path)
+    data["records"][0]["execution_count"] = 2
+    path.write_text(json.dumps(data))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x"), nbformat.v4.new_code_cell("a"),
+                                         nbformat.v4.new_code_cell("b")])
+    nb.cells[1].execution_count, nb.cells[2].execution_count = 1, 2
+    record.attach_cells(nb, "notebooks/99_test")
+    assert record.load(path)["records"][0]["cell"] == 2
+
+
+def test_solutions_go_in_their_own_folder(tmp_path):
+    assert record.record_path(tmp_path, "solutions/05_x") == tmp_path / "solutions" / "05_x.json"
+    assert record.record_path(tmp_path, "notebooks/05_x") == tmp_path / "05_x.json"
+
+
+def test_record_mode_is_inert_when_off(tmp_path, monkeypatch):
+    monkeypatch.delenv(record.ENV_DIR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(intervals, "DECISION_HOOKS", [])
+    assert record.start() is False and intervals.DECISION_HOOKS == []
+    verdict(CLAIM, 30.0)
+    intervals.Ratio("b", "a", [0.5] * 6).faster(1.5)
+    record.verdict_made("verdict", {}, verdict(CLAIM, 30.0))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fresh_process_without_course_record_registers_nothing(tmp_path):
+    code = ("import course_lib.teaching.verdict as v, course_lib.teaching.record as r\n"
+            "from course_lib.core import intervals\n"
+            "v.verdict('000.halide.summary.speedup', 30.0)\n"
+            "print(len(intervals.DECISION_HOOKS), intervals.Ratio('b', 'a', [0.5] * 6).faster(1.5))\n")
+    env = {k: v for k, v in os.environ.items() if k != record.ENV_DIR}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "yes"] and list(tmp_path.iterdir()) == []
+
+
+def test_the_notebooks_runner_records_a_kernels_verdicts_with_their_cells(tmp_path, monkeypatch):
+    from course_lib.teaching import authoring
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    py = folder / "99_probe.py"
+    py.write_text("# %% [markdown]\n# a probe\n\n# %%\nx = 1\n\n# %%\n"
+                  "from course_lib.teaching.verdict import verdict\n"
+                  f"print(verdict({CLAIM!r}, 30.0, here='a probe'))\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(record.ENV_DIR, "rec")                 # relative: the runner makes it absolute
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    authoring.sync_notebook(py, py.with_suffix(".ipynb"), execute=True, timeout=300)
+    data = record.load(tmp_path / "rec" / "99_probe.json")
+    assert data["notebook"] == "notebooks/99_probe"
+    (r,) = data["records"]
+    assert r["cell"] == 2 and r["here"] == "a probe" and r["outcome"] == "agrees"
+
+
+def test_a_notebook_that_recorded_nothing_still_gets_a_file(recording):
+    import nbformat
+
+    record.attach_cells(nbformat.v4.new_notebook(), "solutions/98_quiet")
+    data = record.load(recording / "solutions" / "98_quiet.json")
+    assert data["records"] == [] and data["machine"]["cores"] >= 1
+    assert replay.counts(replay.replay_file(recording / "solutions" / "98_quiet.json"))["concluded"] == 0
+
+
+def test_the_machines_table_names_each_run(tmp_path):
+    _write(tmp_path / "a-run", [_verdict_record()], machine={**MACHINE, "cpu": "Some CPU", "loadavg_at_start": [3.5, 1, 1],
+                                                             "budget": "small", "commit": "abc"})
+    text = replay.machines([tmp_path / "a-run"])
+    assert "| a-run | Some CPU | 8 | L1d 32 KiB, L2 512 KiB | 2 " in text and "| 3.5-3.5 | small |" in text
+
+
+def test_a_reconstructed_recording_fails_only_on_the_current_codes_contradictions(tmp_path, capsys):
+    old_line = ("Seed ... Here (2 cores): 30×.  Agrees: same direction, 0.77× the seed's value (within 1.5×).")
+    _write(tmp_path / "old-run", [_verdict_record(pivot=None, line=old_line)],
+           machine={**MACHINE, "reconstructed": True})
+    assert cli(["replay", str(tmp_path / "old-run")]) == 0
+    assert "OLD CODE" in capsys.readouterr().out
+    _write(tmp_path / "old-run", [_verdict_record(here="16 lanes")], machine={**MACHINE, "reconstructed": True})
+    assert cli(["replay", str(tmp_path / "old-run")]) == 1
+
+
+def test_a_conclusion_from_pairs_the_guard_called_biased_is_flagged_suspect():
+    why = "the functions' threads waited for a core unequally (...): which pairs cannot cancel"
+    r = _verdict_record(noise={"ok": False, "reasons": [why], "uncertain": [why]}, interval=[28.0, 33.0])
+    c = replay.check_record(r, MACHINE)
+    assert c.concluded and "cannot cancel" in c.suspect and c.contradictions == []
+    assert any(x.startswith("SUSPECT") for x in replay.report({"notebooks/99": [c]}))
