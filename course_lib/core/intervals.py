@@ -71,7 +71,8 @@ class Ratio:
     ``values`` (n,) the pair ratios in round order; ``set_aside`` how many more rounds were measured but
     left out as disturbed (see :func:`undisturbed`); ``waited`` for each of the two, the share of its wall
     time its threads spent ready to run but waiting for a core (None: not measured). ``confidence`` the
-    interval's coverage target."""
+    interval's coverage target. ``biased``: set by :func:`course_lib.core.noise.noise_of_pairs` when the two
+    waited for cores unequally -- every pair is then skewed the same way, and :meth:`faster` cannot tell."""
 
     name: str
     over: str
@@ -79,6 +80,7 @@ class Ratio:
     confidence: float = CONFIDENCE
     set_aside: int = 0
     waited: tuple[float, float] | None = None
+    biased: bool = False
 
     @classmethod
     def from_times(cls, name: str, over: str, times, base_times, waited=None) -> "Ratio":
@@ -131,7 +133,7 @@ class Ratio:
         (the speed-up's interval lies above ``by``, below it, or straddles it)."""
         by = check_float(by, "by", low=0.0, low_inclusive=False)
         lo, hi = self.speedup_interval
-        answer = "yes" if lo >= by else "no" if hi < by else "cannot tell"
+        answer = "cannot tell" if self.biased else "yes" if lo >= by else "no" if hi < by else "cannot tell"
         for hook in DECISION_HOOKS:
             hook(self, by, answer)
         return answer

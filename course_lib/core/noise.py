@@ -56,6 +56,12 @@ class Noise:
     def ok(self) -> bool:
         return not self.reasons
 
+    @property
+    def biased(self) -> bool:
+        """Some ratio's pairs are skewed one way by unequal waits for a core: its interval, however narrow,
+        does not hold the true ratio, so no conclusion may be drawn from it (``verdict`` abstains)."""
+        return any(r.biased for r in self.ratios)
+
     def add(self, condition: bool, reason: str) -> "Noise":
         """Record ``reason`` when ``condition`` holds (a fact only the caller can judge). Returns self."""
         if not isinstance(reason, str) or not reason.strip():
@@ -146,6 +152,8 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
                                ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + " of their time): other "
                                "processes slowed some more than others in every round, which pairs cannot cancel")
         noise.busy = True
+        for r in unequal:
+            r.biased = True
     for r in ratios:
         if any(r is u for u in unequal):
             continue

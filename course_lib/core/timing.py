@@ -274,7 +274,10 @@ class Comparison:
             raise ValueError(f"name, to: {name!r} and {to!r} were not measured in the same rounds "
                              f"({len(a)} and {len(b)} times)")
         waited = (self.waited[name], self.waited[to]) if name in self.waited and to in self.waited else None
-        return Ratio.from_times(name, to, a, b, waited)
+        r = Ratio.from_times(name, to, a, b, waited)
+        noise = getattr(self, "noise", None)
+        r.biased = noise is not None and any(x.biased and {x.name, x.over} == {name, to} for x in noise.ratios)
+        return r
 
     def ratio(self, name: str, to: str | None = None) -> float:
         """How many times slower ``name`` is than ``to`` (default: the baseline): the median pair ratio."""

@@ -93,7 +93,7 @@ def noise_summary(noise) -> dict | None:
         return None
     return {"ok": noise.ok, "reasons": list(noise.reasons), "spread": noise.spread, "others": noise.others,
             "wide": noise.wide, "busy": noise.busy, "notes": list(noise.notes), "uncertain": list(noise.uncertain),
-            "said": list(noise.said)}
+            "said": list(noise.said), "biased": bool(getattr(noise, "biased", False))}
 
 
 def _execution_count() -> int | None:

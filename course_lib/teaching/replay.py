@@ -125,9 +125,13 @@ def machine_slips(text: str, machine: dict) -> list[str]:
 def _noise(summary: dict | None) -> Noise | None:
     if summary is None:
         return None
-    return Noise(spread=summary.get("spread", 0.0), others=summary.get("others"), wide=summary.get("wide", False),
-                 busy=summary.get("busy", False), notes=list(summary.get("notes", [])),
-                 uncertain=list(summary.get("uncertain", [])), said=list(summary.get("said", [])))
+    noise = Noise(spread=summary.get("spread", 0.0), others=summary.get("others"), wide=summary.get("wide", False),
+                  busy=summary.get("busy", False), notes=list(summary.get("notes", [])),
+                  uncertain=list(summary.get("uncertain", [])), said=list(summary.get("said", [])))
+    # pairs skewed by unequal waits (recorded as "biased", or, in older recordings, only as the guard's sentence)
+    if summary.get("biased") or any("waited for a core unequally" in u for u in noise.uncertain):
+        noise.ratios.append(intervals.Ratio("recorded", "recorded", [1.0], biased=True))
+    return noise
 
 
 def _side(v: float, pivot: float) -> int:

@@ -163,7 +163,7 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
     if noise is not None and not noise.ok:
         why_not = "; ".join(noise.reasons)
         ends = None if interval is None else [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
-        if ends is None or ends[0] != ends[1] or noise.notes:
+        if ends is None or ends[0] != ends[1] or noise.notes or noise.biased:
             return Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable", why_not)
         outcome = ends[0]
         tail = (f" (an unreliable run -- {why_not} -- but every value between {_fmt(lo, u)} and {_fmt(hi, u)} "
@@ -189,7 +189,7 @@ def _check_interval(interval, ours: float) -> tuple[float, float]:
 def _abstain(noise: Noise, ends, interval, unit: str, seed_value: float, pivot, within: float) -> str:
     """The line when the run cannot decide: what is wrong, and what can still be said."""
     head = "No verdict: " + "; ".join(noise.reasons)
-    if ends is not None and not noise.notes:
+    if ends is not None and not noise.notes and not noise.biased:
         lo, hi = interval
         options = " and ".join(f"'{o}' (at {_fmt(v, unit)})" for o, v in zip(ends, (lo, hi)))
         return head + (f".  Ours lies between {_fmt(lo, unit)} and {_fmt(hi, unit)}, which allows {options} "

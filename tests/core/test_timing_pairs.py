@@ -130,8 +130,9 @@ def test_unequal_waiting_for_cores_is_not_trusted(loaded, monkeypatch):
     assert c.pairs("b").narrow and not c.noise.ok and c.noise.busy       # narrow, but not to be trusted
     assert "threads waited for a core unequally (b 90%, a 10% of their time)" in c.noise.warning()
     assert c.noise.said == []
+    assert c.noise.biased and c.faster("b") == "cannot tell" and c.noise.faster("b") == "cannot tell"
     alike = run(loaded, lambda i: call(1.0, 0.5), lambda i: call(0.5, 0.6))   # both slowed alike: pairs cancel it
-    assert alike.noise.ok
+    assert alike.noise.ok and not alike.noise.biased and alike.faster("b") == "yes"
     monkeypatch.setattr(timing, "_run_queue_wait", lambda: None)               # not Linux: nothing to judge by
     assert run(loaded, lambda i: 1.0, lambda i: 0.5).waited == {}
     assert timing._waited({"1": 2.0, "2": 5.0}, {"1": 2.5, "3": 0.25}) == pytest.approx(0.75)  # "2" ended: not -5

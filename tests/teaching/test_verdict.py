@@ -75,6 +75,16 @@ def test_unreliable_run_concludes_when_its_interval_decides():
     assert v.outcome == "smaller" and "every value between 1.6× and 3×" in v and "2 cores here" in v
 
 
+def test_pairs_skewed_by_unequal_waits_give_no_verdict_however_narrow():
+    # every pair agrees (1.8x .. 2.0x), but the threaded side waited for cores in every round: abstain
+    ratio = intervals.Ratio("par", "ser", [1 / 1.8, 1 / 1.9, 1 / 2.0, 1 / 1.85, 1 / 1.95, 1 / 1.9],
+                            waited=(0.9, 0.1))
+    noise = noise_of_pairs([ratio], others=1.5)
+    assert noise.biased and ratio.faster(1.0) == "cannot tell"
+    v = verdict(SEED, 1 / ratio.median, noise=noise, interval=ratio.speedup_interval)
+    assert v.outcome == "unreliable" and "waited for a core unequally" in v and "which allows" not in v
+
+
 def test_unreliable_run_that_cannot_decide_says_what_can_be_said():
     ratio = intervals.Ratio("par", "ser", [1 / 20, 1 / 40, 1 / 25, 1 / 60, 1 / 30, 1 / 45])
     noise = noise_of_pairs([ratio], others=1.5)

@@ -67,6 +67,9 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # mallopt's parameter numbers (m
 _steady: bool | None = None
 
 
+BIASED_SLACK = 2.0   # how far below the bar a speed-up measured with unequal waits may lie and still be waived
+
+
 def steady_memory() -> bool:
     """Pin glibc's allocator (``mallopt``) so that large temporaries reuse warm heap pages instead of being
     mapped and faulted in afresh depending on the process's history; once per process. Returns whether it
@@ -242,7 +245,9 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
     if lo >= min_speedup:
         return out
     interval = f"between {lo:.2f}x and {hi:.2f}x ({rounds} interleaved rounds, median {med:.2f}x)"
-    if hi >= min_speedup and not cmp.noise.ok:
+    # pairs skewed by unequal waits for a core (threaded code on a loaded machine) may understate you by up to
+    # about the share of cores lost: a miss within BIASED_SLACK of the bar is waived there, a larger one is not
+    if (hi >= min_speedup or (cmp.noise.biased and hi * BIASED_SLACK >= min_speedup)) and not cmp.noise.ok:
         out.verdict = "waived"
         out.note = (f"  speed not judged: the machine was busy ({'; '.join(cmp.noise.reasons) or 'noisy'}); your "
                     f"speed-up over {baseline_desc} lies {interval}, and {min_speedup:g}x is needed")
