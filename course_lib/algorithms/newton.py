@@ -186,8 +186,10 @@ def newton_step(f: Callable, jac: Callable, h0, X, H, *, method: str = "newton",
     (``A_t`` = J_t, diag(J_t) or the clipped J_t). Returns ``(H_new, r)`` (r: the residual of ``H``)."""
     check_callable(f, "f", "a function f(H_prev, X)")
     check_choice(method, "method", METHODS)
-    if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
-        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
+    if not callable(jac) and not (jac is None and (method in ("picard", "jacobi") or
+                                                   (method == "quasi" and callable(jac_diag)))):
+        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi, or quasi with "
+                        f"jac_diag), "
                         f"got {type(jac).__name__}")
     if jac_diag is not None:
         check_callable(jac_diag, "jac_diag")
@@ -240,8 +242,10 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     if not callable(f):
         raise TypeError(f"f: expected a callable f(H_prev, X), got {type(f).__name__}")
     check_choice(method, "method", METHODS)
-    if not callable(jac) and not (jac is None and method in ("picard", "jacobi")):
-        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi), "
+    if not callable(jac) and not (jac is None and (method in ("picard", "jacobi") or
+                                                   (method == "quasi" and callable(jac_diag)))):
+        raise TypeError(f"jac: expected a callable jac(H_prev, X) (None only for picard/jacobi, or quasi with "
+                        f"jac_diag), "
                         f"got {type(jac).__name__}")
     if jac_diag is not None and not callable(jac_diag):
         raise TypeError(f"jac_diag: expected a callable or None, got {type(jac_diag).__name__}")

@@ -17,6 +17,7 @@ import numpy as np
 from ...experiments import batching
 from ...models import rnn
 from .core import Case, ExerciseFailed, check_function, count_products, counted
+from .shortcuts import check_no_shortcut
 from .speed import judge_speed
 
 __all__ = ["check_batched_forward", "check_step_intensity", "MIN_SPEEDUP", "SPEED_SHAPE"]
@@ -54,6 +55,7 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
              "start from zeros((B, nh)) when h0 is None; Yhat[t] = tanh(H[t] @ Why).",
     )
     _check_products(ex, student)
+    check_no_shortcut(ex, student, {"rnn.forward": rnn.forward}, **_forward_cases(np.random.default_rng(3), 2).kwargs)
     sz = SPEED_SHAPE
     params = rnn.init_params(sz["nx"], sz["nh"], sz["ny"], seed=1)
 
@@ -140,6 +142,7 @@ def check_step_intensity(student) -> str:
     """Exercise 3.2: ``rnn_step_intensity(batch, nx, nh, itemsize=4)`` in FLOP per byte."""
     return check_function(
         "3.2", student, batching.rnn_step_intensity, _intensity_cases, n_cases=6,
+        forbidden={"batching.rnn_step_intensity": batching.rnn_step_intensity},
         hint="FLOPs: 2*batch*(nx + nh)*nh. Bytes: itemsize * (Wxh + Whh + x_t + h_{t-1} + h_t) = "
              "itemsize * (nx*nh + nh*nh + batch*nx + 2*batch*nh).",
     )

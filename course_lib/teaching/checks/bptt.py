@@ -149,7 +149,7 @@ def _changed_input(fn, params, X, Y, h0, extra) -> str:
     return ""
 
 
-def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) -> str:
+def _check_grads(exercise: str, student, reference, cases, rtol: float, forbidden: dict | None = None, **kw) -> str:
     if not callable(student):
         raise ExerciseFailed(f"Exercise {exercise}: expected a function, got {type(student).__name__}")
     total = len(cases)
@@ -178,13 +178,20 @@ def _check_grads(exercise: str, student, reference, cases, rtol: float, **kw) ->
             if known:
                 msg = known
             raise ExerciseFailed(f"Exercise {exercise} failed on case {i}/{total} ({label}):\n  {msg}")
+    if forbidden:
+        from .shortcuts import check_no_shortcut
+
+        params, X, Y, h0, extra = cases[0]
+        check_no_shortcut(exercise, student, forbidden, params.copy(), X.copy(), Y.copy(),
+                          None if h0 is None else h0.copy(), **extra)
     return passed(exercise, total, total)
 
 
 def check_bptt_linear(student) -> str:
     """Exercise 2.1: ``bptt_linear(params, X, Y, h0)`` -> ``RNNParams`` of gradients, one reverse sweep."""
     cases = [(p, X, Y, h0, {}) for p, X, Y, h0 in gradient_cases(0)]
-    return _check_grads("2.1", student, rnn.bptt_linear, cases, rtol=1e-7)
+    return _check_grads("2.1", student, rnn.bptt_linear, cases, rtol=1e-7,
+                        forbidden={"rnn.bptt_linear": rnn.bptt_linear, "rnn.bptt_quadratic": rnn.bptt_quadratic})
 
 
 def check_bptt_quadratic(student) -> str:
@@ -193,7 +200,8 @@ def check_bptt_quadratic(student) -> str:
     base = gradient_cases(1)
     cases = [(p, X, Y, h0, {}) for p, X, Y, h0 in base[:3]]
     cases += [(p, X, Y, h0, {"truncate": tr}) for (p, X, Y, h0), tr in zip(base[2:], (0, 1, 2))]
-    return _check_grads("2.2", student, rnn.bptt_quadratic, cases, rtol=1e-7)
+    return _check_grads("2.2", student, rnn.bptt_quadratic, cases, rtol=1e-7,
+                        forbidden={"rnn.bptt_quadratic": rnn.bptt_quadratic, "rnn.bptt_linear": rnn.bptt_linear})
 
 
 LINEAR_TS = (50, 100, 200, 400)

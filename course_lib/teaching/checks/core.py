@@ -277,13 +277,17 @@ def check_function(
     hint: str = "",
     quiet: bool = False,
     inputs_unchanged: bool = False,
+    forbidden: dict | None = None,
 ) -> str:
     """Compare ``student(**case)`` with ``reference(**case)`` on every case.
 
     ``cases`` is a list of dicts / :class:`Case` objects, or ``make_case(rng, i)`` called
     ``n_cases`` times with a generator seeded by ``seed``. ``output_names`` names the parts
     of a tuple result. ``inputs_unchanged``: fail when the student's function modified one of its
-    array arguments in place. Returns (and prints) the success line; raises :class:`ExerciseFailed`.
+    array arguments in place. ``forbidden`` (``{"name to show": function}``): once the numbers are right, fail
+    when the student's function calls one of these -- the course's own answer to the exercise
+    (:func:`.shortcuts.check_no_shortcut`, on a copy of the first case). Returns (and prints) the success
+    line; raises :class:`ExerciseFailed`.
 
     The one dtype rule of the course: a float64 result where the reference returns float32 passes
     (the numbers are right) with a note on the success line -- it moves twice the bytes.
@@ -335,6 +339,11 @@ def check_function(
                 f"Exercise {exercise} failed on case {i}/{total} ({_label(case)}):\n  {msg}"
                 + (f"\n  Hint: {hint}" if hint else "")
             )
+    if forbidden:
+        from .shortcuts import check_no_shortcut  # shortcuts imports this module: imported here, when needed
+
+        first = _copy_args(case_list[0])
+        check_no_shortcut(exercise, student, forbidden, *first.args, **first.kwargs)
     line = Passed(f"Exercise {exercise} passed: {total}/{total} cases" + "".join(f" ({n})" for n in notes))
     if not quiet:
         print(line)

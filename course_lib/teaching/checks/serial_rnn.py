@@ -30,7 +30,7 @@ def check_forward_step(student) -> str:
         return Case(dict(x_t=X[0], h_prev=h0, Wxh=p.Wxh, Whh=p.Whh), label=f"B={B}, nx={nx}, nh={nh}")
 
     return check_function("1.1", student, rnn.forward_step, case, n_cases=len(SHAPES), output_names=["h_t"],
-                          time_axis=None,
+                          time_axis=None, forbidden={"rnn.forward_step": rnn.forward_step},
                           hint="h_t = tanh(x_t @ Wxh + h_prev @ Whh); rows are samples, so x_t comes first.")
 
 
@@ -47,7 +47,7 @@ def check_forward(student) -> str:
         return Case(dict(params=p, X=X, h0=h0), label=f"T={T}, B={B}, nx={nx}, nh={nh}, ny={ny}")
 
     return check_function("1.2", student, _forward_ref, case, n_cases=len(SHAPES), output_names=["H", "Yhat"],
-                          inputs_unchanged=True, hint="H[t] must be the state *after* reading X[t], starting from h0; "
+                          inputs_unchanged=True, forbidden={"rnn.forward": rnn.forward}, hint="H[t] must be the state *after* reading X[t], starting from h0; "
                                "Yhat[t] = tanh(H[t] @ Why). Wrong from time step 1 on usually means "
                                "h is not carried from one step to the next.")
 
@@ -65,8 +65,13 @@ def check_loss(student) -> str:
             raise ExerciseFailed(f"Exercise 1.3: expected one number, got an array of shape {np.shape(out)}")
         return float(out)
 
-    return check_function("1.3", wrapped, rnn.loss, case, n_cases=len(SHAPES), output_names=["E"],
+    line = check_function("1.3", wrapped, rnn.loss, case, n_cases=len(SHAPES), output_names=["E"], quiet=True,
                           hint="E = sum over t, batch and outputs of (Yhat - Y)**2 -- a sum, not a mean.")
+    from .shortcuts import check_no_shortcut
+
+    check_no_shortcut("1.3", student, {"rnn.loss": rnn.loss}, np.zeros((2, 1, 1)), np.ones((2, 1, 1)))
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- numerical gradient
@@ -127,6 +132,11 @@ def check_numerical_gradient(student) -> str:
                 f"Exercise 1.4 failed on case {i}/{total} ({name}, W {W.shape}):\n  gradient entry {tuple(int(j) for j in idx)}"
                 f" is {got[idx]:.6g}, expected {expected[idx]:.6g} (relative error {err[idx]:.2e})\n  Hint: {hint}")
     _check_second_order(student, total)
+    from ...models.gradcheck import numerical_gradient
+    from .shortcuts import check_no_shortcut
+
+    check_no_shortcut("1.4", student, {"gradcheck.numerical_gradient": numerical_gradient}, cases[0][1],
+                      cases[0][2].copy(), 1e-6)
     return passed("1.4", total, total)
 
 

@@ -21,5 +21,6 @@ def check_intensity(student) -> str:
     """Exercise 0.1: ``gemm_intensity(m, n, k, itemsize=4)`` in FLOP per byte."""
     return check_function(
         "0.1", student, timing.gemm_intensity, _cases, n_cases=6,
+        forbidden={"timing.gemm_intensity": timing.gemm_intensity},
         hint="FLOPs are 2*m*n*k; bytes are itemsize * (elements of A + B + C).",
     )

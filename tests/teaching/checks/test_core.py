@@ -3,6 +3,8 @@ import dataclasses
 import numpy as np
 import pytest
 
+from helpers import solution
+
 from course_lib.teaching import checks
 from course_lib.core import timing
 from course_lib.teaching.checks import setup as setup_checks
@@ -116,7 +118,9 @@ def test_bad_cases_argument():
 
 
 def test_chapter00_check_accepts_the_reference_and_rejects_a_classic_mistake():
-    assert setup_checks.check_intensity(timing.gemm_intensity) == "Exercise 0.1 passed: 6/6 cases"
+    assert setup_checks.check_intensity(solution("00_setup", "gemm_intensity")) == "Exercise 0.1 passed: 6/6 cases"
+    with pytest.raises(checks.ExerciseFailed, match="calls timing.gemm_intensity, the course's own answer"):
+        setup_checks.check_intensity(timing.gemm_intensity)
     with pytest.raises(checks.ExerciseFailed, match=r"(?s)Exercise 0.1 failed on case 1/6.*got 83.3333, expected 166.667.*Hint: FLOPs are 2"):
         setup_checks.check_intensity(lambda m, n, k, itemsize=4: m * n * k / (itemsize * (m * k + k * n + m * n)))
 

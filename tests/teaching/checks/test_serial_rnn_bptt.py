@@ -5,25 +5,45 @@ import numpy as np
 import pytest
 
 from course_lib.models import gradcheck, rnn
+from helpers import solution
 from course_lib.teaching.checks import ExerciseFailed, serial_rnn as serial_rnn_checks, bptt as bptt_checks
 
 
-def _fwd(params, X, h0):
-    c = rnn.forward(params, X, h0)
-    return c.H, c.Yhat
+# the worksheet's own answer (the course's rnn.forward would be a shortcut: issue 29, item 8)
+_fwd = solution("01_serial_rnn", "forward")
 
 
 def test_reference_answers_pass(capsys):
     serial_rnn_checks.check_forward_step(lambda x_t, h_prev, Wxh, Whh: np.tanh(x_t @ Wxh + h_prev @ Whh))
     serial_rnn_checks.check_forward(_fwd)
-    serial_rnn_checks.check_loss(rnn.loss)
-    serial_rnn_checks.check_numerical_gradient(gradcheck.numerical_gradient)
-    bptt_checks.check_bptt_linear(rnn.bptt_linear)
-    bptt_checks.check_bptt_quadratic(rnn.bptt_quadratic)
+    serial_rnn_checks.check_loss(solution("01_serial_rnn", "loss"))
+    serial_rnn_checks.check_numerical_gradient(solution("01_serial_rnn", "numerical_gradient"))
+    bptt_checks.check_bptt_linear(solution("02_bptt", "bptt_linear"))
+    bptt_checks.check_bptt_quadratic(solution("02_bptt", "bptt_quadratic"))
     out = capsys.readouterr().out
     for line in ("Exercise 1.1 passed: 5/5 cases", "Exercise 1.4 passed: 4/4 cases", "Exercise 2.1 passed: 5/5 cases",
                  "Exercise 2.2 passed: 6/6 cases"):
         assert line in out
+
+
+@pytest.mark.parametrize("grader,answer,name", [
+    (lambda f: serial_rnn_checks.check_forward_step(f), rnn.forward_step, "rnn.forward_step"),
+    (lambda f: serial_rnn_checks.check_forward(lambda params, X, h0: _fwd_with(f, params, X, h0)), rnn.forward,
+     "rnn.forward"),
+    (lambda f: serial_rnn_checks.check_loss(f), rnn.loss, "rnn.loss"),
+    (lambda f: serial_rnn_checks.check_numerical_gradient(f), gradcheck.numerical_gradient,
+     "gradcheck.numerical_gradient"),
+    (lambda f: bptt_checks.check_bptt_linear(f), rnn.bptt_linear, "rnn.bptt_linear"),
+    (lambda f: bptt_checks.check_bptt_quadratic(f), rnn.bptt_quadratic, "rnn.bptt_quadratic"),
+])
+def test_calling_the_course_answer_is_a_shortcut_named(grader, answer, name):
+    with pytest.raises(ExerciseFailed, match=f"calls {name}, the course's own answer"):
+        grader(answer)
+
+
+def _fwd_with(forward, params, X, h0):
+    c = forward(params, X, h0)
+    return c.H, c.Yhat
 
 
 def test_forward_without_carrying_state_names_time_step_1():

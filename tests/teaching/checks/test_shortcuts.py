@@ -1,6 +1,5 @@
 """Issue 29, item 8, chapters 07-11: the worksheets' own solutions pass their graders; a solution that calls the
 course's own answer to the exercise (right numbers, structure skipped) is rejected by name."""
-import pathlib
 import re
 import threading
 
@@ -20,21 +19,7 @@ from course_lib.teaching.checks import parallel_inference as parallel_inference_
 from course_lib.teaching.checks import scan as scan_checks
 from course_lib.teaching.checks.core import ExerciseFailed
 from course_lib.teaching.checks.shortcuts import calls_made, check_no_shortcut
-
-SOLUTIONS = pathlib.Path(__file__).resolve().parents[3] / "solutions"
-
-
-def solution(notebook: str, name: str):
-    """The function ``name`` of ``solutions/<notebook>.py``, compiled here with every import and function
-    definition of the worksheet before it (a solution may call an earlier one)."""
-    import ast
-
-    tree = ast.parse((SOLUTIONS / f"{notebook}.py").read_text())
-    keep = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef))]
-    ns: dict = {}
-    exec(compile(ast.Module(body=keep, type_ignores=[]), f"solutions/{notebook}.py", "exec"), ns)
-    return ns[name]
-
+from helpers import solution
 
 SPEED_COSTS = {"7.3": dict(course_serial=6e-3, yours=1e-3), "8.5": dict(plain_loop=2e-3, yours=1e-3),
                "8.6": dict(course_scan=10e-3, yours=1e-3), "9.5": dict(per_gate=4e-3, yours=1e-3),
