@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import timing
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import check_choice, check_positive_int
 from ..models import lstm, lstm_lm
@@ -114,8 +115,8 @@ def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METH
     methods = _methods(methods)
     p, X = _random_problem(batch, nh, nx, T, dtype)
     dH = np.ones((T, batch, nh), p.dtype)
-    cmp = compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,
-                  **{m: _runner(p, X, m, backward, dH) for m in methods})
+    cmp = timing.compare(repeat=check_positive_int(repeat, "repeat"), warmup=1,   # (a test's fake clock applies)
+                         **{m: _runner(p, X, m, backward, dH) for m in methods})
     ms = {m: cmp.timings[m].median / T * 1e3 for m in methods}
     return {"B": batch, "nh": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
 
