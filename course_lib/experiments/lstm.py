@@ -29,7 +29,7 @@ import numpy as np
 from ..core import timing
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import check_choice, check_positive_int
-from ..models import lstm, lstm_lm
+from ..models import lstm, lstm_lm, lstm_tuned
 from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
 __all__ = ["step_time", "method_times", "fused_baseline", "profile_step", "profile_training", "overhead_vs_batch",
@@ -194,6 +194,13 @@ def _step_ops(method, p, x, h, c):
         co, ho = np.empty_like(c), np.empty_like(h)
         ops = [("gemm", "h W_hh^T", lambda: np.matmul(h, p.W_hh.T, out=z)),
                ("elementwise", "fused gate kernel", lambda: lstm.cell_pre(z, pre.copy(), c, co, ho))]
+        return ops, 2
+    if method == "workspace":  # the tuned path: the bias is added inside the kernel
+        pre = x @ p.W_ih.T
+        z = np.empty((B, 4 * nh), x.dtype)
+        co, ho = np.empty_like(c), np.empty_like(h)
+        ops = [("gemm", "h W_hh^T", lambda: np.matmul(h, p.W_hh.T, out=z)),
+               ("elementwise", "one-pass gate kernel", lambda: lstm_tuned.gates_forward(z, pre.copy(), b, c, co, ho))]
         return ops, 2
     if method == "gemv":
         pre = x @ p.W_ih.T + b
