@@ -84,8 +84,9 @@ def release_workspaces() -> None:
 
 # --------------------------------------------------------------------------- the two kernels
 # One loop over j per batch row, reading the four gate segments as 1-D slices (the form LLVM
-# vectorises, see lstm.py); fast_tanh / fast_sigmoid as in lstm.py (exact in float64).
-@njit(cache=True, error_model="numpy")
+# vectorises, see lstm.py); fast_tanh / fast_sigmoid as in lstm.py (exact in float64). The row helpers are
+# inlined into the kernels (inline="always"): a call that passes 15 array views cost ~0.3 us per row.
+@njit(cache=True, error_model="numpy", inline="always")
 def _forward_row(i, f, g, o, zi, zf, zg, zo, bi, bf, bg, bo, c_prev, c_out, h_out):
     for j in range(c_prev.size):
         ig = fast_sigmoid(i[j] + zi[j] + bi[j])
@@ -110,7 +111,7 @@ def gates_forward(z, a, bias, c_prev, c_out, h_out):
                      b_i, b_f, b_g, b_o, c_prev[b], c_out[b], h_out[b])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _backward_row(i, f, g, o, c, c_prev, dH_t, dh_rec, dc, di, df, dg, do, dbi, dbf, dbg, dbo):
     one = i.dtype.type(1.0)
     for j in range(c.size):
