@@ -58,12 +58,12 @@ def _machine(torch, autotune, backend, timing):
 
 def _profile(shapes, repeat, xprof, has_torch):
     """Section 1; returns {(shape, backward): profile}."""
-    print("\n## 1. Where the milliseconds go: method='workspace', ms per time step (profile T = min(T, 25))")
+    print("\n## 1. Where the milliseconds go: method='workspace', ms per time step (profile T = min(T, 20))")
     out = {}
     for shape in shapes:
         B, H, nx, T = shape
         for backward in (False, True):
-            r = xprof.profile_pass(B, H, nx, min(T, 25), backward=backward, repeat=repeat, torch=has_torch)
+            r = xprof.profile_pass(B, H, nx, min(T, 20), backward=backward, repeat=repeat, torch=has_torch)
             out[(shape, backward)] = r
             what = "forward+backward" if backward else "forward"
             print(f"B={B} H={H} nx={nx}, {what}: {r['total_ms']:.3f} ms end to end")
@@ -174,7 +174,7 @@ def _goals(shapes, rows, prof, pinned, seed_shape):
                     f" because the BLAS is pinned below the CPU's vector width: our non-GEMM part is " \
                     f"{r['non_gemm_ms']:.3f} ms and torch's BLAS runs our GEMMs in {r['torch_gemm_ms']:.3f} ms " \
                     f"(ours {r['gemm_ms']:.3f}), so with its GEMMs our pass would take {r['with_torch_gemms_ms']:.3f} ms " \
-                    f"against torch's {r['torch_ms']:.3f} (profile, T = {min(shape[3], 25)})"
+                    f"against torch's {r['torch_ms']:.3f} (profile, T = {min(shape[3], 20)})"
             print(f"goal {what}: {verdict} -- {text}")
 
 

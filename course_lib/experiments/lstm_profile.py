@@ -7,7 +7,7 @@ torch's own BLAS running exactly our list of GEMMs (when torch is installed), al
 :func:`course_lib.core.timing.compare` run. Shapes: ``X (T, B, nx)``, ``nh`` hidden units.
 
 Every GEMM row carries its GFLOP/s against the *peak for that GEMM's shape*: the best rate of one
-such product on hot operands, measured in the same run (a ``(16, 256) x (256, 1024)`` product never
+such product on hot operands (best of at least 7 repeats, and never below the phase's own rate), measured in the same run (a ``(16, 256) x (256, 1024)`` product never
 reaches the rate of a big square one, so the big square peak would blame the wrong thing). The row
 ``other`` is the whole pass minus its phases: the Python loop over T, call overheads, threads waiting.
 
@@ -162,7 +162,8 @@ def profile_pass(batch: int, nh: int, nx: int | None = None, T: int = 20, *, bac
         sec = cmp.timings[f"p{i}"].median
         gf = flops / sec / 1e9 if flops else None
         calls = T if name.startswith(("recurrent", "backward recurrent")) else 2 if name.startswith("weight") else 1
-        peak = flops / calls / measure(probe, repeat=repeat, warmup=1).min / 1e9 if probe else None
+        # the best rate seen for this shape: one product on hot operands (best of >= 7), or the phase itself
+        peak = max(flops / calls / measure(probe, repeat=max(repeat, 7), warmup=1).min / 1e9, gf) if probe else None
         out_rows.append({"phase": name, "kind": kind, "ms": per_step[f"p{i}"], "share": sec / cmp.timings["whole"].median,
                          "gflop": flops / 1e9, "gflops": gf, "shape_peak": peak,
                          "pct_shape_peak": None if peak is None else 100 * gf / peak})
