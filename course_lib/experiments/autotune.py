@@ -10,7 +10,14 @@ you ask for it explicitly::
     autotune.lstm_forward_tuned(params, X)                     # the same in one call
 
 ``tune(batch, nh, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
+``recheck(batch, nh, nx, T, ...)``     -> a later check of the cached choice; re-tunes when another method
+                                        is faster beyond the noise
 ``best_method(...)``                   -> the method name of that decision
+
+Deciding is *repeat-until-decided*: the methods are timed interleaved (:func:`course_lib.core.timing.compare`,
+pair ratios with 95% intervals); every method the fastest is faster than beyond doubt (the whole speed-up
+interval above 1) drops out, and the rest are timed again, up to ``tries`` times. What is still undecided then
+is a tie within the noise (``Decision.tied``); the fastest median among them is used.
 ``lstm_forward_tuned(params, X, ...)`` -> ``lstm.lstm_forward`` with the tuned method
 ``cache_path()`` / ``load_cache()`` / ``clear_cache()``
 
@@ -39,7 +46,7 @@ from ..core.validate import (check_alloc_of, check_array, check_bool, check_choi
 from ..models import lstm
 from . import lstm as lstm_experiments
 
-__all__ = ["Decision", "tune", "best_method", "lstm_forward_tuned", "cache_dir", "cache_path", "load_cache",
+__all__ = ["Decision", "tune", "recheck", "best_method", "lstm_forward_tuned", "cache_dir", "cache_path", "load_cache",
            "clear_cache", "machine_id", "shape_key", "current_threads", "FORMAT"]
 
 FORMAT = "course_lib.experiments.autotune/1"
@@ -57,6 +64,8 @@ class Decision:
     table_ms: dict
     measured_now: bool = False
     probe: dict = field(default_factory=dict)
+    tied: list = field(default_factory=list)       # methods the timing could not separate from ``best``
+    retuned: bool = False                          # :func:`recheck` found the cached choice beaten, tuned again
 
     def __post_init__(self):
         check_str(self.key, "key")
@@ -182,6 +191,8 @@ def _entry_problem(e) -> str | None:
         return f"best: {e.get('best')!r} is not one of the measured methods {sorted(table)}"
     if "probe" in e and not isinstance(e["probe"], dict):
         return f"probe: expected a dict, got {type(e['probe']).__name__}"
+    if "tied" in e and not (isinstance(e["tied"], list) and set(e["tied"]) <= set(table)):
+        return f"tied: expected a list of measured methods, got {e['tied']!r}"
     return None
 
 
@@ -217,14 +228,15 @@ def clear_cache(path: Path | None = None) -> None:
 
 # --------------------------------------------------------------------------- deciding
 def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
-         methods=lstm.METHODS, force: bool = False, probe_steps: int = 10, repeat: int = 3,
+         methods=lstm.METHODS, force: bool = False, probe_steps: int = 10, repeat: int = 3, tries: int = 3,
          path: Path | None = None) -> Decision:
     """The fastest method for ``X (T, B, nx)`` and ``nh`` hidden units.
 
     Reads the cache unless ``force=True``; otherwise times each method's forward pass over
-    ``min(T, probe_steps)`` steps (interleaved, median of ``repeat``), keeps the fastest and saves
-    the table. ``threads`` is part of the key (default: the BLAS threads in use now); it does not
-    change the thread setting."""
+    ``min(T, probe_steps)`` steps, repeat-until-decided (at least ``repeat`` interleaved rounds a try, up
+    to ``tries`` tries, see the module's docstring), keeps the fastest and saves the table (each method's
+    median from the last try it ran in). ``threads`` is part of the key (default: the BLAS threads in use
+    now); it does not change the thread setting."""
     key = shape_key(batch, nh, nx, T, dtype, threads)
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise TypeError(f"methods: expected a list of method names from {lstm.METHODS}, got {methods!r}")
@@ -238,26 +250,74 @@ def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: i
     check_alloc_of(np.dtype(dtype), "the probe's gates", factor=4, steps=min(T, probe_steps), batch=batch, nh=nh)
     check_alloc_of(np.dtype(dtype), "the weights W_ih", factor=4, nh=nh, nx=nx)
     check_alloc_of(np.dtype(dtype), "the weights W_hh", factor=4 * nh, nh=nh)
+    tries = check_positive_int(tries, "tries", high=100)
     path = _path(path)
     if not force:
         memo = _MEMO.get((str(path), key))
+        if memo is None:
+            entry = load_cache(path).get(key)
+            if entry is not None:
+                memo = _MEMO[(str(path), key)] = Decision(key, entry["best"], dict(entry["table_ms"]), False,
+                                                          dict(entry.get("probe", {})), list(entry.get("tied", [])))
         if memo is not None:
-            return Decision(memo.key, memo.best, dict(memo.table_ms), False, dict(memo.probe))
-        entry = load_cache(path).get(key)
-        if entry is not None:
-            d = Decision(key, entry["best"], dict(entry["table_ms"]), False, dict(entry.get("probe", {})))
-            _MEMO[(str(path), key)] = d
-            return d
+            return Decision(memo.key, memo.best, dict(memo.table_ms), False, dict(memo.probe), list(memo.tied))
     steps = min(check_positive_int(T, "T"), probe_steps)
+    return _measure_and_save(path, key, (batch, nh, nx, steps, np.dtype(dtype).name), methods, repeat, tries)
+
+
+def _decide(shape, methods, repeat: int, tries: int):
+    """Repeat-until-decided: ``(best, table_ms, tied, rounds)``. Each try times the methods still in the
+    race interleaved; a method the fastest beats beyond the noise ("yes": the whole speed-up interval
+    above 1) leaves the race. ``table_ms`` keeps each method's latest median (ms per step)."""
+    batch, nh, nx, steps, dtype = shape
+    table, race, rounds = {}, tuple(methods), 0
+    for _ in range(tries):
+        res = lstm_experiments.method_times(batch, nh, nx, steps, methods=race, dtype=dtype, repeat=repeat)
+        table.update(to_builtin(dict(res["ms_per_step"])))
+        best, cmp = str(res["best"]), res.get("comparison")
+        if cmp is not None:
+            rounds += len(cmp.timings[best].times)
+        undecided = [m for m in race if m != best and (cmp is None or cmp.faster(best, over=m) != "yes")]
+        if cmp is None or not undecided:
+            return best, table, [], rounds
+        race = (best, *undecided)
+    return best, table, undecided, rounds
+
+
+def _measure_and_save(path, key, shape, methods, repeat, tries, retuned=False) -> Decision:
     t0 = time.perf_counter()
-    res = lstm_experiments.method_times(batch, nh, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
-                                        repeat=repeat)
-    probe = {"steps": steps, "repeat": repeat, "seconds": round(time.perf_counter() - t0, 4),
+    best, table, tied, rounds = _decide(shape, methods, repeat, tries)
+    probe = {"steps": shape[3], "repeat": repeat, "rounds": rounds, "seconds": round(time.perf_counter() - t0, 4),
              "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    d = Decision(key, str(res["best"]), to_builtin(dict(res["ms_per_step"])), True, probe)
-    _save_entry(path, key, {"best": d.best, "table_ms": d.table_ms, "probe": probe})
-    _MEMO[(str(path), key)] = Decision(key, d.best, dict(d.table_ms), False, probe)
+    d = Decision(key, best, table, True, probe, tied, retuned)
+    _save_entry(path, key, {"best": best, "table_ms": table, "probe": probe, "tied": tied})
+    _MEMO[(str(path), key)] = Decision(key, best, dict(table), False, probe, list(tied))
     return d
+
+
+def recheck(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
+            methods=lstm.METHODS, probe_steps: int = 10, repeat: int = 3, tries: int = 3,
+            path: Path | None = None) -> Decision:
+    """A later check of the cached choice (tunes first when nothing is cached): the cached best is timed
+    against ``methods`` again, interleaved; when some method is faster than it *beyond the noise* (the
+    pair speed-up's whole interval above 1), the shape is tuned again (repeat-until-decided) and saved --
+    ``Decision.retuned`` is then True. Within the noise the cached choice stays (a measurement at a noisy
+    moment cannot overturn it, and neither can one that agrees)."""
+    d = tune(batch, nh, nx, T, dtype, threads, methods=methods, probe_steps=probe_steps, repeat=repeat,
+             tries=tries, path=path)
+    if d.measured_now:
+        return d
+    methods = tuple(dict.fromkeys((d.best, *(check_choice(m, "methods", lstm.METHODS) for m in methods))))
+    steps = min(check_positive_int(T, "T"), check_positive_int(probe_steps, "probe_steps"))
+    res = lstm_experiments.method_times(batch, nh, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
+                                        repeat=check_positive_int(repeat, "repeat"))
+    cmp = res.get("comparison")
+    beaten = [m for m in methods if m != d.best and cmp is not None and cmp.faster(m, over=d.best) == "yes"]
+    if not beaten:
+        return d
+    shape = (batch, nh, nx, steps, np.dtype(dtype).name)
+    return _measure_and_save(_path(path), d.key, shape, methods, repeat, check_positive_int(tries, "tries"),
+                             retuned=True)
 
 
 def best_method(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:

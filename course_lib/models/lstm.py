@@ -25,6 +25,8 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
                    all of ``W_hh`` into its blocked layout on every call -- for B = 2 that copy costs
                    more than the multiplications -- while gemv streams ``W_hh`` as it is stored.
                    The backward pass uses gemv the same way.
+* ``"workspace"``  the tuned path, read last (:mod:`course_lib.models.lstm_tuned`): ``fused_pre`` with
+                   reused scratch, the bias inside the kernels, every GEMM in place, one pass per step.
 
 A call computes with the method it is given and never measures anything; the fastest method for a shape
 on this machine is :func:`course_lib.experiments.autotune.best_method` (measured once, cached), and
@@ -46,6 +48,7 @@ from numba import njit
 from ..algorithms.activations import fast_sigmoid, fast_tanh, sigmoid
 from ..core.params import Params
 from ..core.validate import check_array, check_choice, check_positive_int
+from . import lstm_tuned
 
 __all__ = [
     "GATES",
@@ -60,7 +63,7 @@ __all__ = [
 ]
 
 GATES = ("i", "f", "g", "o")
-METHODS = ("naive", "fused", "fused_pre", "transposed", "gemv")
+METHODS = ("naive", "fused", "fused_pre", "transposed", "gemv", "workspace")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -421,8 +424,12 @@ def _forward_gemv(p, X, h0, c0):
     return H, C, A
 
 
+def _forward_workspace(p, X, h0, c0):
+    return lstm_tuned.forward(p.W_ih, p.W_hh, p.b_ih, p.b_hh, X, h0, c0)
+
+
 _FORWARD = {"naive": _forward_naive, "fused": _forward_fused, "fused_pre": _forward_fused_pre,
-            "transposed": _forward_transposed, "gemv": _forward_gemv}
+            "transposed": _forward_transposed, "gemv": _forward_gemv, "workspace": _forward_workspace}
 
 
 def lstm_forward(params: LSTMParams, X, h0=None, c0=None, *, method: str = "fused_pre",
@@ -458,7 +465,8 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     ``grads`` an :class:`LSTMParams` of the weights' gradients, ``dX (T, B, nx)``, ``dh0, dc0 (B, nh)``.
 
     The cache of a ``"naive"`` forward runs the naive backward (per-gate GEMMs, numpy passes);
-    every other cache runs the fused one: one fused kernel and one GEMM per step (B gemv calls for a
+    a ``"workspace"`` cache runs the tuned one (:func:`course_lib.models.lstm_tuned.backward`); every
+    other cache runs the fused one: one fused kernel and one GEMM per step (B gemv calls for a
     ``"gemv"`` cache), and the weight gradients of all steps as two big GEMMs at the end."""
     if not isinstance(cache, LSTMCache):
         raise TypeError(f"cache: expected the LSTMCache of lstm_forward(..., return_cache=True), "
@@ -472,6 +480,11 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     dc = np.zeros((B, nh), dt) if dc_T is None else np.array(check_array(dc_T, "dc_T", shape=(B, nh)), dtype=dt)
     if cache.method == "naive":
         return _backward_naive(params, cache, dH, dh, dc)
+    if cache.method == "workspace":
+        c = cache
+        gW_ih, gW_hh, db, dX, dh, dc = lstm_tuned.backward(params.W_ih, params.W_hh, c.X, c.h0, c.c0, c.H, c.C,
+                                                           c.A, dH, dh, dc)
+        return LSTMParams(gW_ih, gW_hh, db, db.copy()), dX, dh, dc
     dZ = np.empty((T, B, 4 * nh), dt)
     rows = cache.method == "gemv"
     for t in range(T - 1, -1, -1):

@@ -218,3 +218,75 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+# --------------------------------------------------------------------------- issue 30: repeat until decided, re-tune
+def _jitter(clock, name, extra):
+    """Each call of ``name`` costs its set cost plus the next of ``extra`` (cycled): a noisy method."""
+    import itertools
+    seq, timed = itertools.cycle(extra), clock._timed
+
+    def _timed(n, fn):
+        call = timed(n, fn)
+        if n != name:
+            return call
+
+        def noisy():
+            out = call()
+            clock.advance(next(seq))
+            return out
+        return noisy
+    clock._timed = _timed
+
+
+FOUR = ("naive", "fused", "fused_pre", "workspace")
+
+
+@pytest.mark.timeout(120)
+def test_tune_decides_in_one_try_when_the_pairs_agree(fake_clock, tmp_path):
+    fake_clock.cost(naive=8e-3, fused=4e-3, fused_pre=3e-3, workspace=2e-3)
+    d = autotune.tune(2, 8, 4, 3, threads=1, methods=FOUR, force=True, repeat=3, path=tmp_path / "c.json")
+    assert d.best == "workspace" and d.tied == [] and d.measured_now
+    assert d.probe["rounds"] == 3                  # clean pairs: the first rounds decide, nothing repeated
+    np.testing.assert_allclose(d.table_ms["naive"] / d.table_ms["workspace"], 4.0)
+
+
+@pytest.mark.timeout(120)
+def test_tune_repeats_the_undecided_and_reports_a_tie(fake_clock, tmp_path, monkeypatch):
+    """fused_pre and workspace differ by less than their noise: each try drops the methods beaten beyond
+    doubt (naive, fused) and times the rest again; after `tries` they are reported as tied."""
+    races = []
+    real = lstm_experiments.method_times
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: races.append(k["methods"]) or real(*a, **k))
+    fake_clock.cost(naive=8e-3, fused=6e-3, fused_pre=2e-3, workspace=0.0)
+    _jitter(fake_clock, "workspace", [1.5e-3, 2.1e-3, 2.5e-3, 1.9e-3])   # 1.5 to 2.5 ms against fused_pre's 2.0
+    d = autotune.tune(2, 8, 4, 3, threads=1, methods=FOUR, force=True, repeat=4, tries=3, path=tmp_path / "c.json")
+    assert set(races[0]) == set(FOUR) and len(races) == 3
+    assert all(set(r) == {"fused_pre", "workspace"} for r in races[1:])
+    assert {d.best, *d.tied} == {"fused_pre", "workspace"} and len(d.tied) == 1
+    assert json.loads((tmp_path / "c.json").read_text())["machines"][autotune.machine_id()][d.key]["tied"] == d.tied
+
+
+@pytest.mark.timeout(120)
+def test_recheck_retunes_only_when_beaten_beyond_the_noise(fake_clock, tmp_path):
+    path = tmp_path / "c.json"
+    fake_clock.cost(naive=2e-3, fused=4e-3, fused_pre=6e-3, workspace=8e-3)
+    first = autotune.tune(2, 8, 4, 3, threads=1, methods=FOUR, path=path)
+    assert first.best == "naive"
+    # later, workspace is faster than the cached choice only within the noise: the choice stays
+    fake_clock.cost(naive=2e-3, workspace=0.0)
+    _jitter(fake_clock, "workspace", [1.5e-3, 2.1e-3, 2.5e-3, 1.9e-3])
+    same = autotune.recheck(2, 8, 4, 3, threads=1, methods=FOUR, path=path)
+    assert same.best == "naive" and not same.retuned and not same.measured_now
+    # then it is 2x faster in every pair: re-tuned, saved, and the next call reads the new choice
+    fake_clock._timed = type(fake_clock)._timed.__get__(fake_clock)
+    fake_clock.cost(naive=4e-3, workspace=2e-3)
+    new = autotune.recheck(2, 8, 4, 3, threads=1, methods=FOUR, path=path)
+    assert new.retuned and new.measured_now and new.best == "workspace"
+    assert autotune.tune(2, 8, 4, 3, threads=1, path=path).best == "workspace"
+    assert autotune.load_cache(path)[new.key]["best"] == "workspace"
+
+
+def test_recheck_and_tries_bad_input(tmp_path):
+    raises_naming(ValueError, "tries", autotune.tune, 2, 4, 3, 2, force=True, tries=0, path=tmp_path / "c.json")
+    raises_naming(ValueError, "methods", autotune.recheck, 2, 4, 3, 2, methods=("nope",), path=tmp_path / "c.json")

@@ -13,6 +13,8 @@ def test_profile_step_counts_calls():
     pre = E.profile_step(4, 8, method="fused_pre", repeat=1)
     tr = E.profile_step(4, 8, method="transposed", repeat=1)
     fu = E.profile_step(4, 8, method="fused", repeat=1)
+    ws = E.profile_step(4, 8, method="workspace", repeat=1)
+    assert ws["calls_per_step"] == 2 and [label for _, label, _ in ws["ops"]] == ["h W_hh^T", "one-pass gate kernel"]
     assert naive["calls_per_step"] == 34 and pre["calls_per_step"] == 2 and tr["calls_per_step"] == 2
     assert fu["calls_per_step"] == 4 and naive["method"] == "naive"
     assert sum(k == "gemm" for k, _, _ in naive["ops"]) == 8
