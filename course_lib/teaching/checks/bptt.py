@@ -230,7 +230,7 @@ def _running_total(backwards, longest_alone: float) -> bool:
     (the shortest T) is at least half the time one call with the longest T takes. A correct timer's last
     time is far smaller (1/8 of it for the linear sweep, 1/64 for the double loop): one disturbed
     measurement cannot make it a running total, as "the last time exceeds the first" alone did."""
-    grows = all(b >= a for a, b in zip(backwards, backwards[1:]))
+    grows = all(b > a for a, b in zip(backwards, backwards[1:]))   # strictly: constant times are a wrong slope
     return bool(grows and backwards[-1] >= 0.5 * longest_alone)
 
 

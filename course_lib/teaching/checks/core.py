@@ -33,6 +33,7 @@ import numpy as np
 
 from ...core.params import Params
 from ...core.timing import loglog_slope
+from .failed import ExerciseFailed
 
 __all__ = [
     "ExerciseFailed",
@@ -52,17 +53,6 @@ __all__ = [
     "changed_inputs",
     "case_label",
 ]
-
-
-class ExerciseFailed(AssertionError):
-    """Raised by a check when a student's answer is wrong; the message explains how.
-
-    In Jupyter only the message is shown -- not a traceback through the grader's code, whose
-    frames say nothing useful to the student (and can give the answer away)."""
-
-    def _render_traceback_(self):  # IPython calls this instead of formatting a traceback
-        lines = str(self).splitlines() or [""]
-        return [f"\x1b[31mExerciseFailed\x1b[0m: {lines[0]}"] + lines[1:]
 
 
 def _placeholder_handler(shell, etype, value, tb, tb_offset=None):

@@ -23,7 +23,7 @@ import sys
 import threading
 from typing import Callable
 
-from .core import ExerciseFailed
+from .failed import ExerciseFailed
 
 __all__ = ["check_no_shortcut", "calls_made"]
 
