@@ -134,6 +134,20 @@ class _Watch:
         return False
 
 
+def background_load(seconds: float = 0.3) -> Noise:
+    """The cores other processes keep busy while this one sleeps ``seconds``: the noise of a measurement made
+    somewhere this process cannot watch (an MPI job's ranks, a subprocess), judged by the machine's load just
+    before it. ``Noise(others=..., busy=others > OTHERS_LIMIT)``; ``others`` None where the OS does not tell."""
+    seconds = check_float(seconds, "seconds", low=0.2, high=10.0)
+    b0, t0 = _busy_cpu_seconds(), time.perf_counter()
+    time.sleep(seconds)
+    b1, t1 = _busy_cpu_seconds(), time.perf_counter()
+    if b0 is None or b1 is None:
+        return Noise()
+    others = max(0.0, (b1 - b0) / (t1 - t0))
+    return Noise(others=others, busy=others > OTHERS_LIMIT)
+
+
 # --------------------------------------------------------------------------- measuring
 #: The wall clock that measure(), compare() and the noise guard read (seconds, monotonic). Tests swap in
 #: a fake clock (tests/conftest.py ``fake_clock``) so that a speed check's verdict does not depend on

@@ -144,7 +144,8 @@ def _on_decision(ratio, by: float, answer: str) -> None:
     _append({"kind": "faster", "name": ratio.name, "over": ratio.over, "by": float(by), "answer": answer,
              "values": list(ratio.values), "set_aside": ratio.set_aside, "confidence": ratio.confidence,
              "waited": list(ratio.waited) if ratio.waited is not None else None,
-             "median": ratio.median, "speedup_interval": list(ratio.speedup_interval)})
+             "median": ratio.median, "speedup_interval": list(ratio.speedup_interval),
+             "biased": bool(getattr(ratio, "biased", False))})
 
 
 def start() -> bool:

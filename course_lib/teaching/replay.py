@@ -243,7 +243,8 @@ def _check_decision(r: dict, machine: dict, notebook: str) -> Checked:
         c.recorded_contradictions.append(f"answered {r['answer']!r}, but the speed-up's interval is {lo:.3g}..{hi:.3g}")
     ratio = intervals.Ratio(r["name"], r["over"], list(r["values"]), confidence=r.get("confidence", 0.95),
                             set_aside=r.get("set_aside", 0),
-                            waited=tuple(r["waited"]) if r.get("waited") is not None else None)
+                            waited=tuple(r["waited"]) if r.get("waited") is not None else None,
+                            biased=bool(r.get("biased", False)))
     c.now = ratio.faster(r["by"])
     lo, hi = ratio.speedup_interval
     if c.now == "yes" and lo < r["by"] or c.now == "no" and hi >= r["by"]:

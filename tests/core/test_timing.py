@@ -290,3 +290,16 @@ def test_timing_bad_fields_are_a_clear_error_or_a_correct_median(times, number):
     else:
         t = timing.Timing(times, number)
         assert t.median == pytest.approx(float(np.median(times)))
+
+
+def test_background_load_reads_the_cores_others_keep_busy(monkeypatch):
+    from course_lib.core import timing as T
+
+    ticks = iter([100.0, 100.3])                      # 0.3 busy CPU-seconds over the (about 0.3 s) sleep
+    monkeypatch.setattr(T, "_busy_cpu_seconds", lambda: next(ticks))
+    n = T.background_load(0.3)
+    assert 0.8 < n.others < 1.05 and n.busy and not n.ok
+    monkeypatch.setattr(T, "_busy_cpu_seconds", lambda: None)   # not Linux: nothing to judge by
+    assert T.background_load(0.2).ok
+    with pytest.raises(ValueError, match="seconds"):
+        T.background_load(0.0)
