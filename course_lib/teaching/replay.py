@@ -245,6 +245,8 @@ def _check_decision(r: dict, machine: dict, notebook: str) -> Checked:
                             set_aside=r.get("set_aside", 0),
                             waited=tuple(r["waited"]) if r.get("waited") is not None else None,
                             biased=bool(r.get("biased", False)))
+    if "biased" not in r and r["answer"] == "cannot tell" and (lo >= r["by"] or hi < r["by"]):
+        ratio.biased = True     # recorded before the flag was: only a biased ratio says so of a deciding interval
     c.now = ratio.faster(r["by"])
     lo, hi = ratio.speedup_interval
     if c.now == "yes" and lo < r["by"] or c.now == "no" and hi >= r["by"]:
