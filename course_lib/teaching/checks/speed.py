@@ -56,6 +56,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...core import backend, timing
+from ...core.noise import OTHERS_LIMIT
 from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs, explain_error
 
 __all__ = ["judge_speed", "Judgement", "Stopwatch", "steady_memory", "NEAR", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
@@ -67,7 +68,7 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # mallopt's parameter numbers (m
 _steady: bool | None = None
 
 
-BIASED_SLACK = 2.0   # how far below the bar a speed-up measured with unequal waits may lie and still be waived
+BIASED_SLACK = 4.0   # how far below the bar a threaded speed-up measured on a loaded machine may lie and be waived
 
 
 def steady_memory() -> bool:
@@ -247,9 +248,19 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
     interval = f"between {lo:.2f}x and {hi:.2f}x ({rounds} interleaved rounds, median {med:.2f}x)"
     # pairs skewed by unequal waits for a core (threaded code on a loaded machine) may understate you by up to
     # about the share of cores lost: a miss within BIASED_SLACK of the bar is waived there, a larger one is not
-    if (hi >= min_speedup or (cmp.noise.biased and hi * BIASED_SLACK >= min_speedup)) and not cmp.noise.ok:
+    # threaded code on a loaded machine: every parallel region waits for its slowest thread, and a core shared
+    # with another program can hold a thread back for a scheduler time slice -- more regions per call (an
+    # np.zeros inside @njit(parallel=True) is one more) pay it more often, which pairs cannot cancel (measured:
+    # the worksheet's 4.2 at 0.16x the course's loop with one `yes` running, 0.8-1x quiet)
+    workers = threads if threads is not None else backend.get_threads()
+    loaded = cmp.noise.others is not None and cmp.noise.others > OTHERS_LIMIT
+    threaded_busy = workers > 1 and loaded
+    if (hi >= min_speedup or ((cmp.noise.biased or threaded_busy) and hi * BIASED_SLACK >= min_speedup)) and \
+            (not cmp.noise.ok or threaded_busy):
         out.verdict = "waived"
-        out.note = (f"  speed not judged: the machine was busy ({'; '.join(cmp.noise.reasons) or 'noisy'}); your "
+        reasons = list(cmp.noise.reasons) or [f"other processes kept {cmp.noise.others:.1f} core(s) busy while "
+                                              f"{workers} threads ran"]
+        out.note = (f"  speed not judged: the machine was busy ({'; '.join(reasons)}); your "
                     f"speed-up over {baseline_desc} lies {interval}, and {min_speedup:g}x is needed")
         print(out.note)
         return out
