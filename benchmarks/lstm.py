@@ -93,17 +93,9 @@ def _runs(p, X, dH, method, torch, m, backward):
             lstm.lstm_backward(p, out[2], dH)
     fns = {"ours": ours}
     if m is not None:
-        Xt = torch.from_numpy(X)
-        Xg, dHt = torch.from_numpy(X).requires_grad_(backward), torch.from_numpy(dH)
+        from course_lib.experiments.lstm_profile import torch_pass
 
-        def theirs():
-            if not backward:
-                with torch.no_grad():
-                    return m(Xt)
-            m.zero_grad()
-            Xg.grad = None
-            m(Xg)[0].backward(dHt)
-        fns["torch"] = theirs
+        fns["torch"] = torch_pass(torch, m, X, dH, backward)
     return fns
 
 

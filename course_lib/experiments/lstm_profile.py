@@ -23,7 +23,7 @@ from ..core.timing import compare, gemm_flops, measure
 from ..core.validate import check_bool, check_positive_int
 from ..models import lstm, lstm_tuned
 
-__all__ = ["profile_pass", "phases"]
+__all__ = ["profile_pass", "phases", "torch_pass"]
 
 
 def _problem(batch, nh, nx, T, dtype):
@@ -104,7 +104,7 @@ def _torch_fns(torch, p, X, dH, backward):
     T, B, nx = X.shape
     nh = p.nh
     m = p.to_torch()
-    Xt, dHt = torch.from_numpy(X), torch.from_numpy(dH)
+    Xt = torch.from_numpy(X)
     t = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in (("Wi", p.W_ih), ("Wh", p.W_hh))}
     X2, h = Xt.reshape(T * B, nx), torch.zeros(B, nh, dtype=Xt.dtype)
     A2, z = torch.empty(T * B, 4 * nh, dtype=Xt.dtype), torch.empty(B, 4 * nh, dtype=Xt.dtype)
@@ -120,16 +120,23 @@ def _torch_fns(torch, p, X, dH, backward):
                 torch.mm(dZ2[s * B:(s + 1) * B], t["Wh"], out=dh)
             torch.mm(dZ2.T, X2), torch.mm(dZ2.T, Hp), torch.mm(dZ2, t["Wi"])
 
+    return {"torch": torch_pass(torch, m, X, dH, backward), "torch_gemms": gemms}
+
+
+def torch_pass(torch, m, X, dH, backward: bool):
+    """A zero-argument callable: ``torch.nn.LSTM`` module ``m`` over ``X (T, B, nx)``, forward only (no
+    autograd) or forward + backward of ``dH (T, B, nh)`` -- torch's side of every LSTM comparison."""
+    Xt, dHt = torch.from_numpy(X), torch.from_numpy(dH)
     Xg = torch.from_numpy(X).requires_grad_(backward)     # its own tensor: Xt stays out of autograd
 
-    def whole():
+    def run():
         if not backward:
             with torch.no_grad():
                 return m(Xt)
         m.zero_grad()
         Xg.grad = None
         m(Xg)[0].backward(dHt)
-    return {"torch": whole, "torch_gemms": gemms}
+    return run
 
 
 def profile_pass(batch: int, nh: int, nx: int | None = None, T: int = 20, *, backward: bool = True,
