@@ -47,7 +47,7 @@ from course_lib.teaching.checks import threads_fusion as threads_fusion_checks
 # rows and whose inner loop does the whole formula for one element. The check verifies the values
 # (and that `dz`, `r`, `h` are left as they were), that numba really parallelised a loop, that the
 # `prange` is the outer loop, and then the point of fusion: on one thread your kernel must be at
-# least 1.5 times as fast as the same formula written as numpy expressions, measured alongside on fresh
+# least 1.3 times as fast as the same formula written as numpy expressions, measured alongside on fresh
 # inputs (every timed result is checked too).
 
 # %% tags=["solution", "raises-exception"]

@@ -11,10 +11,11 @@ timed call, every timed result compared, the inputs checked for changes, your ke
 :data:`MIN_FUSION_SPEEDUP` times as fast as the same formula as numpy expressions
 (:func:`hidden_delta_reference`: four passes, two temporaries), measured alongside.
 
-Why 1.5x and 4 MiB arrays: numpy's passes move about 2.5x the bytes of one fused pass, but with arrays that
+Why 1.3x and 4 MiB arrays: numpy's passes move about 2.5x the bytes of one fused pass, but with arrays that
 fit in a core's cache and inputs fresh from elsewhere the measured gain on one thread is 1.4-1.8x; at
 :data:`FUSION_SHAPE` the worksheet's solution measured 1.56-1.96x (interval lower ends 1.52-1.76; a 2-core
-AMD EPYC shared with other jobs). Before judge_speed pinned the allocator
+AMD EPYC shared with other jobs), and 1.46-1.81x inside the full test suite, which failed a 1.5x bar: 1.3x
+leaves the right solution room, and a solution without the fused loop is rejected by the structure checks. Before judge_speed pinned the allocator
 (:func:`course_lib.teaching.checks.speed.steady_memory`) the ratio swung between 13x and under 2x with the
 process's allocation history (numpy's 1 MiB temporaries faulting in fresh pages or not) -- issue 29's
 "fails when run a second time".
@@ -36,7 +37,7 @@ from .tiling_simd import check_prange_placement, prange_loops
 __all__ = ["check_fused_hidden_delta", "check_output_delta_and_loss", "parfor_count",
            "hidden_delta_reference", "output_delta_and_loss_reference", "MIN_FUSION_SPEEDUP"]
 
-MIN_FUSION_SPEEDUP = 1.5   # 5.1: one fused pass vs numpy's separate passes, both on one thread, fresh inputs
+MIN_FUSION_SPEEDUP = 1.3   # 5.1: one fused pass vs numpy's separate passes, both on one thread, fresh inputs
 FUSION_SHAPE = (512, 1024)  # 4 MiB per array: beyond the per-core caches, so the passes are paid for
 
 
