@@ -43,6 +43,7 @@ __all__ = [
     "phase_steps",
     "phase_counts",
     "plan",
+    "check_inputs",
 ]
 
 BLOCK_MAX = 1024  # shared arrays are sized at compile time: the largest block we allow
@@ -235,7 +236,7 @@ def plan(T: int, block: int | None = None, chunk: int | None = None) -> tuple[in
     return block, chunk, grid
 
 
-def _checked(a, x, h0):
+def check_inputs(a, x, h0):
     dims: dict = {}
     a = check_array(a, "a", shape=("T", "N"), dims=dims, min_size={"T": 1})
     x = check_array(x, "x", shape=("T", "N"), dims=dims)
@@ -251,7 +252,7 @@ def phase_steps(a, x, h0=None, *, block: int | None = None, chunk: int | None = 
     ``"expand"``; ``"result"`` copies ``h (T, N)`` back (valid after the three ran in order).
     Also ``"block"``, ``"chunk"``, ``"grid"``: the launch sizes of :func:`plan`. Each kernel may be
     launched again (it recomputes the same numbers), so each can be timed on its own."""
-    a, x, h0 = _checked(a, x, h0)
+    a, x, h0 = check_inputs(a, x, h0)
     T, N = a.shape
     block, chunk, grid = plan(T, block, chunk)
     d_a, d_x = _to_device(a), _to_device(x)

@@ -351,8 +351,10 @@ def _solution_block_kernel():
 def test_block_kernel_solution_passes_with_its_memory_counts(capsys):
     line = scan_checks.check_block_kernel(_solution_block_kernel())
     out = capsys.readouterr().out
-    assert "Exercise 8.4 passed: 8/8 cases" in out
-    assert line == "Exercise 8.4 passed: 8/8 cases" or "GPU" in line
+    if backend.cuda_mode() == "simulator":
+        assert "Exercise 8.4 passed: 8/8 cases" in out and line == "Exercise 8.4 passed: 8/8 cases"
+    else:  # a real GPU cannot trace memory accesses: the line says so (seen on an H200)
+        assert "Exercise 8.4 (on a GPU: outputs only, races and memory accesses are not traced) passed: 8/8 cases" in out
     if backend.cuda_mode() == "simulator":
         assert ("most per thread (T=64, 64 threads): global reads 3 (budget 3), global writes 1 (budget 1), "
                 "shared reads 68 (budget 76), shared writes 38 (budget 52)") in out
