@@ -5,9 +5,9 @@ rank a block of them instead). Both are re-exported by :mod:`course_lib.algorith
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from ..core.forkjoin import Team
 from ..core.validate import check_positive_int
 
 __all__ = ["Partition", "ThreadPartition"]
@@ -73,10 +73,10 @@ class ThreadPartition(Partition):
             fn(items)
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads)
-        list(self._pool.map(fn, self.chunks(items)))
+            self._pool = Team(self.threads)  # the calling thread takes the first chunk itself
+        self._pool.run(fn, self.chunks(items))
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.close()
             self._pool = None

@@ -24,7 +24,7 @@ How :func:`compare` survives a busy machine (ideas from pyperf, hyperfine and ``
    (within about +-15%) or the time budget (``time_budget``, 2 s; 0.5 s with ``COURSE_BUDGET=small``)
    is spent. A quiet machine stops at once; a busy one buys certainty with time.
 6. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s, and
-   ``clock="cpu"`` times single-threaded functions by this process's CPU time, which another program
+   ``clock="cpu"`` times single-threaded functions by the calling thread's CPU time, which another program
    cannot inflate.
 
 The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise`. For
@@ -54,6 +54,7 @@ import numpy as np
 
 from .counting import array_bytes, gemm_flops, gemm_intensity, gemv_flops, gflops, loglog_slope
 from .intervals import Ratio
+from .memory import steady_memory
 from .noise import OTHERS_LIMIT, SPREAD_LIMIT, UNEQUAL_WAIT, Noise, noise_from, noise_of_pairs  # noqa: F401
 from .validate import check_float, check_int, check_numbers, check_positive_int
 
@@ -225,6 +226,7 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     repeat = check_positive_int(repeat, "repeat")
     warmup = check_int(warmup, "warmup", low=0)
     min_time = check_float(min_time, "min_time", low=0.0)
+    steady_memory()  # a warmed-up allocator, whatever the process did before (core.memory)
 
     def call():
         return fn(*args, **kwargs)
@@ -245,7 +247,10 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
 
 
 # --------------------------------------------------------------------------- comparing, in pairs
-CLOCKS: dict[str, Callable[[], float]] = {"wall": _wall, "cpu": time.process_time}
+# "cpu": the *calling thread's* CPU time -- the only thread a single-threaded function runs on. The whole
+# process's CPU time would also count threads idling in a spin loop (an OpenBLAS pool after a threaded
+# product kept one core spinning and doubled a 8 ms call to 16 ms in benchmarks/which.py).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": _wall, "cpu": time.thread_time}
 TIME_BUDGET = {"full": 2.0, "small": 0.5}   # seconds compare() may spend adding rounds (COURSE_BUDGET)
 
 
@@ -412,7 +417,7 @@ def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[
            cpu: dict[str, float], wait: dict[str, float | None]) -> None:
     """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
     adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``."""
-    cpu_clock = CLOCKS["cpu"]
+    cpu_clock = time.process_time  # every thread of the process: how many cores the function kept busy
     for name, fn in fns.items():
         w0 = _run_queue_wait()
         c0, t0 = cpu_clock(), clock()
@@ -438,7 +443,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     ``warmup``       untimed calls of each function first; the last one also calibrates how many calls
                      make a round last >= ``min_time`` (with ``warmup=0``: one call per round)
     ``baseline``     what ratios are relative to (default: the first)
-    ``clock``        ``"wall"`` (default), ``"cpu"`` (this process's CPU time: for single-threaded
+    ``clock``        ``"wall"`` (default), ``"cpu"`` (the calling thread's CPU time: for single-threaded
                      functions, which another program's load then cannot inflate) or a function
                      returning seconds (tests pass a fake one)
 
@@ -456,6 +461,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     max_rounds = max(check_positive_int(max_rounds, "max_rounds"), repeat)
     min_time = check_float(min_time, "min_time", low=0.0)
     time_budget = TIME_BUDGET[budget()] if time_budget is None else check_float(time_budget, "time_budget", low=0.0)
+    steady_memory()  # a warmed-up allocator, whatever the process did before (core.memory)
     baseline = baseline or next(iter(fns))
     if baseline not in fns:
         raise ValueError(f"baseline: expected one of {', '.join(fns)}, got {baseline!r}")

@@ -24,12 +24,12 @@ times). Nothing here times itself: the measurements are in :mod:`course_lib.expe
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core import backend
+from ..core.forkjoin import Team
 from ..core.mpi import launch
 from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
 from ..models.softmax_rnn import (SoftmaxRNNParams, cell_step_unchecked, batched_core, check_inputs, check_params,
@@ -79,8 +79,8 @@ def predict_threads(params: SoftmaxRNNParams, X, *, threads: int | None = None) 
         sl = slice(offsets[r], offsets[r] + counts[r])
         Y[:, sl] = batched_core(params, np.ascontiguousarray(X[:, sl]))
 
-    with backend.blas_threads(1), ThreadPoolExecutor(threads) as pool:
-        list(pool.map(run, range(threads)))
+    with backend.blas_threads(1), Team(threads) as team:  # the caller runs share 0 itself
+        team.run(run, range(threads))
     return Y
 
 
@@ -126,12 +126,13 @@ def predict_wavefront(params: SoftmaxRNNParams, X, *, threads: int | None = None
             for lt in diagonal:
                 cell(lt)
     else:
-        with backend.blas_threads(1), ThreadPoolExecutor(threads) as pool:
-            for diagonal in schedule:
-                if len(diagonal) == 1:
-                    cell(diagonal[0])
-                else:
-                    list(pool.map(cell, diagonal))  # a barrier between diagonals
+        def cells(group):
+            for lt in group:
+                cell(lt)
+
+        with backend.blas_threads(1), Team(threads) as team:
+            for diagonal in schedule:  # the caller takes a share; a barrier between diagonals
+                team.run(cells, [diagonal[i::threads] for i in range(min(threads, len(diagonal)))])
     return output_probs(params, hs[-1])
 
 

@@ -301,7 +301,7 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
 
 # --------------------------------------------------------------------------- robust constants, one core
 def test_low_quantile_ignores_busy_moments():
-    from course_lib.experiments.cost_model import machine as mach
+    from course_lib.experiments.cost_model import probes as mach
     quiet, busy = [4e-6] * 10, [2e-2] * 90  # most runs waited for a core: the quiet tenth rules
     low, med = mach.low_quantile(quiet + busy)
     assert low == 4e-6 and med == 2e-2

@@ -64,10 +64,10 @@ from .advice import Advice, advise, first_choice
 from .configurations import (CONFIG_NAMES, SEED_ELSEWHERE, SEED_SCHEDULES, Calibration, Row, calibrate, measured_speedups,
                              ranking_and_maps, seed_schedules)
 from .execute import RUNNABLE, inputs, measure, run, runnable
-from . import overheads  # noqa: F401  (registers the course-code probes with Machine.measure)
+from . import overheads, probes  # noqa: F401  (the micro-benchmarks of Machine.measure, and the course-code probes)
 from .fresh import WITHIN, AdvisorCheck, FreshResult, check_advisor, fresh_problems
 from .machine import GPU, Machine
-from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MODES, Cost, Problem, applicable, calls_per_step,
+from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MGRIT_TOL, MODES, Cost, Problem, applicable, calls_per_step,
                     deer_counts, mgrit_counts, pass_calls, predict, predict_all, scan_counts, wavefront_counts)
 
 __all__ = [
@@ -99,6 +99,7 @@ __all__ = [
     "mgrit_counts",
     "deer_counts",
     "MGRIT_ITERS",
+    "MGRIT_TOL",
     "DEER_ITERS",
     "CONFIG_NAMES",
     "Row",

@@ -40,6 +40,8 @@ from ...core.validate import check_bool, check_choice, check_float, check_int, c
 
 __all__ = [
     "Task",
+    "wavefront_counts",
+    "deer_counts",
     "TaskGraph",
     "Schedule",
     "KINDS",
@@ -230,6 +232,24 @@ def _phase(g: TaskGraph, tag: str, costs, deps, kind="compute") -> list[str]:
 
 
 # --------------------------------------------------------------------------- chapter 07
+def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") -> dict:
+    """Flops of DEER on P processors from its task graph (:func:`deer_graph`): span and work."""
+    T, nh, P = check_positive_int(T, "T"), check_positive_int(nh, "nh"), check_positive_int(P, "P")
+    iters = check_positive_int(iters, "iters")
+    g = deer_graph(T, nh, iters=iters, P=P, method=method)
+    span, _ = g.critical_path()
+    return {"span": span, "work": g.work(), "iters": iters}
+
+
+def wavefront_counts(T: int, L: int, P: int) -> dict:
+    """Cells, diagonals (span) and barrier steps ``sum_d ceil(|D_d| / P)`` of the layer wavefront, in closed form."""
+    T, L, P = check_positive_int(T, "T"), check_positive_int(L, "L"), check_positive_int(P, "P")
+    a, b = min(T, L), max(T, L)  # diagonals: 1, 2, .., a-1 cells, then a cells b-a+1 times, then a-1, .., 1
+    q, r = divmod(a - 1, P)      # sum_{k=1..a-1} ceil(k / P) = P q (q+1) / 2 + r (q+1)
+    steps = 2 * (P * q * (q + 1) // 2 + r * (q + 1)) + (b - a + 1) * -(-a // P)
+    return {"work": T * L, "span": T + L - 1, "steps": steps}
+
+
 def wavefront_graph(T: int, L: int, cell: float = 1.0, *, barrier: bool = True, handoff: float = 0.0) -> TaskGraph:
     """Cells ``(l, t)`` of an ``L``-layer RNN over ``T`` steps; cell (l, t) needs (l, t-1) and (l-1, t).
     With ``barrier=True`` (how :func:`course_lib.parallel.inference.predict_wavefront` runs) every cell of

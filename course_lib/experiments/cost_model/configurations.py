@@ -15,7 +15,7 @@ from ...core.validate import check_bool, check_choice, check_int, check_positive
 from . import cluster
 from .advice import advise
 from .machine import GPU, Machine, check_rates
-from .model import Problem, predict, step_cost
+from .model import MGRIT_TOL, Problem, predict, step_cost
 
 __all__ = ["CONFIG_NAMES", "Row", "Error", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
            "SEED_SCHEDULES", "SEED_ELSEWHERE", "ranking_and_maps"]
@@ -93,7 +93,7 @@ def _config_10(small: bool):
     P = backend.cpu_count()
     p = gru.init_params(8, H, seed=0)
     X = np.random.default_rng(0).standard_normal((T, B, 8)).astype(np.float32)
-    opts = dict(m=4, levels=2, relax="FCF", max_iter=30, tol=1e-5)
+    opts = dict(m=4, levels=2, relax="FCF", max_iter=30, tol=MGRIT_TOL)
     _, hist = gru.gru_forward(p, X, implicit=True, method="mgrit", return_history=True, **opts)
     iters = max(1, len(hist))
     prob = Problem("gru", "inference", batch=B, T=T, nh=H, nx=8)
@@ -140,7 +140,7 @@ class Row:
     predicted: float
     measured: float
     problem: Problem
-    clock: str = "wall"   # "cpu": a single-threaded configuration timed by this process's CPU clock
+    clock: str = "wall"   # "cpu": a single-threaded configuration timed by its thread's CPU clock
 
     def __post_init__(self):
         for k in ("config", "label", "method"):
@@ -273,7 +273,7 @@ class Calibration:
         if bad:
             lines.append("unreliable runs (busy machine or wide spread): " + ", ".join(bad))
         if any(r.clock == "cpu" for r in self.rows):
-            lines.append("clock cpu: the method runs on one thread, so it is timed by this process's CPU clock "
+            lines.append("clock cpu: the method runs on one thread, so it is timed by its thread's CPU clock "
                          "(waits for a core that other processes cause are not counted); wall: on several threads")
         return "\n".join(lines)
 

@@ -28,7 +28,7 @@ import numpy as np
 from ...core import backend, timing
 from ...core.validate import (check_alloc, check_choice, check_dtype, check_int, check_positive_int,
                                 check_repeat)
-from .model import METHODS, Problem
+from .model import METHODS, MGRIT_TOL, Problem
 
 __all__ = ["RUNNABLE", "ONE_THREAD", "runnable", "inputs", "run", "measure"]
 
@@ -99,7 +99,7 @@ def _gru(method, params, X, threads, training):
         return deer.gru_forward(params, X, method=method, tol=1e-8)
     if method == "mgrit":
         return gru.gru_forward(params, X, implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=30,
-                               tol=1e-5, threads=threads or backend.cpu_count())  # all cores, as the model prices it
+                               tol=MGRIT_TOL, threads=threads or backend.cpu_count())  # all cores, as the model prices it
 
     def one(Xs):
         H = gru.gru_forward(params, Xs)
@@ -177,8 +177,8 @@ def measure(problem: Problem, methods=None, *, seed: int = 0, repeat: int = 3, t
             clock: str | None = None):
     """Time ``methods`` (default: every one :func:`run` can execute here) on ``problem`` in one
     interleaved :func:`core.timing.compare` (inputs made once, outside the timing). When every method
-    runs on one thread (:data:`ONE_THREAD`; BLAS is then held to one thread) they are timed by this
-    process's CPU clock, which other processes' load cannot inflate (``Comparison.clock``); ``clock="cpu"``
+    runs on one thread (:data:`ONE_THREAD`; BLAS is then held to one thread) they are timed by the
+    calling thread's CPU clock, which other processes' load cannot inflate (``Comparison.clock``); ``clock="cpu"``
     asks for it (the caller knows the methods run on one thread here), ``"wall"`` for the wall clock. Returns the
     :class:`~course_lib.core.timing.Comparison`."""
     _check_problem(problem)

@@ -4,23 +4,32 @@ cores, SIMD lanes, GEMM peak per core and on all cores, GEMV rate with the weigh
 bandwidth on one and on all cores, the cost of one library call, of a thread-pool hand-off and of a numba
 parallel region, the latency of one dependent step; MPI latency and bandwidth from a ping-pong between two
 ranks (:mod:`course_lib.parallel.mpi_pingpong`: "measured on one node (shared memory)"; assumed 2 µs, 5 GB/s
-where MPI is missing). GPU numbers are *assumed* and say so (``machine.source[field]``);
+where MPI is missing) -- the micro-benchmarks live in :mod:`.probes`. GPU numbers are *assumed* and say so
+(``machine.source[field]``);
 :meth:`Machine.preset` gives the seeds' machines (assumed). :class:`GPU` holds a GPU's numbers. See
 :mod:`course_lib.experiments.cost_model` for the model that uses them.
 """
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor
+import math
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
 import numpy as np
 
-from ...core import backend, timing
+from ...core import timing
 from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
 
-__all__ = ["GPU", "Machine", "check_rates", "register_probe", "low_quantile", "single_runs", "cpu_seconds"]
+__all__ = ["GPU", "Machine", "check_rates", "GEMM_ROWS", "GEMM_SIZES", "use_measurer"]
+
+_MEASURER = None  # probes.measure_machine, registered by that module (it builds a Machine: no import cycle)
+
+
+def use_measurer(fn) -> None:
+    """Make ``fn(quick) -> Machine`` what :meth:`Machine.measure` runs (:mod:`.probes` registers itself)."""
+    global _MEASURER
+    if not callable(fn):
+        raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
+    _MEASURER = fn
 
 
 # =========================================================================== the machine
@@ -96,6 +105,12 @@ class Machine:
     gemm_table: dict = field(default_factory=dict, compare=False, hash=False)  # (rows, size) -> GFLOP/s, 1 core
     deer_gbs: dict = field(default_factory=dict, compare=False, hash=False)  # newton/quasi -> counted GB/s, 1 core
     scan_back_s: float | None = None   # the course's linear-recurrence backward beyond its forward, per element
+    channel_rates: tuple = ()          # (s per step, per element, per call): the course's channel scan on channel_threads
+    cache_bw: tuple = ()               # (last-level cache bytes, GB/s streaming in it on 1 core, on all cores)
+    mgrit_convergence: tuple | None = None  # (residual factor per iteration, first residual per sqrt(element))
+    pool_start_s: float | None = None  # a thread pool started (BLAS pinned to one thread) and joined, per call
+    gil_serial: tuple = ()             # ((s per call, share threads cannot overlap), ...) at a small and a large call
+    channel_threads: int | None = None
     busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
     def __post_init__(self):
@@ -129,7 +144,10 @@ class Machine:
     @classmethod
     def measure(cls, quick: bool = False) -> "Machine":
         """This machine, measured now with :mod:`course_lib.core.timing` (once per process and ``quick``)."""
-        return _measure(check_bool(quick, "quick"))
+        if _MEASURER is None:
+            raise RuntimeError("Machine.measure: import course_lib.experiments.cost_model first (its probes module "
+                               "holds the micro-benchmarks)")
+        return _MEASURER(check_bool(quick, "quick"))
 
     @classmethod
     def preset(cls, name: str) -> "Machine":
@@ -196,12 +214,43 @@ class Machine:
         infinite where none was measured (then the GEMM rate alone rules)."""
         return 1e9 * self.kernel_gflops.get((kind, mode), float("inf"))
 
-    def bandwidth(self, threads: int = 1) -> float:
-        """Bytes/s streaming on ``threads`` cores."""
+    def gil_share(self, per_call: float) -> float:
+        """The share of Python threads' time the GIL serialises for calls of ``per_call`` seconds: log-linear
+        between the two measured call sizes (:attr:`gil_serial`), clamped; 0 where unmeasured."""
+        if not self.gil_serial:
+            return 0.0
+        (t0, f0), (t1, f1) = self.gil_serial
+        x = min(1.0, max(0.0, (math.log(max(per_call, 1e-12)) - math.log(t0)) / (math.log(t1) - math.log(t0))))
+        return (1 - x) * f0 + x * f1
+
+    def channel_seconds(self, T: int, n: int, threads: int) -> float | None:
+        """Seconds of the course's channel-parallel scan over ``T`` steps of ``n`` channels on ``threads``
+        threads (:attr:`channel_rates`: per step and per element, measured); None where not measured there."""
+        if not self.channel_rates or threads != self.channel_threads:
+            return None
+        step, elem, call = self.channel_rates
+        return call + T * step + T * n * elem
+
+    def mgrit_iterations(self, batch: int, T: int, nh: int, tol: float) -> int | None:
+        """MGRIT iterations to bring the residual under ``tol``: ``r0 rho^k < tol`` with the measured factor
+        ``rho`` and first residual ``r0 = c sqrt(batch T nh)`` (:attr:`mgrit_convergence`); None if unmeasured."""
+        if self.mgrit_convergence is None:
+            return None
+        rho, c = self.mgrit_convergence
+        r0 = c * math.sqrt(batch * T * nh)
+        return 1 if r0 <= tol else min(30, max(1, math.ceil(math.log(tol / r0) / math.log(rho) - 1e-9)))
+
+    def bandwidth(self, threads: int = 1, working: float | None = None) -> float:
+        """Bytes/s streaming on ``threads`` cores; with the ``working`` set's bytes and a measured :attr:`cache_bw`,
+        the cache's rate when it fits the last-level cache, memory's from twice that size, log-log between."""
         threads = check_positive_int(threads, "threads")
-        if threads <= 1:
-            return 1e9 * self.bandwidth_core_gbs
-        return 1e9 * min(self.bandwidth_all_gbs, self.bandwidth_core_gbs * threads)
+        mem = self.bandwidth_core_gbs if threads <= 1 else min(self.bandwidth_all_gbs, self.bandwidth_core_gbs * threads)
+        if working is None or not self.cache_bw:
+            return 1e9 * mem
+        size, core, allc = self.cache_bw
+        cache = core if threads <= 1 else max(allc, mem)
+        f = min(1.0, max(0.0, math.log2(max(working, 1.0) / size)))
+        return 1e9 * math.exp((1 - f) * math.log(cache) + f * math.log(mem))
 
     def table(self) -> list[tuple[str, str, str]]:
         """(quantity, value, source) rows for printing."""
@@ -214,6 +263,10 @@ class Machine:
                 ("one library call", f"{self.call_s * 1e6:.2f} µs", ""),
                 ("thread-pool hand-off", f"{self.handoff_s * 1e6:.1f} µs", ""),
                 ("numba parallel region", f"{self.region_s * 1e6:.1f} µs", ""),
+                ("thread pool started, per call", "not measured" if self.pool_start_s is None else
+                 f"{self.pool_start_s * 1e6:.1f} µs", ""),
+                ("calls serialised by the GIL", ", ".join(f"{100 * f:.0f}% at {t * 1e6:.1f} µs per call"
+                                                          for t, f in self.gil_serial) or "not measured", ""),
                 ("one dependent step", f"{self.step_latency_s * 1e9:.2f} ns", ""),
                 ("one step of the lane scan", "not measured" if self.lane_step_s is None else
                  f"{self.lane_step_s * 1e9:.2f} ns", ""),
@@ -226,12 +279,26 @@ class Machine:
             pts = [(r, z) for r, z in ((1, 64), (16, 64), (64, 256), (256, 1024)) if (r, z) in self.gemm_table]
             rows.append(("GEMM at small shapes, 1 core", ", ".join(f"{r}x{z}: {self.gemm_table[(r, z)]:.0f}"
                                                                    for r, z in pts) + " GFLOP/s", ""))
+        if self.cache_bw:
+            rows.append((f"stream bandwidth in the {self.cache_bw[0] >> 20} MiB cache", f"{self.cache_bw[1]:.1f} GB/s "
+                         f"(1 core), {self.cache_bw[2]:.1f} GB/s (all cores)", ""))
+        if self.mgrit_convergence:
+            rows.append(("MGRIT residual per iteration", f"x{self.mgrit_convergence[0]:.3f} (first: "
+                         f"{self.mgrit_convergence[1]:.2e} x sqrt(B T nh))", ""))
+        if self.channel_rates:
+            rows.append((f"channel scan, {self.channel_threads} threads", f"{self.channel_rates[2] * 1e6:.1f} µs per call "
+                         f"+ {self.channel_rates[0] * 1e9:.2f} ns per step + {self.channel_rates[1] * 1e9:.3f} ns per "
+                         "element", ""))
         rows += [(f"DEER's counted bytes, {k}", f"{v:.1f} GB/s", "") for k, v in self.deer_gbs.items()]
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
-                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s", "lane_step_s", "scan_back_s", "mpi_latency_s",
+                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "pool_start_s", "gil_serial", "step_latency_s",
+                "lane_step_s", "scan_back_s", "mpi_latency_s",
                 "mpi_bandwidth_gbs", "gpu"] + (["gemm_table"] if self.gemm_table else []) + \
+            (["cache_bw"] if self.cache_bw else []) + \
+            (["mgrit_convergence"] if self.mgrit_convergence else []) + \
+            (["channel_rates"] if self.channel_rates else []) + \
             ["deer_gbs"] * len(self.deer_gbs) + \
             ["call_costs"] * (len(self.call_costs) + len(self.kernel_gflops))
         out = []
@@ -265,253 +332,3 @@ def _interpolate(table: dict, rows: float, size: int) -> float:
     lg = {k: np.log(table[k]) for k in ((r0, s0), (r0, s1), (r1, s0), (r1, s1))}
     v = (1 - fr) * ((1 - fs) * lg[(r0, s0)] + fs * lg[(r0, s1)]) + fr * ((1 - fs) * lg[(r1, s0)] + fs * lg[(r1, s1)])
     return float(np.exp(v))
-
-
-def _gemm_table(repeat: int) -> dict:
-    """``{(rows, size): GFLOP/s}`` of ``(rows, size) @ (size, size)`` on one BLAS thread, by CPU clock, less
-    the time of the same call on a 1 x 4 x 4 product (the call itself, which the model prices as a call)."""
-    out = {}
-    with backend.blas_threads(1):
-        a0, w0, o0 = np.ones((1, 4), np.float32), np.ones((4, 4), np.float32), np.empty((1, 4), np.float32)
-        base = cpu_seconds(lambda: np.matmul(a0, w0, out=o0), repeat=repeat)
-        for r in GEMM_ROWS:
-            for z in GEMM_SIZES:
-                a, w, o = np.ones((r, z), np.float32), np.ones((z, z), np.float32), np.empty((r, z), np.float32)
-                t = cpu_seconds(lambda: np.matmul(a, w, out=o), repeat=repeat)
-                out[(r, z)] = 2.0 * r * z * z / max(t - base, 0.2 * t) / 1e9
-    return out
-
-
-def _simd_lanes() -> int:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return 16 if "avx512f" in flags else 8 if "avx" in flags else 4
-    except OSError:
-        pass
-    return 4
-
-
-def cpu_seconds(fn, *, repeat: int, min_time: float = 2e-3) -> float:
-    """Least CPU seconds per call of ``fn()`` run in *this* thread (``time.thread_time``) over ``repeat``
-    repeats of at least ``min_time`` CPU seconds: for single-threaded constants, the time a call costs
-    while it holds a core -- the waits for a core that other processes cause are not counted."""
-    repeat = check_positive_int(repeat, "repeat")
-    fn()
-    t0 = time.thread_time()
-    fn()
-    one = max(time.thread_time() - t0, 1e-7)
-    number = max(1, min(100_000, int(min_time / one)))
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.thread_time()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.thread_time() - t0) / number)
-    return max(best, 1e-10)
-
-
-def _gemm_peak(n: int, threads: int, repeat: int) -> float:
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n)).astype(np.float32)
-    b = rng.standard_normal((n, n)).astype(np.float32)
-    out = np.empty((n, n), np.float32)
-    with backend.blas_threads(threads):
-        if threads == 1:  # one thread: by CPU clock (a busy machine does not lower it)
-            return timing.gemm_flops(n, n, n) / cpu_seconds(lambda: np.matmul(a, b, out=out), repeat=repeat) / 1e9
-        t = timing.measure(np.matmul, a, b, out=out, repeat=repeat, warmup=1, number=1)
-    return timing.gemm_flops(n, n, n) / t.min / 1e9
-
-
-def _copy_bandwidth_cpu(mbytes: int, repeat: int) -> float:
-    """GB/s of ``np.copyto`` of ``mbytes`` MB (one read, one write per byte) on this thread, by CPU clock."""
-    src = np.ones(mbytes * 1_000_000 // 8)
-    dst = np.empty_like(src)
-    return 2 * src.nbytes / cpu_seconds(lambda: np.copyto(dst, src), repeat=repeat, min_time=0.0) / 1e9
-
-
-def _parallel_copy_bandwidth(mbytes: int, threads: int, repeat: int) -> float:
-    n = mbytes * 1_000_000 // 8
-    src = np.ones(n)
-    dst = np.empty_like(src)
-    parts = np.linspace(0, n, threads + 1).astype(int)
-    with ThreadPoolExecutor(threads) as pool:
-        def run():
-            list(pool.map(lambda i: np.copyto(dst[parts[i]:parts[i + 1]], src[parts[i]:parts[i + 1]]),
-                          range(threads)))
-        t = timing.measure(run, repeat=repeat, warmup=1, number=1)
-    return 2 * src.nbytes / t.min / 1e9
-
-
-@lru_cache(maxsize=None)
-def _numba_kernels():
-    from numba import njit, prange
-
-    @njit(cache=True)
-    def chain(a, x):
-        h = np.float32(0.0)
-        for t in range(a.shape[0]):
-            h = a[t] * h + x[t]
-        return h
-
-    @njit(cache=True, parallel=True)
-    def region(out):
-        for i in prange(out.shape[0]):
-            out[i] += 1.0
-
-    return chain, region
-
-
-def single_runs(fn, *, n: int, budget_s: float = 0.25, warmup: int = 2) -> list[float]:
-    """Seconds of up to ``n`` single timed calls of ``fn()`` (at least 3; stops after ``budget_s``)."""
-    n = check_positive_int(n, "n", high=1 << 20)
-    budget_s = check_float(budget_s, "budget_s", low=0.0, low_inclusive=False)
-    for _ in range(warmup):
-        fn()
-    ts: list[float] = []
-    end = time.perf_counter() + budget_s
-    while len(ts) < n and (len(ts) < 3 or time.perf_counter() < end):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return ts
-
-
-def low_quantile(times, q: float = 0.05) -> tuple[float, float]:
-    """``(q-quantile, median)`` of single-run ``times``: other processes only ever add time (a thread
-    that waits for a core), so a low quantile of many short runs -- taken in bursts spread over the
-    whole measurement -- is what the call costs when it gets its cores; the median shows what busy
-    moments added."""
-    ts = sorted(times)
-    if not ts:
-        raise ValueError("times: expected at least one timed run")
-    return ts[int(q * (len(ts) - 1))], ts[len(ts) // 2]
-
-
-def _busy_note(low: float, median: float, n: int) -> str | None:
-    """Why a constant was measured busy (the median of its runs > 3x their low quantile), or None."""
-    if median > 3 * low:
-        return (f"median of {n} single runs {median * 1e6:.1f} µs vs {low * 1e6:.1f} µs at their 5% quantile "
-                f"(other processes held the cores): the 5% quantile is used")
-    return None
-
-
-_PROBES: list = []
-
-
-def register_probe(probe) -> None:
-    """Add ``probe(quick) -> {Machine field: value}`` to :meth:`Machine.measure` (the package registers
-    :mod:`.overheads`, which times the course's own code -- this module does not import it: no cycle)."""
-    if not callable(probe):
-        raise TypeError(f"probe: expected a callable, got {type(probe).__name__}")
-    _PROBES.append(probe)
-    _measure.cache_clear()
-
-
-@lru_cache(maxsize=None)
-def _measure(quick: bool) -> Machine:
-    cores = backend.cpu_count()
-    n, rep, mb = (256, 3, 32) if quick else (768, 5, 128)
-    src = {}
-    chain, region = _numba_kernels()
-    buf = np.zeros(max(2, cores), np.float64)
-    pool = ThreadPoolExecutor(cores)
-    regions: list = []
-    handoffs: list = []
-    burst = 20 if quick else 50
-
-    def sample():  # bursts of single runs between the other probes: a busy moment spoils only some
-        regions.extend(single_runs(lambda: region(buf), n=burst, budget_s=0.05 if quick else 0.15))
-        handoffs.extend(single_runs(lambda: list(pool.map(int, range(cores))), n=burst,
-                                    budget_s=0.05 if quick else 0.15))
-
-    sample()
-    g1 = _gemm_peak(n, 1, rep)
-    sample()
-    gall = _gemm_peak(n, cores, rep) if cores > 1 else g1
-    sample()
-    with backend.blas_threads(1):  # single-threaded constants by CPU clock
-        wa, wx = np.ones((256, 256), np.float32), np.ones(256, np.float32)
-        wy = np.empty(256, np.float32)
-        gemv = timing.gemm_flops(256, 1, 256) / cpu_seconds(lambda: np.matmul(wa, wx, out=wy), repeat=max(rep, 7)) / 1e9
-    sample()
-    bw1 = _copy_bandwidth_cpu(mb, rep)
-    sample()
-    bwall = _parallel_copy_bandwidth(mb, cores, rep) if cores > 1 else bw1
-    sample()
-    x, y = np.ones(8, np.float32), np.ones(8, np.float32)
-    call = cpu_seconds(lambda: np.add(x, y), repeat=max(rep, 7))
-    Tn = 20_000 if quick else 200_000
-    a = np.full(Tn, 0.5, np.float32)
-    xs = np.ones(Tn, np.float32)
-    step = cpu_seconds(lambda: chain(a, xs), repeat=max(rep, 7)) / Tn
-    sample()
-    pool.shutdown()
-    busy = {}
-    handoff, med = low_quantile(handoffs)  # robust: a low quantile of many single runs
-    busy["handoff_s"] = _busy_note(handoff, med, len(handoffs))
-    region_s, med = low_quantile(regions)
-    busy["region_s"] = _busy_note(region_s, med, len(regions))
-    busy = {k: v for k, v in busy.items() if v}
-    nrun = f"{len(regions)} / {len(handoffs)}"
-    if region_s > 1e-3:  # even the best runs waited: the advisor will not advise methods that pay it
-        busy["region_s"] = (f"even the fastest 5% of {len(regions)} single runs took {region_s * 1e3:.1f} ms "
-                            f"(a quiet core: a few µs): its threads waited for cores other processes held")
-    if handoff > 1e-3:
-        busy["handoff_s"] = (f"even the fastest 5% of {len(handoffs)} single runs took {handoff * 1e3:.1f} ms: "
-                             f"the pool's threads waited for cores other processes held")
-    noise = timing.Noise()  # the single-core constants are minima: a busy moment only spoils the ones in ``busy``
-    for k in ("cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
-              "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "step_latency_s"):
-        src[k] = "measured" + (" (quick)" if quick else "")
-    src["cores"] = "measured (CPU affinity)"
-    for k in ("gemm_gflops_core", "gemv_gflops", "bandwidth_core_gbs", "call_s", "step_latency_s"):
-        src[k] = "measured by CPU clock (one thread)" + (" (quick)" if quick else "")
-    src["handoff_s"] = src["region_s"] = (f"measured: 5% quantile of single runs in 7 bursts (regions / hand-offs: "
-                                          f"{nrun})" + (" (quick)" if quick else ""))
-    src["simd_lanes"] = "from /proc/cpuinfo flags"
-    mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
-    src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
-    extra = {}
-    for probe in _PROBES:  # e.g. .overheads: the course's own code, timed (registered, not imported here)
-        extra.update(probe(quick))
-    if extra:
-        src["call_costs"] = "measured: a tiny and a mid-sized run of the course's own code per kind" + \
-            (" (quick)" if quick else "")
-    gpu = None
-    if backend.gpu_available():
-        gpu = GPU.assumed(backend.detect_gpu()[1])
-    src["gpu"] = gpu.source if gpu else f"none ({backend.cuda_mode()})"
-    src["gemm_table"] = "measured by CPU clock (one thread), less the call itself" + (" (quick)" if quick else "")
-    fields = dict(gemm_table=_gemm_table(2 if quick else 3), step_latency_s=step, mpi_latency_s=mpi_alpha, mpi_bandwidth_gbs=mpi_beta, gpu=gpu, source=src,
-                  noise=noise, numba_threads=backend.max_threads(), busy=busy)
-    if "deer_gbs" in extra:
-        src["deer_gbs"] = ("measured by CPU clock: the course's DEER (T = 256, batch 2, nh = 12; 1 and 3 iterations), "
-                           "its counted bytes per second less its counted calls" + (" (quick)" if quick else ""))
-    if "scan_back_s" in extra:
-        src["scan_back_s"] = ("measured by CPU clock: the course's sequential scan, training less inference, at "
-                              "nh = 64, T = 2048, per element" + (" (quick)" if quick else ""))
-    if "lane_step_s" in extra:
-        src["lane_step_s"] = (f"measured by CPU clock: the course's chunked scan at nh = 1 on one thread, per step "
-                              f"(and {extra.get('lane_call_s', 0.0) * 1e6:.0f} µs per call)" + (" (quick)" if quick else ""))
-    if "step_latency_s" in extra:
-        src["step_latency_s"] = "measured by CPU clock: the course's sequential scan at nh = 1, per step" + \
-            (" (quick)" if quick else "")
-    fields.update(extra)
-    return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
-                   max(bw1, bwall), call, handoff, region_s, **fields)
-
-
-def _mpi_numbers(quick: bool) -> tuple[float, float, str]:
-    """``(latency s, bandwidth GB/s, label)`` from a ping-pong between two ranks, or the assumed 2 µs and
-    5 GB/s (labelled why) where MPI is missing or the job fails."""
-    from ...core.mpi import MPIFailed
-    from ...parallel.mpi_pingpong import pingpong
-
-    try:
-        res = pingpong((8, 1 << 16, 1 << 20, 1 << 22), repeat=5 if quick else 20, timeout=60)
-    except (MPIFailed, OSError) as exc:
-        return 2e-6, 5.0, f"assumed: 2 µs, 5 GB/s (no ping-pong: {str(exc).splitlines()[0]})"
-    return res["alpha_s"], res["beta_gbs"], res["source"] + (" (quick)" if quick else "")

@@ -8,13 +8,14 @@ calls and bytes per iteration -- registered here by :func:`register_counts`, tes
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_str
 from . import cluster
+from .cluster import deer_counts, wavefront_counts
 from .machine import Machine
 
-__all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
+__all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "MGRIT_TOL", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
            "applicable", "calls_per_step", "pass_calls", "register_counts", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
 
 KINDS = ("rnn", "lstm", "gru", "linear")
@@ -39,7 +40,7 @@ def _counted(name: str, *args):
     if name not in _COUNTS:
         raise RuntimeError("the cost model's counts are not registered: import course_lib.experiments.cost_model")
     return _COUNTS[name](*args)
-MGRIT_ITERS = 2           # the seed's and chapter 10's setting (iterations are a property of the dynamics)
+MGRIT_ITERS, MGRIT_TOL = 2, 1e-5  # unmeasured default; the tolerance the course's runs stop at (chapters 10, 12)
 DEER_ITERS = {"newton": 6, "quasi": 20}
 ITEMSIZE = 4              # float32
 
@@ -257,7 +258,7 @@ def cost_batched(p: Problem, m: Machine) -> Cost:
 
 def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     """The batch split over ``P`` threads of one process, each running the batched pass on its share;
-    the library calls hold the GIL, so they add up over threads; one hand-off to the pool."""
+    the library calls hold the GIL, so they add up over threads (at the contended price); one pool per call."""
     P = min(m.cores if P is None else check_positive_int(P, "P"), p.batch)
     if p.batch < 2:
         raise ValueError("batch: splitting the batch over threads needs batch >= 2 sequences")
@@ -271,16 +272,20 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls = pass_calls(p) * P if counted is None else counted  # each thread: the batched pass on its share
     c.regions = 1
     c.counts = {"share": share, "calls": c.calls}
-    return _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
+    _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), region_s=0.0)
+    return _pooled(c, m, P * cost_batched(replace(p, batch=share), m).seconds)
 
 
-def wavefront_counts(T: int, L: int, P: int) -> dict:
-    """Cells, diagonals (span) and barrier steps ``sum_d ceil(|D_d| / P)`` of the layer wavefront, in closed form."""
-    T, L, P = check_positive_int(T, "T"), check_positive_int(L, "L"), check_positive_int(P, "P")
-    a, b = min(T, L), max(T, L)  # diagonals: 1, 2, .., a-1 cells, then a cells b-a+1 times, then a-1, .., 1
-    q, r = divmod(a - 1, P)      # sum_{k=1..a-1} ceil(k / P) = P q (q+1) / 2 + r (q+1)
-    steps = 2 * (P * q * (q + 1) // 2 + r * (q + 1)) + (b - a + 1) * -(-a // P)
-    return {"work": T * L, "span": T + L - 1, "steps": steps}
+def _pooled(c: Cost, m: Machine, serial: float) -> Cost:
+    """The course's threads / wavefront methods: Python threads whose calls serialise on the GIL in the share
+    measured for calls of their size (then they take the one-thread time ``serial``), and the pool they start
+    once per call (measured; else one hand-off)."""
+    extra = m.gil_share(serial / max(1.0, c.calls)) * max(0.0, serial - c.seconds) if c.P > 1 else 0.0
+    c.parts["calls"] += extra
+    start = m.handoff_s if m.pool_start_s is None else m.pool_start_s
+    c.parts["sync"] += start
+    c.seconds += start + extra
+    return c
 
 
 def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
@@ -304,7 +309,8 @@ def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls = counted
     c.regions = wc["span"] * _train(p)
     c.counts = wc
-    return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
+    _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
+    return _pooled(c, m, cost_batched(p, m).seconds + c.parts["sync"])
 
 
 def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:
@@ -378,12 +384,12 @@ def cost_chunked(p: Problem, m: Machine, P: int | None = None) -> Cost:
         c.span = c.work
     c.regions = 2 * math.ceil(p.T / (chunk * P)) * tr if P > 1 else 0
     c.counts = {"chunks": P, "lanes": lanes, **scan_counts("sequential", p.T)}
-    _finish(c, m, rate=0.0, bw=m.bandwidth(P))
+    _finish(c, m, rate=0.0, bw=m.bandwidth(P, 3 * ITEMSIZE * p.T * n))
     if lanes > 1 and m.lane_step_s is not None:  # measured: the course's lane scan at nh = 1, per step and call
         lat = math.ceil(p.T / P) * m.lane_step_s * n + m.lane_call_s
     else:
-        lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes
-    lat = _linear_latency(p, m, lat, n, P)
+        lat = 2 * math.ceil(p.T / P) * m.step_latency_s * max(1.0, n / m.simd_lanes / 4) / lanes + m.lane_call_s
+    lat = _linear_latency(p, m, lat, n, P)  # lane_call_s: the measured set-up of every chunked call
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c
@@ -401,8 +407,11 @@ def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.bytes = 3 * ITEMSIZE * p.T * n * tr
     c.calls, c.regions = 1, tr
     c.counts = {"groups": P}
-    _finish(c, m, rate=0.0, bw=m.bandwidth(P))
+    _finish(c, m, rate=0.0, bw=m.bandwidth(P, 3 * ITEMSIZE * p.T * n))
     lat = _linear_latency(p, m, p.T * m.step_latency_s * max(1.0, n / P / m.simd_lanes / 4), n, P)
+    measured = m.channel_seconds(p.T, n, P) if P > 1 else None
+    if measured is not None:  # measured on the course's own channel scan: rows split between threads
+        c.parts["memory"] = max(c.parts["memory"], tr * measured)
     c.parts["compute"] = lat
     c.seconds = max(lat, c.parts["memory"]) + c.parts["calls"] + c.parts["sync"]
     return c
@@ -429,7 +438,8 @@ def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | Non
     steps from its task graph; every step's library calls hold the GIL (they add up over threads)."""
     _need_nonlinear(p, "mgrit")
     P = m.cores if P is None else check_positive_int(P, "P")
-    iters = MGRIT_ITERS if iters is None else check_positive_int(iters, "iters")
+    iters = (m.mgrit_iterations(p.batch, p.T, p.nh, MGRIT_TOL) or MGRIT_ITERS) if iters is None else \
+        check_positive_int(iters, "iters")
     if p.T < cf:
         raise ValueError(f"T: MGRIT needs at least m = {cf} time steps to coarsen, got {p.T}")
     mc = mgrit_counts(p.T, P, iters=iters, m=cf, levels=levels)
@@ -441,15 +451,6 @@ def cost_mgrit(p: Problem, m: Machine, P: int | None = None, *, iters: int | Non
     c.regions = 6 * iters * (levels - 1) if P > 1 else 0
     c.counts = mc
     return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
-
-
-def deer_counts(T: int, nh: int, P: int, *, iters: int, method: str = "newton") -> dict:
-    """Flops of DEER on P processors from its task graph (:func:`cluster.deer_graph`): span and work."""
-    T, nh, P = check_positive_int(T, "T"), check_positive_int(nh, "nh"), check_positive_int(P, "P")
-    iters = check_positive_int(iters, "iters")
-    g = cluster.deer_graph(T, nh, iters=iters, P=P, method=method)
-    span, _ = g.critical_path()
-    return {"span": span, "work": g.work(), "iters": iters}
 
 
 def cost_deer(p: Problem, m: Machine, P: int | None = None, *, iters: int | None = None,

@@ -18,13 +18,15 @@ from __future__ import annotations
 from ...core import backend
 from ...core.validate import check_bool
 from .execute import inputs, run
-from .machine import cpu_seconds, register_probe
+from .probes import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "measure_call_costs", "scan_step", "lane_step", "deer_rates", "scan_back"]
+__all__ = ["TINY", "MID", "CHANNEL_SIZES", "measure_call_costs", "scan_step", "lane_step", "deer_rates", "scan_back",
+           "channel_rates", "mgrit_convergence"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
+CHANNEL_SIZES = ((8192, 24), (8192, 384))    # (T, nh) of channel_rates: narrow rows, and wide ones streaming from memory
 
 
 def _per_step(prob: Problem, quick: bool) -> float:
@@ -131,12 +133,60 @@ def scan_back(quick: bool = False) -> float:
     return max(t["training"] - t["inference"], 1e-9) / (2048 * 64)
 
 
+def channel_rates(quick: bool = False) -> tuple[float, float, float]:
+    """``(seconds per step, seconds per element, seconds per call)`` of the course's channel-parallel scan
+    (:func:`.execute.run`, ``method="channels"``) on every numba thread: the call from a tiny run, then a
+    straight line through a narrow and a wide run (:data:`CHANNEL_SIZES`, not chapter sizes; the wide one
+    streams from memory). Splitting every row between
+    threads costs what neither the bandwidth nor the step latency shows -- cache lines shared at the group
+    boundaries each step, prefetchers that see half-rows -- so the model prices the method by this line.
+    Threads: wall clock, the 5% quantile of single runs (a busy moment only adds)."""
+    from .probes import low_quantile, single_runs
+
+    quick = check_bool(quick, "quick")
+    t = []
+    for T, nh in CHANNEL_SIZES + ((64, 24),):  # the last: a tiny run, the price of the call itself
+        prob = Problem("linear", "inference", batch=1, T=T, nh=nh)
+        data = inputs(prob)
+        runs = single_runs(lambda prob=prob, data=data: run(prob, "channels", data=data), n=30 if quick else 100,
+                           budget_s=0.1 if quick else 0.3)
+        t.append(low_quantile(runs)[0])
+    (T0, n0), (T1, n1) = CHANNEL_SIZES
+    call = t[2]
+    elem = max(((t[1] - call) / T1 - (t[0] - call) / T0) / (n1 - n0), 1e-12)
+    return max((t[0] - call) / T0 - n0 * elem, 1e-12), elem, call
+
+
+def mgrit_convergence(quick: bool = False) -> tuple[float, float]:
+    """``(rho, c)``: the course's MGRIT (chapter 10's implicit GRU, m = 4, two levels, FCF) on one sequence of
+    T = 256 steps, nh = 16 (not a chapter size), six iterations: ``rho`` the geometric mean of the residual's
+    factor per iteration, ``c`` the first residual per ``sqrt(batch T nh)`` -- together they say how many
+    iterations a tolerance takes (:meth:`.machine.Machine.mgrit_iterations`)."""
+    import math
+
+    import numpy as np
+
+    from ...models import gru
+
+    check_bool(quick, "quick")
+    prob = Problem("gru", "inference", batch=1, T=256, nh=16)
+    params, X = inputs(prob)
+    _, hist = gru.gru_forward(params, X, implicit=True, method="mgrit", m=4, levels=2, relax="FCF", max_iter=6,
+                              tol=1e-14, return_history=True)
+    r = np.asarray(hist, float)
+    r = r[r > 0]
+    rho = float(np.exp(np.mean(np.log(r[1:] / r[:-1])))) if len(r) > 1 else 0.1
+    return min(max(rho, 1e-3), 0.9), float(r[0] / math.sqrt(prob.batch * prob.T * prob.nh))
+
+
 def _probe(quick: bool) -> dict:
     costs, rates = measure_call_costs(quick)
     lane, lane_call = lane_step(quick)
     return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane,
                 lane_call_s=lane_call,
-                deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick))
+                deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick),
+                channel_rates=channel_rates(quick), channel_threads=backend.max_threads(),
+                mgrit_convergence=mgrit_convergence(quick))
 
 
 register_probe(_probe)

@@ -164,6 +164,17 @@ def _kernel_line(frame) -> int:
     return frame.f_lineno if frame is not None else -1
 
 
+def _plain_run_error(kernel, a, x, h0, threads):
+    """The exception an untraced launch raises (None if it runs): when a traced thread crashed, another thread's
+    read of the slot it never wrote is only the consequence -- which of the two the simulator reports first
+    depends on thread timing."""
+    try:
+        _launch(kernel, a, x, h0, threads)
+    except Exception as exc:  # the student's kernel: anything it raises is the answer
+        return exc
+    return None
+
+
 def _logged_sync(orig_sync):
     """The simulator's ``syncthreads`` that also counts the thread's barrier epoch and logs the line it was
     called from in :data:`_BARRIERS`."""
@@ -399,7 +410,12 @@ def check_block_kernel(kernel) -> str:
             diverged = _divergent_in_plain_run(kernel, a, x, h0, threads, C) if traced else None
             if diverged:
                 raise ExerciseFailed(f"{where}:\n  {diverged}.\n  Hint: {_DIVERGENT_HINT}") from None
-            if "SharedMemoryHazard" in type(exc).__name__ or isinstance(exc, SharedMemoryHazard):
+            hazard = "SharedMemoryHazard" in type(exc).__name__ or isinstance(exc, SharedMemoryHazard)
+            if hazard and _CRASHED:  # a thread crashed first and left its slots unwritten: report the cause
+                exc = _plain_run_error(kernel, a, x, h0, threads) or exc
+                text = str(exc)
+                hazard = isinstance(exc, SharedMemoryHazard)
+            if hazard:
                 raise ExerciseFailed(
                     f"{where}:\n  {text}\n"
                     "  Hint: every thread must finish writing a level before any thread reads it -- "

@@ -56,42 +56,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ...core import backend, timing
+from ...core.memory import MMAP_THRESHOLD, TRIM_THRESHOLD, steady_memory
 from ...core.noise import OTHERS_LIMIT
 from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs, explain_error
 
 __all__ = ["judge_speed", "Judgement", "Stopwatch", "steady_memory", "NEAR", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
 NEAR = 1.5   # a miss whose interval reaches within this factor of the bar is measured again
-MMAP_THRESHOLD = 32 << 20   # glibc's largest dynamic mmap threshold (64-bit): larger blocks are mapped afresh
-TRIM_THRESHOLD = 64 << 20   # free heap glibc keeps before returning it (twice the above, as glibc pairs them)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # mallopt's parameter numbers (malloc.h)
-_steady: bool | None = None
-
 
 BIASED_SLACK = 4.0   # how far below the bar a threaded speed-up measured on a loaded machine may lie and be waived
-
-
-def steady_memory() -> bool:
-    """Pin glibc's allocator (``mallopt``) so that large temporaries reuse warm heap pages instead of being
-    mapped and faulted in afresh depending on the process's history; once per process. Returns whether it
-    applies (False off glibc, e.g. macOS, where nothing is changed).
-
-    The values are the ones glibc's dynamic heuristic itself moves towards (it raises the mmap threshold
-    up to :data:`MMAP_THRESHOLD` as large blocks are freed, and trims at twice that), so the process
-    behaves as a warmed-up one would; only the flipping between the two regimes is removed."""
-    global _steady
-    if _steady is None:
-        _steady = False
-        try:
-            import ctypes
-            import ctypes.util
-
-            mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-        except (OSError, AttributeError, TypeError):
-            return False
-        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-        _steady = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-    return _steady
 
 
 @dataclasses.dataclass
@@ -137,7 +110,7 @@ def _base_clock(clock) -> Callable[[], float]:
     if clock is None or clock == "wall":
         return lambda: timing.clock()          # the hook, read at each call (tests' fake_clock)
     if clock == "cpu":
-        return time.process_time
+        return time.thread_time  # the calling thread only (see core.timing.CLOCKS)
     if callable(clock):
         return clock
     raise ValueError(f"clock: expected None, 'wall', 'cpu' or a function returning seconds, got {clock!r}")
