@@ -400,6 +400,8 @@ def cost_channels(p: Problem, m: Machine, P: int | None = None) -> Cost:
     _need_linear(p, "channels")
     n = p.batch * p.nh
     P = min(m.compiled_threads if P is None else check_positive_int(P, "P"), n)
+    if P == 1:  # one group: the sequential loop itself, in one parallel region
+        return replace(cost_sequential(p, m), method="channels", regions=1.0)
     c = Cost("channels", p, P)
     tr = _train(p)
     c.work = 2.0 * p.T * n * tr
