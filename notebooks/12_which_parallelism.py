@@ -50,13 +50,16 @@ QUICK = timing.budget() == "small"
 # %% [markdown]
 # ## 1 · The machine, measured
 #
-# `Machine.measure()` times a GEMM on one core and on all, a cache-resident GEMV, a streaming copy on one
-# and on all cores, a tiny numpy call, a hand-off to a thread pool, an empty numba parallel region and the
-# course's own sequential scan (one dependent step). What runs on one thread is timed by the CPU clock, and
-# the hand-off and the parallel region by a low quantile of many single runs spread over the measurement:
-# other programs only ever *add* time, so a busy moment does not become a constant. A constant whose runs
-# were mostly slowed is marked BUSY in the table. *Predict first*: which of these will matter for an RNN
-# whose hidden state has 32 units -- the GEMM peak or the price of a call?
+# `Machine.measure()` (its micro-benchmarks are in `cost_model/probes.py`) times a GEMM on one core and on
+# all, a cache-resident GEMV, a streaming copy on one and on all cores, from memory and from the last-level
+# cache, a tiny numpy call, a hand-off to a thread pool and a pool started per call, how much the GIL lets
+# Python threads overlap small and large calls, an empty numba parallel region and the course's own code: the
+# sequential scan (one dependent step), the channel scan, and MGRIT's residual per iteration (how many
+# iterations a tolerance takes). What runs on one thread is timed by the CPU clock, and the hand-off and the
+# parallel region by a low quantile of many single runs spread over the measurement: other programs only ever
+# *add* time, so a busy moment does not become a constant. A constant whose runs were mostly slowed is marked
+# BUSY in the table. *Predict first*: which of these will matter for an RNN whose hidden state has 32 units --
+# the GEMM peak or the price of a call?
 
 # %% tags=["nbval-ignore-output"]
 machine = cost_model_exp.Machine.measure(quick=QUICK)
