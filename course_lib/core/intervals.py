@@ -72,7 +72,8 @@ class Ratio:
     left out as disturbed (see :func:`undisturbed`); ``waited`` for each of the two, the share of its wall
     time its threads spent ready to run but waiting for a core (None: not measured). ``confidence`` the
     interval's coverage target. ``biased``: set by :func:`course_lib.core.noise.noise_of_pairs` when the two
-    waited for cores unequally -- every pair is then skewed the same way, and :meth:`faster` cannot tell."""
+    waited for cores unequally, or one ran on several threads while other programs held a core (``used``: the
+    threads each ran on) -- every pair is then skewed the same way, and :meth:`faster` cannot tell."""
 
     name: str
     over: str
@@ -81,9 +82,10 @@ class Ratio:
     set_aside: int = 0
     waited: tuple[float, float] | None = None
     biased: bool = False
+    used: tuple[int, int] | None = None   # the most threads each ran on in a round (None: not measured)
 
     @classmethod
-    def from_times(cls, name: str, over: str, times, base_times, waited=None) -> "Ratio":
+    def from_times(cls, name: str, over: str, times, base_times, waited=None, used=None) -> "Ratio":
         """Pair ratios ``times[i] / base_times[i]`` of the rounds neither call of which was disturbed
         (all rounds when that would leave fewer than 5, or fewer than a third of them)."""
         if len(times) != len(base_times):
@@ -94,7 +96,7 @@ class Ratio:
             keep = [True] * len(keep)
         tiny = 1e-12    # a per-call time of 0 (a clock too coarse) is read as this, so ratios stay finite
         values = [max(a, tiny) / max(b, tiny) for a, b, k in zip(times, base_times, keep) if k]
-        return cls(name, over, values, set_aside=len(keep) - len(values), waited=waited)
+        return cls(name, over, values, set_aside=len(keep) - len(values), waited=waited, used=used)
 
     def __post_init__(self):
         self.values = [check_float(v, "values", low=0.0, low_inclusive=False) for v in self.values]

@@ -144,6 +144,11 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     noise = Noise(others=others, ratios=list(ratios))
     loaded = others is not None and others > OTHERS_LIMIT
     unequal = [r for r in ratios if loaded and r.waited is not None and abs(r.waited[0] - r.waited[1]) > UNEQUAL_WAIT]
+    # a function on several threads, while another program holds a core, loses in a way that depends on how its
+    # threads wait for one another (a BLAS pool spins, a thread pool sleeps, numba's barrier both): it may be
+    # slowed 2x or 20x, and its run-queue wait need not show it -- pairs cannot cancel that either
+    unused = [r for r in ratios if loaded and r.used is not None and max(r.used) >= 2
+              and not any(r is u for u in unequal)]
     if unequal:
         shares = {}
         for r in unequal:
@@ -151,6 +156,15 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
         noise.uncertain.append("the functions' threads waited for a core unequally (" +
                                ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + " of their time): other "
                                "processes slowed some more than others in every round, which pairs cannot cancel")
+    if unused:
+        ran = {}
+        for r in unused:
+            ran.update({r.name: r.used[0], r.over: r.used[1]})
+        noise.uncertain.append("threaded code ran while other processes held a core (threads: " +
+                               ", ".join(f"{k} {v}" for k, v in ran.items()) + "): how much it loses then depends "
+                               "on how its threads wait for each other, in every round, which pairs cannot cancel")
+    unequal = unequal + unused
+    if unequal:
         noise.busy = True
         for r in unequal:
             r.biased = True

@@ -267,6 +267,7 @@ class Comparison:
     noise: Noise = field(default_factory=Noise)           # the whole run's (see :class:`Noise`)
     cores_used: dict[str, float] = field(default_factory=dict)  # this process's CPU time / wall time, per name
     waited: dict[str, float] = field(default_factory=dict)      # share of wall time its threads waited for a core
+    threads: dict[str, int] = field(default_factory=dict)       # the most threads it ran on in a round (schedstat)
 
     def __post_init__(self):
         if not isinstance(self.timings, dict) or not self.timings:
@@ -293,7 +294,8 @@ class Comparison:
             raise ValueError(f"name, to: {name!r} and {to!r} were not measured in the same rounds "
                              f"({len(a)} and {len(b)} times)")
         waited = (self.waited[name], self.waited[to]) if name in self.waited and to in self.waited else None
-        r = Ratio.from_times(name, to, a, b, waited)
+        used = (self.threads[name], self.threads[to]) if {name, to} <= set(self.threads) else None
+        r = Ratio.from_times(name, to, a, b, waited, used)
         noise = getattr(self, "noise", None)
         r.biased = noise is not None and any(x.biased and {x.name, x.over} == {name, to} for x in noise.ratios)
         return r
@@ -413,20 +415,43 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
     return min(10_000, max(1, int(math.ceil(min_time / one))))
 
 
+def _thread_cpu() -> dict[str, float]:
+    """Seconds each of this process's threads has run on a core, by thread id (Linux schedstat; {} elsewhere)."""
+    out = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[0]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _threads_that_ran(before: dict, after: dict, wall: float) -> int:
+    """How many threads ran for at least a fifth of ``wall`` seconds between two :func:`_thread_cpu` readings."""
+    return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.2 * wall)
+
+
 def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],
-           cpu: dict[str, float], wait: dict[str, float | None]) -> None:
+           cpu: dict[str, float], wait: dict[str, float | None], threads: dict[str, int]) -> None:
     """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
-    adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``."""
+    adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``; ``threads``
+    keeps the most threads a function ran on in any round."""
     cpu_clock = time.process_time  # every thread of the process: how many cores the function kept busy
     for name, fn in fns.items():
-        w0 = _run_queue_wait()
-        c0, t0 = cpu_clock(), clock()
+        w0, r0 = _run_queue_wait(), _thread_cpu()
+        c0, t0, s0 = cpu_clock(), clock(), _wall()
         for _ in range(number[name]):
             fn()
-        t1, c1 = clock(), cpu_clock()
-        w1 = _run_queue_wait()
+        t1, c1, s1 = clock(), cpu_clock(), _wall()
+        w1, r1 = _run_queue_wait(), _thread_cpu()
         times[name].append((t1 - t0) / number[name])
         cpu[name] += c1 - c0
+        threads[name] = max(threads[name], _threads_that_ran(r0, r1, s1 - s0))
         dw = _waited(w0, w1)
         wait[name] = None if dw is None or wait[name] is None else wait[name] + dw
 
@@ -471,11 +496,12 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     times: dict[str, list[float]] = {name: [] for name in fns}
     cpu = dict.fromkeys(fns, 0.0)
     wait: dict[str, float | None] = dict.fromkeys(fns, 0.0)
+    threads = dict.fromkeys(fns, 0)
     others = [k for k in fns if k != baseline]
     with _Watch(wall) as w:
         start = wall()
         while True:
-            _round(fns, number, tick, times, cpu, wait)
+            _round(fns, number, tick, times, cpu, wait, threads)
             done = len(times[baseline])
             if done < repeat:
                 continue
@@ -487,7 +513,8 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     used = {} if isinstance(clock, str) and clock == "cpu" else \
         {name: cpu[name] / spent[name] for name in fns if spent[name] > 0}
     waited = {name: wait[name] / spent[name] for name in used if wait[name] is not None}
-    cmp = Comparison(timings, baseline, cores_used=used, waited=waited)
+    cmp = Comparison(timings, baseline, cores_used=used, waited=waited,
+                     threads={} if isinstance(clock, str) and clock == "cpu" else threads)
     if others:
         cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
     else:                                    # one function: nothing to pair, judge its repeats

@@ -1,5 +1,7 @@
 """compare() on a fake clock: paired rounds survive a busy machine, abstain only when the data cannot decide,
 and add rounds until the interval is narrow or the budget is spent. No test here depends on real time."""
+import time
+
 import numpy as np
 import pytest
 
@@ -212,3 +214,34 @@ def test_cpu_clock_is_a_named_hook(monkeypatch):
     monkeypatch.setitem(timing.CLOCKS, "cpu", clock)
     c = timing.compare(clock="cpu", warmup=0, **fns(clock, lambda i: 2.0, lambda i: 1.0))
     assert c.speedup("b") == 2.0 and c.timings["a"].times == [2.0] * 5
+
+
+def test_threaded_code_under_load_is_not_trusted():
+    """A BLAS pool spins while a peer waits for a core: the run queue's wait stays small, yet a function on two
+    threads loses far more to another program than its pair (seen: numpy 10x slower than Halide under one
+    `yes`, against 2.3x faster quiet). Pairs cannot cancel it: abstain, naming the threads each ran on."""
+    from course_lib.core.noise import noise_of_pairs
+
+    def ratio(used):
+        return intervals.Ratio.from_times("threaded", "serial", [1.0] * 8, [2.0] * 8, waited=(0.1, 0.1), used=used)
+
+    loaded = noise_of_pairs([ratio((2, 1))], others=1.0)
+    assert not loaded.ok and loaded.biased and loaded.ratios[0].biased
+    assert "threaded code ran while other processes held a core (threads: threaded 2, serial 1)" in loaded.warning()
+    assert noise_of_pairs([ratio((2, 1))], others=0.05).ok          # quiet: threads are what is measured
+    assert noise_of_pairs([ratio((1, 1))], others=1.0).ok           # one thread each: pairs cancel the load
+    assert noise_of_pairs([ratio(None)], others=1.0).ok             # not measured (a CPU-clock comparison)
+
+
+def test_compare_counts_the_threads_a_function_ran_on():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def spin(s=0.01):
+        t = time.perf_counter() + s
+        while time.perf_counter() < t:
+            pass
+
+    with ThreadPoolExecutor(2) as pool:
+        c = timing.compare(one=spin, two=lambda: list(pool.map(lambda _: spin(), range(2))), repeat=3, warmup=1)
+    assert c.threads["one"] == 1 and c.threads["two"] >= 2
+    assert timing.compare(one=spin, two=spin, repeat=2, clock="cpu").threads == {}
