@@ -107,5 +107,7 @@ def fake_clock(monkeypatch):
     monkeypatch.setattr(timing, "clock", clock)
     monkeypatch.setattr(timing, "_busy_cpu_seconds", lambda: None)
     monkeypatch.setattr(timing, "_run_queue_wait", lambda: None)   # no real waits either
+    monkeypatch.setattr(timing, "_others_running", lambda: None)   # nor other programs' runnable threads
+    monkeypatch.setattr(timing, "_thread_cpu", dict)               # nor which of this process's threads ran
     monkeypatch.setattr(timing, "compare", compare)
     yield clock

@@ -416,7 +416,8 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
 
 
 def _thread_cpu() -> dict[str, float]:
-    """Seconds each of this process's threads has run on a core, by thread id (Linux schedstat; {} elsewhere)."""
+    """Seconds each of this process's threads has run on a core or waited, runnable, for one, by thread id
+    (Linux schedstat; {} elsewhere): a worker that other programs starve of a core waits instead of running."""
     out = {}
     try:
         tasks = os.listdir("/proc/self/task")
@@ -425,30 +426,50 @@ def _thread_cpu() -> dict[str, float]:
     for tid in tasks:
         try:
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0]) / 1e9
+                run, wait = f.read().split()[:2]
+                out[tid] = (int(run) + int(wait)) / 1e9
         except (OSError, IndexError, ValueError):
             continue
     return out
 
 
+def _others_running() -> float | None:
+    """Threads of *other* processes ready to run or running right now: the machine's runnable count
+    (``procs_running`` in /proc/stat) less this process's threads in state R; None where the OS does not tell."""
+    try:
+        with open("/proc/stat") as f:
+            total = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
+        ours = 0
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    ours += f.read().rpartition(")")[2].split()[0] == "R"
+            except (OSError, IndexError):
+                continue
+    except (OSError, StopIteration, ValueError):
+        return None
+    return float(max(0, total - ours))
+
+
 def _threads_that_ran(before: dict, after: dict, wall: float) -> int:
-    """How many threads ran for at least a fifth of ``wall`` seconds between two :func:`_thread_cpu` readings."""
-    return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.2 * wall)
+    """How many threads ran or waited for a core for at least 2% of ``wall`` seconds between two
+    :func:`_thread_cpu` readings."""
+    return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.02 * wall)
 
 
 def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],
-           cpu: dict[str, float], wait: dict[str, float | None], threads: dict[str, int]) -> None:
+           cpu: dict[str, float], wait: dict[str, float | None], threads: dict[str, int], real: bool = True) -> None:
     """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
     adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``; ``threads``
     keeps the most threads a function ran on in any round."""
     cpu_clock = time.process_time  # every thread of the process: how many cores the function kept busy
     for name, fn in fns.items():
-        w0, r0 = _run_queue_wait(), _thread_cpu()
+        w0, r0 = _run_queue_wait(), (_thread_cpu() if real else {})
         c0, t0, s0 = cpu_clock(), clock(), _wall()
         for _ in range(number[name]):
             fn()
         t1, c1, s1 = clock(), cpu_clock(), _wall()
-        w1, r1 = _run_queue_wait(), _thread_cpu()
+        w1, r1 = _run_queue_wait(), (_thread_cpu() if real else {})
         times[name].append((t1 - t0) / number[name])
         cpu[name] += c1 - c0
         threads[name] = max(threads[name], _threads_that_ran(r0, r1, s1 - s0))
@@ -497,24 +518,31 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     cpu = dict.fromkeys(fns, 0.0)
     wait: dict[str, float | None] = dict.fromkeys(fns, 0.0)
     threads = dict.fromkeys(fns, 0)
+    running: list[float] = []
     others = [k for k in fns if k != baseline]
     with _Watch(wall) as w:
         start = wall()
         while True:
-            _round(fns, number, tick, times, cpu, wait, threads)
+            _round(fns, number, tick, times, cpu, wait, threads, real=not callable(clock))
+            sample = _others_running() if not callable(clock) else None   # a test's fake clock: no real load
+            if sample is not None:
+                running.append(sample)
             done = len(times[baseline])
             if done < repeat:
                 continue
             narrow = all(Ratio.from_times(k, baseline, times[k], times[baseline]).narrow for k in others)
             if narrow or done >= max_rounds or wall() - start >= time_budget:
                 break
+    if w.others is None and running:
+        # too short for /proc/stat's 10 ms ticks: the other programs' runnable threads, sampled after every call
+        w.others = statistics.fmean(running)
     timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
     spent = {name: sum(ts) * number[name] for name, ts in times.items()}
     used = {} if isinstance(clock, str) and clock == "cpu" else \
         {name: cpu[name] / spent[name] for name in fns if spent[name] > 0}
     waited = {name: wait[name] / spent[name] for name in used if wait[name] is not None}
     cmp = Comparison(timings, baseline, cores_used=used, waited=waited,
-                     threads={} if isinstance(clock, str) and clock == "cpu" else threads)
+                     threads={} if (isinstance(clock, str) and clock == "cpu") or callable(clock) else threads)
     if others:
         cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
     else:                                    # one function: nothing to pair, judge its repeats
