@@ -230,10 +230,10 @@ print(f"Yᵀ = W Xᵀ : {seed_case['WXt_s'] * 1e6:7.1f} µs  ({seed_case['gflops
 print(f"GEMM peak measured here: {peak:.0f} GFLOP/s (1 thread)")
 
 
-def layout_line(what, r, noise):
+def layout_line(what, r, noise, interval):
     """One computed line: which layout won, by how much, against the seed's 'almost twice as fast'."""
     if "003.fig3.runtime" in CLAIMS:
-        return verdict("003.fig3.runtime", r, here=what, noise=noise)
+        return verdict("003.fig3.runtime", r, here=what, noise=noise, interval=interval)
     if not noise.ok:
         return f"{what}: {noise.warning()}"
     side = ("Yᵀ = W Xᵀ faster: the seed's direction" if r > 1.1 else "Y = X Wᵀ faster: the opposite of the seed"
@@ -242,7 +242,7 @@ def layout_line(what, r, noise):
             f"t(X Wᵀ) / t(W Xᵀ) = {r:.2f} -- {side}.")
 
 
-print(layout_line("BLAS sgemm, 1 thread", seed_case["ratio"], noise2))
+print(layout_line("BLAS sgemm, 1 thread", seed_case["ratio"], noise2, seed_case["ratio_interval"]))
 
 # %% [markdown]
 # ## Observation 2 · the utilisation half: what the cache does
@@ -306,7 +306,7 @@ loops = lstm_exp.loop_order_times(64, 512, 512, repeat=timing.scaled(7, 3))
 noise3 = loops["comparison"].noise
 print(f"plain loop nest: X Wᵀ {loops['XWt_s'] * 1e3:.2f} ms, W Xᵀ {loops['WXt_s'] * 1e3:.2f} ms, "
       f"same numbers: {loops['agree']}")
-print(layout_line("plain loop nest, 1 thread", loops["ratio"], noise3))
+print(layout_line("plain loop nest, 1 thread", loops["ratio"], noise3, loops["ratio_interval"]))
 if noise2.ok and noise3.ok:
     predicted = bool(split)
     seen = loops["ratio"] > 1.1

@@ -50,7 +50,8 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
     ``W (4H, nx)`` (each one BLAS call; numpy passes the transpose as a flag, no copy).
 
     Returns best-of-``repeat`` seconds ``XWt_s``, ``WXt_s``, ``ratio = t(XW^T) / t(WX^T)`` (> 1: the
-    transposed layout is faster), GFLOP/s of each and the ``comparison``."""
+    transposed layout is faster) and ``ratio_interval`` (where it lies, from the pairs), GFLOP/s of each and the
+    ``comparison``."""
     batch, nh, nx = _sizes(batch, nh, nx)
     dtype = check_dtype(dtype, "dtype")
     repeat = check_repeat(repeat)
@@ -60,7 +61,9 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
                   XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
+    lo, hi = cmp.speedup_interval("WXt", over="XWt")    # the pairs' interval, widened to hold the best-of ratio
     return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
+            "ratio_interval": (min(lo, a / b), max(hi, a / b)),
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp}
 
 
@@ -84,8 +87,8 @@ def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float
     ``W (4H, nx)`` once per row; ``WXt`` loops over the 4H rows of W and streams the small ``X (B, nx)``.
     Same FLOPs, same code -- only which operand is re-read differs.
 
-    Returns best-of-``repeat`` seconds, ``ratio = t(XW^T) / t(WX^T)``, GFLOP/s, the ``comparison`` and
-    ``agree`` (both give the same numbers)."""
+    Returns best-of-``repeat`` seconds, ``ratio = t(XW^T) / t(WX^T)`` and its ``ratio_interval``, GFLOP/s, the
+    ``comparison`` and ``agree`` (both give the same numbers)."""
     batch, nh, nx = _sizes(batch, nh, nx)
     dtype = check_dtype(dtype, "dtype")
     repeat = check_repeat(repeat)
@@ -96,7 +99,9 @@ def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
     tol = 1e-3 * np.sqrt(nx) * float(np.abs(Y).max() + 1)
+    lo, hi = cmp.speedup_interval("WXt", over="XWt")    # the pairs' interval, widened to hold the best-of ratio
     return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
+            "ratio_interval": (min(lo, a / b), max(hi, a / b)),
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp,
             "agree": bool(np.allclose(Y, YT.T, atol=tol))}
 
