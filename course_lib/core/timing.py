@@ -534,8 +534,10 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
             if narrow or done >= max_rounds or wall() - start >= time_budget:
                 break
     if w.others is None and running:
-        # too short for /proc/stat's 10 ms ticks: the other programs' runnable threads, sampled after every call
-        w.others = statistics.fmean(running)
+        # too short for /proc/stat's 10 ms ticks: the other programs' runnable threads, sampled after every round;
+        # the median, so that a program that holds a core counts and one that wakes now and then (the notebook
+        # runner polling its kernel, a daemon) does not
+        w.others = statistics.median(running)
     timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
     spent = {name: sum(ts) * number[name] for name, ts in times.items()}
     used = {} if isinstance(clock, str) and clock == "cpu" else \
