@@ -55,6 +55,12 @@ import numpy as np
 from .counting import array_bytes, gemm_flops, gemm_intensity, gemv_flops, gflops, loglog_slope
 from .intervals import Ratio
 from .memory import steady_memory
+from .sysload import busy_cpu_seconds as _busy_cpu_seconds
+from .sysload import others_running as _others_running
+from .sysload import run_queue_wait as _run_queue_wait
+from .sysload import thread_cpu as _thread_cpu
+from .sysload import threads_that_ran as _threads_that_ran
+from .sysload import waited as _waited
 from .noise import OTHERS_LIMIT, SPREAD_LIMIT, UNEQUAL_WAIT, Noise, noise_from, noise_of_pairs  # noqa: F401
 from .validate import check_float, check_int, check_numbers, check_positive_int
 
@@ -102,18 +108,6 @@ def scaled(full, small):
 
 
 # --------------------------------------------------------------------------- the machine's load (Noise: core/noise.py)
-def _busy_cpu_seconds() -> float | None:
-    """CPU seconds all processes have spent busy since boot (Linux ``/proc/stat``), else None."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()[1:]
-    except OSError:
-        return None
-    ticks = [int(x) for x in fields[:8]]
-    busy = sum(ticks) - ticks[3] - ticks[4]  # minus idle and iowait
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
 class _Watch:
     """Wall time (by ``clock``), this process's CPU time and the whole machine's busy CPU time over a block."""
 
@@ -363,31 +357,6 @@ class Comparison:
 
 
 
-def _run_queue_wait() -> dict[str, float] | None:
-    """Seconds each of this process's threads has spent ready to run but waiting for a core, by thread id
-    (Linux ``/proc/self/task/*/schedstat``); None where the OS does not tell."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return None
-    out = {}
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[1]) / 1e9
-        except (OSError, IndexError, ValueError):
-            continue                      # a thread that ended meanwhile
-    return out or None
-
-
-def _waited(before: dict | None, after: dict | None) -> float | None:
-    """Run-queue wait between two readings, summed over threads (a thread born meanwhile counts whole;
-    one that ended meanwhile is lost, never negative)."""
-    if before is None or after is None:
-        return None
-    return sum(w - before.get(tid, 0.0) for tid, w in after.items() if w >= before.get(tid, 0.0))
-
-
 def _clock(clock) -> Callable[[], float]:
     if clock is None:
         return CLOCKS["wall"]
@@ -413,48 +382,6 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
     if one >= min_time or one <= 0:
         return 1
     return min(10_000, max(1, int(math.ceil(min_time / one))))
-
-
-def _thread_cpu() -> dict[str, float]:
-    """Seconds each of this process's threads has run on a core or waited, runnable, for one, by thread id
-    (Linux schedstat; {} elsewhere): a worker that other programs starve of a core waits instead of running."""
-    out = {}
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                run, wait = f.read().split()[:2]
-                out[tid] = (int(run) + int(wait)) / 1e9
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
-
-
-def _others_running() -> float | None:
-    """Threads of *other* processes ready to run or running right now: the machine's runnable count
-    (``procs_running`` in /proc/stat) less this process's threads in state R; None where the OS does not tell."""
-    try:
-        with open("/proc/stat") as f:
-            total = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
-        ours = 0
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/stat") as f:
-                    ours += f.read().rpartition(")")[2].split()[0] == "R"
-            except (OSError, IndexError):
-                continue
-    except (OSError, StopIteration, ValueError):
-        return None
-    return float(max(0, total - ours))
-
-
-def _threads_that_ran(before: dict, after: dict, wall: float) -> int:
-    """How many threads ran or waited for a core for at least 2% of ``wall`` seconds between two
-    :func:`_thread_cpu` readings."""
-    return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.02 * wall)
 
 
 def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],

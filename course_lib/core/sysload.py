@@ -1,0 +1,95 @@
+"""What the operating system says about load and threads (core layer), for :mod:`course_lib.core.timing`'s
+noise guard. Linux only (``/proc``); elsewhere every reader returns None or an empty dict, and the guard judges
+by the timings alone.
+
+``busy_cpu_seconds()``          CPU seconds all processes spent busy since boot (/proc/stat)
+``run_queue_wait()``            seconds each thread of this process waited, runnable, for a core (schedstat)
+``waited(before, after)``       that wait between two readings, summed over threads
+``thread_cpu()``                seconds each thread of this process ran or waited for a core (schedstat)
+``threads_that_ran(b, a, wall)`` how many threads were busy for at least 2% of ``wall`` between two readings
+``others_running()``            threads of other processes runnable right now (procs_running less ours)
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["busy_cpu_seconds", "run_queue_wait", "waited", "thread_cpu", "threads_that_ran", "others_running"]
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux ``/proc/stat``), else None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    ticks = [int(x) for x in fields[:8]]
+    busy = sum(ticks) - ticks[3] - ticks[4]  # minus idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def run_queue_wait() -> dict[str, float] | None:
+    """Seconds each of this process's threads has spent ready to run but waiting for a core, by thread id
+    (Linux ``/proc/self/task/*/schedstat``); None where the OS does not tell."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    out = {}
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue                      # a thread that ended meanwhile
+    return out or None
+
+
+def waited(before: dict | None, after: dict | None) -> float | None:
+    """Run-queue wait between two readings, summed over threads (a thread born meanwhile counts whole;
+    one that ended meanwhile is lost, never negative)."""
+    if before is None or after is None:
+        return None
+    return sum(w - before.get(tid, 0.0) for tid, w in after.items() if w >= before.get(tid, 0.0))
+
+
+def thread_cpu() -> dict[str, float]:
+    """Seconds each of this process's threads has run on a core or waited, runnable, for one, by thread id
+    (Linux schedstat; {} elsewhere): a worker that other programs starve of a core waits instead of running."""
+    out = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                run, wait = f.read().split()[:2]
+                out[tid] = (int(run) + int(wait)) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def others_running() -> float | None:
+    """Threads of *other* processes ready to run or running right now: the machine's runnable count
+    (``procs_running`` in /proc/stat) less this process's threads in state R; None where the OS does not tell."""
+    try:
+        with open("/proc/stat") as f:
+            total = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
+        ours = 0
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    ours += f.read().rpartition(")")[2].split()[0] == "R"
+            except (OSError, IndexError):
+                continue
+    except (OSError, StopIteration, ValueError):
+        return None
+    return float(max(0, total - ours))
+
+
+def threads_that_ran(before: dict, after: dict, wall: float) -> int:
+    """How many threads ran or waited for a core for at least 2% of ``wall`` seconds between two
+    :func:`thread_cpu` readings."""
+    return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.02 * wall)
