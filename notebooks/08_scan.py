@@ -440,9 +440,9 @@ if backend.gpu_available():
                             "the coalesced scan is slower than the one with threads along time here")]))
 
 # %% [markdown]
-# On the stored H200 run the layout is worth an order of magnitude: threads along time reach a few per cent
-# of the card's streaming bandwidth, the coalesced tiles most of it -- the same lesson as chapter 09's data
-# layout, now for a GPU's memory system. (`benchmarks/gpu.py` makes the whole record: six sequence lengths,
+# In the stored H200 rows above (T = 2^20) the layout is worth an order of magnitude: threads along time reach a
+# few per cent of the card's streaming bandwidth, the coalesced tiles most of it -- the same lesson as chapter
+# 09's data layout, now for a GPU's memory system. On a GPU of your own, the rows are this run's. (`benchmarks/gpu.py` makes the whole record: six sequence lengths,
 # the phase split at $T = 524{,}288$ and a launch-size sweep; it runs on any CUDA GPU.)
 #
 # ## 6 · The speed-ups, side by side

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core import backend
 from ..core.validate import check_int, check_positive_int
-from .scan_cuda import check_inputs
+from .scan_cuda import carry_kernel, check_inputs
 
 from numba import cuda
 
@@ -91,17 +91,6 @@ def tiled_reduce_kernel(a, x, chunk, thr_a, thr_b, blk_a, blk_b):
 
 
 @cuda.jit
-def tiled_carry_kernel(blk_a, blk_b, h0, carry):
-    """One thread per channel: ``carry[b, c]`` = h just before block b (a short serial scan)."""
-    c = cuda.grid(1)
-    if c < h0.shape[0]:
-        prev = h0[c]
-        for b in range(blk_a.shape[0]):
-            carry[b, c] = prev
-            prev = blk_a[b, c] * prev + blk_b[b, c]
-
-
-@cuda.jit
 def tiled_expand_kernel(a, x, chunk, thr_a, thr_b, carry, h):
     """Same grid as :func:`tiled_reduce_kernel`: each thread starts from its block's carry, applies the
     pairs of the workers before it (fewer than ``workers``), then runs its chunk writing ``h``."""
@@ -162,7 +151,7 @@ def tiled_phase_steps(a, x, h0=None, *, workers: int | None = None, chunk: int |
         _synchronize()
 
     def scan():
-        tiled_carry_kernel[max(1, math.ceil(N / 128)), 128](blk_a, blk_b, d_h0, carry)
+        carry_kernel[max(1, math.ceil(N / 128)), 128](blk_a, blk_b, d_h0, carry)  # scan_cuda's, unchanged
         _synchronize()
 
     def expand():

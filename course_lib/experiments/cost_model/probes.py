@@ -305,10 +305,7 @@ def _gil_serial(threads: int, quick: bool) -> tuple:
             a, w = np.ones((rows, size), np.float32), np.ones((size, size), np.float32)
 
             def calls(k, a=a, w=w):
-                o = np.empty_like(a)
-                for _ in range(k):
-                    np.matmul(a, w, out=o)
-                    np.tanh(o, out=o)
+                _gil_calls(k, a, w)
 
             one = low_quantile(single_runs(lambda: calls(threads * n), n=20, budget_s=0.1 if quick else 0.3))[0]
             many = low_quantile(single_runs(lambda: team.run(calls, [n] * threads), n=20,
@@ -321,11 +318,11 @@ def _gil_serial(threads: int, quick: bool) -> tuple:
 _GIL_A, _GIL_W = np.ones((16, 64), np.float32), np.ones((64, 64), np.float32)
 
 
-def _gil_calls(k: int) -> None:
-    """``k`` pairs of library calls of the size a small cell makes (a 16 x 64 product, a tanh)."""
-    o = np.empty((16, 64), np.float32)
+def _gil_calls(k: int, a=_GIL_A, w=_GIL_W) -> None:
+    """``k`` pairs of library calls ``a @ w`` and a tanh (default: the size a small cell makes, 16 x 64)."""
+    o = np.empty((a.shape[0], w.shape[1]), np.float32)
     for _ in range(k):
-        np.matmul(_GIL_A, _GIL_W, out=o)
+        np.matmul(a, w, out=o)
         np.tanh(o, out=o)
 
 
