@@ -8,12 +8,19 @@ by the timings alone.
 ``thread_cpu()``                seconds each thread of this process ran or waited for a core (schedstat)
 ``threads_that_ran(b, a, wall)`` how many threads were busy for at least 2% of ``wall`` between two readings
 ``others_running()``            threads of other processes runnable right now (procs_running less ours)
+``process_run_seconds(pid)``    seconds all threads of process ``pid`` have run on a core (schedstat)
+``settle()``                    wait until this process's other threads are idle (their pools asleep)
 """
 from __future__ import annotations
 
 import os
+import threading
+import time
 
-__all__ = ["busy_cpu_seconds", "run_queue_wait", "waited", "thread_cpu", "threads_that_ran", "others_running"]
+__all__ = ["busy_cpu_seconds", "run_queue_wait", "waited", "thread_cpu", "threads_that_ran", "others_running",
+           "process_run_seconds", "settle", "SETTLE_WINDOW", "SETTLE_LIMIT"]
+
+SETTLE_WINDOW, SETTLE_LIMIT = 0.02, 0.5   # settle(): idle for 20 ms; give up after 0.5 s
 
 
 def busy_cpu_seconds() -> float | None:
@@ -93,3 +100,43 @@ def threads_that_ran(before: dict, after: dict, wall: float) -> int:
     """How many threads ran or waited for a core for at least 2% of ``wall`` seconds between two
     :func:`thread_cpu` readings."""
     return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.02 * wall)
+
+
+def process_run_seconds(pid: int) -> float | None:
+    """Seconds all live threads of process ``pid`` have run on a core (Linux schedstat), None where the OS does
+    not tell: a process whose number stands still is idle -- no thread pool of its spins."""
+    try:
+        tasks = os.listdir(f"/proc/{int(pid)}/task")
+    except OSError:
+        return None
+    total = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{int(pid)}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
+def settle(window: float = SETTLE_WINDOW, limit: float = SETTLE_LIMIT) -> bool:
+    """Sleep until no thread of this process but the caller has run for ``window`` seconds, at most ``limit``
+    seconds; whether that happened. A BLAS or OpenMP pool spins for a while after its call, waiting for the
+    next: whatever runs then on another pool (numba's, another library's) shares its cores with the spinning
+    threads. Where the OS does not tell (no schedstat), it sleeps ``window`` and says False."""
+    me = str(threading.get_native_id())
+    start = time.perf_counter()
+
+    def others():
+        return sum(v for tid, v in thread_cpu().items() if tid != me)
+    before = others()
+    while True:
+        time.sleep(window)
+        after = others()
+        if not thread_cpu():
+            return False
+        if after - before < 0.1 * window:
+            return True
+        if time.perf_counter() - start >= limit:
+            return False
+        before = after

@@ -58,6 +58,7 @@ from .memory import steady_memory
 from .sysload import busy_cpu_seconds as _busy_cpu_seconds
 from .sysload import others_running as _others_running
 from .sysload import run_queue_wait as _run_queue_wait
+from .sysload import settle as _settle
 from .sysload import thread_cpu as _thread_cpu
 from .sysload import threads_that_ran as _threads_that_ran
 from .sysload import waited as _waited
@@ -385,12 +386,16 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
 
 
 def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],
-           cpu: dict[str, float], wait: dict[str, float | None], threads: dict[str, int], real: bool = True) -> None:
+           cpu: dict[str, float], wait: dict[str, float | None], threads: dict[str, int], real: bool = True,
+           settle: bool = False) -> None:
     """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
     adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``; ``threads``
-    keeps the most threads a function ran on in any round."""
+    keeps the most threads a function ran on in any round. ``settle``: first wait until the previous
+    function's thread pool is asleep (``core.sysload.settle``)."""
     cpu_clock = time.process_time  # every thread of the process: how many cores the function kept busy
     for name, fn in fns.items():
+        if settle and real:
+            _settle()
         w0, r0 = _run_queue_wait(), (_thread_cpu() if real else {})
         c0, t0, s0 = cpu_clock(), clock(), _wall()
         for _ in range(number[name]):
@@ -405,7 +410,7 @@ def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[
 
 
 def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, clock=None,
-            time_budget: float | None = None, max_rounds: int = 1000, min_time: float = 1e-3,
+            time_budget: float | None = None, max_rounds: int = 1000, min_time: float = 1e-3, settle: bool = False,
             **fns: Callable) -> Comparison:
     """Time several zero-argument functions *interleaved*, in rounds (a, b, c, a, b, c, ...), so that
     drift in the machine's speed hits all of them alike; ratios are judged pair by pair.
@@ -419,6 +424,9 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     ``clock``        ``"wall"`` (default), ``"cpu"`` (the calling thread's CPU time: for single-threaded
                      functions, which another program's load then cannot inflate) or a function
                      returning seconds (tests pass a fake one)
+    ``settle``       before each function's calls in a round, wait until the other threads of this process
+                     are idle (at most 0.5 s): for functions on *different* thread pools (BLAS, numba),
+                     each of which would otherwise start while the previous one's pool still spins
 
     >>> c = compare(loop=lambda: sum(range(1000)), builtin=lambda: 499500)
     >>> c.ratio("loop") == 1.0
@@ -450,7 +458,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     with _Watch(wall) as w:
         start = wall()
         while True:
-            _round(fns, number, tick, times, cpu, wait, threads, real=not callable(clock))
+            _round(fns, number, tick, times, cpu, wait, threads, real=not callable(clock), settle=settle)
             sample = _others_running() if not callable(clock) else None   # a test's fake clock: no real load
             if sample is not None:
                 running.append(sample)

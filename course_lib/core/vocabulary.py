@@ -49,6 +49,7 @@ METHOD_MEANINGS: dict[str, str] = {
     "transposed": "fused_pre with the state kept transposed, W X^T (the seed's layout)",
     "gemv": "fused_pre with one matrix-vector product per sequence (small batches)",
     "workspace": "fused_pre tuned: scratch reused across steps and calls, one in-place GEMM and one kernel per step",
+    "persistent": "the loop over T compiled: threads own hidden units and keep their rows of W_hh for every step (dot products, no BLAS call per step)",
     # element-wise kernels of one training step (chapter 05)
     "loop": "the fused element-wise kernels on the calling thread",
     "prange": "the fused element-wise kernels with their rows split over numba's threads",

@@ -270,18 +270,31 @@ def _decide(shape, methods, repeat: int, tries: int):
     race interleaved; a method the fastest beats beyond the noise ("yes": the whole speed-up interval
     above 1) leaves the race. ``table_ms`` keeps each method's latest median (ms per step)."""
     batch, nh, nx, steps, dtype = shape
-    table, race, rounds = {}, tuple(methods), 0
+    race, rounds, tried = tuple(methods), 0, []
     for _ in range(tries):
         res = lstm_experiments.method_times(batch, nh, nx, steps, methods=race, dtype=dtype, repeat=repeat)
-        table.update(to_builtin(dict(res["ms_per_step"])))
         best, cmp = str(res["best"]), res.get("comparison")
+        tried.append((to_builtin(dict(res["ms_per_step"])), best))
         if cmp is not None:
             rounds += len(cmp.timings[best].times)
         undecided = [m for m in race if m != best and (cmp is None or cmp.faster(best, over=m) != "yes")]
         if cmp is None or not undecided:
-            return best, table, [], rounds
+            return best, _table(tried), [], rounds
         race = (best, *undecided)
-    return best, table, undecided, rounds
+    return best, _table(tried), undecided, rounds
+
+
+def _table(tried) -> dict:
+    """One table from the tries ``[(ms_per_step, best), ...]``: the last try's times; a method that left the
+    race earlier gets its ratio to that try's fastest times the fastest's time in the table, so the whole
+    table is on the last try's scale (a machine a little faster in the last try cannot make a method that
+    lost look faster than the winner)."""
+    table = dict(tried[-1][0])
+    for ms, best in reversed(tried[:-1]):
+        for m, v in ms.items():
+            if m not in table:
+                table[m] = v / ms[best] * table[best]
+    return table
 
 
 def _measure_and_save(path, key, shape, methods, repeat, tries, retuned=False) -> Decision:

@@ -30,7 +30,7 @@ from ..core import timing
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import (check_alloc_of, check_bool, check_choice, check_dtype, check_float, check_positive_int,
                              check_repeat, check_sizes)
-from ..models import lstm, lstm_lm, lstm_tuned
+from ..models import lstm, lstm_lm, lstm_persistent, lstm_tuned
 from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
 __all__ = ["step_time", "method_times", "fused_baseline", "profile_step", "profile_training", "overhead_vs_batch",
@@ -133,7 +133,9 @@ def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METH
     repeat = check_repeat(repeat)
     p, X = _random_problem(batch, nh, nx, T, dtype)
     dH = np.ones((T, batch, nh), p.dtype)
-    cmp = timing.compare(repeat=repeat, warmup=1,   # (a test's fake clock applies)
+    # settle: the BLAS methods' pool spins after each call, and "persistent" runs on numba's threads -- timed
+    # right after a BLAS method it would share its cores with the spinning threads (a test's fake clock applies)
+    cmp = timing.compare(repeat=repeat, warmup=1, settle=True,
                          **{m: _runner(p, X, m, backward, dH) for m in methods})
     ms = {m: cmp.timings[m].median / T * 1e3 for m in methods}
     return {"B": batch, "nh": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}
@@ -221,6 +223,13 @@ def _step_ops(method, p, x, h, c):
         ops = [("gemm", "h W_hh^T", lambda: np.matmul(h, p.W_hh.T, out=z)),
                ("elementwise", "one-pass gate kernel", lambda: lstm_tuned.gates_forward(z, pre.copy(), b, c, co, ho))]
         return ops, 2
+    if method == "persistent":  # the compiled loop: dot products on threads that own units, then the cells
+        pre = x @ p.W_ih.T
+        z = np.empty((B, 4 * nh), x.dtype)
+        co, ho = np.empty_like(c), np.empty_like(h)
+        ops = [("gemm", "h W_hh^T as dot products", lambda: lstm_persistent.step_products(p.W_hh, h, z)),
+               ("elementwise", "one-pass gate kernel", lambda: lstm_tuned.gates_forward(z, pre.copy(), b, c, co, ho))]
+        return ops, 1     # in the pass both are one parallel region per step; timed here as its two parts
     if method == "gemv":
         pre = x @ p.W_ih.T + b
         z = np.empty((B, 4 * nh), x.dtype)

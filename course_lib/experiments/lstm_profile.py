@@ -9,7 +9,9 @@ torch's own BLAS running exactly our list of GEMMs (when torch is installed), al
 Every GEMM row carries its GFLOP/s against the *peak for that GEMM's shape*: the best rate of one
 such product on hot operands (best of at least 7 repeats, and never below the phase's own rate), measured in the same run (a ``(16, 256) x (256, 1024)`` product never
 reaches the rate of a big square one, so the big square peak would blame the wrong thing). The row
-``other`` is the whole pass minus its phases: the Python loop over T, call overheads, threads waiting.
+``other`` (``OTHER``) is the whole pass minus its phases timed alone: the Python loop over T, call overheads,
+threads waiting, and data colder in the pass than in a phase repeated on its own. Only phases that take at
+least ``MATTERS`` of the pass are judged by the noise guard.
 
 The split answers the question the issue asks where this BLAS is slower than torch's: *non-GEMM*
 = whole - GEMM phases; ``with_torch_gemms_ms`` = non-GEMM + torch's time for the same GEMMs -- what
@@ -19,11 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.noise import noise_of_pairs
 from ..core.timing import compare, gemm_flops, measure
 from ..core.validate import check_bool, check_positive_int
 from ..models import lstm, lstm_tuned
 
-__all__ = ["profile_pass", "phases", "torch_pass"]
+__all__ = ["profile_pass", "phases", "torch_pass", "OTHER", "MATTERS"]
+
+OTHER = "other (the loop in Python, calls, colder data)"   # the whole pass less its phases timed alone
+MATTERS = 0.05     # a phase under 5% of the pass cannot change what the profile says: its noise is not judged
 
 
 def _problem(batch, nh, nx, T, dtype):
@@ -178,14 +184,22 @@ def profile_pass(batch: int, nh: int, nx: int | None = None, T: int = 20, *, bac
     gemm = sum(r["ms"] for r in out_rows if r["kind"] == "gemm")
     summed = sum(r["ms"] for r in out_rows)
     other = total - summed
-    largest = max(out_rows + [{"phase": "other (Python per step, call overheads)", "ms": other}], key=lambda r: r["ms"])
+    largest = max(out_rows + [{"phase": OTHER, "ms": other}], key=lambda r: r["ms"])
     res = {"rows": out_rows, "total_ms": total, "gemm_ms": gemm, "non_gemm_ms": total - gemm, "other_ms": other,
            "other_us_per_step": 1e3 * other, "largest": largest["phase"], "torch_ms": None, "torch_gemm_ms": None,
-           "gap_ms": None, "with_torch_gemms_ms": None, "comparison": cmp, "noise": cmp.noise}
+           "gap_ms": None, "with_torch_gemms_ms": None, "comparison": cmp, "noise": _noise(cmp, fns)}
     if tmod is not None:
         res.update(torch_ms=per_step["torch"], torch_gemm_ms=per_step["torch_gemms"],
                    gap_ms=total - per_step["torch"], with_torch_gemms_ms=total - gemm + per_step["torch_gemms"])
     return res
+
+
+def _noise(cmp, fns):
+    """The profile's noise: of the phases (and torch rows) that take at least ``MATTERS`` of the whole pass,
+    each judged by its pairs with the whole (an allocation of 2 us may vary by 50% and change nothing)."""
+    whole = cmp.timings["whole"].median
+    big = [k for k in fns if k != "whole" and cmp.timings[k].median >= MATTERS * whole]
+    return noise_of_pairs([cmp.pairs(k, "whole") for k in big], cmp.noise.others) if big else cmp.noise
 
 
 def _import_torch():

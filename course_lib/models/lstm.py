@@ -1,4 +1,4 @@
-"""An LSTM layer in PyTorch's parameter layout, computed five ways (models layer; chapter 09).
+"""An LSTM layer in PyTorch's parameter layout, computed seven ways (models layer; chapter 09).
 
 Parameters are stored exactly like ``torch.nn.LSTM`` (one layer), so weights move between the two
 (:meth:`LSTMParams.from_torch` / :meth:`LSTMParams.to_torch`)::
@@ -11,7 +11,7 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
     i, f, o = sigmoid(z_i), sigmoid(z_f), sigmoid(z_o);   g = tanh(z_g)
     c' = f * c + i * g;   h' = o * tanh(c')
 
-``lstm_forward(params, X, h0, c0, method="fused_pre")`` computes the same numbers in five ways (``METHODS``):
+``lstm_forward(params, X, h0, c0, method="fused_pre")`` computes the same numbers in seven ways (``METHODS``):
 
 * ``"naive"``      one GEMM per gate and operand (8 per step) and separate numpy element-wise passes;
 * ``"fused"``      the four gates in ONE GEMM per step ([x_t | h] times the stacked weights) and one
@@ -27,6 +27,9 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
                    The backward pass uses gemv the same way.
 * ``"workspace"``  the tuned path, read last (:mod:`course_lib.models.lstm_tuned`): ``fused_pre`` with
                    reused scratch, the bias inside the kernels, every GEMM in place, one pass per step.
+* ``"persistent"`` the loop over T compiled (:mod:`course_lib.models.lstm_persistent`): each thread owns
+                   hidden units and keeps their rows of ``W_hh`` for every step -- no BLAS call, no
+                   repacking of ``W_hh`` per step; the big GEMMs outside the loop stay with the BLAS.
 
 A call computes with the method it is given and never measures anything; the fastest method for a shape
 on this machine is :func:`course_lib.experiments.autotune.best_method` (measured once, cached), and
@@ -48,7 +51,7 @@ from numba import njit
 from ..algorithms.activations import fast_sigmoid, fast_tanh, sigmoid
 from ..core.params import Params
 from ..core.validate import check_array, check_choice, check_positive_int
-from . import lstm_tuned
+from . import lstm_persistent, lstm_tuned
 
 __all__ = [
     "GATES",
@@ -63,7 +66,7 @@ __all__ = [
 ]
 
 GATES = ("i", "f", "g", "o")
-METHODS = ("naive", "fused", "fused_pre", "transposed", "gemv", "workspace")
+METHODS = ("naive", "fused", "fused_pre", "transposed", "gemv", "workspace", "persistent")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -428,8 +431,13 @@ def _forward_workspace(p, X, h0, c0):
     return lstm_tuned.forward(p.W_ih, p.W_hh, p.b_ih, p.b_hh, X, h0, c0)
 
 
+def _forward_persistent(p, X, h0, c0):
+    return lstm_persistent.forward(p.W_ih, p.W_hh, p.b_ih, p.b_hh, X, h0, c0)
+
+
 _FORWARD = {"naive": _forward_naive, "fused": _forward_fused, "fused_pre": _forward_fused_pre,
-            "transposed": _forward_transposed, "gemv": _forward_gemv, "workspace": _forward_workspace}
+            "transposed": _forward_transposed, "gemv": _forward_gemv, "workspace": _forward_workspace,
+            "persistent": _forward_persistent}
 
 
 def lstm_forward(params: LSTMParams, X, h0=None, c0=None, *, method: str = "fused_pre",
@@ -465,7 +473,8 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     ``grads`` an :class:`LSTMParams` of the weights' gradients, ``dX (T, B, nx)``, ``dh0, dc0 (B, nh)``.
 
     The cache of a ``"naive"`` forward runs the naive backward (per-gate GEMMs, numpy passes);
-    a ``"workspace"`` cache runs the tuned one (:func:`course_lib.models.lstm_tuned.backward`); every
+    a ``"workspace"`` cache runs the tuned one (:func:`course_lib.models.lstm_tuned.backward`), a
+    ``"persistent"`` cache the compiled one (:func:`course_lib.models.lstm_persistent.backward`); every
     other cache runs the fused one: one fused kernel and one GEMM per step (B gemv calls for a
     ``"gemv"`` cache), and the weight gradients of all steps as two big GEMMs at the end."""
     if not isinstance(cache, LSTMCache):
@@ -480,10 +489,10 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     dc = np.zeros((B, nh), dt) if dc_T is None else np.array(check_array(dc_T, "dc_T", shape=(B, nh)), dtype=dt)
     if cache.method == "naive":
         return _backward_naive(params, cache, dH, dh, dc)
-    if cache.method == "workspace":
-        c = cache
-        gW_ih, gW_hh, db, dX, dh, dc = lstm_tuned.backward(params.W_ih, params.W_hh, c.X, c.h0, c.c0, c.H, c.C,
-                                                           c.A, dH, dh, dc)
+    if cache.method in ("workspace", "persistent"):
+        c, tuned = cache, lstm_tuned if cache.method == "workspace" else lstm_persistent
+        gW_ih, gW_hh, db, dX, dh, dc = tuned.backward(params.W_ih, params.W_hh, c.X, c.h0, c.c0, c.H, c.C,
+                                                      c.A, dH, dh, dc)
         return LSTMParams(gW_ih, gW_hh, db, db.copy()), dX, dh, dc
     dZ = np.empty((T, B, 4 * nh), dt)
     rows = cache.method == "gemv"

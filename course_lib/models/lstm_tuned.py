@@ -41,7 +41,8 @@ from numba import njit
 from ..algorithms.activations import fast_sigmoid, fast_tanh
 
 __all__ = ["Workspace", "workspace", "release_workspaces", "forward", "backward", "gates_forward",
-           "gates_backward", "KEEP"]
+           "gates_backward", "gradient_gemms", "forward_row", "backward_row",
+           "KEEP"]
 
 KEEP = 3  # workspaces kept per thread (most recently used shapes); a big shape's dZ is ~100 MB
 
@@ -87,7 +88,7 @@ def release_workspaces() -> None:
 # vectorises, see lstm.py); fast_tanh / fast_sigmoid as in lstm.py (exact in float64). The row helpers are
 # inlined into the kernels (inline="always"): a call that passes 15 array views cost ~0.3 us per row.
 @njit(cache=True, error_model="numpy", inline="always")
-def _forward_row(i, f, g, o, zi, zf, zg, zo, bi, bf, bg, bo, c_prev, c_out, h_out):
+def forward_row(i, f, g, o, zi, zf, zg, zo, bi, bf, bg, bo, c_prev, c_out, h_out):
     for j in range(c_prev.size):
         ig = fast_sigmoid(i[j] + zi[j] + bi[j])
         fg = fast_sigmoid(f[j] + zf[j] + bf[j])
@@ -107,12 +108,12 @@ def gates_forward(z, a, bias, c_prev, c_out, h_out):
     b_i, b_f, b_g, b_o = bias[:H], bias[H:2 * H], bias[2 * H:3 * H], bias[3 * H:]
     for b in range(z.shape[0]):
         r, s = a[b], z[b]
-        _forward_row(r[:H], r[H:2 * H], r[2 * H:3 * H], r[3 * H:], s[:H], s[H:2 * H], s[2 * H:3 * H], s[3 * H:],
+        forward_row(r[:H], r[H:2 * H], r[2 * H:3 * H], r[3 * H:], s[:H], s[H:2 * H], s[2 * H:3 * H], s[3 * H:],
                      b_i, b_f, b_g, b_o, c_prev[b], c_out[b], h_out[b])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _backward_row(i, f, g, o, c, c_prev, dH_t, dh_rec, dc, di, df, dg, do, dbi, dbf, dbg, dbo):
+def backward_row(i, f, g, o, c, c_prev, dH_t, dh_rec, dc, di, df, dg, do, dbi, dbf, dbg, dbo):
     one = i.dtype.type(1.0)
     for j in range(c.size):
         tc = fast_tanh(c[j])
@@ -138,7 +139,7 @@ def gates_backward(a, c, c_prev, dH_t, dh_rec, dc, dz, db):
     H = c.shape[1]
     for b in range(a.shape[0]):
         r, d = a[b], dz[b]
-        _backward_row(r[:H], r[H:2 * H], r[2 * H:3 * H], r[3 * H:], c[b], c_prev[b], dH_t[b], dh_rec[b], dc[b],
+        backward_row(r[:H], r[H:2 * H], r[2 * H:3 * H], r[3 * H:], c[b], c_prev[b], dH_t[b], dh_rec[b], dc[b],
                       d[:H], d[H:2 * H], d[2 * H:3 * H], d[3 * H:], db[:H], db[H:2 * H], db[2 * H:3 * H], db[3 * H:])
 
 
@@ -174,9 +175,18 @@ def backward(W_ih, W_hh, X, h0, c0, H, C, A, dH, dh, dc):
     for t in range(T - 1, -1, -1):
         gates_backward(A[t], C[t], C[t - 1] if t > 0 else c0, dH[t], dh, dc, dZ[t], db)
         np.matmul(dZ[t], W_hh, out=dh)                     # dh_{t-1} = dZ_t W_hh   (B, H)
+    dW_ih, dW_hh, dX = gradient_gemms(W_ih, X, h0, H, dZ)
+    return dW_ih, dW_hh, db, dX, dh, dc
+
+
+def gradient_gemms(W_ih, X, h0, H, dZ):
+    """What the backward does after its loop over T, as three GEMMs over all T steps: ``dZ (T, B, 4H)``,
+    ``X (T, B, nx)``, ``H (T, B, H)``, ``h0 (B, H)`` -> ``(dW_ih (4H, nx), dW_hh (4H, H), dX (T, B, nx))``."""
+    T, B, nx = X.shape
+    nh = H.shape[2]
     dZ2 = dZ.reshape(T * B, 4 * nh)
     dW_ih = np.matmul(dZ2.T, X.reshape(T * B, nx))         # one GEMM over all T
     dW_hh = np.matmul(dZ[1:].reshape((T - 1) * B, 4 * nh).T, H[:-1].reshape((T - 1) * B, nh))
     dW_hh += dZ[0].T @ h0                                   # step 0 pairs with h0
     dX = np.matmul(dZ2, W_ih).reshape(T, B, nx)
-    return dW_ih, dW_hh, db, dX, dh, dc
+    return dW_ih, dW_hh, dX

@@ -1,0 +1,52 @@
+"""course_lib.core.sysload: a process's run time from schedstat; settle() waits out another thread's spinning."""
+import os
+import threading
+import time
+
+import pytest
+
+from course_lib.core import sysload
+
+linux = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+
+
+@linux
+def test_process_run_seconds_grows_with_work_and_is_none_for_no_process():
+    before = sysload.process_run_seconds(os.getpid())
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.05:
+        pass
+    assert sysload.process_run_seconds(os.getpid()) - before >= 0.03
+    assert sysload.process_run_seconds(2 ** 30) is None
+
+
+@linux
+def test_settle_waits_until_another_thread_stops_spinning():
+    stop = time.perf_counter() + 0.2
+
+    def spin():
+        while time.perf_counter() < stop:
+            pass
+    worker = threading.Thread(target=spin)
+    t0 = time.perf_counter()
+    worker.start()
+    assert sysload.settle(limit=3.0)
+    assert time.perf_counter() - t0 >= 0.15          # not before the spinning thread stopped
+    worker.join()
+    t0 = time.perf_counter()
+    assert sysload.settle(limit=3.0) and time.perf_counter() - t0 < 1.0
+
+
+@linux
+def test_settle_gives_up_after_its_limit():
+    stop = time.perf_counter() + 1.0
+
+    def spin():
+        while time.perf_counter() < stop:
+            pass
+    worker = threading.Thread(target=spin)
+    worker.start()
+    t0 = time.perf_counter()
+    assert not sysload.settle(limit=0.2)
+    assert 0.15 <= time.perf_counter() - t0 < 0.9
+    worker.join()
