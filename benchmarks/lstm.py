@@ -13,7 +13,7 @@ Shapes are (B, H, nx, T); one run of this script prints:
    kernels, allocations, the rest ("other") -- and one step's recurrent product three ways, interleaved:
    the BLAS on B rows, the BLAS on 2 rows (what a call costs before it multiplies much: packing W_hh, waking
    threads) and the persistent method's dot products (models.lstm_persistent);
-2. the table: the autotuned method (picked among CANDIDATES, repeat-until-decided) against torch.nn.LSTM,
+2. the table: the autotuned method (picked among CANDIDATES for each pass, repeat-until-decided) against torch.nn.LSTM,
    forward and forward+backward, torch/ours with its interval; the per-gate textbook loop ("naive") at the
    seed's shape. Each rival runs in a process of its own and they take turns (experiments.lstm_rivals): two
    thread pools in one process spin on each other's cores. Where OPENBLAS_CORETYPE pins the BLAS below the
@@ -122,8 +122,8 @@ def _table(shapes, repeat, autotune, rivals, seed_shape):
     for shape in shapes:
         B, H, nx, T = shape
         methods = tuple(m for m in CANDIDATES if m != "gemv" or B <= 16)
-        d = autotune.tune(B, H, nx, T, "float32", methods=methods, repeat=repeat)
-        for backward in (False, True):
+        for backward in (False, True):    # tuned for the pass it runs: forward, or forward + backward
+            d = autotune.tune(B, H, nx, T, "float32", methods=methods, repeat=repeat, training=backward)
             cmp = rivals.compare(shape, backward, d.best, extra=("naive",) if shape == seed_shape else (),
                                  rounds=max(repeat, 7))
             ms = {k: 1e3 * t.median / T for k, t in cmp.timings.items()}

@@ -127,12 +127,15 @@ def current_threads() -> int:
     return int(numba.get_num_threads())
 
 
-def shape_key(batch: int, nh: int, nx: int, T: int, dtype="float32", threads: int | None = None) -> str:
-    """``"B=64,H=512,nx=512,T=100,float32,threads=2"`` -- one cache entry per key and machine."""
+def shape_key(batch: int, nh: int, nx: int, T: int, dtype="float32", threads: int | None = None,
+              training: bool = False) -> str:
+    """``"B=64,H=512,nx=512,T=100,float32,threads=2"`` (``",training"`` appended for a forward + backward
+    pass) -- one cache entry per key and machine."""
     batch, nh, nx, T = (check_positive_int(v, n) for v, n in ((batch, "batch"), (nh, "nh"), (nx, "nx"), (T, "T")))
     dt = check_dtype(dtype, "dtype")
     threads = current_threads() if threads is None else check_positive_int(threads, "threads")
-    return f"B={batch},H={nh},nx={nx},T={T},{dt.name},threads={threads}"
+    training = check_bool(training, "training")
+    return f"B={batch},H={nh},nx={nx},T={T},{dt.name},threads={threads}" + (",training" if training else "")
 
 
 # --------------------------------------------------------------------------- the file
@@ -229,15 +232,16 @@ def clear_cache(path: Path | None = None) -> None:
 # --------------------------------------------------------------------------- deciding
 def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
          methods=lstm.METHODS, force: bool = False, probe_steps: int = 10, repeat: int = 3, tries: int = 3,
-         path: Path | None = None) -> Decision:
-    """The fastest method for ``X (T, B, nx)`` and ``nh`` hidden units.
+         path: Path | None = None, training: bool = False) -> Decision:
+    """The fastest method for ``X (T, B, nx)`` and ``nh`` hidden units (``training=True``: for a forward
+    and backward pass, a decision of its own -- the fastest forward need not be the fastest to train).
 
     Reads the cache unless ``force=True``; otherwise times each method's forward pass over
     ``min(T, probe_steps)`` steps, repeat-until-decided (at least ``repeat`` interleaved rounds a try, up
     to ``tries`` tries, see the module's docstring), keeps the fastest and saves the table (each method's
     median from the last try it ran in). ``threads`` is part of the key (default: the BLAS threads in use
     now); it does not change the thread setting."""
-    key = shape_key(batch, nh, nx, T, dtype, threads)
+    key = shape_key(batch, nh, nx, T, dtype, threads, training)
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise TypeError(f"methods: expected a list of method names from {lstm.METHODS}, got {methods!r}")
     methods = tuple(check_choice(m, "methods", lstm.METHODS) for m in methods)
@@ -262,17 +266,19 @@ def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: i
         if memo is not None:
             return Decision(memo.key, memo.best, dict(memo.table_ms), False, dict(memo.probe), list(memo.tied))
     steps = min(check_positive_int(T, "T"), probe_steps)
-    return _measure_and_save(path, key, (batch, nh, nx, steps, np.dtype(dtype).name), methods, repeat, tries)
+    return _measure_and_save(path, key, (batch, nh, nx, steps, np.dtype(dtype).name, training), methods, repeat,
+                             tries)
 
 
 def _decide(shape, methods, repeat: int, tries: int):
     """Repeat-until-decided: ``(best, table_ms, tied, rounds)``. Each try times the methods still in the
     race interleaved; a method the fastest beats beyond the noise ("yes": the whole speed-up interval
     above 1) leaves the race. ``table_ms`` keeps each method's latest median (ms per step)."""
-    batch, nh, nx, steps, dtype = shape
+    batch, nh, nx, steps, dtype, training = shape
     race, rounds, tried = tuple(methods), 0, []
     for _ in range(tries):
-        res = lstm_experiments.method_times(batch, nh, nx, steps, methods=race, dtype=dtype, repeat=repeat)
+        res = lstm_experiments.method_times(batch, nh, nx, steps, methods=race, dtype=dtype, repeat=repeat,
+                                            backward=training)
         best, cmp = str(res["best"]), res.get("comparison")
         tried.append((to_builtin(dict(res["ms_per_step"])), best))
         if cmp is not None:
@@ -310,32 +316,34 @@ def _measure_and_save(path, key, shape, methods, repeat, tries, retuned=False) -
 
 def recheck(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
             methods=lstm.METHODS, probe_steps: int = 10, repeat: int = 3, tries: int = 3,
-            path: Path | None = None) -> Decision:
+            path: Path | None = None, training: bool = False) -> Decision:
     """A later check of the cached choice (tunes first when nothing is cached): the cached best is timed
     against ``methods`` again, interleaved; when some method is faster than it *beyond the noise* (the
     pair speed-up's whole interval above 1), the shape is tuned again (repeat-until-decided) and saved --
     ``Decision.retuned`` is then True. Within the noise the cached choice stays (a measurement at a noisy
     moment cannot overturn it, and neither can one that agrees)."""
     d = tune(batch, nh, nx, T, dtype, threads, methods=methods, probe_steps=probe_steps, repeat=repeat,
-             tries=tries, path=path)
+             tries=tries, path=path, training=training)
     if d.measured_now:
         return d
     methods = tuple(dict.fromkeys((d.best, *(check_choice(m, "methods", lstm.METHODS) for m in methods))))
     steps = min(check_positive_int(T, "T"), check_positive_int(probe_steps, "probe_steps"))
     res = lstm_experiments.method_times(batch, nh, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
-                                        repeat=check_positive_int(repeat, "repeat"))
+                                        repeat=check_positive_int(repeat, "repeat"), backward=training)
     cmp = res.get("comparison")
     beaten = [m for m in methods if m != d.best and cmp is not None and cmp.faster(m, over=d.best) == "yes"]
     if not beaten:
         return d
-    shape = (batch, nh, nx, steps, np.dtype(dtype).name)
+    shape = (batch, nh, nx, steps, np.dtype(dtype).name, training)
     return _measure_and_save(_path(path), d.key, shape, methods, repeat, check_positive_int(tries, "tries"),
                              retuned=True)
 
 
-def best_method(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None) -> str:
-    """The fastest method for this shape here: cached, else measured once now (and cached)."""
-    return tune(batch, nh, nx, T, dtype, threads).best
+def best_method(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
+                training: bool = False) -> str:
+    """The fastest method for this shape here (to train with, ``training=True``): cached, else measured once
+    now (and cached)."""
+    return tune(batch, nh, nx, T, dtype, threads, training=training).best
 
 
 def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = False):

@@ -3,24 +3,26 @@
 ``lstm.lstm_forward(..., method="persistent")`` computes what ``"workspace"`` computes (same layout, same
 maths), but not the recurrent product with a BLAS call per step. A BLAS GEMM copies ("packs") all of
 ``W_hh`` into its blocked layout on *every* call -- ``4H x H`` floats, 1 MB at H = 256 -- and at a small batch
-that copy and the hand-off to the BLAS threads cost more than the multiplications (chapter 09 measures it:
-a product of 2 rows costs nearly as much as one of 16). Here the whole loop over T is one compiled function:
+that copy and the hand-off to the BLAS threads cost more than the multiplications (``benchmarks/lstm.py``
+measures it: a product of 2 rows against one of B rows). Here the whole loop over T is one compiled function:
 
-* **threads own hidden units.** Step t is one parallel loop over the units u (numba ``prange``, split the
-  same way every step): the thread that owns u reads the four rows of ``W_hh`` for u's gates,
-  ``W_hh[u], W_hh[H+u], W_hh[2H+u], W_hh[3H+u]`` (each ``H`` floats, contiguous), so a thread touches the
-  same quarter-matrix every step and it stays in that core's cache -- the idea of persistent RNN kernels
-  (Diamos et al. 2016), on a CPU.
-* **a unit's step is dot products, then its cell.** For 4 batch rows at a time, 16 dot products of length
-  H (4 gates x 4 rows) share their loads, then ``i, f, g, o``, ``c'``, ``h'`` for those rows -- nothing
-  goes back to memory in between, and no other thread needs them until the next step.
-* **backward, the same way round.** Unit u's gradient at step t needs ``dh_t[:, u]``, which is column u of
+* **threads own hidden units.** Step t is one parallel loop over blocks of ``UNITS`` hidden units (numba
+  ``prange``, split the same way every step). The thread that owns unit u reads the four rows of ``W_hh``
+  for u's gates, ``W_hh[u], W_hh[H+u], W_hh[2H+u], W_hh[3H+u]`` (each ``H`` floats, contiguous), so a thread
+  touches the same part of the matrix every step and it stays in that core's cache -- the idea of
+  persistent RNN kernels (Diamos et al. 2016), on a CPU.
+* **a block's step is dot products, then its cells.** For each unit, 16 dot products of length H (4 gate
+  rows x 4 batch rows, ``_dots4x4``) share their loads; then the block's cells run as one SIMD loop over
+  its units per batch row (``lstm_tuned.forward_row``). No other thread needs them before the next step.
+* **backward, the same way round.** Unit u's gradient at step t needs ``dh_t[:, u]``, column u of
   ``dZ_{t+1} W_hh``: dot products of ``dZ_{t+1}``'s rows with row u of ``W_hh^T`` (a copy made once per
-  call). So step t of the backward is one parallel loop too: the unit's ``dh`` column, then its four gate
-  gradients, ``dc`` and the bias gradient (each unit owns its four entries: no thread writes another's).
-
-The work outside the loop over T stays with the BLAS, where its GEMMs are big: the input projection of all T
-steps, the weight gradients and ``dX`` (shared with :mod:`course_lib.models.lstm_tuned`).
+  call). So step t of the backward is one parallel loop too: the block's ``dh`` columns, then its gate
+  gradients, ``dc`` and the bias gradient (each unit owns its four entries: no thread writes another's),
+  and a copy of the block's gate gradients and ``h_{t-1}`` into transposed arrays, while they are in cache.
+* **the products outside the loop** -- the input projection of all T steps, ``dX`` and the weight gradients
+  -- are big; ``gemm_nt`` computes them as dot products along both operands' rows, in tiles that stay in
+  a core's cache. Nothing here calls the BLAS, so no BLAS thread pool spins on the cores numba's threads
+  need (a BLAS input projection left its pool spinning into the loop: on 2 cores the loop took 1.4x as long).
 
 Shapes: ``X (T, B, nx)``, states ``(B, H)``, gates ``(B, 4H)`` = [i | f | g | o], ``W_ih (4H, nx)``,
 ``W_hh (4H, H)``. ``forward(...) -> (H, C, A)``; ``backward(...) -> (dW_ih, dW_hh, db, dX, dh0, dc0)``, the
@@ -264,9 +266,8 @@ def forward(W_ih, W_hh, b_ih, b_hh, X, h0, c0):
 
 
 def backward(W_ih, W_hh, X, h0, c0, H, C, A, dH, dh, dc):
-    """Backpropagation through time from a :func:`forward`'s ``H, C, A``; ``dH (T, B, H)``; ``dh, dc
-    (B, H)`` the gradients at the final state (overwritten: they come back as ``dh0, dc0``).
-    Returns ``(dW_ih (4H, nx), dW_hh (4H, H), db (4H,), dX (T, B, nx), dh0, dc0)``."""
+    """Backpropagation through time from a :func:`forward`'s ``H, C, A``: the arguments and results of
+    :func:`course_lib.models.lstm_tuned.backward` (``dh, dc`` are overwritten and come back as ``dh0, dc0``)."""
     T, B, nx = X.shape
     nh = W_hh.shape[1]
     dt = X.dtype

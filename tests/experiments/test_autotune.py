@@ -290,3 +290,20 @@ def test_recheck_retunes_only_when_beaten_beyond_the_noise(fake_clock, tmp_path)
 def test_recheck_and_tries_bad_input(tmp_path):
     raises_naming(ValueError, "tries", autotune.tune, 2, 4, 3, 2, force=True, tries=0, path=tmp_path / "c.json")
     raises_naming(ValueError, "methods", autotune.recheck, 2, 4, 3, 2, methods=("nope",), path=tmp_path / "c.json")
+
+
+def test_training_is_a_decision_of_its_own(cache, monkeypatch):
+    """The fastest forward need not be the fastest to train: its own key, timed with the backward pass."""
+    seen = []
+
+    def fake(*a, **k):
+        seen.append(k.get("backward"))
+        return {"ms_per_step": {"workspace": 1.0, "persistent": 2.0} if k.get("backward") else
+                {"workspace": 2.0, "persistent": 1.0}, "best": "workspace" if k.get("backward") else "persistent"}
+    monkeypatch.setattr(lstm_experiments, "method_times", fake)
+    fwd = autotune.tune(2, 8, 4, 5, "float32", threads=1, methods=("workspace", "persistent"))
+    train = autotune.tune(2, 8, 4, 5, "float32", threads=1, methods=("workspace", "persistent"), training=True)
+    assert seen == [False, True] and fwd.best == "persistent" and train.best == "workspace"
+    assert train.key == fwd.key + ",training"
+    assert autotune.best_method(2, 8, 4, 5, "float32", threads=1, training=True) == "workspace" and len(seen) == 2
+    raises_naming(TypeError, "training", autotune.shape_key, 2, 8, 4, 5, training="yes")
