@@ -155,6 +155,11 @@ def _wall() -> float:
     """The wall clock now: reads the :data:`clock` hook at each call (so a test's fake clock applies)."""
     return clock()
 
+
+def _wall_is_real() -> bool:
+    """Whether :data:`clock` is the real one (a test's fake clock has no idle cores to wait for)."""
+    return clock is time.perf_counter
+
 @dataclass
 class Timing:
     """Wall-clock times of repeated calls, in seconds; ``noise`` says whether to trust them."""
@@ -247,6 +252,7 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
 # product kept one core spinning and doubled a 8 ms call to 16 ms in benchmarks/which.py).
 CLOCKS: dict[str, Callable[[], float]] = {"wall": _wall, "cpu": time.thread_time}
 TIME_BUDGET = {"full": 2.0, "small": 0.5}   # seconds compare() may spend adding rounds (COURSE_BUDGET)
+SETTLE_WARMUP = 0.02     # compare(settle=True): seconds of untimed calls after the wait, before a function is timed
 
 
 @dataclass
@@ -391,11 +397,15 @@ def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[
     """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
     adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``; ``threads``
     keeps the most threads a function ran on in any round. ``settle``: first wait until the previous
-    function's thread pool is asleep (``core.sysload.settle``)."""
+    function's thread pool is asleep (``core.sysload.settle``), then call it untimed for ``SETTLE_WARMUP``."""
     cpu_clock = time.process_time  # every thread of the process: how many cores the function kept busy
     for name, fn in fns.items():
         if settle and real:
             _settle()
+            warm = _wall() + SETTLE_WARMUP
+            fn()        # untimed, for SETTLE_WARMUP at least: the cores that idled while we waited are slow at first
+            while _wall() < warm:
+                fn()
         w0, r0 = _run_queue_wait(), (_thread_cpu() if real else {})
         c0, t0, s0 = cpu_clock(), clock(), _wall()
         for _ in range(number[name]):
@@ -424,9 +434,9 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     ``clock``        ``"wall"`` (default), ``"cpu"`` (the calling thread's CPU time: for single-threaded
                      functions, which another program's load then cannot inflate) or a function
                      returning seconds (tests pass a fake one)
-    ``settle``       before each function's calls in a round, wait until the other threads of this process
-                     are idle (at most 0.5 s): for functions on *different* thread pools (BLAS, numba),
-                     each of which would otherwise start while the previous one's pool still spins
+    ``settle``       for functions on *different* thread pools (BLAS, numba): before each one's calls in a
+                     round, wait until this process's other threads are idle (a pool spins after its calls;
+                     at most 0.5 s), then call it untimed for ``SETTLE_WARMUP`` s (idle cores start slow)
 
     >>> c = compare(loop=lambda: sum(range(1000)), builtin=lambda: 499500)
     >>> c.ratio("loop") == 1.0
@@ -458,7 +468,8 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     with _Watch(wall) as w:
         start = wall()
         while True:
-            _round(fns, number, tick, times, cpu, wait, threads, real=not callable(clock), settle=settle)
+            _round(fns, number, tick, times, cpu, wait, threads, real=not callable(clock),
+                   settle=settle and _wall_is_real())
             sample = _others_running() if not callable(clock) else None   # a test's fake clock: no real load
             if sample is not None:
                 running.append(sample)

@@ -5,8 +5,10 @@ waiting for the next. In one process each pool's spinning threads hold the cores
 use; on a 2-core machine that doubled our pass's time. So each rival runs in a worker process, and the
 workers take turns:
 
-* a **round** gives every worker one *block*: as many calls as last about ``block_s`` seconds; the block's
-  median per-call time is that worker's time for the round (the order rotates from round to round);
+* a **round** gives every worker one *block*: one untimed call (the cores were idle while the others ran:
+  measured here, a forward pass timed right after the wait ran 1.3x slow), then as many calls as last about
+  ``block_s`` seconds; the block's median per-call time is that worker's time for the round (the order
+  rotates from round to round);
 * before each block every worker is **idle**: its threads' run time (schedstat) stands still for 20 ms,
   and so are this process's other threads, so no pool of one rival spins into another's block;
 * rounds pair up like :func:`course_lib.core.timing.compare`'s, so the ratios and their intervals come from
@@ -87,7 +89,8 @@ def _pass(kind, shape, backward, method):
 
 def _serve(conn, kind, threads):
     """The worker's loop: ``("calibrate", shape, backward, method)`` -> seconds of one call after a warm-up;
-    ``("run", shape, backward, method, number)`` -> ``number`` per-call times; ``("stop",)`` ends it."""
+    ``("run", shape, backward, method, number)`` -> one untimed call, then ``number`` per-call times;
+    ``("stop",)`` ends it."""
     from threadpoolctl import threadpool_limits
 
     from ..core.memory import steady_memory
@@ -109,6 +112,8 @@ def _serve(conn, kind, threads):
                     fns[key] = _pass(kind, *key)
                     fns[key]()                                   # compile, allocate, warm the caches
                 fn, n = fns[key], 1 if msg[0] == "calibrate" else msg[4]
+                if msg[0] == "run":
+                    fn()             # untimed: cores that were idle while the others ran warm up on this call
                 times = []
                 for _ in range(n):
                     t0 = time.perf_counter()
