@@ -67,7 +67,7 @@ def _profile(shapes, repeat, xprof, timing):
     for shape in shapes:
         B, H, nx, T = shape
         for backward in (False, True):
-            r = xprof.profile_pass(B, H, nx, min(T, 20), backward=backward, repeat=repeat, torch=False)
+            r = xprof.profile_pass(B, H, nx, min(T, 20), backward=backward, repeat=repeat)
             out[(shape, backward)] = r
             what = "forward+backward" if backward else "forward"
             print(f"B={B} H={H} nx={nx}, {what}: {r['total_ms']:.3f} ms end to end")

@@ -133,6 +133,14 @@ def noise_from(times: list[float], others: float | None = None) -> Noise:
 UNEQUAL_WAIT = 0.5    # threads of one function waited this many more core-seconds per second than the other's
 
 
+def _per_function(ratios: list[Ratio], attr: str, fmt: str) -> str:
+    """``"a 12%, b 3%"``: a pair attribute (``waited`` or ``used``: one value for each side) per function."""
+    values = {}
+    for r in ratios:
+        values.update(zip((r.name, r.over), getattr(r, attr)))
+    return ", ".join(f"{k} {fmt.format(v)}" for k, v in values.items())
+
+
 def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     """The :class:`Noise` of a comparison: unreliable only where a ratio's interval is not narrow, or where
     other processes made one function wait for cores more than the other (``Ratio.waited``).
@@ -150,19 +158,13 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     unused = [r for r in ratios if loaded and r.used is not None and max(r.used) >= 2
               and not any(r is u for u in unequal)]
     if unequal:
-        shares = {}
-        for r in unequal:
-            shares.update({r.name: r.waited[0], r.over: r.waited[1]})
-        noise.uncertain.append("the functions' threads waited for a core unequally (" +
-                               ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + " of their time): other "
-                               "processes slowed some more than others in every round, which pairs cannot cancel")
+        noise.uncertain.append("the functions' threads waited for a core unequally (" + _per_function(unequal, "waited",
+                               "{:.0%}") + " of their time): other processes slowed some more than others in every "
+                               "round, which pairs cannot cancel")
     if unused:
-        ran = {}
-        for r in unused:
-            ran.update({r.name: r.used[0], r.over: r.used[1]})
         noise.uncertain.append("threaded code ran while other processes held a core (threads: " +
-                               ", ".join(f"{k} {v}" for k, v in ran.items()) + "): how much it loses then depends "
-                               "on how its threads wait for each other, in every round, which pairs cannot cancel")
+                               _per_function(unused, "used", "{}") + "): how much it loses then depends on how its "
+                               "threads wait for each other, in every round, which pairs cannot cancel")
     unequal = unequal + unused
     if unequal:
         noise.busy = True

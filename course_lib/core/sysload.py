@@ -9,7 +9,7 @@ by the timings alone.
 ``threads_that_ran(b, a, wall)`` how many threads were busy for at least 2% of ``wall`` between two readings
 ``others_running()``            threads of other processes runnable right now (procs_running less ours)
 ``process_run_seconds(pid)``    seconds all threads of process ``pid`` have run on a core (schedstat)
-``settle()``                    wait until this process's other threads are idle (their pools asleep)
+``settle(pids=())``            wait until this process's other threads (and processes ``pids``) are idle
 """
 from __future__ import annotations
 
@@ -119,22 +119,26 @@ def process_run_seconds(pid: int) -> float | None:
     return total / 1e9
 
 
-def settle(window: float = SETTLE_WINDOW, limit: float = SETTLE_LIMIT) -> bool:
-    """Sleep until no thread of this process but the caller has run for ``window`` seconds, at most ``limit``
-    seconds; whether that happened. A BLAS or OpenMP pool spins for a while after its call, waiting for the
-    next: whatever runs then on another pool (numba's, another library's) shares its cores with the spinning
-    threads. Where the OS does not tell (no schedstat), it sleeps ``window`` and says False."""
+def settle(window: float = SETTLE_WINDOW, limit: float = SETTLE_LIMIT, pids=()) -> bool | None:
+    """Sleep until no thread of this process but the caller, and no thread of the processes ``pids``, has run
+    for ``window`` seconds, at most ``limit`` seconds: True when that happened, False at the limit, None where
+    the OS does not tell (no schedstat: it sleeps ``window``). A BLAS or OpenMP pool spins for a while after its
+    call, waiting for the next: whatever runs then on another pool (numba's, another library's, another
+    process's) shares its cores with the spinning threads."""
     me = str(threading.get_native_id())
-    start = time.perf_counter()
 
-    def others():
-        return sum(v for tid, v in thread_cpu().items() if tid != me)
-    before = others()
+    def ran():
+        own = thread_cpu()
+        theirs = [process_run_seconds(pid) for pid in pids]
+        if not own or None in theirs:
+            return None
+        return sum(v for tid, v in own.items() if tid != me) + sum(theirs)
+    start, before = time.perf_counter(), ran()
     while True:
         time.sleep(window)
-        after = others()
-        if not thread_cpu():
-            return False
+        after = ran()
+        if before is None or after is None:
+            return None
         if after - before < 0.1 * window:
             return True
         if time.perf_counter() - start >= limit:

@@ -236,7 +236,8 @@ def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: i
     """The fastest method for ``X (T, B, nx)`` and ``nh`` hidden units (``training=True``: for a forward
     and backward pass, a decision of its own -- the fastest forward need not be the fastest to train).
 
-    Reads the cache unless ``force=True``; otherwise times each method's forward pass over
+    Reads the cache unless ``force=True``; otherwise times each method's pass (forward, or forward + backward
+    with ``training=True``) over
     ``min(T, probe_steps)`` steps, repeat-until-decided (at least ``repeat`` interleaved rounds a try, up
     to ``tries`` tries, see the module's docstring), keeps the fastest and saves the table (each method's
     median from the last try it ran in). ``threads`` is part of the key (default: the BLAS threads in use

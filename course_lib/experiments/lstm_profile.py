@@ -1,10 +1,11 @@
-"""Where the milliseconds of the tuned LSTM go, and how far it is from torch (experiments layer; chapter 09).
+"""Where the milliseconds of the tuned LSTM go (experiments layer; chapter 09).
 
 ``profile_pass(batch, nh, nx, T, backward=True)`` splits one pass of ``method="workspace"``
 (:mod:`course_lib.models.lstm_tuned`) -- forward, or forward + backward -- into its phases and times
-each on its own, interleaved with the whole pass, with ``torch.nn.LSTM`` doing the same pass and with
-torch's own BLAS running exactly our list of GEMMs (when torch is installed), all in one
-:func:`course_lib.core.timing.compare` run. Shapes: ``X (T, B, nx)``, ``nh`` hidden units.
+each on its own, interleaved with the whole pass in one :func:`course_lib.core.timing.compare` run.
+Shapes: ``X (T, B, nx)``, ``nh`` hidden units. ``torch_pass`` is torch's side of a comparison; torch runs in
+a process of its own (:mod:`course_lib.experiments.lstm_rivals`): in this one its thread pool and the
+BLAS's would spin on each other's cores.
 
 Every GEMM row carries its GFLOP/s against the *peak for that GEMM's shape*: the best rate of one
 such product on hot operands (best of at least 7 repeats, and never below the phase's own rate), measured in the same run (a ``(16, 256) x (256, 1024)`` product never
@@ -12,10 +13,6 @@ reaches the rate of a big square one, so the big square peak would blame the wro
 ``other`` (``OTHER``) is the whole pass minus its phases timed alone: the Python loop over T, call overheads,
 threads waiting, and data colder in the pass than in a phase repeated on its own. Only phases that take at
 least ``MATTERS`` of the pass are judged by the noise guard.
-
-The split answers the question the issue asks where this BLAS is slower than torch's: *non-GEMM*
-= whole - GEMM phases; ``with_torch_gemms_ms`` = non-GEMM + torch's time for the same GEMMs -- what
-our pass would take with torch's GEMMs -- against torch's whole pass.
 """
 from __future__ import annotations
 
@@ -105,30 +102,6 @@ def phases(p, X, dH, backward: bool = True) -> list[tuple]:
         ("copies (h_T, c_T, b_hh's gradient)", "memory", lambda: (H[-1].copy(), C[-1].copy(), db.copy()), 0, None)]
 
 
-def _torch_fns(torch, p, X, dH, backward):
-    """torch.nn.LSTM's pass, and torch's BLAS running our list of GEMMs (same shapes, same calls)."""
-    T, B, nx = X.shape
-    nh = p.nh
-    m = p.to_torch()
-    Xt = torch.from_numpy(X)
-    t = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in (("Wi", p.W_ih), ("Wh", p.W_hh))}
-    X2, h = Xt.reshape(T * B, nx), torch.zeros(B, nh, dtype=Xt.dtype)
-    A2, z = torch.empty(T * B, 4 * nh, dtype=Xt.dtype), torch.empty(B, 4 * nh, dtype=Xt.dtype)
-    dZ2, dh = torch.ones(T * B, 4 * nh, dtype=Xt.dtype), torch.empty(B, nh, dtype=Xt.dtype)
-    Hp = torch.ones(T * B, nh, dtype=Xt.dtype)
-
-    def gemms():
-        torch.mm(X2, t["Wi"].T, out=A2)
-        for _ in range(T):
-            torch.mm(h, t["Wh"].T, out=z)
-        if backward:
-            for s in range(T):
-                torch.mm(dZ2[s * B:(s + 1) * B], t["Wh"], out=dh)
-            torch.mm(dZ2.T, X2), torch.mm(dZ2.T, Hp), torch.mm(dZ2, t["Wi"])
-
-    return {"torch": torch_pass(torch, m, X, dH, backward), "torch_gemms": gemms}
-
-
 def torch_pass(torch, m, X, dH, backward: bool):
     """A zero-argument callable: ``torch.nn.LSTM`` module ``m`` over ``X (T, B, nx)``, forward only (no
     autograd) or forward + backward of ``dH (T, B, nh)`` -- torch's side of every LSTM comparison."""
@@ -146,16 +119,15 @@ def torch_pass(torch, m, X, dH, backward: bool):
 
 
 def profile_pass(batch: int, nh: int, nx: int | None = None, T: int = 20, *, backward: bool = True,
-                 dtype="float32", repeat: int = 5, torch: bool = True) -> dict:
+                 dtype="float32", repeat: int = 5) -> dict:
     """Profile one ``"workspace"`` pass (forward, or forward + backward) over ``X (T, batch, nx)``.
 
     Returns ``{"rows": [{"phase", "kind", "ms", "share", "gflop", "gflops", "shape_peak", "pct_shape_peak"}],
-    "total_ms", "gemm_ms", "non_gemm_ms", "other_ms", "other_us_per_step", "largest", "torch_ms",
-    "torch_gemm_ms", "gap_ms", "with_torch_gemms_ms", "comparison", "noise"}`` -- times in ms per time step;
-    the torch entries are ``None`` where torch is not installed or ``torch=False``; ``gap_ms`` = ours - torch."""
+    "total_ms", "gemm_ms", "non_gemm_ms", "other_ms", "largest", "comparison", "noise"}`` -- times in ms per
+    time step."""
     batch, nh, T = (check_positive_int(v, n) for v, n in ((batch, "batch"), (nh, "nh"), (T, "T")))
     nx = nh if nx is None else check_positive_int(nx, "nx")
-    backward, torch = check_bool(backward, "backward"), check_bool(torch, "torch")
+    backward = check_bool(backward, "backward")
     repeat = check_positive_int(repeat, "repeat")
     p, X, dH = _problem(batch, nh, nx, T, dtype)
     rows = phases(p, X, dH, backward)
@@ -165,9 +137,6 @@ def profile_pass(batch: int, nh: int, nx: int | None = None, T: int = 20, *, bac
         if backward:
             lstm.lstm_backward(p, out[2], dH)
     fns = {"whole": whole, **{f"p{i}": r[2] for i, r in enumerate(rows)}}
-    tmod = _import_torch() if torch else None
-    if tmod is not None:
-        fns.update(_torch_fns(tmod, p, X, dH, backward))
     cmp = compare(repeat=repeat, warmup=1, **fns)
     per_step = {k: 1e3 * cmp.timings[k].median / T for k in fns}
     out_rows = []
@@ -185,26 +154,13 @@ def profile_pass(batch: int, nh: int, nx: int | None = None, T: int = 20, *, bac
     summed = sum(r["ms"] for r in out_rows)
     other = total - summed
     largest = max(out_rows + [{"phase": OTHER, "ms": other}], key=lambda r: r["ms"])
-    res = {"rows": out_rows, "total_ms": total, "gemm_ms": gemm, "non_gemm_ms": total - gemm, "other_ms": other,
-           "other_us_per_step": 1e3 * other, "largest": largest["phase"], "torch_ms": None, "torch_gemm_ms": None,
-           "gap_ms": None, "with_torch_gemms_ms": None, "comparison": cmp, "noise": _noise(cmp, fns)}
-    if tmod is not None:
-        res.update(torch_ms=per_step["torch"], torch_gemm_ms=per_step["torch_gemms"],
-                   gap_ms=total - per_step["torch"], with_torch_gemms_ms=total - gemm + per_step["torch_gemms"])
-    return res
+    return {"rows": out_rows, "total_ms": total, "gemm_ms": gemm, "non_gemm_ms": total - gemm, "other_ms": other,
+            "largest": largest["phase"], "comparison": cmp, "noise": _noise(cmp, fns)}
 
 
 def _noise(cmp, fns):
-    """The profile's noise: of the phases (and torch rows) that take at least ``MATTERS`` of the whole pass,
+    """The profile's noise: of the phases that take at least ``MATTERS`` of the whole pass,
     each judged by its pairs with the whole (an allocation of 2 us may vary by 50% and change nothing)."""
     whole = cmp.timings["whole"].median
     big = [k for k in fns if k != "whole" and cmp.timings[k].median >= MATTERS * whole]
     return noise_of_pairs([cmp.pairs(k, "whole") for k in big], cmp.noise.others) if big else cmp.noise
-
-
-def _import_torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch

@@ -10,7 +10,8 @@ workers take turns:
   ``block_s`` seconds; the block's median per-call time is that worker's time for the round (the order
   rotates from round to round);
 * before each block every worker is **idle**: its threads' run time (schedstat) stands still for 20 ms,
-  and so are this process's other threads, so no pool of one rival spins into another's block;
+  and so are this process's other threads (``core.sysload.settle``), so no pool of one rival spins into
+  another's block;
 * rounds pair up like :func:`course_lib.core.timing.compare`'s, so the ratios and their intervals come from
   :class:`~course_lib.core.intervals.Ratio`.
 
@@ -34,12 +35,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import statistics
-import threading
 import time
 
 from ..core.intervals import Ratio
 from ..core.noise import noise_of_pairs
-from ..core.sysload import others_running, process_run_seconds, thread_cpu
+from ..core.sysload import others_running, settle
 from ..core.timing import Comparison, Timing, noise_from
 from ..core.validate import check_bool, check_choice, check_float, check_positive_int
 
@@ -176,26 +176,14 @@ class Rivals:
             raise RuntimeError(f"{name}: the worker failed: {value}")
         return value
 
-    def _run_seconds(self) -> list:
-        """Run time so far of every worker, and of this process's threads other than the calling one."""
-        me = str(threading.get_native_id())
-        own = sum(v for tid, v in thread_cpu().items() if tid != me)
-        return [process_run_seconds(proc.pid) for proc, _ in self._workers.values()] + [own]
-
     def _wait_idle(self) -> None:
-        """Until no worker's threads ran for ``IDLE_S`` (every pool asleep), at most ``IDLE_MAX_S``."""
-        start = time.perf_counter()
-        before = self._run_seconds()
-        if None in before:                # no /proc: wait out a spinning pool's usual timeout instead
+        """Until no worker's threads, and none of this process's but the caller, ran for ``IDLE_S`` (every pool
+        asleep), at most ``IDLE_MAX_S`` (then counted in ``idle_timeouts``)."""
+        quiet = settle(IDLE_S, IDLE_MAX_S, pids=[proc.pid for proc, _ in self._workers.values()])
+        if quiet is None:                 # no /proc: wait out a spinning pool's usual timeout instead
             time.sleep(0.2)
-            return
-        while time.perf_counter() - start < IDLE_MAX_S:
-            time.sleep(IDLE_S)
-            after = self._run_seconds()
-            if all(a is not None and a - b < 0.1 * IDLE_S for a, b in zip(after, before)):
-                return
-            before = after
-        self.idle_timeouts += 1
+        elif not quiet:
+            self.idle_timeouts += 1
 
     def compare(self, shape, backward: bool, method: str = "workspace", *, extra=(), rounds: int = 7,
                 block_s: float = 0.2) -> Comparison:

@@ -60,20 +60,8 @@ def _dots4x4(w0, w1, w2, w3, x0, x1, x2, x3):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _dots4x1(w0, w1, w2, w3, x):
-    z = w0.dtype.type(0.0)
-    s0 = s1 = s2 = s3 = z
-    for k in range(w0.size):
-        p = x[k]
-        s0 += w0[k] * p
-        s1 += w1[k] * p
-        s2 += w2[k] * p
-        s3 += w3[k] * p
-    return s0, s1, s2, s3
-
-
-@njit(cache=True, fastmath=_FLAGS)
 def _dots1x4(w, x0, x1, x2, x3):
+    """The 4 dot products ``w . x_r`` (also ``_dots4x4``'s one-row case, with the roles of w and x swapped)."""
     z = w.dtype.type(0.0)
     s0 = s1 = s2 = s3 = z
     for k in range(w.size):
@@ -109,7 +97,7 @@ def _dots_tile(W, X, out, j0, j1, r0, r1, k0, k1, add):
                     out[r + q, j + g] = s[g][q] + (out[r + q, j + g] if add else 0.0)
             r += 4
         for q in range(r, r1):
-            s1 = _dots4x1(w0, w1, w2, w3, X[q, k0:k1])
+            s1 = _dots1x4(X[q, k0:k1], w0, w1, w2, w3)
             for g in range(4):
                 out[q, j + g] = s1[g] + (out[q, j + g] if add else 0.0)
         j += 4
@@ -160,7 +148,7 @@ def _z_block(W_hh, h, z, u0, u1):
                     zi[r], zf[r], zg[r], zo[r]
             b0 += 4
         for b in range(b0, B):
-            z[b, u], z[b, nh + u], z[b, 2 * nh + u], z[b, 3 * nh + u] = _dots4x1(wi, wf, wg, wo, h[b])
+            z[b, u], z[b, nh + u], z[b, 2 * nh + u], z[b, 3 * nh + u] = _dots1x4(h[b], wi, wf, wg, wo)
 
 
 @njit(cache=True, parallel=True)

@@ -247,11 +247,9 @@ def measure_machine(quick: bool) -> Machine:
     src["cores"] = "measured (CPU affinity)"
     for k in ("gemm_gflops_core", "gemv_gflops", "bandwidth_core_gbs", "call_s", "step_latency_s"):
         src[k] = "measured by CPU clock (one thread)" + (" (quick)" if quick else "")
-    src["handoff_s"] = src["region_s"] = (f"measured: 5% quantile of single runs in 7 bursts (regions / hand-offs: "
-                                          f"{nrun}; a hand-off's tasks make library calls, their own time "
-                                          "taken out)" + (" (quick)" if quick else ""))
-    if typical:
-        src["handoff_s"] = src["handoff_s"].replace("5% quantile", "median", 1)
+    for k, how in (("region_s", "5% quantile"), ("handoff_s", "median" if typical else "5% quantile")):
+        src[k] = (f"measured: {how} of single runs in 7 bursts (regions / hand-offs: {nrun}; a hand-off's tasks "
+                  "make library calls, their own time taken out)" + (" (quick)" if quick else ""))
     src["simd_lanes"] = "from /proc/cpuinfo flags"
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
