@@ -155,6 +155,8 @@ print(f"separate numpy passes (1 thread): {fus['separate_s'] * 1e3:7.2f} ms")
 print(f"fused numba kernels   (1 thread): {fus['fused_1thread_s'] * 1e3:7.2f} ms  -> fusion alone {fus['fusion_speedup']:.2f}x")
 print(f"fused numba kernels ({CORES} thread{'s' if CORES > 1 else ''}): {fus['fused_all_s'] * 1e3:7.2f} ms  -> "
       + (f"with threads {fus['total_speedup']:.2f}x" if CORES > 1 else "the same kernels again: one thread is all there is here"))
+if CORES > 1 and not fus["threads_noise"].ok:
+    print("  (the run on all threads: " + fus["threads_noise"].warning() + ")")
 print(verdict("000.halide.s49.loop_fusion", fus["fusion_speedup"], here=f"1 thread, numpy vs numba, {arrays / 2**20:.0f} MiB per array",
               reasons=[(cache_level(arrays) == "DRAM",
                         f"each array ({arrays / 2**20:.0f} MiB) is larger than the last cache level, so every extra "

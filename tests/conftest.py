@@ -93,7 +93,7 @@ def fake_clock(monkeypatch):
 
     The machine also reads as quiet (no load from other processes): a test that proves a slow solution
     fails (or a fast one passes) a speed check is then deterministic on any machine, busy or not."""
-    from course_lib.core import timing
+    from course_lib.core import noise, timing
 
     clock = FakeClock()
     real_compare = timing.compare
@@ -105,7 +105,7 @@ def fake_clock(monkeypatch):
         return real_compare(**{k: v for k, v in kw.items() if k in options}, **fns)
 
     monkeypatch.setattr(timing, "clock", clock)
-    monkeypatch.setattr(timing, "_busy_cpu_seconds", lambda: None)
+    monkeypatch.setattr(noise, "_busy_cpu_seconds", lambda: None)
     monkeypatch.setattr(timing, "_run_queue_wait", lambda: None)   # no real waits either
     monkeypatch.setattr(timing, "_others_running", lambda: None)   # nor other programs' runnable threads
     monkeypatch.setattr(timing, "_thread_cpu", dict)               # nor which of this process's threads ran

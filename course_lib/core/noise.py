@@ -10,12 +10,15 @@ comparison by its pair ratios' intervals (:mod:`course_lib.core.intervals`). The
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .intervals import Ratio
+from .sysload import busy_cpu_seconds as _busy_cpu_seconds
 from .validate import check_float
 
-__all__ = ["Noise", "noise_from", "noise_of_pairs", "SPREAD_LIMIT", "OTHERS_LIMIT", "UNEQUAL_WAIT"]
+__all__ = ["Noise", "noise_from", "noise_of_pairs", "LoadWatch", "background_load", "SPREAD_LIMIT", "OTHERS_LIMIT", "UNEQUAL_WAIT"]
 
 SPREAD_LIMIT = 0.3        # spread of the repeats (see _spread) above this: too wide to trust
 OTHERS_LIMIT = 0.25       # other processes used more than this many cores on average: busy
@@ -180,3 +183,41 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
             noise.said.append(r.said())
             noise.busy = noise.busy or (others is not None and others > OTHERS_LIMIT)
     return noise
+
+
+# --------------------------------------------------------------------------- the machine's load meanwhile
+class LoadWatch:
+    """Wall time (by ``clock``, a function returning seconds), this process's CPU time and the whole machine's
+    busy CPU time over a ``with`` block: ``others``, the cores other processes kept busy (None for a block under
+    0.2 s, or where the OS does not tell)."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter):
+        self.clock = clock
+
+    def __enter__(self):
+        self.wall0, self.own0, self.busy0 = self.clock(), time.process_time(), _busy_cpu_seconds()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = self.clock() - self.wall0
+        own = time.process_time() - self.own0
+        busy1 = _busy_cpu_seconds()
+        self.others = None
+        # /proc/stat ticks are 10 ms: only judge runs long enough for the count to mean something
+        if self.busy0 is not None and busy1 is not None and self.wall >= 0.2:
+            self.others = max(0.0, (busy1 - self.busy0 - own) / self.wall)
+        return False
+
+
+def background_load(seconds: float = 0.3) -> Noise:
+    """The cores other processes keep busy while this one sleeps ``seconds``: the noise of a measurement made
+    somewhere this process cannot watch (an MPI job's ranks, a subprocess), judged by the machine's load just
+    before it. ``Noise(others=..., busy=others > OTHERS_LIMIT)``; ``others`` None where the OS does not tell."""
+    seconds = check_float(seconds, "seconds", low=0.2, high=10.0)
+    b0, t0 = _busy_cpu_seconds(), time.perf_counter()
+    time.sleep(seconds)
+    b1, t1 = _busy_cpu_seconds(), time.perf_counter()
+    if b0 is None or b1 is None:
+        return Noise()
+    others = max(0.0, (b1 - b0) / (t1 - t0))
+    return Noise(others=others, busy=others > OTHERS_LIMIT)

@@ -23,9 +23,10 @@ How :func:`compare` survives a busy machine (ideas from pyperf, hyperfine and ``
 5. *Adapt*: after the ``repeat`` rounds asked for, add rounds until every ratio's interval is narrow
    (within about +-15%) or the time budget (``time_budget``, 2 s; 0.5 s with ``COURSE_BUDGET=small``)
    is spent. A quiet machine stops at once; a busy one buys certainty with time.
-6. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s, and
-   ``clock="cpu"`` times single-threaded functions by the calling thread's CPU time, which another program
-   cannot inflate.
+6. ``timeit``'s minimum is still there (``Timing.min``) for absolute rates such as GFLOP/s.
+7. *CPU time where a function is single-threaded* (the default ``clock="auto"``): when every function ran on
+   the calling thread alone and never slept (the OS's per-thread counters say so), its times are that thread's
+   CPU time, which another program's load cannot inflate; otherwise wall time. ``Comparison.clock`` says which.
 
 The noise guard: every :class:`Timing` and :class:`Comparison` carries a :class:`Noise`. For
 :func:`measure` it is the spread of the repeats and the CPU time *other processes* took meanwhile (from
@@ -45,6 +46,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -55,7 +57,6 @@ import numpy as np
 from .counting import array_bytes, gemm_flops, gemm_intensity, gemv_flops, gflops, loglog_slope
 from .intervals import Ratio
 from .memory import steady_memory
-from .sysload import busy_cpu_seconds as _busy_cpu_seconds
 from .sysload import others_running as _others_running
 from .sysload import run_queue_wait as _run_queue_wait
 from .sysload import settle as _settle
@@ -63,6 +64,7 @@ from .sysload import thread_cpu as _thread_cpu
 from .sysload import threads_that_ran as _threads_that_ran
 from .sysload import waited as _waited
 from .noise import OTHERS_LIMIT, SPREAD_LIMIT, UNEQUAL_WAIT, Noise, noise_from, noise_of_pairs  # noqa: F401
+from .noise import LoadWatch, background_load  # noqa: F401
 from .validate import check_float, check_int, check_numbers, check_positive_int
 
 __all__ = [
@@ -109,41 +111,6 @@ def scaled(full, small):
 
 
 # --------------------------------------------------------------------------- the machine's load (Noise: core/noise.py)
-class _Watch:
-    """Wall time (by ``clock``), this process's CPU time and the whole machine's busy CPU time over a block."""
-
-    def __init__(self, clock: Callable[[], float] | None = None):
-        self.clock = clock or _wall
-
-    def __enter__(self):
-        self.wall0, self.own0, self.busy0 = self.clock(), time.process_time(), _busy_cpu_seconds()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = self.clock() - self.wall0
-        own = time.process_time() - self.own0
-        busy1 = _busy_cpu_seconds()
-        self.others = None
-        # /proc/stat ticks are 10 ms: only judge runs long enough for the count to mean something
-        if self.busy0 is not None and busy1 is not None and self.wall >= 0.2:
-            self.others = max(0.0, (busy1 - self.busy0 - own) / self.wall)
-        return False
-
-
-def background_load(seconds: float = 0.3) -> Noise:
-    """The cores other processes keep busy while this one sleeps ``seconds``: the noise of a measurement made
-    somewhere this process cannot watch (an MPI job's ranks, a subprocess), judged by the machine's load just
-    before it. ``Noise(others=..., busy=others > OTHERS_LIMIT)``; ``others`` None where the OS does not tell."""
-    seconds = check_float(seconds, "seconds", low=0.2, high=10.0)
-    b0, t0 = _busy_cpu_seconds(), time.perf_counter()
-    time.sleep(seconds)
-    b1, t1 = _busy_cpu_seconds(), time.perf_counter()
-    if b0 is None or b1 is None:
-        return Noise()
-    others = max(0.0, (b1 - b0) / (t1 - t0))
-    return Noise(others=others, busy=others > OTHERS_LIMIT)
-
-
 # --------------------------------------------------------------------------- measuring
 #: The wall clock that measure(), compare() and the noise guard read (seconds, monotonic). Tests swap in
 #: a fake clock (tests/conftest.py ``fake_clock``) so that a speed check's verdict does not depend on
@@ -204,16 +171,6 @@ def fmt_seconds(s: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
-def _calls_per_repeat(fn: Callable[[], object], min_time: float) -> int:
-    """How many calls make one repeat last at least ``min_time`` (for very fast functions)."""
-    t0 = clock()
-    fn()
-    one = clock() - t0
-    if one >= min_time or one <= 0:
-        return 1
-    return min(10_000, max(1, int(math.ceil(min_time / one))))
-
-
 def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: float = 1e-3,
             number: int | None = None, **kwargs) -> Timing:
     """Time ``fn(*args, **kwargs)``: ``warmup`` untimed calls, then ``repeat`` timed repeats.
@@ -234,10 +191,10 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     for _ in range(warmup):
         call()
     if number is None:
-        number = _calls_per_repeat(call, min_time)
+        number = _calibrate(call, 1, clock, min_time)
     number = check_positive_int(number, "number")
     times = []
-    with _Watch() as w:
+    with LoadWatch(_wall) as w:
         for _ in range(repeat):
             t0 = clock()
             for _ in range(number):
@@ -253,6 +210,7 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
 CLOCKS: dict[str, Callable[[], float]] = {"wall": _wall, "cpu": time.thread_time}
 TIME_BUDGET = {"full": 2.0, "small": 0.5}   # seconds compare() may spend adding rounds (COURSE_BUDGET)
 SETTLE_WARMUP = 0.02     # compare(settle=True): seconds of untimed calls after the wait, before a function is timed
+ONE_THREAD_SLACK = 0.05  # compare()'s "auto" clock: a function is one thread's work within this share of its time
 
 
 @dataclass
@@ -269,6 +227,7 @@ class Comparison:
     cores_used: dict[str, float] = field(default_factory=dict)  # this process's CPU time / wall time, per name
     waited: dict[str, float] = field(default_factory=dict)      # share of wall time its threads waited for a core
     threads: dict[str, int] = field(default_factory=dict)       # the most threads it ran on in a round (schedstat)
+    clock: str = "wall"      # the times are wall time, or "cpu": the calling thread's CPU time (every function on it)
 
     def __post_init__(self):
         if not isinstance(self.timings, dict) or not self.timings:
@@ -369,10 +328,11 @@ def _clock(clock) -> Callable[[], float]:
         return CLOCKS["wall"]
     if isinstance(clock, str):
         if clock not in CLOCKS:
-            raise ValueError(f"clock: expected one of {', '.join(map(repr, CLOCKS))} or a function, got {clock!r}")
+            raise ValueError(f"clock: expected 'auto', {', '.join(map(repr, CLOCKS))} or a function, got {clock!r}")
         return CLOCKS[clock]
     if not callable(clock):
-        raise TypeError(f"clock: expected 'wall', 'cpu' or a function returning seconds, got {type(clock).__name__}")
+        raise TypeError(f"clock: expected 'auto', 'wall', 'cpu' or a function returning seconds, "
+                        f"got {type(clock).__name__}")
     return clock
 
 
@@ -391,14 +351,40 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
     return min(10_000, max(1, int(math.ceil(min_time / one))))
 
 
-def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[str, list[float]],
-           cpu: dict[str, float], wait: dict[str, float | None], threads: dict[str, int], real: bool = True,
+@dataclass
+class _Tally:
+    """What the rounds of :func:`compare` measured, per function: ``times`` (per call, by the chosen clock),
+    ``own`` (per call, by the calling thread's CPU clock), the process's CPU seconds, its threads' run-queue
+    wait, the most threads that ran, and ``solo`` = [seconds of the calling thread's CPU, of every other thread's
+    CPU, the calling thread ran or waited for a core, wall] -- whether the function is one thread's work."""
+
+    times: dict
+    own: dict
+    cpu: dict
+    wait: dict
+    threads: dict
+    solo: dict
+
+    @classmethod
+    def of(cls, names) -> "_Tally":
+        return cls({k: [] for k in names}, {k: [] for k in names}, dict.fromkeys(names, 0.0),
+                   dict.fromkeys(names, 0.0), dict.fromkeys(names, 0), {k: [0.0] * 4 for k in names})
+
+    def one_thread(self, name: str) -> bool:
+        """Did ``name`` run on the calling thread alone, never sleeping? Other threads of the process ran for
+        under 5% of its CPU time, and the calling thread ran or waited for a core for 95% of the wall time or
+        more (a function that blocks on another process or a thread pool, or sleeps, fails)."""
+        own, others, busy, wall = self.solo[name]
+        return own > 0 and others <= ONE_THREAD_SLACK * own and busy >= (1 - ONE_THREAD_SLACK) * wall
+
+
+def _round(fns: dict[str, Callable], number: dict[str, int], clock, tally: _Tally, real: bool = True,
            settle: bool = False) -> None:
-    """One round: every function in turn, ``number[name]`` calls each; appends the per-call times and
-    adds the process CPU time and run-queue wait each function caused to ``cpu`` and ``wait``; ``threads``
-    keeps the most threads a function ran on in any round. ``settle``: first wait until the previous
-    function's thread pool is asleep (``core.sysload.settle``), then call it untimed for ``SETTLE_WARMUP``."""
-    cpu_clock = time.process_time  # every thread of the process: how many cores the function kept busy
+    """One round: every function in turn, ``number[name]`` calls each, its per-call time appended to
+    ``tally.times`` and what the OS says about its threads added to the rest of ``tally`` (see :class:`_Tally`).
+    ``settle``: first wait until the previous function's thread pool is asleep (``core.sysload.settle``), then
+    call it untimed for ``SETTLE_WARMUP``."""
+    me = str(threading.get_native_id())
     for name, fn in fns.items():
         if settle and real:
             _settle()
@@ -407,16 +393,22 @@ def _round(fns: dict[str, Callable], number: dict[str, int], clock, times: dict[
             while _wall() < warm:
                 fn()
         w0, r0 = _run_queue_wait(), (_thread_cpu() if real else {})
-        c0, t0, s0 = cpu_clock(), clock(), _wall()
+        c0, o0, t0, s0 = time.process_time(), time.thread_time(), clock(), _wall()
         for _ in range(number[name]):
             fn()
-        t1, c1, s1 = clock(), cpu_clock(), _wall()
+        t1, o1, c1, s1 = clock(), time.thread_time(), time.process_time(), _wall()
         w1, r1 = _run_queue_wait(), (_thread_cpu() if real else {})
-        times[name].append((t1 - t0) / number[name])
-        cpu[name] += c1 - c0
-        threads[name] = max(threads[name], _threads_that_ran(r0, r1, s1 - s0))
+        tally.times[name].append((t1 - t0) / number[name])
+        tally.own[name].append(max(o1 - o0, 0.0) / number[name])
+        tally.cpu[name] += c1 - c0     # every thread of the process: how many cores the function kept busy
+        tally.threads[name] = max(tally.threads[name], _threads_that_ran(r0, r1, s1 - s0))
         dw = _waited(w0, w1)
-        wait[name] = None if dw is None or wait[name] is None else wait[name] + dw
+        tally.wait[name] = None if dw is None or tally.wait[name] is None else tally.wait[name] + dw
+        solo = tally.solo[name]
+        solo[0] += o1 - o0
+        solo[1] += max(0.0, (c1 - c0) - (o1 - o0))
+        solo[2] += r1.get(me, 0.0) - r0.get(me, 0.0) if me in r0 else 0.0
+        solo[3] += s1 - s0
 
 
 def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, clock=None,
@@ -431,9 +423,11 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     ``warmup``       untimed calls of each function first; the last one also calibrates how many calls
                      make a round last >= ``min_time`` (with ``warmup=0``: one call per round)
     ``baseline``     what ratios are relative to (default: the first)
-    ``clock``        ``"wall"`` (default), ``"cpu"`` (the calling thread's CPU time: for single-threaded
-                     functions, which another program's load then cannot inflate) or a function
-                     returning seconds (tests pass a fake one)
+    ``clock``        ``"auto"`` (default: the calling thread's CPU time when every function turned out to be
+                     one thread's work that never slept -- :meth:`_Tally.one_thread` -- else wall time;
+                     ``Comparison.clock`` says which), ``"wall"``, ``"cpu"`` (the calling thread's CPU time:
+                     for single-threaded functions, which another program's load then cannot inflate) or a
+                     function returning seconds (tests pass a fake one)
     ``settle``       for functions on *different* thread pools (BLAS, numba): before each one's calls in a
                      round, wait until this process's other threads are idle (a pool spins after its calls;
                      at most 0.5 s), then call it untimed for ``SETTLE_WARMUP`` s (idle cores start slow)
@@ -456,26 +450,25 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     baseline = baseline or next(iter(fns))
     if baseline not in fns:
         raise ValueError(f"baseline: expected one of {', '.join(fns)}, got {baseline!r}")
-    tick = _clock(clock)
-    wall = tick if callable(clock) else CLOCKS["wall"]   # the budget is spent in wall time (fake in tests)
+    fake = callable(clock) or not _wall_is_real()      # a test's clock: no real load, no threads to read
+    auto = clock is None or clock == "auto"
+    tick = _clock(None if auto else clock)
+    wall = tick if fake else CLOCKS["wall"]   # the budget is spent in wall time (fake in tests)
     number = {name: _calibrate(fn, warmup, tick, min_time) for name, fn in fns.items()}
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    cpu = dict.fromkeys(fns, 0.0)
-    wait: dict[str, float | None] = dict.fromkeys(fns, 0.0)
-    threads = dict.fromkeys(fns, 0)
+    tally = _Tally.of(fns)
     running: list[float] = []
     others = [k for k in fns if k != baseline]
-    with _Watch(wall) as w:
+    with LoadWatch(wall) as w:
         start = wall()
         while True:
-            _round(fns, number, tick, times, cpu, wait, threads, real=not callable(clock),
-                   settle=settle and _wall_is_real())
-            sample = _others_running() if not callable(clock) else None   # a test's fake clock: no real load
+            _round(fns, number, tick, tally, real=not fake, settle=settle and _wall_is_real())
+            sample = _others_running() if not fake else None
             if sample is not None:
                 running.append(sample)
-            done = len(times[baseline])
+            done = len(tally.times[baseline])
             if done < repeat:
                 continue
+            times = tally.own if auto and all(map(tally.one_thread, fns)) else tally.times
             narrow = all(Ratio.from_times(k, baseline, times[k], times[baseline]).narrow for k in others)
             if narrow or done >= max_rounds or wall() - start >= time_budget:
                 break
@@ -484,13 +477,14 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
         # the median, so that a program that holds a core counts and one that wakes now and then (the notebook
         # runner polling its kernel, a daemon) does not
         w.others = statistics.median(running)
+    by_cpu = clock == "cpu" or (auto and not fake and all(map(tally.one_thread, fns)))
+    times = tally.own if by_cpu and auto else tally.times
     timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
     spent = {name: sum(ts) * number[name] for name, ts in times.items()}
-    used = {} if isinstance(clock, str) and clock == "cpu" else \
-        {name: cpu[name] / spent[name] for name in fns if spent[name] > 0}
-    waited = {name: wait[name] / spent[name] for name in used if wait[name] is not None}
+    used = {} if by_cpu else {name: tally.cpu[name] / spent[name] for name in fns if spent[name] > 0}
+    waited = {name: tally.wait[name] / spent[name] for name in used if tally.wait[name] is not None}
     cmp = Comparison(timings, baseline, cores_used=used, waited=waited,
-                     threads={} if (isinstance(clock, str) and clock == "cpu") or callable(clock) else threads)
+                     threads={} if by_cpu or fake else tally.threads, clock="cpu" if by_cpu else "wall")
     if others:
         cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
     else:                                    # one function: nothing to pair, judge its repeats

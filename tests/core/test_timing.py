@@ -46,9 +46,9 @@ def test_compare_bad_input():
         timing.compare(a=lambda: 1, b=2)
     with pytest.raises(ValueError, match="baseline: expected one of a, got 'z'"):
         timing.compare(a=lambda: 1, baseline="z")
-    with pytest.raises(ValueError, match="clock: expected one of 'wall', 'cpu'"):
+    with pytest.raises(ValueError, match="clock: expected 'auto', 'wall', 'cpu'"):
         timing.compare(a=lambda: 1, clock="sundial")
-    with pytest.raises(TypeError, match="clock: expected 'wall', 'cpu' or a function"):
+    with pytest.raises(TypeError, match="clock: expected 'auto', 'wall', 'cpu' or a function"):
         timing.compare(a=lambda: 1, clock=3)
     with pytest.raises(ValueError, match="time_budget: expected a number >= 0"):
         timing.compare(a=lambda: 1, time_budget=-1)
@@ -157,9 +157,9 @@ def test_a_busy_machine_is_detected():
     import multiprocessing as mp
     import time as _time
 
-    from course_lib.core import timing
+    from course_lib.core import sysload, timing
 
-    if timing._busy_cpu_seconds() is None:
+    if sysload.busy_cpu_seconds() is None:
         pytest.skip("no /proc/stat on this OS")
     stop = mp.Event()
     procs = [mp.Process(target=_spin, args=(stop,)) for _ in range(2)]
@@ -293,13 +293,82 @@ def test_timing_bad_fields_are_a_clear_error_or_a_correct_median(times, number):
 
 
 def test_background_load_reads_the_cores_others_keep_busy(monkeypatch):
+    from course_lib.core import noise as noise_mod
     from course_lib.core import timing as T
 
     ticks = iter([100.0, 100.3])                      # 0.3 busy CPU-seconds over the (about 0.3 s) sleep
-    monkeypatch.setattr(T, "_busy_cpu_seconds", lambda: next(ticks))
+    monkeypatch.setattr(noise_mod, "_busy_cpu_seconds", lambda: next(ticks))
     n = T.background_load(0.3)
     assert 0.8 < n.others < 1.05 and n.busy and not n.ok
-    monkeypatch.setattr(T, "_busy_cpu_seconds", lambda: None)   # not Linux: nothing to judge by
+    monkeypatch.setattr(noise_mod, "_busy_cpu_seconds", lambda: None)   # not Linux: nothing to judge by
     assert T.background_load(0.2).ok
     with pytest.raises(ValueError, match="seconds"):
         T.background_load(0.0)
+
+
+def _loop(n):
+    def f():
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+    return f
+
+
+def _needs_schedstat():
+    from course_lib.core import sysload
+    if not sysload.thread_cpu():
+        pytest.skip("no per-thread schedstat on this OS")
+
+
+def test_auto_clock_times_one_thread_work_by_cpu_and_anything_else_by_wall():
+    """The default clock: CPU time only when every function ran on the calling thread and never slept."""
+    import threading
+    import time as _time
+
+    _needs_schedstat()
+    cmp = timing.compare(a=_loop(20_000), b=_loop(40_000), repeat=5, time_budget=0.3)
+    assert cmp.clock == "cpu" and cmp.threads == {} and cmp.cores_used == {}
+    assert 1.5 < cmp.ratio("b") < 2.7                     # twice the loop, by CPU time
+
+    def sleeps():
+        _time.sleep(0.002)
+    assert timing.compare(a=_loop(20_000), b=sleeps, repeat=3, time_budget=0.1).clock == "wall"
+
+    def elsewhere():                                       # the work runs on another thread; the caller waits
+        t = threading.Thread(target=_loop(50_000))
+        t.start()
+        t.join()
+    assert timing.compare(a=_loop(20_000), b=elsewhere, repeat=3, time_budget=0.1).clock == "wall"
+    assert timing.compare(a=_loop(20_000), b=_loop(40_000), clock="wall", repeat=3, time_budget=0.1).clock == "wall"
+
+
+def _spin(stop):
+    while not stop.is_set():
+        pass
+
+
+def test_auto_clock_keeps_the_ratio_when_another_process_shares_the_core():
+    """A spinning process pinned to our core halves our wall-clock speed; one-thread work timed by the auto
+    clock still gives the true ratio, and the comparison stays reliable."""
+    import multiprocessing as mp
+    import os
+
+    _needs_schedstat()
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this OS")
+    mine = os.sched_getaffinity(0)
+    core = min(mine)
+    stop = mp.Event()
+    rival = mp.Process(target=_spin, args=(stop,))
+    rival.start()
+    try:
+        os.sched_setaffinity(rival.pid, {core})
+        os.sched_setaffinity(0, {core})
+        cmp = timing.compare(a=_loop(20_000), b=_loop(60_000), repeat=7, time_budget=1.0)
+    finally:
+        os.sched_setaffinity(0, mine)
+        stop.set()
+        rival.join()
+    assert cmp.clock == "cpu"
+    assert 2.2 < cmp.ratio("b") < 3.8 and cmp.noise.ok, cmp.table()

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from course_lib.core import intervals, timing
+from course_lib.core import intervals, noise, timing
 
 
 class FakeClock:
@@ -39,7 +39,7 @@ def fns(clock, cost_a, cost_b):
 def loaded(monkeypatch):
     """Other processes keep 1.5 cores busy for the whole (fake) run, as /proc/stat would report."""
     clock = FakeClock()
-    monkeypatch.setattr(timing, "_busy_cpu_seconds", lambda: 1.5 * clock.t)
+    monkeypatch.setattr(noise, "_busy_cpu_seconds", lambda: 1.5 * clock.t)
     return clock
 
 

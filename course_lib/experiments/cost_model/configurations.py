@@ -29,15 +29,16 @@ CONFIG_NAMES = ("03 batching", "05 threads", "07 inference", "08 scan (H=1)", "0
 
 
 def _config_03(small: bool):
-    from ..batching import forward_one_at_a_time
-    from ...models import rnn
+    from .execute import inputs, run
 
+    # the course's rnn inference code one sequence at a time and batched (:func:`.execute.run`: the code whose
+    # calls the model counts), at chapter 03's sizes; chapter 03's own one-vector-at-a-time loop
+    # (``batching.forward_one_at_a_time``) makes different calls, which the model does not count
     B, T, H = (16, 10, 128) if small else (32, 10, 256)
-    p = rnn.init_params(H, H, H, seed=0)
-    X = np.random.default_rng(0).standard_normal((T, B, H)).astype(np.float32)
     prob = Problem("rnn", "inference", batch=B, T=T, nh=H, layers=1, ny=H)
-    return prob, {"sequential": ("sequential", {}, lambda: forward_one_at_a_time(p, X)),
-                  "batched": ("batched", {}, lambda: rnn.forward(p, X))}, 1, {}
+    data = inputs(prob, seed=0)
+    return prob, {"sequential": ("sequential", {}, lambda: run(prob, "sequential", data=data)),
+                  "batched": ("batched", {}, lambda: run(prob, "batched", data=data))}, 1, {}
 
 
 def _config_05(small: bool):
