@@ -23,10 +23,14 @@ from dataclasses import dataclass
 
 from .validate import check_float
 
-__all__ = ["median_interval", "undisturbed", "Ratio", "CONFIDENCE", "NARROW", "DECISION_HOOKS"]
+__all__ = ["median_interval", "undisturbed", "floor_ratio", "Ratio", "CONFIDENCE", "NARROW", "DECISION_HOOKS",
+           "FLOOR_ROUNDS", "FLOOR_FLAT", "FLOOR_SLACK"]
 
 CONFIDENCE = 0.95   # the intervals' coverage where there are enough pairs (>= 6 for 95%)
 NARROW = 1.15       # an interval is narrow when it lies within this factor of the median on both sides
+FLOOR_ROUNDS = 10   # floor_ratio(): rounds each function needs at least
+FLOOR_FLAT = 1.10   # ... and its 3rd-fastest round within this factor of its fastest (a floor it came back to)
+FLOOR_SLACK = 1.15  # ... and the ratio of floors is known to within this factor beyond the floors' own spread
 
 #: Functions called as ``hook(ratio, by, answer)`` after every :meth:`Ratio.faster` decision (which
 #: ``Comparison.faster`` and ``Noise.faster`` make). Empty unless a layer above registers one:
@@ -64,6 +68,24 @@ def undisturbed(times) -> list[bool]:
     return [t <= med + 3 * 1.4826 * mad for t in ts]
 
 
+def floor_ratio(times, base_times) -> tuple[float, float, float] | None:
+    """``(ratio, lo, hi)``: ``times`` against ``base_times`` judged by each one's *fastest rounds* -- the floor
+    that other programs, which only ever add time, left alone (``timeit``'s minimum) -- or None where there is no
+    floor to judge by: fewer than :data:`FLOOR_ROUNDS` rounds, or a 3rd-fastest round more than
+    :data:`FLOOR_FLAT` times the fastest (the fastest was a fluke, not a state the function came back to).
+
+    ``ratio`` = fastest / fastest; ``(lo, hi)`` spans the three fastest of each against each other, widened by
+    :data:`FLOOR_SLACK` on both sides. Used where pairs cannot cancel the load (threaded code while other
+    programs hold a core, :func:`course_lib.core.noise.noise_of_pairs`): on one extra busy process, the ratio of
+    floors stayed within 10% of the quiet machine's ratio where the median pair ratio was off by up to 4x."""
+    a, b = sorted(check_float(t, "times", low=0.0) for t in times), sorted(check_float(t, "base_times", low=0.0)
+                                                                          for t in base_times)
+    if min(len(a), len(b)) < FLOOR_ROUNDS or a[0] <= 0 or b[0] <= 0 or a[2] > FLOOR_FLAT * a[0] or \
+            b[2] > FLOOR_FLAT * b[0]:
+        return None
+    return a[0] / b[0], a[0] / b[2] / FLOOR_SLACK, a[2] / b[0] * FLOOR_SLACK
+
+
 @dataclass
 class Ratio:
     """Pair ratios ``t(name) / t(over)``, one per round of a comparison (> 1: ``name`` is slower).
@@ -73,7 +95,9 @@ class Ratio:
     time its threads spent ready to run but waiting for a core (None: not measured). ``confidence`` the
     interval's coverage target. ``biased``: set by :func:`course_lib.core.noise.noise_of_pairs` when the two
     waited for cores unequally, or one ran on several threads while other programs held a core (``used``: the
-    threads each ran on) -- every pair is then skewed the same way, and :meth:`faster` cannot tell."""
+    threads each ran on) -- every pair is then skewed the same way, and :meth:`faster` cannot tell -- unless the
+    two have a ``floor`` (:func:`floor_ratio`, from the rounds' times): ``noise_of_pairs`` then sets ``by_floor``,
+    and :attr:`median`, :attr:`interval` and :meth:`faster` judge by the fastest rounds instead of the pairs."""
 
     name: str
     over: str
@@ -83,6 +107,8 @@ class Ratio:
     waited: tuple[float, float] | None = None
     biased: bool = False
     used: tuple[int, int] | None = None   # the most threads each ran on in a round (None: not measured)
+    floor: tuple[float, float, float] | None = None   # floor_ratio() of the two (None: no floor to judge by)
+    by_floor: bool = False
 
     @classmethod
     def from_times(cls, name: str, over: str, times, base_times, waited=None, used=None) -> "Ratio":
@@ -96,7 +122,8 @@ class Ratio:
             keep = [True] * len(keep)
         tiny = 1e-12    # a per-call time of 0 (a clock too coarse) is read as this, so ratios stay finite
         values = [max(a, tiny) / max(b, tiny) for a, b, k in zip(times, base_times, keep) if k]
-        return cls(name, over, values, set_aside=len(keep) - len(values), waited=waited, used=used)
+        return cls(name, over, values, set_aside=len(keep) - len(values), waited=waited, used=used,
+                   floor=floor_ratio(times, base_times))
 
     def __post_init__(self):
         self.values = [check_float(v, "values", low=0.0, low_inclusive=False) for v in self.values]
@@ -109,13 +136,14 @@ class Ratio:
 
     @property
     def median(self) -> float:
-        """The typical pair ratio: how many times slower ``name`` is than ``over``."""
-        return statistics.median(self.values)
+        """The typical pair ratio: how many times slower ``name`` is than ``over`` (``by_floor``: the ratio of
+        their fastest rounds)."""
+        return self.floor[0] if self.by_floor else statistics.median(self.values)
 
     @property
     def interval(self) -> tuple[float, float]:
-        """``(lo, hi)`` for the median pair ratio (see :func:`median_interval`)."""
-        return median_interval(self.values, self.confidence)
+        """``(lo, hi)`` for the median pair ratio (see :func:`median_interval`; ``by_floor``: the floors')."""
+        return self.floor[1:] if self.by_floor else median_interval(self.values, self.confidence)
 
     @property
     def speedup_interval(self) -> tuple[float, float]:
@@ -148,6 +176,9 @@ class Ratio:
         where = f"the speed-up lies between {_x(s_lo)} and {_x(s_hi)}"
         if self.n >= 6:
             where += f" with {self.confidence:.0%} confidence"
+        if self.by_floor:
+            return (f"judged by each one's fastest rounds, {self.name} was {_x(s_lo)} to {_x(s_hi)} as fast as "
+                    f"{self.over}")
         pairs = f"{self.n} pairs" + (f" (and {self.set_aside} disturbed rounds set aside)" if self.set_aside else "")
         if every_lo > 1:
             head = f"{self.name} was at least {_x(every_lo)} faster than {self.over} in every one of {pairs}"

@@ -171,8 +171,12 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     unequal = unequal + unused
     if unequal:
         noise.busy = True
-        for r in unequal:
-            r.biased = True
+        for r in unequal:                 # judged by the fastest rounds where both have a floor, else not at all
+            r.by_floor, r.biased = r.floor is not None, r.floor is None
+        floored = [r for r in unequal if r.by_floor]
+        if floored:
+            noise.uncertain.append("so each is judged by its fastest rounds, which other programs only ever slow: " +
+                                   "; ".join(r.said() for r in floored))
     for r in ratios:
         if any(r is u for u in unequal):
             continue

@@ -78,22 +78,32 @@ def thread_cpu() -> dict[str, float]:
     return out
 
 
+def _running_tids() -> set:
+    """This process's threads in state R (running or ready to run) right now."""
+    out = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                if f.read().rpartition(")")[2].split()[0] == "R":
+                    out.add(tid)
+        except (OSError, IndexError):
+            continue
+    return out
+
+
 def others_running() -> float | None:
     """Threads of *other* processes ready to run or running right now: the machine's runnable count
-    (``procs_running`` in /proc/stat) less this process's threads in state R; None where the OS does not tell."""
+    (``procs_running`` in /proc/stat) less this process's threads in state R -- read just before *and* just after
+    the count, so that a worker of ours that goes to sleep meanwhile (a thread pool winding down after its
+    parallel region) is not taken for another program's; None where the OS does not tell."""
     try:
+        ours = _running_tids()
         with open("/proc/stat") as f:
             total = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
-        ours = 0
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/stat") as f:
-                    ours += f.read().rpartition(")")[2].split()[0] == "R"
-            except (OSError, IndexError):
-                continue
+        ours |= _running_tids()
     except (OSError, StopIteration, ValueError):
         return None
-    return float(max(0, total - ours))
+    return float(max(0, total - len(ours)))
 
 
 def threads_that_ran(before: dict, after: dict, wall: float) -> int:

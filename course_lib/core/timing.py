@@ -256,8 +256,9 @@ class Comparison:
         waited = (self.waited[name], self.waited[to]) if name in self.waited and to in self.waited else None
         used = (self.threads[name], self.threads[to]) if {name, to} <= set(self.threads) else None
         r = Ratio.from_times(name, to, a, b, waited, used)
-        noise = getattr(self, "noise", None)
-        r.biased = noise is not None and any(x.biased and {x.name, x.over} == {name, to} for x in noise.ratios)
+        same = [x for x in getattr(getattr(self, "noise", None), "ratios", []) if {x.name, x.over} == {name, to}]
+        r.biased = any(x.biased for x in same)
+        r.by_floor = r.floor is not None and any(x.by_floor for x in same)
         return r
 
     def ratio(self, name: str, to: str | None = None) -> float:

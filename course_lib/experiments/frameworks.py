@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import timing
+from ..core import backend, timing
 from ..core.validate import check_float, check_int, check_positive_int, check_sizes
 from ..models import fast_rnn
 from ..models.rnn import RNNParams, check_inputs, init_params
@@ -88,8 +88,19 @@ def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, thre
     return {"torch explicit ops": explicit, "torch.nn.RNN": module}
 
 
+def _torch_threads(n: int | None = None) -> int | None:
+    """torch's intra-op thread count (set to ``n`` when given); None where torch is not installed."""
+    try:
+        import torch
+    except Exception:  # torch is optional (extra 'bench')
+        return None
+    if n is not None:
+        torch.set_num_threads(n)
+    return torch.get_num_threads()
+
+
 def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: int = 5,
-                       seed: int = 0) -> dict:
+                       seed: int = 0, threads: int | None = None) -> dict:
     """Seed Fig. 7: one training step (B = nx = nh = ny = n, T steps, float32, lr = 0) of
     hand-written numpy against compiled steps, at each ``n`` in ``sizes``, interleaved per size.
 
@@ -97,7 +108,10 @@ def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: 
     (``torch.nn.RNN`` + autograd + SGD). Also measured: ``call_overhead_s``, the time of each method
     on the smallest possible problem (T = 1, n = 1) -- what one call costs before any arithmetic.
     Returns ``{"sizes", "T", "methods", "seconds": {method: [..]}, "vs_numpy": {method: [numpy time /
-    method time]}, "call_overhead_s": {method: s}, "noise"}`` (``vs_numpy`` > 1: faster than numpy).
+    method time]}, "call_overhead_s": {method: s}, "noise", "noise_by_size"}`` (``vs_numpy`` > 1: faster than
+    numpy; ``noise`` all the runs', ``noise_by_size[i]`` the run at ``sizes[i]`` alone). ``threads``: hold numba,
+    the BLAS and torch to that many threads meanwhile (at tiny sizes their idle pools only spin; on one thread
+    every step is timed by CPU clock, which other programs cannot inflate); None: as they are.
     """
     sizes = check_sizes(sizes, "sizes", high=1024)
     T = check_positive_int(T, "T", high=1000)
@@ -119,15 +133,29 @@ def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: 
 
     from ..models.rnn import bptt_linear, sgd_step
 
-    tiny = timing.compare(repeat=max(repeat, 5), warmup=2, **steps(1, 1))
-    methods = list(tiny.timings)
-    seconds = {m: [] for m in methods}
-    noise = tiny.noise
-    for n in sizes:
-        cmp = timing.compare(repeat=repeat, warmup=1, **steps(n, T))
-        noise = noise | cmp.noise
-        for m in methods:
-            seconds[m].append(cmp.timings[m].min)
+    if threads is not None:
+        threads = check_positive_int(threads, "threads", high=backend.max_threads())
+    torch_before, numba_before = _torch_threads(), backend.get_threads()
+    try:
+        if threads is not None:
+            backend.set_threads(threads)
+            _torch_threads(threads)
+        with backend.blas_threads(threads):
+            tiny = timing.compare(repeat=max(repeat, 5), warmup=2, **steps(1, 1))
+            methods = list(tiny.timings)
+            seconds = {m: [] for m in methods}
+            noise, by_size = tiny.noise, []
+            for n in sizes:
+                cmp = timing.compare(repeat=repeat, warmup=1, **steps(n, T))
+                noise = noise | cmp.noise
+                by_size.append(cmp.noise)
+                for m in methods:
+                    seconds[m].append(cmp.timings[m].min)
+    finally:
+        if threads is not None:       # numba's and torch's counts as they were (the BLAS's: by the block)
+            import numba
+            numba.set_num_threads(numba_before)
+            _torch_threads(torch_before)
     vs = {m: [a / b for a, b in zip(seconds["numpy"], seconds[m])] for m in methods}
     return {"sizes": sizes, "T": T, "methods": methods, "seconds": seconds, "vs_numpy": vs,
-            "call_overhead_s": {m: tiny.timings[m].min for m in methods}, "noise": noise}
+            "call_overhead_s": {m: tiny.timings[m].min for m in methods}, "noise": noise, "noise_by_size": by_size}

@@ -343,11 +343,6 @@ def test_auto_clock_times_one_thread_work_by_cpu_and_anything_else_by_wall():
     assert timing.compare(a=_loop(20_000), b=_loop(40_000), clock="wall", repeat=3, time_budget=0.1).clock == "wall"
 
 
-def _spin(stop):
-    while not stop.is_set():
-        pass
-
-
 def test_auto_clock_keeps_the_ratio_when_another_process_shares_the_core():
     """A spinning process pinned to our core halves our wall-clock speed; one-thread work timed by the auto
     clock still gives the true ratio, and the comparison stays reliable."""

@@ -246,3 +246,34 @@ def test_compare_counts_the_threads_a_function_ran_on():
     # the caller counts; so may a stray thread of an earlier test (a pool still spinning): never fewer than ran
     assert c.threads["one"] >= 1 and c.threads["two"] >= 2
     assert timing.compare(one=spin, two=spin, repeat=2, clock="cpu").threads == {}
+
+
+def test_floor_ratio_judges_by_the_fastest_rounds_only_where_they_form_a_floor():
+    slowed = [3.0, 1.0, 2.8, 1.05, 3.1, 1.02, 2.9, 3.0, 2.7, 3.2]        # a threaded function another program hit
+    steady = [2.0] * 10
+    ratio, lo, hi = intervals.floor_ratio(slowed, steady)
+    assert ratio == pytest.approx(0.5) and lo == pytest.approx(0.5 / intervals.FLOOR_SLACK)
+    assert hi == pytest.approx(1.05 / 2.0 * intervals.FLOOR_SLACK)              # the 3rd fastest, widened
+    assert intervals.floor_ratio(slowed[:9], steady[:9]) is None               # too few rounds
+    fluke = [3.0, 1.0, 2.8, 2.5, 3.1, 2.6, 2.9, 3.0, 2.7, 3.2]                 # one fast round: no floor
+    assert intervals.floor_ratio(fluke, steady) is None
+
+
+def test_threaded_code_under_load_is_judged_by_its_floor_when_it_has_one():
+    """The median pair ratio of threaded code under load is skewed (here 1.4x *slower*); its fastest rounds, which
+    the other program left alone, show the quiet ratio (2x faster) -- and a verdict concludes from them."""
+    from course_lib.core.noise import noise_of_pairs
+    from course_lib.teaching.verdict import verdict
+
+    slowed = [3.0, 1.0, 2.8, 1.05, 3.1, 1.02, 2.9, 3.0, 2.7, 3.2]
+    r = intervals.Ratio.from_times("threaded", "serial", slowed, [2.0] * 10, waited=(0.1, 0.1), used=(2, 1))
+    assert r.median == pytest.approx(1.425)                                     # the pairs: skewed
+    noise = noise_of_pairs([r], others=1.0)
+    assert not noise.ok and not noise.biased and r.by_floor and not r.biased
+    assert r.median == pytest.approx(0.5) and r.faster(1.5) == "yes"           # the floors: 2x faster
+    assert "judged by its fastest rounds" in noise.warning() and "fastest rounds" in r.said()
+    lo, hi = r.speedup_interval
+    line = verdict("000.halide.fig12.parallel_ideal", 1 / r.median, here="2 cores", noise=noise, interval=(lo, hi))
+    assert line.outcome == "smaller" and "but every value between" in line
+    fluke = intervals.Ratio.from_times("threaded", "serial", [3.0, 1.0] + [2.8] * 8, [2.0] * 10, used=(2, 1))
+    assert noise_of_pairs([fluke], others=1.0).biased                           # no floor: still no verdict
