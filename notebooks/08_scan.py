@@ -756,11 +756,11 @@ print(verdict("beyond.mamba2.ssd_speedup", ours=long_row["x_scan"], here=f"{back
                         "not a GPU's tensor-core ratio, sets the gap"),
                        (long_row["pct_peak"] < 20, "the chunked form's matrix products are small and far from "
                         "this machine's GEMM peak")],
-              noise=mm["noise"] | cs["noise"]))
+              noise=long_row["noise"], interval=long_row["x_scan_interval"]))
 r_long = mm["rows"][-1]
 state_kb, l2 = 4 * D_MM * D_MM / 1024, backend.cache_sizes().get("L2")
-if not mm["noise"].ok:
-    print("Against the loop: no conclusion --", mm["noise"].warning())
+if not r_long["noise"].ok:
+    print("Against the loop: no conclusion --", r_long["noise"].warning())
 else:
     print(f"Against the loop at T = {r_long['T']}: the chunked form is {r_long['x_sequential']:.2f}x its speed -- "
           + ("the matrix products win even over the loop." if r_long["x_sequential"] > 1.1 else

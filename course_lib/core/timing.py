@@ -129,11 +129,14 @@ def _wall_is_real() -> bool:
 
 @dataclass
 class Timing:
-    """Wall-clock times of repeated calls, in seconds; ``noise`` says whether to trust them."""
+    """Times of repeated calls, in seconds; ``noise`` says whether to trust them. ``clock``: ``"wall"``, or
+    ``"cpu"`` where every call ran on the calling thread alone and never slept (then its CPU time, which other
+    programs' load cannot inflate; see :func:`compare`'s ``clock="auto"``)."""
 
     times: list[float]
     number: int = 1  # calls per timed repeat
     noise: Noise = field(default_factory=Noise)
+    clock: str = "wall"
 
     def __post_init__(self):
         self.times = check_numbers(self.times, "times", low=0.0)
@@ -176,7 +179,9 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     """Time ``fn(*args, **kwargs)``: ``warmup`` untimed calls, then ``repeat`` timed repeats.
 
     Each repeat runs the call ``number`` times (chosen so a repeat lasts >= ``min_time`` when
-    not given) and records the time *per call*. Returns a :class:`Timing`.
+    not given) and records the time *per call*: the calling thread's CPU time where every call stayed on it
+    and never slept, else wall time (``Timing.clock``, as :func:`compare`'s ``clock="auto"``). Returns a
+    :class:`Timing`.
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
@@ -193,20 +198,21 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     if number is None:
         number = _calibrate(call, 1, clock, min_time)
     number = check_positive_int(number, "number")
-    times = []
+    fake = not _wall_is_real()            # a test's clock: no real load, no threads to read
+    tally = _Tally.of(["fn"])
     with LoadWatch(_wall) as w:
         for _ in range(repeat):
-            t0 = clock()
-            for _ in range(number):
-                call()
-            times.append((clock() - t0) / number)
-    return Timing(times, number, noise_from(times, w.others))
+            _round({"fn": call}, {"fn": number}, _wall, tally, real=not fake)
+    one = not fake and tally.one_thread("fn")
+    times = tally.own["fn"] if one else tally.times["fn"]
+    noise = noise_from(times, w.others)
+    noise.busy = noise.busy and not one   # CPU time: other programs' load cannot inflate it
+    return Timing(times, number, noise, clock="cpu" if one else "wall")
 
 
 # --------------------------------------------------------------------------- comparing, in pairs
-# "cpu": the *calling thread's* CPU time -- the only thread a single-threaded function runs on. The whole
-# process's CPU time would also count threads idling in a spin loop (an OpenBLAS pool after a threaded
-# product kept one core spinning and doubled a 8 ms call to 16 ms in benchmarks/which.py).
+# "cpu": the *calling thread's* CPU time (the process's would count pools idling in a spin loop, an OpenBLAS
+# pool after a threaded product doubled a 8 ms call to 16 ms in benchmarks/which.py).
 CLOCKS: dict[str, Callable[[], float]] = {"wall": _wall, "cpu": time.thread_time}
 TIME_BUDGET = {"full": 2.0, "small": 0.5}   # seconds compare() may spend adding rounds (COURSE_BUDGET)
 SETTLE_WARMUP = 0.02     # compare(settle=True): seconds of untimed calls after the wait, before a function is timed
@@ -347,17 +353,14 @@ def _calibrate(fn: Callable[[], object], warmup: int, clock, min_time: float) ->
     t0 = clock()
     fn()
     one = clock() - t0
-    if one >= min_time or one <= 0:
-        return 1
-    return min(10_000, max(1, int(math.ceil(min_time / one))))
+    return 1 if one >= min_time or one <= 0 else min(10_000, max(1, int(math.ceil(min_time / one))))
 
 
 @dataclass
 class _Tally:
-    """What the rounds of :func:`compare` measured, per function: ``times`` (per call, by the chosen clock),
-    ``own`` (per call, by the calling thread's CPU clock), the process's CPU seconds, its threads' run-queue
-    wait, the most threads that ran, and ``solo`` = [seconds of the calling thread's CPU, of every other thread's
-    CPU, the calling thread ran or waited for a core, wall] -- whether the function is one thread's work."""
+    """Per function, what the rounds measured: ``times`` and ``own`` per call (by the clock asked for; by the calling
+    thread's CPU clock), the process's CPU seconds, run-queue wait, most threads that ran, and ``solo`` (seconds:
+    the calling thread's CPU, the other threads' CPU, the calling thread running or ready, wall)."""
 
     times: dict
     own: dict
@@ -480,7 +483,10 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
         w.others = statistics.median(running)
     by_cpu = clock == "cpu" or (auto and not fake and all(map(tally.one_thread, fns)))
     times = tally.own if by_cpu and auto else tally.times
-    timings = {name: Timing(ts, number[name], noise_from(ts, w.others)) for name, ts in times.items()}
+    timings = {name: Timing(ts, number[name], noise_from(ts, w.others), clock="cpu" if by_cpu else "wall")
+               for name, ts in times.items()}
+    for t in timings.values():
+        t.noise.busy = t.noise.busy and not by_cpu   # CPU time: other programs' load cannot inflate it
     spent = {name: sum(ts) * number[name] for name, ts in times.items()}
     used = {} if by_cpu else {name: tally.cpu[name] / spent[name] for name in fns if spent[name] > 0}
     waited = {name: tally.wait[name] / spent[name] for name in used if tally.wait[name] is not None}

@@ -67,7 +67,8 @@ def methods_vs_T(sizes, d: int = 64, *, chunk: int | None = None, methods=METHOD
     """Each method at every T in ``sizes`` (one head, ``d_k = d_v = d``, float32). The scan is left out where
     ``T d^2`` passes ``max_scan_elements`` (it moves ~20 bytes per state entry and step). Returns
     ``{"d", "chunk", "peak", "rows": [{"T", "per_token": {method: s}, "gflops": chunked GFLOP/s,
-    "pct_peak", "x_scan", "x_sequential"}], "noise"}``."""
+    "pct_peak", "x_scan", "x_sequential" (the chunked form's median pair speed-up over each), "x_scan_interval",
+    "x_sequential_interval" (where it lies), "noise" (this T's run)}], "noise"}`` (every run's)."""
     d = check_positive_int(d, "d", high=1024)
     sizes = check_sizes(sizes, "sizes", high=1 << 22)
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
@@ -92,8 +93,10 @@ def methods_vs_T(sizes, d: int = 64, *, chunk: int | None = None, methods=METHOD
             row["pct_peak"] = 100 * row["gflops"] / peak
             row["chunk"] = c
             for other in ("scan", "sequential"):
-                if other in secs:
-                    row[f"x_{other}"] = secs[other] / secs["chunked"]
+                if other in secs:     # the median pair ratio, and where it lies (the pairs' interval)
+                    row[f"x_{other}"] = cmp.speedup("chunked", over=other)
+                    row[f"x_{other}_interval"] = cmp.speedup_interval("chunked", over=other)
+        row["noise"] = cmp.noise
         rows.append(row)
     return {"d": d, "chunk": chunk, "peak": peak, "rows": rows, "noise": noise}
 
