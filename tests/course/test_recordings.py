@@ -271,7 +271,7 @@ def test_a_reconstructed_recording_fails_only_on_the_current_codes_contradiction
 
 def test_a_conclusion_from_pairs_the_guard_called_biased_is_flagged_suspect():
     why = "the functions' threads waited for a core unequally (...): which pairs cannot cancel"
-    r = _verdict_record(noise={"ok": False, "reasons": [why], "uncertain": [why]}, interval=[28.0, 33.0])
+    r = _verdict_record(noise={"ok": False, "reasons": [why], "uncertain": [why]}, interval=[30.0, 33.0])
     c = replay.check_record(r, MACHINE)
     assert c.concluded and "cannot cancel" in c.suspect and c.contradictions == []
     assert any(x.startswith("SUSPECT") for x in replay.report({"notebooks/99": [c]}))
