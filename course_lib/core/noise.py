@@ -151,7 +151,9 @@ def noise_of_pairs(ratios: list[Ratio], others: float | None = None) -> Noise:
     Load from other processes (``others``) is otherwise named only as the likely cause when some interval
     stayed wide: interleaved pairs cancel what slows both calls of a pair alike. Unequal waiting does not
     cancel -- threaded code on oversubscribed cores waits in every round, the single-threaded baseline
-    much less -- so a narrow interval would be narrow and wrong."""
+    much less -- so a narrow interval would be narrow and wrong. Such a ratio is judged instead by the two
+    functions' fastest rounds where both have a floor (:func:`~course_lib.core.intervals.floor_ratio`: other
+    programs only ever add time), and is ``biased`` -- no conclusion at all -- where they do not."""
     noise = Noise(others=others, ratios=list(ratios))
     loaded = others is not None and others > OTHERS_LIMIT
     unequal = [r for r in ratios if loaded and r.waited is not None and abs(r.waited[0] - r.waited[1]) > UNEQUAL_WAIT]
