@@ -110,8 +110,7 @@ def scaled(full, small):
     return small if budget() == "small" else full
 
 
-# --------------------------------------------------------------------------- the machine's load (Noise: core/noise.py)
-# --------------------------------------------------------------------------- measuring
+# --------------------------------------------------------------------------- measuring (the noise guard: core/noise.py)
 #: The wall clock that measure(), compare() and the noise guard read (seconds, monotonic). Tests swap in
 #: a fake clock (tests/conftest.py ``fake_clock``) so that a speed check's verdict does not depend on
 #: how busy the machine is; students always get time.perf_counter.
