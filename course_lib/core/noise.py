@@ -18,7 +18,8 @@ from .intervals import Ratio
 from .sysload import busy_cpu_seconds as _busy_cpu_seconds
 from .validate import check_float
 
-__all__ = ["Noise", "noise_from", "noise_of_pairs", "LoadWatch", "background_load", "SPREAD_LIMIT", "OTHERS_LIMIT", "UNEQUAL_WAIT"]
+__all__ = ["Noise", "noise_from", "noise_of_pairs", "LoadWatch", "background_load", "SPREAD_LIMIT", "OTHERS_LIMIT",
+           "UNEQUAL_WAIT"]
 
 SPREAD_LIMIT = 0.3        # spread of the repeats (see _spread) above this: too wide to trust
 OTHERS_LIMIT = 0.25       # other processes used more than this many cores on average: busy

@@ -373,10 +373,12 @@ class _Tally:
         return cls({k: [] for k in names}, {k: [] for k in names}, dict.fromkeys(names, 0.0),
                    dict.fromkeys(names, 0.0), dict.fromkeys(names, 0), {k: [0.0] * 4 for k in names})
 
+    def all_one_thread(self) -> bool:
+        return all(map(self.one_thread, self.times))
+
     def one_thread(self, name: str) -> bool:
-        """Did ``name`` run on the calling thread alone, never sleeping? Other threads of the process ran for
-        under 5% of its CPU time, and the calling thread ran or waited for a core for 95% of the wall time or
-        more (a function that blocks on another process or a thread pool, or sleeps, fails)."""
+        """Did ``name`` run on the calling thread alone, never sleeping? Other threads ran for under 5% of its CPU
+        time, and it ran or waited for a core for >= 95% of the wall time (blocking or sleeping fails)."""
         own, others, busy, wall = self.solo[name]
         return own > 0 and others <= ONE_THREAD_SLACK * own and busy >= (1 - ONE_THREAD_SLACK) * wall
 
@@ -471,7 +473,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
             done = len(tally.times[baseline])
             if done < repeat:
                 continue
-            times = tally.own if auto and all(map(tally.one_thread, fns)) else tally.times
+            times = tally.own if auto and not fake and tally.all_one_thread() else tally.times
             narrow = all(Ratio.from_times(k, baseline, times[k], times[baseline]).narrow for k in others)
             if narrow or done >= max_rounds or wall() - start >= time_budget:
                 break
@@ -480,8 +482,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
         # the median, so that a program that holds a core counts and one that wakes now and then (the notebook
         # runner polling its kernel, a daemon) does not
         w.others = statistics.median(running)
-    by_cpu = clock == "cpu" or (auto and not fake and all(map(tally.one_thread, fns)))
-    times = tally.own if by_cpu and auto else tally.times
+    by_cpu = clock == "cpu" or times is tally.own      # the clock the last round's judgement used
     timings = {name: Timing(ts, number[name], noise_from(ts, w.others), clock="cpu" if by_cpu else "wall")
                for name, ts in times.items()}
     for t in timings.values():

@@ -39,8 +39,7 @@ def torch_steps(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, thre
         import torch
     except Exception:  # torch is optional (extra 'bench')
         return None
-    if threads is not None:
-        torch.set_num_threads(threads)
+    _torch_threads(threads)
     Xt, Yt = torch.from_numpy(np.ascontiguousarray(X)), torch.from_numpy(np.ascontiguousarray(Y))
     W = [torch.from_numpy(w.copy()) for w in (params.Wxh, params.Whh, params.Why)]
     T, B, _ = X.shape

@@ -19,6 +19,9 @@ The rule (:func:`judge`), on the scale the claim is stated in:
 - *Size*: ours / seed's. It *agrees* only when that factor lies within ``[1/within, within]``
   (``within=1.5`` unless the chapter states another factor, which the line then prints); otherwise the
   line says "N× smaller" or "N× larger", with N stated.
+- *Run to run*: a ratio of times (unit ``x``) gets no verdict when a value within :data:`RERUN_MARGIN` of it
+  (or of its interval; :data:`RERUN_MARGIN_LOADED` while other programs kept cores busy) gives another outcome:
+  a ratio measured narrowly in one run moves that much in the next, so the line does not pick a side.
 - *Reasons* are ``(condition, explanation)`` pairs; every condition is a bool the caller computed from a
   measured or counted fact about this machine (``tests/test_reasons.py`` rejects constants and conditions
   that only restate the outcome). The first true one is printed *whatever the outcome*: after a
@@ -205,9 +208,11 @@ def _near_edge(c: Claim, ours: float, span, pivot, within: float, unit: str, noi
     if ends[0] == ends[1]:
         return ""
     while_ = " while other programs kept cores busy" if loaded else ""
+    same_side = pivot is not None and "opposite" not in ends
     return (f"No verdict: ours ({_fmt(ours, unit)}) is within {margin - 1:.0%} of the edge between "
             f"'{ends[0]}' and '{ends[1]}' -- a ratio of times measured in one run can move that much in the "
-            f"next{while_}, so this run cannot place it.")
+            f"next{while_}, so this run cannot place it." +
+            (" Either way it lies in the seed's direction." if same_side else ""))
 
 
 def _check_interval(interval, ours: float) -> tuple[float, float]:

@@ -44,6 +44,8 @@ def test_a_ratio_of_times_near_an_edge_gets_no_verdict():
     edge = 39.0 / 1.5                                           # 'smaller' below, 'agrees' above
     near = verdict(SEED, edge * 1.1, interval=(edge * 1.08, edge * 1.12))
     assert near.outcome == "unreliable" and "within 15% of the edge between 'smaller' and 'agrees'" in near
+    assert "Either way it lies in the seed's direction" in near
+    assert "seed's direction" not in verdict(SEED, 0.9)          # at the pivot: the direction is open too
     assert verdict(SEED, edge * 1.1 * RERUN_MARGIN).agrees     # clear of the margin: concluded
     assert verdict(SEED, 0.9).outcome == "unreliable"            # 0.9x: the pivot (1x) is within 15%
     loaded = Noise(others=1.0, busy=False)                       # other programs ran; the pairs were fine
