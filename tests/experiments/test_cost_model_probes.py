@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 import course_lib  # noqa: F401
+from course_lib.core import backend
 from course_lib.core.forkjoin import Team
 from course_lib.experiments import cost_model as cm
 from course_lib.experiments.cost_model import overheads
@@ -52,11 +53,16 @@ def test_thread_methods_pay_the_measured_pool_start_and_the_gil():
     base = cm.predict("threads", p, m, P=2)
     started = cm.predict("threads", p, replace(m, pool_start_s=1e-3), P=2)
     assert started.seconds == pytest.approx(base.seconds - m.handoff_s + 1e-3, rel=1e-9)
-    serial = 2 * cm.predict("batched", replace(p, batch=16), m).seconds     # two shares, one after the other
+    one = cm.predict("batched", replace(p, batch=16), m).seconds      # one thread's share
+    assert base.seconds == pytest.approx(one + m.handoff_s, rel=1e-9)  # no GIL measured: the shares overlap
     bound = cm.predict("threads", p, replace(m, gil_serial=((1e-9, 1.0), (1.0, 1.0))), P=2)
-    assert bound.seconds == pytest.approx(max(base.seconds, serial + m.handoff_s), rel=1e-9)
+    assert bound.seconds == pytest.approx(2 * one + m.handoff_s, rel=1e-9)   # the two shares one after the other
+    convoy = cm.predict("threads", p, replace(m, gil_serial=((1e-9, 3.0), (1.0, 3.0))), P=2)
+    assert convoy.seconds == pytest.approx(4 * one + m.handoff_s, rel=1e-9)  # handing the GIL over costs more
     wf = cm.predict("wavefront", p, replace(m, pool_start_s=1e-3), P=2)
     assert wf.parts["sync"] == pytest.approx(1e-3 + wf.regions * m.handoff_s)
+    barriers = cm.predict("wavefront", p, replace(m, pool_start_s=1e-3, barrier_s=2e-4), P=2)
+    assert barriers.parts["sync"] == pytest.approx(1e-3 + wf.regions * 2e-4)   # the measured barrier, once a diagonal
     assert math.isfinite(wf.seconds)
 
 
@@ -65,6 +71,9 @@ def test_gil_share_interpolates_between_the_measured_call_sizes():
     assert m.gil_share(1e-7) == 0.9 and m.gil_share(1e-3) == 0.1
     assert m.gil_share(1e-5) == pytest.approx(0.5)
     assert replace(m, gil_serial=()).gil_share(1e-5) == 0.0
+    three = replace(m, gil_serial=((1e-4, 0.1), (1e-6, 3.0), (1e-5, 1.0)))   # any order, above 1 kept
+    assert three.gil_share(1e-6) == 3.0 and three.gil_share(1e-5) == pytest.approx(1.0)
+    assert three.gil_share(10 ** -5.5) == pytest.approx(2.0) and three.gil_share(10 ** -4.5) == pytest.approx(0.55)
 
 
 def test_team_is_what_the_inference_methods_use():
@@ -72,3 +81,26 @@ def test_team_is_what_the_inference_methods_use():
     with Team(2) as team:
         assert team.run(lambda i: i + 1, [1, 2]) == [2, 3]
     assert "Team" in inference.predict_threads.__globals__
+
+
+def test_gil_shares_time_the_course_threads_method_at_growing_calls(monkeypatch):
+    start, shares = overheads.gil_shares(quick=True)
+    if backend.cpu_count() < 2:
+        assert (start, shares) == (None, ())
+        return
+    assert len(shares) == 2 and 0.0 <= start < 0.1
+    (small, f_small), (large, f_large) = shares
+    assert 0 < small < large          # the pass of large products makes longer calls
+    assert 0.0 <= f_small <= 10.0 and 0.0 <= f_large <= 10.0
+    monkeypatch.setattr(backend, "cpu_count", lambda: 1)
+    assert overheads.gil_shares(quick=True) == (None, ())              # one core: no threads to contend
+
+
+def test_wavefront_barrier_is_what_the_course_wavefront_pays_per_diagonal():
+    start, shares = overheads.gil_shares(quick=True)
+    barrier = overheads.wavefront_barrier(start, shares, quick=True)
+    if backend.cpu_count() < 2:
+        assert barrier is None
+    else:
+        assert 0.0 <= barrier < 0.01       # seconds per diagonal: a hand-off, not a pass
+    assert overheads.wavefront_barrier(start, (), quick=True) is None      # no GIL shares: nothing to take out

@@ -19,7 +19,7 @@ import numpy as np
 from ...core import timing
 from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
 
-__all__ = ["GPU", "Machine", "check_rates", "GEMM_ROWS", "GEMM_SIZES", "use_measurer"]
+__all__ = ["GPU", "Machine", "check_rates", "log_interp", "GEMM_ROWS", "GEMM_SIZES", "use_measurer"]
 
 _MEASURER = None  # probes.measure_machine, registered by that module (it builds a Machine: no import cycle)
 
@@ -76,6 +76,22 @@ class GPU:
                    "assumed: 1.5 TB/s, 15 TFLOP/s float32, 5 µs launch, 0.7 µs per dependent step")
 
 
+def log_interp(points, x: float) -> float:
+    """``y`` at ``x`` on the line through ``points`` ``((x, y), ...)`` with ``x`` on a log scale (any order); the
+    nearest point's ``y`` beyond them."""
+    pts = sorted(points)
+    if not pts:
+        raise ValueError("points: expected at least one (x, y) pair")
+    lx = math.log(max(x, 1e-300))
+    if lx <= math.log(pts[0][0]):
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if lx <= math.log(x1):
+            w = (lx - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return (1 - w) * y0 + w * y1
+    return pts[-1][1]
+
+
 @dataclass(frozen=True)
 class Machine:
     """What a computer can do (see the module docstring); ``source`` labels each number."""
@@ -109,7 +125,9 @@ class Machine:
     cache_bw: tuple = ()               # (last-level cache bytes, GB/s streaming in it on 1 core, on all cores)
     mgrit_convergence: tuple | None = None  # (residual factor per iteration, first residual per sqrt(element))
     pool_start_s: float | None = None  # a thread pool started (BLAS pinned to one thread) and joined, per call
-    gil_serial: tuple = ()             # ((s per call, share threads cannot overlap), ...) at a small and a large call
+    gil_serial: tuple = ()             # ((s per call, share the GIL adds), ...): the course's threads method
+    gil_start_s: float | None = None   # ... and what it pays once per call: the pool started, the GIL's first contention
+    barrier_s: float | None = None     # the course's wavefront: one diagonal's barrier, GIL hand-overs included
     channel_threads: int | None = None
     busy: dict = field(default_factory=dict, compare=False, hash=False)  # field -> why it was measured busy
 
@@ -215,13 +233,11 @@ class Machine:
         return 1e9 * self.kernel_gflops.get((kind, mode), float("inf"))
 
     def gil_share(self, per_call: float) -> float:
-        """The share of Python threads' time the GIL serialises for calls of ``per_call`` seconds: log-linear
-        between the two measured call sizes (:attr:`gil_serial`), clamped; 0 where unmeasured."""
-        if not self.gil_serial:
-            return 0.0
-        (t0, f0), (t1, f1) = self.gil_serial
-        x = min(1.0, max(0.0, (math.log(max(per_call, 1e-12)) - math.log(t0)) / (math.log(t1) - math.log(t0))))
-        return (1 - x) * f0 + x * f1
+        """How much of the one-after-another time Python threads add to their overlapped time for calls of
+        ``per_call`` seconds (0: they overlap; 1: as slow as one thread doing all of it; above 1: handing the GIL
+        back and forth costs more still): :func:`log_interp` over the measured call sizes (:attr:`gil_serial`);
+        0 where unmeasured."""
+        return log_interp(self.gil_serial, per_call) if self.gil_serial else 0.0
 
     def channel_seconds(self, T: int, n: int, threads: int) -> float | None:
         """Seconds of the course's channel-parallel scan over ``T`` steps of ``n`` channels on ``threads``
@@ -265,7 +281,11 @@ class Machine:
                 ("numba parallel region", f"{self.region_s * 1e6:.1f} µs", ""),
                 ("thread pool started, per call", "not measured" if self.pool_start_s is None else
                  f"{self.pool_start_s * 1e6:.1f} µs", ""),
-                ("calls serialised by the GIL", ", ".join(f"{100 * f:.0f}% at {t * 1e6:.1f} µs per call"
+                ("threads: pool start and first GIL contention", "not measured" if self.gil_start_s is None else
+                 f"{self.gil_start_s * 1e6:.0f} µs per call", ""),
+                ("wavefront: one diagonal's barrier", "not measured" if self.barrier_s is None else
+                 f"{self.barrier_s * 1e6:.1f} µs", ""),
+                ("GIL: share of one-after-another time", ", ".join(f"{100 * f:.0f}% at {t * 1e6:.1f} µs per call"
                                                           for t, f in self.gil_serial) or "not measured", ""),
                 ("one dependent step", f"{self.step_latency_s * 1e9:.2f} ns", ""),
                 ("one step of the lane scan", "not measured" if self.lane_step_s is None else
@@ -293,9 +313,10 @@ class Machine:
         rows += [(f"one counted call, {k} {md}", f"{v * 1e6:.2f} µs", "") for (k, md), v in self.call_costs.items()]
         rows += [(f"cell kernel, {k} {md}", f"{v:.1f} GFLOP/s", "") for (k, md), v in self.kernel_gflops.items()]
         keys = ["cores", "simd_lanes", "gemm_gflops_core", "gemm_gflops_all", "gemv_gflops", "bandwidth_core_gbs",
-                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "pool_start_s", "gil_serial", "step_latency_s",
-                "lane_step_s", "scan_back_s", "mpi_latency_s",
-                "mpi_bandwidth_gbs", "gpu"] + (["gemm_table"] if self.gemm_table else []) + \
+                "bandwidth_all_gbs", "call_s", "handoff_s", "region_s", "pool_start_s", "gil_start_s", "barrier_s",
+                "gil_serial",
+                "step_latency_s", "lane_step_s", "scan_back_s", "mpi_latency_s", "mpi_bandwidth_gbs", "gpu"] + \
+            (["gemm_table"] if self.gemm_table else []) + \
             (["cache_bw"] if self.cache_bw else []) + \
             (["mgrit_convergence"] if self.mgrit_convergence else []) + \
             (["channel_rates"] if self.channel_rates else []) + \

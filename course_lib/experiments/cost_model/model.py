@@ -273,23 +273,27 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.regions = 1
     c.counts = {"share": share, "calls": c.calls}
     _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), region_s=0.0)
-    return _pooled(c, m, P * cost_batched(replace(p, batch=share), m).seconds)
+    one = cost_batched(replace(p, batch=share), m).seconds   # one thread's pass over its share
+    return _pooled(c, m, ideal=one, serial=P * one)
 
 
-def _pooled(c: Cost, m: Machine, serial: float) -> Cost:
-    """The course's threads / wavefront methods: Python threads whose calls serialise on the GIL in the share
-    measured for calls of their size (then they take the one-thread time ``serial``), and the pool they start
-    once per call (measured; else one hand-off)."""
-    extra = m.gil_share(serial / max(1.0, c.calls)) * max(0.0, serial - c.seconds) if c.P > 1 else 0.0
-    c.parts["calls"] += extra
-    start = m.handoff_s if m.pool_start_s is None else m.pool_start_s
-    c.parts["sync"] += start
-    c.seconds += start + extra
+def _pooled(c: Cost, m: Machine, *, ideal: float, serial: float, sync: float = 0.0) -> Cost:
+    """The course's threads / wavefront methods: Python threads whose passes would take ``ideal`` seconds if their
+    calls overlapped and ``serial`` if they ran one after another; the GIL makes them take
+    ``ideal + share * (serial - ideal)`` with the share measured for calls of their size (:meth:`Machine.gil_share`:
+    above 1 where handing the GIL back and forth costs more than running them in turn), plus the barriers ``sync``
+    what they pay once per call: the pool started and the threads' first contention for the GIL (measured together,
+    :attr:`Machine.gil_start_s`; else the pool started alone; else one hand-off)."""
+    share = m.gil_share(serial / max(1.0, c.calls)) if c.P > 1 else 0.0
+    start = m.gil_start_s if m.gil_start_s is not None else m.handoff_s if m.pool_start_s is None else m.pool_start_s
+    c.parts = {"compute": ideal, "calls": share * (serial - ideal), "sync": sync + start,
+               "memory": 0.0, "communication": 0.0}
+    c.seconds = sum(c.parts.values())
     return c
 
 
 def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
-    """Cells (l, t) on one anti-diagonal run on ``P`` threads, a barrier (pool hand-off) per diagonal."""
+    """Cells (l, t) on one anti-diagonal run on ``P`` threads, a barrier per diagonal (:attr:`Machine.barrier_s`)."""
     if p.layers < 2:
         raise ValueError(f"layers: the layer wavefront needs >= 2 layers (a diagonal holds at most `layers` "
                          f"cells), got {p.layers}")
@@ -309,8 +313,10 @@ def cost_wavefront(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls = counted
     c.regions = wc["span"] * _train(p)
     c.counts = wc
-    _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=m.handoff_s)
-    return _pooled(c, m, cost_batched(p, m).seconds + c.parts["sync"])
+    barrier = m.handoff_s if m.barrier_s is None else m.barrier_s   # measured on the course's wavefront, else a hand-off
+    _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(P), region_s=barrier)
+    serial = cost_batched(p, m).seconds    # every cell one after another: the batched pass
+    return _pooled(c, m, ideal=serial * wc["steps"] / wc["work"], serial=serial, sync=c.parts["sync"])
 
 
 def cost_mpi(p: Problem, m: Machine, P: int | None = None) -> Cost:

@@ -12,21 +12,31 @@ and the rate of the course's cell kernel (:meth:`.machine.Machine.kernel_rate`: 
 numba loops, slower than a BLAS GEMM at these sizes). The chapter configurations stay a hold-out: they never see this fit.
 
 ``{(kind, mode): seconds per counted call}``; a kind the course has no code for keeps ``Machine.call_s``.
+
+The same way, :func:`gil_shares` prices the GIL for the course's Python-thread methods (threads, wavefront): the
+rnn ``threads`` method against one thread's share, at sizes that are not chapter 07's.
 """
 from __future__ import annotations
 
-from ...core import backend
+import numpy as np
+
+from ...core import backend, timing
 from ...core.validate import check_bool
+from .cluster import wavefront_counts
 from .execute import inputs, run
+from .machine import log_interp
 from .probes import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
-__all__ = ["TINY", "MID", "CHANNEL_SIZES", "measure_call_costs", "scan_step", "lane_step", "deer_rates", "scan_back",
-           "channel_rates", "mgrit_convergence"]
+__all__ = ["TINY", "MID", "CHANNEL_SIZES", "GIL_SIZES", "WAVE_SIZE", "measure_call_costs", "gil_shares",
+           "wavefront_barrier", "scan_step", "lane_step",
+           "deer_rates", "scan_back", "channel_rates", "mgrit_convergence"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
 CHANNEL_SIZES = ((8192, 24), (8192, 384))    # (T, nh) of channel_rates: narrow rows, and wide ones streaming from memory
+GIL_SIZES = ((16, 8, 32, 2), (16, 24, 32, 2), (16, 64, 32, 2), (64, 4, 512, 1), (64, 16, 512, 1))  # (B, T, nh, L)
+WAVE_SIZE = (16, 32, 32, 3)   # (B, T, nh, layers) of wavefront_barrier: not chapter 07's
 
 
 def _per_step(prob: Problem, quick: bool) -> float:
@@ -164,8 +174,6 @@ def mgrit_convergence(quick: bool = False) -> tuple[float, float]:
     iterations a tolerance takes (:meth:`.machine.Machine.mgrit_iterations`)."""
     import math
 
-    import numpy as np
-
     from ...models import gru
 
     check_bool(quick, "quick")
@@ -179,14 +187,77 @@ def mgrit_convergence(quick: bool = False) -> tuple[float, float]:
     return min(max(rho, 1e-3), 0.9), float(r[0] / math.sqrt(prob.batch * prob.T * prob.nh))
 
 
+def _threads_extra(B: int, T: int, nh: int, layers: int, P: int, quick: bool) -> tuple[float, float]:
+    """``(one, extra)``: seconds of one thread's batched pass over its share of the batch, and what the course's rnn
+    ``threads`` method on ``P`` threads takes beyond it (interleaved, BLAS on one thread, median pair ratio)."""
+    prob = Problem("rnn", "inference", batch=B, T=T, nh=nh, layers=layers, ny=16)
+    part = Problem("rnn", "inference", batch=-(-B // P), T=T, nh=nh, layers=layers, ny=16)
+    data, pdata = inputs(prob), inputs(part)
+    with backend.blas_threads(1):
+        cmp = timing.compare(threads=lambda: run(prob, "threads", threads=P, data=data),
+                             one=lambda: run(part, "batched", data=pdata), baseline="one", clock="wall",
+                             time_budget=0.2 if quick else 0.6)
+    one = cmp.timings["one"].median
+    return one, one * (cmp.ratio("threads") - 1)
+
+
+def gil_shares(quick: bool = False) -> tuple[float | None, tuple]:
+    """``(start, ((seconds per call, share), ...))``: what Python threads cost the course's rnn ``threads``
+    method on every core beyond one thread's pass over its share, ``extra = start + share * (P - 1) * one``
+    (:func:`_threads_extra` at :data:`GIL_SIZES`, none of them chapter 07's). ``start``: the pool started and the
+    threads' first contention for the GIL, once per call; ``share``: 0 when the threads' calls overlap, 1 when they
+    run one after another, above 1 when handing the GIL back and forth costs more. Three passes of small calls
+    that differ only in length give ``start`` and the small calls' share (a least-squares line); two of large
+    calls give theirs (the slope). ``(None, ())`` on one core."""
+    check_bool(quick, "quick")
+    P = backend.cpu_count()
+    if P < 2:
+        return None, ()
+    runs = [_threads_extra(*size, P, quick) for size in GIL_SIZES]
+    one, extra = np.array(runs[:3]).T
+    small, start = np.polyfit((P - 1) * one, extra, 1)   # short and long passes of small calls: a line
+    (o1, e1), (o2, e2) = runs[3:]                          # two of large calls: their slope
+    large = (e2 - e1) / ((P - 1) * (o2 - o1)) if o2 > o1 else 0.0
+    per_call = [t / pass_calls(Problem("rnn", "inference", batch=-(-B // P), T=T, nh=n, layers=L, ny=16))
+                for t, (B, T, n, L) in ((one[0], GIL_SIZES[0]), (o1, GIL_SIZES[3]))]   # seconds per counted call
+    clip = lambda f: min(max(float(f), 0.0), 10.0)  # noqa: E731
+    return max(0.0, float(start)), ((per_call[0], clip(small)), (per_call[1], clip(large)))
+
+
+def wavefront_barrier(start: float, shares: tuple, quick: bool = False) -> float | None:
+    """Seconds one diagonal's barrier costs the course's rnn ``wavefront`` method, GIL hand-overs included: the method
+    on every core (one thread per layer at most) at :data:`WAVE_SIZE` against the batched pass on one thread
+    (interleaved, BLAS on one thread), less what the model prices apart from the barriers -- the cells on the
+    critical path, the GIL's ``shares`` of the rest at this pass's calls, ``start`` (from :func:`gil_shares`) --
+    per diagonal. None on one core or without shares."""
+    check_bool(quick, "quick")
+    B, T, nh, layers = WAVE_SIZE
+    P = min(backend.cpu_count(), layers)
+    if P < 2 or not shares:
+        return None
+    prob = Problem("rnn", "inference", batch=B, T=T, nh=nh, layers=layers, ny=16)
+    data = inputs(prob)
+    with backend.blas_threads(1):
+        cmp = timing.compare(wavefront=lambda: run(prob, "wavefront", threads=P, data=data),
+                             one=lambda: run(prob, "batched", data=data), baseline="one", clock="wall",
+                             time_budget=0.2 if quick else 0.6)
+    one = cmp.timings["one"].median
+    wc = wavefront_counts(T, layers, P)
+    ideal = one * wc["steps"] / wc["work"]
+    rest = log_interp(shares, one / pass_calls(prob)) * (one - ideal)
+    return max(0.0, (one * cmp.ratio("wavefront") - ideal - rest - (start or 0.0)) / wc["span"])
+
+
 def _probe(quick: bool) -> dict:
+    gil_start, gil = gil_shares(quick)
     costs, rates = measure_call_costs(quick)
     lane, lane_call = lane_step(quick)
     return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane,
                 lane_call_s=lane_call,
                 deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick),
                 channel_rates=channel_rates(quick), channel_threads=backend.max_threads(),
-                mgrit_convergence=mgrit_convergence(quick))
+                mgrit_convergence=mgrit_convergence(quick), gil_start_s=gil_start, gil_serial=gil,
+                barrier_s=wavefront_barrier(gil_start, gil, quick))
 
 
 register_probe(_probe)

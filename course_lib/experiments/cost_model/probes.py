@@ -218,7 +218,6 @@ def measure_machine(quick: bool) -> Machine:
     sample()
     pool.close()
     starts = single_runs(lambda: _pool_start(cores), n=burst, budget_s=0.05 if quick else 0.15)
-    gil = _gil_serial(cores, quick)
     busy = {}
     with backend.blas_threads(1):  # the tasks' own calls, made on one thread: not part of the hand-off
         own = low_quantile(single_runs(lambda: _gil_calls(2 * cores), n=burst, budget_s=0.1))[0]
@@ -285,9 +284,15 @@ def measure_machine(quick: bool) -> Machine:
         src["step_latency_s"] = "measured by CPU clock: the course's sequential scan at nh = 1, per step" + \
             (" (quick)" if quick else "")
     src["pool_start_s"] = f"measured: 5% quantile of {len(starts)} single runs" + (" (quick)" if quick else "")
-    src["gil_serial"] = ("measured: products and tanh (16 x 64 and 256 x 512 rows) on all threads at once against "
-                         "the same calls on one thread" + (" (quick)" if quick else ""))
-    fields.update(extra, pool_start_s=low_quantile(starts)[0], gil_serial=gil, cache_bw=cache_bw)
+    if extra.get("gil_serial"):
+        src["barrier_s"] = ("measured: the course's rnn wavefront method against its batched pass on one thread, less "
+                            "the model's other parts, per diagonal, at a size other than chapter 07's" +
+                            (" (quick)" if quick else ""))
+        src["gil_serial"] = src["gil_start_s"] = (
+            "measured: the course's rnn threads method against one thread's share (median pair ratio) at three sizes "
+            "other than chapter 07's: two passes of small calls, short and long, and one of large calls" +
+            (" (quick)" if quick else ""))
+    fields.update(extra, pool_start_s=low_quantile(starts)[0], cache_bw=cache_bw)
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
                    max(bw1, bwall), call, handoff, region_s, **fields)
 
@@ -297,29 +302,6 @@ def _pool_start(threads: int) -> None:
     started, one hand-off, the pool joined."""
     with backend.blas_threads(1), Team(threads) as team:
         team.run(int, range(threads))
-
-
-def _gil_serial(threads: int, quick: bool) -> tuple:
-    """``((seconds per call, share), ...)`` for a small and a large call (a product and a tanh on 16 x 64 and on
-    256 x 512 rows): the share of the time ``threads`` Python threads cannot overlap -- 0 when ``threads``
-    workers making n calls each finish in 1/threads of the time one thread takes for all of them, 1 when they
-    take as long (the GIL serialises them); 5% quantiles of single runs. Empty on one core."""
-    if threads < 2:
-        return ()
-    out = []
-    with backend.blas_threads(1), Team(threads) as team:
-        for rows, size, n in ((16, 64, 100 if quick else 300), (256, 512, 4 if quick else 8)):
-            a, w = np.ones((rows, size), np.float32), np.ones((size, size), np.float32)
-
-            def calls(k, a=a, w=w):
-                _gil_calls(k, a, w)
-
-            one = low_quantile(single_runs(lambda: calls(threads * n), n=20, budget_s=0.1 if quick else 0.3))[0]
-            many = low_quantile(single_runs(lambda: team.run(calls, [n] * threads), n=20,
-                                            budget_s=0.1 if quick else 0.3))[0]
-            share = min(1.0, max(0.0, (many - one / threads) / (one - one / threads)))
-            out.append((one / (2 * threads * n), share))
-    return tuple(out)
 
 
 _GIL_A, _GIL_W = np.ones((16, 64), np.float32), np.ones((64, 64), np.float32)
