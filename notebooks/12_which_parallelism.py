@@ -52,10 +52,11 @@ QUICK = timing.budget() == "small"
 #
 # `Machine.measure()` (its micro-benchmarks are in `cost_model/probes.py`) times a GEMM on one core and on
 # all, a cache-resident GEMV, a streaming copy on one and on all cores, from memory and from the last-level
-# cache, a tiny numpy call, a hand-off to a thread pool and a pool started per call, how much the GIL lets
-# Python threads overlap small and large calls, an empty numba parallel region and the course's own code: the
-# sequential scan (one dependent step), the channel scan, and MGRIT's residual per iteration (how many
-# iterations a tolerance takes). What runs on one thread is timed by the CPU clock, and the hand-off and the
+# cache, a tiny numpy call, a hand-off to a thread pool and a pool started per call, an empty numba parallel
+# region and the course's own code: the sequential scan (one dependent step), the channel scan, MGRIT's residual
+# per iteration (how many iterations a tolerance takes), and the threads and wavefront methods of chapter 07 at
+# other sizes than chapter 07's -- how much the GIL lets their Python threads overlap small and large calls, and
+# what one diagonal's barrier costs. What runs on one thread is timed by the CPU clock, and the hand-off and the
 # parallel region by a low quantile of many single runs spread over the measurement: other programs only ever
 # *add* time, so a busy moment does not become a constant. A constant whose runs were mostly slowed is marked
 # BUSY in the table. *Predict first*: which of these will matter for an RNN whose hidden state has 32 units --
