@@ -54,7 +54,9 @@ def test_thread_methods_pay_the_measured_pool_start_and_the_gil():
     started = cm.predict("threads", p, replace(m, pool_start_s=1e-3), P=2)
     assert started.seconds == pytest.approx(base.seconds - m.handoff_s + 1e-3, rel=1e-9)
     one = cm.predict("batched", replace(p, batch=16), m).seconds      # one thread's share
-    assert base.seconds == pytest.approx(one + m.handoff_s, rel=1e-9)  # no GIL measured: the shares overlap
+    overlap = cm.predict("threads", p, replace(m, gil_serial=((1e-9, 0.0), (1.0, 0.0))), P=2)
+    assert overlap.seconds == pytest.approx(one + m.handoff_s, rel=1e-9)  # a measured share of 0: they overlap
+    assert overlap.seconds < base.seconds     # unmeasured: the calls are counted one after another, the rest overlaps
     bound = cm.predict("threads", p, replace(m, gil_serial=((1e-9, 1.0), (1.0, 1.0))), P=2)
     assert bound.seconds == pytest.approx(2 * one + m.handoff_s, rel=1e-9)   # the two shares one after the other
     convoy = cm.predict("threads", p, replace(m, gil_serial=((1e-9, 3.0), (1.0, 3.0))), P=2)

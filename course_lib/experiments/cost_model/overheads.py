@@ -187,11 +187,11 @@ def mgrit_convergence(quick: bool = False) -> tuple[float, float]:
     return min(max(rho, 1e-3), 0.9), float(r[0] / math.sqrt(prob.batch * prob.T * prob.nh))
 
 
-def _threads_extra(B: int, T: int, nh: int, layers: int, P: int, quick: bool) -> tuple[float, float]:
+def _threads_extra(batch: int, T: int, nh: int, layers: int, P: int, quick: bool) -> tuple[float, float]:
     """``(one, extra)``: seconds of one thread's batched pass over its share of the batch, and what the course's rnn
     ``threads`` method on ``P`` threads takes beyond it (interleaved, BLAS on one thread, median pair ratio)."""
-    prob = Problem("rnn", "inference", batch=B, T=T, nh=nh, layers=layers, ny=16)
-    part = Problem("rnn", "inference", batch=-(-B // P), T=T, nh=nh, layers=layers, ny=16)
+    prob = Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers, ny=16)
+    part = Problem("rnn", "inference", batch=-(-batch // P), T=T, nh=nh, layers=layers, ny=16)
     data, pdata = inputs(prob), inputs(part)
     with backend.blas_threads(1):
         cmp = timing.compare(threads=lambda: run(prob, "threads", threads=P, data=data),
