@@ -19,7 +19,9 @@ Shapes are (B, H, nx, T); one run of this script prints:
    thread pools in one process spin on each other's cores. Where OPENBLAS_CORETYPE pins the BLAS below the
    CPU's vector width, a third process runs our BLAS path (workspace) without that variable ("full w.");
 3. the goals, each "met", "not met", "cannot tell" or "held for the non-GEMM part" -- where the BLAS is
-   pinned, a torch goal our pinned run misses is judged on the full-width run, and said so.
+   pinned, a torch goal our pinned run misses is judged on the full-width run, and said so -- and under each the
+   bound section 1 puts on it: the rival's time over the pass's products alone at the peak of their shapes (the
+   most any pass that runs its products through this BLAS can gain).
 """
 from __future__ import annotations
 
@@ -154,14 +156,24 @@ def _table(shapes, repeat, autotune, rivals, seed_shape):
     return rows
 
 
-def _goals(shapes, rows, pinned, seed_shape):
-    """Section 3: one line per goal."""
-    from course_lib.experiments.lstm_rivals import FULL_WIDTH_METHOD
+def _bound(what, rival_ms, floor_ms, goal):
+    """The most any pass whose products run through this BLAS can gain over a rival taking ``rival_ms`` per step: its
+    products alone take ``floor_ms`` per step at the peak of their shapes (section 1, T = min(T, 20))."""
+    best = rival_ms / floor_ms
+    return (f"  bound: {what} {rival_ms:.3f} ms per step; the pass's products alone, each at the peak of its shape "
+            f"with this BLAS, take {floor_ms:.3f} ms, so no pass that runs them through this BLAS can exceed "
+            f"{best:.2f}x -- the goal ({goal:g}x) is {'within reach' if best >= goal else 'out of reach'} here")
+
+
+def _goals(shapes, rows, pinned, seed_shape, prof):
+    """Section 3: one line per goal, and under it the bound section 1's GEMM floor puts on it."""
+    from course_lib.experiments.lstm_rivals import FULL_WIDTH_METHOD, TORCH
     print("\n## 3. Goals (issue 30)")
     naive = rows[(seed_shape, True)]
     lo, hi = naive["naive_interval"]
     print(f"goal 'tuned' >= 2x faster than the per-gate 'naive' loop at {seed_shape} (forward+backward): "
           f"{_judge(lo, hi, 2.0)} -- {naive['naive']:.2f}x, interval {lo:.2f}..{hi:.2f}x")
+    print(_bound("the per-gate loop takes", naive["ms"]["naive"], prof[(seed_shape, True)]["gemm_floor_ms"], 2.0))
     for shape in shapes:
         for backward in (False, True):
             row = rows[(shape, backward)]
@@ -180,6 +192,7 @@ def _goals(shapes, rows, pinned, seed_shape):
             if row["disturbed"]:
                 verdict += " [unreliable run: re-run when the machine is quiet]"
             print(f"goal {what}: {verdict} -- torch/ours {row['ratio']:.2f}x ({lo:.2f}..{hi:.2f})")
+            print(_bound("torch.nn.LSTM takes", row["ms"][TORCH], prof[(shape, backward)]["gemm_floor_ms"], 1.0))
 
 
 def main(argv=None) -> int:
@@ -209,7 +222,7 @@ def main(argv=None) -> int:
     prof = _profile(shapes, repeat, xprof, timing)
     with Rivals(full_width=pinned, torch=torch is not None, threads=args.threads) as rivals:
         rows = _table(shapes, repeat, autotune, rivals, shapes[0])
-    _goals(shapes, rows, pinned, shapes[0])
+    _goals(shapes, rows, pinned, shapes[0], prof)
     largest = {s: prof[(s, True)]["largest"] for s in shapes}
     print("largest phase of forward+backward (workspace): " + "; ".join(f"{s}: {p}" for s, p in largest.items()))
     from course_lib.teaching.claims import CLAIMS

@@ -20,6 +20,8 @@ def test_profile_pass_covers_every_flop(backward):
     assert np.isclose(r["gemm_ms"] + r["non_gemm_ms"], r["total_ms"])
     assert np.isclose(r["other_ms"], r["total_ms"] - sum(row["ms"] for row in r["rows"]))
     assert r["largest"] in [row["phase"] for row in r["rows"]] + [P.OTHER]
+    floor = sum(1e3 * row["gflop"] / row["shape_peak"] / T for row in gemm)   # every product at its shape's peak
+    assert np.isclose(r["gemm_floor_ms"], floor) and 0 < r["gemm_floor_ms"] <= r["gemm_ms"] * (1 + 1e-9)
 
 
 def test_profile_pass_bad_input():
