@@ -29,14 +29,14 @@ from .probes import cpu_seconds, register_probe
 from .model import Problem, pass_calls
 
 __all__ = ["TINY", "MID", "CHANNEL_SIZES", "GIL_SIZES", "WAVE_SIZE", "measure_call_costs", "gil_shares",
-           "wavefront_barrier", "scan_step", "lane_step",
-           "deer_rates", "scan_back", "channel_rates", "mgrit_convergence"]
+           "wavefront_barrier", "scan_step", "lane_step", "deer_rates", "scan_back", "channel_rates", "mgrit_convergence"]
 
 TINY = dict(batch=1, T=64, nh=4, layers=1)   # the arithmetic is negligible: the per-step price
 MID = dict(batch=8, T=32, nh=48, layers=1)   # the arithmetic shows: the rate of the course's cell kernel
 CHANNEL_SIZES = ((8192, 24), (8192, 384))    # (T, nh) of channel_rates: narrow rows, and wide ones streaming from memory
-GIL_SIZES = ((16, 8, 32, 2), (16, 24, 32, 2), (16, 64, 32, 2), (64, 4, 512, 1), (64, 16, 512, 1))  # (B, T, nh, L)
-WAVE_SIZE = (16, 32, 32, 3)   # (B, T, nh, layers) of wavefront_barrier: not chapter 07's
+# (batch, T, nh, layers) of the rnn passes gil_shares and wavefront_barrier time: none is chapter 07's
+GIL_SIZES = ((16, 8, 32, 2), (16, 24, 32, 2), (16, 64, 32, 2), (64, 4, 512, 1), (64, 16, 512, 1))
+WAVE_SIZE = (16, 32, 32, 3)
 
 
 def _per_step(prob: Problem, quick: bool) -> float:
@@ -187,11 +187,15 @@ def mgrit_convergence(quick: bool = False) -> tuple[float, float]:
     return min(max(rho, 1e-3), 0.9), float(r[0] / math.sqrt(prob.batch * prob.T * prob.nh))
 
 
+def _rnn(batch: int, T: int, nh: int, layers: int, P: int = 1) -> Problem:
+    """An rnn inference problem of ``batch`` sequences, or one thread's share of it on ``P`` threads."""
+    return Problem("rnn", "inference", batch=-(-batch // P), T=T, nh=nh, layers=layers, ny=16)
+
+
 def _threads_extra(batch: int, T: int, nh: int, layers: int, P: int, quick: bool) -> tuple[float, float]:
     """``(one, extra)``: seconds of one thread's batched pass over its share of the batch, and what the course's rnn
     ``threads`` method on ``P`` threads takes beyond it (interleaved, BLAS on one thread, median pair ratio)."""
-    prob = Problem("rnn", "inference", batch=batch, T=T, nh=nh, layers=layers, ny=16)
-    part = Problem("rnn", "inference", batch=-(-batch // P), T=T, nh=nh, layers=layers, ny=16)
+    prob, part = _rnn(batch, T, nh, layers), _rnn(batch, T, nh, layers, P)
     data, pdata = inputs(prob), inputs(part)
     with backend.blas_threads(1):
         cmp = timing.compare(threads=lambda: run(prob, "threads", threads=P, data=data),
@@ -218,8 +222,7 @@ def gil_shares(quick: bool = False) -> tuple[float | None, tuple]:
     small, start = np.polyfit((P - 1) * one, extra, 1)   # short and long passes of small calls: a line
     (o1, e1), (o2, e2) = runs[3:]                          # two of large calls: their slope
     large = (e2 - e1) / ((P - 1) * (o2 - o1)) if o2 > o1 else 0.0
-    per_call = [t / pass_calls(Problem("rnn", "inference", batch=-(-B // P), T=T, nh=n, layers=L, ny=16))
-                for t, (B, T, n, L) in ((one[0], GIL_SIZES[0]), (o1, GIL_SIZES[3]))]   # seconds per counted call
+    per_call = [t / pass_calls(_rnn(*size, P)) for t, size in ((one[0], GIL_SIZES[0]), (o1, GIL_SIZES[3]))]
     clip = lambda f: min(max(float(f), 0.0), 10.0)  # noqa: E731
     return max(0.0, float(start)), ((per_call[0], clip(small)), (per_call[1], clip(large)))
 
@@ -231,11 +234,11 @@ def wavefront_barrier(start: float, shares: tuple, quick: bool = False) -> float
     critical path, the GIL's ``shares`` of the rest at this pass's calls, ``start`` (from :func:`gil_shares`) --
     per diagonal. None on one core or without shares."""
     check_bool(quick, "quick")
-    B, T, nh, layers = WAVE_SIZE
+    batch, T, nh, layers = WAVE_SIZE
     P = min(backend.cpu_count(), layers)
     if P < 2 or not shares:
         return None
-    prob = Problem("rnn", "inference", batch=B, T=T, nh=nh, layers=layers, ny=16)
+    prob = _rnn(batch, T, nh, layers)
     data = inputs(prob)
     with backend.blas_threads(1):
         cmp = timing.compare(wavefront=lambda: run(prob, "wavefront", threads=P, data=data),
