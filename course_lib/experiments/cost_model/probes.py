@@ -289,8 +289,8 @@ def measure_machine(quick: bool) -> Machine:
                             "the model's other parts, per diagonal, at a size other than chapter 07's" +
                             (" (quick)" if quick else ""))
         src["gil_serial"] = src["gil_start_s"] = (
-            "measured: the course's rnn threads method against one thread's share (median pair ratio) at three sizes "
-            "other than chapter 07's: two passes of small calls, short and long, and one of large calls" +
+            "measured: the course's rnn threads method against one thread's share (median pair ratio) at five sizes "
+            "other than chapter 07's: three passes of small calls of different lengths, two of large calls" +
             (" (quick)" if quick else ""))
     fields.update(extra, pool_start_s=low_quantile(starts)[0], cache_bw=cache_bw)
     return Machine(f"this machine ({backend.cpu_model()})", cores, _simd_lanes(), g1, max(g1, gall), gemv, bw1,
