@@ -278,13 +278,11 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
 
 
 def _pooled(c: Cost, m: Machine, *, ideal: float, serial: float, sync: float = 0.0) -> Cost:
-    """The course's threads / wavefront methods: Python threads whose passes would take ``ideal`` seconds if their
-    calls overlapped and ``serial`` if they ran one after another; where the GIL was measured
-    (:attr:`Machine.gil_serial`) they take ``ideal + share * (serial - ideal)`` with the share for calls of their
-    size (above 1 where handing the GIL back and forth costs more than running them in turn), plus the barriers
-    ``sync``; elsewhere the library calls hold the GIL (``c`` counts them one after another) and the arithmetic
-    overlaps. Plus what they pay once per call: the pool started and the threads' first contention for the GIL
-    (measured together, :attr:`Machine.gil_start_s`; else the pool started alone; else one hand-off)."""
+    """The course's threads / wavefront methods: Python threads that take ``ideal`` seconds if their calls overlap,
+    ``serial`` if they run in turn. With the GIL measured (:attr:`Machine.gil_serial`): ``ideal + share * (serial -
+    ideal)`` + barriers ``sync``, the share at their call size (above 1: handing the GIL over costs more than turns);
+    unmeasured, ``c`` as counted (calls in turn, arithmetic overlapped). Plus, once per call, the pool's start and
+    first GIL contention (:attr:`Machine.gil_start_s`; else the pool's start alone; else one hand-off)."""
     start = m.gil_start_s if m.gil_start_s is not None else m.handoff_s if m.pool_start_s is None else m.pool_start_s
     if c.P > 1 and m.gil_serial:
         share = m.gil_share(serial / max(1.0, c.calls))
