@@ -86,23 +86,39 @@ def test_team_is_what_the_inference_methods_use():
 
 
 def test_gil_shares_time_the_course_threads_method_at_growing_calls(monkeypatch):
-    start, shares = overheads.gil_shares(quick=True)
+    start, shares, busy = overheads.gil_shares(quick=True)
     if backend.cpu_count() < 2:
-        assert (start, shares) == (None, ())
+        assert (start, shares, busy) == (None, (), None)
         return
     assert len(shares) == 2 and 0.0 <= start < 0.1
+    assert busy is None or busy.startswith("threads at (")     # which pass was measured busy, and why
     (small, f_small), (large, f_large) = shares
     assert 0 < small < large          # the pass of large products makes longer calls
     assert 0.0 <= f_small <= 10.0 and 0.0 <= f_large <= 10.0
     monkeypatch.setattr(backend, "cpu_count", lambda: 1)
-    assert overheads.gil_shares(quick=True) == (None, ())              # one core: no threads to contend
+    assert overheads.gil_shares(quick=True) == (None, (), None)        # one core: no threads to contend
 
 
 def test_wavefront_barrier_is_what_the_course_wavefront_pays_per_diagonal():
-    start, shares = overheads.gil_shares(quick=True)
-    barrier = overheads.wavefront_barrier(start, shares, quick=True)
+    start, shares, _ = overheads.gil_shares(quick=True)
+    barrier, busy = overheads.wavefront_barrier(start, shares, quick=True)
     if backend.cpu_count() < 2:
         assert barrier is None
     else:
         assert 0.0 <= barrier < 0.01       # seconds per diagonal: a hand-off, not a pass
-    assert overheads.wavefront_barrier(start, (), quick=True) is None      # no GIL shares: nothing to take out
+        assert busy is None or busy.startswith("the wavefront at")
+    assert overheads.wavefront_barrier(start, (), quick=True) == (None, None)   # no GIL shares: nothing to take out
+
+
+def test_a_probe_measured_busy_is_marked_busy_in_the_machine_table(monkeypatch):
+    from course_lib.experiments.cost_model import probes
+    monkeypatch.setattr(overheads, "gil_shares", lambda quick: (1e-4, ((1e-6, 1.0), (1e-4, 0.1)), "threads: held"))
+    monkeypatch.setattr(overheads, "wavefront_barrier", lambda start, shares, quick: (4e-5, None))
+    probes.measure_machine.cache_clear()
+    try:
+        m = cm.Machine.measure(quick=True)
+    finally:
+        probes.measure_machine.cache_clear()
+    assert m.busy["gil_serial"] == m.busy["gil_start_s"] == "threads: held" and "barrier_s" not in m.busy
+    rows = {q: src for q, _, src in m.table()}
+    assert rows["threads: pool start and first GIL contention"].endswith("BUSY: threads: held")

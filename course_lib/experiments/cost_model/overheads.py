@@ -192,9 +192,16 @@ def _rnn(batch: int, T: int, nh: int, layers: int, P: int = 1) -> Problem:
     return Problem("rnn", "inference", batch=-(-batch // P), T=T, nh=nh, layers=layers, ny=16)
 
 
-def _threads_extra(batch: int, T: int, nh: int, layers: int, P: int, quick: bool) -> tuple[float, float]:
-    """``(one, extra)``: seconds of one thread's batched pass over its share of the batch, and what the course's rnn
-    ``threads`` method on ``P`` threads takes beyond it (interleaved, BLAS on one thread, median pair ratio)."""
+def _busy(cmp, what: str) -> str | None:
+    """Why the probe ``what`` was measured busy (its comparison's noise guard), or None."""
+    reasons = [] if cmp.noise.ok and not cmp.noise.biased else cmp.noise.reasons or ["its pairs are biased"]
+    return f"{what}: {reasons[-1]}" if reasons else None
+
+
+def _threads_extra(batch: int, T: int, nh: int, layers: int, P: int, quick: bool) -> tuple[float, float, str | None]:
+    """``(one, extra, busy)``: seconds of one thread's batched pass over its share of the batch, what the course's
+    rnn ``threads`` method on ``P`` threads takes beyond it (interleaved, BLAS on one thread, median pair ratio),
+    and why that was measured busy (None: it was not)."""
     prob, part = _rnn(batch, T, nh, layers), _rnn(batch, T, nh, layers, P)
     data, pdata = inputs(prob), inputs(part)
     with backend.blas_threads(1):
@@ -202,42 +209,45 @@ def _threads_extra(batch: int, T: int, nh: int, layers: int, P: int, quick: bool
                              one=lambda: run(part, "batched", data=pdata), baseline="one", clock="wall",
                              time_budget=0.2 if quick else 0.6)
     one = cmp.timings["one"].median
-    return one, one * (cmp.ratio("threads") - 1)
+    return one, one * (cmp.ratio("threads") - 1), _busy(cmp, f"threads at {(batch, T, nh, layers)}")
 
 
-def gil_shares(quick: bool = False) -> tuple[float | None, tuple]:
-    """``(start, ((seconds per call, share), ...))``: what Python threads cost the course's rnn ``threads``
+def gil_shares(quick: bool = False) -> tuple[float | None, tuple, str | None]:
+    """``(start, ((seconds per call, share), ...), busy)``: what Python threads cost the course's rnn ``threads``
     method on every core beyond one thread's pass over its share, ``extra = start + share * (P - 1) * one``
     (:func:`_threads_extra` at :data:`GIL_SIZES`, none of them chapter 07's). ``start``: the pool started and the
     threads' first contention for the GIL, once per call; ``share``: 0 when the threads' calls overlap, 1 when they
     run one after another, above 1 when handing the GIL back and forth costs more. Three passes of small calls
     that differ only in length give ``start`` and the small calls' share (a least-squares line); two of large
-    calls give theirs (the slope). ``(None, ())`` on one core."""
+    calls give theirs (the slope). ``busy``: why a pass was measured busy (None: none was). ``(None, (), None)`` on
+    one core."""
     check_bool(quick, "quick")
     P = backend.cpu_count()
     if P < 2:
-        return None, ()
+        return None, (), None
     runs = [_threads_extra(*size, P, quick) for size in GIL_SIZES]
+    busy = next((b for *_, b in runs if b), None)
+    runs = [(o, e) for o, e, _ in runs]
     one, extra = np.array(runs[:3]).T
     small, start = np.polyfit((P - 1) * one, extra, 1)   # short and long passes of small calls: a line
     (o1, e1), (o2, e2) = runs[3:]                          # two of large calls: their slope
     large = (e2 - e1) / ((P - 1) * (o2 - o1)) if o2 > o1 else 0.0
     per_call = [t / pass_calls(_rnn(*size, P)) for t, size in ((one[0], GIL_SIZES[0]), (o1, GIL_SIZES[3]))]
     clip = lambda f: min(max(float(f), 0.0), 10.0)  # noqa: E731
-    return max(0.0, float(start)), ((per_call[0], clip(small)), (per_call[1], clip(large)))
+    return max(0.0, float(start)), ((per_call[0], clip(small)), (per_call[1], clip(large))), busy
 
 
-def wavefront_barrier(start: float, shares: tuple, quick: bool = False) -> float | None:
+def wavefront_barrier(start: float, shares: tuple, quick: bool = False) -> tuple[float | None, str | None]:
     """Seconds one diagonal's barrier costs the course's rnn ``wavefront`` method, GIL hand-overs included: the method
     on every core (one thread per layer at most) at :data:`WAVE_SIZE` against the batched pass on one thread
     (interleaved, BLAS on one thread), less what the model prices apart from the barriers -- the cells on the
     critical path, the GIL's ``shares`` of the rest at this pass's calls, ``start`` (from :func:`gil_shares`) --
-    per diagonal. None on one core or without shares."""
+    per diagonal; and why that was measured busy (None: it was not). ``(None, None)`` on one core or without shares."""
     check_bool(quick, "quick")
     batch, T, nh, layers = WAVE_SIZE
     P = min(backend.cpu_count(), layers)
     if P < 2 or not shares:
-        return None
+        return None, None
     prob = _rnn(batch, T, nh, layers)
     data = inputs(prob)
     with backend.blas_threads(1):
@@ -248,11 +258,15 @@ def wavefront_barrier(start: float, shares: tuple, quick: bool = False) -> float
     wc = wavefront_counts(T, layers, P)
     ideal = one * wc["steps"] / wc["work"]
     rest = log_interp(shares, one / pass_calls(prob)) * (one - ideal)
-    return max(0.0, (one * cmp.ratio("wavefront") - ideal - rest - (start or 0.0)) / wc["span"])
+    return (max(0.0, (one * cmp.ratio("wavefront") - ideal - rest - (start or 0.0)) / wc["span"]),
+            _busy(cmp, f"the wavefront at {WAVE_SIZE}"))
 
 
 def _probe(quick: bool) -> dict:
-    gil_start, gil = gil_shares(quick)
+    gil_start, gil, gil_busy = gil_shares(quick)
+    barrier, barrier_busy = wavefront_barrier(gil_start, gil, quick)
+    busy = {k: why for k, why in (("gil_start_s", gil_busy), ("gil_serial", gil_busy), ("barrier_s", barrier_busy))
+            if why}
     costs, rates = measure_call_costs(quick)
     lane, lane_call = lane_step(quick)
     return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane,
@@ -260,7 +274,7 @@ def _probe(quick: bool) -> dict:
                 deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick),
                 channel_rates=channel_rates(quick), channel_threads=backend.max_threads(),
                 mgrit_convergence=mgrit_convergence(quick), gil_start_s=gil_start, gil_serial=gil,
-                barrier_s=wavefront_barrier(gil_start, gil, quick))
+                barrier_s=barrier, busy=busy)
 
 
 register_probe(_probe)

@@ -255,6 +255,7 @@ def measure_machine(quick: bool) -> Machine:
     extra = {}
     for probe in _PROBES:  # e.g. .overheads: the course's own code, timed (registered, not imported here)
         extra.update(probe(quick))
+    busy.update(extra.pop("busy", {}))      # a probe's constants measured busy, and why
     if extra:
         src["call_costs"] = "measured: a tiny and a mid-sized run of the course's own code per kind" + \
             (" (quick)" if quick else "")
