@@ -30,7 +30,10 @@ The time of a method is a roofline with overheads::
 
 with ``rate`` the GEMM rate at the rows a call multiplies (``min(peak, rows * gemv_rate)``: weights read
 once, used ``rows`` times). Python's GIL serialises the library calls of threads in one process
-(``calls`` are not divided by P there) -- separate processes (MPI) do divide them.
+(``calls`` are not divided by P there) -- separate processes (MPI) do divide them. Where the GIL was measured
+(:meth:`Machine.measure`: the course's own threads and wavefront methods at other sizes than chapter 07's), the
+Python-thread methods take ``ideal + share * (serial - ideal) + barriers + start`` instead, with the measured
+share for calls of their size -- above 1 where handing the GIL back and forth costs more than taking turns.
 
 ``run(problem, method)`` executes the course's own code for ``method`` on ``problem`` (:mod:`.execute`;
 ``measure(problem, methods)`` times several interleaved) so every prediction can be checked;
