@@ -51,7 +51,8 @@ and DEER's critical paths (the task graphs of :mod:`.cluster`, tested equal to
 :func:`course_lib.algorithms.mgrit.span_model` and :func:`course_lib.algorithms.newton.span_model`).
 
 The package, one idea per module: :mod:`.machine` (the machine's constants, measured or assumed),
-:mod:`.model` (problems, costs, ``predict``), :mod:`.advice` (the ranking), :mod:`.configurations` (the
+:mod:`.problem` (what is asked: kind, mode, sizes), :mod:`.model` (costs, ``predict``), :mod:`.advice` (the
+ranking), :mod:`.configurations` (the
 course's benchmark configurations the model is checked on: ``calibrate``, the seeds' schedules, winner
 maps), :mod:`.cluster` (the simulated machine the task graphs run on), :mod:`.execute` (``run``: the
 course's own code for any method and problem), :mod:`.overheads` (the per-kind call price and cell-kernel
@@ -70,8 +71,9 @@ from .execute import RUNNABLE, inputs, measure, run, runnable
 from . import overheads, probes  # noqa: F401  (the micro-benchmarks of Machine.measure, and the course-code probes)
 from .fresh import WITHIN, AdvisorCheck, FreshResult, check_advisor, fresh_problems
 from .machine import GPU, Machine
-from .model import (DEER_ITERS, KINDS, METHODS, MGRIT_ITERS, MGRIT_TOL, MODES, Cost, Problem, applicable, calls_per_step,
-                    deer_counts, mgrit_counts, pass_calls, predict, predict_all, scan_counts, wavefront_counts)
+from .model import (DEER_ITERS, METHODS, MGRIT_ITERS, MGRIT_TOL, Cost, applicable, calls_per_step, deer_counts,
+                    mgrit_counts, pass_calls, predict, predict_all, scan_counts, wavefront_counts)
+from .problem import KINDS, MODES, Problem
 
 __all__ = [
     "KINDS",

@@ -9,7 +9,8 @@ import numpy as np
 
 from ...core.validate import check_bool, check_str
 from .machine import Machine
-from .model import Cost, Problem, predict_all
+from .model import Cost, predict_all
+from .problem import Problem
 
 __all__ = ["Advice", "advise", "first_choice"]
 

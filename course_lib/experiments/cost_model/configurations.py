@@ -15,7 +15,8 @@ from ...core.validate import check_bool, check_choice, check_int, check_positive
 from . import cluster
 from .advice import advise
 from .machine import GPU, Machine, check_rates
-from .model import MGRIT_TOL, Problem, predict, step_cost
+from .model import MGRIT_TOL, predict, step_cost
+from .problem import Problem
 
 __all__ = ["CONFIG_NAMES", "Row", "Error", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
            "SEED_SCHEDULES", "SEED_ELSEWHERE", "ranking_and_maps"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from ...core.validate import check_choice, check_positive_int
 from . import model
-from .model import Problem
+from .problem import KINDS, MODES, Problem
 
 __all__ = ["Tally", "counting", "counted", "count_run", "count_deer", "step_calls", "deer_calls", "deer_bytes",
            "method_calls"]
@@ -175,7 +175,7 @@ def count_deer(method: str, *, T: int, batch: int, nh: int, iters: int, training
 def step_calls(kind: str, mode: str = "inference") -> dict:
     """Calls of the course's batched pass for ``kind`` in ``mode``, from tiny counted runs (see the
     module docstring): ``calls(T, L) = fixed + L fixed_layer + T (L cell + output)``."""
-    kind, mode = check_choice(kind, "kind", model.KINDS), check_choice(mode, "mode", model.MODES)
+    kind, mode = check_choice(kind, "kind", KINDS), check_choice(mode, "mode", MODES)
     if kind == "rnn" and mode == "training":
         mode = "inference"  # run() has no rnn training code: the inference count, forward only
     multi = kind == "rnn"

@@ -1,5 +1,5 @@
 """The cost model's measurement side (experiments folder, chapter 12): :func:`run` executes the course's
-real implementation of a method on any :class:`~.model.Problem` the advisor accepts, and :func:`measure`
+real implementation of a method on any :class:`~.problem.Problem` the advisor accepts, and :func:`measure`
 times several methods on one problem in one interleaved :func:`core.timing.compare`, so that every
 prediction of :func:`~.model.predict` can be checked by a measurement.
 
@@ -28,7 +28,8 @@ import numpy as np
 from ...core import backend, timing
 from ...core.validate import (check_alloc, check_choice, check_dtype, check_int, check_positive_int,
                                 check_repeat)
-from .model import METHODS, MGRIT_TOL, Problem
+from .model import METHODS, MGRIT_TOL
+from .problem import Problem
 
 __all__ = ["RUNNABLE", "ONE_THREAD", "runnable", "inputs", "run", "measure"]
 

@@ -15,7 +15,8 @@ from ...core.validate import check_choice, check_float, check_int, check_positiv
 from .advice import advise, first_choice
 from .execute import ONE_THREAD, measure, runnable
 from .machine import Machine
-from .model import Problem, predict
+from .model import predict
+from .problem import Problem
 
 __all__ = ["WITHIN", "fresh_problems", "FreshResult", "AdvisorCheck", "check_advisor"]
 

@@ -1,5 +1,5 @@
-"""The cost model (experiments folder, chapter 12): a :class:`Problem` (model kind, mode, sizes), the
-:class:`Cost` of each method on it on a :class:`~.machine.Machine` -- a roofline with overheads (see
+"""The cost model (experiments folder, chapter 12): for a :class:`~.problem.Problem` (model kind, mode, sizes),
+the :class:`Cost` of each method on it on a :class:`~.machine.Machine` -- a roofline with overheads (see
 :mod:`course_lib.experiments.cost_model`) -- and :func:`predict`, :func:`predict_all`, :func:`applicable`.
 Counts come from the course's task graphs (:mod:`.cluster`), closed forms tested equal to the course's, or
 counted runs of the course's own code (:mod:`.counts`: library calls per cell, per step and per pass, DEER's
@@ -14,16 +14,14 @@ from ...core.validate import check_choice, check_float, check_int, check_positiv
 from . import cluster
 from .cluster import deer_counts, wavefront_counts
 from .machine import Machine
+from .problem import GATES, ITEMSIZE, TRAIN_FACTOR, Problem
 
-__all__ = ["KINDS", "MODES", "METHODS", "MGRIT_ITERS", "MGRIT_TOL", "DEER_ITERS", "Problem", "Cost", "predict", "predict_all",
-           "applicable", "calls_per_step", "pass_calls", "register_counts", "wavefront_counts", "scan_counts", "mgrit_counts", "deer_counts", "step_cost"]
+__all__ = ["METHODS", "MGRIT_ITERS", "MGRIT_TOL", "DEER_ITERS", "Cost", "predict", "predict_all", "applicable",
+           "calls_per_step", "pass_calls", "register_counts", "wavefront_counts", "scan_counts", "mgrit_counts",
+           "deer_counts", "step_cost"]
 
-KINDS = ("rnn", "lstm", "gru", "linear")
-MODES = ("inference", "training")
 METHODS = ("sequential", "batched", "threads", "wavefront", "mpi", "chunked", "channels", "mgrit", "newton", "quasi",
            "cuda_chunked", "cuda_batched")
-GATES = {"rnn": 1, "gru": 3, "lstm": 4, "linear": 0}
-TRAIN_FACTOR = 3.0        # backward ~ 2x forward flops (the calls are counted, not assumed)
 _COUNTS: dict = {}        # step_calls, deer_calls, deer_bytes of .counts (counted runs of the course's code)
 
 
@@ -42,69 +40,6 @@ def _counted(name: str, *args):
     return _COUNTS[name](*args)
 MGRIT_ITERS, MGRIT_TOL = 2, 1e-5  # unmeasured default; the tolerance the course's runs stop at (chapters 10, 12)
 DEER_ITERS = {"newton": 6, "quasi": 20}
-ITEMSIZE = 4              # float32
-
-
-@dataclass(frozen=True)
-class Problem:
-    """What is to be computed: a ``kind`` of recurrent model in a ``mode``, ``batch`` sequences of ``T``
-    steps, ``nh`` hidden units, ``layers`` stacked layers, ``nx`` inputs (default nh), ``ny`` outputs per
-    step (0: none). ``linear`` is the element-wise recurrence ``h_t = a_t * h_{t-1} + x_t`` of chapter 08
-    (``batch * nh`` independent channels)."""
-
-    kind: str = "rnn"
-    mode: str = "inference"
-    batch: int = 1
-    T: int = 100
-    nh: int = 128
-    layers: int = 1
-    nx: int | None = None
-    ny: int = 0
-
-    def __post_init__(self):
-        check_choice(self.kind, "kind", KINDS)
-        check_choice(self.mode, "mode", MODES)
-        for name in ("batch", "T", "nh", "layers"):
-            check_positive_int(getattr(self, name), name, high=1 << 30)
-        if self.nx is not None:
-            check_positive_int(self.nx, "nx", high=1 << 30)
-        check_int(self.ny, "ny", low=0, high=1 << 30)
-        if self.kind == "linear" and self.layers != 1:
-            raise ValueError(f"layers: a linear recurrence (kind='linear') is one element-wise layer, got {self.layers}")
-
-    @property
-    def n_in(self) -> int:
-        return self.nh if self.nx is None else self.nx
-
-    @property
-    def training(self) -> bool:
-        return self.mode == "training"
-
-    def cell_flops(self, rows: int = 1) -> float:
-        """Flops of one cell (one layer, one step) for ``rows`` sequences, forward."""
-        rows = check_float(rows, "rows", low=0.0)
-        if self.kind == "linear":
-            return 2.0 * rows * self.nh
-        g = GATES[self.kind]
-        return rows * (2.0 * g * self.nh * (self.n_in + self.nh) + 10.0 * g * self.nh)
-
-    def output_flops(self, rows: int = 1) -> float:
-        rows = check_float(rows, "rows", low=0.0)
-        return rows * (2.0 * self.nh * self.ny + 5.0 * self.ny) if self.ny else 0.0
-
-    def param_bytes(self) -> float:
-        if self.kind == "linear":
-            return 0.0
-        g = GATES[self.kind]
-        return ITEMSIZE * self.layers * g * self.nh * (self.n_in + self.nh + 1) + ITEMSIZE * self.ny * (self.nh + 1)
-
-    def flops(self) -> float:
-        f = self.T * (self.layers * self.cell_flops(self.batch) + self.output_flops(self.batch))
-        return f * (TRAIN_FACTOR if self.training else 1.0)
-
-    def describe(self) -> str:
-        return (f"{self.kind} {self.mode}, batch={self.batch}, T={self.T}, nh={self.nh}, layers={self.layers}"
-                + (f", ny={self.ny}" if self.ny else ""))
 
 
 # =========================================================================== costs

@@ -26,7 +26,8 @@ from .cluster import wavefront_counts
 from .execute import inputs, run
 from .machine import log_interp
 from .probes import cpu_seconds, register_probe
-from .model import Problem, pass_calls
+from .model import pass_calls
+from .problem import Problem
 
 __all__ = ["TINY", "MID", "CHANNEL_SIZES", "GIL_SIZES", "WAVE_SIZE", "measure_call_costs", "gil_shares",
            "wavefront_barrier", "scan_step", "lane_step", "deer_rates", "scan_back", "channel_rates", "mgrit_convergence"]
