@@ -61,6 +61,10 @@ def test_thread_methods_pay_the_measured_pool_start_and_the_gil():
     assert bound.seconds == pytest.approx(2 * one + m.handoff_s, rel=1e-9)   # the two shares one after the other
     convoy = cm.predict("threads", p, replace(m, gil_serial=((1e-9, 3.0), (1.0, 3.0))), P=2)
     assert convoy.seconds == pytest.approx(4 * one + m.handoff_s, rel=1e-9)  # handing the GIL over costs more
+    blas = [cm.predict("threads", p, replace(m, gil_serial=g), P=2, python=False) for g in ((), ((1e-9, 3.0), (1.0, 3.0)))]
+    assert blas[0].seconds == blas[1].seconds and blas[0].calls == cm.pass_calls(p)   # one Python thread: no GIL
+    with pytest.raises(TypeError, match="python"):
+        cm.predict("threads", p, m, P=2, python="no")
     wf = cm.predict("wavefront", p, replace(m, pool_start_s=1e-3), P=2)
     assert wf.parts["sync"] == pytest.approx(1e-3 + wf.regions * m.handoff_s)
     barriers = cm.predict("wavefront", p, replace(m, pool_start_s=1e-3, barrier_s=2e-4), P=2)

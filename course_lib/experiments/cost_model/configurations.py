@@ -56,7 +56,8 @@ def _config_05(small: bool):
                 rnn.forward(p, X)
         return run
     prob = Problem("rnn", "inference", batch=B, T=T, nh=H, layers=1, ny=H)
-    return prob, {"batched": ("batched", {}, on(1)), f"threads ({P})": ("threads", {"P": P}, on(P))}, None, {}
+    return prob, {"batched": ("batched", {}, on(1)),   # BLAS's own threads: one Python thread, no GIL to share
+                  f"threads ({P})": ("threads", {"P": P, "python": False}, on(P))}, None, {}
 
 
 def _config_07(small: bool):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_str
+from ...core.validate import check_bool, check_choice, check_float, check_int, check_positive_int, check_str
 from . import cluster
 from .cluster import deer_counts, wavefront_counts
 from .machine import Machine
@@ -191,10 +191,13 @@ def cost_batched(p: Problem, m: Machine) -> Cost:
     return _finish(c, m, rate=m.gemm_rate(p.batch, size=p.nh), bw=m.bandwidth(1))
 
 
-def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
+def cost_threads(p: Problem, m: Machine, P: int | None = None, *, python: bool = True) -> Cost:
     """The batch split over ``P`` threads of one process, each running the batched pass on its share;
-    the library calls hold the GIL, so they add up over threads (at the contended price); one pool per call."""
+    the library calls hold the GIL, so they add up over threads (at the contended price); one pool per call.
+    ``python=False``: one Python thread whose products the BLAS splits over ``P`` threads (chapter 05) -- its
+    calls one after another, its arithmetic on ``P`` cores, no GIL to share and no pool of ours."""
     P = min(m.cores if P is None else check_positive_int(P, "P"), p.batch)
+    python = check_bool(python, "python")
     if p.batch < 2:
         raise ValueError("batch: splitting the batch over threads needs batch >= 2 sequences")
     c = Cost("threads", p, P)
@@ -207,6 +210,9 @@ def cost_threads(p: Problem, m: Machine, P: int | None = None) -> Cost:
     c.calls = pass_calls(p) * P if counted is None else counted  # each thread: the batched pass on its share
     c.regions = 1
     c.counts = {"share": share, "calls": c.calls}
+    if not python:
+        c.calls, c.regions = pass_calls(p), 0
+        return _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P))
     _finish(c, m, rate=m.gemm_rate(share, size=p.nh), bw=m.bandwidth(P), region_s=0.0)
     one = cost_batched(replace(p, batch=share), m).seconds   # one thread's pass over its share
     return _pooled(c, m, ideal=one, serial=P * one)
