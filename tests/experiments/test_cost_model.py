@@ -323,6 +323,14 @@ def test_busy_sync_constants_are_labelled_and_not_advised():
     # a busy median alone (the low quantile is a few µs) does not withdraw anything
     noted = dataclasses.replace(m, busy={"region_s": "median of 300 single runs 20000 µs vs 4 µs"})
     assert all(a.trusted for a in cm.advise(p, noted))
+    # the GIL's price is a median pair ratio of the course's own threads method: measured busy, it is what it priced
+    rnn = cm.Problem("rnn", batch=32, T=16, nh=64, layers=2, ny=8)
+    gil = dataclasses.replace(m, gil_serial=((1e-6, 1.0), (1e-4, 0.1)), gil_start_s=2e-4,
+                              busy={"gil_serial": "threads at (16, 8, 32, 2): held", "gil_start_s": "threads at (16, 8, 32, 2): held"})
+    by = {a.method: a for a in cm.advise(rnn, gil)}
+    assert not by["threads"].trusted and not by["wavefront"].trusted and "the GIL" in by["threads"].reason
+    assert by["threads"].reason.count("threads at (16, 8, 32, 2): held") == 1    # one reason, said once
+    assert by["batched"].trusted and by["mpi"].trusted                           # no Python threads to contend
 
 
 def test_one_core_or_one_numba_thread_predicts_no_thread_speedup():

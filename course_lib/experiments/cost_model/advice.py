@@ -40,16 +40,19 @@ class Advice:
 
 
 _SYNC = {"region_s": "numba parallel regions", "handoff_s": "thread-pool hand-offs"}
+# the Python-thread methods' own constants (median pair ratios of the course's code: a busy run is what they priced)
+_GIL = {"threads": ("gil_start_s", "gil_serial"), "wavefront": ("gil_start_s", "gil_serial", "barrier_s")}
+_WHAT = {**_SYNC, "gil_start_s": "the pool's start", "gil_serial": "the GIL", "barrier_s": "the wavefront's barriers"}
 
 
-def _busy_sync(c: Cost, machine: Machine) -> str:
-    """What a method on P > 1 workers (or paying a parallel region) synchronises with, when that constant
-    was measured busy ('' if not)."""
+def _busy_sync(c: Cost, machine: Machine) -> list[str]:
+    """The constants a method on P > 1 workers (or paying a parallel region) synchronises with that were measured
+    busy ([] if none): a hand-off or region whose even low quantile is implausible (> 1 ms: a quiet core takes
+    µs; a busy note alone only says the median was spoilt), or the GIL's price of the Python-thread methods."""
     if (c.P <= 1 and c.regions == 0) or c.method in ("mpi", "cuda_chunked", "cuda_batched"):
-        return ""
-    # busy *and* even its low quantile implausible (> 1 ms: a quiet core takes µs); a busy note alone
-    # only says the median was spoilt -- the low quantile used is still what a quiet moment costs
-    return " and ".join(v for k, v in _SYNC.items() if k in machine.busy and getattr(machine, k) > 1e-3)
+        return []
+    return [k for k in _SYNC if k in machine.busy and getattr(machine, k) > 1e-3] + \
+        [k for k in _GIL.get(c.method, ()) if k in machine.busy]
 
 
 def _reason(c: Cost, base: Cost | None) -> str:
@@ -76,7 +79,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     only unreliably, or -- when a calibration is given -- never measured, is listed after the trusted ones
     with ``trusted=False``: the advisor does not advise there. Nothing is trusted when the machine's own
     constants were measured while it was busy (``machine.noise``); a method on several workers is not trusted
-    when the cost of its synchronisation (``region_s``, ``handoff_s``) was (``machine.busy``); and the first trusted choice is
+    when the cost of its synchronisation (``region_s``, ``handoff_s``; for Python threads the GIL's price and the
+    wavefront's barrier) was (``machine.busy``); and the first trusted choice is
     withdrawn when an untrusted method could be faster within its measured error (its reason says so). ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
@@ -104,8 +108,8 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
                  "; ".join(machine.noise.reasons) + ")"
             trusted = False
         elif sync_busy:
-            r += f"; NOT ADVISED: its threads meet at {sync_busy}, whose cost was measured busy here (" + \
-                 "; ".join(machine.busy[k] for k in _SYNC if k in machine.busy and getattr(machine, k) > 1e-3) + ")"
+            r += f"; NOT ADVISED: its threads meet at {' and '.join(_WHAT[k] for k in sync_busy)}, whose cost was " \
+                 "measured busy here (" + "; ".join(dict.fromkeys(machine.busy[k] for k in sync_busy)) + ")"
             trusted = False
         elif calibration is None or (err is not _UNCHECKED and err is not None and err <= 2.0):
             trusted = True

@@ -192,8 +192,8 @@ def cost_batched(p: Problem, m: Machine) -> Cost:
 
 
 def cost_threads(p: Problem, m: Machine, P: int | None = None, *, python: bool = True) -> Cost:
-    """The batch split over ``P`` threads of one process, each running the batched pass on its share;
-    the library calls hold the GIL, so they add up over threads (at the contended price); one pool per call.
+    """The batch split over ``P`` Python threads of one process, each running the batched pass on its share,
+    contending for the GIL (:func:`_pooled`); one pool per call.
     ``python=False``: one Python thread whose products the BLAS splits over ``P`` threads (chapter 05) -- its
     calls one after another, its arithmetic on ``P`` cores, no GIL to share and no pool of ours."""
     P = min(m.cores if P is None else check_positive_int(P, "P"), p.batch)
