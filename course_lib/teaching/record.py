@@ -145,7 +145,8 @@ def _on_decision(ratio, by: float, answer: str) -> None:
              "values": list(ratio.values), "set_aside": ratio.set_aside, "confidence": ratio.confidence,
              "waited": list(ratio.waited) if ratio.waited is not None else None,
              "median": ratio.median, "speedup_interval": list(ratio.speedup_interval),
-             "biased": bool(getattr(ratio, "biased", False))})
+             "biased": bool(getattr(ratio, "biased", False)),
+             "floor": list(ratio.floor) if getattr(ratio, "by_floor", False) else None})
 
 
 def start() -> bool:

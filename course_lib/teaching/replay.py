@@ -25,6 +25,7 @@ concluded verdicts whose outcome differs from the reference run's (matched by cl
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -247,11 +248,21 @@ def _check_decision(r: dict, machine: dict, notebook: str) -> Checked:
                             biased=bool(r.get("biased", False)))
     if "biased" not in r and r["answer"] == "cannot tell" and (lo >= r["by"] or hi < r["by"]):
         ratio.biased = True     # recorded before the flag was: only a biased ratio says so of a deciding interval
+    floor = r.get("floor")
+    if floor is None and "floor" not in r and not ratio.biased and not _close(ratio.speedup_interval, (lo, hi)):
+        # recorded before the floor was: an interval the pairs do not give came from the fastest rounds
+        floor = [r.get("median", 1 / math.sqrt(lo * hi)), 1 / hi, 1 / lo]
+    if floor is not None:
+        ratio.floor, ratio.by_floor = tuple(floor), True
     c.now = ratio.faster(r["by"])
     lo, hi = ratio.speedup_interval
     if c.now == "yes" and lo < r["by"] or c.now == "no" and hi >= r["by"]:
         c.now_contradictions.append(f"answers {c.now!r}, but the speed-up's interval is {lo:.3g}..{hi:.3g}")
     return c
+
+
+def _close(a, b, rel: float = 1e-6) -> bool:
+    return all(abs(x - y) <= rel * max(abs(x), abs(y)) for x, y in zip(a, b))
 
 
 _CHECKERS = {"verdict": _check_verdict, "goal": _check_goal, "faster": _check_decision}

@@ -105,6 +105,19 @@ def test_a_planted_decision_contradiction_is_caught():
     assert c.now == "no" and c.changed and "answered 'yes'" in c.contradictions[0]
 
 
+def test_a_decision_judged_by_its_fastest_rounds_replays_the_same():
+    # chunked slower than sequential in every pair (a loaded machine), but judged by the two floors: 0.83x..1.12x
+    values = [1.04, 1.09, 1.02, 1.03, 1.05, 1.05, 1.09, 1.02, 1.05]
+    base = {"kind": "faster", "name": "chunked", "over": "sequential", "by": 1.05, "answer": "cannot tell",
+            "values": values, "median": 0.97, "speedup_interval": [0.83, 1.12], "biased": False}
+    assert intervals.Ratio("chunked", "sequential", values).faster(1.05) == "no"     # what the pairs alone say
+    for r in ({**base, "floor": [0.97, 1 / 1.12, 1 / 0.83]}, base):                  # recorded floor; older record
+        c = replay.check_record(r, MACHINE)
+        assert c.now == "cannot tell" and not c.changed and c.contradictions == []
+    pairs = {**base, "speedup_interval": list(intervals.Ratio("c", "s", values).speedup_interval), "answer": "no"}
+    assert replay.check_record(pairs, MACHINE).now == "no"                           # no floor: the pairs decide
+
+
 def test_a_goal_said_to_hold_that_did_not_is_caught():
     line = seed004.goal_verdict("004.goal.openmp", holds=True, ours="2x", here="2 cores")
     r = {"kind": "goal", "goal": "004.goal.openmp", "holds": False, "ours": "2x", "here": "2 cores", "reasons": [],

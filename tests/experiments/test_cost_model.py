@@ -331,6 +331,13 @@ def test_busy_sync_constants_are_labelled_and_not_advised():
     assert not by["threads"].trusted and not by["wavefront"].trusted and "the GIL" in by["threads"].reason
     assert by["threads"].reason.count("threads at (16, 8, 32, 2): held") == 1    # one reason, said once
     assert by["batched"].trusted and by["mpi"].trusted                           # no Python threads to contend
+    # the channel scan is priced by its own fastest runs on every thread: measured busy, it is not advised
+    lin = cm.Problem("linear", batch=1, T=1 << 16, nh=128)
+    rates = dataclasses.replace(m, channel_rates=(1e-9, 1e-10, 4e-3), channel_threads=m.compiled_threads,
+                                busy={"channel_rates": "the channel scan on 8 threads: held"})
+    by = {a.method: a for a in cm.advise(lin, rates)}
+    assert not by["channels"].trusted and "every step's row split" in by["channels"].reason
+    assert by["sequential"].trusted
 
 
 def test_one_core_or_one_numba_thread_predicts_no_thread_speedup():

@@ -126,3 +126,11 @@ def test_a_probe_measured_busy_is_marked_busy_in_the_machine_table(monkeypatch):
     assert m.busy["gil_serial"] == m.busy["gil_start_s"] == "threads: held" and "barrier_s" not in m.busy
     rows = {q: src for q, _, src in m.table()}
     assert rows["threads: pool start and first GIL contention"].endswith("BUSY: threads: held")
+
+
+def test_a_threaded_probe_run_while_other_programs_held_a_core_is_busy():
+    assert overheads._load_busy(1.0, 2, "the channel scan") == \
+        "the channel scan on 2 threads: other processes kept 1.0 core(s) busy meanwhile"
+    assert overheads._load_busy(0.1, 2, "the channel scan") is None     # quiet
+    assert overheads._load_busy(1.0, 1, "the channel scan") is None     # one thread: its fastest runs are a floor
+    assert overheads._load_busy(None, 2, "the channel scan") is None    # the OS does not tell

@@ -40,9 +40,12 @@ class Advice:
 
 
 _SYNC = {"region_s": "numba parallel regions", "handoff_s": "thread-pool hand-offs"}
-# the Python-thread methods' own constants (median pair ratios of the course's code: a busy run is what they priced)
-_GIL = {"threads": ("gil_start_s", "gil_serial"), "wavefront": ("gil_start_s", "gil_serial", "barrier_s")}
-_WHAT = {**_SYNC, "gil_start_s": "the pool's start", "gil_serial": "the GIL", "barrier_s": "the wavefront's barriers"}
+# methods priced by their own measured constants (median pair ratios of the course's Python threads; the channel
+# scan's fastest runs on every thread): measured busy, a busy run is what they priced
+_GIL = {"threads": ("gil_start_s", "gil_serial"), "wavefront": ("gil_start_s", "gil_serial", "barrier_s"),
+        "channels": ("channel_rates",)}
+_WHAT = {**_SYNC, "gil_start_s": "the pool's start", "gil_serial": "the GIL", "barrier_s": "the wavefront's barriers",
+         "channel_rates": "every step's row split"}
 
 
 def _busy_sync(c: Cost, machine: Machine) -> list[str]:

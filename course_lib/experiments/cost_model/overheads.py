@@ -263,17 +263,30 @@ def wavefront_barrier(start: float, shares: tuple, quick: bool = False) -> tuple
             _busy(cmp, f"the wavefront at {WAVE_SIZE}"))
 
 
+def _load_busy(others: float | None, threads: int, what: str) -> str | None:
+    """Why a probe timed by its fastest runs on ``threads`` threads was measured busy (None: it was not): other
+    processes held a core meanwhile, which a region that waits for its slowest thread feels even in its fastest
+    runs (chapter 12's busy run: the channel scan's price per call read 3,986 µs, against 19 µs quiet)."""
+    if threads < 2 or others is None or others <= timing.OTHERS_LIMIT:
+        return None
+    return f"{what} on {threads} threads: other processes kept {others:.1f} core(s) busy meanwhile"
+
+
 def _probe(quick: bool) -> dict:
     gil_start, gil, gil_busy = gil_shares(quick)
     barrier, barrier_busy = wavefront_barrier(gil_start, gil, quick)
     busy = {k: why for k, why in (("gil_start_s", gil_busy), ("gil_serial", gil_busy), ("barrier_s", barrier_busy))
             if why}
+    with timing.LoadWatch() as load:
+        channels = channel_rates(quick)
+    if channels_busy := _load_busy(load.others, backend.max_threads(), "the channel scan"):
+        busy["channel_rates"] = channels_busy
     costs, rates = measure_call_costs(quick)
     lane, lane_call = lane_step(quick)
     return dict(call_costs=costs, kernel_gflops=rates, step_latency_s=scan_step(quick), lane_step_s=lane,
                 lane_call_s=lane_call,
                 deer_gbs=deer_rates(costs.get(("gru", "inference"), 5e-7), quick), scan_back_s=scan_back(quick),
-                channel_rates=channel_rates(quick), channel_threads=backend.max_threads(),
+                channel_rates=channels, channel_threads=backend.max_threads(),
                 mgrit_convergence=mgrit_convergence(quick), gil_start_s=gil_start, gil_serial=gil,
                 barrier_s=barrier, busy=busy)
 
