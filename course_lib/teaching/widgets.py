@@ -107,6 +107,7 @@ def make_control(name: str, spec: Any):
 
     * an ipywidgets widget -> used as is
     * ``(min, max, step, value)`` or ``(min, max, step)`` of ints -> ``IntSlider``; floats -> ``FloatSlider``
+      (disabled where ``min == max``: a range of one value, such as threads on a one-core machine, is shown fixed)
     * a list/tuple of strings or a dict -> ``Dropdown``
     * a bool -> ``Checkbox``
     """
@@ -126,11 +127,10 @@ def make_control(name: str, spec: Any):
     if isinstance(spec, tuple) and len(spec) in (3, 4):
         lo, hi, step = spec[:3]
         value = spec[3] if len(spec) == 4 else lo
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, step, value)):
-            return W.IntSlider(min=lo, max=hi, step=step, value=value, description=name,
-                               continuous_update=False, style=style)
-        return W.FloatSlider(min=lo, max=hi, step=step, value=value, description=name,
-                             continuous_update=False, style=style)
+        kind = W.IntSlider if all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, step, value)) \
+            else W.FloatSlider
+        return kind(min=lo, max=hi, step=step, value=value, description=name, continuous_update=False, style=style,
+                    disabled=lo == hi)
     raise ValueError(
         f"controls[{name!r}]: expected a widget, (min, max, step[, value]), a list of strings, "
         f"a dict or a bool, got {spec!r}")

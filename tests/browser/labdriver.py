@@ -229,13 +229,18 @@ def panel_state(panel) -> dict:
 
 
 def controls(panel):
-    """(kind, locator) for every control of a panel, in order."""
+    """(kind, locator) for every control of a panel that can move, in order (a slider whose range holds one
+    value -- threads on a one-core machine -- is shown disabled and has nowhere to go)."""
     found = []
     boxes = panel.locator(".widget-slider, .widget-dropdown, .widget-checkbox")
     for i in range(boxes.count()):
         box = boxes.nth(i)
         cls = box.get_attribute("class") or ""
         kind = "slider" if "widget-slider" in cls else "dropdown" if "widget-dropdown" in cls else "checkbox"
+        if kind == "slider":
+            handle = box.locator(".noUi-handle").first
+            if handle.get_attribute("aria-valuemin") == handle.get_attribute("aria-valuemax"):
+                continue
         found.append((kind, box))
     return found
 

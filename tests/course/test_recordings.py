@@ -170,7 +170,10 @@ def recording(tmp_path, monkeypatch):
 
 
 def test_record_mode_writes_what_replay_needs(recording):
-    v = verdict(CLAIM, 30.0, here="2 cores", reasons=[(False, "no"), (True, "yes, this one")])
+    from course_lib.core import backend
+
+    here = f"{backend.cpu_count()} cores"     # the recorded machine's own count (one core under taskset -c 0)
+    v = verdict(CLAIM, 30.0, here=here, reasons=[(False, "no"), (True, "yes, this one")])
     g = seed004.goal_verdict("004.goal.openmp", holds=False, ours="0.9x", reasons=[(True, "the workers share one batch")])
     answer = intervals.Ratio("b", "a", [0.5, 0.52, 0.49, 0.51, 0.5, 0.5]).faster(1.5)
     data = record.load(recording / "99_test.json")

@@ -18,6 +18,9 @@ def test_within_budget_is_a_plain_function():
 
 def test_make_control_shorthands():
     assert isinstance(widgets.make_control("n", (1, 10, 1, 5)), W.IntSlider)
+    assert not widgets.make_control("n", (1, 10, 1, 5)).disabled
+    fixed = widgets.make_control("threads", (1, 1, 1, 1))          # one core: one value, shown fixed
+    assert isinstance(fixed, W.IntSlider) and fixed.disabled and fixed.value == 1
     s = widgets.make_control("lr", (0.0, 1.0, 0.1, 0.5))
     assert isinstance(s, W.FloatSlider) and s.value == 0.5
     d = widgets.make_control("method", ["serial", "batched"])

@@ -1,4 +1,6 @@
 """The shared speed judge: fresh inputs, every timed result compared, inputs left alone, a proportional waiver."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -115,7 +117,8 @@ def test_threaded_code_on_a_loaded_machine_is_waived_within_the_slack_only(fake_
 
     real = timing.noise_of_pairs
     monkeypatch.setattr(timing, "noise_of_pairs", lambda ratios, others=None: real(ratios, others=1.0))
-    fake_clock.cost(course=1e-3, yours=3e-3)                    # 0.33x against a 1x bar: within 4x of it
+    monkeypatch.setattr(speed, "_threads", lambda n, blas: contextlib.nullcontext())   # the count, not numba's pool:
+    fake_clock.cost(course=1e-3, yours=3e-3)                    # 0.33x against a 1x bar: within 4x of it (1 core too)
     j = _judge(lambda x: x + x, min_speedup=1.0, threads=2)
     assert j.verdict == "waived" and "2 threads ran" in capsys.readouterr().out
     with pytest.raises(ExerciseFailed, match="whole interval lies below the bar"):
@@ -124,3 +127,11 @@ def test_threaded_code_on_a_loaded_machine_is_waived_within_the_slack_only(fake_
     with pytest.raises(ExerciseFailed, match="whole interval lies below the bar"):
         _judge(lambda x: x + x, min_speedup=1.0, threads=2)
     assert speed.BIASED_SLACK == 4.0
+
+
+def test_more_threads_than_numba_was_started_with_is_an_error_naming_threads(fake_clock):
+    import numba
+
+    too_many = int(numba.config.NUMBA_NUM_THREADS) + 1
+    with pytest.raises(ValueError, match=r"threads: expected 1 to \d+"):
+        _judge(lambda x: x + x, threads=too_many)
