@@ -35,7 +35,7 @@ from ..core import intervals
 from ..core.noise import Noise
 from . import record
 from .claims import CLAIMS, seed004
-from .verdict import factor, judge, verdict
+from .verdict import NO_EFFECT, factor, judge, verdict
 
 __all__ = ["Checked", "check_record", "machine_slips", "replay_file", "replay", "counts", "table", "machines",
            "disagreements", "recording_dirs"]
@@ -164,7 +164,14 @@ def verdict_contradictions(r: dict, line: str, outcome: str, reason: str, machin
     if pivot is None and "direction" in verdict_words:
         out.append("speaks of a direction without a pivot")
     noisy = r.get("noise") is not None and not r["noise"]["ok"]
-    if outcome not in ABSTAINED and r.get("interval") is not None:
+    if outcome == "none":             # no clear effect: ours, and its interval, within NO_EFFECT of the pivot
+        lo, hi = r.get("interval") or (ours, ours)
+        if pivot is None or not pivot / NO_EFFECT <= min(lo, ours) <= max(hi, ours) <= pivot * NO_EFFECT:
+            out.append(f"says 'none' but ours ({ours:.3g}, interval {lo:.3g}..{hi:.3g}) is not within "
+                       f"{NO_EFFECT:g}x of the pivot {pivot}")
+        elif "agrees" in {judge(seed, v, pivot=pivot, within=within) for v in (lo, ours, hi)}:
+            out.append(f"says 'none' but ours ({ours:.3g}) agrees with the seed's {seed:.3g}")
+    elif outcome not in ABSTAINED and r.get("interval") is not None:
         ends = {judge(seed, v, pivot=pivot, within=within) for v in r["interval"]}
         if len(ends) > 1:
             lo, hi = r["interval"]

@@ -22,6 +22,9 @@ The rule (:func:`judge`), on the scale the claim is stated in:
 - *Run to run*: a ratio of times (unit ``x``) gets no verdict when a value within :data:`RERUN_MARGIN` of it
   (or of its interval; :data:`RERUN_MARGIN_LOADED` while other programs kept cores busy) gives another outcome:
   a ratio measured narrowly in one run moves that much in the next, so the line does not pick a side.
+- *No clear effect*: where that leaves a ratio of times on both sides of the pivot but, margin included, within
+  :data:`NO_EFFECT` of it, and no value there agrees with the seed, the line concludes ``"none"``: no clear
+  effect here, against the seed's (a layer at 0.97-1.02x where the seed found 11x need not pick a side of 1x).
 - *Reasons* are ``(condition, explanation)`` pairs; every condition is a bool the caller computed from a
   measured or counted fact about this machine (``tests/test_reasons.py`` rejects constants and conditions
   that only restate the outcome). The first true one is printed *whatever the outcome*: after a
@@ -46,10 +49,11 @@ from . import record
 from .claims import Claim, claim
 from .verdict_line import Verdict
 
-__all__ = ["Verdict", "verdict", "judge", "factor", "RERUN_MARGIN", "RERUN_MARGIN_LOADED"]
+__all__ = ["Verdict", "verdict", "judge", "factor", "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
 RERUN_MARGIN_LOADED = 1.3    # ... and this much while other programs share the cores, caches and memory
+NO_EFFECT = 1.25             # a ratio of times within this factor of the pivot, margin included, is no clear effect
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -170,7 +174,10 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
         why_not = "; ".join(noise.reasons)
         ends = None if interval is None else [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
         if ends is None or ends[0] != ends[1] or noise.notes or noise.biased:
-            return Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable", why_not)
+            none = None if ends is None or noise.notes or noise.biased else \
+                _no_effect(c, (lo, hi), pivot, within, u, noise, reasons, head)
+            return none or Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable",
+                                   why_not)
         outcome = ends[0]
         tail = (f" (an unreliable run -- {why_not} -- but every value between {_fmt(lo, u)} and {_fmt(hi, u)} "
                 f"gives this verdict)")
@@ -179,12 +186,14 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
         # a reliable run whose interval still spans two outcomes (a speed-up of 1.0x +- 3%, a factor at the edge
         # of `within`): say so instead of picking the side the median happens to fall on
         options = " and ".join(f"'{judge(c.value, v, pivot=pivot, within=within)}' (at {_fmt(v, u)})" for v in (lo, hi))
-        return Verdict(head + f"No verdict: ours lies between {_fmt(lo, u)} and {_fmt(hi, u)}, which allows "
-                       f"{options} -- the difference is smaller than this run can resolve.", "unreliable",
-                       "the interval spans two outcomes")
-    edge = _near_edge(c, ours, (lo, hi) if interval is not None else (ours, ours), pivot, within, u, noise)
+        return _no_effect(c, (lo, hi), pivot, within, u, noise, reasons, head) or Verdict(
+            head + f"No verdict: ours lies between {_fmt(lo, u)} and {_fmt(hi, u)}, which allows {options} -- the "
+            "difference is smaller than this run can resolve.", "unreliable", "the interval spans two outcomes")
+    span = (lo, hi) if interval is not None else (ours, ours)
+    edge = _near_edge(c, ours, span, pivot, within, u, noise)
     if edge:
-        return Verdict(head + edge, "unreliable", "within the run-to-run margin of an edge between two outcomes")
+        return _no_effect(c, span, pivot, within, u, noise, reasons, head) or Verdict(
+            head + edge, "unreliable", "within the run-to-run margin of an edge between two outcomes")
     why = next((text for cond, text in reasons if cond), "")
     if outcome == "agrees":
         line = _words(outcome, c.value, ours, pivot, within) + (f", although {why}" if why else "")
@@ -201,8 +210,7 @@ def _near_edge(c: Claim, ours: float, span, pivot, within: float, unit: str, noi
     09's loop-nest ratio 1.41x, 1.26x and 1.14x in three runs, each with an interval of +-3%); else ""."""
     if unit not in ("x", "×"):
         return ""
-    loaded = noise is not None and noise.others is not None and noise.others > OTHERS_LIMIT
-    margin = RERUN_MARGIN_LOADED if loaded else RERUN_MARGIN
+    margin, loaded = _margin(noise)
     lo, hi = span[0] / margin, span[1] * margin
     ends = [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
     if ends[0] == ends[1]:
@@ -213,6 +221,32 @@ def _near_edge(c: Claim, ours: float, span, pivot, within: float, unit: str, noi
             f"'{ends[0]}' and '{ends[1]}' -- a ratio of times measured in one run can move that much in the "
             f"next{while_}, so this run cannot place it." +
             (" Either way it lies in the seed's direction." if same_side else ""))
+
+
+def _margin(noise: Noise | None) -> tuple[float, bool]:
+    """The run-to-run margin of a ratio of times, and whether other programs kept cores busy (the larger one)."""
+    loaded = noise is not None and noise.others is not None and noise.others > OTHERS_LIMIT
+    return (RERUN_MARGIN_LOADED if loaded else RERUN_MARGIN), loaded
+
+
+def _no_effect(c: Claim, span, pivot, within: float, unit: str, noise: Noise | None,
+               reasons: list[tuple[bool, str]], head: str) -> Verdict | None:
+    """The ``"none"`` line where a ratio of times ``span`` cannot pick a side of ``pivot`` but, widened by the
+    run-to-run margin, stays within :data:`NO_EFFECT` of it and no value there agrees with the seed; else None."""
+    if unit not in ("x", "×") or pivot is None or pivot <= 0:
+        return None
+    margin, _ = _margin(noise)
+    lo, hi = span[0] / margin, span[1] * margin
+    if not (pivot / NO_EFFECT <= lo and hi <= pivot * NO_EFFECT):
+        return None
+    ends = {judge(c.value, v, pivot=pivot, within=within) for v in (lo, pivot, hi)}
+    if "agrees" in ends or "opposite" not in ends or len(ends) < 2:
+        return None
+    why = next((text for cond, text in reasons if cond), "")
+    line = (f"No clear effect here: ours stays within {NO_EFFECT - 1:.0%} of {_fmt(pivot, unit)} ({_fmt(lo, unit)} to "
+            f"{_fmt(hi, unit)}, allowing the {margin - 1:.0%} a ratio of times moves between runs), where the seed "
+            f"found {c.formatted()}" + (f" -- {why}" if why else " -- no fact measured here explains the difference"))
+    return Verdict(head + line + ".", "none", why)
 
 
 def _check_interval(interval, ours: float) -> tuple[float, float]:

@@ -12,7 +12,8 @@ __all__ = ["Verdict"]
 class Verdict(str):
     """A printable verdict line that also carries its outcome for code and tests.
 
-    ``outcome`` is one of ``"agrees"``, ``"smaller"``, ``"larger"``, ``"opposite"``, ``"unreliable"``;
+    ``outcome`` is one of ``"agrees"``, ``"smaller"``, ``"larger"``, ``"opposite"``, ``"none"`` (no clear effect
+    either side of the pivot, see :data:`course_lib.teaching.verdict.NO_EFFECT`), ``"unreliable"``;
     ``reason`` is the explanation chosen (or "")."""
 
     outcome: str

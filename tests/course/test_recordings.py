@@ -85,6 +85,8 @@ def test_recordings_name_their_machine(path):
     ({"reasons": [[True, "the 1024 KiB L2 holds the matrix"]]}, "L2 is 512 KiB"),
     ({"reasons": [[True, "B (576 KiB) fits in L2"]]}, "L2 is 512 KiB"),
     ({"here": "4 cores"}, "the machine has 2"),
+    ({"outcome": "none", "ours": 1.5}, "not within 1.25x of the pivot"),
+    ({"outcome": "none", "ours": 1.0, "interval": [0.9, 1.4]}, "not within 1.25x of the pivot"),
 ])
 def test_a_planted_contradiction_is_caught(changes, expected):
     r = _verdict_record(**changes)
@@ -95,6 +97,8 @@ def test_a_planted_contradiction_is_caught(changes, expected):
 def test_a_consistent_record_passes_and_replays_the_same():
     c = replay.check_record(_verdict_record(), MACHINE)
     assert c.contradictions == [] and c.recorded == c.now == "agrees" and c.concluded
+    none = replay.check_record(_verdict_record(ours=0.99, interval=[0.975, 1.02]), MACHINE)   # no clear effect
+    assert none.contradictions == [] and none.recorded == none.now == "none" and none.concluded
 
 
 def test_a_planted_decision_contradiction_is_caught():

@@ -133,3 +133,32 @@ def test_bad_arguments():
         verdict(SEED, 10.0, interval=(20.0, 30.0))
     with pytest.raises(TypeError, match="interval"):
         verdict(SEED, 10.0, interval=5.0)
+
+
+def test_a_ratio_at_the_pivot_is_no_clear_effect_not_an_abstention():
+    """Seed 001's layers were 11x faster; here they run at 0.97-1.02x: which side of 1x is not decidable, but that
+    there is no clear effect -- and so no agreement with 11x -- is (within NO_EFFECT of the pivot, margin included)."""
+    from course_lib.teaching.verdict import NO_EFFECT, RERUN_MARGIN
+
+    layer = Claim("t.layer", 11.0, "x", "001", "Summary", "K80", "11x")
+    v = verdict(layer, 0.99, interval=(0.975, 1.02), reasons=[(False, "no"), (True, "a numpy layer moves memory")])
+    assert v.outcome == "none" and "No clear effect here: ours stays within 25% of 1×" in v
+    assert "where the seed found 11×" in v and v.endswith("-- a numpy layer moves memory.") and NO_EFFECT == 1.25
+    assert verdict(layer, 0.99).outcome == "none"                          # no interval: ours alone, widened
+    assert verdict(layer, 0.99, interval=(0.9, 1.1)).outcome == "unreliable"     # widened beyond 25%: open
+    assert verdict(layer, 1.01 * RERUN_MARGIN).outcome == "smaller"               # clear of the pivot: a side
+    slow = Claim("t.slow", 1 / 3, "x", "000", "Fig. 8", "Xeon Phi", "3x slower")  # a seed below the pivot
+    assert verdict(slow, 1.01).outcome == "none"
+    near = Claim("t.near", 1.1, "x", "000", "§4", "Xeon Phi", "10% faster")       # the seed itself is near 1x
+    assert verdict(near, 1.0).outcome != "none"
+    assert verdict(Claim("t.pct", 1.0, "%", "003", "Fig. 1", "Titan Xp", "1%"), 1.0).outcome != "none"
+
+
+def test_no_clear_effect_is_not_concluded_from_biased_pairs():
+    ratio = intervals.Ratio("par", "ser", [1.0, 0.99, 1.01, 1.0, 0.98, 1.02], waited=(0.9, 0.1))
+    noise = noise_of_pairs([ratio], others=1.5)
+    layer = Claim("t.layer", 11.0, "x", "001", "Summary", "K80", "11x")
+    v = verdict(layer, 1 / ratio.median, noise=noise, interval=ratio.speedup_interval)
+    assert noise.biased and v.outcome == "unreliable"
+    loaded = Noise(others=1.5, busy=True)      # pairs that cancel the load, but a loaded ratio moves 30% run to run:
+    assert verdict(layer, 1.0, noise=loaded, interval=(0.99, 1.01)).outcome == "unreliable"   # beyond the 25% band
