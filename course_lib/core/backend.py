@@ -44,6 +44,7 @@ __all__ = [
     "mpiexec_path",
     "mpiexec_name",
     "cpu_count",
+    "cores_text",
     "cpu_model",
     "blas_vector_bits",
     "simd_bytes",
@@ -142,6 +143,14 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def cores_text(n: int | None = None) -> str:
+    """``"1 core"`` or ``"2 cores"``: ``n`` cores (default: :func:`cpu_count`), for a line a one-core reader reads."""
+    n = cpu_count() if n is None else n
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n: expected a core count >= 1, got {n!r}")
+    return f"{n} core" + ("s" if n != 1 else "")
 
 
 def max_threads() -> int:

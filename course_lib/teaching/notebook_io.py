@@ -197,6 +197,7 @@ def sync_notebook(py: Path, ipynb: Path, *, execute: bool = False, timeout: int 
         env = {record.ENV_NOTEBOOK: name}
         if record.directory() is not None:         # absolute: the kernel runs in the notebook's folder
             env[record.ENV_DIR] = str(record.directory().resolve())
+            record.forget(name)                    # this run's records only, whatever an earlier run left
         nb = execute_notebook(nb, py.parent, timeout=timeout, env=env)
         record.attach_cells(nb, name)
     elif ipynb.exists():

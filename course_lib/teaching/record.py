@@ -24,7 +24,7 @@ from pathlib import Path
 from ..core import backend, intervals, timing
 
 __all__ = ["ENV_DIR", "ENV_NOTEBOOK", "directory", "record_path", "machine_facts", "noise_summary",
-           "verdict_made", "start", "attach_cells", "load"]
+           "verdict_made", "start", "forget", "attach_cells", "load"]
 
 ENV_DIR = "COURSE_RECORD"          # where recordings go; unset: record mode is off
 ENV_NOTEBOOK = "COURSE_NOTEBOOK"   # "notebooks/08_scan" (set by the notebooks runner)
@@ -156,6 +156,15 @@ def start() -> bool:
     if _on_decision not in intervals.DECISION_HOOKS:
         intervals.DECISION_HOOKS.append(_on_decision)
     return True
+
+
+def forget(name: str) -> None:
+    """Remove the notebook ``name``'s recording before the runner executes it again: a run that records fewer
+    lines (or none) must not leave an earlier run's behind, under an earlier machine and commit. Nothing happens
+    when record mode is off."""
+    folder = directory()
+    if folder is not None:
+        record_path(folder, name).unlink(missing_ok=True)
 
 
 def attach_cells(nb, name: str) -> None:

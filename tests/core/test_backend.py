@@ -123,3 +123,10 @@ def test_on_threads_runs_with_n_threads_and_restores_the_count():
     assert seen == 1 and numba.get_num_threads() == before
     with pytest.raises(ValueError, match="n"):
         backend.on_threads(0, lambda: None)
+
+
+def test_cores_text_counts_in_words_a_one_core_reader_reads():
+    assert backend.cores_text(1) == "1 core" and backend.cores_text(2) == "2 cores"
+    assert backend.cores_text() == backend.cores_text(backend.cpu_count())
+    with pytest.raises(ValueError, match="n: expected a core count"):
+        backend.cores_text(0)

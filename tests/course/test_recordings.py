@@ -261,6 +261,11 @@ def test_the_notebooks_runner_records_a_kernels_verdicts_with_their_cells(tmp_pa
     assert data["notebook"] == "notebooks/99_probe"
     (r,) = data["records"]
     assert r["cell"] == 2 and r["here"] == "a probe" and r["outcome"] == "agrees"
+    # run again without the verdict: the earlier run's record (and its machine and commit) must not stay behind
+    py.write_text("# %% [markdown]\n# a probe\n\n# %%\nx = 1\n")
+    authoring.sync_notebook(py, py.with_suffix(".ipynb"), execute=True, timeout=300)
+    again = record.load(tmp_path / "rec" / "99_probe.json")
+    assert again["records"] == [] and again["machine"]["date"] >= data["machine"]["date"]
 
 
 def test_a_notebook_that_recorded_nothing_still_gets_a_file(recording):
