@@ -237,10 +237,8 @@ def _no_effect(c: Claim, span, pivot, within: float, unit: str, noise: Noise | N
         return None
     margin, _ = _margin(noise)
     lo, hi = span[0] / margin, span[1] * margin
-    if not (pivot / NO_EFFECT <= lo and hi <= pivot * NO_EFFECT):
-        return None
-    ends = {judge(c.value, v, pivot=pivot, within=within) for v in (lo, pivot, hi)}
-    if "agrees" in ends or "opposite" not in ends or len(ends) < 2:
+    agree_lo, agree_hi = sorted((c.value / within, c.value * within))   # where ours would agree with the seed
+    if not pivot / NO_EFFECT <= lo < pivot < hi <= pivot * NO_EFFECT or (lo <= agree_hi and agree_lo <= hi):
         return None
     why = next((text for cond, text in reasons if cond), "")
     line = (f"No clear effect here: ours stays within {NO_EFFECT - 1:.0%} of {_fmt(pivot, unit)} ({_fmt(lo, unit)} to "

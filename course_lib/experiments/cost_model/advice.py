@@ -42,7 +42,7 @@ class Advice:
 _SYNC = {"region_s": "numba parallel regions", "handoff_s": "thread-pool hand-offs"}
 # methods priced by their own measured constants (median pair ratios of the course's Python threads; the channel
 # scan's fastest runs on every thread): measured busy, a busy run is what they priced
-_GIL = {"threads": ("gil_start_s", "gil_serial"), "wavefront": ("gil_start_s", "gil_serial", "barrier_s"),
+_OWN = {"threads": ("gil_start_s", "gil_serial"), "wavefront": ("gil_start_s", "gil_serial", "barrier_s"),
         "channels": ("channel_rates",)}
 _WHAT = {**_SYNC, "gil_start_s": "the pool's start", "gil_serial": "the GIL", "barrier_s": "the wavefront's barriers",
          "channel_rates": "every step's row split"}
@@ -55,7 +55,7 @@ def _busy_sync(c: Cost, machine: Machine) -> list[str]:
     if (c.P <= 1 and c.regions == 0) or c.method in ("mpi", "cuda_chunked", "cuda_batched"):
         return []
     return [k for k in _SYNC if k in machine.busy and getattr(machine, k) > 1e-3] + \
-        [k for k in _GIL.get(c.method, ()) if k in machine.busy]
+        [k for k in _OWN.get(c.method, ()) if k in machine.busy]
 
 
 def _reason(c: Cost, base: Cost | None) -> str:

@@ -138,25 +138,20 @@ class _Feed:
 @contextlib.contextmanager
 def _threads(numba_threads: int | None, blas: int | None):
     """numba and BLAS thread counts for the block, both restored after it (also on error)."""
-    if numba_threads is not None:
-        import numba
+    import numba
 
-        most = int(numba.config.NUMBA_NUM_THREADS)
-        if not 1 <= int(numba_threads) <= most:
-            raise ValueError(f"threads: expected 1 to {most} (the threads numba was started with here), "
-                             f"got {numba_threads!r}")
+    most = int(numba.config.NUMBA_NUM_THREADS)
+    if numba_threads is not None and not 1 <= int(numba_threads) <= most:
+        raise ValueError(f"threads: expected 1 to {most} (the threads numba was started with here), "
+                         f"got {numba_threads!r}")
     old = backend.get_threads() if numba_threads is not None else None
     try:
         if numba_threads is not None:
-            import numba
-
             numba.set_num_threads(int(numba_threads))
         with backend.blas_threads(blas):
             yield
     finally:
         if old is not None:
-            import numba
-
             numba.set_num_threads(old)
 
 
