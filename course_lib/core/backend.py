@@ -15,6 +15,8 @@ Public API
 ``get_threads()`` -> current numba thread count
 ``xp()``          -> ``cupy`` when a GPU is usable, else ``numpy``
 ``mpi_available()`` -> ``(bool, reason)``
+``simd_bytes()`` / ``simd_lanes(itemsize)`` the vector width of the code numba compiles here (read from its
+                  machine code), ``cpu_simd_bytes()`` the widest vectors the CPU's flags say it supports
 """
 from __future__ import annotations
 
@@ -48,6 +50,10 @@ __all__ = [
     "cpu_model",
     "blas_vector_bits",
     "simd_bytes",
+    "simd_lanes",
+    "cpu_simd_bytes",
+    "code_vector",
+    "vector_bits_from_features",
 ]
 
 
@@ -332,11 +338,99 @@ def _simd_flags() -> str:
     return "unknown"
 
 
-def simd_bytes() -> int:
-    """Width in bytes of this CPU's widest float vectors, read from its flags: 64 with AVX-512
-    (16 float32 lanes), 32 with AVX/AVX2 (8 lanes), else 16 (SSE/NEON: 4 lanes)."""
+def cpu_simd_bytes() -> int:
+    """Width in bytes of the widest float vectors this CPU *supports*, read from its flags: 64 with AVX-512,
+    32 with AVX/AVX2, else 16 (SSE/NEON). What the compiled code uses may be narrower: :func:`simd_bytes`."""
     flags = _simd_flags().split()
     return 64 if "avx512f" in flags else 32 if ("avx2" in flags or "avx" in flags) else 16
+
+
+_REG_BITS = {"zmm": 512, "ymm": 256, "xmm": 128}
+
+
+def _widest_register(asm: str) -> tuple[str, int] | None:
+    """``(register, bits)`` of the widest vector register used by a packed float32 multiply/add/FMA in ``asm``
+    (x86: zmm/ymm/xmm; AArch64 NEON: ``v0.4s``), None when no such instruction is found."""
+    best = None
+    for line in asm.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        op = parts[0]
+        if op.startswith(("vfmadd", "vfnmadd", "vmulps", "vaddps", "mulps", "addps")) and op.endswith("ps"):
+            regs = [r for r in _REG_BITS if f"%{r}" in line or f" {r}" in line]
+            if regs:
+                reg = max(regs, key=_REG_BITS.get)
+                if best is None or _REG_BITS[reg] > best[1]:
+                    best = (reg, _REG_BITS[reg])
+        elif op in ("fmla", "fmul", "fadd") and ".4s" in line and (best is None or best[1] < 128):
+            best = ("v (NEON)", 128)
+    return best
+
+
+def vector_bits_from_features(features: str) -> int:
+    """The vector width (bits) LLVM generates for an x86 feature string such as numba's
+    ``+avx2,+avx512f,...``: 512 with ``+avx512f``, 256 with ``+avx``/``+avx2``, else 128 -- and at most 256
+    when ``+prefer-256-bit`` is set (LLVM's tuning on several AVX-512 Intel CPUs, where a loop then uses
+    ymm registers although zmm exist). The fallback of :func:`code_vector` when the machine code cannot be read."""
+    if not isinstance(features, str):
+        raise TypeError(f"features: expected an LLVM feature string such as '+avx2,+fma', got {type(features).__name__}")
+    on = {f[1:].strip() for f in features.split(",") if f.strip().startswith("+")}
+    bits = 512 if "avx512f" in on else 256 if ("avx" in on or "avx2" in on) else 128
+    return min(bits, 256) if "prefer-256-bit" in on else bits
+
+
+@lru_cache(maxsize=1)
+def code_vector() -> dict:
+    """The vectors of the code that runs here: numba compiles a float32 multiply-add loop (no disk cache,
+    under a second) and its machine code is read. ``{"register": "zmm" | "ymm" | "xmm" | ...,
+    "bits": 512 | 256 | 128, "source": how it was found}``. Where the code cannot be read, LLVM's target
+    features as numba uses them decide (:func:`vector_bits_from_features`); where even that fails, the CPU's
+    flags (:func:`cpu_simd_bytes`). This, not the CPU's flags, is the width SIMD lanes are counted in: LLVM
+    emits 256-bit code on some AVX-512 CPUs (``prefer-256-bit``)."""
+    try:
+        import numpy as np  # noqa: F401
+        from numba import float32, njit
+
+        def kernel(a, b, out):
+            for i in range(out.shape[0]):
+                out[i] = a[i] * b[i] + out[i]
+
+        fn = njit(fastmath=True, cache=False)(kernel)
+        fn.compile((float32[::1], float32[::1], float32[::1]))
+        found = _widest_register("\n".join(fn.inspect_asm().values()))
+        if found is not None:
+            return {"register": found[0], "bits": found[1], "source": "numba's machine code for a float32 loop"}
+    except Exception:  # pragma: no cover - a broken toolchain must not break the report
+        pass
+    try:
+        from numba.core import config
+        import llvmlite.binding as llvm
+
+        features = config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+        if "+sse" in features or "+avx" in features:
+            bits = vector_bits_from_features(features)
+            return {"register": {512: "zmm", 256: "ymm"}.get(bits, "xmm"), "bits": bits,
+                    "source": "LLVM's target features as numba uses them"}
+    except Exception:  # pragma: no cover
+        pass
+    bits = 8 * cpu_simd_bytes()
+    return {"register": None, "bits": bits, "source": "the CPU's flags (the machine code could not be read)"}
+
+
+def simd_bytes() -> int:
+    """Width in bytes of the float vectors the code compiled here uses (:func:`code_vector`): 64 for zmm
+    (16 float32 lanes), 32 for ymm (8 lanes), 16 for xmm/NEON (4 lanes) -- never more than the CPU supports
+    (:func:`cpu_simd_bytes`). On an AVX-512 CPU whose compiler prefers 256-bit code this is 32."""
+    return min(code_vector()["bits"] // 8, cpu_simd_bytes())
+
+
+def simd_lanes(itemsize: int = 4) -> int:
+    """SIMD lanes of ``itemsize``-byte floats in one vector of the code compiled here: ``simd_bytes() // itemsize``."""
+    from .validate import check_positive_int
+
+    itemsize = check_positive_int(itemsize, "itemsize", high=64)
+    return max(1, simd_bytes() // itemsize)
 
 
 def _blas_info() -> tuple[str, int | None]:
@@ -378,14 +472,22 @@ def blas_vector_bits() -> dict:
                       None)
     except Exception:  # pragma: no cover
         pass
-    cpu_bits = 8 * simd_bytes()
+    cpu_bits = 8 * cpu_simd_bytes()
     return {"blas": blas, "kernel": kernel,
             "kernel_bits": _KERNEL_BITS.get(str(kernel).lower()) if kernel else None,
             "cpu_bits": cpu_bits, "coretype_env": os.environ.get("OPENBLAS_CORETYPE")}
 
 
 class Report(dict):
-    """A dict of facts about this machine that prints as an aligned table."""
+    """A dict of facts about this machine that prints as an aligned table. ``report["SIMD"]`` (the old
+    name) reads the ``"CPU supports"`` row (the CPU's SIMD flags)."""
+
+    _OLD_NAMES = {"SIMD": "CPU supports"}
+
+    def __missing__(self, key):
+        if key in self._OLD_NAMES and self._OLD_NAMES[key] in self:
+            return self[self._OLD_NAMES[key]]
+        raise KeyError(key)
 
     def __str__(self) -> str:
         width = max(len(k) for k in self)
@@ -393,6 +495,15 @@ class Report(dict):
 
     def _repr_pretty_(self, p, cycle):  # IPython
         p.text(str(self))
+
+
+def _vector_text() -> str:
+    v = code_vector()
+    reg = f"{v['register']}, " if v["register"] else ""
+    text = f"{reg}{v['bits']}-bit = {simd_lanes(4)} float32 lanes per vector (from {v['source']})"
+    if 8 * cpu_simd_bytes() > v["bits"]:
+        text += f"; the CPU supports {8 * cpu_simd_bytes()}-bit"
+    return text
 
 
 def report() -> Report:
@@ -416,7 +527,8 @@ def report() -> Report:
     return Report(
         {
             "CPU": cpu_model(),
-            "SIMD": _simd_flags(),
+            "CPU supports": _simd_flags(),
+            "vector code": _vector_text(),
             "cores": cpu_count(),
             "numba threads": f"{numba.get_num_threads()} (max {numba.config.NUMBA_NUM_THREADS})",
             "BLAS": blas,

@@ -130,3 +130,54 @@ def test_cores_text_counts_in_words_a_one_core_reader_reads():
     assert backend.cores_text() == backend.cores_text(backend.cpu_count())
     with pytest.raises(ValueError, match="n: expected a core count"):
         backend.cores_text(0)
+
+
+# --------------------------------------------------------------------------- lanes of the code that ran
+_ASM_ZMM = "\tvmovups\t(%rdi,%rax,4), %zmm0\n\tvfmadd213ps\t(%rdx,%rax,4), %zmm1, %zmm0\n\tvaddss\t%xmm0, %xmm1, %xmm1\n"
+_ASM_YMM = "\tvmulps\t%ymm2, %ymm1, %ymm1\n\tvaddps\t%ymm1, %ymm0, %ymm0\n\tvaddps\t%xmm1, %xmm0, %xmm0\n"
+
+
+def test_widest_register_reads_packed_float_arithmetic_only():
+    assert backend._widest_register(_ASM_ZMM) == ("zmm", 512)
+    assert backend._widest_register(_ASM_YMM) == ("ymm", 256)
+    # a zmm *move* with only scalar arithmetic is not vector code
+    assert backend._widest_register("\tvmovups\t%zmm0, (%rdi)\n\tvaddss\t%xmm0, %xmm1, %xmm1\n") is None
+    assert backend._widest_register("\tfmla\tv0.4s, v1.4s, v2.4s\n") == ("v (NEON)", 128)
+
+
+def test_feature_string_with_prefer_256_bit_gives_8_float32_lanes():
+    f = backend.vector_bits_from_features
+    assert f("+sse2,+avx,+avx2,+fma,+avx512f") == 512
+    assert f("+sse2,+avx,+avx2,+fma,+avx512f,+prefer-256-bit") // 32 == 8
+    assert f("+sse2,+avx,+avx2,-avx512f") == 256 and f("+sse2,+sse4.2") == 128
+    with pytest.raises(TypeError, match="features"):
+        f(None)
+
+
+def test_lanes_are_those_of_the_compiled_scan_kernel_not_the_cpu_flags():
+    from course_lib.experiments import scan as scan_exp
+
+    bits = {"zmm": 512, "ymm": 256, "xmm": 128}
+    widest = scan_exp.lane_instructions()["doubling pass"]["widest"]   # the scan's own compiled kernel
+    v = backend.code_vector()
+    if widest is None or v["register"] not in bits:
+        pytest.skip("no x86 vector registers in the machine code here")
+    assert v["bits"] == bits[widest] and backend.simd_bytes() == bits[widest] // 8
+    assert backend.simd_lanes(4) == bits[widest] // 32 and backend.simd_lanes(8) == bits[widest] // 64
+    assert backend.simd_bytes() <= backend.cpu_simd_bytes()
+    rep = backend.report()
+    assert f"{backend.simd_lanes(4)} float32 lanes" in rep["vector code"] and rep["SIMD"] == rep["CPU supports"]
+
+
+def test_a_compiler_told_to_prefer_256_bit_is_reported_as_8_lanes():
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features().flatten()
+    if "+avx512f" not in features:
+        pytest.skip("this CPU has no AVX-512: nothing to narrow")
+    code = "import course_lib; from course_lib.core import backend as b; print(b.simd_lanes(4), b.cpu_simd_bytes())"
+    r = _run(code, {"NUMBA_CPU_FEATURES": features + ",+prefer-256-bit"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["8", "64"]   # the code is 8 lanes wide although the CPU supports 16
+    r = _run(code, {"NUMBA_CPU_FEATURES": features})
+    assert r.stdout.split() == ["16", "64"]
