@@ -30,7 +30,13 @@ Public API
 ----------
 ``combine(p, q)``, ``identity(nh)``, ``linear_recurrence(A, b, h0=None, *, structure="full", method="sequential", chunks=None)``,
 ``recurrence_float64(A, b, h0=None, *, structure="full")`` the reference loop,
-``work_span(T, nh, *, structure, method, P)`` flop counts for the work/span model, ``random_problem(...)``.
+``work_span(T, nh, *, structure, method, P)`` flop counts for the work/span model, ``random_problem(...)``,
+``product(A)`` the flushed product ``A_{T-1} ... A_0`` of a chain of matrices.
+
+Products of many matrices (a chunk's reduce, Hillis-Steele's doublings, :func:`product`) are *flushed*: an
+entry below :data:`~course_lib.algorithms.scan_kernels.TINY` (1e-30) becomes 0, as in chapter 08's scan
+kernels, so that a contracting chain never runs on subnormal numbers (slow on many CPUs). Each flushed entry
+is off by less than 1e-30, which the carry it multiplies makes negligible beside ``b``.
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ from numba import njit, prange
 
 from ..core.validate import check_alloc, check_array, check_choice, check_finite, check_int, check_positive_int, largest
 from . import scan as _scan
+from .scan_kernels import TINY
 
 __all__ = [
     "STRUCTURES",
@@ -52,6 +59,7 @@ __all__ = [
     "recurrence_float64",
     "work_span",
     "random_problem",
+    "product",
 ]
 
 STRUCTURES = ("full", "block", "diagonal")
@@ -165,7 +173,7 @@ def _chunked(A, b, h0, out, bounds):
                         s2 = 0.0
                         for j in range(H):
                             s2 += A[t, n, i, j] * P[c, n, j, k]
-                        tmpP[i, k] = s2
+                        tmpP[i, k] = s2 if not (abs(s2) < TINY) else 0.0   # flush: never subnormal
                 P[c, n] = tmpP
                 q[c, n] = tmpq
     carry = np.empty((C, N, H), dtype=b.dtype)  # 2. march the carries (C steps)
@@ -204,9 +212,46 @@ def _hillis_steele(A, b, h0):
     d = 1
     while d < T:
         A_new, b_new = combine((A[:-d], b[:-d]), (A[d:], b[d:]))
+        A_new[np.abs(A_new) < TINY] = 0.0   # flush (module docstring): H^2 per combine against its 2 H^3
         A[d:], b[d:] = A_new, b_new
         d *= 2
     return b
+
+
+@njit(cache=True)
+def _compose(A, P):
+    """``P[n] = A[T-1, n] @ ... @ A[0, n]`` for ``A (T, N, H, H)`` into ``P (N, H, H)``, entries below TINY
+    flushed to 0 after every product (NaN stays NaN)."""
+    T, N, H, _ = A.shape
+    tmp = np.empty((H, H), P.dtype)
+    for n in range(N):
+        P[n] = 0.0
+        for i in range(H):
+            P[n, i, i] = 1.0
+        for t in range(T):
+            tmp[:] = 0.0
+            for i in range(H):
+                for j in range(H):
+                    aij = A[t, n, i, j]
+                    for k in range(H):
+                        tmp[i, k] += aij * P[n, j, k]
+            for i in range(H):
+                for k in range(H):
+                    v = tmp[i, k]
+                    P[n, i, k] = v if not (abs(v) < TINY) else 0.0
+
+
+def product(A) -> np.ndarray:
+    """The composition of a chain of steps' matrices, ``A_{T-1} @ ... @ A_0``, flushed (module docstring):
+    ``A (T, *batch, H, H)`` float32/64 -> ``(*batch, H, H)`` in A's dtype. An ``(A, b)`` pair's ``A`` part."""
+    A = check_array(A, "A", ndim=None, finite=False)
+    if A.ndim < 3 or A.shape[-1] != A.shape[-2] or A.shape[0] < 1:
+        raise ValueError(f"A: expected square matrices (T, *batch, H, H) with T >= 1, got shape {A.shape}")
+    H = A.shape[-1]
+    A4 = np.ascontiguousarray(A).reshape(A.shape[0], -1, H, H)
+    P = np.empty(A4.shape[1:], A.dtype)
+    _compose(A4, P)
+    return P.reshape(A.shape[1:])
 
 
 def _chunk_bounds(T: int, C: int) -> np.ndarray:

@@ -211,6 +211,13 @@ def scan_counts(method: str, T: int) -> ScanCounts:
     return ScanCounts(method, T, 2 * (n - 1), 2 * levels)
 
 
+def _flush(A):
+    """``A`` with every product below :data:`TINY` set to 0 (in place; NaN stays): the references compose
+    thousands of factors, which would otherwise stick at the smallest subnormal (module docstring)."""
+    A[np.abs(A) < TINY] = 0
+    return A
+
+
 def hillis_steele(a, x, h0=None):
     """Hillis-Steele inclusive scan in numpy: at step d every element combines with the one 2^d
     before it (all at once). Returns ``(h, ScanCounts)`` with the combines actually done.
@@ -232,7 +239,7 @@ def _hillis_steele(a2, x2, h02):
     while d < T:
         # element i <- (element i-d) o (element i); right-hand sides are read before writing
         A_new, B_new = combine((A[:-d], B[:-d]), (A[d:], B[d:]))
-        A[d:], B[d:] = A_new, B_new
+        A[d:], B[d:] = _flush(A_new), B_new
         work += T - d
         span += 1
         d *= 2
@@ -262,7 +269,8 @@ def _blelloch(a2, x2, h02):
     while step < n:
         right = np.arange(2 * step - 1, n, 2 * step)
         left = right - step
-        A[right], B[right] = combine((A[left], B[left]), (A[right], B[right]))
+        A_up, B[right] = combine((A[left], B[left]), (A[right], B[right]))
+        A[right] = _flush(A_up)
         work += len(right)
         span += 1
         step *= 2
@@ -274,7 +282,8 @@ def _blelloch(a2, x2, h02):
         left = right - step
         left_sum = (A[left].copy(), B[left].copy())
         A[left], B[left] = A[right], B[right]
-        A[right], B[right] = combine((A[right], B[right]), left_sum)
+        A_down, B[right] = combine((A[right], B[right]), left_sum)
+        A[right] = _flush(A_down)
         work += len(right)
         span += 1
         step //= 2

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..algorithms import linear_attention, matrix_scan, scan
+from ..algorithms import linear_attention, matrix_scan, scan, scan_kernels
 from ..core.mpi import launch, worker_main
 from ..core.validate import check_array, check_bool, check_choice, check_float, check_int, check_nonempty, check_positive_int
 from .mgrit_mpi import block_range
@@ -108,7 +108,9 @@ def _expand(kind, arrays, out, carry, chunk):
     q, decay = arrays["q"], arrays["decay"]
     with np.errstate(divide="ignore"):
         G = np.cumsum(np.maximum(np.log(decay.astype(np.float64)), -1e4), axis=0)   # (T, B, heads[, d_k])
-    w = np.exp(G).astype(q.dtype)
+    w = np.exp(G)
+    w[w < scan_kernels.TINY] = 0.0        # flushed, as the products: never a subnormal factor in the matmul
+    w = w.astype(q.dtype)
     qd = q * (w if decay.ndim == 4 else w[..., None])                               # (T, B, heads, d_k)
     corr = np.matmul(np.moveaxis(qd, 0, 2), carry)                                  # (B, heads, T, d_v)
     out += np.moveaxis(corr, 2, 0)
@@ -116,17 +118,26 @@ def _expand(kind, arrays, out, carry, chunk):
 
 
 def _product(kind, arrays, state_shape):
-    """The block's ``a`` product, float64, in the shape the operator needs."""
+    """The block's ``a`` product, float64, in the shape the operator needs.
+
+    Flushed, never on subnormals: a block is 10^5 factors per rank, and a plain ``np.prod`` of factors in
+    [0.5, 1) sticks at float64's smallest subnormal after ~2,300 of them, so nearly every multiply takes the
+    CPU's subnormal assist (13x on an Intel Xeon: "3.43x one rank" on 2 ranks there). Products below
+    :data:`~course_lib.algorithms.scan_kernels.TINY` (1e-30) become 0 (:func:`~course_lib.algorithms.scan_kernels.product`;
+    the matrix product chain entry by entry, :func:`~course_lib.algorithms.matrix_scan.product`): for factors with
+    ``|a| <= 1`` the carry term ``a_prod * h`` they multiply is then off by less than ``1e-30 |h|``, far below the
+    float32 (and float64) round-off of the block's own last state ``b``."""
+    if kind == "matrix":
+        A = arrays["A"]
+        P = matrix_scan.product(A.reshape(A.shape[0], -1, *A.shape[-2:]).astype(np.float64, copy=False))
+        return P.reshape(A.shape[1:])
+    a = arrays["a"] if kind == "elementwise" else arrays["decay"]   # (T, *state) or (T, B, heads[, d_k])
+    d = np.empty(a.shape[1:], np.float64)
+    scan_kernels.product(a.reshape(a.shape[0], -1), d.reshape(-1))
     if kind == "elementwise":
-        return np.prod(arrays["a"], axis=0, dtype=np.float64)
-    if kind == "gated":
-        d = np.prod(arrays["decay"], axis=0, dtype=np.float64)      # (B, heads) or (B, heads, d_k)
-        d = d[..., None, None] if d.ndim == 2 else d[..., None]
-        return np.broadcast_to(d, state_shape)
-    P = np.broadcast_to(np.eye(state_shape[-1]), arrays["A"].shape[1:]).copy()
-    for A in arrays["A"].astype(np.float64):
-        P = A @ P
-    return P
+        return d
+    d = d[..., None, None] if d.ndim == 2 else d[..., None]          # (B, heads[, d_k], 1[, 1])
+    return np.broadcast_to(d, state_shape)
 
 
 def _operator(kind, a_shape, b_shape):

@@ -18,6 +18,11 @@ Which code runs (the chapters' own functions, nothing re-implemented here):
   same loop / chunked / channels); training adds the reverse scan
   :func:`~course_lib.algorithms.scan.linear_recurrence_backward` with the same method.
 
+Training passes back-propagate :func:`upstream`, the gradient of a loss summed over every step: dense, as a
+real loss's. (A one-hot last-step gradient -- 0 everywhere but ``dH[-1] = 1`` -- turns the backward into a pure
+product chain of factors below 1 that sticks at the smallest subnormal: every multiply then takes the CPU's
+subnormal assist, 10x the time on an Intel Xeon, and the model would be fitted to that.)
+
 Combinations the course has no code for (e.g. rnn training with threads) raise ValueError naming
 ``method`` or ``mode``.
 """
@@ -31,7 +36,7 @@ from ...core.validate import (check_alloc, check_choice, check_dtype, check_int,
 from .model import METHODS, MGRIT_TOL
 from .problem import Problem
 
-__all__ = ["RUNNABLE", "ONE_THREAD", "runnable", "inputs", "run", "measure"]
+__all__ = ["RUNNABLE", "ONE_THREAD", "runnable", "inputs", "upstream", "run", "measure"]
 
 RUNNABLE = {
     ("rnn", "inference"): ("sequential", "batched", "threads", "wavefront", "mpi", "cuda_batched"),
@@ -82,6 +87,12 @@ def inputs(problem: Problem, *, seed: int = 0, dtype=np.float32) -> tuple:
     return lstm.init_params(p.n_in, p.nh, seed=seed, dtype=dtype), X
 
 
+def upstream(H):
+    """The upstream gradient a training pass back-propagates for hidden states ``H (T, batch, nh)``: ones, the
+    gradient of ``sum(H)`` -- dense and normal, so the backward never runs on subnormals (module docstring)."""
+    return np.ones_like(H)
+
+
 def _per_sequence(fn, X):
     """``fn`` on one sequence at a time (batch of 1), stacked back along the batch axis."""
     return np.concatenate([fn(X[:, b:b + 1]) for b in range(X.shape[1])], axis=1)
@@ -106,9 +117,7 @@ def _gru(method, params, X, threads, training):
         H = gru.gru_forward(params, Xs)
         if not training:
             return H
-        dH = np.zeros_like(H)
-        dH[-1] = 1.0
-        gru.gru_backward(params, Xs, H, dH)
+        gru.gru_backward(params, Xs, H, upstream(H))
         return H
     return one(X) if method == "batched" else _per_sequence(one, X)
 
@@ -120,9 +129,7 @@ def _lstm(method, params, X, training):
         if not training:
             return lstm.lstm_forward(params, Xs)[0]
         H, _, cache = lstm.lstm_forward(params, Xs, return_cache=True)
-        dH = np.zeros_like(H)
-        dH[-1] = 1.0
-        lstm.lstm_backward(params, cache, dH)
+        lstm.lstm_backward(params, cache, upstream(H))
         return H
     return one(X) if method == "batched" else _per_sequence(one, X)
 
@@ -133,9 +140,7 @@ def _linear(method, a, x, threads, training):
     opts = {"groups": threads} if method == "channels" and threads else {}
     h = scan.linear_recurrence(a, x, method=meth, **opts)
     if training:
-        g = np.zeros_like(h)
-        g[-1] = 1.0
-        scan.linear_recurrence_backward(a, h, None, g, method=meth, **opts)
+        scan.linear_recurrence_backward(a, h, None, upstream(h), method=meth, **opts)
     return h
 
 
