@@ -18,7 +18,7 @@ from ...core import backend
 from ...models import rnn
 from ...models.gradcheck import relative_error
 from .serial_rnn import random_problem
-from .core import ExerciseFailed, check_slope, passed
+from .core import ExerciseFailed, check_slope, count_products, counted, passed
 
 __all__ = ["diagnose_gradients", "check_bptt_linear", "check_bptt_quadratic", "check_complexity",
            "gradient_cases"]
@@ -109,8 +109,45 @@ def _step_terms(params, X, Y, h0):
             "Why": [c.H[t].T @ dO[t] for t in range(T)]}
 
 
+def _walk(params, X, Y, h0, lowest) -> rnn.RNNParams:
+    """The double loop of 2.2 in float64 whose walk from output step ``t`` visits ``s = t, t-1, ...,
+    lowest(t)`` (none when ``lowest(t) > t``): the reference's bounds and its off-by-one variants."""
+    c = rnn.forward(params, X, h0)
+    dO = rnn.output_error(c.Yhat, Y)
+    g = params.zeros_like()
+    for t in range(X.shape[0] - 1, -1, -1):
+        g.Why += c.H[t].T @ dO[t]
+        delta = (dO[t] @ params.Why.T) * (1.0 - c.H[t] ** 2)
+        for s in range(t, lowest(t) - 1, -1):
+            g.Whh += c.H_prev[s].T @ delta
+            g.Wxh += X[s].T @ delta
+            delta = (delta @ params.Whh.T) * (1.0 - c.H_prev[s] ** 2)
+    return g
+
+
+def _walk_variants(k: int | None) -> list:
+    """``(lowest(t), what the student's walk does)`` for the usual mistakes in the bounds of 2.2's walk
+    with ``truncate = k`` (``None``: untruncated)."""
+    keeps = ("-- truncate=k keeps the steps s = t, t-1, ..., max(0, t-k) (k+1 of them, step 0 included) for "
+             "each output step t; range's stop is exclusive: range(t, max(0, t-k) - 1, -1)")
+    if k is None:
+        return [(lambda t: 1, "never reaches step 0: it stops at s = 1 (range(t, 0, -1) excludes its stop 0) "
+                              "-- untruncated, the walk visits s = t, ..., 0: range(t, -1, -1)")]
+    out = [(lambda t: 0, f"ignores truncate: it equals the untruncated gradient {keeps}"),
+           (lambda t: max(0, t - k - 1), f"walks one step too far: with truncate={k} it equals the reference's "
+                                         f"truncate={k + 1} {keeps}"),
+           (lambda t: max(0, t - k) + 1, f"stops one step early: with truncate={k} it never visits s = max(0, t-{k}) "
+                                         f"(range(t, max(0, t-{k}), -1) excludes its stop) {keeps}")]
+    if k > 0:
+        out.append((lambda t: max(0, t - k + 1), f"stops one step early: with truncate={k} it equals the "
+                                                 f"reference's truncate={k - 1} {keeps}"))
+    return out
+
+
 def _recognise(student, reference, params, X, Y, h0, extra) -> str:
-    """A common mistake recognised from the student's numbers, or ""."""
+    """A common mistake recognised from the student's numbers, or "": an accumulation overwritten (=
+    instead of +=), or a walk whose bounds are one step off (each variant of :func:`_walk_variants`
+    computed by :func:`_walk` and compared with the student's gradients)."""
     got = _grads(student, params, X, Y, h0, **extra)
     if X.shape[0] > 1:
         terms = _step_terms(params, X, Y, h0)
@@ -120,19 +157,11 @@ def _recognise(student, reference, params, X, Y, h0, extra) -> str:
                 if g.shape == terms[name][t].shape and np.allclose(g, terms[name][t], rtol=1e-7, atol=1e-12):
                     return (f"d{name} equals the term of time step {t} alone: it is overwritten (=) in the loop "
                             "instead of accumulated (+=) over the time steps")
-    if "truncate" in extra:
-        k = extra["truncate"]
-        for other, what in ((None, "ignores truncate: it equals the untruncated gradient"),
-                            (k + 1, f"walks one step too far: with truncate={k} it equals the reference's truncate={k + 1}"),
-                            (k - 1 if k > 0 else None, f"stops one step early: with truncate={k} it equals the "
-                                                         f"reference's truncate={k - 1}")):
-            if other is None and what.startswith("stops"):
-                continue
-            ref = _grads(reference, params, X, Y, h0, truncate=other) if other is not None else \
-                _grads(reference, params, X, Y, h0)
-            if not _wrong_fields(got, ref, 1e-9):
-                return (f"your walk {what} -- truncate=k keeps the steps s = t, t-1, ..., t-k "
-                        "(k+1 of them) for each output step t")
+    if reference is not rnn.bptt_quadratic:
+        return ""
+    for lowest, what in _walk_variants(extra.get("truncate")):
+        if not _wrong_fields(got, _walk(params, X, Y, h0, lowest), 1e-9):
+            return f"your walk {what}"
     return ""
 
 
@@ -194,14 +223,67 @@ def check_bptt_linear(student) -> str:
                         forbidden={"rnn.bptt_linear": rnn.bptt_linear, "rnn.bptt_quadratic": rnn.bptt_quadratic})
 
 
+#: 2.2's complexity probe: products with Whh counted at these T (equal steps, so that the second
+#: difference of the counts isolates the T² term: 2 a h² for a T² + b T + c)
+PRODUCT_TS = (4, 8, 12)
+
+
+def whh_products(student, Ts=PRODUCT_TS, *, seed: int = 7) -> list[int]:
+    """How many matrix products read ``Whh`` in one untruncated call ``student(params, X[:T], Y[:T], h0)``
+    for each ``T`` in ``Ts`` (B = 2, nx = nh = ny = 3, float64; ``Whh`` wrapped with :func:`.core.counted`,
+    so ``@``, ``np.dot``, ``.dot`` on it or on its transposes and copies count; a copy made with
+    ``np.asarray``/``np.ascontiguousarray`` is a plain array and does not)."""
+    rng = np.random.default_rng(seed)
+    params, X, Y, h0 = random_problem(rng, max(Ts), 2, 3, 3, 3, dtype=np.float64)
+    counts = []
+    for T in Ts:
+        p = rnn.RNNParams(Wxh=params.Wxh.copy(), Whh=counted(params.Whh.copy()), Why=params.Why.copy())
+        n, _ = count_products(student, p, X[:T].copy(), Y[:T].copy(), h0.copy())
+        counts.append(n)
+    return counts
+
+
+def _quadratic_walk(student) -> str:
+    """Fail unless the products with ``Whh`` grow like T² (see :func:`check_bptt_quadratic`); the line that
+    reports the counts, or "" when they cannot be seen."""
+    counts = whh_products(student)
+    (t1, t2, _), (n1, n2, n3) = PRODUCT_TS, counts
+    step = t2 - t1
+    if n3 - n2 <= step:           # at most one product per added step: the forward pass alone is visible
+        return ""
+    seen = f"{', '.join(map(str, counts))} at T = {', '.join(map(str, PRODUCT_TS))}"
+    if n3 - 2 * n2 + n1 < step * step // 2:
+        raise ExerciseFailed(
+            f"Exercise 2.2 failed:\n  your gradients are right, but the work grows like T, not T²: your function "
+            f"takes {seen.replace(' at', ' matrix products with Whh at')} -- the same number more for every added step (the "
+            f"double loop's walks take T(T+1)/2 of them, {', '.join(str(t * (t + 1) // 2) for t in PRODUCT_TS)}, "
+            "plus the forward pass's T). That is the O(T) sweep of 2.1.\n  Hint: for every output step t walk "
+            "its own error back, s = t, t-1, ..., and push it through Whh at every step of every walk -- "
+            "the exercise is to see the O(T²) cost that the sweep avoids.")
+    return f"  matrix products with Whh: {seen} -- they grow like T² (T(T+1)/2 walk steps, plus T in the forward pass)"
+
+
 def check_bptt_quadratic(student) -> str:
-    """Exercise 2.2: ``bptt_quadratic(params, X, Y, h0, truncate=None)``, the WildML double loop;
-    checked untruncated and with ``truncate`` = 0, 1, 2 against the reference."""
+    """Exercise 2.2: ``bptt_quadratic(params, X, Y, h0, truncate=None)``, the WildML double loop.
+
+    Checks the gradients untruncated and with ``truncate`` = 0, 1, 2 against the reference (a wrong
+    walk's bounds are named: :func:`_walk_variants`), and the property the exercise teaches -- the
+    O(T²) work -- by counting the matrix products that read ``Whh`` at T = 4, 8, 12
+    (:func:`whh_products`): their second difference is 16 for the double loop's T(T+1)/2 walk steps and
+    0 for the O(T) sweep, which is rejected however its numbers come out. Counts that show no more than
+    one product per step (the forward pass alone, ``Whh`` copied into a plain array for the walk) are
+    not judged. Calls of the course's ``rnn.bptt_quadratic`` / ``rnn.bptt_linear`` are rejected."""
     base = gradient_cases(1)
     cases = [(p, X, Y, h0, {}) for p, X, Y, h0 in base[:3]]
     cases += [(p, X, Y, h0, {"truncate": tr}) for (p, X, Y, h0), tr in zip(base[2:], (0, 1, 2))]
-    return _check_grads("2.2", student, rnn.bptt_quadratic, cases, rtol=1e-7,
-                        forbidden={"rnn.bptt_quadratic": rnn.bptt_quadratic, "rnn.bptt_linear": rnn.bptt_linear})
+    with contextlib.redirect_stdout(io.StringIO()):
+        line = _check_grads("2.2", student, rnn.bptt_quadratic, cases, rtol=1e-7,
+                            forbidden={"rnn.bptt_quadratic": rnn.bptt_quadratic, "rnn.bptt_linear": rnn.bptt_linear})
+    note = _quadratic_walk(student)
+    print(line)
+    if note:
+        print(note)
+    return line
 
 
 LINEAR_TS = (50, 100, 200, 400)
@@ -234,12 +316,67 @@ def _running_total(backwards, longest_alone: float) -> bool:
     return bool(grows and backwards[-1] >= 0.5 * longest_alone)
 
 
+#: 2.3's timing probe: the CPU time of the 1st, 2nd, 3rd, ... call for one T, in units of PROBE_UNIT_S
+PROBE_UNITS = (3, 1, 2)
+PROBE_UNIT_S = 0.004
+PROBE_TS = (2, 3)
+
+
+class TimingProbe:
+    """Stands in for ``bptt`` in 2.3: ``probe(params, X, Y)`` busy-waits ``PROBE_UNITS[k] * unit`` seconds
+    of CPU time on its ``k``-th call for a given ``T = len(X)`` (later calls: the last entry) and records
+    each call's ``(wall, cpu)`` seconds in ``calls[T]``. Its calls take known, different times, so a
+    best-of-3 (the 1-unit call) is told from a total (6 units) or a mean (2) by the value returned."""
+
+    def __init__(self, unit: float = PROBE_UNIT_S, units=PROBE_UNITS):
+        self.unit, self.units, self.calls = float(unit), tuple(units), {}
+
+    def __call__(self, params, X, Y, *args, **kwargs):
+        import time as _time
+
+        made = self.calls.setdefault(int(np.shape(X)[0]), [])
+        cpu = self.units[min(len(made), len(self.units) - 1)] * self.unit
+        w0, c0 = _time.perf_counter(), _time.process_time()
+        while _time.process_time() - c0 < cpu:
+            pass
+        made.append((_time.perf_counter() - w0, _time.process_time() - c0))
+
+
+def _best_of_calls(time_bptt, params, X, Y) -> None:
+    """Fail unless, for every T, ``time_bptt`` calls bptt at least 3 times and returns the best of the calls:
+    through a :class:`TimingProbe`, a returned time is accepted when it is at most 1.5x the shortest call's
+    wall time (+ 1 ms) -- any clock's reading of the fastest call is -- and named a total when it reaches
+    0.9x the calls' summed CPU time."""
+    probe = TimingProbe()
+    got = _student_times(time_bptt, probe, params, X, Y, PROBE_TS)
+    for T, r in zip(PROBE_TS, got):
+        calls = probe.calls.get(T, [])
+        if len(calls) < 3:
+            raise ExerciseFailed(
+                f"Exercise 2.3 failed:\n  for T = {T} your time_bptt called bptt {len(calls)} time(s): take the best "
+                "of 3 calls (the fastest one) -- one call catches whatever else the machine did at that moment")
+        walls = [w for w, _ in calls]
+        if r <= 1.5 * min(walls) + 1e-3:
+            continue
+        total, mean = sum(c for _, c in calls), sum(walls) / len(walls)
+        what = ("their total: you added the calls up" if r >= 0.9 * total else
+                "about their mean" if abs(r - mean) <= 0.25 * mean else "not the fastest of them")
+        raise ExerciseFailed(
+            f"Exercise 2.3 failed:\n  the check gave your time_bptt a stand-in for bptt whose calls take known, "
+            f"different times: for T = {T} your function called it {len(calls)} times, taking "
+            f"{', '.join(f'{w:.4f}' for w in walls)} s, and returned {r:.4f} s -- {what}. Best of 3 is the "
+            f"shortest call ({min(walls):.4f} s here): keep best = min(best, t1 - t0) over the repeats")
+
+
 def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
     """Exercise 2.3: ``time_bptt(bptt, params, X, Y, Ts) -> list of seconds``, the time of
     ``bptt(params, X[:T], Y[:T])`` for each T in ``Ts``. The check times the course's two BPTT
     functions with it and fits log-log slopes: ≈1 for the sweep, ≈2 for the double loop. It also
-    checks that the times are in seconds (against its own timing of the longest run) and that each
-    T is timed on its own (Ts given longest first must give decreasing times, not a running total)."""
+    checks that the times are in seconds (against its own timing of the longest run), that each
+    T is timed on its own (Ts given longest first must give decreasing times, not a running total),
+    and the timing discipline the exercise asks for -- the best of 3 calls, told from their total or
+    mean by a stand-in whose calls take known, different times (:func:`_best_of_calls`). Building on the
+    course's timing helpers (``timing.measure``, ``timing.compare``) is rejected: the loop is the exercise."""
     import time as _time
 
     rng = np.random.default_rng(0)
@@ -279,4 +416,12 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
             check_slope(f"2.3 ({name})", Ts, times, slope, tol=0.45, what="time",
                         hint=f"time {name}(params, X[:T], Y[:T]) for each T (take the best of a few "
                              "repeats to reduce noise); a slope near 0 means the same T is timed every time")
+    _best_of_calls(time_bptt, params, X, Y)
+    from ...core import timing
+    from .shortcuts import check_no_shortcut
+
+    check_no_shortcut("2.3", time_bptt, {"timing.measure": timing.measure, "timing.compare": timing.compare},
+                      TimingProbe(unit=1e-4), params, X, Y, list(PROBE_TS),
+                      hint="write the loop yourself: t0 = time.process_time(); bptt(...); keep the smallest "
+                           "time.process_time() - t0 of 3 calls.")
     return passed("2.3", 2, 2)

@@ -319,3 +319,108 @@ def test_bptt_that_changes_its_inputs_is_rejected_by_name():
 
     with pytest.raises(ExerciseFailed, match=r"Exercise 2\.2 failed on case 1/6[\s\S]*changed its input 'params\.Whh'"):
         bptt_checks.check_bptt_quadratic(scales_weights)
+
+
+# --------------------------------------------------------------------------- properties taught (issue 39)
+_quad = solution("02_bptt", "bptt_quadratic")
+_lin = solution("02_bptt", "bptt_linear")
+
+
+def test_quadratic_products_are_counted_and_the_sweep_in_disguise_is_rejected(capsys):
+    """Issue 39, item 1: 2.2 judged the numbers only, so a function that calls its own O(T) sweep when
+    untruncated passed as the double loop."""
+    assert bptt_checks.whh_products(_quad) == [t * (t + 1) // 2 + t for t in bptt_checks.PRODUCT_TS]
+    assert bptt_checks.whh_products(_lin) == [2 * t for t in bptt_checks.PRODUCT_TS]
+    bptt_checks.check_bptt_quadratic(_quad)
+    assert "matrix products with Whh: 14, 44, 90 at T = 4, 8, 12" in capsys.readouterr().out
+
+    def disguised(params, X, Y, h0=None, truncate=None):
+        return _lin(params, X, Y, h0) if truncate is None else _quad(params, X, Y, h0, truncate)
+
+    with pytest.raises(ExerciseFailed, match=r"(?s)grows like T, not T².*8, 16, 24 matrix products with Whh.*O\(T\) "
+                                             r"sweep of 2\.1"):
+        bptt_checks.check_bptt_quadratic(disguised)
+
+
+def _walk_with_stop(stop_of):
+    """The double loop with the walk's exclusive stop given by ``stop_of(t, truncate)``."""
+    def bptt(params, X, Y, h0=None, truncate=None):
+        c = rnn.forward(params, X, h0)
+        dO = 2 * (c.Yhat - Y) * (1 - c.Yhat ** 2)
+        g = params.zeros_like()
+        for t in reversed(range(X.shape[0])):
+            g.Why += c.H[t].T @ dO[t]
+            delta = (dO[t] @ params.Why.T) * (1 - c.H[t] ** 2)
+            for s in range(t, stop_of(t, truncate), -1):
+                g.Whh += c.H_prev[s].T @ delta
+                g.Wxh += X[s].T @ delta
+                delta = (delta @ params.Whh.T) * (1 - c.H_prev[s] ** 2)
+        return g
+    return bptt
+
+
+def test_walk_that_stops_one_step_early_is_named_at_truncate_0():
+    """Issue 39 (P8): range(t, max(0, t - truncate), -1) got "a local term is off" at truncate = 0."""
+    early = _walk_with_stop(lambda t, k: -1 if k is None else max(0, t - k))
+    with pytest.raises(ExerciseFailed, match=r"case 4/6 .*truncate=0\):\n  your walk stops one step early: with "
+                                             r"truncate=0 it never visits s = max\(0, t-0\)"):
+        bptt_checks.check_bptt_quadratic(early)
+    never_zero = _walk_with_stop(lambda t, k: 0 if k is None else max(0, t - k) - 1)
+    with pytest.raises(ExerciseFailed, match=r"case 1/6 .*\n  your walk never reaches step 0"):
+        bptt_checks.check_bptt_quadratic(never_zero)
+    assert "a local term" not in _message(early)
+
+
+def _message(fn) -> str:
+    with pytest.raises(ExerciseFailed) as info:
+        bptt_checks.check_bptt_quadratic(fn)
+    return str(info.value)
+
+
+def _timer(combine, calls=3):
+    def time_bptt(bptt, params, X, Y, Ts):
+        out = []
+        for T in Ts:
+            spent = []
+            for _ in range(calls):
+                t0 = time.process_time()
+                bptt(params, X[:T], Y[:T])
+                spent.append(time.process_time() - t0)
+            out.append(combine(spent))
+        return out
+    return time_bptt
+
+
+def test_timing_probe_calls_take_their_units():
+    probe = bptt_checks.TimingProbe(unit=0.002, units=(3, 1, 2))
+    X = np.zeros((5, 1, 1))
+    for _ in range(4):
+        probe(None, X[:2], X[:2])
+    cpu = [c for _, c in probe.calls[2]]
+    assert [round(c / 0.002) for c in cpu] == [3, 1, 2, 2]
+
+
+@pytest.mark.parametrize("combine,calls,message", [
+    (sum, 3, "their total: you added the calls up"),
+    (lambda s: sum(s) / len(s), 3, "about their mean"),
+    (lambda s: s[0], 3, "not the fastest of them"),
+    (min, 1, r"called bptt 1 time\(s\): take the best of 3"),
+])
+def test_best_of_3_is_told_from_a_total_a_mean_and_one_call(combine, calls, message):
+    """Issue 39, item 3: 2.3 accepted the sum of 3 calls (its seconds check fires only beyond 30x)."""
+    with pytest.raises(ExerciseFailed, match=message):
+        bptt_checks.check_complexity(_timer(combine, calls))
+
+
+def test_best_of_more_calls_with_a_warmup_passes(capsys):
+    assert "2.3 passed" in bptt_checks.check_complexity(_timer(lambda s: min(s[1:]), calls=4))
+
+
+def test_time_bptt_built_on_the_course_timing_helper_is_rejected():
+    from course_lib.core import timing
+
+    def helper(bptt, params, X, Y, Ts):
+        return [timing.measure(bptt, params, X[:T], Y[:T], repeat=3, warmup=0, min_time=0).min for T in Ts]
+
+    with pytest.raises(ExerciseFailed, match="timing.measure"):
+        bptt_checks.check_complexity(helper)
