@@ -35,16 +35,24 @@ What it guarantees:
   ``budget_s`` its time budget in timed seconds, ``max_rounds`` its rounds at most: drawing and checking
   every input costs far more wall time than the timed calls), with ``blas_threads`` BLAS threads and ``threads`` numba threads
   (None: as they are) during the measurement, both restored afterwards.
-* **Decision** from the speed-up's interval ``(lo, hi)`` of the student over the baseline:
-  ``lo >= min_speedup``: pass. ``hi < min_speedup``: fail -- a miss larger than the measured spread
-  fails even on a busy machine (the waiver is proportional, never all-or-nothing). The interval
-  straddles the bar: measured again (``retries`` measurements at most); if it still straddles, it
-  passes *with a printed waiver stating the measured interval* only when the noise guard says the
-  machine was busy (``Comparison.noise.ok`` is False); on a quiet machine it fails. A near miss
-  (``hi`` within :data:`NEAR` of the bar) is also measured again before failing.
+* **Decision** from the speed-up's interval ``(lo, hi)`` of the student over the baseline, one interval per
+  measurement (``retries`` measurements at most, at least two before a fail):
 
-Returns a :class:`Judgement` (the verdict, the interval, how many timed results were compared).
-The calling check prints its own success line.
+  - ``lo >= min_speedup`` (the interval lies wholly above the bar): **pass**, at once;
+  - ``hi < min_speedup`` (wholly below): a **miss** -- unless the pairs may be biased against the student
+    (the noise guard says so, or threaded code ran while other programs held cores, see
+    :data:`BIASED_SLACK`) and ``hi`` reaches within BIASED_SLACK of the bar: that is *undecided*;
+  - otherwise (the interval straddles the bar): *undecided*.
+
+  Any measurement that passes: the exercise passes. Every measurement a miss: it **fails**
+  (:class:`ExerciseFailed`) -- one bad run never fails a correct answer. Otherwise: **not judged** --
+  :class:`SpeedNotJudged` is raised (a subclass of ExerciseFailed, so no pass line is printed and the
+  exercise stays open), naming why (the machine was busy, or a speed-up too close to the bar to tell) and the
+  measured interval. No waiver ever turns an interval below the bar into a pass.
+
+Returns a :class:`Judgement` (the verdict, the interval, how many timed results were compared, and
+:attr:`Judgement.earned`: the measured speed-up as a line for the pass message, e.g. "1.43x as fast as the
+plain loop ..."). The calling check prints its own success line.
 """
 from __future__ import annotations
 
@@ -60,20 +68,30 @@ from ...core.memory import MMAP_THRESHOLD, TRIM_THRESHOLD, steady_memory
 from ...core.noise import OTHERS_LIMIT
 from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs, explain_error
 
-__all__ = ["judge_speed", "Judgement", "Stopwatch", "steady_memory", "NEAR", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
+__all__ = ["judge_speed", "Judgement", "SpeedNotJudged", "Stopwatch", "steady_memory", "NOT_JUDGED", "MIN_TRIES",
+           "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
-NEAR = 1.5   # a miss whose interval reaches within this factor of the bar is measured again
+NOT_JUDGED = "not judged"   # the verdict of a measurement that could not decide (SpeedNotJudged carries it)
 
-BIASED_SLACK = 4.0   # how far below the bar a threaded speed-up measured on a loaded machine may lie and be waived
+MIN_TRIES = 2   # a fail needs at least this many measurements, every one wholly below the bar
+
+#: threaded code on a loaded machine: every parallel region waits for its slowest thread, and a core shared with
+#: another program can hold a thread back for a scheduler time slice -- more regions per call (an np.zeros inside
+#: @njit(parallel=True) is one more) pay it more often, which pairs cannot cancel (measured: the worksheet's 4.2
+#: at 0.16x the course's loop with one `yes` running, 0.8-1x quiet). Such an interval below the bar by less than
+#: this factor is *undecided* (not judged), never a pass; further below, it is a miss.
+BIASED_SLACK = 4.0
 
 
 @dataclasses.dataclass
 class Judgement:
-    """The outcome of :func:`judge_speed` (a failure raises instead).
+    """The outcome of :func:`judge_speed` (a fail raises :class:`ExerciseFailed`, a measurement that could not
+    decide raises :class:`SpeedNotJudged` carrying a Judgement with verdict :data:`NOT_JUDGED`).
 
-    ``verdict`` "yes" (the interval lies above the bar), "waived" (it straddled the bar on a busy
-    machine) or "not timed" (``min_speedup=0``); ``speedup`` the median pair speed-up; ``interval`` ``(lo, hi)``; ``checked`` how many timed
-    results of the student were compared with the reference; ``note`` the waiver line (printed)."""
+    ``verdict`` "yes" (an interval lay wholly above the bar), "not judged" or "not timed" (``min_speedup=0``);
+    ``speedup`` the median pair speed-up (> 1: the student is faster); ``interval`` ``(lo, hi)``; ``checked``
+    how many timed results of the student were compared with the reference; ``note`` why it was not judged;
+    ``baseline_desc`` what the speed-up is relative to; ``tries`` how many measurements were made."""
 
     exercise: str
     verdict: str
@@ -83,6 +101,32 @@ class Judgement:
     rounds: int
     checked: int
     note: str = ""
+    baseline_desc: str = "the baseline"
+    tries: int = 1
+
+    @property
+    def earned(self) -> str:
+        """The measured speed-up as a line for the pass message: ``"1.43x as fast as <baseline> (between 1.31x
+        and 1.52x, 9 interleaved rounds; at least 0.7x needed)"``."""
+        lo, hi = self.interval
+        return (f"{self.speedup:.2f}x as fast as {self.baseline_desc} (between {lo:.2f}x and {hi:.2f}x, "
+                f"{self.rounds} interleaved rounds; at least {self.min_speedup:g}x needed)")
+
+
+class SpeedNotJudged(ExerciseFailed):
+    """The speed measurement could not decide (the interval straddled the bar, or threaded code ran below it
+    on a loaded machine): the exercise is neither passed nor failed -- it stays open until a run decides.
+    ``judgement`` holds the measured interval (verdict :data:`NOT_JUDGED`)."""
+
+    verdict = NOT_JUDGED
+
+    def __init__(self, message: str, judgement: Judgement):
+        super().__init__(message)
+        self.judgement = judgement
+
+    def _render_traceback_(self):  # IPython: one yellow line and the reason, no traceback
+        lines = str(self).splitlines() or [""]
+        return [f"\x1b[33mSpeedNotJudged\x1b[0m: {lines[0]}"] + lines[1:]
 
 
 class Stopwatch:
@@ -163,8 +207,9 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
                 threads: int | None = None, blas_threads: int | None = 1, label: str = "",
                 context: str = "your numbers are right", explain: str = "", hint: str = "") -> Judgement:
     """Time ``student`` against ``baseline`` on fresh inputs, comparing every timed result with
-    ``reference`` and the inputs with their copies; pass, waive (busy machine, interval straddles the bar)
-    or raise :class:`ExerciseFailed` (see the module doc)."""
+    ``reference`` and the inputs with their copies: pass (an interval wholly above the bar), fail
+    (:class:`ExerciseFailed`: every measurement wholly below it) or not judged (:class:`SpeedNotJudged`);
+    see the module doc. ``retries``: measurements at most (at least :data:`MIN_TRIES`)."""
     for name, fn in (("student", student), ("reference", reference), ("baseline", baseline),
                      ("make_input", make_input)):
         if not callable(fn):
@@ -173,7 +218,6 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
         raise ValueError(f"min_speedup: expected a number >= 0 (0: speed not judged), got {min_speedup!r}")
     if baseline_name == "yours" or not baseline_name.isidentifier():
         raise ValueError(f"baseline_name: expected an identifier other than 'yours', got {baseline_name!r}")
-    retries = max(1, int(retries))
     if min_speedup == 0:                      # no bar: nothing to time (a test of the other checks)
         return Judgement(exercise, "not timed", float("nan"), (float("nan"),) * 2, 0.0, 0, 0)
     steady_memory()
@@ -206,46 +250,84 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
             case = feed.draw()
         baseline(*case.args, **case.kwargs)
 
-    attempts = []
-    for _ in range(retries):
+    tries = []
+    for _ in range(max(MIN_TRIES, int(retries))):
         with _threads(threads, blas_threads):
             cmp = timing.compare(repeat=repeat, warmup=1, baseline=baseline_name, clock=watch, time_budget=budget_s,
                                  max_rounds=max_rounds, **{baseline_name: base, "yours": yours})
         lo, hi = cmp.speedup_interval("yours")
-        attempts.append((lo, hi, cmp.speedup("yours"), cmp))
-        if lo >= min_speedup or hi * NEAR < min_speedup:
+        busy, biased = _busy_reasons(cmp, threads)
+        tries.append(_Try(lo, hi, cmp.speedup("yours"), len(cmp.timings["yours"].times), busy,
+                          _classify(lo, hi, min_speedup, biased)))
+        if tries[-1].outcome == "pass":
             break
-    lo, hi, med, cmp = max(attempts, key=lambda a: (a[0], a[1]))
-    rounds = len(cmp.timings["yours"].times)
-    out = Judgement(exercise, "yes", med, (lo, hi), float(min_speedup), rounds, state["checked"])
-    if lo >= min_speedup:
+    best = max(tries, key=lambda t: (t.outcome == "pass", t.lo, t.hi))
+    out = Judgement(exercise, "yes", best.median, (best.lo, best.hi), float(min_speedup), best.rounds,
+                    state["checked"], baseline_desc=baseline_desc, tries=len(tries))
+    if best.outcome == "pass":
         return out
-    interval = f"between {lo:.2f}x and {hi:.2f}x ({rounds} interleaved rounds, median {med:.2f}x)"
-    # pairs skewed by unequal waits for a core (threaded code on a loaded machine) may understate you by up to
-    # about the share of cores lost: a miss within BIASED_SLACK of the bar is waived there, a larger one is not
-    # threaded code on a loaded machine: every parallel region waits for its slowest thread, and a core shared
-    # with another program can hold a thread back for a scheduler time slice -- more regions per call (an
-    # np.zeros inside @njit(parallel=True) is one more) pay it more often, which pairs cannot cancel (measured:
-    # the worksheet's 4.2 at 0.16x the course's loop with one `yes` running, 0.8-1x quiet)
+    if all(t.outcome == "miss" for t in tries):
+        raise ExerciseFailed(
+            f"Exercise {exercise} failed on the speed test ({state['label']}):\n  {context} (all {state['checked']} "
+            f"timed results matched the reference), but your function is only {best.median:.2f}x as fast as "
+            f"{baseline_desc} measured alongside: the speed-up lies {_interval(best)}; at least {min_speedup:g}x is "
+            f"needed (the whole interval lies below the bar, in each of {len(tries)} measurements)"
+            + (f"\n  {explain}" if explain else "") + (f"\n  Hint: {hint}" if hint else ""))
+    out.verdict = NOT_JUDGED
+    out.note = _not_judged_note(tries, min_speedup, baseline_desc)
+    raise SpeedNotJudged(f"Exercise {exercise} not judged on the speed test ({state['label']}): {context} (all "
+                         f"{state['checked']} timed results matched the reference), but {out.note}", out)
+
+
+@dataclasses.dataclass
+class _Try:
+    """One measurement: the speed-up's interval and median, its rounds, why the machine read busy (empty:
+    quiet) and its outcome: "pass", "miss" or "undecided" (:func:`_classify`)."""
+
+    lo: float
+    hi: float
+    median: float
+    rounds: int
+    busy: list
+    outcome: str
+
+
+def _busy_reasons(cmp, threads: int | None) -> tuple[list[str], bool]:
+    """``(reasons, biased)``: why this measurement's machine read busy (the noise guard's reasons, or other
+    programs holding cores while several threads ran; empty when it looked quiet), and whether its pairs may be
+    biased against the student (the guard says so, or threaded code ran on a loaded machine)."""
+    reasons = list(cmp.noise.reasons)
     workers = threads if threads is not None else backend.get_threads()
-    loaded = cmp.noise.others is not None and cmp.noise.others > OTHERS_LIMIT
-    threaded_busy = workers > 1 and loaded
-    if (hi >= min_speedup or ((cmp.noise.biased or threaded_busy) and hi * BIASED_SLACK >= min_speedup)) and \
-            (not cmp.noise.ok or threaded_busy):
-        out.verdict = "waived"
-        reasons = list(cmp.noise.reasons) or [f"other processes kept {cmp.noise.others:.1f} core(s) busy while "
-                                              f"{workers} threads ran"]
-        out.note = (f"  speed not judged: the machine was busy ({'; '.join(reasons)}); your "
-                    f"speed-up over {baseline_desc} lies {interval}, and {min_speedup:g}x is needed")
-        print(out.note)
-        return out
-    why = ("the whole interval lies below the bar" if hi < min_speedup else
-           "the machine looked quiet, so this is not waived")
-    raise ExerciseFailed(
-        f"Exercise {exercise} failed on the speed test ({state['label']}):\n  {context} (all {state['checked']} "
-        f"timed results matched the reference), but your function is only {med:.2f}x as fast as {baseline_desc} "
-        f"measured alongside: the speed-up lies {interval}; at least {min_speedup:g}x is needed ({why})"
-        + (f"\n  {explain}" if explain else "") + (f"\n  Hint: {hint}" if hint else ""))
+    others = cmp.noise.others
+    threaded_busy = workers > 1 and others is not None and others > OTHERS_LIMIT
+    if threaded_busy:
+        reasons.append(f"other processes kept {others:.1f} core(s) busy while {workers} threads ran")
+    return reasons, bool(cmp.noise.biased or threaded_busy)
+
+
+def _classify(lo: float, hi: float, bar: float, biased: bool) -> str:
+    """"pass" (wholly above the bar), "miss" (wholly below, and not within BIASED_SLACK of it when the pairs
+    may be biased) or "undecided" (straddling; or biased pairs below the bar by less than the slack)."""
+    if lo >= bar:
+        return "pass"
+    if hi < bar and not (biased and hi * BIASED_SLACK >= bar):
+        return "miss"
+    return "undecided"
+
+
+def _interval(t: _Try) -> str:
+    return f"between {t.lo:.2f}x and {t.hi:.2f}x ({t.rounds} interleaved rounds, median {t.median:.2f}x)"
+
+
+def _not_judged_note(tries: list, bar: float, baseline_desc: str) -> str:
+    """The "not judged" sentence: why (busy, or too close to tell) and every measured interval."""
+    busy = sorted({r for t in tries for r in t.busy})
+    measured = "; ".join(_interval(t) for t in tries)
+    why = (f"the machine was busy ({'; '.join(busy)})" if busy else
+           "your speed-up is too close to the bar for this machine's measurements to tell (it looked quiet)")
+    return (f"speed not judged: {why}. Your speed-up over {baseline_desc} lies {measured}, and {bar:g}x is "
+            "needed: neither a pass nor a fail -- the exercise stays open; run this check again (on a quieter "
+            "machine: close other programs)")
 
 
 def _judge_result(exercise, where, case: Case, mine: Case, got, reference, same, hint: str) -> None:
