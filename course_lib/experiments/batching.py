@@ -8,15 +8,21 @@ matrix-*matrix* product (GEMM): each weight, once in cache, is used ``B`` times,
 grows roughly like ``B/2`` FLOP/byte and the roofline lets the step run at the compute peak.
 The seed (Fig. 9) measured the training time per sample falling as the batch grew from 100 to 1000.
 
-"Bandwidth-bound" means bound by the bandwidth of wherever the data *is*: a weight matrix that fits
-in a cache is re-read from that cache, many times faster than from DRAM. :func:`gemv_residency`
-measures it (a GEMV whose matrix fits in cache vs one whose matrix does not).
+"Bandwidth-bound" means bound by the bandwidth of wherever the data *is*: a weight matrix that a cache
+holds is re-read from that cache, many times faster than from DRAM. :func:`gemv_residency`
+measures it (a GEMV whose matrix fits in cache vs one whose matrix does not). The cache sizes the OS
+reports are not enough to say where data is read from: a virtual machine may report a level (a 480 MiB
+"L3" on one Intel Xeon) that reads at DRAM speed. :func:`measured_residency` finds the bandwidth cliff in
+the sweep, and every sentence about "staying in" a cache is conditioned on it.
 
 ``forward_one_at_a_time(params, X)``            the unbatched reference: a loop over sequences
 ``rnn_step_flops(batch, nx, nh)`` / ``rnn_step_bytes`` / ``rnn_step_intensity``   one recurrent step
 ``cache_sizes()``                               this CPU's cache sizes (bytes): :func:`course_lib.core.backend.cache_sizes`
 ``cache_level(nbytes)``                         the smallest cache a working set fits in ("DRAM" if none)
 ``gemv_residency(sizes)``                       GEMV speed vs matrix size: in cache vs from DRAM
+``speed_class(gbps, dram_gbps)``                "cache speed" or "DRAM speed": a measured rate against the DRAM line
+``measured_residency(res)``                     where a residency sweep's bandwidth cliff is, level by level
+``reads_at(nbytes, res)``                       the speed a working set of ``nbytes`` was measured at
 ``gemv_vs_gemm(n, batch)``                          B GEMVs vs one GEMM, timed now
 ``time_per_sample(batch_sizes, n, T)``          seed Fig. 9: training time per sequence vs batch size
 ``batch_point(batch, width, T)``                one point of that curve (the widget's compute function)
@@ -39,6 +45,10 @@ __all__ = [
     "cache_sizes",
     "cache_level",
     "gemv_residency",
+    "CACHE_SPEED",
+    "speed_class",
+    "measured_residency",
+    "reads_at",
     "gemv_vs_gemm",
     "time_per_sample",
     "batch_point",
@@ -142,6 +152,75 @@ def gemv_residency(sizes=(256, 512, 1024, 2048, 4096, 8192), *, threads: int = 1
         out["gbps"].append(W.nbytes / t.min / 1e9)
     out.update(caches=caches, dram_gbps=timing.copy_bandwidth(), noise=noise)
     return out
+
+
+CACHE_SPEED = 1.5   # a read at least this many times the DRAM copy line was served by something faster than DRAM
+
+
+def speed_class(gbps: float, dram_gbps: float) -> str:
+    """``"cache speed"`` when a measured rate ``gbps`` is at least :data:`CACHE_SPEED` times the DRAM
+    streaming line ``dram_gbps``, else ``"DRAM speed"`` (no faster than main memory, whatever holds it)."""
+    from ..core.validate import check_float
+
+    gbps = check_float(gbps, "gbps", low=0.0)
+    dram_gbps = check_float(dram_gbps, "dram_gbps", low=0.0, low_inclusive=False)
+    return "cache speed" if gbps >= CACHE_SPEED * dram_gbps else "DRAM speed"
+
+
+def _mib(nbytes: float) -> str:
+    return f"{nbytes / 2**10:.0f} KiB" if nbytes < 2**20 else f"{nbytes / 2**20:.3g} MiB"
+
+
+def measured_residency(res: dict) -> dict:
+    """Where the bandwidth cliff of a :func:`gemv_residency` sweep ``res`` is: each point's
+    :func:`speed_class` against ``res["dram_gbps"]``, and per reported level what it measured.
+
+    Returns ``{"speed": [...] per point, "reach": the largest working set read at cache speed with every
+    smaller one too (0: none), "slow_from": the smallest working set above the reach read at DRAM speed
+    (None: none was), "levels": {level: "cache speed" | "DRAM speed" | "both"} for the reported levels the
+    sweep has points in, "dram_levels": reported cache levels all of whose points read at DRAM speed,
+    "text": one line per reported level, naming a level that reads at DRAM speed as such}``."""
+    for key in ("working_set", "level", "gbps", "dram_gbps", "caches"):
+        if key not in res:
+            raise ValueError(f"res: expected the dict of batching.gemv_residency, missing {key!r}")
+    dram = res["dram_gbps"]
+    speed = [speed_class(g, dram) for g in res["gbps"]]
+    order = sorted(range(len(speed)), key=lambda i: res["working_set"][i])
+    reach, slow_from = 0, None
+    for i in order:
+        if speed[i] == "cache speed" and slow_from is None:
+            reach = res["working_set"][i]
+        elif speed[i] == "DRAM speed" and slow_from is None:
+            slow_from = res["working_set"][i]
+    levels, text = {}, []
+    for lvl, size in sorted(res["caches"].items(), key=lambda kv: kv[1]):
+        pts = [i for i in order if res["level"][i] == lvl]
+        if not pts:
+            continue
+        kinds = {speed[i] for i in pts}
+        levels[lvl] = kinds.pop() if len(kinds) == 1 else "both"
+        rates = [res["gbps"][i] for i in pts]
+        span = f"{min(rates):.1f}-{max(rates):.1f} GB/s" if len(rates) > 1 else f"{rates[0]:.1f} GB/s"
+        ratio = f"{min(rates) / dram:.2g}-{max(rates) / dram:.2g}x" if len(rates) > 1 else f"{rates[0] / dram:.2g}x"
+        what = {"cache speed": "reads at cache speed", "DRAM speed": "reads at DRAM speed here",
+                "both": "reads at cache speed for the smaller sets and at DRAM speed for the larger"}[levels[lvl]]
+        text.append(f"the {_mib(size)} the OS reports as {lvl} {what} ({span}, {ratio} the DRAM copy line "
+                    f"of {dram:.1f} GB/s)")
+    return {"speed": speed, "reach": reach, "slow_from": slow_from, "levels": levels,
+            "dram_levels": [lvl for lvl, k in levels.items() if k == "DRAM speed"], "text": text}
+
+
+def reads_at(nbytes: int, res: dict) -> str:
+    """The speed a working set of ``nbytes`` reads at in the sweep ``res`` (:func:`measured_residency`):
+    ``"cache speed"`` up to the measured reach, ``"DRAM speed"`` from the first set that read at DRAM speed,
+    ``"not measured"`` between the two (or past the sweep's largest size with no slow point)."""
+    nbytes = check_int(nbytes, "nbytes", low=0)
+    m = measured_residency(res)
+    if nbytes <= m["reach"]:
+        return "cache speed"
+    if m["slow_from"] is not None and nbytes >= m["slow_from"]:
+        return "DRAM speed"
+    return "not measured"
 
 
 # --------------------------------------------------------------------------- measuring

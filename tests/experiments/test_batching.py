@@ -136,3 +136,33 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+def _sweep(gbps, levels, dram, caches):
+    ws = [0.25, 1.0, 4.01, 16.02, 64.03, 256.06][:len(gbps)]
+    return {"working_set": [int(w * 2**20) for w in ws], "level": levels, "gbps": gbps, "dram_gbps": dram,
+            "caches": caches}
+
+
+def test_measured_residency_names_a_reported_level_that_reads_at_dram_speed():
+    mib = 2**20
+    # the Intel Xeon quiet run (03 c12): a hypervisor-reported 480 MiB L3 that reads at DRAM speed
+    intel = _sweep([77.0, 77.1, 25.5, 27.5, 24.4, 14.6], ["L2", "L2", "L3", "L3", "L3", "L3"], 23.3,
+                   {"L1d": 48 << 10, "L2": 2 * mib, "L3": 480 * mib})
+    m = batching.measured_residency(intel)
+    assert m["levels"] == {"L2": "cache speed", "L3": "DRAM speed"} and m["dram_levels"] == ["L3"]
+    assert m["reach"] == intel["working_set"][1] and m["slow_from"] == intel["working_set"][2]
+    assert "the 480 MiB the OS reports as L3 reads at DRAM speed here" in m["text"][1]
+    assert batching.cache_level(134 * 10**6, intel["caches"]) == "L3"          # what the OS says ...
+    assert batching.reads_at(134 * 10**6, intel) == "DRAM speed"               # ... and what was measured
+    assert batching.reads_at(mib // 2, intel) == "cache speed"
+    # the Zen 5 run: L2 and L3 at cache speed, the cliff past the 32 MiB L3
+    zen = _sweep([82.1, 92.8, 76.1, 77.4, 35.7, 30.6], ["L2", "L3", "L3", "L3", "DRAM", "DRAM"], 36.7,
+                 {"L1d": 48 << 10, "L2": mib, "L3": 32 * mib})
+    m = batching.measured_residency(zen)
+    assert m["levels"] == {"L2": "cache speed", "L3": "cache speed"} and m["dram_levels"] == []
+    assert batching.reads_at(16 * mib, zen) == "cache speed" and batching.reads_at(134 * 10**6, zen) == "DRAM speed"
+    assert batching.reads_at(30 * mib, zen) == "not measured"                 # between 16 and 64 MiB: no point
+    assert batching.speed_class(1.5 * 20, 20) == "cache speed" and batching.speed_class(29.9, 20) == "DRAM speed"
+    with pytest.raises(ValueError, match="res"):
+        batching.measured_residency({"gbps": []})
