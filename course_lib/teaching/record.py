@@ -1,7 +1,8 @@
 """Record mode: every verdict line and every pairs decision of a notebook run, as JSON (teaching layer).
 
 With ``COURSE_RECORD=<dir>`` set, each call of :func:`course_lib.teaching.verdict.verdict`, each seed-004
-goal verdict and each ``faster()`` decision (``Comparison.faster``, ``Noise.faster``: both end in
+goal verdict, each computed comparison sentence (:func:`course_lib.teaching.verdict.which_faster`) and each
+``faster()`` decision (``Comparison.faster``, ``Noise.faster``: both end in
 :meth:`course_lib.core.intervals.Ratio.faster`) appends one record -- everything needed to render it
 again, and what it printed -- to ``<dir>/<notebook stem>.json`` (``<dir>/solutions/<stem>.json`` for a
 solution worksheet). The notebook's name comes from ``COURSE_NOTEBOOK``, which ``python -m course_lib
@@ -24,7 +25,7 @@ from pathlib import Path
 from ..core import backend, intervals, timing
 
 __all__ = ["ENV_DIR", "ENV_NOTEBOOK", "directory", "record_path", "machine_facts", "noise_summary",
-           "verdict_made", "start", "forget", "attach_cells", "load"]
+           "verdict_made", "said", "start", "forget", "attach_cells", "load"]
 
 ENV_DIR = "COURSE_RECORD"          # where recordings go; unset: record mode is off
 ENV_NOTEBOOK = "COURSE_NOTEBOOK"   # "notebooks/08_scan" (set by the notebooks runner)
@@ -135,6 +136,14 @@ def verdict_made(kind: str, inputs: dict, line) -> None:
     if record.get("interval") is not None:
         record["interval"] = [float(v) for v in record["interval"]]
     _append(record)
+
+
+def said(facts: dict, line: str) -> None:
+    """Record one computed sentence that is not a verdict (``verdict.which_faster``): the numbers it was made from
+    and what it printed, for the replay's scan of printed patterns. Nothing happens unless ``COURSE_RECORD`` is set."""
+    if directory() is None:
+        return
+    _append({"kind": "said", **facts, "line": str(line)})
 
 
 def _on_decision(ratio, by: float, answer: str) -> None:

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import intervals
-from ..core.noise import Noise
-from . import record
+from ..core.noise import OTHERS_LIMIT, Noise
+from . import printed, record
 from .claims import CLAIMS, seed004
-from .verdict import NO_EFFECT, factor, judge, verdict
+from .verdict import NO_DIFFERENCE, NO_EFFECT, RERUN_MARGIN, RERUN_MARGIN_LOADED, factor, judge, relevant, verdict, \
+    which_faster
 
 __all__ = ["Checked", "check_record", "machine_slips", "replay_file", "replay", "counts", "table", "machines",
            "disagreements", "recording_dirs"]
@@ -57,6 +58,9 @@ class Checked:
     now_contradictions: list[str] = field(default_factory=list)        # of the line the current code prints
     note: str = ""
     suspect: str = ""        # concluded although the noise guard called the pairs biased (not a contradiction)
+    printed: list[str] = field(default_factory=list)       # printed patterns its numbers contradict, as printed
+    printed_now: list[str] = field(default_factory=list)   # ... and as the current code prints it
+    decidable: str = ""      # the current code abstains although every value its recorded noise allows decides
 
     @property
     def contradictions(self) -> list[str]:
@@ -132,7 +136,48 @@ def _noise(summary: dict | None) -> Noise | None:
     # pairs skewed by unequal waits (recorded as "biased", or, in older recordings, only as the guard's sentence)
     if summary.get("biased") or any("waited for a core unequally" in u for u in noise.uncertain):
         noise.ratios.append(intervals.Ratio("recorded", "recorded", [1.0], biased=True))
+    # older recordings of chapter 10's MPI runs wrote the repeats' spread and the load beside the ranks as notes;
+    # the current code (experiments.mgrit) reports them as what they are: a spread and a load
+    for note in list(noise.notes):
+        spread = _MPI_SPREAD.fullmatch(note)
+        beside = _MPI_BESIDE.fullmatch(note)
+        if spread:
+            noise.notes.remove(note)
+            noise.wide = True
+        elif beside:
+            noise.notes.remove(note)
+            noise.others, noise.busy = float(beside.group(1)), True
     return noise
+
+
+_MPI_SPREAD = re.compile(r"MPI repeats spread by (\d+)%")
+_MPI_BESIDE = re.compile(r"other processes kept (\d+(?:\.\d+)?) core\(s\) busy beside the MPI ranks")
+
+
+def _decidable(r: dict, noise: Noise | None) -> str:
+    """For an abstaining verdict: the sentence when every value its recorded noise allows -- its recorded interval,
+    or (with only a spread or a load to blame) ours widened by the repeats' spread -- gives one outcome, the
+    run-to-run margin of a ratio of times included; else ""."""
+    if noise is None or noise.ok or noise.notes or noise.biased:
+        return ""
+    unit = r.get("unit") or (CLAIMS[r["claim"]].unit if r["claim"] in CLAIMS else "")
+    times = unit in ("x", "×")
+    if r.get("interval") is not None:
+        lo, hi = r["interval"]
+    elif noise.uncertain or noise.ratios or (noise.busy and not times):
+        return ""
+    else:
+        w = 1 + (noise.spread if noise.wide else 0.0)
+        lo, hi = sorted((r["ours"] / w, r["ours"] * w))
+    if times:
+        margin = RERUN_MARGIN_LOADED if noise.others is not None and noise.others > OTHERS_LIMIT else RERUN_MARGIN
+        lo, hi = lo / margin, hi * margin
+    seed, pivot, within = CLAIMS[r["claim"]].value if r["claim"] in CLAIMS else r["seed_value"], r.get("pivot"), \
+        r.get("within", 1.5)
+    ends = {judge(seed, v, pivot=pivot, within=within) for v in (lo, hi)}
+    if len(ends) == 1:
+        return f"abstains, but every value its noise allows ({lo:.3g} to {hi:.3g}) gives '{ends.pop()}'"
+    return ""
 
 
 def _side(v: float, pivot: float) -> int:
@@ -177,10 +222,15 @@ def verdict_contradictions(r: dict, line: str, outcome: str, reason: str, machin
             lo, hi = r["interval"]
             out.append(f"concluded '{outcome}', but its interval {lo:.3g}..{hi:.3g} allows {' and '.join(sorted(ends))}")
     elif outcome not in ABSTAINED and noisy:
-        out.append(f"concluded '{outcome}' on an unreliable run without an interval")
+        implied = _decidable({**r, "interval": None}, _noise(r["noise"]))
+        if not implied.endswith(f"gives '{outcome}'"):
+            out.append(f"concluded '{outcome}' on an unreliable run without an interval"
+                       + (f" (its noise allows more: {implied})" if implied else ""))
     if outcome in ABSTAINED:          # an abstaining line's reason is the noise guard's, not an explanation
         return out + _reason_slips(line, "", r.get("reasons", [])) + machine_slips(r.get("here", ""), machine)
     out += _reason_slips(line, reason, r.get("reasons", []))
+    if reason and not relevant(reason, r.get("cores_used")):
+        out.append(f"explains a quantity measured on {r.get('cores_used')} core by a core count: {reason!r}")
     return out + machine_slips(r.get("here", ""), machine) + machine_slips(reason, machine)
 
 
@@ -211,12 +261,16 @@ def _check_verdict(r: dict, machine: dict, notebook: str) -> Checked:
     interval = r.get("interval")
     if interval is not None:   # the recorded interval, widened by round-off so it holds ours again
         interval = (min(interval[0], r["ours"]), max(interval[1], r["ours"]))
+    noise = _noise(r.get("noise"))
     now = verdict(r["claim"], r["ours"], here=r.get("here", "this machine"), pivot=r.get("pivot"),
                   within=r.get("within", 1.5), reasons=[(bool(k), t) for k, t in r.get("reasons", [])],
-                  noise=_noise(r.get("noise")), unit=r.get("unit"), interval=interval)
+                  noise=noise, unit=r.get("unit"), interval=interval, cores_used=r.get("cores_used"))
     c.now = now.outcome
     now_r = {**r, "seed_value": CLAIMS[r["claim"]].value}
     c.now_contradictions = verdict_contradictions(now_r, str(now), now.outcome, now.reason, machine)
+    c.printed, c.printed_now = printed.scan(r), printed.scan(now_r, str(now), now.outcome)
+    if now.outcome in ABSTAINED:
+        c.decidable = _decidable(now_r, _noise(r.get("noise")))
     return c
 
 
@@ -226,10 +280,25 @@ def _check_goal(r: dict, machine: dict, notebook: str) -> Checked:
     if r["goal"] not in seed004.GOALS:
         c.note = "the goal is no longer in the registry"
         return c
-    now = seed004.goal_verdict(r["goal"], holds=bool(r["holds"]), ours=r["ours"], here=r.get("here", "this machine"),
+    holds = bool(r["holds"])
+    stated = printed.stated_speedup(r["ours"])
+    if holds and stated is not None and stated < NO_DIFFERENCE and printed._asks_for_speedup(seed004.goal(r["goal"])):
+        holds = False    # a speed-up goal holds beyond the no-clear-difference band (chapter 07's code since then)
+        c.note = f"the speed-up it states, {stated:g}x, is within the {NO_DIFFERENCE - 1:.0%} of no clear difference"
+    now = seed004.goal_verdict(r["goal"], holds=holds, ours=r["ours"], here=r.get("here", "this machine"),
                                reasons=[(bool(k), t) for k, t in r.get("reasons", [])], noise=_noise(r.get("noise")))
     c.now = now.outcome
-    c.now_contradictions = _goal_contradictions(r, str(now), now.outcome, now.reason, machine)
+    c.now_contradictions = _goal_contradictions({**r, "holds": holds}, str(now), now.outcome, now.reason, machine)
+    c.printed, c.printed_now = printed.scan(r), printed.scan({**r, "holds": holds}, str(now), now.outcome)
+    return c
+
+
+def _check_said(r: dict, machine: dict, notebook: str) -> Checked:
+    """A computed comparison sentence (``verdict.which_faster``): rendered again from its recorded speeds."""
+    c = Checked(notebook, "said", r["line"][:60], r.get("cell"), r["line"], None)
+    now = which_faster(dict(r["speeds"]), band=r.get("band", NO_DIFFERENCE))
+    c.now = now
+    c.printed, c.printed_now = printed.scan(r), printed.scan(r, now)
     return c
 
 
@@ -272,7 +341,7 @@ def _close(a, b, rel: float = 1e-6) -> bool:
     return all(abs(x - y) <= rel * max(abs(x), abs(y)) for x, y in zip(a, b))
 
 
-_CHECKERS = {"verdict": _check_verdict, "goal": _check_goal, "faster": _check_decision}
+_CHECKERS = {"verdict": _check_verdict, "goal": _check_goal, "faster": _check_decision, "said": _check_said}
 
 
 def check_record(r: dict, machine: dict, notebook: str = "") -> Checked:
@@ -311,12 +380,16 @@ def recording_dirs(root) -> list[Path]:
 
 def counts(checked: list[Checked]) -> dict:
     """Verdicts (and goal verdicts) concluded / abstained / contradicted / changed now; decisions likewise."""
-    v = [c for c in checked if c.kind != "faster"]
+    v = [c for c in checked if c.kind in ("verdict", "goal")]
     d = [c for c in checked if c.kind == "faster"]
     return {"concluded": sum(c.concluded for c in v), "abstained": sum(not c.concluded for c in v),
             "contradicted": sum(bool(c.contradictions) for c in v), "changed": sum(c.changed for c in v),
             "decided": sum(c.concluded for c in d), "undecided": sum(not c.concluded for c in d),
-            "decisions_contradicted": sum(bool(c.contradictions) for c in d)}
+            "decisions_contradicted": sum(bool(c.contradictions) for c in d),
+            "concluded_now": sum(c.now is not None and c.now not in ABSTAINED for c in v),
+            "abstained_now": sum(c.now is None or c.now in ABSTAINED for c in v),
+            "printed": sum(bool(c.printed) for c in checked), "printed_now": sum(bool(c.printed_now) for c in checked),
+            "decidable": sum(bool(c.decidable) for c in checked)}
 
 
 def _short(name: str) -> str:
@@ -325,9 +398,11 @@ def _short(name: str) -> str:
 
 def table(runs: dict[str, dict[str, list[Checked]]]) -> str:
     """A markdown table: one row per recording and notebook (worksheets only where they recorded something),
-    with totals per recording."""
-    lines = ["| recording | notebook | verdicts concluded / abstained / contradicted | changed now "
-             "| decisions yes-no / cannot tell / contradicted |", "|---|---|---|---|---|"]
+    with totals per recording. "now" is the current code's rendering of the same records; "printed" counts
+    records whose printed line (as printed / as the current code prints it) a scanned pattern contradicts."""
+    lines = ["| recording | notebook | verdicts concluded / abstained / contradicted | changed now | now concluded / "
+             "abstained | printed patterns contradicted (as printed / now) "
+             "| decisions yes-no / cannot tell / contradicted |", "|---|---|---|---|---|---|---|"]
     for run, notebooks in runs.items():
         total = dict.fromkeys(counts([]), 0)
         for name, checked in notebooks.items():
@@ -336,12 +411,15 @@ def table(runs: dict[str, dict[str, list[Checked]]]) -> str:
             k = counts(checked)
             total = {key: total[key] + k[key] for key in total}
             lines.append(f"| {run} | {_short(name)} | {k['concluded']} / {k['abstained']} / {k['contradicted']} "
-                         f"| {k['changed']} | {k['decided']} / {k['undecided']} / {k['decisions_contradicted']} |")
+                         f"| {k['changed']} | {k['concluded_now']} / {k['abstained_now']} | {k['printed']} / "
+                         f"{k['printed_now']} | {k['decided']} / {k['undecided']} / {k['decisions_contradicted']} |")
         n = total["concluded"] + total["abstained"]
         share = f" ({total['concluded'] / n:.0%} concluded)" if n else ""
+        share_now = f" ({total['concluded_now'] / n:.0%})" if n else ""
         lines.append(f"| {run} | **all** | **{total['concluded']} / {total['abstained']} / {total['contradicted']}**"
-                     f"{share} | {total['changed']} | {total['decided']} / {total['undecided']} / "
-                     f"{total['decisions_contradicted']} |")
+                     f"{share} | {total['changed']} | **{total['concluded_now']} / {total['abstained_now']}**"
+                     f"{share_now} | {total['printed']} / {total['printed_now']} | {total['decided']} / "
+                     f"{total['undecided']} / {total['decisions_contradicted']} |")
     return "\n".join(lines)
 
 
@@ -372,10 +450,10 @@ def disagreements(run: dict[str, list[Checked]], reference: dict[str, list[Check
         seen: dict[str, int] = {}
         ref: dict[tuple[str, int], Checked] = {}
         for c in reference.get(name, []):
-            if c.kind != "faster":
+            if c.kind in ("verdict", "goal"):
                 ref[(c.label, sum(k == c.label for k, _ in ref))] = c
         for c in checked:
-            if c.kind == "faster":
+            if c.kind not in ("verdict", "goal"):
                 continue
             i = seen[c.label] = seen.get(c.label, -1) + 1
             other = ref.get((c.label, i))
@@ -398,6 +476,13 @@ def report(checked_by_notebook: dict[str, list[Checked]], historical: bool = Fal
                 out.append(f"{'OLD CODE     ' if old else 'CONTRADICTION'} {where}: {x}")
             if c.suspect:
                 out.append(f"SUSPECT       {where}: {c.suspect}")
+            for x in c.printed_now:
+                out.append(f"PRINTED NOW   {where}: {x}")
+            for x in c.printed:
+                if x not in c.printed_now:
+                    out.append(f"PRINTED (old) {where}: {x}")
+            if c.decidable:
+                out.append(f"DECIDABLE     {where}: {c.decidable}")
             if c.changed:
                 out.append(f"changed       {where}: recorded '{c.recorded}', now '{c.now}'" +
                            (f" ({c.note})" if c.note else ""))
@@ -422,7 +507,7 @@ def main(dirs: list[str], against: str | None = None) -> int:
     bad = 0
     for run, checked in runs.items():
         lines = report(checked, historical=run in historical)
-        bad += sum(x.startswith("CONTRADICTION") for x in lines)
+        bad += sum(x.startswith(("CONTRADICTION", "PRINTED NOW", "DECIDABLE")) for x in lines)
         if lines:
             print(f"\n{run}:")
             print("\n".join(lines))

@@ -27,33 +27,42 @@ The rule (:func:`judge`), on the scale the claim is stated in:
   effect here, against the seed's (a layer at 0.97-1.02x where the seed found 11x need not pick a side of 1x).
 - *Reasons* are ``(condition, explanation)`` pairs; every condition is a bool the caller computed from a
   measured or counted fact about this machine (``tests/test_reasons.py`` rejects constants and conditions
-  that only restate the outcome). The first true one is printed *whatever the outcome*: after a
-  disagreement as the explanation, after an agreement as "although ..." -- a caveat that holds here is
-  worth reading even when the numbers happen to meet. No true reason after a disagreement: the line says
-  that no fact measured here explains it.
+  that only restate the outcome). The first true one *that is relevant to the quantity judged* is printed
+  *whatever the outcome*: after a disagreement as the explanation, after an agreement as "although ..." -- a
+  caveat that holds here is worth reading even when the numbers happen to meet. No true reason after a
+  disagreement: the line says that no fact measured here explains it. Relevance is a fact of the run: with
+  ``cores_used`` (how many cores the measured quantity ran on) at 1, a reason that names a core count
+  ("2 cores here, not 61") explains nothing and is passed over (:func:`relevant`).
 - *Noise*: when ``noise`` (from :mod:`course_lib.core.timing`) says the run was unreliable, the line
-  concludes only if ``interval`` (where ours truly lies, e.g. ``cmp.speedup_interval(name)``) gives the
-  same verdict at both ends. Otherwise it abstains -- and says what can still be said: which verdicts
-  the interval allows, or the comparison's own sentences ("b was at least 1.8x faster than a in every
-  one of 40 pairs").
+  concludes only if every value the noise allows gives the same verdict: the ends of ``interval`` (where
+  ours truly lies, e.g. ``cmp.speedup_interval(name)``), or -- without one, where the only trouble was the
+  repeats' spread or the load -- ours widened by that spread (a share of 4.3% spread by 32% is at most 5.7%,
+  far from an edge at 15%), the run-to-run margin still applied on top. Otherwise it abstains -- and says
+  what can still be said: which verdicts the interval allows, or the comparison's own sentences ("b was at
+  least 1.8x faster than a in every one of 40 pairs"). :func:`judged_noise` narrows a whole comparison's
+  noise to the one ratio a verdict judges, so that an abstention cites that ratio and no other.
 """
 from __future__ import annotations
 
 import math
+import re
 from typing import Sequence
 
 import numpy as np
 
-from ..core.timing import OTHERS_LIMIT, Noise
+from ..core.intervals import Ratio
+from ..core.timing import OTHERS_LIMIT, Noise, noise_of_pairs
 from . import record
 from .claims import Claim, claim
 from .verdict_line import Verdict
 
-__all__ = ["Verdict", "verdict", "judge", "factor", "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT"]
+__all__ = ["Verdict", "verdict", "judge", "factor", "relevant", "judged_noise", "allowed_interval", "which_faster",
+           "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
 RERUN_MARGIN_LOADED = 1.3    # ... and this much while other programs share the cores, caches and memory
 NO_EFFECT = 1.25             # a ratio of times within this factor of the pivot, margin included, is no clear effect
+NO_DIFFERENCE = 1.05         # two measured speeds closer than this are "no clear difference" in a printed sentence
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -118,6 +127,54 @@ def _times(v: float) -> str:
     return f"{v:.2g}×" if v < 10 else f"{v:.0f}×"
 
 
+CORE_COUNT = re.compile(r"(?<![\d.])(\d+) (?:CPU |usable |physical )?cores?\b|\bcores? here\b")
+
+
+def relevant(text: str, cores_used: int | None) -> bool:
+    """Can a reason's ``text`` explain a quantity measured on ``cores_used`` cores (None: not stated)? A reason
+    that names a core count ("2 CPU cores here, not thousands of GPU lanes") explains only a measurement that
+    ran on more than one core: a DEER run on one core is not slow for want of cores."""
+    return cores_used is None or cores_used > 1 or not CORE_COUNT.search(text)
+
+
+def judged_noise(noise: Noise, ratio: Ratio) -> Noise:
+    """The noise of the one ratio a verdict judges (``cmp.pairs(name, over)``), out of a whole comparison's
+    ``noise``: that ratio's pairs judged alone, with the run's load and the caller's notes, not the other
+    functions' wide intervals (chapter 04's ladder times six kernels; its Fig. 8 verdict judges one pair)."""
+    if not isinstance(noise, Noise) or not isinstance(ratio, Ratio):
+        raise TypeError(f"noise, ratio: expected a Noise and a Ratio (cmp.pairs(name, over)), got "
+                        f"{type(noise).__name__} and {type(ratio).__name__}")
+    own = noise_of_pairs([ratio], others=noise.others)
+    for note in noise.notes:
+        own.add(True, note)
+    return own
+
+
+def allowed_interval(ours: float, noise: Noise | None) -> tuple[float, float] | None:
+    """Where ours may lie when the only trouble was the repeats' spread or the load (no caller's notes, no
+    pair interval, no biased pairs): ours divided and multiplied by 1 + the spread. None otherwise."""
+    if noise is None or noise.ok or noise.notes or noise.uncertain or noise.biased or noise.ratios:
+        return None
+    widen = 1 + (noise.spread if noise.wide else 0.0)
+    return (ours / widen, ours * widen) if ours >= 0 else (ours * widen, ours / widen)
+
+
+def which_faster(speeds: dict[str, float], *, band: float = NO_DIFFERENCE) -> str:
+    """The sentence for two measured speeds (``{label: speed-up}``, larger is faster): "<label> is faster (1.10x)",
+    or "no clear difference (1.03x, under 5%)" when they are within ``band`` of each other -- never "faster" for a
+    gap the course calls no clear difference. Recorded (``COURSE_RECORD``) for the replay's scan of printed lines."""
+    if not (isinstance(speeds, dict) and len(speeds) == 2):
+        raise TypeError(f"speeds: expected {{label: speed-up}} for two things, got {speeds!r}")
+    (a, x), (b, y) = speeds.items()
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in (x, y)):
+        raise ValueError(f"speeds: expected positive finite speed-ups, got {speeds!r}")
+    gap = max(x, y) / min(x, y)
+    text = (f"no clear difference ({gap:.2f}x, under {band - 1:.0%})" if gap < band else
+            f"{a if x > y else b} is faster ({gap:.2f}x)")
+    record.said({"speeds": {a: float(x), b: float(y)}, "band": band}, text)
+    return text
+
+
 def _check_reasons(reasons) -> list[tuple[bool, str]]:
     out = []
     for pair in reasons:
@@ -132,8 +189,9 @@ def _check_reasons(reasons) -> list[tuple[bool, str]]:
 
 def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None = 1.0, within: float = 1.5,
             reasons: Sequence[tuple[bool, str]] = (), noise: Noise | None = None,
-            unit: str | None = None, interval: tuple[float, float] | None = None) -> Verdict:
-    """One line: the seed's number and conditions, ours, the verdict, and the first reason that holds.
+            unit: str | None = None, interval: tuple[float, float] | None = None,
+            cores_used: int | None = None) -> Verdict:
+    """One line: the seed's number and conditions, ours, the verdict, and the first relevant reason that holds.
 
     ``cid``      a claim id (or :class:`Claim`) from :mod:`course_lib.teaching.claims`
     ``ours``     our measured number, in the claim's unit (or ``unit``)
@@ -144,6 +202,8 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
     ``noise``    the measurement's :class:`~course_lib.core.timing.Noise`; unreliable -> see ``interval``
     ``interval`` ``(lo, hi)`` around ``ours`` on the same scale (e.g. ``cmp.speedup_interval(name)``): on an
                  unreliable run the line still concludes when both ends give the same verdict
+    ``cores_used`` how many cores the measured quantity ran on (a setting or a measurement of the run); at 1, a
+                 reason naming a core count is not chosen (:func:`relevant`)
     """
     c: Claim = claim(cid)
     if isinstance(ours, bool) or not isinstance(ours, (int, float)):
@@ -153,10 +213,14 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise (a Timing's or Comparison's .noise), "
                         f"got {type(noise).__name__}")
     reasons = _check_reasons(reasons)
-    line = _line(c, ours, here, pivot, within, reasons, noise, unit, interval)
+    if cores_used is not None and (isinstance(cores_used, bool) or not isinstance(cores_used, (int, np.integer))
+                                   or cores_used < 1):
+        raise ValueError(f"cores_used: expected a number of cores >= 1 (or None), got {cores_used!r}")
+    chosen = [(cond and relevant(text, cores_used), text) for cond, text in reasons]
+    line = _line(c, ours, here, pivot, within, chosen, noise, unit, interval)
     record.verdict_made("verdict", {"claim": c.id, "seed_value": c.value, "ours": ours, "here": here, "pivot": pivot,
                                     "within": within, "unit": unit, "interval": interval, "noise": noise,
-                                    "reasons": reasons}, line)
+                                    "reasons": reasons, "cores_used": cores_used}, line)
     return line
 
 
@@ -170,6 +234,11 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
     head = (f"Seed {c.seed if c.seed != 'beyond' else c.source}, {c.where} ({c.conditions}): {c.formatted()}.  "
             f"Here ({here}): {_fmt(ours, u)}.  ")
     tail = ""
+    implied = allowed_interval(ours, noise) if interval is None else None
+    if implied is not None and noise.busy and u not in ("x", "×"):
+        implied = None       # the load's effect on a share or a rate has no margin to bound it: only a spread
+    if implied is not None:
+        lo, hi = interval = implied
     if noise is not None and not noise.ok:
         why_not = "; ".join(noise.reasons)
         ends = None if interval is None else [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
@@ -179,8 +248,9 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
             return none or Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable",
                                    why_not)
         outcome = ends[0]
-        tail = (f" (an unreliable run -- {why_not} -- but every value between {_fmt(lo, u)} and {_fmt(hi, u)} "
-                f"gives this verdict)")
+        allows = (f"every value its spread allows, {_fmt(lo, u)} to {_fmt(hi, u)}," if implied is not None else
+                  f"every value between {_fmt(lo, u)} and {_fmt(hi, u)}")
+        tail = f" (an unreliable run -- {why_not} -- but {allows} gives this verdict)"
     elif interval is not None and judge(c.value, lo, pivot=pivot, within=within) != \
             judge(c.value, hi, pivot=pivot, within=within):
         # a reliable run whose interval still spans two outcomes (a speed-up of 1.0x +- 3%, a factor at the edge

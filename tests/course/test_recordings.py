@@ -300,3 +300,77 @@ def test_a_conclusion_from_pairs_the_guard_called_biased_is_flagged_suspect():
     c = replay.check_record(r, MACHINE)
     assert c.concluded and "cannot cancel" in c.suspect and c.contradictions == []
     assert any(x.startswith("SUSPECT") for x in replay.report({"notebooks/99": [c]}))
+
+
+# --------------------------------------------------------------------------- printed patterns (issue 43)
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
+def test_no_printed_pattern_contradicts_its_numbers_and_no_abstention_is_decidable(path):
+    """Every line as the current code prints it from the recorded numbers: no printed pattern ("is faster" within
+    the no-difference band, a stated factor, "every value between", a speed-up goal said to hold at no clear
+    speed-up) that those numbers contradict, and no abstention that every value its recorded noise allows decides.
+    (Lines printed by older code are history: held to the current rendering, as for reconstructed recordings.)"""
+    checked = replay.replay_file(path)
+    bad = [f"cell {c.cell} {c.kind} {c.label}: {x}" for c in checked for x in c.printed_now]
+    bad += [f"cell {c.cell} {c.kind} {c.label}: {c.decidable}" for c in checked if c.decidable]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_intel_quiet_run_concludes_what_its_noise_decides():
+    """The reader of the Intel quiet run judged 05's section 4.10 share (4.3% spread by 32% against a 15% edge) and
+    10's MPI ratio (0.207x spread by 38%) decidable: re-rendered, both conclude, and nothing else changes."""
+    quiet = RECORDINGS / "xeon-avx512-quiet"
+    runs = replay.replay(quiet)
+    changed = {(name, c.cell, c.label): (c.recorded, c.now) for name, cs in runs.items() for c in cs if c.changed}
+    assert changed[("notebooks/05_threads_fusion", 17, "000.ch05.s410.saving")] == ("unreliable", "smaller")
+    assert changed[("notebooks/10_mgrit", 29, "002.speedup.max")] == ("unreliable", "opposite")
+    assert len(changed) == 2, changed
+    total = {k: sum(replay.counts(cs)[k] for cs in runs.values()) for k in ("concluded_now", "abstained_now")}
+    assert total == {"concluded_now": 24, "abstained_now": 10}
+
+
+@pytest.mark.parametrize("record, expected", [
+    ({"kind": "said", "speeds": {"threads": 1.34, "MPI": 1.38}, "band": 1.05, "line": "MPI is faster (1.03x)"},
+     "no clear difference"),
+    ({"kind": "said", "speeds": {"threads": 1.58, "MPI": 1.0}, "band": 1.05, "line": "MPI is faster (1.58x)"},
+     "names a faster one"),
+    ({"kind": "said", "speeds": {"threads": 1.58, "MPI": 1.0}, "band": 1.05,
+      "line": "no clear difference (1.58x, under 5%)"}, "differ by"),
+    ({"kind": "goal", "goal": "004.goal.mpi", "holds": True, "ours": "MPI with 2 ranks: 1.03x the batched pass",
+      "outcome": "agrees", "line": "Seed 004, §7.2 (a), hoped for: “Achieve speedup through MPI”.  Here (2 cores): "
+                                   "MPI with 2 ranks: 1.03x the batched pass.  Holds here."}, "speed-up goal holds"),
+])
+def test_a_planted_printed_pattern_is_caught(record, expected):
+    from course_lib.teaching import printed
+
+    assert any(expected in x for x in printed.scan(record)), printed.scan(record)
+
+
+def test_planted_verdict_patterns_are_caught():
+    from course_lib.teaching import printed
+
+    r = _verdict_record(ours=7.8)                       # 39 / 7.8 = 5x smaller
+    assert printed.scan(r) == [] and "5× smaller" in r["line"]
+    wrong = {**r, "line": r["line"].replace("5× smaller", "3× smaller")}
+    assert any("ours is 0.2x" in x for x in printed.scan(wrong))
+    every = {**r, "outcome": "smaller", "line": "... (an unreliable run -- x -- but every value between 7× and 30× "
+                                                "gives this verdict)."}
+    assert any("gives 'smaller'" in x for x in printed.scan(every))
+    allows = {**r, "outcome": "unreliable", "line": "No verdict: ours lies between 7× and 30×, which allows "
+                                                    "'agrees' (at 7×) and 'agrees' (at 30×) -- the difference"}
+    assert any("says 7× gives 'agrees'" in x for x in printed.scan(allows))
+
+
+def test_a_core_count_reason_for_a_one_core_measurement_is_a_contradiction():
+    r = _verdict_record(ours=1.8, reasons=[[True, "2 cores here, not 61"]], cores_used=1, outcome="smaller",
+                        reason="2 cores here, not 61",
+                        line="Seed ... Here (2 cores): 1.8×.  Same direction, 22× smaller here -- 2 cores here, not 61.")
+    c = replay.check_record(r, MACHINE)
+    assert any("measured on 1 core by a core count" in x for x in c.recorded_contradictions)
+    assert c.now_contradictions == [] and "no fact measured here explains" not in c.recorded   # now: no reason chosen
+
+
+def test_the_replay_command_fails_on_a_printed_pattern(tmp_path, capsys):
+    said = {"kind": "said", "speeds": {"threads": 1.34, "MPI": 1.38}, "band": 1.0, "line": "MPI is faster (1.03x)"}
+    _write(tmp_path / "run", [said])        # band 1.0: the current rendering also says "faster" at 1.03x
+    assert cli(["replay", str(tmp_path / "run")]) == 1
+    assert "PRINTED NOW" in capsys.readouterr().out

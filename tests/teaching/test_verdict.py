@@ -162,3 +162,65 @@ def test_no_clear_effect_is_not_concluded_from_biased_pairs():
     assert noise.biased and v.outcome == "unreliable"
     loaded = Noise(others=1.5, busy=True)      # pairs that cancel the load, but a loaded ratio moves 30% run to run:
     assert verdict(layer, 1.0, noise=loaded, interval=(0.99, 1.01)).outcome == "unreliable"   # beyond the 25% band
+
+
+def test_a_core_count_reason_is_not_chosen_for_a_measurement_on_one_core():
+    """Issue 43: DEER timed on one core was 'explained' by '2 CPU cores here'; the measured cause came second."""
+    from course_lib.teaching.verdict import relevant
+
+    reasons = [(True, "2 CPU cores here, not thousands of GPU lanes"),
+               (True, "DEER needed 4 Newton iterations here, 16x the serial march's flops")]
+    one = verdict(SEED, 0.5, reasons=reasons, cores_used=1)
+    assert one.outcome == "opposite" and one.reason.startswith("DEER needed") and "CPU cores" not in one
+    assert verdict(SEED, 0.5, reasons=reasons, cores_used=2).reason.startswith("2 CPU cores")
+    assert verdict(SEED, 0.5, reasons=reasons).reason.startswith("2 CPU cores")         # not stated: as before
+    assert not verdict(SEED, 0.5, reasons=reasons[:1], cores_used=1).reason              # nothing relevant left
+    assert relevant("batch 32 here, not 1000", 1) and not relevant("2 cores here, not 61", 1)
+    with pytest.raises(ValueError, match="cores_used"):
+        verdict(SEED, 0.5, cores_used=0)
+
+
+def test_a_spread_that_cannot_reach_an_edge_still_concludes():
+    """Issue 43: 4.3% spread by 32% is at most 5.7%, far from the 15% edge; 0.207x spread by 38% under load is at
+    most 0.207 * 1.38 * 1.3 = 0.37x, far from 1x: every value the noise allows gives one verdict."""
+    share = Claim("t.share", 22.55, "%", "000", "§4.10", "Xeon Phi", "22.55%")
+    wide = Noise(spread=0.32, wide=True, others=0.18)
+    v = verdict(share, 4.3, pivot=None, unit="%", noise=wide)
+    assert v.outcome == "smaller" and "every value its spread allows, 3.26% to 5.68%, gives this verdict" in v
+    assert verdict(share, 12.0, pivot=None, unit="%", noise=wide).outcome == "unreliable"    # 15.8% reaches the edge
+    mgrit = Claim("t.mgrit", 6.6, "x", "002", "Speedup", "Attaway", "6.6x")
+    loaded = Noise(spread=0.38, wide=True, others=0.4, busy=True)
+    assert verdict(mgrit, 0.207, noise=loaded).outcome == "opposite"
+    assert verdict(mgrit, 0.6, noise=loaded).outcome == "unreliable"           # 0.6 * 1.38 * 1.3 > 1
+    noted = Noise(spread=0.38, wide=True).add(True, "faster than the measured GEMM peak")
+    assert verdict(mgrit, 0.207, noise=noted).outcome == "unreliable"          # a caller's fact: no spread bounds it
+    busy_share = Noise(others=0.9, busy=True)                                  # a share under load: no margin bounds it
+    assert verdict(share, 4.3, pivot=None, unit="%", noise=busy_share).outcome == "unreliable"
+
+
+def test_an_abstention_cites_the_ratio_it_judges():
+    """Issue 43: chapter 04's Fig. 8 abstained citing pairs against ikj for a ratio of parallel_tiled vs numpy."""
+    from course_lib.teaching.verdict import judged_noise
+
+    other = intervals.Ratio("parallel", "ikj", [1 / 1.6, 1 / 2.1, 1 / 1.7, 1 / 2.0, 1 / 1.65, 1 / 1.9])
+    judged = intervals.Ratio("parallel_tiled", "numpy", [1.66, 1.70, 1.68, 1.69, 1.67, 1.68])
+    whole = noise_of_pairs([other, judged], others=0.1)
+    assert not whole.ok and "parallel over ikj" in "; ".join(whole.reasons)
+    own = judged_noise(whole.add(True, "a kernel ran above the measured peak"), judged)
+    assert "ikj" not in "; ".join(own.reasons) and own.notes == ["a kernel ran above the measured peak"]
+    slow = Claim("t.slower", 3.0, "x slower", "000", "Fig. 8", "Xeon Phi", "3x slower")
+    v = verdict(slow, judged.median, noise=judged_noise(noise_of_pairs([other, judged]), judged),
+                interval=judged.interval)
+    assert v.outcome == "smaller" and "ikj" not in v
+    with pytest.raises(TypeError, match="Ratio"):
+        judged_noise(whole, (1.6, 1.7))
+
+
+def test_which_faster_applies_the_no_difference_band():
+    from course_lib.teaching.verdict import which_faster
+
+    assert which_faster({"threads": 1.34, "MPI": 1.38}) == "no clear difference (1.03x, under 5%)"
+    assert which_faster({"threads": 1.58, "MPI": 1.0}) == "threads is faster (1.58x)"
+    assert which_faster({"a": 1.0, "b": 1.2}) == "b is faster (1.20x)"
+    with pytest.raises(ValueError, match="speeds"):
+        which_faster({"a": 0.0, "b": 1.0})
