@@ -1,5 +1,15 @@
 """The advisor (experiments folder, chapter 12): :func:`advise` ranks the methods that apply to a problem by
-the cost model's predicted time (:func:`.model.predict_all`), flagging those the model mispredicts here.
+the cost model's predicted time (:func:`.model.predict_all`), each with the error bars measured for it here.
+
+Trust is per method and has a direction. A calibration (:meth:`.configurations.Calibration.errors`) says, per
+method, how much *slower* and how much *faster* than predicted it was ever measured on this machine; a method
+predicted at ``s`` may then really take between ``s / faster`` and ``s * slower`` (:attr:`Advice.low`,
+:attr:`Advice.high`). A method measured only slower than predicted is never "faster than predicted", and a miss
+in one direction is never evidence for the other. A miss does not silence the advisor: it advises the
+predicted fastest method it has measurements for and says how far off the model was -- for it, and for every
+rival that could still be faster within those errors. It advises nothing only where it has no measurement to
+stand on: the machine's constants measured busy, a synchronisation cost measured busy, a method never checked
+or checked only in runs the noise guard rejected.
 """
 from __future__ import annotations
 
@@ -12,7 +22,7 @@ from .machine import Machine
 from .model import Cost, predict_all
 from .problem import Problem
 
-__all__ = ["Advice", "advise", "first_choice"]
+__all__ = ["Advice", "advise", "first_choice", "directions"]
 
 _UNCHECKED = object()  # a calibration that never measured the method
 
@@ -24,6 +34,8 @@ class Advice:
     reason: str
     trusted: bool = True
     cost: Cost | None = None
+    low: float | None = None    # the least time its measured errors allow here (None: no calibration)
+    high: float | None = None   # ... and the most
 
     def __post_init__(self):
         check_str(self.method, "method")
@@ -34,6 +46,11 @@ class Advice:
         check_bool(self.trusted, "trusted")
         if self.cost is not None and not isinstance(self.cost, Cost):
             raise TypeError(f"cost: expected a Cost or None, got {type(self.cost).__name__}")
+        for k in ("low", "high"):
+            v = getattr(self, k)
+            if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.floating))
+                                  or not v >= 0):
+                raise ValueError(f"{k}: expected a number >= 0 or None, got {v!r}")
 
     def __iter__(self):  # (method, seconds, reason)
         return iter((self.method, self.seconds, self.reason))
@@ -77,14 +94,16 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     """Rank the methods that apply to ``problem`` on ``machine`` by predicted time.
 
     ``methods`` restricts the choice (each must apply, else ValueError naming the argument);
-    ``calibration`` maps method -> the model's worst error factor measured here (``Calibration.errors()``;
-    None: measured only in runs the noise guard calls unreliable): a method off by more than 2x, measured
-    only unreliably, or -- when a calibration is given -- never measured, is listed after the trusted ones
-    with ``trusted=False``: the advisor does not advise there. Nothing is trusted when the machine's own
-    constants were measured while it was busy (``machine.noise``); a method on several workers is not trusted
-    when the cost of its synchronisation (``region_s``, ``handoff_s``; for Python threads the GIL's price and the
-    wavefront's barrier) was (``machine.busy``); and the first trusted choice is
-    withdrawn when an untrusted method could be faster within its measured error (its reason says so). ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
+    ``calibration`` maps method -> the model's worst error factor measured here (``Calibration.errors()``: an
+    :class:`~.configurations.Error` also knows how much slower and how much faster; a plain number is taken
+    as both; None: measured only in runs the noise guard calls unreliable). A method with a measured error
+    gets its error bars (``low``, ``high``) and stays advisable however large they are -- the first choice's
+    reason says how far off the model was and which rivals could be faster within those bars. Not advised
+    (``trusted=False``, listed after the others): every method when the machine's own constants were measured
+    while it was busy (``machine.noise``); a method on several workers whose synchronisation cost
+    (``region_s``, ``handoff_s``; for Python threads the GIL's price and the wavefront's barrier) was
+    (``machine.busy``); and -- when a calibration is given -- a method it never checked or checked only
+    unreliably. ``opts``: per-method options (``{"mgrit": {"iters": 3}}``).
     Raises ValueError for impossible problems (through :class:`Problem`) and for methods that cannot apply."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem: expected a Problem, got {type(problem).__name__}")
@@ -100,64 +119,81 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     if not costs:
         raise ValueError(f"problem: no method applies to {problem.describe()}")
     base = costs.get("sequential")
-    busy = not machine.noise.ok
-    out = []
-    for k, c in costs.items():
-        err = (calibration or {}).get(k, _UNCHECKED)
-        r = _reason(c, base)
-        sync_busy = _busy_sync(c, machine)
-        if busy:
-            r += "; NOT ADVISED: the machine's constants were measured while it was busy (" + \
-                 "; ".join(machine.noise.reasons) + ")"
-            trusted = False
-        elif sync_busy:
-            r += f"; NOT ADVISED: its threads meet at {' and '.join(_WHAT[k] for k in sync_busy)}, whose cost was " \
-                 "measured busy here (" + "; ".join(dict.fromkeys(machine.busy[k] for k in sync_busy)) + ")"
-            trusted = False
-        elif calibration is None or (err is not _UNCHECKED and err is not None and err <= 2.0):
-            trusted = True
-        elif err is _UNCHECKED:
-            r += "; NOT ADVISED: never checked against a measurement on this machine"
-            trusted = False
-        elif err is None:
-            r += "; NOT ADVISED: measured here only in runs the noise guard calls unreliable"
-            trusted = False
-        else:
-            r += f"; NOT ADVISED: the model was off by {err:.1f}x on this machine"
-            trusted = False
-        out.append(Advice(k, c.seconds, r, trusted, c))
+    out = [_one(k, c, base, machine, calibration) for k, c in costs.items()]
     out.sort(key=lambda a: (not a.trusted, a.seconds))
-    return _guard_first(out, calibration)
+    return _say_bars(out, calibration)
 
 
-def _guard_first(out: list, calibration: dict | None) -> list:
-    """The first trusted choice stands only if no method the model mispredicted here could beat it: a
-    method predicted at ``s`` with a measured error factor ``e`` may really take ``s / e`` (``e.faster`` for a
-    :class:`~.configurations.Error`: a method only ever measured *slower* than predicted cannot). If one could,
-    the first choice is withdrawn too (its reason names the rival). A method never measured (or measured
-    only unreliably) does not withdraw it -- nothing is known of its error -- but the first choice's
-    reason says that such a method is predicted faster."""
+def _one(k: str, c: Cost, base: Cost | None, machine: Machine, calibration: dict | None) -> Advice:
+    """One method's advice: its reason, whether it may be advised, its error bars."""
+    err = (calibration or {}).get(k, _UNCHECKED)
+    r = _reason(c, base)
+    sync_busy = _busy_sync(c, machine)
+    low = high = None
+    if not machine.noise.ok:
+        r += "; NOT ADVISED: the machine's constants were measured while it was busy (" + \
+             "; ".join(machine.noise.reasons) + ")"
+    elif sync_busy:
+        r += f"; NOT ADVISED: its threads meet at {' and '.join(_WHAT[k] for k in sync_busy)}, whose cost was " \
+             "measured busy here (" + "; ".join(dict.fromkeys(machine.busy[k] for k in sync_busy)) + ")"
+    elif calibration is None:
+        return Advice(k, c.seconds, r, True, c)
+    elif err is _UNCHECKED:
+        r += "; NOT ADVISED: never checked against a measurement on this machine"
+    elif err is None:
+        r += "; NOT ADVISED: measured here only in runs the noise guard calls unreliable"
+    else:
+        slower, faster = directions(err)
+        low, high = c.seconds / faster, c.seconds * slower
+        return Advice(k, c.seconds, r, True, c, low, high)
+    return Advice(k, c.seconds, r, False, c)
+
+
+def directions(err) -> tuple[float, float]:
+    """``(slower, faster)``: how many times slower and how many times faster than predicted a method was
+    measured here, each >= 1. An :class:`~.configurations.Error` knows both; a plain factor (direction not
+    recorded) is taken as both."""
+    if isinstance(err, bool) or not isinstance(err, (int, float)) or not err >= 1.0:
+        raise ValueError(f"calibration: expected error factors >= 1 (or None), got {err!r}")
+    if hasattr(err, "faster") and hasattr(err, "slower"):
+        return float(err.slower), float(err.faster)
+    return float(err), float(err)
+
+
+def _off(a: Advice) -> str:
+    """How far off the model was for ``a`` here, by direction ("" within 2x both ways)."""
+    if not 0 < a.seconds < float("inf"):
+        return ""
+    ways = [(a.high / a.seconds, "slower"), (a.seconds / a.low, "faster")]
+    said = [f"{f:.1f}x for {a.method} (measured {way} than predicted)" for f, way in ways if f > 2.0]
+    return " and ".join(said)
+
+
+def _say_bars(out: list, calibration: dict | None) -> list:
+    """The first trusted choice stands; its reason says what its error bars and its rivals' allow. A rival
+    "could be faster" only where its least time (its prediction over how much *faster* it was ever measured:
+    a method only measured slower is never below its prediction) is below the first choice's most time. A
+    method never measured (or measured only unreliably) and predicted faster is named too -- nothing is known
+    of its error."""
     trusted = [a for a in out if a.trusted]
     if not trusted:
         return out
     best = trusted[0]
     for a in out:
-        if a.trusted:
-            continue
-        e = (calibration or {}).get(a.method, _UNCHECKED)
-        if not isinstance(e, (int, float)) or isinstance(e, bool):
-            if a.seconds < best.seconds:
-                best.reason += f"; {a.method}, never reliably measured here, is predicted faster"
-            continue
-        fast = getattr(e, "faster", e)  # a calibration's Error knows the direction: only over-predictions count
-        if a.seconds / fast < best.seconds:
-            best.trusted = False
-            best.reason += (f"; NOT ADVISED: {a.method} (not trusted here) is predicted at "
-                            f"{a.seconds * 1e3:.3g} ms and the model was off for it by {e:.1f}x"
-                            + (f" (measured up to {fast:.1f}x faster than predicted)" if fast != e else "")
-                            + ": it may be faster")
-            out.sort(key=lambda x: (not x.trusted, x.seconds))
-            return _guard_first(out, calibration)
+        if not a.trusted and a.seconds < best.seconds and calibration is not None:
+            best.reason += f"; {a.method}, never reliably measured here, is predicted faster"
+    if best.high is None:
+        return out
+    rivals = [a for a in trusted[1:] if a.low < best.high]
+    offs = [_off(a) for a in [best] + rivals if _off(a)]
+    said = "; advised" + (", with the model off by up to " + ", ".join(offs) + " here" if offs else "")
+    if rivals:
+        said += (" -- within the errors measured here " + ", ".join(
+            f"{a.method} (down to {a.low * 1e3:.3g} ms)" for a in rivals) +
+            f" could be faster than {best.method} (up to {best.high * 1e3:.3g} ms)")
+    else:
+        said += " -- no other method could be faster within the errors measured here"
+    best.reason += said
     return out
 
 

@@ -19,6 +19,7 @@ from .model import MGRIT_TOL, predict, step_cost
 from .problem import Problem
 
 __all__ = ["CONFIG_NAMES", "Row", "Error", "Calibration", "calibrate", "single_threaded", "ONE_THREAD", "seed_schedules", "measured_speedups",
+           "seed_reasons",
            "SEED_SCHEDULES", "SEED_ELSEWHERE", "ranking_and_maps"]
 
 
@@ -164,12 +165,14 @@ class Row:
 
 
 class Error(float):
-    """An error factor ``max(pred/meas, meas/pred)`` (>= 1) that also carries ``faster``: the factor by which
-    the method was measured faster than predicted (1 when it never was)."""
+    """An error factor ``max(pred/meas, meas/pred)`` (>= 1) that also carries its directions: ``slower``, the
+    factor by which the method was measured slower than predicted, and ``faster``, faster than predicted (each 1
+    when it never was). Without ``slower``: the factor itself when ``faster`` is less, else 1."""
 
-    def __new__(cls, value: float, faster: float = 1.0):
+    def __new__(cls, value: float, faster: float = 1.0, slower: float | None = None):
         obj = super().__new__(cls, value)
         obj.faster = max(1.0, float(faster))
+        obj.slower = max(1.0, float(slower if slower is not None else (value if obj.faster < value else 1.0)))
         return obj
 
 
@@ -207,14 +210,15 @@ class Calibration:
         """``{model method: worst error factor}`` over the runs the noise guard accepted -- what
         :func:`advise` takes as ``calibration``; a method measured only in unreliable runs maps to None
         (the advisor does not advise it: nothing reliable was measured). Each factor is an :class:`Error`
-        that also says how much *faster* than predicted the method was measured (``.faster``, >= 1): only
-        that direction lets a mispredicted method beat the advisor's first choice."""
+        that also says how much *slower* and how much *faster* than predicted the method was measured
+        (``.slower``, ``.faster``, each >= 1): the advisor's error bars, one per direction."""
         out: dict = {}
         for r in self.rows:
             if self.reliable(r.config):
                 old = out.get(r.method)
                 out[r.method] = Error(max(old or 0.0, r.error),
-                                      max(getattr(old, "faster", 1.0), r.predicted / r.measured))
+                                      max(getattr(old, "faster", 1.0), r.predicted / r.measured),
+                                      max(getattr(old, "slower", 1.0), r.measured / r.predicted))
             else:
                 out.setdefault(r.method, None)
         return out
@@ -228,40 +232,36 @@ class Calibration:
         return min(rows, key=lambda r: r.predicted).label
 
     def advised(self, config: str) -> str | None:
-        """The advisor's first choice among this configuration's methods, or None: it advises nothing
-        when no method's prediction here is within 2x, or when a method it does not trust could be
-        faster within its measured error (the rule of :func:`advise`)."""
-        rows = self._rows(config)
-        trusted = [r for r in rows if not r.off]
-        if not trusted:
-            return None
-        best = min(trusted, key=lambda r: r.predicted)
-        if any(r.predicted / r.error < best.predicted for r in rows if r.off):
-            return None
-        return best.label
+        """The advisor's first choice among this configuration's methods (the rule of :func:`advise`): the
+        least predicted of those measured in a run the noise guard accepted, a miss or not -- the miss is
+        said, not a reason for silence; None when none was."""
+        errs = self.errors()
+        rows = [r for r in self._rows(config) if errs.get(r.method) is not None]
+        return min(rows, key=lambda r: r.predicted).label if rows else None
 
     def explain(self, config: str) -> str:
-        """Whether the advisor's first choice is the measured fastest here, and if not why (computed)."""
+        """Whether the advisor's first choice is the measured fastest here, and if not why (computed); the
+        rows the model missed by more than 2x, with the direction of the miss."""
         rows = {r.label: r for r in self.rows if r.config == config}
         adv, fast = self.advised(config), self.measured_fastest(config)
         if not self.reliable(config):
             return f"{config}: no conclusion -- {'; '.join(self.noise[config].reasons)}"
-        f = rows[fast]
         if adv is None:
-            off = sorted((r for r in rows.values() if r.off), key=lambda r: -r.error)
-            worst = ", ".join(f"{r.label} {r.error:.1f}x" for r in off)
-            return (f"{config}: the advisor advises nothing here -- the model is off by more than 2x for "
-                    f"{worst}, and such a method could be the fastest (measured fastest: {fast}).")
+            return f"{config}: the advisor advises nothing here -- no method here was measured in a reliable run"
+        off = [r for r in rows.values() if r.off]
+        said = "" if not off else " (advised with the model off by more than 2x here for " + ", ".join(
+            f"{r.label}: measured {r.error:.1f}x {'slower' if r.measured > r.predicted else 'faster'} than predicted"
+            for r in off) + ")"
         if adv == fast:
-            return f"{config}: the advisor's first choice, {adv}, is the measured fastest."
-        a = rows[adv]
+            return f"{config}: the advisor's first choice, {adv}, is the measured fastest{said}."
+        a, f = rows[adv], rows[fast]
         close = a.measured / f.measured
         if close < 1.1:
             why = f"they were within {close:.2f}x of each other, closer than the model can tell apart"
         else:
-            why = (f"both within 2x, but the predicted ratio {a.predicted / f.predicted:.2f} and the measured "
+            why = (f"the predicted ratio {a.predicted / f.predicted:.2f} and the measured "
                    f"{close:.2f} fall on opposite sides of 1")
-        return f"{config}: the advisor picks {adv}, the measured fastest is {fast} -- {why}."
+        return f"{config}: the advisor picks {adv}, the measured fastest is {fast} -- {why}{said}."
 
     def table(self) -> str:
         w = max(len(r.config) for r in self.rows)
@@ -269,7 +269,7 @@ class Calibration:
         lines = [f"{'configuration':<{w}}  {'method':<{lw}}  {'predicted':>10}  {'measured':>10}  {'clock':>5}  "
                  f"{'error':>6}"]
         for r in self.rows:
-            mark = "  OFF >2x: not advised" if r.off else ""
+            mark = f"  OFF >2x: {'slower' if r.measured > r.predicted else 'faster'} than predicted" if r.off else ""
             lines.append(f"{r.config:<{w}}  {r.label:<{lw}}  {timing.fmt_seconds(r.predicted):>10}  "
                          f"{timing.fmt_seconds(r.measured):>10}  {r.clock:>5}  {r.error:>5.2f}x{mark}")
         bad = [c for c, n in self.noise.items() if not n.ok]
@@ -390,7 +390,8 @@ def seed_schedules() -> dict:
 
 def measured_speedups(cal: Calibration) -> dict:
     """``{claim id: (speed-up measured here, what, noise)}`` for the seeds' schedules whose configuration
-    ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run)."""
+    ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run; of several variants
+    of the parallel method -- MGRIT on one thread and on every core -- the one measured fastest here)."""
     if not isinstance(cal, Calibration):
         raise TypeError(f"cal: expected a Calibration (see calibrate), got {type(cal).__name__}")
     out = {}
@@ -402,9 +403,58 @@ def measured_speedups(cal: Calibration) -> dict:
         b = [r for r in rows if r.label == base]
         p = [r for r in rows if r.label.startswith(par) and r.label != base]
         if b and p:
-            q = p[-1]
-            out[cid] = (b[0].measured / q.measured, f"{config}: {base} / {q.label} -- {what}", cal.noise[config])
+            q = min(p, key=lambda r: r.measured)
+            which = f" (the fastest of {', '.join(r.label for r in p)} here)" if len(p) > 1 else ""
+            out[cid] = (b[0].measured / q.measured, f"{config}: {base} / {q.label}{which} -- {what}",
+                        cal.noise[config])
     return out
+
+
+def seed_reasons(cid: str, cal: Calibration, seed_P: int) -> list[tuple[bool, str]]:
+    """Why the speed-up :func:`measured_speedups` gives for ``cid`` may differ from the seed's (measured on
+    ``seed_P`` processors): ``(condition, sentence)`` pairs, most specific first, every condition a measured
+    fact of ``cal`` that bears on that very ratio. A core count is a reason only where the ratio's method ran on
+    several cores here and they helped; where a second thread slowed it, that is the reason."""
+    check_choice(cid, "cid", tuple(k for k, v in SEED_SCHEDULES.items() if v))
+    check_positive_int(seed_P, "seed_P")
+    config, base, par, _ = SEED_SCHEDULES[cid]
+    rows = {r.label: r for r in cal.rows if r.config == config}
+    if base not in rows:
+        return []
+    b = rows[base].measured
+    one = next((r for r in rows.values() if r.label.startswith(par) and r.method != rows[base].method
+                and _threads(cal, r) == 1), None)
+    many = max((r for r in rows.values() if r.label.startswith(par) and _threads(cal, r) > 1),
+               key=lambda r: _threads(cal, r), default=None)
+    out = []
+    if one is not None and many is not None:
+        n, gain = _threads(cal, many), one.measured / many.measured
+        work = f"on one thread {one.label.split(' (')[0]} took {one.measured / b:.3g}x the time of {base}"
+        out += [(one.measured > b and gain < 1,
+                 f"{work}, and on {n} threads {1 / gain:.2g}x longer still ({_fmt(many.measured)} against "
+                 f"{_fmt(one.measured)} on one): its Python threads take turns holding the GIL (chapter 10)"),
+                (gain < 1, f"on {n} threads it took {1 / gain:.2g}x its one-thread time here: its Python threads take "
+                           "turns holding the GIL (chapter 10)"),
+                (one.measured > b and gain > 1 and n < seed_P,
+                 f"{work}; {n} cores here made it {gain:.2g}x faster, {seed_P} processors in the seed's run"),
+                (one.measured > b, work)]
+    elif many is not None and "sequential" in {r.method for r in rows.values()}:
+        seq = next(r for r in rows.values() if r.method == "sequential").measured
+        n, gain = _threads(cal, many), seq / many.measured
+        out += [(gain > 1 and n < seed_P, f"{n} cores here (on them {many.label} ran {gain:.2g}x the one-thread "
+                                          f"loop), {seed_P} processors in the seed's run"),
+                (gain <= 1, f"on {n} threads {many.label} was no faster than the one-thread loop here "
+                            f"({gain:.2g}x)")]
+    return out
+
+
+def _threads(cal: Calibration, row: Row) -> int:
+    """The threads (workers) a calibration row's method ran on: its options' P, else 1."""
+    return int(cal.info.get("opts", {}).get(row.config, {}).get(row.label, {}).get("P", 1))
+
+
+def _fmt(s: float) -> str:
+    return timing.fmt_seconds(s)
 
 
 # =========================================================================== the widget's data

@@ -3,10 +3,17 @@ problems at random (fixed seed; none is a chapter configuration), :func:`check_a
 method :func:`.execute.run` can execute on each, measures them all (:func:`.execute.measure`, interleaved)
 and reports, per problem, whether the advisor's first trusted choice was the measured fastest or within
 1.25x of it -- an :class:`AdvisorCheck` with the predicted-vs-measured table and the hit rate.
+
+A machine's run can be kept (``benchmarks/which.py --record DIR``): :func:`save_record` writes its constants
+(:meth:`.machine.Machine.save`, ``machine.json``) and its hold-out and fresh-problem tables (``record.json``), and
+:func:`replay` reads them back and asks today's model and advisor again -- predictions from the saved constants,
+against the times measured there -- so the advisor is checked on every machine ever recorded, not only this one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import os
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -18,7 +25,10 @@ from .machine import Machine
 from .model import predict
 from .problem import Problem
 
-__all__ = ["WITHIN", "fresh_problems", "FreshResult", "AdvisorCheck", "check_advisor"]
+__all__ = ["WITHIN", "fresh_problems", "FreshResult", "AdvisorCheck", "check_advisor", "save_record", "load_record",
+           "replay", "RECORD_FORMAT"]
+
+RECORD_FORMAT = "course_lib cost_model which record, v1"
 
 WITHIN = 1.25   # a first choice within this factor of the measured fastest counts as a hit
 _SKIP = ("mpi", "cuda_batched", "cuda_chunked")  # other processes / devices: not in one interleaved timing
@@ -198,3 +208,94 @@ def check_advisor(problems, machine: Machine | None = None, *, calibration: dict
         clock = "cpu" if len(one) == len(methods) else "wall" if not one else "cpu+wall"
         out.append(FreshResult(p, preds, meas, first_choice(ranked), min(meas, key=meas.get), noise, clock))
     return AdvisorCheck(out)
+
+
+# =========================================================================== records of a machine's run
+def _problem_dict(p: Problem) -> dict:
+    return asdict(p)
+
+
+def save_record(directory, machine: Machine, cal, check: AdvisorCheck, *, notes=(), **meta) -> str:
+    """Write ``directory/machine.json`` (``machine``) and ``directory/record.json``: the hold-out table of
+    ``cal`` (a :class:`~.configurations.Calibration`: per row the configuration, method, options, problem,
+    predicted and measured seconds, clock; per configuration the noise guard's reasons, if any) and the
+    fresh-problem table of ``check``, with ``notes`` (sentences) and ``meta`` (JSON-able facts: commit, load ...).
+    Returns the record's path."""
+    from .configurations import Calibration
+    if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
+        raise TypeError(f"directory: expected a folder name, got {directory!r:.60}")
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal: expected a Calibration, got {type(cal).__name__}")
+    if not isinstance(check, AdvisorCheck):
+        raise TypeError(f"check: expected an AdvisorCheck, got {type(check).__name__}")
+    if isinstance(notes, str) or not all(isinstance(n, str) for n in notes):
+        raise TypeError(f"notes: expected a list of sentences, got {notes!r:.60}")
+    os.makedirs(directory, exist_ok=True)
+    machine.save(os.path.join(directory, "machine.json"))
+    opts = cal.info.get("opts", {})
+    rows = [{"config": r.config, "label": r.label, "method": r.method, "opts": opts.get(r.config, {}).get(r.label, {}),
+             "problem": _problem_dict(r.problem), "predicted": r.predicted, "measured": r.measured, "clock": r.clock}
+            for r in cal.rows]
+    unreliable = {c: n.reasons for c, n in cal.noise.items() if n is not None and not n.ok}
+    fresh = [{"problem": _problem_dict(r.problem), "predicted": r.predicted, "measured": r.measured,
+              "clock": r.clock, "advised": r.advised, "fastest": r.fastest, "unreliable": r.noise.reasons}
+             for r in check.results]
+    path = os.path.join(directory, "record.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"format": RECORD_FORMAT, "notes": list(notes), **meta,
+                   "holdout": {"rows": rows, "unreliable": unreliable}, "fresh": fresh}, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    return path
+
+
+def load_record(directory) -> tuple[Machine, dict]:
+    """The saved machine and record of ``directory`` (see :func:`save_record`); a folder that does not hold
+    one raises ValueError (FileNotFoundError) naming ``directory``."""
+    if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
+        raise TypeError(f"directory: expected a folder name, got {directory!r:.60}")
+    path = os.path.join(directory, "record.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"directory: no record.json in {os.fspath(directory)!r}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            rec = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"directory: {path!r} is not a record (not JSON: {exc})") from None
+    if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or \
+            not isinstance(rec.get("holdout"), dict) or not isinstance(rec.get("fresh"), list):
+        raise ValueError(f"directory: {path!r} is not a record in the format {RECORD_FORMAT!r}")
+    return Machine.load(os.path.join(directory, "machine.json")), rec
+
+
+def _noise(reasons) -> timing.Noise:
+    return timing.Noise(notes=[str(r) for r in reasons or ()])
+
+
+def replay(directory):
+    """Today's model and advisor on a recorded machine: every hold-out row and fresh problem of
+    ``directory`` predicted again from its saved constants (:func:`load_record`), the calibration's errors
+    taken against the times measured there, and the advisor asked again. Returns ``(calibration,
+    AdvisorCheck)``: the replayed tables (hits and misses judged by the recorded times)."""
+    from .configurations import Calibration, Row
+    machine, rec = load_record(directory)
+    try:
+        rows = []
+        for r in rec["holdout"]["rows"]:
+            p = Problem(**r["problem"])
+            rows.append(Row(r["config"], r["label"], r["method"], predict(r["method"], p, machine, **r["opts"]).seconds,
+                            r["measured"], p, r["clock"]))
+        noise = {c: _noise(rec["holdout"]["unreliable"].get(c)) for c in dict.fromkeys(r.config for r in rows)}
+        opts: dict = {}
+        for r in rec["holdout"]["rows"]:
+            opts.setdefault(r["config"], {})[r["label"]] = dict(r["opts"])
+        cal = Calibration(machine, rows, noise, {"opts": opts, "extra": {}})
+        out = []
+        for f in rec["fresh"]:
+            p, meas = Problem(**f["problem"]), f["measured"]
+            preds = {m: predict(m, p, machine).seconds for m in meas}
+            ranked = advise(p, machine, methods=list(meas), calibration=cal.errors())
+            out.append(FreshResult(p, preds, dict(meas), first_choice(ranked), min(meas, key=meas.get),
+                                   _noise(f.get("unreliable")), f.get("clock", "wall")))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"directory: the record in {os.fspath(directory)!r} lacks or garbles {exc}") from None
+    return cal, AdvisorCheck(out)

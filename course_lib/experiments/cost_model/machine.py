@@ -11,15 +11,19 @@ where MPI is missing) -- the micro-benchmarks live in :mod:`.probes`. GPU number
 """
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field, replace
+import os
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from ...core import timing
 from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
 
-__all__ = ["GPU", "Machine", "check_rates", "log_interp", "GEMM_ROWS", "GEMM_SIZES", "use_measurer"]
+__all__ = ["GPU", "Machine", "check_rates", "log_interp", "GEMM_ROWS", "GEMM_SIZES", "use_measurer", "FORMAT"]
+
+FORMAT = "course_lib cost_model Machine, v1"   # the "format" entry of a saved machine (Machine.save)
 
 _MEASURER = None  # probes.measure_machine, registered by that module (it builds a Machine: no import cycle)
 
@@ -268,6 +272,33 @@ class Machine:
         f = min(1.0, max(0.0, math.log2(max(working, 1.0) / size)))
         return 1e9 * math.exp((1 - f) * math.log(cache) + f * math.log(mem))
 
+    # ---------------------------------------------------------------- records
+    def save(self, path) -> str:
+        """Write every field to ``path`` as JSON (:meth:`load` gives back an equal machine, field by field:
+        floats are written exactly; tuples, tuple keys, the GPU and the noise are spelled out). Returns the path."""
+        path = _check_path(path)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"format": FORMAT, **_encode_machine(self)}, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        return path
+
+    @classmethod
+    def load(cls, path) -> "Machine":
+        """The machine :meth:`save` wrote to ``path``. A file that is not one (not JSON, another format, an
+        unknown or missing field, a value a Machine refuses) raises ValueError naming ``path`` and the field."""
+        path = _check_path(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"path: no saved machine at {path!r}")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"path: {path!r} is not a saved Machine (not JSON: {exc})") from None
+        try:
+            return _decode_machine(data)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ValueError(f"path: {path!r} is not a saved Machine ({exc})") from None
+
     def table(self) -> list[tuple[str, str, str]]:
         """(quantity, value, source) rows for printing."""
         rows = [("cores", f"{self.cores}", ""), ("SIMD lanes (float32)", f"{self.simd_lanes}", ""),
@@ -353,3 +384,85 @@ def _interpolate(table: dict, rows: float, size: int) -> float:
     lg = {k: np.log(table[k]) for k in ((r0, s0), (r0, s1), (r1, s0), (r1, s1))}
     v = (1 - fr) * ((1 - fs) * lg[(r0, s0)] + fs * lg[(r0, s1)]) + fr * ((1 - fs) * lg[(r1, s0)] + fs * lg[(r1, s1)])
     return float(np.exp(v))
+
+
+# =========================================================================== save / load
+_PLAIN = ("source", "busy")          # str -> str dicts, kept as they are
+_KEY_SEP = "|"                       # a tuple key ("gru", "training") is written "gru|training"
+
+
+def _check_path(path) -> str:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise TypeError(f"path: expected a file name (str or path), got {type(path).__name__} {path!r:.60}")
+    return os.fspath(path)
+
+
+def _key(k) -> str:
+    return _KEY_SEP.join(str(p) for p in k) if isinstance(k, tuple) else str(k)
+
+
+def _unkey(k: str):
+    if _KEY_SEP not in k:
+        return k
+    return tuple(int(p) if p.lstrip("-").isdigit() else p for p in k.split(_KEY_SEP))
+
+
+def _tuples(v):
+    """JSON lists back to the tuples they were (nested), dicts' tuple keys back to tuples."""
+    if isinstance(v, list):
+        return tuple(_tuples(x) for x in v)
+    if isinstance(v, dict):
+        return {_unkey(k): _tuples(x) for k, x in v.items()}
+    return v
+
+
+def _encode_noise(n: timing.Noise) -> dict:
+    from dataclasses import asdict
+    return {"spread": n.spread, "others": n.others, "wide": n.wide, "busy": n.busy, "notes": list(n.notes),
+            "uncertain": list(n.uncertain), "said": list(n.said), "ratios": [asdict(r) for r in n.ratios]}
+
+
+def _decode_noise(d: dict) -> timing.Noise:
+    from ...core.intervals import Ratio
+    if not isinstance(d, dict):
+        raise TypeError(f"noise: expected an object, got {type(d).__name__}")
+    ratios = [Ratio(**{k: (tuple(v) if isinstance(v, list) and k != "values" else v) for k, v in r.items()})
+              for r in d.get("ratios", [])]
+    return timing.Noise(d.get("spread", 0.0), d.get("others"), d.get("wide", False), d.get("busy", False),
+                        list(d.get("notes", [])), list(d.get("uncertain", [])), list(d.get("said", [])), ratios)
+
+
+def _encode_machine(m: "Machine") -> dict:
+    out = {}
+    for f in fields(m):
+        v = getattr(m, f.name)
+        if f.name == "noise":
+            v = _encode_noise(v)
+        elif f.name == "gpu":
+            v = None if v is None else {g.name: getattr(v, g.name) for g in fields(v)}
+        elif isinstance(v, dict):
+            v = {_key(k): x for k, x in v.items()}
+        out[f.name] = v
+    return out
+
+
+def _decode_machine(data) -> "Machine":
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"format: expected {FORMAT!r}, got {got!r}")
+    names = {f.name for f in fields(Machine)}
+    unknown = sorted(set(data) - names - {"format"})
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: not a field of Machine")
+    kw = {}
+    for k, v in data.items():
+        if k == "format":
+            continue
+        if k == "noise":
+            v = _decode_noise(v)
+        elif k == "gpu":
+            v = None if v is None else GPU(**v)
+        elif k not in _PLAIN:
+            v = _tuples(v)
+        kw[k] = v
+    return Machine(**kw)

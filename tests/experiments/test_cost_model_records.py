@@ -1,0 +1,96 @@
+"""Every recorded machine (benchmarks/results/*/: ``benchmarks/which.py --record``, or a printout converted by
+``benchmarks/results/convert_printed.py``): today's model and advisor replayed on its saved constants, judged by
+the times measured there. The advisor advises something on every fresh problem, and its first choice is the
+measured fastest or within 1.25x of it on all but at most one of them; Machine.save / Machine.load round-trip
+exactly and refuse a file that is not a saved machine, naming the argument."""
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from course_lib.core import timing
+from course_lib.experiments import cost_model as cm
+from course_lib.experiments.cost_model import fresh
+from course_lib.experiments.cost_model.machine import FORMAT
+from helpers import raises_naming
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+RECORDS = sorted(p.parent for p in RESULTS.glob("*/record.json"))
+
+
+def test_there_are_records_of_more_than_one_machine():
+    cpus = {fresh.load_record(d)[0].name for d in RECORDS}
+    assert len(RECORDS) >= 2 and len(cpus) >= 2, RECORDS
+
+
+@pytest.mark.parametrize("directory", RECORDS, ids=lambda d: d.name)
+def test_the_advisor_on_every_recorded_machine(directory):
+    cal, check = fresh.replay(directory)
+    n = len(check.results)
+    assert n >= 4 and all(r.measured for r in check.results)
+    silent = [r.problem.describe() for r in check.results if r.advised is None]
+    assert not silent, f"advised nothing on {silent}"
+    misses = [(r.problem.describe(), r.advised, r.fastest) for r in check.results if not r.hit]
+    assert check.hits >= n - max(1, n // 8) and len(misses) <= n // 8, misses
+    # the hold-out's rows replay too: every configuration the noise guard accepted gets a first choice
+    for config in cal.configs():
+        assert cal.advised(config) is not None or not cal.reliable(config)
+
+
+@pytest.mark.parametrize("directory", RECORDS, ids=lambda d: d.name)
+def test_a_record_holds_what_which_printed(directory):
+    machine, rec = fresh.load_record(directory)
+    assert rec["notes"] and all(isinstance(n, str) and n for n in rec["notes"])
+    for f in rec["fresh"]:
+        assert set(f["predicted"]) == set(f["measured"]) and all(v > 0 for v in f["measured"].values())
+    assert {r["config"] for r in rec["holdout"]["rows"]} <= set(cm.CONFIG_NAMES)
+    assert machine.cores >= 1 and machine.gemm_gflops_core > 0
+
+
+def test_replay_judges_by_the_recorded_times(tmp_path):
+    """A planted record: the model's pick measured 3x slower than another method is a miss, and a miss it stays."""
+    m = dataclasses.replace(cm.Machine.preset("k80_host").with_gpu(None), noise=timing.Noise())
+    p = cm.Problem("gru", batch=4, T=64, nh=16)
+    preds = {k: cm.predict(k, p, m).seconds for k in ("sequential", "batched")}
+    pick = min(preds, key=preds.get)
+    other = next(k for k in preds if k != pick)
+    measured = {pick: 3e-3, other: 1e-3}
+    result = fresh.FreshResult(p, preds, measured, pick, other, timing.Noise(), "cpu")
+    rows = [cm.Row("03 batching", k, k, preds[k], preds[k], p, "cpu") for k in preds]
+    cal = cm.Calibration(m, rows, {"03 batching": timing.Noise()}, {"opts": {"03 batching": {k: {} for k in preds}}})
+    fresh.save_record(tmp_path, m, cal, fresh.AdvisorCheck([result]), notes=["planted"])
+    cal2, check = fresh.replay(tmp_path)
+    assert check.results[0].advised == pick and check.results[0].hit is False
+    assert [r.error for r in cal2.rows] == pytest.approx([1.0, 1.0])
+
+
+def test_machine_load_refuses_what_is_not_a_saved_machine(tmp_path):
+    m = cm.Machine.preset("attaway")
+    good = tmp_path / "m.json"
+    m.save(good)
+    data = json.loads(good.read_text())
+    cases = {"not-json.json": "{cores: 2", "other-format.json": json.dumps({**data, "format": "something else"}),
+             "unknown.json": json.dumps({**data, "colour": "blue"}),
+             "bad-value.json": json.dumps({**data, "cores": -2}),
+             "list.json": "[1, 2]"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        raises_naming(ValueError, "path", cm.Machine.load, tmp_path / name)
+    raises_naming(ValueError, "cores", cm.Machine.load, tmp_path / "bad-value.json")
+    raises_naming(ValueError, "colour", cm.Machine.load, tmp_path / "unknown.json")
+    raises_naming(FileNotFoundError, "path", cm.Machine.load, tmp_path / "absent.json")
+    raises_naming(TypeError, "path", cm.Machine.load, 3)
+    raises_naming(TypeError, "path", m.save, None)
+    raises_naming(FileNotFoundError, "directory", fresh.replay, tmp_path / "nothing")
+    assert data["format"] == FORMAT and cm.Machine.load(good) == m
+
+
+def test_preset_machines_round_trip_exactly(tmp_path):
+    for name in ("xeon_phi", "k80_host", "attaway"):
+        m = cm.Machine.preset(name)
+        m = dataclasses.replace(m, gemm_table={(1, 16): 1 / 3, (4, 64): 2.5e-300}, gil_serial=((1e-6, 0.93), (4e-5, 1.1)),
+                                call_costs={("gru", "training"): 5.779283898973058e-07}, cache_bw=(503316480, 14.2, 19.5),
+                                busy={"barrier_s": "held"}, noise=timing.Noise().add(True, "busy"))
+        back = cm.Machine.load(m.save(tmp_path / f"{name}.json"))
+        assert all(getattr(back, f.name) == getattr(m, f.name) for f in dataclasses.fields(m)), name
