@@ -212,9 +212,11 @@ def scan_counts(method: str, T: int) -> ScanCounts:
 
 
 def _flush(A):
-    """``A`` with every product below :data:`TINY` set to 0 (in place; NaN stays): the references compose
-    thousands of factors, which would otherwise stick at the smallest subnormal (module docstring)."""
-    A[np.abs(A) < TINY] = 0
+    """``A`` with every product below ``max(TINY, sqrt(smallest normal))`` set to 0 (in place; NaN stays): the
+    references compose thousands of factors, which would otherwise stick at the smallest subnormal (module
+    docstring). They multiply two such products together, so the threshold's square must be normal too (float32:
+    1.1e-19, still far below its round-off beside the ``B`` term)."""
+    A[np.abs(A) < max(TINY, math.sqrt(np.finfo(A.dtype).tiny))] = 0
     return A
 
 

@@ -465,3 +465,116 @@ def test_scan_small_helpers():
     raises_naming(ValueError, "low", scan.random_problem, 3, 2, low=np.nan)
     raises_naming(ValueError, "cache_bytes", scan.chunk_steps, 4, 4, 0)
     raises_naming(ValueError, "T", scan.ScanCounts, "blelloch", 0, 0, 0)
+
+
+# --------------------------------------------------------------------------- subnormals (issue 43)
+# A running product of factors in [0.5, 1) never underflows to 0 by itself: under round-to-nearest it sticks at
+# the smallest subnormal, and every later multiply takes the CPU's subnormal assist (13x on an Intel Xeon). The
+# detectors below are not clocks: numpy raises on the hardware's underflow flag (np.errstate(under="raise")), and
+# a numba kernel's Python body (.py_func) runs on numpy scalars, which raise the same way; compiled kernels are
+# judged by their products, which a product that went subnormal never leaves (it sticks).
+LONG = 1 << 16
+
+
+def subnormals(x) -> int:
+    """How many entries of ``x`` are subnormal (0 < |v| < finfo.tiny)."""
+    x = np.asarray(x)
+    return int(np.count_nonzero((x != 0) & (np.abs(x) < np.finfo(x.dtype).tiny)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_unflushed_product_sticks_at_the_smallest_subnormal_and_the_detectors_see_it(dtype):
+    a, _, _ = scan.random_problem(LONG, 1, seed=4, dtype=dtype)                     # a ~ U(0.5, 1)
+    with np.errstate(under="ignore"):
+        run = np.multiply.accumulate(a[:, 0])                                        # left to right, no flush
+    assert run[-1] == np.finfo(dtype).smallest_subnormal and subnormals(run) > LONG // 2
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError):
+        np.multiply.accumulate(a[:, 0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_kernels_running_products_never_go_subnormal(dtype):
+    """The chunk reduce and the product kernel, their Python bodies on a ~ U(0.5, 1) over 2^16 steps, with every
+    underflow raising: their running products are flushed before they could go subnormal."""
+    a, x, _ = scan.random_problem(LONG, 1, seed=5, dtype=dtype)
+    A, B, out = np.empty(1, dtype), np.empty(1, dtype), np.empty(1, np.float64)
+    with np.errstate(under="raise"):
+        scan_kernels._reduce_chunk.py_func(a, x, A, B)
+        scan_kernels._product_rows.py_func(a, out)
+    assert A[0] == 0 and out[0] == 0                           # the true product: exp(-0.31 * 2^16), far below TINY
+    np.testing.assert_allclose(B, scan.recurrence_float64(a, x)[-1], rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 16, 40])
+def test_product_is_flushed_and_equals_the_log_space_product(dtype, n):
+    rng = np.random.default_rng(n)
+    long = rng.uniform(0.5, 1.0, (LONG, n)).astype(dtype)
+    out = scan_kernels.product(long, np.empty(n, np.float64))
+    assert subnormals(out) == 0 and not out.any()
+    near = rng.uniform(0.9999, 1.0, (LONG + 3, n)).astype(dtype)                 # a product that stays normal
+    ref = np.exp(np.log(near.astype(np.float64)).sum(axis=0))
+    np.testing.assert_allclose(scan_kernels.product(near, np.empty(n, np.float64)), ref, rtol=1e-9)
+    np.testing.assert_allclose(scan_kernels.product(near, np.empty(n, dtype)), ref, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_chunk_and_lane_products_are_flushed(dtype):
+    """The compiled textbook reduce and the lane reduce on 2^16 steps of a ~ U(0.5, 1): no chunk product is
+    subnormal (a stuck one would stay at the smallest subnormal), and h still equals the float64 loop."""
+    a, x, h0 = scan.random_problem(LONG, 2, seed=6, dtype=dtype)
+    bounds = scan_kernels.chunk_bounds(LONG, 3)
+    A, B = np.empty((3, 2), dtype), np.empty((3, 2), dtype)
+    scan_kernels.phase_reduce(a, x, bounds, A, B)
+    assert subnormals(A[:2]) == 0
+    n, K = 1, 16
+    W = n * K
+    flat_a, flat_x = np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(x[:, 0])
+    scratch, PA, PB = np.empty((4, scan_kernels.LANE_TILE), dtype), np.empty(W, dtype), np.empty(W, dtype)
+    A_out, B_out, WA, WB = np.empty(n, dtype), np.empty(n, dtype), np.empty(LONG, dtype), np.empty(LONG, dtype)
+    scan_kernels._lanes_reduce(flat_a, flat_x, n, K, scratch, PA, PB, A_out, B_out, WA, WB)
+    assert subnormals(A_out) == subnormals(PA) == subnormals(WA) == 0
+    ref = scan.recurrence_float64(a, x, h0)
+    for opts in ({"chunks": 3}, {"lanes": 16}, {"lanes": 4, "chunk": 4096}):
+        np.testing.assert_allclose(scan.linear_recurrence(a, x, h0, method="chunked", **opts), ref, rtol=1e-4,
+                                   atol=1e-4, err_msg=str(opts))
+
+
+@pytest.mark.parametrize("method", ["hillis_steele", "blelloch"])
+def test_numpy_references_never_multiply_into_subnormals(method, monkeypatch):
+    a, x, h0 = scan.random_problem(4096, 3, seed=7)                                # float32, a ~ U(0.5, 1)
+    with np.errstate(under="raise"):
+        h, _ = getattr(scan, method)(a, x, h0)
+    np.testing.assert_allclose(h, scan.recurrence_float64(a, x, h0), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(scan, "_flush", lambda A: A)                                # without the flush: caught
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError):
+        getattr(scan, method)(a, x, h0)
+
+
+def _contraction(T, H, rho, seed):
+    """``T`` steps of ``rho`` times a random rotation ``(T, 1, H, H)``: every product has norm ``rho^t``."""
+    q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((T, H, H)))
+    return (rho * q)[:, None]
+
+
+def test_matrix_products_are_flushed_and_equal_the_unflushed_chain_where_it_stays_normal():
+    from course_lib.algorithms import matrix_scan
+
+    A = _contraction(4096, 2, 0.6, seed=8)                       # 0.6^4096: float64 subnormal after ~1,400 steps
+    b = np.random.default_rng(9).standard_normal((4096, 1, 2))
+    with np.errstate(under="raise"):
+        P = np.empty((1, 2, 2))
+        matrix_scan._compose.py_func(np.ascontiguousarray(A), P)
+        h = matrix_scan.linear_recurrence(A, b, method="hillis_steele")
+        out, bounds = np.empty_like(b), np.array([0, 2048, 4096])
+        matrix_scan._chunked.py_func(np.ascontiguousarray(A), b, np.zeros((1, 2)), out, bounds)
+    assert not P.any() and subnormals(matrix_scan.product(A)) == 0
+    ref = matrix_scan.recurrence_float64(A, b)
+    np.testing.assert_allclose(h, ref, atol=1e-12)
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+    near = _contraction(3000, 3, 0.9995, seed=10)                # 0.9995^3000 = 0.22: stays normal
+    chain = np.broadcast_to(np.eye(3), (1, 3, 3))
+    for At in near:
+        chain = At @ chain
+    np.testing.assert_allclose(matrix_scan.product(near), chain, rtol=1e-10, atol=1e-13)
+    raises_naming(ValueError, "A", matrix_scan.product, np.ones((4, 2, 3)))

@@ -113,3 +113,48 @@ def test_linear_recurrence_mpi_bad_input_is_refused_before_launching(case, data,
     if case == "a" and isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.shape == (8, 3):
         return  # a NaN/inf decay is a legal (if useless) input: the recurrence reports non-finite output
     clear_or_correct(mpi_scan.linear_recurrence_mpi, case, {**good, case: value})
+
+
+# --------------------------------------------------------------------------- subnormals (issue 43): no MPI needed
+def _subnormals(x) -> int:
+    x = np.asarray(x)
+    return int(np.count_nonzero((x != 0) & (np.abs(x) < np.finfo(x.dtype).tiny)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_block_product_is_flushed_and_equals_the_log_space_product(dtype):
+    """Each rank's product of its block's a's: 2^16 factors of U(0.5, 1) would stick at float64's smallest
+    subnormal under np.prod (every later multiply on a subnormal: 13x slower on an Intel Xeon); flushed, it is 0,
+    as the true product (e^-20000) rounds; a product that stays normal equals the log-space product."""
+    T, nh = 1 << 16, 4
+    a, _, _ = scan.random_problem(T, nh, 2, seed=11, dtype=dtype)                 # (T, 2, 4), a ~ U(0.5, 1)
+    with np.errstate(under="ignore"):
+        assert _subnormals(np.prod(a, axis=0, dtype=np.float64)) > 0               # the hazard the flush removes
+    p = mpi_scan._product("elementwise", {"a": a}, (2, nh))
+    assert p.shape == (2, nh) and p.dtype == np.float64 and _subnormals(p) == 0 and not p.any()
+    near, _, _ = scan.random_problem(T, nh, 2, seed=12, dtype=dtype, low=0.99999, high=1.0)
+    ref = np.exp(np.log(near.astype(np.float64)).sum(axis=0))
+    np.testing.assert_allclose(mpi_scan._product("elementwise", {"a": near}, (2, nh)), ref, rtol=1e-9)
+
+
+def test_gated_and_matrix_block_products_are_flushed():
+    T = 1 << 16
+    rng = np.random.default_rng(13)
+    for shape, state in (((T, 2, 3), (2, 3, 4, 5)), ((T, 2, 3, 4), (2, 3, 4, 5))):  # scalar and per-channel decay
+        decay = rng.uniform(0.5, 1.0, shape).astype(np.float32)
+        d = mpi_scan._product("gated", {"decay": decay}, state)
+        assert d.shape == state and _subnormals(d) == 0 and not d.any()
+        near = rng.uniform(0.99999, 1.0, shape).astype(np.float32)
+        ref = np.exp(np.log(near.astype(np.float64)).sum(axis=0))
+        ref = ref[..., None, None] if ref.ndim == 2 else ref[..., None]
+        np.testing.assert_allclose(mpi_scan._product("gated", {"decay": near}, state), np.broadcast_to(ref, state),
+                                   rtol=1e-9)
+    q, _ = np.linalg.qr(rng.standard_normal((4096, 3, 3)))
+    A = (0.6 * q)[:, None]                                     # (T, 1, 3, 3): norm 0.6^t, subnormal after ~1,400
+    P = mpi_scan._product("matrix", {"A": A}, (1, 3))          # its kernel's body: tests/algorithms/test_scan.py
+    assert P.shape == (1, 3, 3) and _subnormals(P) == 0 and not P.any()
+    near = (0.9999 * q[:1000])[:, None]
+    chain = np.eye(3)
+    for At in near[:, 0]:
+        chain = At @ chain
+    np.testing.assert_allclose(mpi_scan._product("matrix", {"A": near}, (1, 3))[0], chain, rtol=1e-10, atol=1e-13)
