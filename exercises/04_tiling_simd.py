@@ -54,11 +54,13 @@ from numba import njit, prange
 # only at run time (it must then allow for negative indices). So inside a block take row *views*,
 # `c_row = C[i, j0:j1]` and `b_row = B[p, j0:j1]`, and loop `for j in range(j1 - j0)`.
 #
-# The check verifies, after the numbers: that the function is a numba function; that it is tiled
-# (it runs your loops on a traced `B` and counts how many reads of `B` pass between two reads of
-# the same element -- about `tile**2` when tiled, all of `B` when not); that the compiled code
-# contains packed SIMD instructions; and that it is at least twice as fast as the course's naive
-# ijk loop, measured alongside (a ratio, retried).
+# The check verifies, after the numbers: that the function is a numba function of your own loops
+# (a call into one of the course's kernels is rejected); that it is tiled by its argument (it runs
+# your loops on a traced `B` at two tile sizes and counts how many times over they fetch `B` through
+# a cache that holds half of `B` -- about `m / tile` when tiled, `m` when not, so the count must
+# follow `tile`); that the compiled code contains packed SIMD instructions; and that it is at least
+# twice as fast as the course's naive ijk loop (`matmul.matmul_naive`), measured alongside (a
+# ratio, retried).
 
 # %% tags=["solution", "raises-exception"]
 @njit(cache=True)
@@ -86,8 +88,10 @@ tiling_simd_checks.check_tiled_matmul(tiled_matmul)
 # The check reads numba's parallel diagnostics and your source: the `prange` must be the outer loop
 # and every element it writes must be indexed by its variable. It runs a case built to expose
 # races, here and once more in a separate process with twice as many threads as cores (so that
-# threads are interrupted mid-update and collide even on a small machine), and with two or more
-# threads it measures your function against the course's serial ikj loop in the same run.
+# threads are interrupted mid-update and collide even on a small machine). Then it measures your
+# function against the course's prange loop (`matmul.matmul_parallel`) on the same threads in the
+# same run: yours must reach at least half its speed (both suffer alike when other programs take
+# the cores).
 
 # %% tags=["solution", "raises-exception"]
 @njit(parallel=True)

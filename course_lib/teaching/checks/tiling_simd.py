@@ -10,10 +10,11 @@ counts, then measures the speed against the course's baseline in the same run wi
 result compared with ``A @ B``, the inputs checked for changes, BLAS on one thread; a ratio judged from
 its interval -- never an absolute time):
 
-* 4.1: the function is a numba function; it is *tiled* -- the check runs its Python body on a
-  traced ``B`` and counts how many times over it fetches ``B`` through a cache holding half of it
-  (about ``m / tile`` for a tiled loop nest, whether the tile of B waits in the cache or each element
-  is reused from a register across a tile of rows; ``m`` for an untiled one, see :func:`b_streams`);
+* 4.1: the function is a numba function that calls none of the course's kernels; it is *tiled by its
+  argument* -- the check runs its Python body on a traced ``B`` at two tile sizes and counts how many
+  times over it fetches ``B`` through a cache holding half of it (about ``m / tile`` for a tiled loop
+  nest, whether the tile of B waits in the cache or each element is reused from a register across a
+  tile of rows; ``m`` for an untiled one, see :func:`b_streams`), and the count must follow ``tile``;
   its compiled code contains packed SIMD instructions
   (:func:`course_lib.experiments.matmul.simd_ops`); and it is at least :data:`MIN_TILED_SPEEDUP`
   times as fast as the course's naive ijk loop (``matmul.matmul_naive``).
@@ -40,12 +41,14 @@ from .speed import judge_speed
 
 __all__ = ["check_tiled_matmul", "check_parallel_matmul", "parallel_structure", "reference_matmul",
            "prange_loops", "reuse_distance", "b_streams", "oversubscribed_run", "MIN_TILED_SPEEDUP", "MIN_PARALLEL_SPEEDUP", "ReadTrace",
-           "traced_array"]
+           "traced_array", "course_kernels_called", "BASELINES", "TRACE_TILES"]
 
 _RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 MIN_TILED_SPEEDUP = 2.0      # 4.1: vs the course's naive ijk loop (matmul.matmul_naive), same run
 MIN_PARALLEL_SPEEDUP = 0.5   # 4.2: fraction of the course's prange loop's speed, same threads, same run
 TILED_SPEED_N = 192
+#: the course function each speed exercise is timed against, as its statement names it
+BASELINES = {"4.1": "matmul.matmul_naive", "4.2": "matmul.matmul_parallel"}
 PARALLEL_SPEED_N = 256
 
 
@@ -171,6 +174,99 @@ def _trace_b_reads(py_func, A, B, tile) -> list:
 
 
 # --------------------------------------------------------------------------- 4.1
+
+#: 4.1's tiling probe: A and B (TRACE_N, TRACE_N), traced at two tile sizes whose fetch counts differ 4x
+TRACE_N = 32
+TRACE_TILES = (4, 16)
+#: the course's matmul kernels: 4.1 and 4.2 ask for the loop nest, so a function that calls one is rejected
+COURSE_KERNEL_MODULE = matmul.__name__
+
+
+def course_kernels_called(fn) -> list[str]:
+    """Names (``matmul._tiled_simd`` ...) of the functions of :data:`COURSE_KERNEL_MODULE` that ``fn``'s body
+    refers to -- by a global or enclosing name or an attribute of the module, in ``fn`` or the functions
+    nested in it. Read from the code objects, because a numba function's calls into another compiled function never run
+    as Python calls that :func:`.shortcuts.check_no_shortcut` could watch."""
+    py = getattr(fn, "py_func", fn)
+    code = getattr(py, "__code__", None)
+    if code is None:
+        return []
+    glb = dict(getattr(py, "__globals__", {}))
+    for name, cell in zip(code.co_freevars, getattr(py, "__closure__", None) or ()):
+        try:
+            glb[name] = cell.cell_contents          # names from an enclosing function
+        except ValueError:                          # a cell not yet filled
+            pass
+    names, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names + c.co_freevars)
+        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
+    found = []
+    for name in sorted(names):
+        obj = glb.get(name)
+        pool = [obj]
+        if getattr(obj, "__name__", None) == COURSE_KERNEL_MODULE:   # the module itself: its attributes used
+            pool = [getattr(obj, a) for a in sorted(names) if hasattr(obj, a)]
+        for f in pool:
+            target = getattr(f, "py_func", f)
+            label = f"matmul.{getattr(target, '__name__', '?')}"
+            if callable(target) and getattr(target, "__module__", None) == COURSE_KERNEL_MODULE and label not in found:
+                found.append(label)
+    return found
+
+
+def _no_course_kernel(ex: str, fn) -> None:
+    """Fail when ``fn`` calls one of the course's matmul kernels (:func:`course_kernels_called`)."""
+    used = course_kernels_called(fn)
+    if used:
+        raise _fail(ex, f"your numbers are right, but your function calls {used[0]}, one of the course's own matmul "
+                        "kernels: the loop nest is the exercise",
+                    "write the loops yourself (the worksheet gives the order); the course's kernels are for "
+                    "comparing afterwards.")
+
+
+def _traced_streams(ex: str, fn, A, B, tile) -> tuple[float, float]:
+    """``(fetches of B through a cache of half of B, per element; fraction of reads that re-read)``."""
+    try:
+        reads = _trace_b_reads(fn.py_func, A, B, tile)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise _fail(ex, f"the check runs your function's Python body on a traced B to see its loop nest, and it raised "
+                        f"{type(exc).__name__}: {exc}", "index arrays with integers and slices (B[p, j], "
+                        "B[p, j0:j1]); no numba-only features in the body.") from exc
+    n = B.shape[0]
+    if reuse_distance(reads)[1] < 0.5:
+        raise _fail(ex, f"for A and B ({n}, {n}) and tile {tile} your function read each element of B about once "
+                        f"({len(reads)} reads of {n * n} elements): that is a library product (A @ B, np.dot), not a "
+                        "loop nest over tiles", "write the six loops: three over tiles, three inside a tile.")
+    return b_streams(reads, capacity=n * n // 2)
+
+
+def _tiling_follows_tile(ex: str, fn) -> dict:
+    """``{tile: fetches of B}`` at :data:`TRACE_TILES`; fail when B is streamed once per row of A (untiled) or
+    when the count does not follow ``tile`` (a fixed tile inside the function)."""
+    n = TRACE_N
+    A, B = _matrices(np.random.default_rng(5), n, n, n, np.float64)
+    streams = {tile: _traced_streams(ex, fn, A, B, tile) for tile in TRACE_TILES}
+    (t_small, s_small), (t_large, s_large) = streams.items()
+    if s_small > n / 2:
+        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {t_small} it fetches all of B "
+                        f"{s_small:.0f} times over through a cache that holds half of B -- once per row of A, as an "
+                        f"untiled loop does ({n}); a tiled loop nest fetches it about {n} / tile = {n // t_small} times "
+                        "(does your function use its argument `tile`?)",
+                    "loop over blocks: for i0 in range(0, m, tile), for p0 in range(0, k, tile), for j0 in "
+                    "range(0, n, tile); then i, p, j inside the block.")
+    if s_small < 0.5 * (t_large / t_small) * s_large:
+        raise _fail(ex, f"your function ignores its argument `tile`: through a cache that holds half of B it fetches B "
+                        f"{s_small:.0f} times over with tile {t_small} and {s_large:.0f} times with tile {t_large} "
+                        f"(A and B ({n}, {n})); a loop nest tiled by `tile` fetches it about {n} / tile times -- "
+                        f"{n // t_small} and {n // t_large}",
+                    "use the argument everywhere: range(0, m, tile), min(i0 + tile, m), ... -- no fixed block size "
+                    "inside the function.")
+    return streams
+
 def _tiled_cases(dtype):
     rng = np.random.default_rng(4)
     # (m, k, n, tile): a tile that divides, tiles that leave ragged edges, tile 1, tile = matrix
@@ -201,38 +297,20 @@ def _require_numba(ex: str, fn, what: str) -> None:
 def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TILED_SPEEDUP,
                        retries: int = 3) -> str:
     """Exercise 4.1: ``tiled_matmul(A, B, tile)`` equals ``A @ B`` (tiles that divide the matrix and
-    tiles that leave ragged edges), leaves A and B alone, is a numba function whose loop nest is
-    tiled and vectorised, and beats the course's naive loop by :data:`MIN_TILED_SPEEDUP`x."""
+    tiles that leave ragged edges), leaves A and B alone, is a numba function that calls none of the
+    course's kernels (:func:`course_kernels_called`), whose loop nest is tiled *by its argument* --
+    its Python body runs on a traced B at :data:`TRACE_TILES` and the fetches of B through a cache of
+    half of B (:func:`b_streams`, about m / tile) must follow ``tile``: a fixed block size inside the
+    function fetches the same count at both -- and vectorised (packed SIMD instructions in the compiled
+    code), and beats the course's naive loop by :data:`MIN_TILED_SPEEDUP`x (``BASELINES["4.1"]``)."""
     ex = "4.1"
     dtype = np.dtype(dtype)
     line = check_function(ex, student, reference_matmul, _tiled_cases(dtype), rtol=_RTOL[dtype],
                           atol=_RTOL[dtype], time_axis=0, time_name="row", hint=_TILED_HINT, quiet=True,
                           inputs_unchanged=True)
     _require_numba(ex, student, "tiled_matmul")
-    # tiled? the reuse distance of the reads of B, from the Python body on a traced B
-    n, tile = 32, 8
-    A, B = _matrices(np.random.default_rng(5), n, n, n, np.float64)
-    try:
-        reads = _trace_b_reads(student.py_func, A, B, tile)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise _fail(ex, f"the check runs your function's Python body on a traced B to see its loop nest, and it raised "
-                        f"{type(exc).__name__}: {exc}", "index arrays with integers and slices (B[p, j], "
-                        "B[p, j0:j1]); no numba-only features in the body.") from exc
-    _, reread = reuse_distance(reads)
-    streams = b_streams(reads, capacity=n * n // 2)
-    if reread < 0.5:
-        raise _fail(ex, f"for A and B ({n}, {n}) and tile {tile} your function read each element of B about once "
-                        f"({len(reads)} reads of {n * n} elements): that is a library product (A @ B, np.dot), not a "
-                        "loop nest over tiles", "write the six loops: three over tiles, three inside a tile.")
-    if streams > n / 2:
-        raise _fail(ex, f"your function is not tiled: for A and B ({n}, {n}) and tile {tile} it fetches all of B "
-                        f"{streams:.0f} times over through a cache that holds half of B -- once per row of A, as an "
-                        f"untiled loop does ({n}); a tiled loop nest fetches it about {n} / tile = {n // tile} times "
-                        "(does your function use its argument `tile`?)",
-                    "loop over blocks: for i0 in range(0, m, tile), for p0 in range(0, k, tile), for j0 in "
-                    "range(0, n, tile); then i, p, j inside the block.")
+    _no_course_kernel(ex, student)
+    streams = _tiling_follows_tile(ex, student)
     # vectorised? packed SIMD instructions in the compiled code
     from numba import typeof
 
@@ -247,18 +325,23 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
     # faster: a ratio to the course's naive loop, measured now on fresh matrices, every result compared
     N, tile_s = TILED_SPEED_N, 64
     judge_speed(ex, student, reference_matmul, _naive, _timed_matrices(N, tile_s), min_speedup=min_speedup,
-                baseline_name="course_naive", baseline_desc="the course's naive ijk loop (matmul.matmul_naive)",
+                baseline_name="course_naive", baseline_desc=f"the course's naive ijk loop ({BASELINES[ex]})",
                 rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1, context="your function is tiled and vectorised",
                 hint="keep the innermost loop contiguous (over j, the columns of B and C) and the block loops outside.")
     print(line)
-    print(f"  tiled: B is fetched about {streams:.0f} times over (untiled: {n}); the compiled "
-          f"loop uses SIMD instructions; at least {min_speedup:g}x as fast as the naive loop")
+    (t_small, s_small), (t_large, s_large) = streams.items()
+    print(f"  tiled: B is fetched about {s_small:.0f} times over with tile {t_small} and {s_large:.0f} with tile "
+          f"{t_large} (untiled: {TRACE_N}); the compiled loop uses SIMD instructions; at least {min_speedup:g}x as "
+          "fast as the naive loop")
     return line
 
 
 def _naive(A, B, tile=None):
     """The course's naive ijk loop (``tile`` is ignored): 4.1's baseline."""
     return matmul.matmul_naive(A, B)
+
+
+_naive.__wrapped__ = matmul.matmul_naive   # what the statement names (inspect.unwrap finds it)
 
 
 def _timed_matrices(n: int, tile: int | None, dtype=np.float32):
@@ -312,8 +395,8 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
     without races (read from the source, then tested on race-prone shapes here and, oversubscribed with
     twice as many threads as cores, in a separate process: :func:`oversubscribed_run`; that step is
     skipped, with a note in the pass output, when the function's source cannot be obtained or copied,
-    e.g. a function defined at an interactive prompt); at least half as fast as the course's parallel
-    loop on the same threads."""
+    e.g. a function defined at an interactive prompt); calls none of the course's kernels; at least half as
+    fast as the course's parallel loop (``BASELINES["4.2"]``) on the same threads."""
     ex = "4.2"
     dtype = np.dtype(dtype)
     cases = _parallel_cases(dtype)
@@ -340,6 +423,7 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
             "Exercise 4.2 failed:\n  the results are right, but it does not run in parallel: "
             f"{info['problem']}.")
     lp = check_prange_placement(ex, student, what="rows")
+    _no_course_kernel(ex, student)
     # a case made for races: one output element, a long reduction, many threads adding into it
     rng = np.random.default_rng(43)
     for m, k, n in ((1, 20000, 1), (2, 5000, 3)):
@@ -363,7 +447,7 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
              else f"; the oversubscribed run was skipped: {over['skipped']}")
     judge_speed(ex, student, reference_matmul, matmul.matmul_parallel, _timed_matrices(PARALLEL_SPEED_N, None),
                 min_speedup=min_speedup, baseline_name="course_parallel",
-                baseline_desc=f"the course's prange loop (matmul.matmul_parallel) on the same {backend.get_threads()} "
+                baseline_desc=f"the course's prange loop ({BASELINES[ex]}) on the same {backend.get_threads()} "
                               "thread(s)", rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1,
                 context="your prange loop is the outer one and race-free",
                 hint="inside the prange loop use the ikj order (contiguous innermost loop over j); no allocation "

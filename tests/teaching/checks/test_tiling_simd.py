@@ -4,6 +4,7 @@ import pytest
 
 import course_lib  # noqa: F401  (first: decides numba's CUDA simulator flag)
 from course_lib.teaching.checks import ExerciseFailed, tiling_simd as tiling_simd_checks
+from course_lib.algorithms import matmul as course_matmul
 from course_lib.core import backend
 from numba import njit, prange
 
@@ -527,3 +528,126 @@ def test_41_a_blas_call_inside_numba_without_scipy_is_explained():
                                              r"[\s\S]*ImportError: scipy 0\.16\+ is required[\s\S]*SciPy is not "
                                              r"installed here: write the products as loops"):
         tiling_simd_checks.check_tiled_matmul(blas_in_numba)
+
+
+# --------------------------------------------------------------------------- properties taught (issue 39)
+@njit(cache=True)
+def fixed_tile_16(A, B, tile):
+    """Tiled with a hard-coded tile of 16: at n = 32 it fetches B twice, as a tiled loop nest does."""
+    m, k = A.shape
+    n = B.shape[1]
+    C = np.zeros((m, n), A.dtype)
+    for i0 in range(0, m, 16):
+        for p0 in range(0, k, 16):
+            for j0 in range(0, n, 16):
+                j1 = min(j0 + 16, n)
+                for i in range(i0, min(i0 + 16, m)):
+                    c_row = C[i, j0:j1]
+                    for p in range(p0, min(p0 + 16, k)):
+                        a = A[i, p]
+                        b_row = B[p, j0:j1]
+                        for j in range(j1 - j0):
+                            c_row[j] += a * b_row[j]
+    return C
+
+
+def test_41_a_tiled_matmul_that_ignores_tile_is_named(capsys):
+    """Issue 39, item 4 (P5): one traced tile value at n = 32 let any small fixed tile pass."""
+    with pytest.raises(ExerciseFailed, match=r"ignores its argument `tile`: .* fetches B 2 times over with tile 4 and "
+                                             r"2 times with tile 16 .*-- 8 and 2"):
+        tiling_simd_checks.check_tiled_matmul(fixed_tile_16, min_speedup=0)
+    tiling_simd_checks.check_tiled_matmul(good_tiled, min_speedup=0)
+    assert "fetched about 8 times over with tile 4 and 2 with tile 16" in capsys.readouterr().out
+
+
+@njit
+def calls_course_tiled(A, B, tile):
+    C = np.zeros((A.shape[0], B.shape[1]), A.dtype)
+    course_matmul._tiled_simd(A, B, C, tile, tile, tile)
+    return C
+
+
+def test_course_kernels_are_found_by_name_and_through_the_module():
+    from course_lib.algorithms import matmul
+    from course_lib.algorithms.matmul import _ikj as my_loop
+
+    def via_module(A, B, tile):
+        C = np.zeros((A.shape[0], B.shape[1]))
+        matmul._tiled_simd(A, B, C, tile, tile, tile)
+        return C
+
+    def via_alias(A, B):
+        C = np.zeros((A.shape[0], B.shape[1]))
+        my_loop(A, B, C)
+        return C
+
+    assert tiling_simd_checks.course_kernels_called(via_module) == ["matmul._tiled_simd"]
+    assert tiling_simd_checks.course_kernels_called(via_alias) == ["matmul._ikj"]
+    assert tiling_simd_checks.course_kernels_called(good_tiled) == []
+    assert tiling_simd_checks.course_kernels_called(good_parallel) == []
+
+
+def test_41_and_42_reject_calling_a_course_kernel():
+    """Issue 39, item 7: the loop nest is the exercise; a call into the course's compiled kernel is no Python
+    call that check_no_shortcut could see."""
+    from course_lib.algorithms import matmul
+
+    with pytest.raises(ExerciseFailed, match=r"calls matmul\._tiled_simd, one of the course's own matmul kernels"):
+        tiling_simd_checks.check_tiled_matmul(calls_course_tiled, min_speedup=0)
+
+    @njit(parallel=True)
+    def calls_course_rows(A, B):
+        C = np.zeros((A.shape[0], B.shape[1]), A.dtype)
+        for i in prange(A.shape[0]):
+            matmul._ikj(A[i:i + 1], B, C[i:i + 1])
+        return C
+
+    with pytest.raises(ExerciseFailed, match=r"calls matmul\._ikj, one of the course's own matmul kernels"):
+        tiling_simd_checks.check_parallel_matmul(calls_course_rows, min_speedup=0)
+
+
+_SPEED_WORDS = {2.0: "twice as fast", 0.5: "half"}
+
+
+def _statement(sheet: str, exercise: str) -> str:
+    """The markdown of ``exercise``'s section in a worksheet source (up to the next exercise)."""
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[3].joinpath(sheet).read_text()
+    start = text.index(f"## Exercise {exercise} ")
+    nxt = text.find("## Exercise ", start + 1)
+    return text[start:nxt if nxt > 0 else None]
+
+
+@pytest.mark.parametrize("sheet", ["solutions/04_tiling_simd.py", "exercises/04_tiling_simd.py"])
+@pytest.mark.parametrize("exercise,grader,answer,bar", [
+    ("4.1", tiling_simd_checks.check_tiled_matmul, good_tiled, tiling_simd_checks.MIN_TILED_SPEEDUP),
+    ("4.2", tiling_simd_checks.check_parallel_matmul, good_parallel, tiling_simd_checks.MIN_PARALLEL_SPEEDUP),
+])
+def test_statement_names_the_baseline_and_bar_the_grader_uses(monkeypatch, sheet, exercise, grader, answer, bar):
+    """Issue 39, item 5: 4.2's statement named "the course's serial ikj loop" while the grader timed the prange
+    loop, and 4.1's described a reuse-distance count the grader no longer made."""
+    import inspect
+
+    from course_lib.algorithms import matmul
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def spy(ex, student, reference, baseline, make_input, **kw):
+        seen.update(baseline=inspect.unwrap(baseline), desc=kw["baseline_desc"], bar=kw["min_speedup"])
+        raise Stop
+
+    monkeypatch.setattr(tiling_simd_checks, "judge_speed", spy)
+    with pytest.raises(Stop):
+        grader(answer)
+    text = _statement(sheet, exercise)
+    named = tiling_simd_checks.BASELINES[exercise]
+    assert getattr(matmul, named.split(".")[1]) is seen["baseline"]       # the grader times what it names
+    assert f"`{named}`" in text and named in seen["desc"]                 # ... and the statement names it
+    assert seen["bar"] == bar and _SPEED_WORDS[bar] in text
+    assert "serial ikj loop" not in text and "reuse" not in text and "between two reads" not in text
+    if exercise == "4.1":
+        assert "two tile sizes" in text and "half of `B`" in text
