@@ -1,5 +1,7 @@
-"""Worksheet 07 checks: they pass the references and explain what is wrong with wrong answers,
-including CUDA kernels that are right only by luck (missing barrier, unwritten shared memory)."""
+"""Worksheet 08 checks: they pass the references and explain what is wrong with wrong answers,
+including CUDA kernels that are right only by luck (missing barrier, unwritten shared memory), a chunked scan
+whose carries walk the sequence (measured span), and a fast scan whose products stick at subnormal numbers
+(traced in float32, on every machine)."""
 import numpy as np
 import pytest
 
@@ -37,8 +39,17 @@ def good_chunked(a, x, h0, chunks):
     return h
 
 
+def _expand(a, x, carry):
+    """The recurrence over one chunk's rows from ``carry`` (a student's own loop, no course function)."""
+    h = np.empty_like(x)
+    for t in range(a.shape[0]):
+        carry = a[t] * carry + x[t]
+        h[t] = carry
+    return h
+
+
 def sliced_chunked(a, x, h0, chunks):
-    """A valid alternative: numpy cumprod per chunk on slices."""
+    """A valid alternative: whole-row updates per chunk, each chunk expanded on its slices."""
     T = a.shape[0]
     bounds = np.linspace(0, T, chunks + 1).astype(int)
     carry = h0
@@ -52,8 +63,24 @@ def sliced_chunked(a, x, h0, chunks):
         reduced.append((A, B))
     for c in range(chunks):
         s, e = bounds[c], bounds[c + 1]
-        h[s:e] = scan.linear_recurrence(a[s:e], x[s:e], carry)
+        h[s:e] = _expand(a[s:e], x[s:e], carry)
         carry = reduced[c][0] * carry + reduced[c][1]
+    return h
+
+
+def serial_walk_chunked(a, x, h0, chunks):
+    """Wrong: each chunk's carry found by walking the sequence step by step, then every chunk expanded from it --
+    every a_t is read twice, the numbers are right, but the span is the loop's."""
+    T = a.shape[0]
+    bounds = np.linspace(0, T, chunks + 1).round().astype(int)
+    carries, prev = [h0], h0
+    for c in range(chunks - 1):
+        for t in range(bounds[c], bounds[c + 1]):
+            prev = a[t] * prev + x[t]
+        carries.append(prev)
+    h = np.empty_like(x)
+    for c in range(chunks):
+        h[bounds[c]:bounds[c + 1]] = _expand(a[bounds[c]:bounds[c + 1]], x[bounds[c]:bounds[c + 1]], carries[c])
     return h
 
 
@@ -70,6 +97,18 @@ def test_references_pass(capsys, monkeypatch):
     out = capsys.readouterr().out
     for ex, n in (("8.1", 5), ("8.2", 6), ("8.3", 5)):
         assert f"Exercise {ex} passed: {n}/{n} cases" in out
+    assert "span, measured: 45 dependent operations at T=64 with 8 chunks (69 with 4; the loop: 128)" in out
+
+
+def test_chunked_scan_whose_carries_walk_the_sequence_is_named():
+    """Issue 39: right numbers and every step read twice, but the carries come from a serial walk: the measured
+    span (the loop's, the same for 4 and 8 chunks) rejects it, naming the walk."""
+    assert scan_checks.chunk_work(serial_walk_chunked)["steps_read_twice"] >= 18     # the old count passed it
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8\.2 failed:\n  your numbers are right and you read every "
+                                             r"step twice, but your chunks wait for each other: [\s\S]*span\) is 128 "
+                                             r"for T=64 with 8 chunks and 128 with 4[\s\S]*walking the sequence step "
+                                             r"by step"):
+        scan_checks.check_chunked_scan(serial_walk_chunked)
 
 
 def test_combine_in_the_wrong_order_is_explained():
@@ -505,6 +544,15 @@ def _solution_fast_scan():
     return ns["fast_scan"]
 
 
+def _unflushed(fast_scan_src: str) -> str:
+    """The solution's source with its flush taken out: four chains, right, time-parallel -- products unflushed."""
+    flush = "                if abs(A{k}) < tiny:\n                    A{k} = zero\n"
+    for k in range(4):
+        assert flush.format(k=k) in fast_scan_src
+        fast_scan_src = fast_scan_src.replace(flush.format(k=k), "")
+    return fast_scan_src
+
+
 def test_fast_scan_solution_passes_twice_in_a_row(capsys, fake_clock):
     fake_clock.cost(plain_loop=2e-3, yours=1e-3)
     fast_scan = _solution_fast_scan()
@@ -513,7 +561,43 @@ def test_fast_scan_solution_passes_twice_in_a_row(capsys, fake_clock):
         out = capsys.readouterr().out
         assert "Exercise 8.5 passed: 8/8 cases" in out
         assert "span: 93 dependent operations for T=256 with 16 chunks" in out
+        assert "speed: 2.00x as fast as the plain compiled loop over t" in out     # the speed-up earned, printed
     assert fake_clock.calls["yours"] >= 10 and fake_clock.calls["plain_loop"] >= 10
+
+
+def test_the_solution_never_computes_on_subnormals_and_the_unflushed_one_does():
+    """Counted, not timed: on subnormal-prone input (a in [0.5, 1), float32, long chunks) the solution's values
+    stay normal; without its flush its chunk products turn subnormal after about 290 steps and stick."""
+    clean = scan_checks.subnormal_trace(_solution_fast_scan())
+    assert clean["made"] == clean["used"] == 0 and clean["first_depth"] is None and clean["ops"] > 10_000
+    sub = scan_checks.subnormal_trace(_unflushed_fast_scan())
+    assert 250 <= sub["first_depth"] <= 320
+    assert sub["share"] > 10 * scan_checks.MAX_SUBNORMAL_SHARE
+
+
+def _unflushed_fast_scan():
+    import pathlib
+
+    from numba import njit
+
+    src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
+    body = _unflushed(src[src.index("@njit\ndef fast_scan"):src.index("# %%\nscan_checks.check_fast_scan")])
+    ns = {"np": np, "njit": njit}
+    exec(body, ns)
+    return ns["fast_scan"]
+
+
+def test_an_unflushed_four_chain_scan_is_told_its_products_went_subnormal(fake_clock):
+    """Issue 43: the four-chain solution without its flush is right and time-parallel; on a CPU with a subnormal
+    penalty it ran at 0.05x and was told to add the chains it had. Now it fails before any timing -- on every
+    machine, whatever the clock says (here it would have passed the speed bar) -- naming the cause."""
+    fake_clock.cost(plain_loop=2e-3, yours=1e-3)
+    with pytest.raises(ExerciseFailed, match=r"Exercise 8\.5 failed:\n  your numbers are right and your scan is "
+                                             r"time-parallel, but your chunk products went subnormal after about "
+                                             r"\d{3} steps[\s\S]*microcode[\s\S]*Hint: flush") as err:
+        scan_checks.check_fast_scan(_unflushed_fast_scan())
+    assert "independent chains" not in str(err.value)
+    assert fake_clock.calls.get("yours", 0) == 0                   # rejected before the speed test
 
 
 @pytest.mark.parametrize("nh", [1, 3])
@@ -572,15 +656,53 @@ def test_fast_scan_ignoring_chunks_is_named():
         scan_checks.check_fast_scan(fixed_chunks)
 
 
+def flushed_chunked(a, x, h0, chunks):
+    """good_chunked with its running products flushed below 1e-30 (so they never turn subnormal)."""
+    T = a.shape[0]
+    bounds = np.linspace(0, T, chunks + 1).round().astype(int)
+    carries = [h0]
+    for c in range(chunks - 1):
+        A, B = np.ones_like(h0), np.zeros_like(h0)
+        for t in range(bounds[c], bounds[c + 1]):
+            A, B = a[t] * A, a[t] * B + x[t]
+            A = np.where(abs(A) < 1e-30, 0 * A, A)
+        carries.append(A * carries[-1] + B)
+    h = np.empty_like(x)
+    for c in range(chunks):
+        h[bounds[c]:bounds[c + 1]] = _expand(a[bounds[c]:bounds[c + 1]], x[bounds[c]:bounds[c + 1]], carries[c])
+    return h
+
+
 def test_fast_scan_slow_chunked_scan_fails_on_speed(fake_clock):
-    """A chunked scan in plain numpy is time-parallel (short span) but slow: the speed test names it
-    (on the fake clock it costs twice the plain compiled loop)."""
+    """A chunked scan in plain numpy is time-parallel (short span), its products flushed, but slow: the speed test
+    names it (on the fake clock it costs twice the plain compiled loop, in every measurement)."""
     fake_clock.cost(plain_loop=1e-3, yours=2e-3)
     with pytest.raises(ExerciseFailed, match=r"Exercise 8.5 failed on the speed test \(T=262144, H=1, chunks=16, "
-                                             r"float32\):\n  your scan is right and time-parallel \(all \d+ timed "
-                                             r"results matched the reference\), but your function is only 0.50x as "
-                                             r"fast as the plain compiled loop"):
-        scan_checks.check_fast_scan(good_chunked, retries=1)
+                                             r"float32\):\n  your scan is right, time-parallel and its products stay "
+                                             r"normal \(all \d+ timed results matched the reference\), but your "
+                                             r"function is only 0.50x as fast as the plain compiled loop[\s\S]*in each "
+                                             r"of 2 measurements[\s\S]*independent chains"):
+        scan_checks.check_fast_scan(flushed_chunked, retries=1)
+
+
+def test_fast_scan_too_close_to_the_bar_on_a_busy_machine_is_not_judged_and_prints_no_pass(fake_clock, busy_machine,
+                                                                                            capsys):
+    """The solution measured straddling the bar on a busy machine: not judged (the exercise stays open), never
+    "passed"."""
+    from course_lib.teaching.checks.speed import SpeedNotJudged
+
+    fast_scan = _solution_fast_scan()
+    costs = iter(list(np.random.default_rng(5).permutation(np.linspace(0.5e-3, 1.5e-3, 41))) * 100)
+
+    def jittery(a, x, h0, chunks):
+        if a.shape[0] == scan_checks.SCAN_SPEED_T:
+            fake_clock.advance(next(costs))
+        return fast_scan(a, x, h0, chunks)
+    jittery.py_func = fast_scan.py_func
+    fake_clock.cost(plain_loop=0.7e-3, yours=0.0)                 # a speed-up of about 0.7x: the bar inside
+    with pytest.raises(SpeedNotJudged, match=r"Exercise 8\.5 not judged[\s\S]*the machine was busy"):
+        scan_checks.check_fast_scan(jittery)
+    assert "passed" not in capsys.readouterr().out
 
 
 def test_fast_scan_fixed_float_type_and_in_place_are_named():
