@@ -20,11 +20,11 @@ import numpy as np
 from ...algorithms import matrix_scan, newton
 from ...models import gru, jacobians, mingru
 from .shortcuts import check_no_shortcut
-from .core import ExerciseFailed, check_function, passed
+from .core import ExerciseFailed, check_function, compare_outputs, passed
 from .speed import judge_speed
 
 __all__ = ["check_combine", "check_newton_step", "check_gru_jacobian", "check_log_space_scan", "check_quasi_step",
-           "toy_system", "toy_diagonal", "MIN_SPEEDUP", "MAX_BYTES_PER_ELEMENT"]
+           "toy_system", "toy_diagonal", "MIN_SPEEDUP", "MAX_BYTES_PER_ELEMENT", "LONG_LOG_CASES", "long_log_case"]
 
 MIN_SPEEDUP = 1.5               # 11.5: quasi step vs one full Newton step, H = 48, same run
 MAX_BYTES_PER_ELEMENT = 160     # 11.5: peak memory of one quasi step / (T*B*H); 20 float64 arrays of the state
@@ -190,31 +190,78 @@ def check_gru_jacobian(gru_jacobian) -> str:
 
 
 # --------------------------------------------------------------------------- 11.4
+#: 11.4's long cases: (kind, T, seed) on which a*_T = cumsum(log a) sinks far below float64's exp range
+#: (about -745): a linear-space form exp(a*) * cumsum(b / exp(a*)) gives NaN/inf or lost digits there
+LONG_LOG_CASES = (("minlstm", 2000, 21), ("mingru", 6000, 22))
+EXP_UNDERFLOW = -700.0          # exp(x) of float64 loses digits (subnormal) near -708 and is 0 below -745
+
+
+def _recurrence_loop(log_a, log_b):
+    """``h (T, B, H)`` of ``h_t = a_t h_{t-1} + b_t`` (h_{-1} = 0), a float64 loop over t: 11.4's reference."""
+    a, b = np.exp(log_a), np.exp(log_b)
+    out, h = np.empty_like(a), np.zeros(a.shape[1:])
+    for t in range(a.shape[0]):
+        h = a[t] * h + b[t]
+        out[t] = h
+    return out
+
+
+def _log_cases(rng, i):
+    T = (5, 20, 64, 200)[i % 4]
+    p = mingru.init_params(("mingru", "minlstm")[i % 2], 3, 4, seed=i)
+    X = rng.standard_normal((T, 2, 3))
+    la, lb = mingru.log_coefficients(("mingru", "minlstm")[i % 2], p, X)
+    return dict(log_a=la, log_b=lb)
+
+
+def long_log_case(kind: str, T: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(log_a, log_b)`` (T, 2, 4) of a minGRU/minLSTM on standard normal inputs (float64)."""
+    p = mingru.init_params(kind, 3, 4, seed=seed)
+    X = np.random.default_rng(seed).standard_normal((T, 2, 3))
+    return mingru.log_coefficients(kind, p, X)
+
+
+def _long_log_scans(log_space_scan) -> None:
+    """Fail, naming the underflow of exp(a*), when ``log_space_scan`` is wrong on :data:`LONG_LOG_CASES`."""
+    for kind, T, seed in LONG_LOG_CASES:
+        la, lb = long_log_case(kind, T, seed)
+        with np.errstate(all="ignore"):             # a linear-space form warns here; the message says why
+            got = _as_float_array("11.4", _call("11.4", log_space_scan, la.copy(), lb.copy()), "h (T, B, H)")
+        want = _recurrence_loop(la, lb)
+        msg = compare_outputs(got, want, name="h", rtol=1e-8, atol=1e-12)
+        if not msg:
+            continue
+        where = f"a long sequence ({kind}, T={T}, B=2, H=4)"
+        a_star = np.cumsum(la, axis=0).min(axis=(1, 2))
+        bad = ~np.isfinite(got) | ~np.isclose(got, want, rtol=1e-8, atol=1e-12) if got.shape == want.shape else None
+        t = int(np.argmax(bad.reshape(T, -1).any(axis=1))) if bad is not None else T - 1
+        if a_star[t] < EXP_UNDERFLOW:
+            raise ExerciseFailed(
+                f"Exercise 11.4 failed on {where}:\n  {msg}\n  there a*_t = cumsum(log a) has reached "
+                f"{a_star[t]:.0f}: exp(a*) underflows (float64's exp is subnormal below about -708 and 0 below "
+                "-745, and 1/exp(a*) overflows) -- a linear-space form such as exp(a*) * cumsum(b / exp(a*)), "
+                "or exp(a*) * exp(logcumsumexp(...)), breaks once the gates have decayed that far.\n  Hint: add "
+                "in log space first and exponentiate once: h_t = exp(a*_t + logcumsumexp(log_b - a*)_t) -- the "
+                "exponent then stays near log h_t.")
+        raise ExerciseFailed(f"Exercise 11.4 failed on {where}:\n  {msg}")
+
+
 def check_log_space_scan(log_space_scan) -> str:
     """Exercise 11.4: ``log_space_scan(log_a, log_b) -> h`` (T, B, H): ``h_t = a_t h_{t-1} + b_t`` (h_0 = 0) from
-    the logs of positive coefficients, by two prefix sums (cumsum, logcumsumexp). Compared with a
-    float64 loop on minGRU coefficients; a failure names the time step."""
-    def ref(log_a, log_b):
-        a, b = np.exp(log_a), np.exp(log_b)
-        out, h = np.empty_like(a), np.zeros(a.shape[1:])
-        for t in range(a.shape[0]):
-            h = a[t] * h + b[t]
-            out[t] = h
-        return out
+    the logs of positive coefficients, by two prefix sums (cumsum, logcumsumexp).
 
-    def cases(rng, i):
-        T = (5, 20, 64, 200)[i % 4]
-        p = mingru.init_params(("mingru", "minlstm")[i % 2], 3, 4, seed=i)
-        X = rng.standard_normal((T, 2, 3))
-        la, lb = mingru.log_coefficients(("mingru", "minlstm")[i % 2], p, X)
-        return dict(log_a=la, log_b=lb)
-
-    line = check_function("11.4", log_space_scan, ref, cases, n_cases=4, rtol=1e-8, atol=1e-12, inputs_unchanged=True,
-                          quiet=True,
+    Checks the numbers against a float64 loop on minGRU/minLSTM coefficients (T = 5 ... 200, inputs
+    unchanged), then the numerics the exercise teaches: on :data:`LONG_LOG_CASES` (T = 2000 and 6000)
+    ``a*_T = cumsum(log a)`` sinks to about -900, where ``exp(a*)`` underflows -- a linear-space form
+    gives NaN/inf or lost digits and is rejected with a message naming the underflow. Calling the
+    course's ``mingru.log_space_scan`` is rejected."""
+    line = check_function("11.4", log_space_scan, _recurrence_loop, _log_cases, n_cases=4, rtol=1e-8, atol=1e-12,
+                          inputs_unchanged=True, quiet=True,
                           hint="a*_t = cumsum(log_a); h_t = exp(a*_t + logcumsumexp(log_b - a*)) with "
                                "np.logaddexp.accumulate along axis 0 (time). Do not exponentiate a* alone: it underflows.")
+    _long_log_scans(log_space_scan)
     check_no_shortcut("11.4", log_space_scan, {"mingru.log_space_scan": mingru.log_space_scan},
-                      **cases(np.random.default_rng(3), 0))
+                      **_log_cases(np.random.default_rng(3), 0))
     print(line)
     return line
 

@@ -27,17 +27,22 @@ import warnings
 
 import numpy as np
 
-from ...algorithms import newton
+from ...algorithms import newton, scan
 from ...experiments import newton_kstar
 from ...models import diag_gru, gru, jacobians
 from ...parallel import deer
 from .core import Case, ExerciseFailed, check_function, passed
 from .scan import TraceEscape, dependency_depths, dependency_traced
+from .shortcuts import check_no_shortcut
 
 __all__ = ["check_picard_step", "check_predict_kstar", "picard_span", "measured_kstar", "tanh_cell",
-           "KSTAR_CELLS", "KSTAR_REL", "KSTAR_ABS", "SPAN_TS"]
+           "KSTAR_CELLS", "KSTAR_REL", "KSTAR_ABS", "SPAN_TS", "EDGE_PROBES", "PICARD_ANSWERS"]
 
 SPAN_TS = (64, 1024)        # 11.6: the span is measured at these T
+#: 11.6: the course's answers -- its Picard step and its prefix scans; a solution that calls one is rejected
+PICARD_ANSWERS = {"newton.newton_step": newton.newton_step, "newton.solve": newton.solve,
+                  "scan.linear_recurrence": scan.linear_recurrence, "scan.hillis_steele": scan.hillis_steele,
+                  "scan.blelloch": scan.blelloch}
 KSTAR_REL = 0.2             # 11.7: accepted relative deviation from the measured K*
 KSTAR_ABS = 2               # 11.7: ... or this many iterations, whichever is larger
 # 11.7: (label, seed, recurrent scale, T, tol) of the diagonal GRU cells the prediction is checked on
@@ -106,8 +111,10 @@ def picard_span(picard_step, T: int, *, nh: int = 2) -> dict:
 
 def check_picard_step(picard_step) -> str:
     """Exercise 11.6: ``picard_step(f, h0, X, H)`` equals one Picard iteration of the course's loop
-    (4 cells, T = 1 included, float64, rtol = atol = 1e-12), leaves its inputs unchanged, and has a
-    span that grows like log T (traced at T = 64 and 1024: at most 2 levels more per doubling of T)."""
+    (4 cells, T = 1 included, float64, rtol = atol = 1e-12), leaves its inputs unchanged, has a span
+    that grows like log T (counted on traced numbers at T = 64 and 1024: at most 2 levels more per
+    doubling of T), and calls none of the course's answers (:data:`PICARD_ANSWERS`: its Newton/Picard
+    step and its prefix scans -- the prefix sum is the exercise)."""
     ex = "11.6"
     line = check_function(ex, picard_step, _picard_reference, _picard_cases(), output_names=["H_new"],
                           rtol=1e-12, atol=1e-12, quiet=True, inputs_unchanged=True,
@@ -149,12 +156,38 @@ def check_picard_step(picard_step) -> str:
             f"{s2} at T={t2}; a tree-shaped prefix sum adds at most 2 levels per doubling of T "
             f"({allowed:.0f} here).\n  Hint: double the stride every round (k = 1, 2, 4, ...), not a fixed number "
             "of chunks.")
+    check_no_shortcut(ex, picard_step, PICARD_ANSWERS, **_picard_cases()[1].kwargs)
     print(line)
     print(f"  span: {s1} dependent operations at T={t1}, {s2} at T={t2} (a loop over t: about T)")
     return line
 
 
 # --------------------------------------------------------------------------- 11.7
+#: 11.7's edge, asked about in the statement: a non-negative exponent gives no contraction, so K* = T
+#: (after T iterations the first T states -- all of them -- are exact); (lyapunov, T, tol, err0)
+EDGE_PROBES = ((0.0, 100, 1e-6, 1.0), (0.1, 100, 1e-6, 1.0))
+
+
+def _no_contraction_edge(ex: str, predict_kstar) -> None:
+    """Fail unless ``predict_kstar`` gives T for every probe of :data:`EDGE_PROBES` (an exponent >= 0)."""
+    for lam, T, tol, err0 in EDGE_PROBES:
+        try:
+            got = predict_kstar(lam, T, tol, err0)
+            said = f"you predicted {got!r}"
+            right = float(got) == T
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            said, right = f"your predict_kstar raised {type(exc).__name__}: {exc}", False
+        if not right:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed on a non-negative exponent (lyapunov={lam:g}, T={T}, tol={tol:g}, "
+                f"err0={err0:g}):\n  {said}; expected {T}. With lyapunov >= 0 the error does not shrink from one "
+                "iteration to the next, so only the other bound holds: after k iterations the first k states are "
+                f"exact, and K* = T.\n  Hint: handle lyapunov >= 0 before dividing by it (ln(tol/err0) / lyapunov "
+                "is negative or a division by zero there).")
+
+
 def _as_count(ex, got, what):
     try:
         v = float(got)
@@ -190,8 +223,10 @@ def measured_kstar() -> list[dict]:
 
 def check_predict_kstar(predict_kstar) -> str:
     """Exercise 11.7: ``predict_kstar(lyapunov, T, tol, err0)`` predicts the Jacobi K* of three diagonal-GRU
-    cells within ``max(KSTAR_REL * K*, KSTAR_ABS)`` of the measurement; a prediction that does not move
-    with the Lyapunov exponent is rejected first (a constant prediction)."""
+    cells within ``max(KSTAR_REL * K*, KSTAR_ABS)`` of the measurement (K* measured now by running Jacobi
+    against the sequential unroll); a prediction that does not move with the Lyapunov exponent is rejected
+    first (a constant prediction), and the edge the statement asks about is checked last: a non-negative
+    exponent must give K* = T (:data:`EDGE_PROBES`)."""
     ex = "11.7"
     if not callable(predict_kstar):
         raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(predict_kstar).__name__}")
@@ -215,6 +250,7 @@ def check_predict_kstar(predict_kstar) -> str:
                 f"(accepted: within {allowed:.0f}).\n  Hint: each Jacobi iteration multiplies the error by about "
                 "exp(lyapunov) (natural log); after k iterations the first k states are exact, so K* never "
                 "exceeds T -- and a non-negative exponent gives no contraction at all.")
+    _no_contraction_edge(ex, predict_kstar)
     line = passed(ex, len(rows), len(rows))
     for r in rows:
         print(f"  {r['label']:>18}: Lyapunov {r['lyapunov']:+.3f}, T={r['T']}, tol={r['tol']:.0e} -> "

@@ -211,3 +211,44 @@ def test_quasi_step_changing_its_input_only_while_timed_is_named(fake_clock):
     with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
                                              r"\d+\):\n  your function changed its input 'X' in place while timed"):
         checks.check_quasi_step(clobbers)
+
+
+# --------------------------------------------------------------------------- issue 39: numerics taught (11.4)
+def _linear_space(log_a, log_b):
+    """The closed form in linear space that 11.4's hint warns about."""
+    A = np.exp(np.cumsum(log_a, axis=0))
+    return A * np.cumsum(np.exp(log_b) / A, axis=0)
+
+
+def _split_exp(log_a, log_b):
+    a_star = np.cumsum(log_a, axis=0)
+    return np.exp(a_star) * np.exp(np.logaddexp.accumulate(log_b - a_star, axis=0))
+
+
+def test_long_cases_sink_below_the_exp_range():
+    for kind, T, seed in checks.LONG_LOG_CASES:
+        la, _ = checks.long_log_case(kind, T, seed)
+        assert np.cumsum(la, axis=0)[-1].max() < -745          # exp(a*) is 0 in float64 for every unit
+
+
+@pytest.mark.parametrize("wrong", [_linear_space, _split_exp])
+def test_a_linear_space_form_is_rejected_naming_underflow(wrong):
+    """Issue 39, item 6 (P4): 11.4's cases stopped at T = 200, where nothing underflows."""
+    with np.errstate(all="ignore"):
+        la, lb = checks.long_log_case("mingru", 64, 0)
+        assert np.allclose(wrong(la, lb), _good_log_scan(la, lb), rtol=1e-10)   # right where nothing underflows
+    with pytest.raises(ExerciseFailed, match=r"(?s)11\.4 failed on a long sequence \(minlstm, T=2000.*NaN or inf.*"
+                                             r"exp\(a\*\) underflows.*exponentiate once"):
+        checks.check_log_space_scan(wrong)
+
+
+def test_a_wrong_long_answer_without_underflow_gets_no_underflow_story():
+    def off_late(log_a, log_b):
+        h = _good_log_scan(log_a, log_b)
+        if len(h) > 1000:
+            h[10] *= 1.01                                      # wrong early, where a* is small
+        return h
+
+    with pytest.raises(ExerciseFailed, match=r"long sequence \(minlstm") as err:
+        checks.check_log_space_scan(off_late)
+    assert "underflow" not in str(err.value) and "time step 10" in str(err.value)

@@ -153,3 +153,37 @@ def test_measure_names_its_arguments():
     from helpers import raises_naming
     raises_naming(ValueError, "method", newton_kstar.measure, "diag_gru", 16, method="euler")
     raises_naming((ValueError, TypeError), "T", newton_kstar.measure, "diag_gru", 0)
+
+
+# --------------------------------------------------------------------------- issue 39: edges and shortcuts
+@pytest.mark.parametrize("unguarded", [
+    lambda lam, T, tol, err0: min(T, math.ceil(math.log(tol / err0) / lam)),       # 0: ZeroDivisionError
+    lambda lam, T, tol, err0: T if lam == 0 else min(T, math.ceil(math.log(tol / err0) / lam)),   # +0.1: negative
+])
+def test_a_non_negative_exponent_must_give_t(unguarded):
+    """Issue 39, item 5: the statement asks what a non-negative exponent gives; the cells never had one."""
+    with pytest.raises(ExerciseFailed, match=r"(?s)non-negative exponent \(lyapunov=0(\.1)?, T=100.*expected 100.*"
+                                             r"K\* = T"):
+        checks.check_predict_kstar(unguarded)
+
+
+@pytest.mark.parametrize("name", ["newton.newton_step", "scan.hillis_steele"])
+def test_picard_built_on_the_course_answers_is_rejected(name):
+    """Issue 39, item 7: 11.6 had no shortcut check: the course's Picard step or prefix scans passed."""
+    from course_lib.algorithms import newton, scan
+
+    def via_newton(f, h0, X, H):
+        if X.dtype == object:
+            return _picard(f, h0, X, H)          # the span is measured on traced numbers: looks right there
+        return newton.newton_step(f, None, h0, X, H, method="picard")[0]
+
+    def via_scan(f, h0, X, H):
+        if X.dtype == object:
+            return _picard(f, h0, X, H)
+        H_prev = np.concatenate([h0[None], H[:-1]])
+        D = f(H_prev, X) - H_prev
+        return h0 + scan.hillis_steele(np.ones_like(D), D)[0]
+
+    fn = via_newton if name.startswith("newton") else via_scan
+    with pytest.raises(ExerciseFailed, match=f"calls {name}, the course's own answer"):
+        checks.check_picard_step(fn)
