@@ -35,7 +35,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..core import backend, timing
 from ..models import fast_rnn
@@ -334,6 +334,13 @@ def _separate_output_delta(z, y, e):
     return loss
 
 
+@njit(parallel=True, fastmath=True, cache=True)
+def _stream(dst, a, b):
+    """One streaming pass: read two arrays, write a third (no arithmetic to speak of), over numba's threads."""
+    for i in prange(dst.shape[0]):
+        dst[i] = a[i] + b[i]
+
+
 def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: int = 5, seed: int = 0) -> dict:
     """The element-wise work of a training step on ``(T*B, n)`` float32 arrays, three ways:
 
@@ -343,8 +350,16 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
       twins), 1 thread;
     * ``fused_all``: the same kernels on all threads.
 
+    A plain streaming pass over arrays of the same size (read two, write one) is timed beside them, on one
+    thread and on all: what the extra cores add to the bandwidth *these* arrays are read at (caches
+    included), the bound a memory-bound pass's thread gain is compared with, and the speed these arrays
+    are read at (:func:`course_lib.experiments.batching.speed_class` against the DRAM copy line).
+
     Returns seconds (best of ``repeat``, the two input copies every version makes subtracted) for
     each, ``fusion_speedup = separate / fused_1thread``, ``total_speedup = separate / fused_all``,
+    ``thread_gain = fused_1thread / fused_all``, ``stream_1thread_gbps`` / ``stream_all_gbps`` (bytes read and
+    written per second), ``bandwidth_gain`` (their ratio), ``dram_gbps`` (``timing.copy_bandwidth``),
+    ``stream_speed`` ("cache speed" or "DRAM speed", one thread), ``array_bytes``,
     ``max_abs_diff`` between the two results, ``noise`` (the one-thread run's, behind ``fusion_speedup``; timed by
     CPU clock where every function stayed on the calling thread) and ``threads_noise`` (the run on all threads).
     """
@@ -381,12 +396,17 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
         np.copyto(z2, z0)
         np.copyto(dz2, dz0)
 
+    flat = [arr.reshape(-1) for arr in (e, r, h)]
+
+    def stream():
+        _stream(*flat)
+
     before = backend.get_threads()
     try:
         backend.set_threads(1)
-        one = timing.compare(separate=separate, fused=fused, copies=copies, repeat=repeat, warmup=1)
+        one = timing.compare(separate=separate, fused=fused, copies=copies, stream=stream, repeat=repeat, warmup=1)
         backend.set_threads(before if before > 1 else backend.max_threads())
-        many = timing.compare(fused=fused, copies=copies, repeat=repeat, warmup=1)
+        many = timing.compare(fused=fused, copies=copies, stream=stream, repeat=repeat, warmup=1)
     finally:
         backend.set_threads(before)
     # the two input copies are the same in every version: take them out
@@ -396,8 +416,15 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
     fa = max(many.timings["fused"].min - c2, 1e-9)
     loss_sep, loss_fused = separate(), fused()
     diff = max(float(np.max(np.abs(z - z2))), float(np.max(np.abs(dz - dz2))))
+    from .batching import speed_class
+
+    moved = 3 * e.nbytes
+    s1, sa = moved / one.timings["stream"].min / 1e9, moved / many.timings["stream"].min / 1e9
+    dram = timing.copy_bandwidth()
     return {"B": batch, "n": n, "T": T, "separate_s": sep, "fused_1thread_s": f1, "fused_all_s": fa,
-            "fusion_speedup": sep / f1, "total_speedup": sep / fa, "max_abs_diff": diff,
+            "fusion_speedup": sep / f1, "total_speedup": sep / fa, "thread_gain": f1 / fa, "max_abs_diff": diff,
+            "stream_1thread_gbps": s1, "stream_all_gbps": sa, "bandwidth_gain": sa / s1, "dram_gbps": dram,
+            "stream_speed": speed_class(s1, dram), "array_bytes": e.nbytes,
             "loss_rel_diff": abs(loss_sep - loss_fused) / max(abs(loss_sep), 1e-30),
             "noise": one.noise, "threads_noise": many.noise}
 

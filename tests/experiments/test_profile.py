@@ -103,6 +103,19 @@ def test_fusion_comparison_results_agree():
     r = profile.fusion_comparison(batch=8, n=16, T=3, repeat=2)
     assert r["max_abs_diff"] < 1e-5 and r["loss_rel_diff"] < 1e-5
     assert r["separate_s"] > 0 and r["fused_1thread_s"] > 0 and r["fused_all_s"] > 0
+    # the bound a memory-bound pass's thread gain is judged against: a streaming pass over the same arrays
+    assert r["thread_gain"] == pytest.approx(r["fused_1thread_s"] / r["fused_all_s"])
+    assert r["bandwidth_gain"] == pytest.approx(r["stream_all_gbps"] / r["stream_1thread_gbps"])
+    assert r["array_bytes"] == 3 * 8 * 16 * 4 and r["dram_gbps"] > 0
+    from course_lib.experiments.batching import speed_class
+    assert r["stream_speed"] == speed_class(r["stream_1thread_gbps"], r["dram_gbps"])
+
+
+def test_stream_kernel_reads_two_arrays_and_writes_one():
+    import numpy as np
+    a, b, out = np.arange(5, dtype=np.float32), np.ones(5, np.float32), np.zeros(5, np.float32)
+    profile._stream(out, a, b)
+    assert out.tolist() == [1, 2, 3, 4, 5]
 
 
 def test_bad_inputs():
