@@ -5,7 +5,9 @@ Exercise 6.1 -- ``check_hidden_schedule(my_schedule)``: ``my_schedule(stage)`` s
 numbers are right, the loop nest is vectorised and tiled, and its speed reaches ``min_fraction``
 of the course's best schedule *measured in the same run* (:func:`course_lib.teaching.checks.speed.judge_speed`:
 fresh inputs for every timed call, every timed result compared with numpy's ``tanh(P + h_prev W)``; a
-ratio judged from its interval, never an absolute time).
+ratio judged from its interval, never an absolute time: one interval wholly above the bar passes, a fail
+needs every one of ``retries`` measurements wholly below it -- one bad run never fails a correct schedule --
+and anything between is not judged, :class:`.speed.SpeedNotJudged`).
 
 Exercise 6.2 -- ``check_fused_backward(fused_backward)``: ``fused_backward(dH, dnext, WT, H)``
 returns one Func computing ``(dH + dnext WT) (1 - H²)`` as a single definition, so its pipeline

@@ -538,7 +538,7 @@ def _solution_fast_scan():
     from numba import njit
 
     src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
-    body = src[src.index("@njit\ndef fast_scan"):src.index("# %%\nscan_checks.check_fast_scan")]
+    body = src[src.index("@njit\ndef fast_scan"):src.index("\n# %%", src.index("@njit\ndef fast_scan"))]
     ns = {"np": np, "njit": njit}
     exec(body, ns)
     return ns["fast_scan"]
@@ -581,7 +581,7 @@ def _unflushed_fast_scan():
     from numba import njit
 
     src = (pathlib.Path(__file__).resolve().parents[3] / "solutions" / "08_scan.py").read_text()
-    body = _unflushed(src[src.index("@njit\ndef fast_scan"):src.index("# %%\nscan_checks.check_fast_scan")])
+    body = _unflushed(src[src.index("@njit\ndef fast_scan"):src.index("\n# %%", src.index("@njit\ndef fast_scan"))])
     ns = {"np": np, "njit": njit}
     exec(body, ns)
     return ns["fast_scan"]
