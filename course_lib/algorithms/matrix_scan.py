@@ -249,8 +249,15 @@ def product(A) -> np.ndarray:
         raise ValueError(f"A: expected square matrices (T, *batch, H, H) with T >= 1, got shape {A.shape}")
     H = A.shape[-1]
     A4 = np.ascontiguousarray(A).reshape(A.shape[0], -1, H, H)
-    P = np.empty(A4.shape[1:], A.dtype)
-    _compose(A4, P)
+    if H <= 16:                      # small matrices: one compiled loop (numpy's calls per step would dominate)
+        P = np.empty(A4.shape[1:], A.dtype)
+        _compose(A4, P)
+        return P.reshape(A.shape[1:])
+    P = np.broadcast_to(np.eye(H, dtype=A.dtype), A4.shape[1:]).copy()
+    with np.errstate(under="ignore"):
+        for At in A4:                # larger ones: BLAS per step (2 H^3 flops), the flush is H^2
+            P = At @ P
+            np.copyto(P, 0.0, where=np.abs(P) < TINY)
     return P.reshape(A.shape[1:])
 
 

@@ -578,3 +578,16 @@ def test_matrix_products_are_flushed_and_equal_the_unflushed_chain_where_it_stay
         chain = At @ chain
     np.testing.assert_allclose(matrix_scan.product(near), chain, rtol=1e-10, atol=1e-13)
     raises_naming(ValueError, "A", matrix_scan.product, np.ones((4, 2, 3)))
+
+
+def test_large_matrix_products_take_blas_and_are_flushed_too():
+    from course_lib.algorithms import matrix_scan
+
+    A = _contraction(2000, 20, 0.6, seed=14)                     # H = 20: BLAS per step, flushed per step
+    P = matrix_scan.product(A)
+    assert P.shape == (1, 20, 20) and subnormals(P) == 0 and not P.any()
+    near = _contraction(500, 20, 0.9995, seed=15)
+    chain = np.broadcast_to(np.eye(20), (1, 20, 20))
+    for At in near:
+        chain = At @ chain
+    np.testing.assert_allclose(matrix_scan.product(near), chain, rtol=1e-10, atol=1e-13)
