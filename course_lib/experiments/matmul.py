@@ -74,9 +74,10 @@ def gflops_of(method="tiled_simd", n: int = 256, *, dtype: str = "float32", repe
 def ladder(n: int, methods=None, *, dtype: str = "float32", repeat: int = 3, seed: int = 0) -> dict:
     """Time each method (default: every rung, then numpy) on ``(n, n) @ (n, n)``, interleaved.
 
-    Returns ``{"n", "rows": [...], "noise"}``; one row per method: name, seconds (best of
+    Returns ``{"n", "rows": [...], "noise", "cmp"}``; one row per method: name, seconds (best of
     ``repeat``), gflops, pct_of_blas (100 * gflops / numpy's, numpy timed in the same run),
-    max_abs_err vs numpy in float64.
+    max_abs_err vs numpy in float64; ``cmp`` is the interleaved comparison itself (``cmp.pairs(a, b)``:
+    any two methods' pair ratios, e.g. for a verdict that judges one of them against numpy).
     """
     n = check_positive_int(n, "n", high=4096)
     repeat = check_repeat(repeat)
@@ -100,7 +101,7 @@ def ladder(n: int, methods=None, *, dtype: str = "float32", repeat: int = 3, see
     blas = next(r for r in rows if r["name"] == "numpy")["gflops"]
     for r in rows:
         r["pct_of_blas"] = 100.0 * r["gflops"] / blas
-    return {"n": n, "rows": rows, "noise": cmp.noise}
+    return {"n": n, "rows": rows, "noise": cmp.noise, "cmp": cmp}
 
 
 def tile_sweep(n: int, tiles_i=(8, 16, 32, 64, 128), tiles_j=(16, 32, 64, 128, 256), *,
