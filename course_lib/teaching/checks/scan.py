@@ -7,15 +7,21 @@
   :mod:`.scan_cuda` (re-exported here)
 * 8.5 ``fast_scan(a, x, h0, chunks)`` -- a time-parallel scan for few channels that beats the loop
 
-8.5 is a speed exercise. After the numbers (float32 and float64, inputs unchanged), the check measures
-the *span* deterministically: it runs the Python body of your function (``.py_func`` for a numba
-function) on arrays of traced numbers that carry the length of the longest chain of dependent
-multiplications and additions behind them (:func:`scan_span`). A sequential loop has span ``2T``; a
-chunked scan about ``4T/chunks + 2 chunks``, and more chunks must shorten it. Then the speed (:func:`.speed.judge_speed`: a fresh input for every timed call,
-every timed result compared), a ratio against the plain compiled loop :func:`sequential_loop` measured
-alongside (H=1, T=2^18): at least :data:`MIN_SCAN_SPEEDUP` of its speed -- the course's
-``method="sequential"`` is about 3x slower at H=1, so a chunked scan without chunks side by side would
-beat that one but not this.
+8.2 and 8.5 measure the *span* deterministically: the check runs the Python body of the function
+(``.py_func`` for a numba function) on arrays of traced numbers that carry the length of the longest chain
+of dependent multiplications and additions behind them (:func:`scan_span`). A sequential loop has span
+``2T``; a chunked scan about ``4T/chunks + 2 chunks``, and more chunks must shorten it -- so carries found by
+walking the sequence step by step fail 8.2 though they read every step twice (:func:`chunk_work`).
+
+8.5 is a speed exercise. After the numbers (float32 and float64, inputs unchanged) and the span, the check
+traces the float32 values on the speed test's kind of input (:func:`subnormal_trace`: ``a`` in [0.5, 1),
+long chunks): running products that stick at subnormal numbers fail on every machine, naming the cause --
+on CPUs that handle subnormals in microcode they made a correct scan run at 0.05x the loop (an Intel
+Xeon), elsewhere they cost little, and the grade must not depend on the CPU. Then the speed (:func:`.speed.judge_speed`: a
+fresh input for every timed call, every timed result compared), a ratio against the plain compiled loop
+:func:`sequential_loop` measured alongside (H=1, T=2^18): at least :data:`MIN_SCAN_SPEEDUP` of its speed --
+the course's ``method="sequential"`` is about 3x slower at H=1, so a chunked scan without chunks side by
+side would beat that one but not this. The pass line prints the speed-up measured.
 
 The CUDA check does more than compare outputs: in numba's CUDA simulator it replaces shared
 memory with a *traced* array (poisoned with NaN) and counts each thread's ``cuda.syncthreads()``

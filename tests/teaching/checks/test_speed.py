@@ -139,7 +139,7 @@ def test_no_interval_wholly_below_the_bar_passes_busy_or_quiet(fake_clock, monke
 def test_the_pass_line_can_print_the_speed_up_earned(fake_clock):
     fake_clock.cost(course=4e-3, yours=1e-3)
     j = _judge(lambda x: x + x, baseline_desc="the course's loop")
-    assert j.earned.startswith(f"{j.speedup:.2f}x as fast as the course's loop (between {j.interval[0]:.2f}x")
+    assert j.earned.startswith(f"{j.speedup:.2f}x as fast as the course's loop: between {j.interval[0]:.2f}x")
     assert "at least 2x needed" in j.earned and j.speedup > 1
 
 
