@@ -393,7 +393,7 @@ def test_a_method_measured_only_slower_never_withdraws_a_faster_predicted_first_
     assert cm.first_choice(ranked) == first.method and by[first.method].trusted and by[rival.method].trusted
     # measured only slower: it may take longer than predicted, never less
     assert by[rival.method].low == pytest.approx(rival.seconds) and by[rival.method].high == pytest.approx(3 * rival.seconds)
-    assert "no other method could be faster" in by[first.method].reason and rival.method not in by[first.method].reason
+    assert "no other method measured here could be faster" in by[first.method].reason and rival.method not in by[first.method].reason
     # the same 3x measured *faster* than predicted: the rival could be faster -- said, and the advice stands
     errs[rival.method] = Error(3.0, faster=3.0, slower=1.0)
     ranked = cm.advise(p, m, methods=[first.method, rival.method], calibration=errs)

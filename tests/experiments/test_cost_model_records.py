@@ -94,3 +94,21 @@ def test_preset_machines_round_trip_exactly(tmp_path):
                                 busy={"barrier_s": "held"}, noise=timing.Noise().add(True, "busy"))
         back = cm.Machine.load(m.save(tmp_path / f"{name}.json"))
         assert all(getattr(back, f.name) == getattr(m, f.name) for f in dataclasses.fields(m)), name
+
+
+def test_the_seed_verdicts_reason_is_the_measured_cause():
+    """Issue 43 (12-3): on the Intel Xeon a second thread made MGRIT 2.5x slower, and the verdict said "2 cores
+    here, 32 processors in the seed's run". The reason must be the measured cause; a core count only where the
+    cores helped."""
+    from course_lib.experiments.cost_model.configurations import measured_speedups, seed_reasons
+    cal, _ = fresh.replay(RESULTS / "intel-xeon-avx512-notebook12")
+    ratio, what, _ = measured_speedups(cal)["002.speedup.max"]
+    assert "mgrit (1 thread)" in what and ratio == pytest.approx(8.02e-3 / 141e-3, rel=1e-3)  # the faster variant
+    why = next(text for cond, text in seed_reasons("002.speedup.max", cal, 32) if cond)
+    assert "2.5x longer still" in why and "GIL" in why and "processors" not in why
+    # the same run with MGRIT on two threads 2x *faster* than on one: then the core count is the reason
+    rows = [dataclasses.replace(r, measured=r.measured / 5) if r.label == "mgrit (2 threads)" else r for r in cal.rows]
+    helped = cm.Calibration(cal.machine, rows, cal.noise, cal.info)
+    why = next(text for cond, text in seed_reasons("002.speedup.max", helped, 32) if cond)
+    assert "2 cores here made it 2x faster, 32 processors" in why
+    raises_naming(ValueError, "cid", seed_reasons, "000.halide.summary.speedup", cal, 61)

@@ -121,7 +121,7 @@ def advise(problem: Problem, machine: Machine | None = None, *, methods=None, ca
     base = costs.get("sequential")
     out = [_one(k, c, base, machine, calibration) for k, c in costs.items()]
     out.sort(key=lambda a: (not a.trusted, a.seconds))
-    return _say_bars(out, calibration)
+    return _say_bars(out)
 
 
 def _one(k: str, c: Cost, base: Cost | None, machine: Machine, calibration: dict | None) -> Advice:
@@ -169,19 +169,20 @@ def _off(a: Advice) -> str:
     return " and ".join(said)
 
 
-def _say_bars(out: list, calibration: dict | None) -> list:
+def _say_bars(out: list) -> list:
     """The first trusted choice stands; its reason says what its error bars and its rivals' allow. A rival
     "could be faster" only where its least time (its prediction over how much *faster* it was ever measured:
     a method only measured slower is never below its prediction) is below the first choice's most time. A
-    method never measured (or measured only unreliably) and predicted faster is named too -- nothing is known
-    of its error."""
+    method not advised (never measured, measured only unreliably or busy) and predicted faster is named too --
+    nothing reliable is known of its error."""
     trusted = [a for a in out if a.trusted]
     if not trusted:
         return out
     best = trusted[0]
-    for a in out:
-        if not a.trusted and a.seconds < best.seconds and calibration is not None:
-            best.reason += f"; {a.method}, never reliably measured here, is predicted faster"
+    unsure = [a.method for a in out if not a.trusted and a.seconds < best.seconds]
+    if unsure:
+        best.reason += (f"; {' and '.join(unsure)}, not advised here (see {'its' if len(unsure) == 1 else 'their'} "
+                        f"reason), {'is' if len(unsure) == 1 else 'are'} predicted faster")
     if best.high is None:
         return out
     rivals = [a for a in trusted[1:] if a.low < best.high]
@@ -192,7 +193,7 @@ def _say_bars(out: list, calibration: dict | None) -> list:
             f"{a.method} (down to {a.low * 1e3:.3g} ms)" for a in rivals) +
             f" could be faster than {best.method} (up to {best.high * 1e3:.3g} ms)")
     else:
-        said += " -- no other method could be faster within the errors measured here"
+        said += " -- no other method measured here could be faster within its errors"
     best.reason += said
     return out
 
