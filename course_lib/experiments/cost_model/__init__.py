@@ -39,8 +39,10 @@ share for calls of their size -- above 1 where handing the GIL back and forth co
 ``measure(problem, methods)`` times several interleaved) so every prediction can be checked;
 ``predict(method, problem, machine)`` -> Cost;  ``advise(problem, machine=None)`` -> ranked
 :class:`Advice` (method, seconds, reason). ``advise`` raises ValueError naming the argument for
-impossible problems; methods the model mispredicts here by more than 2x (a ``calibration`` from
-:func:`course_lib.experiments.which.calibrate`) are listed but not advised.
+impossible problems; with a ``calibration`` (``calibrate(...).errors()``) each method carries the error bars
+measured for it here, per direction (``Advice.low``, ``Advice.high``), and a miss is advised with its bar and said,
+not a reason for silence. ``Machine.save`` / ``Machine.load`` keep a machine's constants as JSON;
+``benchmarks/which.py --record DIR`` keeps a whole run, and :func:`.fresh.replay` asks today's model about it.
 
 Counts come from the course where it has them: the wavefront's diagonals and barrier steps
 (:func:`course_lib.parallel.inference.work_span` -- recomputed here in closed form, tested equal), the
