@@ -100,13 +100,16 @@ def _cache(machine: dict, level: str) -> int | None:
     return caches.get("L1d" if level.startswith("L1") else level)
 
 
-def machine_slips(text: str, machine: dict) -> list[str]:
-    """Machine facts named in ``text`` that ``machine`` (a recording's facts) contradicts."""
+def machine_slips(text: str, machine: dict, cores_used: int | None = None) -> list[str]:
+    """Machine facts named in ``text`` that ``machine`` (a recording's facts) contradicts (``cores_used``: the
+    cores the judged quantity ran on, which the text may name too: "1 core (sequential scan)" on 2 cores)."""
     if not text:
         return []
     out = []
     cores = machine.get("cores")
     usable = {cores, min(cores, machine.get("numba_threads") or cores)} if cores else set()
+    if usable and cores_used is not None and cores_used <= cores:
+        usable.add(cores_used)
     for m in _CORES.finditer(text):
         if usable and not _about_the_seed(text, m.start()) and int(m.group(1)) not in usable:
             out.append(f"names {m.group(0)!r}, the machine has {cores}")
@@ -226,12 +229,13 @@ def verdict_contradictions(r: dict, line: str, outcome: str, reason: str, machin
         if not implied.endswith(f"gives '{outcome}'"):
             out.append(f"concluded '{outcome}' on an unreliable run without an interval"
                        + (f" (its noise allows more: {implied})" if implied else ""))
+    used = r.get("cores_used")
     if outcome in ABSTAINED:          # an abstaining line's reason is the noise guard's, not an explanation
-        return out + _reason_slips(line, "", r.get("reasons", [])) + machine_slips(r.get("here", ""), machine)
+        return out + _reason_slips(line, "", r.get("reasons", [])) + machine_slips(r.get("here", ""), machine, used)
     out += _reason_slips(line, reason, r.get("reasons", []))
-    if reason and not relevant(reason, r.get("cores_used")):
-        out.append(f"explains a quantity measured on {r.get('cores_used')} core by a core count: {reason!r}")
-    return out + machine_slips(r.get("here", ""), machine) + machine_slips(reason, machine)
+    if reason and not relevant(reason, used):
+        out.append(f"explains a quantity measured on {used} core by a core count: {reason!r}")
+    return out + machine_slips(r.get("here", ""), machine, used) + machine_slips(reason, machine, used)
 
 
 @contextlib.contextmanager

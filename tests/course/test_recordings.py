@@ -369,6 +369,12 @@ def test_a_core_count_reason_for_a_one_core_measurement_is_a_contradiction():
     assert c.now_contradictions == [] and "no fact measured here explains" not in c.recorded   # now: no reason chosen
 
 
+def test_a_one_core_measurement_may_name_its_one_core_on_a_two_core_machine():
+    r = _verdict_record(here="1 core (sequential scan, 1 BLAS thread)", cores_used=1)
+    assert replay.check_record(r, MACHINE).contradictions == []
+    assert replay.check_record({**r, "cores_used": None}, MACHINE).contradictions     # not stated: a slip
+
+
 def test_the_replay_command_fails_on_a_printed_pattern(tmp_path, capsys):
     said = {"kind": "said", "speeds": {"threads": 1.34, "MPI": 1.38}, "band": 1.0, "line": "MPI is faster (1.03x)"}
     _write(tmp_path / "run", [said])        # band 1.0: the current rendering also says "faster" at 1.03x
