@@ -44,6 +44,10 @@ from course_lib.teaching.checks import bptt as bptt_checks
 # $\delta^o_t = 2(\hat y_t - y_t)(1-\hat y_t^2)$; $dh = \delta^o_t W_{hy}^\top + dh_{next}$;
 # $\delta_t = dh\,(1-h_t^2)$; add $h_t^\top\delta^o_t$ to `dWhy`, $x_t^\top\delta_t$ to `dWxh`,
 # $h_{t-1}^\top\delta_t$ to `dWhh`; then $dh_{next} = \delta_t W_{hh}^\top$.
+#
+# Besides the gradients, the check counts the matrix products with `Whh` your function takes at
+# T = 4, 8 and 12: one sweep takes a fixed number per step (forward and back), so the count grows
+# like T.
 
 # %% tags=["solution", "raises-exception"]
 def bptt_linear(params, X, Y, h0=None):
@@ -61,6 +65,10 @@ bptt_checks.check_bptt_linear(bptt_linear)
 # $\delta = (\delta^o_t W_{hy}^\top)(1-h_t^2)$, then for $s = t, t-1, \dots$ down to
 # $\max(0, t - \text{truncate})$ (down to 0 when `truncate` is None): add $h_{s-1}^\top\delta$ to
 # `dWhh` and $x_s^\top\delta$ to `dWxh`, then push back: $\delta \leftarrow (\delta W_{hh}^\top)(1-h_{s-1}^2)$.
+#
+# The check compares the gradients (untruncated and with `truncate` = 0, 1, 2), then counts the
+# matrix products with `Whh` your function takes at T = 4, 8 and 12: the walks take T(T+1)/2 of them,
+# so the count must grow like T² -- the sweep of 2.1 gets the same numbers and is rejected.
 
 # %% tags=["solution", "raises-exception"]
 def bptt_quadratic(params, X, Y, h0=None, truncate=None):
@@ -75,10 +83,12 @@ bptt_checks.check_bptt_quadratic(bptt_quadratic)
 # ## Exercise 2.3 · Measure the complexity
 #
 # Write `time_bptt(bptt, params, X, Y, Ts)`: for each `T` in `Ts`, the time in **seconds** of one
-# call `bptt(params, X[:T], Y[:T])` (take the best of 3 calls to reduce noise). Return a list, one
-# time per `T`. The check times the course's two BPTT functions with your function and fits the
-# slope of log(time) against log(T): it must be close to 1 for the sweep and close to 2 for the
-# double loop.
+# call `bptt(params, X[:T], Y[:T])`: the best (the shortest) of 3 calls, to reduce noise. Return a
+# list, one time per `T`. The check times the course's two BPTT functions with your function and
+# fits the slope of log(time) against log(T): it must be close to 1 for the sweep and close to 2 for
+# the double loop. Then it hands your function a stand-in for `bptt` whose calls take known,
+# different times, so a total or a mean of the 3 calls is told from their best. Write the loop
+# yourself: the course's `timing.measure` is rejected here.
 #
 # Which clock? `time.perf_counter()` is wall-clock time: on a busy machine a long call gets
 # interrupted by other programs and looks slower than it is. `time.process_time()` counts only the

@@ -98,6 +98,12 @@ newton_checks.check_gru_jacobian(gru_jacobian)
 # `h_t = a_t h_{t-1} + b_t` with `h_{-1} = 0` and positive `a, b` given as logs. With
 # `a*_t = cumsum(log a)`: `h_t = exp(a*_t + logcumsumexp_{s<=t}(log b_s - a*_s))`.
 # `np.logaddexp.accumulate(x, axis=0)` is logcumsumexp.
+#
+# **Predict:** the same sum in linear space is `exp(a*) * cumsum(b / exp(a*))`. What does it give
+# once the gates have decayed so far that `a*_t` is below about -745, where `exp` of a float64 is 0?
+# The check compares your scan with a float64 loop on short sequences (T = 5 ... 200) and on two long
+# ones (T = 2000 and 6000) whose `a*` sinks to about -900; a form that exponentiates `a*` on its own is
+# rejected there, with the time step where it breaks.
 
 # %% tags=["solution", "raises-exception"]
 def log_space_scan(log_a, log_b):
@@ -152,7 +158,9 @@ newton_checks.check_quasi_step(quasi_step)
 # float64), then runs it on *traced* numbers (the tracer of exercise 8.5) at $T = 64$ and $T = 1024$ and
 # counts the longest chain of dependent operations -- the span. **Verdict:** it passes only if the span
 # grows like $\log T$: a loop over $t$ and `np.cumsum` (numpy adds one term after another) are
-# rejected as a sequential span.
+# rejected as a sequential span. The prefix sum is yours to write: calling the course's Picard step
+# (`newton.newton_step`) or its scans (`scan.hillis_steele`, `scan.blelloch`, `scan.linear_recurrence`)
+# is rejected.
 
 # %% tags=["solution", "raises-exception"]
 def picard_step(f, h0, X, H):
@@ -182,7 +190,9 @@ newton_family_checks.check_picard_step(picard_step)
 # accepted within a fifth of the measured K\* (`newton_family_checks.KSTAR_REL`) or two iterations,
 # whichever is larger: $\lambda$ is the
 # *average* growth per step, while the error is set by the worst stretch of the sequence, so the measured
-# K\* can sit a little above the prediction. A prediction that ignores the exponent is rejected.
+# K\* can sit a little above the prediction. A prediction that ignores the exponent is rejected, and
+# so is one that does not give `T` for a non-negative exponent (the check asks for $\lambda = 0$ and
+# $\lambda = 0.1$).
 
 # %% tags=["solution", "raises-exception"]
 def predict_kstar(lyapunov, T, tol, err0):
