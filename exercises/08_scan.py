@@ -21,9 +21,10 @@
 #
 # The recurrence $h_t = a_t \odot h_{t-1} + x_t$ is a chain of affine maps. Composing two of them
 # gives another one, so the whole chain can be evaluated as a **scan** -- in pieces, in parallel,
-# in any grouping. In this worksheet you write the four pieces the chapter is built from: the
+# in any grouping. In this worksheet you write the six pieces the chapter is built from: the
 # combine operator, a chunked (reduce → scan → expand) scan, the backward pass as a reverse scan,
-# a one-block Blelloch scan as a CUDA kernel, and a time-parallel scan that beats the loop.
+# a one-block Blelloch scan as a CUDA kernel, a time-parallel scan that beats the loop, and the
+# intra-chunk step of production's chunked layers as matrix products.
 #
 # Each exercise is a function; run its cell, then the check cell below it.
 
@@ -69,10 +70,17 @@ scan_checks.check_combine(combine)
 # 3. **expand**: run the recurrence inside each chunk from its carry (independent again).
 #
 # The check tries even and uneven splits, one chunk, and one chunk per step, checks that `a`, `x`,
-# `h0` are left unchanged, and counts the work: it runs your function on a traced `a` and counts
-# how often each $a_t$ is used. A chunked scan uses the steps of every chunk but the last twice
-# (reduce, then expand) -- the extra work that buys a short span; a loop that ignores `chunks`
-# uses each once and fails.
+# `h0` are left unchanged, and then checks the two properties that make it a *parallel* scan:
+#
+# * the **work**: it runs your function on a traced `a` and counts how often each $a_t$ is used. A
+#   chunked scan uses the steps of every chunk but the last twice (reduce, then expand) -- the extra
+#   work that buys a short span; a loop that ignores `chunks` uses each once and fails;
+# * the **span**: it runs your function on arrays of traced numbers that remember the longest chain of
+#   dependent `+ - * /` behind them, with 4 and with 8 chunks ($T = 64$). The loop's span is $2T$, a
+#   chunked scan's about $4T/\text{chunks} + 2\,\text{chunks}$; yours must be at most half the loop's
+#   and shrink when `chunks` grows. Finding each chunk's carry by walking the sequence step by step
+#   reads every step twice too, but its span is the loop's: it fails. Allocate with the inputs'
+#   dtype (`np.empty_like(x)`, `np.ones_like(h0)`) so the traced numbers can be stored.
 
 # %% tags=["solution", "raises-exception"]
 def chunked_scan(a, x, h0, chunks):
@@ -179,11 +187,28 @@ scan_checks.check_block_kernel(my_scan_kernel)
 #    the loop's, and shrink when `chunks` grows. So keep the arithmetic in this one function and
 #    allocate with the inputs' dtype (`np.empty_like(x)`, `np.empty((C, H), a.dtype)`,
 #    `a.dtype.type(1)`);
-# 3. the speed: at $H = 1$, $T = 2^{18}$, float32, with `chunks=16`, at least 0.7 times the speed of
+# 3. **subnormal numbers**: the speed test draws $a_t$ uniform in $[0.5, 1)$ over chunks of 16,384
+#    steps. A running product $A_c = a_s \cdots a_t$ of such factors falls below the smallest normal
+#    float32 ($1.2 \cdot 10^{-38}$) after about 290 steps, and then -- rounded to nearest -- it never
+#    reaches 0: it sticks at the smallest subnormal ($1.4 \cdot 10^{-45}$), and every later multiply
+#    works on a subnormal number. The lecture (part 3) measures what that costs on your CPU: CPUs that
+#    handle subnormals in microcode (many Intel cores) are many times slower on them, others less so.
+#    So **flush**: right after each multiply of a running product, set it to zero once it falls below
+#    a tiny normal threshold (`1e-30`) -- it is already negligible beside the $B$ terms, and numba
+#    compiles the `if` to a select, not a branch. The check traces your function in float32 on that
+#    kind of input ($T = 2048$, 2 chunks) and counts the operations on subnormal numbers: a solution
+#    whose products go subnormal **fails on every machine**, with that cause named -- whether or not
+#    this CPU would have been slow on it, so the grade is the same on every machine;
+# 4. the speed: at $H = 1$, $T = 2^{18}$, float32, with `chunks=16`, at least 0.6 times the speed of
 #    the plain compiled loop `scan_checks.sequential_loop` (one multiply-add chain, the carry in a
 #    register), measured alongside on a fresh input for every timed call, every result checked. A
 #    chunked scan does twice the loop's work, so one chunk at a time runs at about 0.4x of it; only
-#    chunks advancing side by side clear the bar (a busy machine waives only a near miss).
+#    chunks advancing side by side clear the bar. The pass line prints the speed-up you earned. A
+#    measured interval wholly above the bar passes; every measurement (at least two) wholly below it
+#    fails; measurements that cannot decide (an interval straddling the bar on a busy machine or too
+#    close to tell, or threads measured below it while other programs held the cores) are **not
+#    judged**: no pass line, the exercise stays open -- run the check again. A busy machine never turns
+#    a miss into a pass.
 #
 # Predict first: how much faster than the course's loop can one core get with four chains at once?
 
@@ -196,7 +221,7 @@ def fast_scan(a, x, h0, chunks):
     raise NotImplementedError("Exercise 8.5: replace this line with your code")
 
 
-# %% tags=["raises-exception"]
+# %% tags=["nbval-ignore-output", "raises-exception"]
 scan_checks.check_fast_scan(fast_scan)
 
 # %% [markdown]
