@@ -252,3 +252,30 @@ def test_a_wrong_long_answer_without_underflow_gets_no_underflow_story():
     with pytest.raises(ExerciseFailed, match=r"long sequence \(minlstm") as err:
         checks.check_log_space_scan(off_late)
     assert "underflow" not in str(err.value) and "time step 10" in str(err.value)
+
+
+def test_115_statement_names_the_baseline_and_bar_the_grader_uses(monkeypatch):
+    """Issue 39, item 3: a worksheet statement names the baseline and bar its grader times against."""
+    import re
+    from pathlib import Path
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def spy(ex, student, reference, baseline, make_input, **kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(checks, "judge_speed", spy)
+    with pytest.raises(Stop):
+        checks.check_quasi_step(_quasi)
+    assert seen["min_speedup"] == checks.MIN_SPEEDUP and seen["baseline_desc"] == "one full Newton step (DEER)"
+    assert re.search(r"H=48\b", seen["label"])
+    root = Path(__file__).resolve().parents[3]
+    for sheet in ("solutions/11_newton.py", "exercises/11_newton.py"):
+        text = root.joinpath(sheet).read_text()
+        text = text[text.index("## Exercise 11.5 "):text.index("## Exercise 11.6 ")]
+        assert "one full Newton\n# step at `H = 48`" in text or "one full Newton step at `H = 48`" in text
+        assert "newton_checks.MIN_SPEEDUP" in text
