@@ -9,6 +9,7 @@ here depends on ``COURSE_BUDGET``. Bytes: the recurrence reads ``a`` and ``x`` a
 ``methods_vs_T``       sequential / chunked (over time) / channels at one H over a list of T
 ``thread_scaling``     chunked on 1..p numba threads against the sequential loop
 ``crossover``          which of sequential / over channels / over time wins, for T x H
+``crossover_sentence`` the printed reading of one row of that map, computed from its decided winners
 ``lanes_vs_scalar``    the same chunked kernel with and without SIMD lanes over time, one thread
 ``lane_instructions``  packed vs scalar float instructions in the lane kernel and the serial loop
 ``chunked_phases``     reduce / scan-of-carries / expand of the CPU scan, timed one by one
@@ -33,6 +34,7 @@ __all__ = [
     "methods_vs_T",
     "thread_scaling",
     "crossover",
+    "crossover_sentence",
     "lanes_vs_scalar",
     "lane_instructions",
     "chunked_phases",
@@ -156,6 +158,35 @@ def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int
             cells[(T, H)] = {"seconds": secs, "speedup": {k: cmp.speedup(k) for k in secs}, "winner": winner,
                              "decided": decided}
     return {"Ts": Ts, "Hs": Hs, "cells": cells, "noise": noise}
+
+
+_WHO = {"sequential": "the serial loop", "channels": "parallel over channels", "chunked": "parallel over time"}
+
+
+def crossover_sentence(row) -> str:
+    """The reading of one row of :func:`crossover`'s map, from its *decided* cells only: ``row`` is a list of
+    ``(H, winner)`` for the H the pairs decide, in any order. Says where parallel over time won and what won
+    at smaller, in-between and larger H -- each clause only where such H exist (so a row whose loop wins at
+    small H and the scan at the largest never reads "at larger H the serial loop took over"). An empty
+    string when ``row`` is empty."""
+    row = sorted((check_positive_int(h, "H"), check_choice(w, "winner", tuple(_WHO))) for h, w in row)
+    if not row:
+        return ""
+
+    def who(cells):
+        return " or ".join(sorted({_WHO[w] for _, w in cells}))
+
+    wins = [h for h, w in row if w == "chunked"]
+    if not wins:
+        return f"Parallel over time won by 5% at none of the H the pairs decide ({[h for h, _ in row]}) at this T."
+    below = [(h, w) for h, w in row if w != "chunked" and h < min(wins)]
+    inside = [(h, w) for h, w in row if w != "chunked" and min(wins) < h < max(wins)]
+    above = [(h, w) for h, w in row if w != "chunked" and h > max(wins)]
+    parts = [f"at smaller H ({[h for h, _ in below]}) {who(below)} won" if below else "",
+             f"between them ({[h for h, _ in inside]}) {who(inside)} won" if inside else "",
+             f"at larger H ({[h for h, _ in above]}) {who(above)} took over" if above else ""]
+    parts = [p for p in parts if p] or ["no other H was decided"]
+    return f"Parallel over time won, by 5% or more in the timed pairs, for H in {wins}; " + "; ".join(parts) + "."
 
 
 def lanes_vs_scalar(T: int, nh: int = 1, *, repeat: int = 5, seed: int = 0) -> dict:

@@ -110,3 +110,23 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+def test_crossover_sentence_is_computed_from_the_row_it_reads():
+    # the Intel Xeon quiet run: the loop won at H = 1..16, the scan only at the largest H
+    intel = [(1, "sequential"), (2, "sequential"), (4, "sequential"), (8, "sequential"), (16, "sequential"),
+             (64, "chunked")]
+    line = xs.crossover_sentence(intel)
+    assert "for H in [64]" in line and "at smaller H ([1, 2, 4, 8, 16]) the serial loop won" in line
+    assert "larger H" not in line and "took over" not in line
+    # the Zen 5 run: the scan at small H, the loop and the channel split above
+    zen = [(64, "channels"), (1, "chunked"), (2, "chunked"), (4, "chunked"), (8, "sequential")]
+    line = xs.crossover_sentence(zen)
+    assert "for H in [1, 2, 4]" in line and "smaller H" not in line
+    assert "at larger H ([8, 64]) parallel over channels or the serial loop took over" in line
+    assert "between them ([2]) the serial loop won" in xs.crossover_sentence([(1, "chunked"), (2, "sequential"),
+                                                                               (4, "chunked")])
+    assert xs.crossover_sentence([(4, "chunked")]).endswith("no other H was decided.")
+    assert "none of the H" in xs.crossover_sentence([(1, "sequential")]) and xs.crossover_sentence([]) == ""
+    with pytest.raises(ValueError, match="winner"):
+        xs.crossover_sentence([(1, "fastest")])
