@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import time
 from typing import Any, Callable
 
@@ -68,12 +69,20 @@ from ...core.memory import MMAP_THRESHOLD, TRIM_THRESHOLD, steady_memory
 from ...core.noise import OTHERS_LIMIT
 from .core import Case, ExerciseFailed, case_label, changed_inputs, compare_outputs, copy_inputs, explain_error
 
-__all__ = ["judge_speed", "Judgement", "SpeedNotJudged", "Stopwatch", "steady_memory", "NOT_JUDGED", "MIN_TRIES",
+__all__ = ["judge_speed", "Judgement", "SpeedNotJudged", "Stopwatch", "steady_memory", "NOT_JUDGED", "NOT_JUDGED_ENV",
+           "MIN_TRIES",
            "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
 NOT_JUDGED = "not judged"   # the verdict of a measurement that could not decide (SpeedNotJudged carries it)
 
 MIN_TRIES = 2   # a fail needs at least this many measurements, every one wholly below the bar
+
+#: ``COURSE_NOT_JUDGED=continue`` (set by ``make test`` and ``make test-one-core`` alone): the course's CI runs the
+#: *reference* solutions beside another pytest worker, so a load that leaves a speed undecided is common there and
+#: says nothing about the solution. In that mode a not-judged measurement prints its ``speed not judged: ...``
+#: line (masked by tests/nbval_sanitize.cfg) and returns the Judgement (verdict :data:`NOT_JUDGED`) instead of
+#: raising; a miss still fails. Students, ``progress`` and nbgrader never set it: for them it stays open.
+NOT_JUDGED_ENV = "COURSE_NOT_JUDGED"
 
 #: threaded code on a loaded machine: every parallel region waits for its slowest thread, and a core shared with
 #: another program can hold a thread back for a scheduler time slice -- more regions per call (an np.zeros inside
@@ -275,6 +284,9 @@ def judge_speed(exercise: str, student: Callable, reference: Callable, baseline:
             + (f"\n  {explain}" if explain else "") + (f"\n  Hint: {hint}" if hint else ""))
     out.verdict = NOT_JUDGED
     out.note = _not_judged_note(tries, min_speedup, baseline_desc)
+    if os.environ.get(NOT_JUDGED_ENV) == "continue":   # the course's own CI over the reference solutions only
+        print(f"  {out.note}")
+        return out
     raise SpeedNotJudged(f"Exercise {exercise} not judged on the speed test ({state['label']}): {context} (all "
                          f"{state['checked']} timed results matched the reference), but {out.note}", out)
 

@@ -107,6 +107,21 @@ def test_a_straddling_interval_on_a_quiet_machine_is_not_judged_either(fake_cloc
         _judge(_jittery(fake_clock, _AROUND_1MS), retries=1, budget_s=0.05)
 
 
+def test_the_ci_mode_reports_a_not_judged_speed_and_runs_on_but_still_fails_a_miss(fake_clock, busy_machine,
+                                                                                     capsys, monkeypatch):
+    """COURSE_NOT_JUDGED=continue (make test, over the reference solutions): the undecided measurement prints its
+    'speed not judged' line and returns a Judgement that says so; a measurement wholly below the bar still fails."""
+    monkeypatch.setenv(speed.NOT_JUDGED_ENV, "continue")
+    fake_clock.cost(course=2e-3, yours=0.0)
+    j = _judge(_jittery(fake_clock, _AROUND_1MS), retries=1)
+    assert j.verdict == speed.NOT_JUDGED and j.interval[0] < 2.0 <= j.interval[1]
+    assert "speed not judged: the machine was busy" in capsys.readouterr().out
+    fake_clock.cost(course=1e-3, yours=100e-3)        # 0.01x against a 2x bar: wholly below, busy or not
+    with pytest.raises(ExerciseFailed, match="whole interval lies below the bar") as err:
+        _judge(_ref)
+    assert not isinstance(err.value, SpeedNotJudged)
+
+
 def test_one_bad_measurement_never_fails_a_correct_answer(fake_clock):
     """The Halide case: a correct schedule measured wholly below the bar once (a bad run) and well above it the
     next time passes; a fail needs every measurement wholly below."""
