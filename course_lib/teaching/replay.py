@@ -9,15 +9,23 @@ numbers or its machine contradict:
 - a direction inconsistent with ours vs the seed's on either side of ``pivot`` (or any "direction" at all
   without a pivot);
 - a concluded verdict whose recorded interval allows more than one outcome, or that concluded on an
-  unreliable run with no interval;
+  unreliable run with no interval and no spread that decides it;
 - a printed reason whose condition was False (or a goal said to hold that did not, and back);
 - an explanation (the printed reason, or ``here``) naming a machine fact -- a core count, a number of
   SIMD lanes, a cache size, or data that "fits in" a cache level -- that the recording's machine does not have;
-- a pairs decision ("yes"/"no") its own interval does not support.
+- a pairs decision ("yes"/"no") its own interval does not support;
+- a reason naming a core count for a quantity measured on one core (``cores_used``).
+
+Beside the contradictions it lists every printed pattern its own numbers contradict
+(:mod:`course_lib.teaching.printed`: "faster" within the no-difference band, a stated factor, "every value
+between ..."), as printed ("PRINTED (old)": history) and as the current code prints it ("PRINTED NOW"), and
+every abstention that each value its recorded noise allows would decide ("DECIDABLE"); computed comparison
+sentences (``said`` records, :func:`~course_lib.teaching.verdict.which_faster`) are rendered again too.
 
 ``python -m course_lib replay DIR [DIR ...] [--against QUIET_DIR]`` prints a counts table per notebook
-(verdicts concluded / abstained / contradicted, decisions made / undecided / contradicted) and every
-contradiction and changed outcome; it exits 1 when there is a contradiction. A recording reconstructed from
+(verdicts concluded / abstained / contradicted, as recorded and as rendered now, printed patterns contradicted,
+decisions made / undecided / contradicted) and every contradiction and changed outcome; it exits 1 when there
+is a contradiction, a pattern the current rendering contradicts, or a decidable abstention. A recording reconstructed from
 the printed lines of older code (its machine says ``"reconstructed": true``) lists the contradictions of
 those lines as "OLD CODE" and fails only on the current code's. ``--against`` also lists the
 concluded verdicts whose outcome differs from the reference run's (matched by claim and occurrence).
