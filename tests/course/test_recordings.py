@@ -380,3 +380,14 @@ def test_the_replay_command_fails_on_a_printed_pattern(tmp_path, capsys):
     _write(tmp_path / "run", [said])        # band 1.0: the current rendering also says "faster" at 1.03x
     assert cli(["replay", str(tmp_path / "run")]) == 1
     assert "PRINTED NOW" in capsys.readouterr().out
+
+
+def test_a_computed_comparison_sentence_is_recorded_and_replayed(recording):
+    from course_lib.teaching.verdict import which_faster
+
+    said = which_faster({"threads (shared memory)": 1.34, "MPI (messages)": 1.38})
+    (r,) = record.load(recording / "99_test.json")["records"]
+    assert r["kind"] == "said" and r["line"] == said and r["speeds"] == {"threads (shared memory)": 1.34,
+                                                                         "MPI (messages)": 1.38}
+    (c,) = replay.replay_file(recording / "99_test.json")
+    assert c.kind == "said" and not c.changed and c.printed == c.printed_now == []
