@@ -63,7 +63,7 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
         X = rng.uniform(-1, 1, (sz["T"], sz["batch"], sz["nx"])).astype(params.Wxh.dtype)
         return Case(kwargs=dict(params=params, X=X),
                     label=f"T={sz['T']}, B={sz['batch']}, nx={sz['nx']}, nh={sz['nh']}, fresh X each call")
-    judge_speed(ex, student, _forward_reference, batching.forward_one_at_a_time, timed_input,
+    judged = judge_speed(ex, student, _forward_reference, batching.forward_one_at_a_time, timed_input,
                 min_speedup=min_speedup, baseline_name="one_at_a_time",
                 baseline_desc="the course's one-sequence-at-a-time loop (batching.forward_one_at_a_time)",
                 rtol=1e-4, atol=1e-5, retries=retries, blas_threads=1,
@@ -71,6 +71,7 @@ def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries:
                 hint="no Python loop over the batch or the units: per step one (B, nh) @ (nh, nh) product, and "
                      "X @ Wxh for all steps as one product before the loop.")
     print(line)
+    print(f"  speed: {judged.earned}")
     return line
 
 

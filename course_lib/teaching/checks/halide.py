@@ -165,14 +165,16 @@ def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, re
     # speed: a ratio to the course's best schedule, measured now on fresh inputs, every result compared
     best = H.compile_hidden(H.apply_schedule(H.hidden_stage(), "tiled+simd+parallel"))
     reasons = _slow_reasons(nest)
-    judge_speed(ex, fn, _hidden_reference, best, _timed_hidden_input, min_speedup=min_fraction,
+    judged = judge_speed(ex, fn, _hidden_reference, best, _timed_hidden_input, min_speedup=min_fraction,
                 baseline_name="course", baseline_desc="the course's best schedule", rtol=1e-4, atol=1e-5,
                 retries=retries, blas_threads=None, context="your schedule is right and vectorised",
                 explain="".join(f"In your loop nest {r}. " for r in reasons).strip(),
                 hint="compute the accumulator per tile (stage.prod.compute_at(stage.h, jo)), loop the update as "
                      "k outermost (stage.prod.update().reorder(stage.j, stage.i, stage.k.x)) and parallelize "
                      "the row tiles (stage.h.parallel(io)).")
-    return passed(ex, len(_SHAPES_61), len(_SHAPES_61))
+    line = passed(ex, len(_SHAPES_61), len(_SHAPES_61))
+    print(f"  speed: {judged.earned}")
+    return line
 
 
 def _hidden_reference(P, h_prev, W):

@@ -370,7 +370,7 @@ def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries
                 "h0": (0.5 * rng.standard_normal((B, Hn))).astype(np.float32),
                 "c0": rng.standard_normal((B, Hn)).astype(np.float32)}
 
-    judge_speed(ex, lambda params, X, h0, c0: student(params, X, h0, c0), _reference_forward,
+    judged = judge_speed(ex, lambda params, X, h0, c0: student(params, X, h0, c0), _reference_forward,
                 lambda params, X, h0, c0: lstm.lstm_forward(params, X, h0, c0, method="naive"), make_input,
                 min_speedup=min_speedup, baseline_name="per_gate",
                 baseline_desc="the course's per-gate step (8 products per step)", rtol=1e-4, atol=1e-5,
@@ -379,7 +379,9 @@ def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries
                 context="your numbers are right and you make one product per step",
                 hint="keep the element-wise work to a few whole-array operations per step (one sigmoid over the "
                      "(B, 4H) block, slices for the gates); no Python loop over the batch or the units.")
-    return _passed_with_notes(ex, len(cases), notes)
+    line = _passed_with_notes(ex, len(cases), notes)
+    print(f"  speed: {judged.earned}")
+    return line
 
 
 def _counted_lstm(p):

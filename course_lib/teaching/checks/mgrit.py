@@ -327,7 +327,7 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
     def make_input(rng):
         return {"step": SleepyStep(prob), "U": rng.standard_normal((nt + 1, 1)), "m": m, "threads": threads}
 
-    judge_speed(ex, student, lambda step, U, m, threads: mgrit.f_relaxation(step.step, U, m),
+    judged = judge_speed(ex, student, lambda step, U, m, threads: mgrit.f_relaxation(step.step, U, m),
                 lambda step, U, m, threads: mgrit.f_relaxation(step, U, m), make_input, min_speedup=min_speedup,
                 baseline_name="serial", baseline_desc="the serial F-relaxation (mgrit.f_relaxation)", rtol=1e-10,
                 atol=1e-12, retries=retries, repeat=3, budget_s=0.5, blas_threads=None, seed=105, label=where,
@@ -338,4 +338,5 @@ def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, r
     print(line)
     print(f"  {sleepy.calls} calls of step from {len(sleepy.threads)} threads, at most {sleepy.max_active} at once "
           f"(threads={threads}); the intervals run concurrently")
+    print(f"  speed: {judged.earned}")
     return line

@@ -182,7 +182,7 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
     def make_input(rng):
         return {"params": params, "X": rng.standard_normal((sz["T"], sz["batch"], sz["nx"])).astype(np.float32)}
 
-    judge_speed(ex, student, softmax_rnn.forward, lambda params, X: softmax_rnn.forward(params, X, method="sequential"),
+    judged = judge_speed(ex, student, softmax_rnn.forward, lambda params, X: softmax_rnn.forward(params, X, method="sequential"),
                 make_input, min_speedup=min_speedup, baseline_name="course_serial",
                 baseline_desc="the course's serial loop (one sequence at a time)", rtol=1e-4, atol=1e-6,
                 retries=retries, blas_threads=1, seed=8,
@@ -191,7 +191,9 @@ def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries:
                 hint="avoid per-sequence Python work inside the time loop: one (B, n_in) @ (n_in, H) product per "
                      "layer and step; the input projection X U^T + b of all steps can even be one product before "
                      "the loop.")
-    return passed(ex, len(cases), len(cases))
+    line = passed(ex, len(cases), len(cases))
+    print(f"  speed: {judged.earned}")
+    return line
 
 
 def _check_inputs_unchanged(ex: str, student, case: dict) -> None:

@@ -110,8 +110,10 @@ def check_fused_hidden_delta(student, *, min_speedup: float = MIN_FUSION_SPEEDUP
             "written by hand -- an outer prange over rows whose inner loop does the whole formula for one element."
             "\n  Hint: `for i in prange(dz.shape[0]):` then `for j in range(dz.shape[1]):` "
             "out[i, j] = (dz[i, j] + r[i, j]) * (1.0 - h[i, j] * h[i, j]).")
-    _check_fusion_speed(student, min_speedup, retries)
-    return passed("5.1", 5, 5)
+    judged = _check_fusion_speed(student, min_speedup, retries)
+    line = passed("5.1", 5, 5)
+    print(f"  speed: {judged.earned}")
+    return line
 
 
 def _fusion_input(rng: np.random.Generator) -> Case:
@@ -121,9 +123,10 @@ def _fusion_input(rng: np.random.Generator) -> Case:
                 label=f"dz, r, h of shape ({B}, {n}), float64, one thread")
 
 
-def _check_fusion_speed(student, min_speedup: float, retries: int) -> None:
-    """One thread (numba and BLAS), fresh inputs every call, every result compared (see checks.speed)."""
-    judge_speed(
+def _check_fusion_speed(student, min_speedup: float, retries: int):
+    """One thread (numba and BLAS), fresh inputs every call, every result compared (see checks.speed); returns
+    the :class:`~.speed.Judgement`."""
+    return judge_speed(
         "5.1", student, hidden_delta_reference, hidden_delta_reference, _fusion_input, min_speedup=min_speedup,
         baseline_name="numpy_passes", baseline_desc="numpy's separate passes (dz + r) * (1 - h * h)",
         rtol=1e-10, atol=1e-12, retries=retries, threads=1, blas_threads=1,

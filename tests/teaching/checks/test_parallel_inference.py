@@ -29,7 +29,10 @@ def test_references_pass(capsys, fake_clock):
     parallel_inference_checks.check_gather_chunks(lambda chunks: np.concatenate(chunks, axis=1))
     out = capsys.readouterr().out.splitlines()
     assert out == ["Exercise 7.1 passed: 6/6 cases", "Exercise 7.2 passed: 5/5 cases",
-                   "Exercise 7.3 passed: 5/5 cases", "Exercise 7.4 passed: 7/7 cases",
+                   "Exercise 7.3 passed: 5/5 cases",
+                   "  speed: 6.00x as fast as the course's serial loop (one sequence at a time): between 6.00x and "
+                   "6.00x in 5 interleaved rounds, at least 3x needed",
+                   "Exercise 7.4 passed: 7/7 cases",
                    "Exercise 7.5 passed: 5/5 cases"]
 
 
