@@ -160,7 +160,7 @@ def holdout_from(lines: list[str], explains: list[str], cores: int) -> dict:
             continue
         config, label, pred, meas, clock = parts[:5]
         if config not in built:
-            prob, entries, _, _ = configurations._CONFIGS[config](True)
+            prob, entries, _, _ = configurations.CONFIGS[config](True)
             built[config] = (prob, {k: (meth, o) for k, (meth, o, _) in entries.items()})
         prob, entries = built[config]
         key = next(k for k in entries if re.sub(r"\d+", "N", k) == re.sub(r"\d+", "N", label))

@@ -212,7 +212,7 @@ def _hillis_steele(A, b, h0):
     d = 1
     while d < T:
         A_new, b_new = combine((A[:-d], b[:-d]), (A[d:], b[d:]))
-        _scan._flush(A_new)   # flush (module docstring): H^2 per combine against its 2 H^3
+        _scan.flush(A_new)   # flush (module docstring): H^2 per combine against its 2 H^3
         A[d:], b[d:] = A_new, b_new
         d *= 2
     return b

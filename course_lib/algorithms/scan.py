@@ -211,7 +211,7 @@ def scan_counts(method: str, T: int) -> ScanCounts:
     return ScanCounts(method, T, 2 * (n - 1), 2 * levels)
 
 
-def _flush(A):
+def flush(A):
     """``A`` with every product below ``max(TINY, sqrt(smallest normal))`` set to 0 (in place; NaN stays): the
     references compose thousands of factors, which would otherwise stick at the smallest subnormal (module
     docstring). They multiply two such products together, so the threshold's square must be normal too (float32:
@@ -241,7 +241,7 @@ def _hillis_steele(a2, x2, h02):
     while d < T:
         # element i <- (element i-d) o (element i); right-hand sides are read before writing
         A_new, B_new = combine((A[:-d], B[:-d]), (A[d:], B[d:]))
-        A[d:], B[d:] = _flush(A_new), B_new
+        A[d:], B[d:] = flush(A_new), B_new
         work += T - d
         span += 1
         d *= 2
@@ -272,7 +272,7 @@ def _blelloch(a2, x2, h02):
         right = np.arange(2 * step - 1, n, 2 * step)
         left = right - step
         A_up, B[right] = combine((A[left], B[left]), (A[right], B[right]))
-        A[right] = _flush(A_up)
+        A[right] = flush(A_up)
         work += len(right)
         span += 1
         step *= 2
@@ -285,7 +285,7 @@ def _blelloch(a2, x2, h02):
         left_sum = (A[left].copy(), B[left].copy())
         A[left], B[left] = A[right], B[right]
         A_down, B[right] = combine((A[right], B[right]), left_sum)
-        A[right] = _flush(A_down)
+        A[right] = flush(A_down)
         work += len(right)
         span += 1
         step //= 2

@@ -38,7 +38,7 @@ def stated_speedup(ours: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _asks_for_speedup(line: str) -> bool:
+def asks_for_speedup(line: str) -> bool:
     quoted = line.partition("“")[2].partition("”")[0].lower()
     return any(w in quoted for w in SPEEDUP_GOALS)
 
@@ -70,7 +70,7 @@ def scan(r: dict, line: str | None = None, outcome: str | None = None) -> list[s
             out.append(f"names a faster one, but the recorded speeds are {a} {x:.3g} and {b} {y:.3g}")
         if "no clear difference" in line and gap >= band:
             out.append(f"says 'no clear difference', but the recorded speeds differ by {gap:.3g}x")
-    if r.get("kind") == "goal" and outcome == "agrees" and _asks_for_speedup(line):
+    if r.get("kind") == "goal" and outcome == "agrees" and asks_for_speedup(line):
         s = stated_speedup(r.get("ours", ""))
         if s is not None and s < NO_DIFFERENCE:
             out.append(f"says the speed-up goal holds at {s:g}x, under the {NO_DIFFERENCE - 1:.0%} the course calls "

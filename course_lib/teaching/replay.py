@@ -294,7 +294,7 @@ def _check_goal(r: dict, machine: dict, notebook: str) -> Checked:
         return c
     holds = bool(r["holds"])
     stated = printed.stated_speedup(r["ours"])
-    if holds and stated is not None and stated < NO_DIFFERENCE and printed._asks_for_speedup(seed004.goal(r["goal"])):
+    if holds and stated is not None and stated < NO_DIFFERENCE and printed.asks_for_speedup(seed004.goal(r["goal"])):
         holds = False    # a speed-up goal holds beyond the no-clear-difference band (chapter 07's code since then)
         c.note = f"the speed-up it states, {stated:g}x, is within the {NO_DIFFERENCE - 1:.0%} of no clear difference"
     now = seed004.goal_verdict(r["goal"], holds=holds, ours=r["ours"], here=r.get("here", "this machine"),

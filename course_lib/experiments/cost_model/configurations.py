@@ -129,7 +129,7 @@ def _config_11(small: bool):
         {"iterations": its}
 
 
-_CONFIGS = {"03 batching": _config_03, "05 threads": _config_05, "07 inference": _config_07,
+CONFIGS = {"03 batching": _config_03, "05 threads": _config_05, "07 inference": _config_07,
             "08 scan (H=1)": lambda s: _config_08(s, 1), "08 scan (H=128)": lambda s: _config_08(s, 128),
             "10 MGRIT": _config_10, "11 DEER": _config_11}
 
@@ -327,7 +327,7 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
     machine = Machine.measure() if machine is None else machine
     rows, noise, info = [], {}, {"opts": {}, "extra": {}}
     for name in configs:
-        prob, entries, blas, extra = _CONFIGS[name](small)
+        prob, entries, blas, extra = CONFIGS[name](small)
         clocks = {label: ("cpu" if single_threaded({label: e}, blas, prob) else "wall") for label, e in entries.items()}
         med, noise[name] = _timed(entries, clocks, blas, repeat)
         info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}
