@@ -107,7 +107,7 @@ def _float64_where_32(got, exp) -> bool:
                for g, e in zip(got, exp))
 
 
-def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints, forbidden=None):
+def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hints, forbidden=None, quiet=False):
     total = len(cases)
     notes = []
     for n, case in enumerate(cases, start=1):
@@ -143,12 +143,13 @@ def _run(exercise, student, reference, cases, H_of, axis, names, gates_name, hin
                                      f"\n  all four gates match, so look at the update of {what}: {hints[what]}")
     if forbidden:
         check_no_shortcut(exercise, student, forbidden, *(_copy(v) for v in cases[0].kwargs.values()))
-    return _passed_with_notes(exercise, total, notes)
+    return _passed_with_notes(exercise, total, notes, quiet=quiet)
 
 
-def _passed_with_notes(exercise, total, notes):
+def _passed_with_notes(exercise, total, notes, quiet=False):
     line = Passed(f"Exercise {exercise} passed: {total}/{total} cases" + "".join(f" ({n})" for n in notes))
-    print(line)
+    if not quiet:
+        print(line)
     return line
 
 
@@ -167,11 +168,61 @@ def _step_cases():
 
 
 def check_fused_step(student) -> str:
-    """Exercise 9.1: one fused LSTM step in PyTorch's layout."""
-    return _run("9.1", student, reference_fused_step, _step_cases(), lambda kw: kw["h"].shape[1], 1,
+    """Exercise 9.1: one fused LSTM step in PyTorch's layout.
+
+    Property: all four gates from ONE stacked product per operand. The numbers (gate by gate, five shapes, one
+    float32), the inputs unchanged, then the matrix products reading ``W_ih``/``W_hh`` counted
+    (:func:`_stacked_products`): at most 2 -- a per-gate step (8 products, the numbers identical) is named."""
+    line = _run("9.1", student, reference_fused_step, _step_cases(), lambda kw: kw["h"].shape[1], 1,
                 ("h_new", "c_new", "gates"), "gates",
                 {"gates": "z = x W_ih^T + h W_hh^T + b_ih + b_hh is (B, 4H); gate k is z[:, k*H:(k+1)*H]",
-                 "c": "c' = f * c + i * g", "h": "h' = o * tanh(c')"}, {"lstm.lstm_step": lstm.lstm_step})
+                 "c": "c' = f * c + i * g", "h": "h' = o * tanh(c')"}, {"lstm.lstm_step": lstm.lstm_step},
+                quiet=True)
+    _stacked_products("9.1", student, transposed=False)
+    print(line)
+    return line
+
+
+def _stacked_products(ex: str, student, *, transposed: bool) -> None:
+    """Count the products reading the (counted) weights in one step (H=3, B=5, nx=4: every shape distinct).
+    9.1: at most 2 (x W_ih^T and h W_hh^T; 1 with the weights stacked side by side); 9.2: exactly one product
+    with ``W_hh`` on the LEFT -- ``(hT.T @ W_hh.T).T`` is the row layout of 9.1 transposed back, and is named."""
+    H, B, nx = 3, 5, 4
+    rng = np.random.default_rng(91)
+    p = lstm.init_params(nx, H, seed=91, dtype=np.float64)
+    if transposed:
+        args = (rng.standard_normal((4 * H, B)), rng.standard_normal((H, B)), rng.standard_normal((H, B)),
+                counted(p.W_hh))
+    else:
+        args = (rng.standard_normal((B, nx)), rng.standard_normal((B, H)), rng.standard_normal((B, H)),
+                lstm.LSTMParams(counted(p.W_ih), counted(p.W_hh), p.b_ih.copy(), p.b_hh.copy()))
+    from .core import CountedArray
+
+    CountedArray.log = []
+    try:
+        student(*args)
+        log = list(CountedArray.log)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ExerciseFailed(f"Exercise {ex} failed while counting its matrix products (H={H}, B={B}):\n  your "
+                             f"function raised {type(exc).__name__}: {exc}") from exc
+    finally:
+        CountedArray.log = None
+    where = f"(counted with the weights, H={H}, B={B})"
+    most = 1 if transposed else 2
+    if len(log) > most:
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your numbers are right, but one step makes {len(log)} matrix products with "
+            f"the weights {where}: one per gate, the per-gate step this exercise replaces.\n  Hint: "
+            + ("zT = W_hh @ hT + preT is all four gates' pre-activations at once; the gates are its row blocks."
+               if transposed else "z = x @ W_ih.T + h @ W_hh.T + b_ih + b_hh is (B, 4H): all four gates from one "
+                                  "product per operand; the gates are its column blocks."))
+    if transposed and any(e[0] == "matmul" and len(e) == 3 and e[2] == (H, 4 * H) for e in log):
+        raise ExerciseFailed(
+            f"Exercise {ex} failed:\n  your numbers are right, but the product multiplies by W_hh.T on the right "
+            f"{where}: that is the row layout of 9.1 transposed back ((hT.T @ W_hh.T).T), the transposes this "
+            "layout exists to avoid.\n  Hint: zT = W_hh @ hT -- (4H, H) @ (H, B) -- with no transpose at all.")
 
 
 def _transposed_cases():
@@ -187,11 +238,18 @@ def _transposed_cases():
 
 
 def check_step_transposed(student) -> str:
-    """Exercise 9.2: the step with the state transposed, ``Z^T = W_hh h^T + preT``."""
-    return _run("9.2", student, reference_step_transposed, _transposed_cases(), lambda kw: kw["hT"].shape[0], 0,
+    """Exercise 9.2: the step with the state transposed, ``Z^T = W_hh h^T + preT``.
+
+    Property: the transposed layout, ``W_hh @ hT`` with no transpose. The numbers gate by gate (the gates are
+    row blocks), the inputs unchanged, then the product counted and its operands' shapes read
+    (:func:`_stacked_products`): one product, ``W_hh`` on the left; ``(hT.T @ W_hh.T).T`` is named."""
+    line = _run("9.2", student, reference_step_transposed, _transposed_cases(), lambda kw: kw["hT"].shape[0], 0,
                 ("hT_new", "cT_new", "gatesT"), "gatesT",
                 {"gates": "zT = W_hh @ hT + preT is (4H, B); gate k is zT[k*H:(k+1)*H] (rows, not columns)",
-                 "c": "cT' = f * cT + i * g (all (H, B))", "h": "hT' = o * tanh(cT')"})
+                 "c": "cT' = f * cT + i * g (all (H, B))", "h": "hT' = o * tanh(cT')"}, quiet=True)
+    _stacked_products("9.2", student, transposed=True)
+    print(line)
+    return line
 
 
 # --------------------------------------------------------------------------- autotuner
@@ -211,9 +269,11 @@ _SLEEPS = {"slow": 24.0, "fast": 3.0, "medium": 10.0}
 def check_pick_fastest(student) -> str:
     """Exercise 9.3: ``pick_fastest(candidates, repeat=3) -> (best_name, table_ms)``.
 
-    Each candidate records how long each of its calls really took; ``table_ms[name]`` must lie within
+    Property: a median (or any per-call statistic) of ``repeat`` separately timed calls, in milliseconds. Each
+    candidate records how long each of its calls really took; ``table_ms[name]`` must lie within
     those durations (any per-call statistic -- median, mean, min -- does), so a total of the three
-    timed calls, seconds instead of milliseconds or a made-up number are named."""
+    timed calls, seconds instead of milliseconds or a made-up number are named; a second run with
+    ``repeat=5`` names a fixed number of repeats."""
     counter: dict = {}
     took: dict = {}
     cands = {k: _sleeper(ms, counter, k, took) for k, ms in _SLEEPS.items()}
@@ -263,11 +323,37 @@ def check_pick_fastest(student) -> str:
                              f"{min(table, key=table.get)!r} is fastest")
     if best != "fast":
         raise ExerciseFailed(f"Exercise 9.3 failed:\n  picked {best!r}; the fastest candidate is 'fast' (3 ms)")
+    _check_repeat_honoured(student)
     return passed("9.3")
 
 
+def _check_repeat_honoured(student, repeat: int = 5) -> None:
+    """``repeat`` is the student's to honour: a second run with ``repeat=5`` (1 ms candidates) must time every
+    candidate at least 5 times -- a loop fixed at 3 (the default) is named."""
+    counter: dict = {}
+    cands = {k: _sleeper(1.0, counter, k) for k in ("a", "b")}
+    try:
+        student(cands, repeat=repeat)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ExerciseFailed(f"Exercise 9.3 failed with repeat={repeat}:\n  your function raised "
+                             f"{type(exc).__name__}: {exc}") from exc
+    short = {k: counter.get(k, 0) for k in cands if counter.get(k, 0) < repeat}
+    if short:
+        name, n = next(iter(short.items()))
+        raise ExerciseFailed(
+            f"Exercise 9.3 failed with repeat={repeat}:\n  candidate {name!r} ran {n} time(s) in all; with "
+            f"repeat={repeat} it must be timed {repeat} times (after its warm-up call): your function ignores its "
+            "`repeat` argument.\n  Hint: for _ in range(repeat): ... -- not a fixed count.")
+
+
 def check_cached_pick(student) -> str:
-    """Exercise 9.4: ``cached_pick(cache, key, candidates)`` measures a key once, then remembers."""
+    """Exercise 9.4: ``cached_pick(cache, key, candidates)`` measures a key once, then remembers.
+
+    Property: never measure twice. The candidates count their calls: the first call of a key must run them,
+    the second with the same key none (a cache read on the wrong key, or a re-measure, is named), a new key is
+    measured and stored under its own name."""
     counter: dict = {}
     cands = {k: _sleeper(ms, counter, k) for k, ms in _SLEEPS.items()}  # 3 vs 10 ms: no flake under load
     cache: dict = {}

@@ -92,8 +92,12 @@ def _test_functions():
 def check_numerical_gradient(student) -> str:
     """Exercise 1.4: ``numerical_gradient(f, W, eps=1e-6)`` by central differences (float64).
 
-    Checked on simple functions of a matrix, on the RNN loss w.r.t. ``Whh``, and that ``W`` is
-    left unchanged afterwards.
+    Property: a *central* difference with the student's ``eps``, perturbing ``W`` itself. Checked on simple
+    functions of a matrix, on the RNN loss w.r.t. ``Whh``, and that ``W`` is left unchanged afterwards; then on
+    a function that reads ``W`` through a closure (a perturbed copy leaves it unchanged: a zero gradient), and
+    with eps = 1e-2 and 5e-3 on sum(sin(W)), whose central difference is exactly cos(W) sin(eps)/eps: a
+    one-sided difference (error shrinking 2x, not 4x, when eps halves) and an ``eps`` ignored (the result
+    matches cos(W) far better than that eps allows) are named.
     """
     rng = np.random.default_rng(1)
     cases = []
@@ -131,6 +135,7 @@ def check_numerical_gradient(student) -> str:
             raise ExerciseFailed(
                 f"Exercise 1.4 failed on case {i}/{total} ({name}, W {W.shape}):\n  gradient entry {tuple(int(j) for j in idx)}"
                 f" is {got[idx]:.6g}, expected {expected[idx]:.6g} (relative error {err[idx]:.2e})\n  Hint: {hint}")
+    _check_closure(student, total)
     _check_second_order(student, total)
     from ...models.gradcheck import numerical_gradient
     from .shortcuts import check_no_shortcut
@@ -138,6 +143,24 @@ def check_numerical_gradient(student) -> str:
     check_no_shortcut("1.4", student, {"gradcheck.numerical_gradient": numerical_gradient}, cases[0][1],
                       cases[0][2].copy(), 1e-6)
     return passed("1.4", total, total)
+
+
+def _check_closure(student, total: int) -> None:
+    """The statement: change ``W`` in place, so that a function closing over ``W`` sees the change. ``f`` here
+    ignores its argument and reads the matrix it closed over (as the worksheet's loss of the RNN does)."""
+    W = np.linspace(-1.0, 1.1, 12).reshape(3, 4)
+    f = lambda _ignored: float(np.sum(np.sin(W) * W[::-1]))  # noqa: E731
+    expected = _reference_numgrad(f, W)
+    got = np.asarray(student(f, W, 1e-6), dtype=float)
+    if got.shape == W.shape and np.allclose(got, expected, rtol=1e-4, atol=1e-6):
+        return
+    zero = got.shape == W.shape and np.all(np.abs(got) < 1e-9)
+    raise ExerciseFailed(
+        f"Exercise 1.4 failed on case {total + 1}/{total + 2} (f reads W through a closure, not its argument):\n"
+        + ("  your gradient is 0 everywhere: f never saw your perturbation -- you changed a copy of W, not W itself"
+           if zero else f"  your gradient differs from the central difference (max |difference| "
+                        f"{np.max(np.abs(got - expected)) if got.shape == W.shape else float('nan'):.3g})")
+        + "\n  Hint: change W in place (old = W[idx]; W[idx] = old + eps; f(W) ...) and put W[idx] = old back.")
 
 
 def _check_second_order(student, total: int) -> None:
@@ -155,7 +178,21 @@ def _check_second_order(student, total: int) -> None:
         kind = ("a one-sided difference (f(W+eps) - f(W)) / eps: its error shrinks only like eps"
                 if 1.6 < shrink < 2.5 else "not a central difference")
         raise ExerciseFailed(
-            f"Exercise 1.4 failed on case {total + 1}/{total + 1} (sum(sin(W)) with eps = 1e-2, exact gradient cos(W)):\n"
+            f"Exercise 1.4 failed on case {total + 2}/{total + 2} (sum(sin(W)) with eps = 1e-2, exact gradient cos(W)):\n"
             f"  relative error {errs[0]:.1e} at eps = 1e-2 and {errs[1]:.1e} at eps = 5e-3 (shrinks {shrink:.1f}x when "
             f"eps halves; a central difference shrinks 4x) -- this looks like {kind}.\n"
             "  Hint: (f(W + eps) - f(W - eps)) / (2 eps) is exact up to O(eps²).")
+    # sin(w + eps) - sin(w - eps) = 2 cos(w) sin(eps): the central difference at eps is cos(W) sin(eps) / eps
+    # exactly (up to rounding, ~1e-13 here); an eps ignored (1e-6 instead of 1e-2) lands on cos(W) itself
+    eps = 1e-2
+    central = exact * np.sin(eps) / eps
+    got = np.asarray(student(f, W.copy(), eps), dtype=float)
+    off = float(np.max(np.abs(got - central) / np.abs(central)))
+    if off > 1e-7:
+        closer = float(np.max(np.abs(got - exact) / np.abs(exact))) < off / 10
+        raise ExerciseFailed(
+            f"Exercise 1.4 failed on case {total + 2}/{total + 2} (sum(sin(W)) with eps = 1e-2):\n"
+            f"  a central difference with eps = 1e-2 gives exactly cos(W) sin(eps)/eps (relative error ~eps²/6 = "
+            f"1.7e-05 to cos(W)); yours is {off:.1e} away from it"
+            + (" and closer to cos(W) itself: your function ignores its eps argument" if closer else "")
+            + ".\n  Hint: perturb by the eps you are given: W[idx] = old + eps, W[idx] = old - eps, divide by 2*eps.")

@@ -20,7 +20,10 @@ leaves the right solution room, and a solution without the fused loop is rejecte
 process's allocation history (numpy's 1 MiB temporaries faulting in fresh pages or not) -- issue 29's
 "fails when run a second time".
 
-Exercise 5.2 must be a numba function (one loop), not numpy expressions.
+Exercise 5.2 (property: one pass over the data) must be a numba function whose source has a loop over the
+elements and reads ``z`` and ``y`` only element by element (:func:`whole_array_uses`): numpy expressions on whole
+arrays inside ``@njit`` (``np.tanh(z)``, ``yh - y``, ``np.sum(e * e)``) are still separate passes, each with its
+own temporary, and are named.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from .core import Case, ExerciseFailed, check_function, passed
 from .speed import judge_speed
 from .tiling_simd import check_prange_placement, prange_loops
 
-__all__ = ["check_fused_hidden_delta", "check_output_delta_and_loss", "parfor_count",
+__all__ = ["check_fused_hidden_delta", "check_output_delta_and_loss", "parfor_count", "whole_array_uses",
            "hidden_delta_reference", "output_delta_and_loss_reference", "MIN_FUSION_SPEEDUP"]
 
 MIN_FUSION_SPEEDUP = 1.3   # 5.1: one fused pass vs numpy's separate passes, both on one thread, fresh inputs
@@ -157,5 +160,55 @@ def check_output_delta_and_loss(student) -> str:
             "not a numba function: as numpy expressions tanh, the difference, the square, the sum and the delta are "
             "separate passes over memory, each with its own temporary.\n  Hint: decorate it with @njit and write one "
             "loop over the elements that computes yh, e, the loss term and delta together.")
+    uses = whole_array_uses(student)
+    if uses:
+        raise ExerciseFailed(
+            "Exercise 5.2 failed:\n  the values are right and the function is compiled by numba, but it is not one "
+            f"pass over the data: {uses[0]}. Inside @njit a numpy expression on a whole array is still a pass of "
+            "its own with its own temporary.\n  Hint: one loop nest over i, j that reads z[i, j] and y[i, j] once: "
+            "yh = np.tanh(z[i, j]); e = yh - y[i, j]; loss += e * e; delta[i, j] = 2.0 * e * (1.0 - yh * yh).")
     print(line)
     return line
+
+
+_ALLOWED_CALLS = {"len", "range", "empty_like", "zeros_like", "empty", "zeros", "shape"}
+_REDUCTIONS = {"sum", "mean", "dot", "vdot", "inner", "einsum", "nansum", "square"}
+
+
+def whole_array_uses(fn) -> list[str]:
+    """Where the source of ``fn`` (a numba function's ``py_func``) works on whole arrays instead of one element
+    at a time: no ``for`` loop at all, a reduction call (``np.sum``, ``.sum()`` ...), or an argument array used
+    other than indexed (``z[i, j]``), asked its shape or handed to ``np.empty_like``/``len``/``range``. Empty when
+    the source cannot be read (nothing to judge)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(fn, "py_func", fn))))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    func = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    if func is None:
+        return []
+    if not any(isinstance(n, ast.For) for n in ast.walk(func)):
+        return ["your source has no for loop over the elements"]
+    params = {a.arg for a in func.args.args}
+    parent = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in _REDUCTIONS:
+                found.append(f"it calls {ast.unparse(node.func)}(...) on line {node.lineno} of its source, a "
+                             "separate pass (accumulate the loss inside the loop)")
+        elif isinstance(node, ast.Name) and node.id in params and isinstance(node.ctx, ast.Load):
+            up = parent.get(node)
+            if isinstance(up, ast.Subscript) and up.value is node or isinstance(up, ast.Attribute):
+                continue
+            if isinstance(up, ast.Call) and node in up.args:
+                name = up.func.attr if isinstance(up.func, ast.Attribute) else getattr(up.func, "id", "")
+                if name in _ALLOWED_CALLS:
+                    continue
+            found.append(f"it uses the whole array {node.id} in `{ast.unparse(up)}` on line {node.lineno} of its "
+                         "source")
+    return found

@@ -368,3 +368,38 @@ def test_31_passes_twice_in_a_row(fake_clock):
     fake_clock.cost(one_at_a_time=5e-3, yours=1e-3)
     for _ in range(2):
         assert batching_checks.check_batched_forward(good_forward) == "Exercise 3.1 passed: 5/5 cases"
+
+
+# --------------------------------------------------------------------------- issue 39, item 1: 5.2's one pass
+@njit
+def _numpy_inside_njit(z, y):
+    yh = np.tanh(z)
+    e = yh - y
+    return 2.0 * e * (1.0 - yh * yh), np.sum(e * e)
+
+
+@njit
+def _loop_then_sum(z, y):
+    delta = np.empty_like(z)
+    e = np.empty_like(z)
+    for i in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            yh = np.tanh(z[i, j])
+            e[i, j] = yh - y[i, j]
+            delta[i, j] = 2.0 * e[i, j] * (1.0 - yh * yh)
+    return delta, np.sum(e * e)
+
+
+def test_52_numpy_expressions_inside_njit_are_not_one_pass():
+    with pytest.raises(ExerciseFailed, match=r"(?s)not one pass over the data: your source has no for loop"):
+        threads_fusion_checks.check_output_delta_and_loss(_numpy_inside_njit)
+
+
+def test_52_a_loop_with_the_loss_summed_afterwards_is_a_second_pass():
+    with pytest.raises(ExerciseFailed, match=r"(?s)not one pass.*np\.sum\(\.\.\.\).*accumulate the loss inside"):
+        threads_fusion_checks.check_output_delta_and_loss(_loop_then_sum)
+
+
+def test_52_the_one_loop_answer_passes(capsys):
+    assert threads_fusion_checks.check_output_delta_and_loss(njit(_fused_output)) == "Exercise 5.2 passed: 5/5 cases"
+    assert threads_fusion_checks.check_output_delta_and_loss(solution("05_threads_fusion", "output_delta_and_loss"))

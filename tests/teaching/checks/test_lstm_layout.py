@@ -280,3 +280,42 @@ def test_one_gemm_mutating_the_timed_state_is_named(fake_clock):
     fake_clock.cost(per_gate=4e-3, yours=1e-3)
     with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 9.5 failed on the speed test.*changed its input 'c0' in place"):
         lstm_layout_checks.check_forward_one_gemm(clobbers)
+
+
+# --------------------------------------------------------------------------- issue 39, item 1: 9.1-9.3's properties
+def per_gate_step(x, h, c, params):
+    """The right numbers from 8 products, one per gate and operand: not the stacked product 9.1 asks for."""
+    H = h.shape[1]
+    blocks = [x @ params.W_ih[k * H:(k + 1) * H].T + h @ params.W_hh[k * H:(k + 1) * H].T
+              + params.b_ih[k * H:(k + 1) * H] + params.b_hh[k * H:(k + 1) * H] for k in range(4)]
+    i, f, g, o = _sig(blocks[0]), _sig(blocks[1]), np.tanh(blocks[2]), _sig(blocks[3])
+    c2 = f * c + i * g
+    return o * np.tanh(c2), c2, np.concatenate([i, f, g, o], axis=1)
+
+
+def transposed_back(preT, hT, cT, W_hh):
+    """The row layout of 9.1, transposed back: the right numbers, not the layout 9.2 teaches."""
+    zT = (hT.T @ W_hh.T).T + preT
+    H = hT.shape[0]
+    gT = np.concatenate([_sig(zT[:2 * H]), np.tanh(zT[2 * H:3 * H]), _sig(zT[3 * H:])], axis=0)
+    cn = gT[H:2 * H] * cT + gT[:H] * gT[2 * H:3 * H]
+    return gT[3 * H:] * np.tanh(cn), cn, gT
+
+
+def test_91_a_per_gate_step_is_named_by_its_products(capsys):
+    with pytest.raises(ExerciseFailed, match=r"(?s)numbers are right.*8 matrix products.*one per gate"):
+        lstm_layout_checks.check_fused_step(per_gate_step)
+    assert lstm_layout_checks.check_fused_step(good_step) == "Exercise 9.1 passed: 5/5 cases"
+    assert capsys.readouterr().out.count("Exercise 9.1 passed") == 1
+
+
+def test_92_the_weights_transposed_back_are_named():
+    with pytest.raises(ExerciseFailed, match=r"(?s)numbers are right.*W_hh\.T on the right.*row layout of 9\.1"):
+        lstm_layout_checks.check_step_transposed(transposed_back)
+
+
+def test_93_a_fixed_number_of_repeats_is_named():
+    def three_always(candidates, repeat=3):
+        return _pick(candidates, 3)
+    with pytest.raises(ExerciseFailed, match=r"(?s)repeat=5.*ignores its `repeat` argument"):
+        lstm_layout_checks.check_pick_fastest(three_always)

@@ -441,3 +441,48 @@ def test_double_loop_handed_in_as_the_sweep_is_rejected():
     """Issue 39, item 1: 2.1 compared numbers only, so the O(T²) double loop passed as the O(T) sweep."""
     with pytest.raises(ExerciseFailed, match=r"(?s)2\.1 failed.*grows like T², not T.*14, 44, 90 matrix products"):
         bptt_checks.check_bptt_linear(lambda p, X, Y, h0=None: _quad(p, X, Y, h0))
+
+
+# --------------------------------------------------------------------------- issue 39, item 1: 1.4's property
+def _perturbs_a_copy(f, W, eps=1e-6):
+    """Central differences on a copy of W: right for an f that reads its argument, blind to a closure."""
+    g = np.zeros_like(W)
+    for idx in np.ndindex(W.shape):
+        V = W.copy()
+        V[idx] += eps
+        up = f(V)
+        V[idx] -= 2 * eps
+        g[idx] = (up - f(V)) / (2 * eps)
+    return g
+
+
+def _ignores_eps(f, W, eps=1e-6):
+    """Central differences with a fixed step: the eps argument is ignored."""
+    return _central(f, W, 1e-6)
+
+
+def _central(f, W, step):
+    g = np.zeros_like(W)
+    for idx in np.ndindex(W.shape):
+        old = W[idx]
+        W[idx] = old + step
+        up = f(W)
+        W[idx] = old - step
+        down = f(W)
+        W[idx] = old
+        g[idx] = (up - down) / (2 * step)
+    return g
+
+
+def test_14_a_perturbed_copy_is_named_by_a_function_closing_over_W():
+    with pytest.raises(ExerciseFailed, match=r"(?s)closure.*gradient is 0 everywhere.*changed a copy of W"):
+        serial_rnn_checks.check_numerical_gradient(_perturbs_a_copy)
+
+
+def test_14_an_ignored_eps_is_named():
+    with pytest.raises(ExerciseFailed, match=r"(?s)eps = 1e-2.*ignores its eps argument"):
+        serial_rnn_checks.check_numerical_gradient(_ignores_eps)
+
+
+def test_14_the_worksheet_answer_honours_eps_and_W(capsys):
+    assert serial_rnn_checks.check_numerical_gradient(_central) == "Exercise 1.4 passed: 4/4 cases"
