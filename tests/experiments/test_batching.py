@@ -166,3 +166,11 @@ def test_measured_residency_names_a_reported_level_that_reads_at_dram_speed():
     assert batching.speed_class(1.5 * 20, 20) == "cache speed" and batching.speed_class(29.9, 20) == "DRAM speed"
     with pytest.raises(ValueError, match="res"):
         batching.measured_residency({"gbps": []})
+
+
+def test_measured_residency_reads_a_real_sweep():
+    r = batching.gemv_residency((16, 64), repeat=1)
+    m = batching.measured_residency(r)
+    assert m["speed"] == [batching.speed_class(g, r["dram_gbps"]) for g in r["gbps"]]
+    assert set(m["levels"]) <= set(r["caches"]) and all("the OS reports as" in t for t in m["text"])
+    assert batching.reads_at(r["working_set"][0], r) in ("cache speed", "DRAM speed", "not measured")
