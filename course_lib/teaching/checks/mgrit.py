@@ -71,22 +71,61 @@ def _relax_cases(seed=0):
     return cases
 
 
+def _step_calls(ex: str, student, what: str, per_interval) -> None:
+    """The work of a relaxation, counted: ``step`` is wrapped in a counter and the student's function run with
+    nt = 24 at m = 3 and m = 4; every run must call it ``(nt / m) * per_interval(m)`` times. A relaxation that
+    re-marches each F-point from its C-point (the same numbers, m²/2 calls per interval) is named."""
+    nt = 24
+    for m in (3, 4):
+        calls = [0]
+        base = mgrit.dahlquist_step(-0.5, 1.0, m)
+
+        def step(u, i, level, _base=base):
+            calls[0] += 1
+            return _base(u, i, level)
+
+        U = np.linspace(1.0, 0.2, nt + 1)[:, None]
+        try:
+            student(step, U, m)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise ExerciseFailed(f"Exercise {ex} failed while counting its calls of step (nt={nt}, m={m}):\n  your "
+                                 f"function raised {type(exc).__name__}: {exc}") from exc
+        want = nt // m * per_interval(m)
+        if calls[0] != want:
+            raise ExerciseFailed(
+                f"Exercise {ex} failed (nt={nt}, m={m}):\n  your numbers are right, but your function called step "
+                f"{calls[0]} times; {what} calls it {want} times ({per_interval(m)} per C-interval)"
+                + (": each point is stepped from the one before it, once -- not re-marched from the C-point"
+                   if calls[0] > want else "") + ".")
+
+
 def check_f_relax(student) -> str:
-    """Exercise 10.1: ``f_relax(step, U, m) -> U_new`` recomputes every F-point from its C-point."""
+    """Exercise 10.1: ``f_relax(step, U, m) -> U_new`` recomputes every F-point from its C-point.
+
+    Property: one step per F-point, intervals independent. The numbers from an arbitrary iterate (C-points left
+    alone, five problems, m = 2 to 4), the input unchanged, then the calls of ``step`` counted at two values of
+    m (:func:`_step_calls`): m - 1 per interval."""
     line = check_function(
         "10.1", student, lambda step, U, m: mgrit.f_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
         time_name="time point", inputs_unchanged=True, quiet=True,
         hint="inside interval j, march U[j*m+k] = step(U[j*m+k-1], j*m+k-1, 0) for k = 1..m-1; leave C-points "
              "(multiples of m) alone; return a new array (or the updated copy).")
+    _step_calls("10.1", student, "F-relaxation", lambda m: m - 1)
     return _no_shortcut_then_pass("10.1", student, {"mgrit.f_relaxation": mgrit.f_relaxation}, line)
 
 
 def check_c_relax(student) -> str:
-    """Exercise 10.2: ``c_relax(step, U, m) -> U_new`` recomputes every C-point j*m (j >= 1)."""
+    """Exercise 10.2: ``c_relax(step, U, m) -> U_new`` recomputes every C-point j*m (j >= 1).
+
+    Property: one step per C-point from the F-point before it. The numbers (F-points and U[0] untouched), the
+    input unchanged, then the calls of ``step`` counted at two values of m: one per interval."""
     line = check_function(
         "10.2", student, lambda step, U, m: mgrit.c_relaxation(step, U, m), _relax_cases(), rtol=1e-10, atol=1e-12,
         time_name="time point", inputs_unchanged=True, quiet=True,
         hint="U[j*m] = step(U[j*m-1], j*m-1, 0) for j = 1..N/m; U[0] and every F-point stay as they were.")
+    _step_calls("10.2", student, "C-relaxation", lambda m: 1)
     return _no_shortcut_then_pass("10.2", student, {"mgrit.c_relaxation": mgrit.c_relaxation}, line)
 
 
@@ -210,7 +249,11 @@ def _implicit_ref(params, x, h, gamma):
 
 def check_implicit_gru_step(student) -> str:
     """Exercise 10.4: ``implicit_gru_step(params, x, h, gamma) -> h_new`` (B, H); ``params`` is a
-    :class:`course_lib.models.gru.GRUParams`."""
+    :class:`course_lib.models.gru.GRUParams`.
+
+    Property: the implicit (damped) update, with the student's ``gamma``. Five cases with gamma from 0.25 to 64
+    (an explicit step, or gamma ignored, is off by far more than the tolerance), inputs unchanged, the course's
+    GRU cell and step rejected as shortcuts."""
     line = check_function(
         "10.4", student, _implicit_ref, _gru_cases, n_cases=5, rtol=1e-9, atol=1e-12, time_axis=None, quiet=True,
         inputs_unchanged=True,

@@ -6,6 +6,7 @@ from course_lib.models import gru
 from course_lib.algorithms import mgrit
 from course_lib.teaching.checks import mgrit as mgrit_checks
 from course_lib.teaching.checks.core import ExerciseFailed
+from helpers import solution
 
 
 def test_reference_solutions_pass(capsys, monkeypatch):
@@ -285,3 +286,41 @@ def test_f_relax_threads_mutating_the_timed_input_is_named(fake_clock):
     fake_clock.cost(serial=2.0, yours=1.0)
     with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 10.5 failed.*changed its input '?U'? in place"):
         mgrit_checks.check_f_relax_threads(clobbers)
+
+
+# --------------------------------------------------------------------------- issue 39, item 1: 10.1/10.2's work
+def _f_relax_remarching(step, U, m):
+    """The right F-points, each re-marched from its C-point: m(m-1)/2 steps per interval instead of m - 1."""
+    U = np.array(U, dtype=float, copy=True)
+    for j in range((len(U) - 1) // m):
+        for p in range(j * m + 1, j * m + m):
+            u = U[j * m]
+            for q in range(j * m, p):
+                u = step(u, q, 0)
+            U[p] = u
+    return U
+
+
+def _c_relax_stepping_twice(step, U, m):
+    """The right C-points, with every step computed twice (a first result thrown away)."""
+    U = np.array(U, dtype=float, copy=True)
+    for j in range(1, (len(U) - 1) // m + 1):
+        step(U[j * m - 1], j * m - 1, 0)
+        U[j * m] = step(U[j * m - 1], j * m - 1, 0)
+    return U
+
+
+def test_101_remarching_each_f_point_is_named_by_its_step_calls():
+    with pytest.raises(ExerciseFailed, match=r"(?s)numbers are right.*called step \d+ times; F-relaxation calls it "
+                                             r"16 times \(2 per C-interval\).*not re-marched"):
+        mgrit_checks.check_f_relax(_f_relax_remarching)
+
+
+def test_102_extra_step_calls_are_named():
+    with pytest.raises(ExerciseFailed, match=r"(?s)called step 16 times; C-relaxation calls it 8 times"):
+        mgrit_checks.check_c_relax(_c_relax_stepping_twice)
+
+
+def test_101_102_the_worksheet_answers_pass(capsys):
+    assert mgrit_checks.check_f_relax(solution("10_mgrit", "f_relax")).startswith("Exercise 10.1 passed")
+    assert mgrit_checks.check_c_relax(solution("10_mgrit", "c_relax")).startswith("Exercise 10.2 passed")
