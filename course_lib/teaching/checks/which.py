@@ -23,6 +23,12 @@ the description's numbers and a :class:`~course_lib.experiments.cost_model.Machi
    (a separate cell, since measured numbers differ from run to run); the pass line is stable.
 
 The student is never failed for the machine's noise: the pass depends only on the prediction.
+
+Property checked (12.1-12.3): the answer is the cost model's ranking of the stated candidates for the problem
+built from the arguments, on the machine passed in -- four problems on three preset machines whose first
+choices differ, so a hard-coded answer, a global or measured machine instead of ``machine``, a problem priced
+as the wrong kind or mode, or a candidate left out is named; a function that calls the grader's own
+:func:`model_choice` is rejected (:mod:`.shortcuts`).
 """
 from __future__ import annotations
 
@@ -450,6 +456,12 @@ def _report_text(meas: Measurement, student: str) -> str:
 
 def _exercise(exercise: str, fn, machine, measure: bool) -> str:
     spec, answer, n = _check_prediction(exercise, fn)  # graded: preset machines only, deterministic
+    from .shortcuts import check_no_shortcut   # the grader's own answer is not the model's API
+
+    check_no_shortcut(exercise, fn, {"which_checks.model_choice": model_choice}, **spec.primary,
+                      machine=PRESETS[PRIMARY],
+                      hint="build the Problem from the description and ask the cost model yourself "
+                           "(cost_model_exp.advise or cost_model_exp.predict), as the statement says.")
     if measure:  # live, never graded: this machine measured, the candidates run, a report kept
         here = _machine(machine)
         try:

@@ -266,3 +266,18 @@ def test_presets_are_fixed_numbers():
         assert m.noise.ok and not m.busy
         assert all(not str(v).startswith("measured") for v in m.source.values())
     assert which.PRESETS[which.LAPTOP] == which.PRESETS[which.LAPTOP]
+
+
+@pytest.mark.parametrize("ex", sorted(SOLUTIONS))
+def test_calling_the_graders_own_model_choice_is_a_shortcut(machine, ex):
+    """Issue 39, item 1: the right answers, from the grader's own function instead of the cost model's API."""
+    names = {"12.1": ("batch", "T", "nh", "layers"), "12.2": ("T", "nh"), "12.3": ("batch", "T", "nh")}[ex]
+
+    def copied(*args, machine):
+        return which.model_choice(ex, dict(zip(names, args)), machine)[0]
+
+    def student(**kw):
+        return copied(*(kw[n] for n in names), machine=kw["machine"])
+
+    with pytest.raises(ExerciseFailed, match=rf"Exercise {ex} failed:(.|\n)*calls which_checks\.model_choice"):
+        CHECKS[ex](student, machine, measure=False)
