@@ -34,7 +34,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..core.validate import check_alloc, check_array, check_bool, check_choice, check_int, check_positive_int, largest
+from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_int, check_nonempty,
+                             check_positive_int, largest)
 from . import matrix_scan
 
 __all__ = ["METHODS", "delta_rule", "recurrence_float64", "wy_representation", "scan_price", "random_problem"]
@@ -44,9 +45,9 @@ METHODS = ("sequential", "chunked")
 
 def _validate(q, k, v, beta, S0):
     dims: dict = {}
-    q = check_array(q, "q", shape=("T", "B", "heads", "d_k"), dims=dims, min_size={"T": 1})
+    q = check_nonempty(check_array(q, "q", shape=("T", "B", "heads", "d_k"), dims=dims), "q")
     k = check_array(k, "k", shape=("T", "B", "heads", "d_k"), dims=dims)
-    v = check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims)
+    v = check_nonempty(check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims), "v")
     beta = check_array(beta, "beta", shape=("T", "B", "heads"), dims=dims)
     if beta.size and (beta.min() < 0 or beta.max() > 1):
         raise ValueError(f"beta: expected writing strengths in [0, 1], got range [{beta.min():.3g}, {beta.max():.3g}]")
@@ -63,6 +64,7 @@ def random_problem(T: int, batch: int = 1, heads: int = 2, d_k: int = 8, d_v: in
     """Seeded ``(q, k, v, beta)``: q, k of unit length (DeltaNet L2-normalises them), normal v, beta in (0, 1)."""
     T, batch, heads, d_k = (check_positive_int(x, n) for x, n in ((T, "T"), (batch, "batch"), (heads, "heads"), (d_k, "d_k")))
     d_v = d_k if d_v is None else check_positive_int(d_v, "d_v")
+    dtype, seed = check_dtype(dtype), check_int(seed, "seed", low=0)
     big = largest(T=T, batch=batch, heads=heads, d_k=d_k, d_v=d_v)
     check_alloc((3, T, batch, heads, max(d_k, d_v)), np.float64, big, what="q, k and v")
     rng = np.random.default_rng(seed)
@@ -110,10 +112,11 @@ def _sequential(q, k, v, beta, S0):
 
 def recurrence_float64(q, k, v, beta, S0=None, *, return_state: bool = False):
     """The oracle: the sequential loop in float64 (float64 ``o``, and ``S_T`` with ``return_state``)."""
+    return_state = check_bool(return_state, "return_state")
     q, k, v, beta, S0 = _validate(q, k, v, beta, S0)
     f = lambda x: None if x is None else x.astype(np.float64)  # noqa: E731
     o, S = _sequential(f(q), f(k), f(v), f(beta), f(S0))
-    return (o, S) if check_bool(return_state, "return_state") else o
+    return (o, S) if return_state else o
 
 
 # --------------------------------------------------------------------------- chunked (WY / UT)
@@ -121,6 +124,18 @@ def wy_representation(K, V, beta):
     """``W = T (beta * K)`` and ``U = T (beta * V)`` with ``T = (I + tril(diag(beta) K K^T, -1))^{-1}`` for
     chunks ``K (..., c, d_k)``, ``V (..., c, d_v)``, ``beta (..., c)``: forward substitution, row ``i`` is
     ``[W|U]_i = beta_i [k_i|v_i] - sum_{j<i} beta_i (k_i . k_j) [W|U]_j`` (one batched product per row)."""
+    K = check_nonempty(check_array(K, "K", ndim=range(2, 9)), "K")
+    V = check_nonempty(check_array(V, "V", shape=K.shape[:-1] + (None,)), "V")
+    beta = check_array(beta, "beta", shape=K.shape[:-1])
+    for name, arr in (("V", V), ("beta", beta)):
+        if arr.dtype != K.dtype:
+            raise TypeError(f"{name}: expected the dtype of K ({K.dtype}), got {arr.dtype}")
+    if beta.min() < 0 or beta.max() > 1:
+        raise ValueError(f"beta: expected writing strengths in [0, 1], got range [{beta.min():.3g}, {beta.max():.3g}]")
+    return _wy(K, V, beta)
+
+
+def _wy(K, V, beta):
     A = beta[..., :, None] * np.matmul(K, np.swapaxes(K, -1, -2))
     R = beta[..., None] * np.concatenate([K, V], axis=-1)
     for i in range(1, K.shape[-2]):
@@ -139,7 +154,7 @@ def _chunked(q, k, v, beta, S0, chunk):
     chunks = lambda x: np.ascontiguousarray(  # noqa: E731
         np.transpose(pad(x).reshape((n, c) + x.shape[1:]), (2, 3, 0, 1) + tuple(range(4, x.ndim + 1))))
     Q, K, V, Bt = (chunks(x) for x in (q, k, v, beta))            # (B, heads, n, c, d) and (B, heads, n, c)
-    W, U = wy_representation(K, V, Bt)                             # all chunks at once
+    W, U = _wy(K, V, Bt)                             # all chunks at once
     S = np.zeros((B, heads, d_k, d_v), q.dtype) if S0 is None else S0.copy()
     O = np.empty((B, heads, n, c, d_v), q.dtype)
     mask = np.tri(c, dtype=q.dtype)
@@ -183,7 +198,9 @@ def delta_rule(q, k, v, beta, *, method: str = "sequential", chunk: int | None =
     q, k, v, beta, S0 = _validate(q, k, v, beta, S0)
     if chunk is not None and method != "chunked":
         raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
+    return_state = check_bool(return_state, "return_state")
+    chunk = None if chunk is None else check_positive_int(chunk, "chunk")
     o, S = _sequential(q, k, v, beta, S0) if method == "sequential" else _chunked(q, k, v, beta, S0, chunk)
     if not np.isfinite(o[-1]).all():
         raise ValueError("q, k, v: the outputs became non-finite (keys of length > 1 make the delta rule unstable)")
-    return (o, S) if check_bool(return_state, "return_state") else o
+    return (o, S) if return_state else o

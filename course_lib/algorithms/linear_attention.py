@@ -49,7 +49,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..core import backend
-from ..core.validate import check_alloc, check_array, check_bool, check_choice, check_int, check_positive_int, largest
+from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
+                             check_nonempty, check_positive_int, largest)
 from . import scan as _scan
 
 __all__ = [
@@ -72,6 +73,7 @@ SUB = 16                    # per-channel decay: key positions per sub-block (re
 FOLD_LIMIT = 40.0           # scalar decay: a chunk whose log decay stays above -40 folds its mask into Q and K
 _LOG_TINY = -1e4            # log of a decay of 0: exp() of it is 0, and differences stay finite
 _GROUP_BYTES = 1 << 20      # "chunked": the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
+MAX_THREADS = 1024           # "chunked": more CPU threads than any machine has is a typo, refused up front
 _SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of x is about 8 MB
 
 
@@ -79,9 +81,9 @@ _SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of
 def check_inputs(q, k, v, decay, S0=None):
     """Validate the inputs (shapes, dtypes, decays in [0, 1]; errors name the argument); returns the arrays (one float dtype), ``per_channel`` and ``S0`` (or None)."""
     dims: dict = {}
-    q = check_array(q, "q", shape=("T", "B", "heads", "d_k"), dims=dims, min_size={"T": 1})
+    q = check_nonempty(check_array(q, "q", shape=("T", "B", "heads", "d_k"), dims=dims), "q")
     k = check_array(k, "k", shape=("T", "B", "heads", "d_k"), dims=dims)
-    v = check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims)
+    v = check_nonempty(check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims), "v")
     decay = check_array(decay, "decay", ndim=(3, 4))
     per_channel = decay.ndim == 4
     check_array(decay, "decay", shape=("T", "B", "heads", "d_k") if per_channel else ("T", "B", "heads"), dims=dims)
@@ -104,15 +106,15 @@ def random_problem(T: int, batch: int = 1, heads: int = 2, d_k: int = 8, d_v: in
     ``[low, high]``, shape ``(T, batch, heads)`` or, with ``per_channel``, ``(T, batch, heads, d_k)``."""
     T, batch, heads, d_k = (check_positive_int(x, n) for x, n in ((T, "T"), (batch, "batch"), (heads, "heads"), (d_k, "d_k")))
     d_v = d_k if d_v is None else check_positive_int(d_v, "d_v")
-    if not 0 <= low <= high <= 1:
-        raise ValueError(f"low, high: expected 0 <= low <= high <= 1, got {low}, {high}")
+    low, high = check_float(low, "low", low=0.0, high=1.0), check_float(high, "high", low=low, high=1.0)
+    dtype, seed, per_channel = check_dtype(dtype), check_int(seed, "seed", low=0), check_bool(per_channel, "per_channel")
     big = largest(T=T, batch=batch, heads=heads, d_k=d_k, d_v=d_v)
     check_alloc((3, T, batch, heads, max(d_k, d_v)), np.float64, big, what="q, k and v")
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
     k = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
     v = rng.standard_normal((T, batch, heads, d_v))
-    decay = rng.uniform(low, high, (T, batch, heads, d_k) if check_bool(per_channel, "per_channel") else (T, batch, heads))
+    decay = rng.uniform(low, high, (T, batch, heads, d_k) if per_channel else (T, batch, heads))
     return tuple(np.ascontiguousarray(x, dtype=dtype) for x in (q, k, v, decay))
 
 
@@ -150,10 +152,11 @@ def _sequential(q, k, v, decay, per_channel, S0):
 
 def recurrence_float64(q, k, v, decay, S0=None, *, return_state: bool = False):
     """The oracle: the sequential loop in float64. Returns float64 ``o`` (and ``S_T`` with ``return_state``)."""
+    return_state = check_bool(return_state, "return_state")
     q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
     f = lambda x: None if x is None else x.astype(np.float64)  # noqa: E731
     o, S = _sequential(f(q), f(k), f(v), f(decay), per_channel, f(S0))
-    return (o, S) if check_bool(return_state, "return_state") else o
+    return (o, S) if return_state else o
 
 
 # --------------------------------------------------------------------------- the element-wise scan
@@ -213,11 +216,44 @@ def _to_chunks(x, c):
     return np.ascontiguousarray(np.transpose(y, (2, 3, 0, 1) + tuple(range(4, y.ndim))))
 
 
+def _check_G(G, shape, axis):
+    """Cumulative log decays ``G`` of ``shape``: real, finite and non-increasing along ``axis`` (every decay in
+    [0, 1]: ``log a <= 0``). A rise would be a decay above 1, which the mask's clip to ``<= 0`` hides."""
+    G = check_array(G, "G", shape=shape)
+    if G.shape[axis] > 1:
+        rise = np.diff(G, axis=axis)
+        if rise.max() > 0:
+            raise ValueError(f"G: expected cumulative log decays, non-increasing along the chunk (every decay in [0, 1]), "
+                             f"got a rise of {float(rise.max()):.3g} (a decay of {math.exp(min(float(rise.max()), 700)):.3g})")
+    return G
+
+
+def _check_chunks(K, V, G, per_channel, Q=None):
+    """``K (..., c, d_k)``, ``V (..., c, d_v)``, ``G (..., c[, d_k])``, ``Q`` like ``K``: one float dtype for Q, K, V."""
+    K = check_nonempty(check_array(K, "K", ndim=range(2, 9)), "K")
+    lead, c = K.shape[:-2], K.shape[-2]
+    if Q is not None:
+        Q = check_array(Q, "Q", shape=K.shape)
+    V = check_nonempty(check_array(V, "V", shape=lead + (c, None)), "V")
+    for name, arr in (("Q", Q), ("V", V)):
+        if arr is not None and arr.dtype != K.dtype:
+            raise TypeError(f"{name}: expected the dtype of K ({K.dtype}), got {arr.dtype}")
+    per_channel = check_bool(per_channel, "per_channel")
+    G = _check_G(G, lead + (c,) + ((K.shape[-1],) if per_channel else ()), -2 if per_channel else -1)
+    return Q, K, V, G
+
+
 def decay_mask(G, dtype=np.float64):
     """The decay mask of one chunk from cumulative log decays ``G (..., c)``: ``L[..., i, j] = exp(G_i - G_j)``
     for ``j <= i``, 0 above the diagonal, in ``dtype``. Built in log space (SSD's segsum): the differences
     are taken in float64 (``G`` is a long sum; only the difference is rounded to ``dtype``, so the error
-    is relative to ``G_i - G_j``, not to ``G``) and clipped to ``<= 0`` before ``exp``."""
+    is relative to ``G_i - G_j``, not to ``G``) and clipped to ``<= 0`` before ``exp`` (a ``G`` that rises -- a
+    decay above 1 -- is refused: the clip would hide it)."""
+    G = check_array(G, "G", ndim=range(1, 9))
+    return _decay_mask(_check_G(G, G.shape, -1), check_dtype(dtype))
+
+
+def _decay_mask(G, dtype):
     G = np.asarray(G, np.float64)
     c = G.shape[-1]
     L = np.empty(G.shape + (c,), dtype)
@@ -231,8 +267,12 @@ def decay_mask(G, dtype=np.float64):
 def intra_chunk(Q, K, V, G):
     """Inside chunks, scalar decay: ``((Q K^T) * L) V`` with ``L = decay_mask(G)``. ``Q, K (..., c, d_k)``,
     ``V (..., c, d_v)``, ``G (..., c)`` -> ``(..., c, d_v)``: two batched matrix products."""
+    return _intra_chunk(*_check_chunks(K, V, G, False, Q))
+
+
+def _intra_chunk(Q, K, V, G):
     A = np.matmul(Q, np.swapaxes(K, -1, -2))
-    A *= decay_mask(G, A.dtype)
+    A *= _decay_mask(G, A.dtype)
     return np.matmul(A, V)
 
 
@@ -271,6 +311,11 @@ def chunk_states(K, V, G, per_channel):
     """Each chunk's own state ``sum_j (k_j * exp(G_c - G_j)) v_j^T`` and its total decay ``exp(G_c)``:
     ``K (..., n, c, d_k)``, ``V (..., n, c, d_v)``, ``G`` cumulative log decays ``(..., n, c[, d_k])``.
     Returns ``(dS (..., n, d_k, d_v), a (..., n, d_k))``."""
+    _, K, V, G = _check_chunks(K, V, G, per_channel)
+    return _chunk_states(K, V, G, per_channel)
+
+
+def _chunk_states(K, V, G, per_channel):
     if per_channel:
         last = G[..., -1:, :]                                   # (..., n, 1, d_k)
         Kw = K * np.exp(last - G).astype(K.dtype)
@@ -342,7 +387,7 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
 
     def states(sl):  # each chunk's own state and total decay
         G[sl] = np.cumsum(G[sl], axis=1)
-        dS[sl], a[sl] = chunk_states(K[sl], V[sl], G[sl], per_channel)
+        dS[sl], a[sl] = _chunk_states(K[sl], V[sl], G[sl], per_channel)
 
     group = max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * q.dtype.itemsize))  # chunks per cache-sized group
     _on_threads(states, m, threads, group)
@@ -362,7 +407,7 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
         elif -G[sl][:, -1].min() <= FOLD_LIMIT:
             O[sl] += _intra_folded(Qd, K[sl], V[sl], G[sl])
         else:
-            O[sl] += intra_chunk(Q[sl], K[sl], V[sl], G[sl])
+            O[sl] += _intra_chunk(Q[sl], K[sl], V[sl], G[sl])
 
     _on_threads(outputs, m, threads, group)
     o = np.transpose(O.reshape(B, heads, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, heads, d_v)[:T]
@@ -382,17 +427,20 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
     ``threads``: CPU threads of ``"chunked"`` (default: all cores), each running its share of the chunks'
     matrix products on one BLAS thread."""
     check_choice(method, "method", METHODS)
+    return_state = check_bool(return_state, "return_state")
+    threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=MAX_THREADS)
     q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
-    if chunk is not None and method != "chunked":
-        raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
+    if chunk is not None:
+        if method != "chunked":
+            raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
+        check_positive_int(chunk, "chunk")
     if method == "sequential":
         o, S = _sequential(q, k, v, decay, per_channel, S0)
     elif method == "scan":
         o, S = _scan_method(q, k, v, decay, per_channel, S0)
     else:
         with np.errstate(under="ignore"):
-            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk,
-                            backend.cpu_count() if threads is None else check_positive_int(threads, "threads"))
+            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk, threads)
     if not np.isfinite(o[-1]).all():
         raise ValueError("q, k, v: the outputs became non-finite (huge inputs?)")
-    return (o, S) if check_bool(return_state, "return_state") else o
+    return (o, S) if return_state else o
