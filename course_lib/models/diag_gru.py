@@ -168,13 +168,14 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
     check_params(params)
     check_choice(method, "method", ("newton", "quasi", "picard", "jacobi"))
     check_choice(init, "init", INITS)
+    iters = None if iters is None else check_count(iters, "iters", low=0)
+    tol = None if tol is None else check_float(tol, "tol", low=0.0)
     X = _check_X(params, X)
     h0 = _h0(params, h0, X.shape[1], X.dtype)
     GI = _projections(params, X)
     f, jac, jac_diag = system(params)
     start = f(np.broadcast_to(np.zeros_like(h0), (X.shape[0],) + h0.shape), GI) if init == "f0" else None
     if iters is not None:
-        iters = check_int(iters, "iters", low=0)
         return newton.solve(f, jac, h0, GI, method=method, jac_diag=jac_diag, init=start, tol=0.0,
                             max_iter=iters, diverge_factor=1e300)
     return newton.solve(f, jac, h0, GI, method=method, jac_diag=jac_diag, init=start, tol=tol)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..core.validate import check_dtype_float, check_shape
 from . import lstm_tuned
 
 __all__ = ["forward", "backward", "steps_forward", "steps_backward", "step_products", "gemm_nt", "transpose_into",
@@ -118,7 +119,7 @@ CHUNK = 512  # ... and the length of the pieces their dot products go in: 2 x 64
 
 
 @njit(cache=True, parallel=True)
-def gemm_nt(X, W, out):
+def _gemm_nt(X, W, out):
     """``out (M, N) = X (M, K) @ W (N, K)^T``, both operands read along their rows (contiguous): tiles of
     ``TILE x TILE`` outputs, one per parallel task, each summed over k in chunks of ``CHUNK``."""
     M, N, K = X.shape[0], W.shape[0], X.shape[1]
@@ -152,7 +153,7 @@ def _z_block(W_hh, h, z, u0, u1):
 
 
 @njit(cache=True, parallel=True)
-def transpose_into(src, dst):
+def _transpose_into(src, dst):
     """``dst (N, M) = src (M, N)^T``, in 32 x 32 tiles (each read and written along cache lines)."""
     M, N = src.shape
     for bi in prange((M + 31) // 32):
@@ -163,7 +164,7 @@ def transpose_into(src, dst):
 
 
 @njit(cache=True, parallel=True)
-def step_products(W_hh, h, z):
+def _step_products(W_hh, h, z):
     """One step's recurrent product ``z (B, 4H) = h (B, H) W_hh^T`` the persistent way: blocks of units in
     parallel, each a set of dot products (what :func:`steps_forward` does before each block's cells)."""
     nh = h.shape[1]
@@ -173,7 +174,7 @@ def step_products(W_hh, h, z):
 
 # --------------------------------------------------------------------------- the loops over T
 @njit(cache=True, parallel=True, error_model="numpy")
-def steps_forward(W_hh, A, bias, h0, c0, H, C, z):
+def _steps_forward(W_hh, A, bias, h0, c0, H, C, z):
     """All T steps. ``A (T, B, 4H)`` holds ``X W_ih^T`` and is replaced by the activated gates; writes
     ``H, C (T, B, H)``; ``bias (4H,)`` = ``b_ih + b_hh``; ``h0, c0 (B, H)``; ``z (B, 4H)`` scratch."""
     T, B, nh = H.shape
@@ -212,7 +213,7 @@ def _keep_columns(dz, h_prev, dZT, HT, col, u0, u1):
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def steps_backward(W_hhT, A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT):
+def _steps_backward(W_hhT, A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT):
     """All T steps backwards. ``W_hhT (H, 4H)`` contiguous; ``A`` the activated gates, ``C, H (T, B, H)``;
     ``dh, dc (B, H)`` the gradients at the final state, replaced by those at ``h0, c0``; writes
     ``dZ (T, B, 4H)`` and its transpose ``dZT (4H, T*B)``, and ``HT (H, T*B)`` = ``[h0, H[:-1]]^T`` (what
@@ -240,34 +241,122 @@ def steps_backward(W_hhT, A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT):
         _dots_tile(W_hhT, dZ[0], dh, k * UNITS, min(nh, (k + 1) * UNITS), 0, B, 0, 4 * nh, False)
 
 
+# --------------------------------------------------------------------------- the exported kernels, checked
+def _check_kernel(**arrays) -> dict:
+    """Each ``name=(array, shape pattern)``: a numpy array of the first one's float dtype, of that shape (named
+    sizes agree across them). Cheap -- no pass over the data -- so a timed kernel call stays a kernel call."""
+    dims: dict = {}
+    dtype = None
+    for name, (x, shape) in arrays.items():
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy array, got {type(x).__name__}")
+        if dtype is None:
+            check_dtype_float(x, name)
+            dtype = x.dtype
+        elif x.dtype != dtype:
+            raise TypeError(f"{name}: expected the dtype of {next(iter(arrays))} ({dtype}), got {x.dtype}")
+        check_shape(x, name, shape, dims)
+        if 0 in x.shape:
+            raise ValueError(f"{name}: axis {x.shape.index(0)} is empty (shape {x.shape}); expected at least one element")
+    return dims
+
+
+def _check_gates(dims: dict) -> None:
+    if "4H" in dims and "H" in dims and dims["4H"] != 4 * dims["H"]:
+        raise ValueError(f"W_hh: expected 4 * H = {4 * dims['H']} rows (one per gate and unit), got {dims['4H']}")
+
+
+def _writable(**arrays) -> None:
+    for name, x in arrays.items():
+        if not x.flags.writeable:
+            raise ValueError(f"{name}: the kernel writes into it, but it is read-only")
+
+
+def gemm_nt(X, W, out):
+    """``out (M, N) = X (M, K) @ W (N, K)^T``, both operands read along their rows (contiguous): tiles of
+    ``TILE x TILE`` outputs, one per parallel task, each summed over k in chunks of ``CHUNK``."""
+    _check_kernel(X=(X, ("M", "K")), W=(W, ("N", "K")), out=(out, ("M", "N")))
+    _writable(out=out)
+    _gemm_nt(X, W, out)
+
+
+def transpose_into(src, dst):
+    """``dst (N, M) = src (M, N)^T``, in 32 x 32 tiles (each read and written along cache lines)."""
+    _check_kernel(src=(src, ("M", "N")), dst=(dst, ("N", "M")))
+    _writable(dst=dst)
+    _transpose_into(src, dst)
+
+
+def step_products(W_hh, h, z):
+    """One step's recurrent product ``z (B, 4H) = h (B, H) W_hh^T`` the persistent way: blocks of units in
+    parallel, each a set of dot products (what :func:`steps_forward` does before each block's cells)."""
+    _check_gates(_check_kernel(W_hh=(W_hh, ("4H", "H")), h=(h, ("B", "H")), z=(z, ("B", "4H"))))
+    _writable(z=z)
+    _step_products(W_hh, h, z)
+
+
+def steps_forward(W_hh, A, bias, h0, c0, H, C, z):
+    """All T steps (:func:`forward`'s loop). ``A (T, B, 4H)`` holds ``X W_ih^T`` and is replaced by the activated
+    gates; writes ``H, C (T, B, H)``; ``bias (4H,)``; ``h0, c0 (B, H)``; ``z (B, 4H)`` scratch."""
+    _check_gates(_check_kernel(W_hh=(W_hh, ("4H", "H")), A=(A, ("T", "B", "4H")), bias=(bias, ("4H",)),
+                               h0=(h0, ("B", "H")), c0=(c0, ("B", "H")), H=(H, ("T", "B", "H")),
+                               C=(C, ("T", "B", "H")), z=(z, ("B", "4H"))))
+    _writable(A=A, H=H, C=C, z=z)
+    _steps_forward(W_hh, A, bias, h0, c0, H, C, z)
+
+
+def steps_backward(W_hhT, A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT):
+    """All T steps backwards (:func:`backward`'s loop; the arguments of the compiled ``_steps_backward``):
+    ``W_hhT (H, 4H)``, ``A (T, B, 4H)``, ``C, H, dH (T, B, H)``, ``c0, h0, dh, dc (B, H)``, ``dZ (T, B, 4H)``,
+    ``db (4H,)``, ``dZT (4H, T*B)``, ``HT (H, T*B)``."""
+    dims = _check_kernel(W_hhT=(W_hhT, ("H", "4H")), A=(A, ("T", "B", "4H")), C=(C, ("T", "B", "H")),
+                         c0=(c0, ("B", "H")), H=(H, ("T", "B", "H")), h0=(h0, ("B", "H")), dH=(dH, ("T", "B", "H")),
+                         dh=(dh, ("B", "H")), dc=(dc, ("B", "H")), dZ=(dZ, ("T", "B", "4H")), db=(db, ("4H",)),
+                         dZT=(dZT, ("4H", "TB")), HT=(HT, ("H", "TB")))
+    _check_gates(dims)
+    if dims["TB"] != dims["T"] * dims["B"]:
+        raise ValueError(f"dZT: expected T * B = {dims['T'] * dims['B']} columns, got {dims['TB']}")
+    _writable(dh=dh, dc=dc, dZ=dZ, db=db, dZT=dZT, HT=HT)
+    _steps_backward(W_hhT, A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT)
+
+
 # --------------------------------------------------------------------------- forward and backward
 def forward(W_ih, W_hh, b_ih, b_hh, X, h0, c0):
     """``X (T, B, nx)``, ``h0, c0 (B, H)`` (checked, contiguous, the weights' dtype) ->
-    ``H, C (T, B, H)`` and the activated gates ``A (T, B, 4H)`` (fresh arrays)."""
+    ``H, C (T, B, H)`` and the activated gates ``A (T, B, 4H)`` (fresh arrays). Shapes and dtypes are checked
+    here (a wrong one would read past an array's end in the compiled loops); NaN is not: it stays NaN."""
+    dims = _check_kernel(X=(X, ("T", "B", "nx")), W_ih=(W_ih, ("4H", "nx")), W_hh=(W_hh, ("4H", "H")),
+                         b_ih=(b_ih, ("4H",)), b_hh=(b_hh, ("4H",)), h0=(h0, ("B", "H")), c0=(c0, ("B", "H")))
+    _check_gates(dims)
     T, B, nx = X.shape
     nh = W_hh.shape[1]
     H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
     A = np.empty((T, B, 4 * nh), X.dtype)
-    gemm_nt(X.reshape(T * B, nx), np.ascontiguousarray(W_ih), A.reshape(T * B, 4 * nh))   # all T input projections
-    steps_forward(np.ascontiguousarray(W_hh), A, b_ih + b_hh, h0, c0, H, C, np.empty((B, 4 * nh), X.dtype))
+    _gemm_nt(X.reshape(T * B, nx), np.ascontiguousarray(W_ih), A.reshape(T * B, 4 * nh))   # all T input projections
+    _steps_forward(np.ascontiguousarray(W_hh), A, b_ih + b_hh, h0, c0, H, C, np.empty((B, 4 * nh), X.dtype))
     return H, C, A
 
 
 def backward(W_ih, W_hh, X, h0, c0, H, C, A, dH, dh, dc):
     """Backpropagation through time from a :func:`forward`'s ``H, C, A``: the arguments and results of
     :func:`course_lib.models.lstm_tuned.backward` (``dh, dc`` are overwritten and come back as ``dh0, dc0``)."""
+    dims = _check_kernel(X=(X, ("T", "B", "nx")), W_ih=(W_ih, ("4H", "nx")), W_hh=(W_hh, ("4H", "H")),
+                         h0=(h0, ("B", "H")), c0=(c0, ("B", "H")), H=(H, ("T", "B", "H")), C=(C, ("T", "B", "H")),
+                         A=(A, ("T", "B", "4H")), dH=(dH, ("T", "B", "H")), dh=(dh, ("B", "H")), dc=(dc, ("B", "H")))
+    _check_gates(dims)
+    _writable(dh=dh, dc=dc)
     T, B, nx = X.shape
     nh = W_hh.shape[1]
     dt = X.dtype
     dZ = lstm_tuned.workspace(T, B, nx, nh, dt).dZ
     db = np.zeros(4 * nh, dt)
     dZT, HT, XT = np.empty((4 * nh, T * B), dt), np.empty((nh, T * B), dt), np.empty((nx, T * B), dt)
-    steps_backward(np.ascontiguousarray(W_hh.T), A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT)
+    _steps_backward(np.ascontiguousarray(W_hh.T), A, C, c0, H, h0, dH, dh, dc, dZ, db, dZT, HT)
     dX = np.empty((T, B, nx), dt)
-    gemm_nt(dZ.reshape(T * B, 4 * nh), np.ascontiguousarray(W_ih.T), dX.reshape(T * B, nx))   # dX = dZ W_ih
+    _gemm_nt(dZ.reshape(T * B, 4 * nh), np.ascontiguousarray(W_ih.T), dX.reshape(T * B, nx))   # dX = dZ W_ih
     # the weight gradients sum over all T * B rows: dot products along them, of the transposed arrays
-    transpose_into(X.reshape(T * B, nx), XT)
+    _transpose_into(X.reshape(T * B, nx), XT)
     dW_ih, dW_hh = np.empty((4 * nh, nx), dt), np.empty((4 * nh, nh), dt)
-    gemm_nt(dZT, XT, dW_ih)                                                 # dW_ih = dZ^T X
-    gemm_nt(dZT, HT, dW_hh)                                                 # dW_hh = dZ^T [h0, H[:-1]]
+    _gemm_nt(dZT, XT, dW_ih)                                                 # dW_ih = dZ^T X
+    _gemm_nt(dZT, HT, dW_hh)                                                 # dW_hh = dZ^T [h0, H[:-1]]
     return dW_ih, dW_hh, db, dX, dh, dc

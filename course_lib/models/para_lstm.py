@@ -34,10 +34,11 @@ import numpy as np
 
 from ..algorithms import newton
 from ..core.params import Params
-from ..core.validate import check_array, check_choice, check_float, check_int, check_positive_int
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_dtype, check_fields, check_float,
+                             check_int, check_positive_int, largest)
 
 __all__ = ["ParaLSTMParams", "METHODS", "INITS", "init_params", "system", "jacobian_blocks", "forward", "solve",
-           "backward"]
+           "backward", "check_params"]
 
 METHODS = ("sequential", "newton", "quasi")
 INITS = ("f0", "zeros")
@@ -66,6 +67,8 @@ def init_params(nx: int, nh: int, *, seed: int = 0, dtype="float64", recurrent_s
     forget-gate bias +1 (lean towards keeping the cell)."""
     nx, nh = check_positive_int(nx, "nx"), check_positive_int(nh, "nh")
     s = check_float(recurrent_scale, "recurrent_scale", low=0.0)
+    seed, dtype = check_int(seed, "seed", low=0), check_dtype(dtype)
+    check_alloc((nx + 2, 4 * nh), np.float64, largest(nx=nx, nh=nh), what="the weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)
     b = np.zeros(4 * nh)
@@ -78,14 +81,19 @@ def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def _check_params(params):
+def check_params(params) -> ParaLSTMParams:
+    """``params`` must be a :class:`ParaLSTMParams` with consistent, finite arrays of one float dtype
+    (``W_x (nx, 4 nh)``, ``u, b (4 nh,)``)."""
     if not isinstance(params, ParaLSTMParams):
         raise TypeError(f"params: expected ParaLSTMParams (para_lstm.init_params), got {type(params).__name__}")
+    dims = check_fields(params, "params", {"W_x": ("nx", "4nh"), "u": ("4nh",), "b": ("4nh",)})
+    if dims["4nh"] % 4 or dims["4nh"] == 0:
+        raise ValueError(f"params.u: expected 4 * nh entries (one per gate and unit, nh >= 1), got {dims['4nh']}")
     return params
 
 
 def _check_X(params, X):
-    return check_array(X, "X", shape=("T", "B", "nx"), dims={"nx": params.nx}, min_size={"T": 1})
+    return check_array(X, "X", shape=("T", "B", "nx"), dims={"nx": params.nx}, min_size={"T": 1, "B": 1})
 
 
 def _s0(params, h0, B, dtype):
@@ -111,6 +119,15 @@ def _f(params, Sprev, GI):
 def jacobian_blocks(params, Sprev, GI):
     """``d(c_t, h_t)/d(c_{t-1}, h_{t-1})`` per unit: ``(T, B, nh, 2, 2)`` (column convention,
     index 0 = c, 1 = h) -- the whole Jacobian, it is block-diagonal."""
+    check_params(params)
+    Sprev = check_array(Sprev, "Sprev", shape=(None, None, params.nh, 2))
+    GI = check_array(GI, "GI", shape=Sprev.shape[:2] + (4 * params.nh,))
+    if GI.dtype != Sprev.dtype:
+        raise TypeError(f"GI: expected the dtype of Sprev ({Sprev.dtype}), got {GI.dtype}")
+    return _jacobian_blocks(params, Sprev, GI)
+
+
+def _jacobian_blocks(params, Sprev, GI):
     n = params.nh
     u_i, u_f, u_g, u_o = params.u[:n], params.u[n:2 * n], params.u[2 * n:3 * n], params.u[3 * n:]
     i, f, g, o = _gates(params, Sprev, GI)
@@ -132,20 +149,20 @@ def system(params):
     ``X`` = the input projections ``GI = X W_x + b`` (T, B, 4 nh): ``f``/``jac_blocks`` on the block
     layout ``(T, B, nh, 2)`` (Jacobian ``(T, B, nh, 2, 2)``), ``f_dense``/``jac_dense`` on the flat
     state ``(T, B, 2 nh)`` (``[c_0, h_0, c_1, h_1, ...]``; Jacobian ``(T, B, 2nh, 2nh)``)."""
-    _check_params(params)
+    check_params(params)
     n = params.nh
 
     def f(Sprev, GI):
         return _f(params, Sprev, GI)
 
     def jac_blocks(Sprev, GI):
-        return jacobian_blocks(params, Sprev, GI)
+        return _jacobian_blocks(params, Sprev, GI)
 
     def f_dense(Fprev, GI):
         return _f(params, Fprev.reshape(Fprev.shape[:-1] + (n, 2)), GI).reshape(Fprev.shape)
 
     def jac_dense(Fprev, GI):
-        Jb = jacobian_blocks(params, Fprev.reshape(Fprev.shape[:-1] + (n, 2)), GI)
+        Jb = _jacobian_blocks(params, Fprev.reshape(Fprev.shape[:-1] + (n, 2)), GI)
         J = np.zeros(Fprev.shape + (2 * n,), dtype=Jb.dtype)
         for a in range(2):
             for b in range(2):
@@ -163,16 +180,18 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
     """Parallel Newton forward: ``(S (T, B, nh, 2), history)`` (history: max |residual| per iterate).
     ``"quasi"``: the 2x2-block scan; ``"newton"``: the dense ``2nh x 2nh`` scan. ``iters`` fixed
     iterations (``tol`` then ignored) or ``None``: run until ``max |r| <= tol``."""
-    _check_params(params)
+    check_params(params)
     check_choice(method, "method", ("newton", "quasi"))
     check_choice(init, "init", INITS)
+    iters = None if iters is None else check_count(iters, "iters", low=0)
+    tol = None if tol is None else check_float(tol, "tol", low=0.0)
     X = _check_X(params, X)
     s0 = _s0(params, h0, X.shape[1], X.dtype)
     GI = _projections(params, X)
     f, jac_blocks, jac_dense, f_dense = system(params)
     T, B, n = X.shape[0], X.shape[1], params.nh
     start = f(np.zeros((T,) + s0.shape, dtype=X.dtype), GI) if init == "f0" else None
-    kw = dict(tol=0.0, max_iter=check_int(iters, "iters", low=0), diverge_factor=1e300) if iters is not None \
+    kw = dict(tol=0.0, max_iter=iters, diverge_factor=1e300) if iters is not None \
         else dict(tol=tol)
     if method == "quasi":
         return newton.solve(f, jac_blocks, s0, GI, method="newton", init=start, **kw)
@@ -183,9 +202,15 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
 
 def forward(params, X, h0=None, *, method: str = "sequential", init: str = "f0", iters: int | None = None,
             tol: float | None = None) -> np.ndarray:
-    """All states ``S (T, B, nh, 2)`` (``S[..., 1]`` the hidden states); ``method`` one of :data:`METHODS`."""
-    _check_params(params)
+    """All states ``S (T, B, nh, 2)`` (``S[..., 1]`` the hidden states); ``method`` one of :data:`METHODS`
+    (``init``, ``iters`` and ``tol`` are the parallel methods'; checked for every method)."""
+    check_params(params)
     check_choice(method, "method", METHODS)
+    check_choice(init, "init", INITS)
+    if iters is not None:
+        check_count(iters, "iters", low=0)
+    if tol is not None:
+        check_float(tol, "tol", low=0.0)
     if method != "sequential":
         return solve(params, X, h0, method=method, init=init, iters=iters, tol=tol)[0]
     X = _check_X(params, X)
@@ -223,7 +248,7 @@ def backward(params, X, S, dS, h0=None, *, method: str = "sequential"):
     ``"newton"``/``"quasi"``: the adjoint ``lam_t = dS_t + J_{t+1}^T lam_{t+1}`` by one scan of 2x2
     blocks backwards (:func:`course_lib.algorithms.newton.gradient`), then every step's parameter
     gradient at once."""
-    _check_params(params)
+    check_params(params)
     check_choice(method, "method", METHODS)
     X = _check_X(params, X)
     S = check_array(S, "S", shape=X.shape[:2] + (params.nh, 2))
