@@ -76,9 +76,11 @@ __all__ = [
     "two_level_iteration",
     "RELAXATIONS",
     "CYCLES",
+    "MAX_LEVEL",
 ]
 
 RELAXATIONS = ("F", "FCF", "FCFCF")
+MAX_LEVEL = 62   # the deepest level any hierarchy reaches (m >= 2, nt < 2**63): a larger one is a typo
 CYCLES = ("V", "F")
 
 
@@ -489,7 +491,7 @@ def _check_piece(step, U, m, level=0, coarse_step=None):
                         f"U.astype(np.float64)")
     if len(U) < 2:
         raise ValueError(f"U: expected at least 2 time points (N+1 with N >= 1), got shape {U.shape}")
-    check_int(level, "level", low=0)
+    check_int(level, "level", low=0, high=MAX_LEVEL)   # a step on level l takes m**l fine steps: 2**63 at most
     hierarchy(len(U) - 1, m, 2)
     return np.array(U, copy=True)
 

@@ -16,14 +16,16 @@ from typing import Callable, Sequence
 
 from .validate import check_positive_int
 
-__all__ = ["Team"]
+__all__ = ["Team", "MAX_THREADS"]
+
+MAX_THREADS = 1024   # more workers than any machine has cores is a typo: refused before a pool is made
 
 
 class Team:
     """``threads`` workers: the caller and ``threads - 1`` pool threads (see the module docstring)."""
 
     def __init__(self, threads: int):
-        self.threads = check_positive_int(threads, "threads")
+        self.threads = check_positive_int(threads, "threads", high=MAX_THREADS)
         self._pool = ThreadPoolExecutor(self.threads - 1) if self.threads > 1 else None
 
     def run(self, fn: Callable, items: Sequence) -> list:

@@ -17,10 +17,23 @@ import os
 import threading
 import time
 
+from .validate import check_float, check_int
+
 __all__ = ["busy_cpu_seconds", "run_queue_wait", "waited", "thread_cpu", "threads_that_ran", "others_running",
            "process_run_seconds", "settle", "SETTLE_WINDOW", "SETTLE_LIMIT"]
 
 SETTLE_WINDOW, SETTLE_LIMIT = 0.02, 0.5   # settle(): idle for 20 ms; give up after 0.5 s
+MAX_SETTLE = 3600.0                        # settle(): a window or limit beyond an hour is a typo, refused
+
+
+def _check_reading(value, name: str, *, none: bool = False) -> dict | None:
+    """A reading of :func:`thread_cpu` / :func:`run_queue_wait`: a dict thread id -> seconds (None when allowed)."""
+    if value is None and none:
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}: expected a dict thread id -> seconds (a thread_cpu() or run_queue_wait() reading), "
+                        f"got {type(value).__name__}")
+    return value
 
 
 def busy_cpu_seconds() -> float | None:
@@ -55,6 +68,7 @@ def run_queue_wait() -> dict[str, float] | None:
 def waited(before: dict | None, after: dict | None) -> float | None:
     """Run-queue wait between two readings, summed over threads (a thread born meanwhile counts whole;
     one that ended meanwhile is lost, never negative)."""
+    before, after = _check_reading(before, "before", none=True), _check_reading(after, "after", none=True)
     if before is None or after is None:
         return None
     return sum(w - before.get(tid, 0.0) for tid, w in after.items() if w >= before.get(tid, 0.0))
@@ -109,12 +123,15 @@ def others_running() -> float | None:
 def threads_that_ran(before: dict, after: dict, wall: float) -> int:
     """How many threads ran or waited for a core for at least 2% of ``wall`` seconds between two
     :func:`thread_cpu` readings."""
+    before, after = _check_reading(before, "before"), _check_reading(after, "after")
+    wall = check_float(wall, "wall", low=0.0)
     return sum(1 for tid, t in after.items() if wall > 0 and t - before.get(tid, 0.0) >= 0.02 * wall)
 
 
 def process_run_seconds(pid: int) -> float | None:
     """Seconds all live threads of process ``pid`` have run on a core (Linux schedstat), None where the OS does
     not tell: a process whose number stands still is idle -- no thread pool of its spins."""
+    pid = check_int(pid, "pid", low=1)
     try:
         tasks = os.listdir(f"/proc/{int(pid)}/task")
     except OSError:
@@ -135,6 +152,11 @@ def settle(window: float = SETTLE_WINDOW, limit: float = SETTLE_LIMIT, pids=()) 
     the OS does not tell (no schedstat: it sleeps ``window``). A BLAS or OpenMP pool spins for a while after its
     call, waiting for the next: whatever runs then on another pool (numba's, another library's, another
     process's) shares its cores with the spinning threads."""
+    window = check_float(window, "window", low=0.0, high=MAX_SETTLE, low_inclusive=False)
+    limit = check_float(limit, "limit", low=0.0, high=MAX_SETTLE)
+    if isinstance(pids, (str, bytes)) or not hasattr(pids, "__iter__"):
+        raise TypeError(f"pids: expected a list of process ids, got {type(pids).__name__} {pids!r}")
+    pids = [check_int(pid, f"pids[{i}]", low=1) for i, pid in enumerate(pids)]
     me = str(threading.get_native_id())
 
     def ran():

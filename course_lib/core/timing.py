@@ -65,7 +65,7 @@ from .sysload import threads_that_ran as _threads_that_ran
 from .sysload import waited as _waited
 from .noise import OTHERS_LIMIT, SPREAD_LIMIT, UNEQUAL_WAIT, Noise, noise_from, noise_of_pairs  # noqa: F401
 from .noise import LoadWatch, background_load  # noqa: F401
-from .validate import check_float, check_int, check_numbers, check_positive_int
+from .validate import check_dtype, check_float, check_int, check_numbers, check_positive_int
 
 __all__ = [
     "Noise",
@@ -184,9 +184,9 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
-    repeat = check_positive_int(repeat, "repeat")
-    warmup = check_int(warmup, "warmup", low=0)
-    min_time = check_float(min_time, "min_time", low=0.0)
+    repeat = check_positive_int(repeat, "repeat", high=10_000)   # more repeats than that would only look like a hang
+    warmup = check_int(warmup, "warmup", low=0, high=10_000)
+    min_time = check_float(min_time, "min_time", low=0.0, high=60.0)
     steady_memory()  # a warmed-up allocator, whatever the process did before (core.memory)
 
     def call():
@@ -196,7 +196,7 @@ def measure(fn: Callable, *args, repeat: int = 5, warmup: int = 1, min_time: flo
         call()
     if number is None:
         number = _calibrate(call, 1, clock, min_time)
-    number = check_positive_int(number, "number")
+    number = check_positive_int(number, "number", high=10**8)
     fake = not _wall_is_real()            # a test's clock: no real load, no threads to read
     tally = _Tally.of(["fn"])
     with LoadWatch(_wall) as w:
@@ -446,10 +446,10 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     for name, fn in fns.items():
         if not callable(fn):
             raise TypeError(f"{name}: expected a callable, got {type(fn).__name__}")
-    repeat = check_positive_int(repeat, "repeat")
-    warmup = check_int(warmup, "warmup", low=0)
+    repeat = check_positive_int(repeat, "repeat", high=10_000)   # more repeats than that would only look like a hang
+    warmup = check_int(warmup, "warmup", low=0, high=10_000)
     max_rounds = max(check_positive_int(max_rounds, "max_rounds"), repeat)
-    min_time = check_float(min_time, "min_time", low=0.0)
+    min_time = check_float(min_time, "min_time", low=0.0, high=60.0)
     time_budget = TIME_BUDGET[budget()] if time_budget is None else check_float(time_budget, "time_budget", low=0.0)
     steady_memory()  # a warmed-up allocator, whatever the process did before (core.memory)
     baseline = baseline or next(iter(fns))
@@ -504,7 +504,7 @@ def peak_gflops(dtype: str = "float32", n: int = 1024, repeat: int = 5) -> float
     """Measured GEMM peak in GFLOP/s: best of ``repeat`` ``(n, n) @ (n, n)`` products with the
     BLAS numpy uses, at the current thread setting. Cached per process and *normalised* arguments, so
     ``peak_gflops()``, ``peak_gflops("float32")`` and ``peak_gflops(np.float32)`` measure once and agree."""
-    return _peak_gflops(np.dtype(dtype).name, check_positive_int(n, "n"), check_positive_int(repeat, "repeat"))
+    return _peak_gflops(check_dtype(dtype).name, check_positive_int(n, "n", high=8192), check_positive_int(repeat, "repeat"))
 
 
 @lru_cache(maxsize=None)
@@ -545,7 +545,7 @@ def gemm_rate(n: int, dtype: str = "float32", repeat: int = 5) -> dict:
     the roofline's bound at that intensity, the share of the measured peak reached, and ``noise``
     (the :class:`Noise` of the repeats: judge "above the roof" only when it is ok)."""
     n = check_positive_int(n, "n", high=8192)
-    dt = np.dtype(dtype)
+    dt = check_dtype(dtype)
     rng = np.random.default_rng(n)
     a = rng.standard_normal((n, n)).astype(dt)
     b = rng.standard_normal((n, n)).astype(dt)
@@ -567,7 +567,7 @@ def gemv_rate(m: int, k: int, dtype: str = "float32", repeat: int = 7) -> dict:
     bandwidth of main memory; when it does not, every call streams the matrix from memory again."""
     m = check_positive_int(m, "m", high=1 << 15)
     k = check_positive_int(k, "k", high=1 << 15)
-    dt = np.dtype(dtype)
+    dt = check_dtype(dtype)
     rng = np.random.default_rng(m + k)
     a = rng.standard_normal((m, k)).astype(dt)
     x = rng.standard_normal(k).astype(dt)
