@@ -189,6 +189,8 @@ def test_choose_lanes():
 
 
 def test_choose_lanes_reads_the_vector_width_from_the_cpu(monkeypatch):
+    """The width of the compiled code (here: a zmm kernel), capped by what the CPU's flags support."""
+    monkeypatch.setattr(backend, "code_vector", lambda: {"register": "zmm", "bits": 512, "source": "planted"})
     monkeypatch.setattr(backend, "_simd_flags", lambda: "sse4_2 avx avx2 fma")
     assert backend.simd_bytes() == 32 and scan.choose_lanes(1, 4) == 8
     monkeypatch.setattr(backend, "_simd_flags", lambda: "sse4_2 avx avx2 fma avx512f")
@@ -196,6 +198,9 @@ def test_choose_lanes_reads_the_vector_width_from_the_cpu(monkeypatch):
     monkeypatch.setattr(backend, "_simd_flags", lambda: "unknown")
     assert backend.simd_bytes() == 16 and scan.choose_lanes(1, 4) == 4
     raises_naming(ValueError, "vector_bytes", lambda: scan.choose_lanes(1, 4, 0))
+    monkeypatch.setattr(backend, "_simd_flags", lambda: "sse4_2 avx avx2 fma avx512f")   # 256-bit code, AVX-512 CPU
+    monkeypatch.setattr(backend, "code_vector", lambda: {"register": "ymm", "bits": 256, "source": "planted"})
+    assert backend.simd_bytes() == 32 and scan.choose_lanes(1, 4) == 8
 
 
 # --------------------------------------------------------------------------- bad input

@@ -40,15 +40,9 @@ def _gemm_table(repeat: int) -> dict:
 
 
 def _simd_lanes() -> int:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return 16 if "avx512f" in flags else 8 if "avx" in flags else 4
-    except OSError:
-        pass
-    return 4
+    """float32 lanes per vector of the code numba compiles here (``backend.simd_lanes``: read from the machine
+    code, e.g. 8 on an AVX-512 CPU whose LLVM emits 256-bit code), never the CPU's flags."""
+    return backend.simd_lanes(4)
 
 
 def cpu_seconds(fn, *, repeat: int, min_time: float = 2e-3) -> float:
@@ -249,7 +243,7 @@ def measure_machine(quick: bool) -> Machine:
     for k, how in (("region_s", "5% quantile"), ("handoff_s", "median" if typical else "5% quantile")):
         src[k] = (f"measured: {how} of single runs in 7 bursts (regions / hand-offs: {nrun}; a hand-off's tasks "
                   "make library calls, their own time taken out)" + (" (quick)" if quick else ""))
-    src["simd_lanes"] = "from /proc/cpuinfo flags"
+    src["simd_lanes"] = "from the compiled code (" + backend.code_vector()["register"] + ")"
     mpi_alpha, mpi_beta, src["mpi_latency_s"] = _mpi_numbers(quick)
     src["mpi_bandwidth_gbs"] = src["mpi_latency_s"]
     extra = {}
