@@ -334,6 +334,32 @@ _BUDGET_HINTS = (
 )
 
 
+#: shared-memory writes a block may make in all, per thread of the block (judged on the 64-thread case): the
+#: Blelloch tree writes 8n - 4 (the loads 2n, the up-sweep 2(n - 1), the root 2, the down-sweep 4(n - 1); the
+#: worksheet's solution: 508 at n = 64), a Hillis-Steele scan 2n(log2 n + 1) - ... (770 at n = 64): O(n log n)
+WORK_PER_THREAD = 10
+
+
+def _work_over(counts: dict, threads: int, where: str) -> str | None:
+    """The total work of each block, counted: its threads' shared writes summed. The Blelloch tree is
+    work-efficient (O(n) writes); a scan that is parallel but not work-efficient (Hillis-Steele: every thread
+    combines at every level) is named, though each thread stays within its O(log n) budget."""
+    totals: dict = {}
+    for (blk, _tid), row in counts.items():
+        totals[blk] = totals.get(blk, 0) + row[3]
+    if not totals:
+        return None
+    blk, total = max(totals.items(), key=lambda kv: kv[1])
+    if total <= WORK_PER_THREAD * threads:
+        return None
+    return (f"{where}:\n  your numbers are right and every thread stays within its budget, but block {blk} made "
+            f"{total} shared writes in all ({total / threads:.1f} per thread): the Blelloch tree makes about 8 per "
+            f"thread (8n - 4: loads, up-sweep, root, down-sweep), at most {WORK_PER_THREAD} allowed -- yours does "
+            f"O(n log n) work, like a Hillis-Steele scan where every thread combines at every level.\n  Hint: in "
+            "the up-sweep only the thread with k = (i + 1) * 2 * step - 1 < n combines, so each level halves the "
+            "threads at work; the down-sweep mirrors it.")
+
+
 def _kernel_cases():
     """(T, threads per block, channels): powers of two first, then odd T, then more threads than steps."""
     shapes = [(1, 1, 1), (2, 2, 3), (8, 8, 3), (32, 32, 1), (5, 8, 3), (13, 16, 2), (3, 16, 1), (64, 64, 1)]
@@ -380,7 +406,12 @@ def check_block_kernel(kernel) -> str:
     the identity (1, 0) and write nothing. Runs it in the simulator with traced, poisoned shared
     memory (see module docstring) on 1..64 threads, odd T, T < n and up to 3 blocks, compares ``h``,
     and holds every thread's global and shared reads and writes to :func:`memory_budget` (the
-    GPU-Puzzles idea); the pass prints the maxima on the largest block."""
+    GPU-Puzzles idea); the pass prints the maxima on the largest block.
+
+    Property: a race-free, work-efficient tree scan. Races and reads of unwritten slots are traced; the span is
+    bounded per thread (O(log n) shared accesses: a serial prefix in shared memory is named), and the work per
+    block is counted on the 64-thread case (:func:`_work_over`: a Hillis-Steele scan, O(n log n) writes, is
+    named)."""
     if kernel is None or not (hasattr(kernel, "py_func") or callable(kernel)):
         raise ExerciseFailed(f"Exercise 8.4: expected a @cuda.jit kernel, got {type(kernel).__name__}")
     cases = _kernel_cases()
@@ -447,6 +478,9 @@ def check_block_kernel(kernel) -> str:
                             f"({', '.join(f'{nm} {b}' for nm, b in zip(COUNTER_NAMES, budget))}).\n"
                             f"  Hint: {_BUDGET_HINTS[k]}.")
             if n == len(cases):
+                work = _work_over(counts, threads, where)
+                if over is None and work:
+                    over = work
                 most = [max((row[k] for row in counts.values()), default=0) for k in range(4)]
                 report = (f"  most per thread (T={T}, {threads} threads): " + ", ".join(
                     f"{nm} {m} (budget {b})" for nm, m, b in zip(COUNTER_NAMES, most, budget)))

@@ -751,3 +751,49 @@ def test_an_early_return_of_the_spare_threads_is_named_a_divergent_barrier():
     with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 8\.4 failed on case \d/8 \(T=\d+, \d+ threads per block.*"
                                              r"a divergent barrier in block 0: .*thread \d+ passed only 0 barrier\(s\)"):
         scan_checks.check_block_kernel(_compile(src))
+
+
+# --------------------------------------------------------------------------- issue 39, item 1: 8.4's work, counted
+@cuda.jit
+def _hillis_steele(a, x, h0, h):
+    """A right, race-free parallel scan within every per-thread budget, but O(n log n) work: every thread
+    combines at every level (Hillis-Steele), not the Blelloch tree 8.4 asks for."""
+    sa = cuda.shared.array(BLOCK_MAX, float64)
+    sb = cuda.shared.array(BLOCK_MAX, float64)
+    c = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    n = cuda.blockDim.x
+    T = a.shape[0]
+    ai = 1.0
+    xi = 0.0
+    if i < T:
+        ai = a[i, c]
+        xi = x[i, c]
+    sa[i] = ai
+    sb[i] = xi
+    cuda.syncthreads()
+    step = 1
+    while step < n:
+        A = sa[i]
+        B = sb[i]
+        A2 = 1.0
+        B2 = 0.0
+        if i >= step:
+            A2 = sa[i - step]
+            B2 = sb[i - step]
+        cuda.syncthreads()
+        if i >= step:
+            sa[i] = A * A2
+            sb[i] = A * B2 + B
+        cuda.syncthreads()
+        step *= 2
+    if i < T:
+        h[i, c] = sa[i] * h0[c] + sb[i]
+
+
+@needs_sim
+def test_a_hillis_steele_scan_is_named_by_its_work():
+    with pytest.raises(ExerciseFailed, match=r"(?s)case 8/8 \(T=64, 64 threads.*every thread stays within its "
+                                             r"budget, but block 0 made 770 shared writes in all.*O\(n log n\) work, "
+                                             r"like a Hillis-Steele scan"):
+        scan_checks.check_block_kernel(_hillis_steele)
