@@ -249,7 +249,7 @@ def decay_mask(G, dtype=np.float64):
     are taken in float64 (``G`` is a long sum; only the difference is rounded to ``dtype``, so the error
     is relative to ``G_i - G_j``, not to ``G``) and clipped to ``<= 0`` before ``exp`` (a ``G`` that rises -- a
     decay above 1 -- is refused: the clip would hide it)."""
-    G = check_array(G, "G", ndim=range(1, 9))
+    G = check_nonempty(check_array(G, "G", ndim=range(1, 9)), "G")
     return _decay_mask(_check_G(G, G.shape, -1), check_dtype(dtype))
 
 
@@ -267,7 +267,7 @@ def _decay_mask(G, dtype):
 def intra_chunk(Q, K, V, G):
     """Inside chunks, scalar decay: ``((Q K^T) * L) V`` with ``L = decay_mask(G)``. ``Q, K (..., c, d_k)``,
     ``V (..., c, d_v)``, ``G (..., c)`` -> ``(..., c, d_v)``: two batched matrix products."""
-    return _intra_chunk(*_check_chunks(K, V, G, False, Q))
+    return _intra_chunk(*_check_chunks(K, V, G, False, check_array(Q, "Q", ndim=range(2, 9))))
 
 
 def _intra_chunk(Q, K, V, G):

@@ -35,8 +35,8 @@ from ..algorithms.scan import linear_recurrence
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_float, check_ids,
-                             check_int, check_positive_int, largest)
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_dtype, check_fields, check_float,
+                             check_ids, check_int, check_positive_int, largest)
 
 __all__ = ["DiagGRUParams", "METHODS", "INITS", "init_params", "system", "jacobian_diagonal", "forward", "solve",
            "backward", "loss_and_grads", "predict", "train_classifier", "check_params"]
@@ -72,6 +72,7 @@ def init_params(nx: int, nh: int, n_classes: int = 2, *, seed: int = 0, dtype="f
     nx, nh = check_positive_int(nx, "nx"), check_positive_int(nh, "nh")
     n_classes = check_int(n_classes, "n_classes", low=2)
     s = check_float(recurrent_scale, "recurrent_scale", low=0.0)
+    seed, dtype = check_int(seed, "seed", low=0), check_dtype(dtype)
     check_alloc((nx + 3 + n_classes, 3 * nh), dtype, largest(nx=nx, nh=nh, n_classes=n_classes), what="the weights")
     rng = np.random.default_rng(seed)
     k = 1.0 / np.sqrt(nx)

@@ -226,8 +226,14 @@ def run(kind: str, arrays: dict, h0=None, *, ranks: int = 2, chunk: int | None =
     check_choice(kind, "kind", KINDS)
     if not isinstance(arrays, dict) or not arrays:
         raise TypeError(f"arrays: expected a non-empty dict name -> array (the kind's inputs), got {type(arrays).__name__}")
-    for name, arr in arrays.items():
-        check_array(arr, f"arrays[{name!r}]", ndim=range(1, 8), finite=False, dtype=None)
+    if sorted(arrays) != sorted(INPUTS[kind]):
+        raise KeyError(f"arrays: kind {kind!r} takes the inputs {INPUTS[kind]}, got {tuple(arrays)}")
+    dtype = None
+    for name, arr in arrays.items():   # every check here, before mpiexec starts: a rank failing on it is slow to report
+        arr = check_nonempty(check_array(arr, f"arrays[{name!r}]", ndim=range(1, 8)), f"arrays[{name!r}]")
+        if dtype is not None and arr.dtype != dtype:
+            raise TypeError(f"arrays[{name!r}]: expected one dtype for all inputs ({dtype}), got {arr.dtype}")
+        dtype = arr.dtype
     T = next(iter(arrays.values())).shape[0]
     ranks = check_positive_int(ranks, "ranks", high=256)
     if ranks > T:
@@ -302,8 +308,10 @@ def matrix_recurrence_mpi(A, b, h0=None, *, ranks: int = 2, timeout: float = 60.
         raise ValueError(f"A: expected square matrices (T, *batch, H, H), got shape {A.shape}")
     check_nonempty(A, "A")
     b = check_array(b, "b", shape=A.shape[:-1])
+    if b.dtype != A.dtype:   # here, before mpiexec starts: the ranks would each fail on it
+        raise TypeError(f"b: expected the dtype of A ({A.dtype}), got {b.dtype}")
     if h0 is not None:
-        h0 = check_array(h0, "h0", shape=A.shape[1:-1])
+        h0 = check_array(h0, "h0", shape=A.shape[1:-1]).astype(A.dtype, copy=False)
     h, info = run("matrix", {"A": A, "b": b}, h0, ranks=ranks, timeout=timeout, **kw)
     return (h, info) if return_info else h
 
