@@ -45,7 +45,12 @@ def _forward_cases(rng: np.random.Generator, i: int) -> Case:
 def check_batched_forward(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 3) -> str:
     """Exercise 3.1: ``batched_forward(params, X, h0=None) -> (H, Yhat)`` for X (T, B, nx): the numbers,
     the inputs unchanged, products per step independent of B, and the speed against the course's
-    one-sequence-at-a-time loop measured alongside."""
+    one-sequence-at-a-time loop measured alongside.
+
+    Property: one GEMM per product serves the whole batch. The products reading the weights are counted at
+    (T, B) = (4, 1), (4, 6), (8, 6): a loop over sequences (more products for B = 6) or more than three per step
+    is named; ``rnn.forward`` is a shortcut; then the speed-up over the course's loop must lie wholly above
+    :data:`MIN_SPEEDUP`, and the pass prints it."""
     ex = "3.1"
     _shape_probe(student)
     line = check_function(
@@ -140,7 +145,11 @@ def _intensity_cases(rng: np.random.Generator, i: int) -> dict:
 
 
 def check_step_intensity(student) -> str:
-    """Exercise 3.2: ``rnn_step_intensity(batch, nx, nh, itemsize=4)`` in FLOP per byte."""
+    """Exercise 3.2: ``rnn_step_intensity(batch, nx, nh, itemsize=4)`` in FLOP per byte.
+
+    Property: the step's FLOPs over the bytes of both weights and three activations, every argument honoured:
+    batch 1 and 1000 (where the weights stop dominating), ``itemsize=8``, random shapes;
+    ``batching.rnn_step_intensity`` is a shortcut."""
     return check_function(
         "3.2", student, batching.rnn_step_intensity, _intensity_cases, n_cases=6,
         forbidden={"batching.rnn_step_intensity": batching.rnn_step_intensity},

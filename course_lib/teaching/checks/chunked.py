@@ -64,7 +64,12 @@ def scan_reference(Q, K, V, G):
 
 
 def check_intra_chunk(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 2) -> str:
-    """Exercise 8.6 (module docstring): numbers, counted matrix products, speed against the element-wise scan."""
+    """Exercise 8.6 (module docstring): numbers, counted matrix products, speed against the element-wise scan.
+
+    Property: the mask from differences of G, and the sums as matrix products. A long chunk with strong decay
+    (exp(G) alone underflows: 0/0 is NaN) and a chunk of one step; the products reading Q, K, V counted for
+    2 chunks of 8 and 6 of 32 (fewer than 2, or a count that grows, is named); the course's intra_chunk is a
+    shortcut; the speed-up over the element-wise scan must lie wholly above :data:`MIN_SPEEDUP`."""
     ex = "8.6"
     line = check_function(ex, student, _reference, _cases(), output_names=["O"], rtol=1e-4, atol=1e-5, quiet=True,
                           inputs_unchanged=True, time_axis=None, hint=_HINT)

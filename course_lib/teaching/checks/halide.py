@@ -121,7 +121,13 @@ def _loops_of(nest: str, func: str) -> list[str]:
 
 
 def check_hidden_schedule(schedule_fn, *, min_fraction: float = MIN_FRACTION, retries: int = 3) -> str:
-    """Exercise 6.1: a schedule for the hidden-state product (see the module doc)."""
+    """Exercise 6.1: a schedule for the hidden-state product (see the module doc).
+
+    Property: a legal schedule that tiles h and vectorises its columns, fast relative to the course's best
+    schedule on this machine. Four shapes (ragged tiles included) must give the algorithm's numbers, inputs
+    unchanged; the loop nest must hold a vectorized loop and h's row and column loops split; the speed ratio to
+    the best schedule, measured alongside, must lie wholly above :data:`MIN_FRACTION` -- one bad measurement
+    never fails it (every measurement must miss) -- and the pass prints the ratio earned."""
     ex = "6.1"
     if not callable(schedule_fn):
         raise _fail(ex, f"expected a function my_schedule(stage), got {type(schedule_fn).__name__}")
@@ -196,7 +202,11 @@ def _indent(text: str) -> str:
 
 
 def check_fused_backward(build_fn) -> str:
-    """Exercise 6.2: ``build_fn(dH, dnext, WT, H) -> hl.Func``, one definition, one pass fewer."""
+    """Exercise 6.2: ``build_fn(dH, dnext, WT, H) -> hl.Func``, one definition, one pass fewer.
+
+    Property: the two stages fused into one pure definition. The numbers against numpy on several shapes, then
+    the passes of the compiled loop nest counted: fewer than the two-stage version's (an intermediate Func
+    computed at root is a pass of its own, and is named with the loop nest)."""
     ex = "6.2"
     if not callable(build_fn):
         raise _fail(ex, f"expected a function fused_backward(dH, dnext, WT, H), got {type(build_fn).__name__}")

@@ -419,7 +419,12 @@ def _call_forward(ex, student, label, kwargs):
 
 def check_forward_one_gemm(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 2) -> str:
     """Exercise 9.5: ``forward_one_gemm(params, X, h0, c0) -> H (T, B, H)`` with ONE matrix product
-    per time step (see the module doc): numbers, products counted, speed vs the per-gate step."""
+    per time step (see the module doc): numbers, products counted, speed vs the per-gate step.
+
+    Property: one product per step, the input projection hoisted. Products counted at four (T, B): growing with
+    B, faster than T, 4 or more per step, or the projection left in the loop, each named; ``lstm.lstm_forward``
+    is a shortcut; the speed-up over the per-gate step must lie wholly above :data:`MIN_SPEEDUP`, and the pass
+    prints it."""
     ex = "9.5"
     if not callable(student):
         raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(student).__name__}")

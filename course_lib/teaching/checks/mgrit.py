@@ -179,7 +179,10 @@ def check_two_level_cycle(student, n_iter: int = 4) -> str:
     compares every iterate with the reference; a failure names the iteration and the time point. The
     fine and the coarse propagator are distinct functions that record the level they are called with,
     so swapping ``step`` and ``coarse_step`` (or passing the wrong level) is named; ``U`` must be left
-    unchanged."""
+    unchanged.
+
+    Property: the FAS correction that makes it Parareal -- every iterate compared, and exactness after nt/m
+    iterations checked; ``mgrit.two_level_iteration`` is a shortcut."""
     probs = test_problems(1)
     for case_no, p in enumerate(probs, start=1):
         nt, m = p["nt"], p["m"]
@@ -335,7 +338,12 @@ def _sleepy_runs(ex: str, student, prob, U, m) -> list:
 def check_f_relax_threads(student, *, min_speedup: float = MIN_THREAD_SPEEDUP, retries: int = 2) -> str:
     """Exercise 10.5: ``f_relaxation_threads(step, U, m, threads)`` equals ``mgrit.f_relaxation`` (inputs
     unchanged), runs the F-intervals on ``threads`` threads at once (counted with a sleeping step), and
-    with ``threads=2`` is at least ``min_speedup`` times as fast as the serial F-relaxation."""
+    with ``threads=2`` is at least ``min_speedup`` times as fast as the serial F-relaxation.
+
+    Property: the intervals run concurrently, never more than ``threads`` at once, without races. Counted with a
+    sleeping step: calls in flight at once (>= 2 with threads=2, <= threads at 2, 3, 4), calls in all (one per
+    F-point), every jittered run compared; the speed-up must lie wholly above :data:`MIN_THREAD_SPEEDUP`, and the
+    pass prints it."""
     ex = "10.5"
     line = check_function(
         ex, student, lambda step, U, m, threads: mgrit.f_relaxation(step, U, m), _thread_cases(), rtol=1e-10,

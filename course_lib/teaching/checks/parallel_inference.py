@@ -50,7 +50,11 @@ def _fail(exercise: str, case: str, message: str, hint: str = "") -> ExerciseFai
 def check_wavefront_schedule(student) -> str:
     """Exercise 7.1: ``wavefront_schedule(T, L)`` -> list of diagonals, each a list of ``(l, t)``.
 
-    The order of cells inside one diagonal is free; the diagonals' order is not."""
+    The order of cells inside one diagonal is free; the diagonals' order is not.
+
+    Property: cell (l, t) on diagonal l + t, every cell once. Six (T, L) including T < L, L < T and 1 x 1: a
+    missing, extra or repeated cell and a wrong number of diagonals are named; the course's schedule is a
+    shortcut."""
     ex = "7.1"
     if not callable(student):
         raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(student).__name__}")
@@ -105,7 +109,10 @@ def _softmax_cases(rng, i):
 
 
 def check_softmax(student) -> str:
-    """Exercise 7.2: a numerically stable ``softmax(o)`` along the last axis."""
+    """Exercise 7.2: a numerically stable ``softmax(o)`` along the last axis.
+
+    Property: stability. Cases whose logits overflow exp (around 1000) and underflow it (around -800), 1-D to
+    3-D (the wrong axis is off), float32 and float64, inputs unchanged; the course's softmax is a shortcut."""
     line = check_function(
         "7.2", student, lambda o: softmax_rnn.softmax(o, axis=-1), _softmax_cases, n_cases=5, quiet=True,
         rtol=1e-5, atol=1e-7, output_names=["probs"], time_axis=None, inputs_unchanged=True,
@@ -159,7 +166,12 @@ def _snapshot(kwargs) -> dict:
 def check_batched_predict(student, *, min_speedup: float = MIN_SPEEDUP, retries: int = 2) -> str:
     """Exercise 7.3: ``batched_predict(params, X)`` -> probabilities ``(T, B, vocab)``, computed for the
     whole batch at once: the numbers, then the products per step (independent of ``B`` and ``T``),
-    then the speed against the course's serial loop measured alongside."""
+    then the speed against the course's serial loop measured alongside.
+
+    Property: one product per layer and step serves the batch, without races. Races: layers made slow one at a
+    time, every run compared; products counted as functions of B and T (a per-sequence loop, or a prefix
+    recomputed, is named); the course's forward/predict functions are shortcuts; the speed-up must lie wholly
+    above :data:`MIN_SPEEDUP`, and the pass prints it."""
     ex = "7.3"
     if not callable(student):
         raise ExerciseFailed(f"Exercise {ex}: expected a function, got {type(student).__name__}")
@@ -349,7 +361,10 @@ def _check_products_per_step(ex: str, student) -> None:
 
 # --------------------------------------------------------------------------- 7.4 / 7.5
 def check_split_batch(student) -> str:
-    """Exercise 7.4: ``split_batch(batch, P)`` -> ``(counts, offsets)``, balanced; ValueError when P > B."""
+    """Exercise 7.4: ``split_batch(batch, P)`` -> ``(counts, offsets)``, balanced; ValueError when P > B.
+
+    Property: a balanced split (counts differ by at most one, the extra ones first) whose offsets are the running
+    sum. Six (B, P) including B = P, P = 1 and B % P != 0, then P > B must raise ValueError."""
     ex = "7.4"
     cases = [(8, 2), (7, 3), (5, 5), (1, 1), (10, 4), (100, 7)]
     total = len(cases) + 1
@@ -407,7 +422,10 @@ def _gather_cases(rng, i):
 
 
 def check_gather_chunks(student) -> str:
-    """Exercise 7.5: ``gather_chunks(chunks)``: rank-ordered ``(T, b_r, V)`` chunks -> ``(T, B, V)``."""
+    """Exercise 7.5: ``gather_chunks(chunks)``: rank-ordered ``(T, b_r, V)`` chunks -> ``(T, B, V)``.
+
+    Property: concatenation along the batch axis in rank order. One to four chunks of unequal sizes (the wrong
+    axis fails on shape or numbers), inputs unchanged; the course's gather is a shortcut."""
     line = check_function(
         "7.5", student, inference.gather_chunks, _gather_cases, n_cases=5, seed=5, output_names=["probs"],
         inputs_unchanged=True, quiet=True,

@@ -23,7 +23,10 @@ SHAPES = [(1, 1, 2, 3, 2), (4, 2, 3, 5, 2), (6, 3, 4, 4, 3), (5, 1, 2, 6, 1), (8
 
 
 def check_forward_step(student) -> str:
-    """Exercise 1.1: ``forward_step(x_t, h_prev, Wxh, Whh) -> h_t``, all row vectors."""
+    """Exercise 1.1: ``forward_step(x_t, h_prev, Wxh, Whh) -> h_t``, all row vectors.
+
+    Property: the row-vector step tanh(x_t Wxh + h_prev Whh). Five shapes with nx != nh (a product in the
+    column-vector order, or a missing term, is off or fails on shape); ``rnn.forward_step`` is a shortcut."""
     def case(rng, i):
         _, B, nx, nh, _ = SHAPES[i]
         p, X, _, h0 = random_problem(rng, *SHAPES[i])
@@ -40,7 +43,11 @@ def _forward_ref(params, X, h0):
 
 
 def check_forward(student) -> str:
-    """Exercise 1.2: ``forward(params, X, h0) -> (H, Yhat)``, both time-major."""
+    """Exercise 1.2: ``forward(params, X, h0) -> (H, Yhat)``, both time-major.
+
+    Property: the state carried from step to step from a non-zero ``h0``. Five shapes, T up to 8 (a state not
+    carried, or started from zeros, differs from time step 1 or 0 on, and the first differing step is named),
+    inputs unchanged; ``rnn.forward`` is a shortcut."""
     def case(rng, i):
         T, B, nx, nh, ny = SHAPES[i]
         p, X, _, h0 = random_problem(rng, *SHAPES[i])
@@ -53,7 +60,10 @@ def check_forward(student) -> str:
 
 
 def check_loss(student) -> str:
-    """Exercise 1.3: ``loss(Yhat, Y) -> float``: the seed's *sum* of squared errors."""
+    """Exercise 1.3: ``loss(Yhat, Y) -> float``: the seed's *sum* of squared errors.
+
+    Property: a sum, not a mean, as one number. Five shapes of different sizes (a mean is off by their size),
+    an array result named; ``rnn.loss`` is a shortcut."""
     def case(rng, i):
         T, B, _, _, ny = SHAPES[i]
         return Case(dict(Yhat=rng.uniform(-1, 1, (T, B, ny)), Y=rng.uniform(-1, 1, (T, B, ny))),

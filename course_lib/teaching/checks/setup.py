@@ -18,7 +18,11 @@ def _cases(rng: np.random.Generator, i: int) -> dict:
 
 
 def check_intensity(student) -> str:
-    """Exercise 0.1: ``gemm_intensity(m, n, k, itemsize=4)`` in FLOP per byte."""
+    """Exercise 0.1: ``gemm_intensity(m, n, k, itemsize=4)`` in FLOP per byte.
+
+    Property: the formula 2mnk / (itemsize (mk + kn + mn)), every argument honoured. Six cases: square, a
+    matrix-vector shape (m = 1), an outer product (k = 1) with ``itemsize=8`` (an ignored itemsize or a
+    swapped dimension is off), and random shapes of both item sizes; ``timing.gemm_intensity`` is a shortcut."""
     return check_function(
         "0.1", student, timing.gemm_intensity, _cases, n_cases=6,
         forbidden={"timing.gemm_intensity": timing.gemm_intensity},

@@ -87,7 +87,12 @@ def parfor_count(fn) -> int | None:
 
 
 def check_fused_hidden_delta(student, *, min_speedup: float = MIN_FUSION_SPEEDUP, retries: int = 3) -> str:
-    """Exercise 5.1: ``fused_hidden_delta(dz, r, h) -> (dz + r) * (1 - h**2)`` as one parallel numba loop."""
+    """Exercise 5.1: ``fused_hidden_delta(dz, r, h) -> (dz + r) * (1 - h**2)`` as one parallel numba loop.
+
+    Property: one fused pass, parallel over rows. The numbers (inputs unchanged), numba's parfor count (a serial
+    @njit, or no parallel loop, is named), the prange as the outer loop over rows, a hand-written prange in the
+    source (whole-array expressions are named), then the fusion judged on ONE thread against numpy's separate
+    passes: the interval wholly above :data:`MIN_FUSION_SPEEDUP`; the pass prints the speed-up earned."""
     with warnings.catch_warnings():  # "no parallel transformation": we explain it better below
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
         check_function(
