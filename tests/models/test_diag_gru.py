@@ -178,3 +178,17 @@ def test_absurd_sizes_fail_fast():
     from helpers import raises_fast
     raises_fast(ValueError, "epochs", diag_gru.train_classifier, _X, np.array([0, 1]), epochs=10**10)
     raises_fast(ValueError, "nh", diag_gru.init_params, 3, 10**10)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(tol=np.nan), "tol"), (dict(tol="x"), "tol"), (dict(tol=-1.0), "tol"),
+                                      (dict(iters=10**12), "iters"), (dict(iters=True), "iters")])
+def test_tol_and_iters_are_checked_even_when_the_other_decides(kw, name):
+    """issue 39: a fixed ``iters`` made a NaN ``tol`` pass unnoticed; ``iters=10**12`` is refused up front."""
+    from helpers import raises_fast
+    raises_fast((ValueError, TypeError), name, diag_gru.forward, _P, _X, method="quasi", **{"iters": 2, **kw})
+
+
+def test_init_params_checks_seed_and_dtype():
+    raises_naming((ValueError, TypeError), "seed", diag_gru.init_params, 3, 4, seed=-1)
+    raises_naming(TypeError, "dtype", diag_gru.init_params, 3, 4, dtype="int64")
+    raises_naming(TypeError, "dtype", diag_gru.init_params, 3, 4, dtype="bogus")

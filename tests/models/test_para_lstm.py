@@ -114,3 +114,77 @@ def test_bad_arguments_are_named():
     raises_naming(ValueError, "h0", para_lstm.forward, p, X, s0[..., :1])
     raises_naming(TypeError, "params", para_lstm.forward, object(), X)
     raises_naming((ValueError, TypeError), "nh", para_lstm.init_params, 3, 0)
+
+
+# ---- bad input (issue 39): every parameter checked by name, before any work ------------------------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_P, _X, _S0 = _setup(T=6, B=2, nx=3, nh=4)
+
+
+@given(data=st.data())
+@_FAST
+def test_bad_params_are_refused_by_name_for_every_function(data):
+    from helpers import bad_array, clear_error_or
+    p = _P.copy()
+    field = data.draw(st.sampled_from(p.names()))
+    what, bad = data.draw(bad_array(getattr(p, field)))
+    setattr(p, field, bad)
+    S = para_lstm.forward(_P, _X)
+    calls = {"forward": lambda: para_lstm.forward(p, _X),
+             "quasi": lambda: para_lstm.forward(p, _X, method="quasi", iters=2),
+             "backward": lambda: para_lstm.backward(p, _X, S, np.ones_like(S)),
+             "jacobian_blocks": lambda: para_lstm.jacobian_blocks(p, S, np.ones((6, 2, 16))),
+             "system": lambda: para_lstm.system(p)}
+    name = data.draw(st.sampled_from(sorted(calls)))
+    # a W_x whose rows no longer match X's nx is a disagreement between the two: naming either is clear; without X
+    # (jacobian_blocks, system) a W_x with another nx is a valid parameter set
+    other_nx = field == "W_x" and np.ndim(bad) == 2 and np.shape(bad)[1] == 16 and name in ("jacobian_blocks", "system")
+    clear_error_or(("params", f"params.{field}", "X", "Sprev", "GI"), calls[name],
+                   lambda out: what == "int" or (other_nx and what == "shape"))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_params_are_refused_not_passed_through(bad):
+    S = para_lstm.forward(_P, _X)
+    for field in _P.names():
+        p = _P.copy()
+        getattr(p, field).flat[-1] = bad
+        for fn, args in ((para_lstm.forward, (p, _X)), (para_lstm.solve, (p, _X)),
+                         (para_lstm.backward, (p, _X, S, np.ones_like(S))), (para_lstm.system, (p,))):
+            raises_naming(ValueError, f"params.{field}", fn, *args)
+
+
+def test_none_params_and_wrong_shapes_are_named():
+    raises_naming(TypeError, "params", para_lstm.jacobian_blocks, None, np.zeros((2, 2, 4, 2)), np.zeros((2, 2, 16)))
+    p = _P.copy()
+    p.u = p.u[:-1]
+    raises_naming(ValueError, "params.u", para_lstm.forward, p, _X)
+    p = _P.copy()
+    p.b = None
+    raises_naming(TypeError, "params.b", para_lstm.forward, p, _X)
+    raises_naming(ValueError, "Sprev", para_lstm.jacobian_blocks, _P, np.zeros((2, 2, 4, 3)), np.zeros((2, 2, 16)))
+    raises_naming(ValueError, "GI", para_lstm.jacobian_blocks, _P, np.zeros((2, 2, 4, 2)), np.zeros((2, 2, 15)))
+    raises_naming(TypeError, "GI", para_lstm.jacobian_blocks, _P, np.zeros((2, 2, 4, 2)), np.zeros((2, 2, 16), complex))
+    raises_naming(ValueError, "X", para_lstm.forward, _P, _X[:, :0])
+
+
+@pytest.mark.parametrize("kw, name", [(dict(init="bogus"), "init"), (dict(init=None), "init"), (dict(tol=np.nan), "tol"),
+                                      (dict(tol=-1.0), "tol"), (dict(tol="x"), "tol"), (dict(iters=10**12), "iters"),
+                                      (dict(iters=True), "iters"), (dict(iters=2.5), "iters")])
+@pytest.mark.parametrize("method", para_lstm.METHODS)
+def test_options_are_checked_for_every_method(kw, name, method):
+    """``init``/``tol``/``iters`` used to pass silently when the method ignored them (sequential) or when a fixed
+    ``iters`` made ``tol`` moot; ``iters=10**12`` would have run for ever."""
+    from helpers import raises_fast
+    raises_fast((ValueError, TypeError), name, para_lstm.forward, _P, _X, method=method, **kw)
+
+
+def test_init_params_checks_seed_dtype_and_size():
+    from helpers import raises_fast
+    raises_naming((ValueError, TypeError), "seed", para_lstm.init_params, 3, 4, seed=-1)
+    raises_naming((ValueError, TypeError), "seed", para_lstm.init_params, 3, 4, seed="3")
+    raises_naming(TypeError, "dtype", para_lstm.init_params, 3, 4, dtype="int64")
+    raises_fast(ValueError, "nx", para_lstm.init_params, 10**12, 4)
+    raises_fast(ValueError, "nh", para_lstm.init_params, 3, 10**12)
