@@ -3,6 +3,7 @@ erases before it writes; the price of a scan over chunks; errors."""
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import course_lib  # noqa: F401  (before numba)
@@ -90,3 +91,35 @@ def test_bad_arrays_clear_error_or_correct(data):
 def test_absurd_sizes_fail_fast():
     from helpers import raises_fast
     raises_fast(ValueError, "T", dr.random_problem, 10**10)
+
+
+# ---- bad input (issue 39) ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["K", "V", "beta"])
+@pytest.mark.parametrize("bad", ["nan", "complex", "none", "int", "shape", "empty", "float32"])
+def test_wy_representation_refuses_bad_arrays_by_name(name, bad):
+    rng = np.random.default_rng(39)
+    args = dict(K=rng.standard_normal((2, 5, 3)) * 0.3, V=rng.standard_normal((2, 5, 2)), beta=rng.uniform(0, 1, (2, 5)))
+    x = args[name]
+    y = x.copy()
+    y.flat[1] = np.nan
+    args[name] = {"nan": y, "complex": x + 0j, "none": None, "int": x.astype(np.int64), "shape": x[:, :4],
+                  "empty": x[:0], "float32": x.astype(np.float32)}[bad]
+    with pytest.raises((ValueError, TypeError)) as exc:
+        dr.wy_representation(args["K"], args["V"], args["beta"])
+    # K sets the shapes and the dtype: a K that changed disagrees with the others, and naming either is clear
+    assert any(str(exc.value).startswith(f"{n}:") for n in ((name,) if name != "K" else ("K", "V", "beta"))), exc.value
+
+
+def test_wy_representation_refuses_beta_outside_0_1():
+    K, V = np.ones((4, 2)) * 0.5, np.ones((4, 3))
+    raises_naming(ValueError, "beta", dr.wy_representation, K, V, np.array([0.5, 1.5, 0.5, 0.5]))
+
+
+def test_options_are_checked_before_the_run():
+    q, k, v, b = dr.random_problem(4, d_k=4, dtype="float64")
+    raises_naming(TypeError, "return_state", dr.delta_rule, q, k, v, b, return_state=1)
+    raises_naming(TypeError, "return_state", dr.recurrence_float64, q, k, v, b, return_state=None)
+    raises_naming((ValueError, TypeError), "chunk", dr.delta_rule, q, k, v, b, method="chunked", chunk=True)
+    raises_naming(ValueError, "v", dr.delta_rule, q, k, v[..., :0], b)
+    raises_naming(TypeError, "dtype", dr.random_problem, 4, dtype="int32")
+    raises_naming((ValueError, TypeError), "seed", dr.random_problem, 4, seed=-3)

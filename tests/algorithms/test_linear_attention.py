@@ -108,3 +108,67 @@ def test_absurd_sizes_fail_fast():
     from helpers import raises_fast
     raises_fast(ValueError, "T", la.random_problem, 10**10)
     raises_fast(ValueError, "d_k", la.random_problem, 4, d_k=10**10)
+
+
+# ---- bad input (issue 39): the chunk helpers check their arrays; a decay above 1 is refused, never clipped ----------
+def _chunk_args(n=2, c=5, d_k=3, d_v=4, low=0.5):
+    rng = np.random.default_rng(39)
+    G = np.cumsum(np.log(rng.uniform(low, 1.0, (n, c))), axis=1)
+    return rng.standard_normal((n, c, d_k)), rng.standard_normal((n, c, d_k)), rng.standard_normal((n, c, d_v)), G
+
+
+def test_a_rising_G_is_refused_by_decay_mask_intra_chunk_and_chunk_states():
+    """A decay above 1 makes G rise; ``decay_mask`` clipped the rise to 0 and returned a wrong mask."""
+    Q, K, V, G = _chunk_args()
+    G[:, 3] = G[:, 2] + 0.5                                  # step 3 decays by e^0.5 = 1.65
+    msg = raises_naming(ValueError, "G", la.decay_mask, G)
+    assert "1.65" in msg
+    raises_naming(ValueError, "G", la.intra_chunk, Q, K, V, G)
+    raises_naming(ValueError, "G", la.chunk_states, K, V, G, False)
+    Gc = np.cumsum(np.log(np.full((2, 5, 3), 0.9)), axis=1)
+    Gc[:, 4, 1] += 1.0
+    raises_naming(ValueError, "G", la.chunk_states, K, V, Gc, True)
+
+
+@pytest.mark.parametrize("name", ["Q", "K", "V", "G"])
+@pytest.mark.parametrize("bad", ["nan", "inf", "complex", "none", "int", "ndim-", "empty"])
+def test_intra_chunk_refuses_bad_arrays_by_name(name, bad):
+    args = dict(zip("QKVG", _chunk_args()))
+    x = args[name]
+    args[name] = {"nan": np.where(np.arange(x.size).reshape(x.shape) == 1, np.nan, x),
+                  "inf": np.where(np.arange(x.size).reshape(x.shape) == 1, -np.inf, x), "complex": x + 0j,
+                  "none": None, "int": x.astype(np.int64), "ndim-": x[0], "empty": x[:0]}[bad]
+    with pytest.raises((ValueError, TypeError)) as exc:
+        la.intra_chunk(args["Q"], args["K"], args["V"], args["G"])
+    # K sets the shapes and the dtype: a K that changed disagrees with the others, and naming either is clear
+    assert any(str(exc.value).startswith(f"{n}:") for n in ((name,) if name != "K" else "KQVG")), exc.value
+
+
+def test_chunk_helpers_still_equal_the_loop():
+    Q, K, V, G = _chunk_args()
+    L = la.decay_mask(G)
+    np.testing.assert_allclose(la.intra_chunk(Q, K, V, G), ((Q @ np.swapaxes(K, 1, 2)) * L) @ V, rtol=1e-12)
+    dS, a = la.chunk_states(K, V, G, False)
+    np.testing.assert_allclose(a[:, 0], np.exp(G[:, -1]), rtol=1e-12)
+    raises_naming(TypeError, "per_channel", la.chunk_states, K, V, G, 1)
+    raises_naming(TypeError, "dtype", la.decay_mask, G, "int64")
+
+
+@pytest.mark.parametrize("threads", [0, -1, 2.5, True, "3", 10**12])
+@pytest.mark.parametrize("method", la.METHODS)
+def test_threads_are_checked_for_every_method(threads, method):
+    """``threads`` was checked only inside the chunked form (and not bounded there)."""
+    q, k, v, d = la.random_problem(4, d_k=4, dtype="float64")
+    raises_naming((ValueError, TypeError), "threads", la.gated_linear_recurrence, q, k, v, d, method=method,
+                  threads=threads)
+
+
+def test_bad_options_are_refused_before_any_work():
+    q, k, v, d = la.random_problem(4, d_k=4, dtype="float64")
+    raises_naming(TypeError, "return_state", la.gated_linear_recurrence, q, k, v, d, return_state=1)
+    raises_naming(TypeError, "return_state", la.recurrence_float64, q, k, v, d, return_state="yes")
+    raises_naming(ValueError, "v", la.gated_linear_recurrence, q, k, v[..., :0], d, method="scan")
+    raises_naming(ValueError, "q", la.gated_linear_recurrence, q[:, :0], k[:, :0], v[:, :0], d[:, :0])
+    for kw, name in ((dict(low=None), "low"), (dict(high="x"), "high"), (dict(low=True), "low"), (dict(seed=-1), "seed"),
+                     (dict(seed=2.5), "seed"), (dict(dtype="int64"), "dtype"), (dict(low=0.9, high=0.5), "high")):
+        raises_naming((ValueError, TypeError), name, la.random_problem, 4, **kw)
