@@ -77,3 +77,56 @@ def test_nan_stays_nan_and_results_do_not_alias():
     np.testing.assert_array_equal(keep[0], g1[0].W_hh)
     np.testing.assert_array_equal(keep[1], g1[1])
     assert not np.shares_memory(g1[1], g2[1]) and not np.shares_memory(g1[0].W_hh, g2[0].W_hh)
+
+
+# ---- bad input (issue 39): the exported kernels check shapes and dtypes (a wrong one read past an array's end) -------
+def _kernel_calls(H=6, B=3, T=4, nx=5, dt=np.float64):
+    rng = np.random.default_rng(39)
+    W_hh, W_ih, b = rng.standard_normal((4 * H, H)).astype(dt), rng.standard_normal((4 * H, nx)).astype(dt), np.zeros(4 * H, dt)
+    h0, c0, X = np.zeros((B, H), dt), np.zeros((B, H), dt), rng.standard_normal((T, B, nx)).astype(dt)
+    Hs, Cs, A = P.forward(W_ih, W_hh, b, b, X, h0, c0)
+    return {
+        "gemm_nt": (P.gemm_nt, dict(X=X[0], W=W_ih, out=np.zeros((B, 4 * H), dt))),
+        "transpose_into": (P.transpose_into, dict(src=X[0], dst=np.zeros((nx, B), dt))),
+        "step_products": (P.step_products, dict(W_hh=W_hh, h=h0, z=np.zeros((B, 4 * H), dt))),
+        "steps_forward": (P.steps_forward, dict(W_hh=W_hh, A=A.copy(), bias=b, h0=h0, c0=c0, H=np.zeros_like(Hs),
+                                                C=np.zeros_like(Cs), z=np.zeros((B, 4 * H), dt))),
+        "forward": (P.forward, dict(W_ih=W_ih, W_hh=W_hh, b_ih=b, b_hh=b, X=X, h0=h0, c0=c0)),
+        "backward": (P.backward, dict(W_ih=W_ih, W_hh=W_hh, X=X, h0=h0, c0=c0, H=Hs, C=Cs, A=A, dH=np.ones_like(Hs),
+                                      dh=np.zeros_like(h0), dc=np.zeros_like(c0))),
+    }
+
+
+_ARGS = [(fn, arg) for fn, (_, kw) in _kernel_calls().items() for arg in kw]
+
+
+@pytest.mark.parametrize("fn, arg", _ARGS)
+@pytest.mark.parametrize("bad", ["row", "col", "ndim", "float32", "list", "none", "int"])
+def test_kernels_refuse_a_wrong_shape_or_dtype_by_name(fn, arg, bad):
+    f, kw = _kernel_calls()[fn]
+    x = kw[arg]
+    kw[arg] = {"row": x[:-1] if x.ndim > 1 else x[:-1], "col": x[..., :-1], "ndim": x[None],
+               "float32": x.astype(np.float32), "list": x.tolist(), "none": None, "int": x.astype(np.int64)}[bad]
+    if fn == "forward" and arg == "X" and bad == "row":       # fewer steps: a valid, shorter run
+        assert f(**kw)[0].shape[0] == x.shape[0] - 1
+        return
+    with pytest.raises((ValueError, TypeError)) as exc:
+        f(**kw)
+    # the first array checked sets the dtype and the named sizes: a change in it disagrees with another one, and
+    # naming that one is clear; what is not an array at all is named itself
+    named = str(exc.value).split(":")[0]
+    assert named in kw and (named == arg or bad not in ("none", "list")), exc.value
+
+
+def test_kernels_refuse_read_only_outputs():
+    f, kw = _kernel_calls()["gemm_nt"]
+    kw["out"].flags.writeable = False
+    with pytest.raises(ValueError, match="out: the kernel writes into it"):
+        f(**kw)
+
+
+def test_kernels_still_equal_numpy_after_the_checks():
+    f, kw = _kernel_calls()["step_products"]
+    kw["h"] = np.random.default_rng(1).standard_normal(kw["h"].shape)
+    f(**kw)
+    np.testing.assert_allclose(kw["z"], kw["h"] @ kw["W_hh"].T, rtol=1e-12, atol=1e-12)
