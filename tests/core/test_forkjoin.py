@@ -41,3 +41,10 @@ def test_bad_threads_is_named():
         Team(0)
     with pytest.raises(TypeError, match="threads"):
         Team(1.5)
+
+
+@pytest.mark.parametrize("threads", [10**12, 2000, True, None, "2"])
+def test_absurd_or_non_integer_threads_are_refused(threads):
+    """issue 39: ``Team(10**12)`` made a pool that would start a thread per item."""
+    with pytest.raises((ValueError, TypeError), match="threads"):
+        Team(threads)

@@ -50,3 +50,26 @@ def test_settle_gives_up_after_its_limit():
     assert not sysload.settle(limit=0.2)
     assert 0.15 <= time.perf_counter() - t0 < 0.9
     worker.join()
+
+
+@pytest.mark.parametrize("kw, name", [(dict(window=float("nan")), "window"), (dict(window=-1), "window"),
+                                      (dict(window=float("inf")), "window"), (dict(window=None), "window"),
+                                      (dict(limit="x"), "limit"), (dict(limit=-1.0), "limit"), (dict(limit=1e9), "limit"),
+                                      (dict(pids=None), "pids"), (dict(pids="12"), "pids"), (dict(pids=[0]), "pids[0]"),
+                                      (dict(pids=[1, 2.5]), "pids[1]")])
+def test_settle_checks_its_arguments_before_sleeping(kw, name):
+    """issue 39: ``limit=nan`` or ``limit="x"`` slept and returned; ``window=inf`` overflowed inside time.sleep."""
+    from helpers import raises_fast
+    raises_fast((ValueError, TypeError), name, sysload.settle, seconds=1.0, **kw)
+
+
+def test_the_readers_check_their_arguments():
+    from helpers import raises_naming
+    raises_naming((ValueError, TypeError), "pid", sysload.process_run_seconds, None)
+    raises_naming((ValueError, TypeError), "pid", sysload.process_run_seconds, 2.5)
+    raises_naming((ValueError, TypeError), "pid", sysload.process_run_seconds, True)
+    raises_naming(TypeError, "before", sysload.threads_that_ran, None, {}, 1.0)
+    raises_naming(TypeError, "after", sysload.threads_that_ran, {}, "x", 1.0)
+    raises_naming((ValueError, TypeError), "wall", sysload.threads_that_ran, {}, {}, float("nan"))
+    raises_naming(TypeError, "before", sysload.waited, "x", {})
+    assert sysload.waited(None, {"1": 2.0}) is None and sysload.waited({"1": 1.0}, {"1": 3.0}) == 2.0

@@ -441,3 +441,20 @@ def test_the_cpu_clock_is_not_inflated_by_a_process_sharing_the_core():
     assert timing.compare(a=_loop(20_000), b=lambda: _time.sleep(0.002), repeat=3, time_budget=0.1).clock == "wall"
     assert timing.compare(a=_loop(20_000), b=elsewhere, repeat=3, time_budget=0.1).clock == "wall"
     assert timing.measure(_time.sleep, 0.002, repeat=3, warmup=0).min >= 0.0019
+
+
+@pytest.mark.parametrize("fn, args", [(timing.gemm_rate, (32,)), (timing.gemv_rate, (32, 32)), (timing.peak_gflops, ())])
+@pytest.mark.parametrize("dtype", ["int64", np.int32, "float16", "complex128", "bogus", 3])
+def test_rates_take_float_dtypes_only_and_refuse_others_at_once(fn, args, dtype):
+    """issue 39: ``gemm_rate(n, dtype="int64")`` ran 54 s (numpy's integer matmul has no BLAS)."""
+    from helpers import raises_fast
+    raises_fast(TypeError, "dtype", fn, *args, dtype=dtype, seconds=1.0)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(repeat=10**9), "repeat"), (dict(warmup=10**9), "warmup"),
+                                      (dict(min_time=1e9), "min_time"), (dict(number=10**12), "number")])
+def test_measure_refuses_absurd_counts_before_timing(kw, name):
+    from helpers import raises_fast
+    raises_fast(ValueError, name, timing.measure, lambda: None, seconds=1.0, **kw)
+    if name != "number":
+        raises_fast(ValueError, name, timing.compare, seconds=1.0, a=lambda: None, **kw)
