@@ -300,3 +300,13 @@ def test_dahlquist_exact_serial_checks_its_numbers():
     raises_naming(ValueError, "lam", M.dahlquist_exact_serial, 10.0, 0.1, 1.0, 8)  # 1 - lam dt = 0
     raises_naming(ValueError, "nt", M.dahlquist_exact_serial, -1.0, 0.1, 1.0, 10**12)
     raises_naming(TypeError, "u0", M.MGRIT(M.dahlquist_step(-1.0, 0.1)).solve, "abc", 16)
+
+
+@pytest.mark.parametrize("piece", [M.c_relaxation, M.f_relaxation])
+@pytest.mark.parametrize("level", [10**10, 63, -1, 2.5, True, None])
+def test_pieces_refuse_an_absurd_level_at_once(piece, level):
+    """issue 39: ``c_relaxation(..., level=10**10)`` computed ``m**level`` for 25 s."""
+    from helpers import raises_fast
+    raises_fast((ValueError, TypeError), "level", piece, M.dahlquist_step(-1.0, 0.1), np.ones(9), 4, level=level,
+                seconds=1.0)
+    assert np.isfinite(piece(M.dahlquist_step(-1.0, 0.1), np.ones(9), 4, level=M.MAX_LEVEL)).all()

@@ -158,3 +158,22 @@ def test_gated_and_matrix_block_products_are_flushed():
     for At in near[:, 0]:
         chain = At @ chain
     np.testing.assert_allclose(mpi_scan._product("matrix", {"A": near}, (1, 3))[0], chain, rtol=1e-10, atol=1e-13)
+
+
+# --------------------------------------------------------------------------- dtypes before mpiexec (issue 39)
+@pytest.mark.parametrize("call, name", [
+    (lambda: mpi_scan.matrix_recurrence_mpi(np.full((4, 2, 2), 0.1), np.ones((4, 2), np.float32)), "b"),
+    (lambda: mpi_scan.matrix_recurrence_mpi(np.full((4, 2, 2), 0.1), np.ones((4, 2)), np.ones(2, complex)), "h0"),
+    (lambda: mpi_scan.linear_recurrence_mpi(np.full((4, 2), 0.5, np.float32), np.ones((4, 2))), "x"),
+    (lambda: mpi_scan.run("elementwise", {"a": np.full((4, 2), 0.5, np.float32), "x": np.ones((4, 2))}), "arrays['x']"),
+    (lambda: mpi_scan.run("elementwise", {"a": np.ones((4, 2), np.int64), "x": np.ones((4, 2), np.int64)}), "arrays['a']"),
+    (lambda: mpi_scan.run("elementwise", {"a": np.full((4, 2), np.nan), "x": np.ones((4, 2))}), "arrays['a']"),
+    (lambda: mpi_scan.run("elementwise", {"q": np.ones((4, 2)), "x": np.ones((4, 2))}), "arrays"),
+    (lambda: mpi_scan.run("gated", {"q": np.ones((4, 0))}), "arrays"),
+])
+def test_dtypes_and_names_are_checked_before_mpiexec_starts(call, name, monkeypatch):
+    """issue 39: a float32 b beside a float64 A reached the ranks, which failed after mpiexec had started."""
+    monkeypatch.setattr(mpi_scan, "launch", _no_launch)
+    with pytest.raises((ValueError, TypeError, KeyError)) as exc:
+        call()
+    assert str(exc.value).strip("'\"").startswith(f"{name}:") or f"{name}:" in str(exc.value), exc.value
