@@ -81,7 +81,9 @@ serial_rnn_checks.check_loss(loss)
 # Central differences: for every entry $W_i$, evaluate `f` at $W_i + \varepsilon$ and at
 # $W_i - \varepsilon$, and divide the difference by $2\varepsilon$. Change `W` in place one entry
 # at a time (so that a function closing over `W` sees the change) and **put each entry back**
-# afterwards. `W` is float64. Return an array of the shape of `W`.
+# afterwards. `W` is float64. Return an array of the shape of `W`. Besides the numbers, the check tries
+# a function that reads `W` through a closure (a perturbed copy gives it a zero gradient) and two values
+# of `eps` (a central difference's error shrinks 4x when `eps` halves; an `eps` ignored is named).
 
 # %% tags=["solution", "raises-exception"]
 def numerical_gradient(f, W, eps=1e-6):

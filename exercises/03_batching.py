@@ -55,7 +55,7 @@ def batched_forward(params, X, h0=None):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 3.1: replace this line with your code")
 
-# %% tags=["raises-exception"]
+# %% tags=["nbval-ignore-output", "raises-exception"]
 batching_checks.check_batched_forward(batched_forward)
 
 # %% [markdown]

@@ -57,7 +57,7 @@ def fused_hidden_delta(dz, r, h):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 5.1: replace this line with your code")
 
-# %% tags=["raises-exception"]
+# %% tags=["nbval-ignore-output", "raises-exception"]
 threads_fusion_checks.check_fused_hidden_delta(fused_hidden_delta)
 
 # %% [markdown]
@@ -67,7 +67,8 @@ threads_fusion_checks.check_fused_hidden_delta(fused_hidden_delta)
 # the loss $E = \sum (\hat y - y)^2$ and the output delta $2(\hat y - y)(1 - \hat y^2)$. The
 # separate-pass version reads and writes the arrays six or seven times. Write
 # `output_delta_and_loss(z, y)` returning `(delta, loss)` with a single loop over the elements
-# (a numba function -- the check rejects numpy expressions; `math.tanh` or `np.tanh` on a scalar
+# (a numba function -- the check reads its source and rejects numpy expressions on whole arrays, even
+# inside `@njit`, and a loss summed after the loop, a second pass; `math.tanh` or `np.tanh` on a scalar
 # both work inside it).
 
 # %% tags=["solution", "raises-exception"]

@@ -38,7 +38,9 @@ from course_lib.teaching.checks import lstm_layout as lstm_layout_checks
 # compute all four gates with **one** stacked product,
 # $z = x W_{ih}^T + h W_{hh}^T + b_{ih} + b_{hh}$ of shape $(B, 4H)$, then
 # $i, f, o = \sigma(\cdot)$, $g = \tanh(\cdot)$ on the blocks, $c' = f c + i g$, $h' = o \tanh(c')$.
-# Return `(h_new, c_new, gates)` with `gates (B, 4H)` the *activated* `[i | f | g | o]`.
+# Return `(h_new, c_new, gates)` with `gates (B, 4H)` the *activated* `[i | f | g | o]`. The check
+# also counts the matrix products your step makes with the weights: two at most (a product per gate
+# is rejected).
 
 # %% tags=["solution", "raises-exception"]
 def fused_step(x, h, c, params):
@@ -56,7 +58,8 @@ lstm_layout_checks.check_fused_step(fused_step)
 # is `W_hh @ hT` — `(4H, H) @ (H, B)` — with no transpose of the weights. The input projection
 # of the step is already done: `preT (4H, B)` $= W_{ih} x^T + b_{ih} + b_{hh}$ (one column per
 # sample). Write `step_transposed(preT, hT, cT, W_hh)` returning `(hT_new, cT_new, gatesT)` with
-# `gatesT (4H, B)`: the gates are now blocks of **rows**.
+# `gatesT (4H, B)`: the gates are now blocks of **rows**. The check reads the shapes of your product:
+# one, with `W_hh` on the left (`(hT.T @ W_hh.T).T` is the row layout transposed back, and is rejected).
 
 # %% tags=["solution", "raises-exception"]
 def step_transposed(preT, hT, cT, W_hh):
@@ -73,7 +76,8 @@ lstm_layout_checks.check_step_transposed(step_transposed)
 # Write `pick_fastest(candidates, repeat=3)`: `candidates` maps a name to a function of no
 # arguments. Call each once to warm up, then time `repeat` calls of each with
 # `time.perf_counter()`. Return `(best_name, table_ms)` where `table_ms[name]` is the median
-# time of one call **in milliseconds** and `best_name` the fastest.
+# time of one call **in milliseconds** and `best_name` the fastest. The check also calls it with
+# `repeat=5` and counts the calls.
 
 # %% tags=["solution", "raises-exception"]
 def pick_fastest(candidates, repeat=3):
@@ -123,7 +127,7 @@ def forward_one_gemm(params, X, h0, c0):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 9.5: replace this line with your code")
 
-# %% tags=["raises-exception"]
+# %% tags=["nbval-ignore-output", "raises-exception"]
 lstm_layout_checks.check_forward_one_gemm(forward_one_gemm)
 
 # %% [markdown]
