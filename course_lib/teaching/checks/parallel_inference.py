@@ -145,6 +145,10 @@ _PREDICT_HINT = ("with a batch of row vectors, a = x U^T + h W^T + b; the layer 
 #: the course's own answers to 7.3: a solution that calls one of them is a shortcut
 _PREDICT_ANSWERS = {"softmax_rnn.forward": softmax_rnn.forward, "softmax_rnn.batched_core": softmax_rnn.batched_core,
                     "softmax_rnn.hidden_states": softmax_rnn.hidden_states, "inference.predict": inference.predict,
+                    # the batched cell, tanh(x U^T + h W^T + b), is the product the exercise asks you to write
+                    "softmax_rnn.cell_step": softmax_rnn.cell_step,
+                    "softmax_rnn.cell_step_unchecked": softmax_rnn.cell_step_unchecked,
+                    "softmax_rnn._states": softmax_rnn._states,
                     "inference.predict_threads": inference.predict_threads,
                     "inference.predict_wavefront": inference.predict_wavefront}
 

@@ -332,3 +332,23 @@ def test_slow_weights_sleep_in_every_product_spelling():
     assert time.perf_counter() - t0 >= 0.05
     np.testing.assert_allclose(out[0], x)
     assert type(out[0]) is np.ndarray
+
+
+# --------------------------------------------------------------------------- issue 39, item 1: 7.3 built on the course's cell
+def _via_course_cell(params, X):
+    """The right numbers and products, but every product is the course's batched cell, not the student's."""
+    T, B, _ = X.shape
+    below = X
+    for layer in params.layers:
+        h = np.zeros((B, layer.W.shape[0]), X.dtype)
+        states = []
+        for t in range(T):
+            h = softmax_rnn.cell_step(layer, below[t], h)
+            states.append(h)
+        below = np.stack(states)
+    return softmax_rnn.softmax(below @ params.V.T + params.c)
+
+
+def test_batched_predict_built_on_the_course_cell_is_a_shortcut():
+    with pytest.raises(ExerciseFailed, match=r"(?s)Exercise 7\.3 failed.*calls softmax_rnn\.cell_step, the course's own"):
+        parallel_inference_checks.check_batched_predict(_via_course_cell)
