@@ -89,7 +89,11 @@ def check_intra_chunk(student, *, min_speedup: float = MIN_SPEEDUP, retries: int
             f"for 2 chunks of 8 steps and {counts[1]} for 6 chunks of 32: the count must not grow with the chunks "
             f"or their length (at most {MAX_PRODUCTS}: one product over the whole stack does all chunks).\n  "
             "Hint: np.matmul / @ on (n, c, d) arrays multiplies every chunk at once; no Python loop over chunks or rows.")
-    check_no_shortcut(ex, student, {"linear_attention.intra_chunk": la.intra_chunk}, **_cases()[0].kwargs)
+    # the course's answer, and its decay mask: building the mask from differences is the numerics taught here
+    check_no_shortcut(ex, student, {"linear_attention.intra_chunk": la.intra_chunk,
+                                    "linear_attention._intra_chunk": la._intra_chunk,
+                                    "linear_attention.decay_mask": la.decay_mask,
+                                    "linear_attention._decay_mask": la._decay_mask}, **_cases()[0].kwargs)
     # speed: against the element-wise scan computing the same numbers, measured alongside; a fresh stack of
     # chunks for every timed call, every timed result compared with the reference
     def make_input(rng):

@@ -88,3 +88,16 @@ def test_changing_an_input_is_named():
     with pytest.raises(ExerciseFailed, match=r"Exercise 8.6 failed on case 1/5 .*\n  your function changed its input G "
                                              r"in place"):
         ck.check_intra_chunk(clobbers)
+
+
+def with_course_mask(Q, K, V, G):
+    """Right numbers and products, but the mask -- the numerics 8.6 teaches -- is the course's decay_mask."""
+    from course_lib.algorithms import linear_attention as la
+
+    return ((Q @ K.transpose(0, 2, 1)) * la.decay_mask(G, Q.dtype)) @ V
+
+
+def test_the_course_decay_mask_is_a_shortcut():
+    """Issue 39, item 1: the exercise is the mask from differences; the course's mask skips it."""
+    with pytest.raises(ExerciseFailed, match=r"(?s)calls linear_attention\.decay_mask, the course's own answer"):
+        ck.check_intra_chunk(with_course_mask)
