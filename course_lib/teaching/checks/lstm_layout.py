@@ -328,8 +328,9 @@ def check_pick_fastest(student) -> str:
 
 
 def _check_repeat_honoured(student, repeat: int = 5) -> None:
-    """``repeat`` is the student's to honour: a second run with ``repeat=5`` (1 ms candidates) must time every
-    candidate at least 5 times -- a loop fixed at 3 (the default) is named."""
+    """``repeat`` is the student's to honour: a second run with ``repeat=5`` (1 ms candidates) must call every
+    candidate at least 6 times (the warm-up, then 5 timed) -- a loop fixed at 3 (the default), and a missing
+    warm-up call, are named."""
     counter: dict = {}
     cands = {k: _sleeper(1.0, counter, k) for k in ("a", "b")}
     try:
@@ -339,12 +340,17 @@ def _check_repeat_honoured(student, repeat: int = 5) -> None:
     except Exception as exc:
         raise ExerciseFailed(f"Exercise 9.3 failed with repeat={repeat}:\n  your function raised "
                              f"{type(exc).__name__}: {exc}") from exc
-    short = {k: counter.get(k, 0) for k in cands if counter.get(k, 0) < repeat}
+    short = {k: counter.get(k, 0) for k in cands if counter.get(k, 0) < repeat + 1}
     if short:
         name, n = next(iter(short.items()))
+        if n == repeat:
+            raise ExerciseFailed(
+                f"Exercise 9.3 failed with repeat={repeat}:\n  candidate {name!r} ran {n} times in all: {repeat} timed "
+                "calls and no warm-up call -- the first call of a function pays for compiling, caches and page "
+                "faults, and the statement asks for one untimed call first.\n  Hint: fn() once, then the timed loop.")
         raise ExerciseFailed(
             f"Exercise 9.3 failed with repeat={repeat}:\n  candidate {name!r} ran {n} time(s) in all; with "
-            f"repeat={repeat} it must be timed {repeat} times (after its warm-up call): your function ignores its "
+            f"repeat={repeat} it must be timed {repeat} times after its warm-up call: your function ignores its "
             "`repeat` argument.\n  Hint: for _ in range(repeat): ... -- not a fixed count.")
 
 

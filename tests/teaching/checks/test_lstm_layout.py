@@ -319,3 +319,18 @@ def test_93_a_fixed_number_of_repeats_is_named():
         return _pick(candidates, 3)
     with pytest.raises(ExerciseFailed, match=r"(?s)repeat=5.*ignores its `repeat` argument"):
         lstm_layout_checks.check_pick_fastest(three_always)
+
+
+def test_93_a_missing_warm_up_call_is_named():
+    def no_warm_up(candidates, repeat=3):
+        table = {}
+        for name, fn in candidates.items():
+            ts = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+            table[name] = float(np.median(ts)) * 1e3
+        return min(table, key=table.get), table
+    with pytest.raises(ExerciseFailed, match=r"(?s)repeat=5.*5 timed calls and no warm-up call"):
+        lstm_layout_checks.check_pick_fastest(no_warm_up)
