@@ -110,3 +110,33 @@ def test_statement_names_the_graders_baseline_and_bar_and_the_pass_line_prints_t
 def test_statement_reader_reads_one_exercise():
     text = statement("solutions/03_batching.py", "3.1")
     assert text.strip().startswith("Exercise 3.1 ·") and "Exercise 3.2" not in text and "\n" not in text
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("busy", [False, True], ids=["quiet", "busy"])
+@pytest.mark.parametrize("ex", sorted(SPEED, key=lambda e: [int(p) for p in e.split(".")]))
+def test_an_interval_wholly_below_the_bar_never_passes(ex, busy, monkeypatch, fake_clock, capsys, request):
+    """Issue 39, item 2: the worksheet's own solution timed (fake clock) at 0.8x the bar -- a near miss, wholly
+    below it. Quiet: it fails (every measurement a miss). Busy (the noise guard says the pairs may be biased): a
+    fail or "not judged" -- never a pass line."""
+    from course_lib.teaching.checks.speed import SpeedNotJudged
+    from course_lib.teaching.checks.core import ExerciseFailed
+
+    if busy:
+        request.getfixturevalue("busy_machine")
+    module, check, _, _, bar_name, _, _ = SPEED[ex]
+    student = _student(ex)
+    bar = getattr(module, bar_name)
+    real = module.judge_speed
+
+    def spy(exercise, student_fn, reference, baseline, make_input, **kw):
+        fake_clock.cost(**{kw["baseline_name"]: 0.8 * bar * 1e-3, "yours": 1e-3})
+        return real(exercise, student_fn, reference, baseline, make_input, **kw)
+
+    monkeypatch.setattr(module, "judge_speed", spy)
+    with pytest.raises(ExerciseFailed) as err:
+        getattr(module, check)(student)
+    if not busy:   # busy: a near miss may be not judged (threaded code) or a miss (5.1 runs on one thread)
+        assert not isinstance(err.value, SpeedNotJudged), str(err.value)
+    assert "the whole interval lies below the bar" in str(err.value) or isinstance(err.value, SpeedNotJudged)
+    assert f"Exercise {ex} passed" not in capsys.readouterr().out
