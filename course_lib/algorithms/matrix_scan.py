@@ -46,7 +46,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..core.validate import check_alloc, check_array, check_choice, check_finite, check_int, check_positive_int, largest
+from ..core.validate import (check_alloc, check_array, check_choice, check_finite, check_float, check_int,
+                             check_positive_int, largest)
 from . import scan as _scan
 from .scan_kernels import TINY
 
@@ -380,7 +381,8 @@ def random_problem(T: int, nh: int, batch: tuple = (), *, structure: str = "full
     check_choice(structure, "structure", STRUCTURES)
     batch = tuple(check_positive_int(n, "batch") for n in batch)
     check_alloc((T, *batch, nh, nh if structure == "full" else 1), np.float64, largest(T=T, nh=nh), what="A")
-    rng = np.random.default_rng(seed)
+    scale = check_float(scale, "scale", low=0.0)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     if structure == "full":
         A = rng.standard_normal((T,) + batch + (nh, nh)) * scale / (2 * math.sqrt(nh))
     elif structure == "diagonal":

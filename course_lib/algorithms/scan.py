@@ -58,7 +58,7 @@ import numpy as np
 
 from ..core import backend
 from ..core.validate import (check_alloc, check_array, check_choice, check_dtype, check_float, check_int,
-                              check_positive_int, check_power_of_two)
+                              check_positive_int, check_power_of_two, largest)
 from . import scan_kernels as kernels
 from .scan_kernels import TINY
 
@@ -122,11 +122,12 @@ def random_problem(T: int, nh: int, batch: int | None = None, *, seed: int = 0, 
     T = check_positive_int(T, "T")
     nh = check_positive_int(nh, "nh")
     low = check_float(low, "low")
-    high = check_float(high, "high")
-    rng = np.random.default_rng(seed)
-    shape = (T, nh) if batch is None else (T, check_positive_int(batch, "batch"), nh)
+    high = check_float(high, "high", low=low)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
+    sizes = {"T": T, "nh": nh} if batch is None else {"T": T, "batch": check_positive_int(batch, "batch"), "nh": nh}
+    shape = (T, nh) if batch is None else (T, sizes["batch"], nh)
     dt = check_dtype(dtype, "dtype")
-    check_alloc((2,) + shape, dt, "T", what="a and x")
+    check_alloc((2,) + shape, dt, largest(**sizes), what="a and x")
     a = rng.random(shape, dtype=dt)
     a *= high - low
     a += low

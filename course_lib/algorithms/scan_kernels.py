@@ -27,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..core.validate import check_positive_int
+
 __all__ = [
     "TINY",
     "LANE_TILE",
@@ -443,7 +445,7 @@ def x_chunk(L: int) -> int:
     pass over X while every other thread reduces a Y (one pass) and expands the previous one from
     its cache (a lighter pass): X gets a third more steps than a Y, which balanced the threads on
     the course's test machines for the channel loop and for lanes alike."""
-    return max(1, (4 * L) // 3)
+    return max(1, (4 * check_positive_int(L, "L")) // 3)
 
 
 @njit(cache=True, parallel=True)

@@ -56,7 +56,7 @@ from numba import njit, prange
 from ..algorithms.activations import fast_tanh
 from ..core import backend
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float,
-                              check_int, check_positive_int)
+                              check_int, check_positive_int, largest)
 from .rnn import RNNParams
 
 __all__ = [
@@ -287,7 +287,8 @@ def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float
                             ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
     dt = check_dtype(dtype, "dtype")
     method = check_choice(method, "method", ELEMENTWISE_METHODS)
-    check_alloc((T, batch, 2 * nh + ny), dt, "T", what="the workspace")  # H, DZ and D together, before allocating
+    check_alloc((T, batch, 2 * nh + ny), dt, largest(T=T, batch=batch, nh=nh, ny=ny), what="the workspace")  # H, DZ, D
+    check_alloc((nx + nh + ny, nh), dt, largest(nx=nx, nh=nh, ny=ny), what="the weight gradients")
     e = lambda *s: np.empty(s, dt)  # noqa: E731
     return Workspace(T, batch, nx, nh, ny, dt, H=e(T, batch, nh), D=e(T, batch, ny), DZ=e(T, batch, nh),
                      tmp=e(batch, nh), gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)

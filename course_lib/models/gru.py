@@ -142,7 +142,7 @@ def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> GRUPara
     nh = check_positive_int(nh, "nh")
     dtype = check_dtype(dtype, "dtype")
     check_alloc((3 * nh, nx + nh + 2), dtype, largest(nh=nh, nx=nx), what="the GRU weights")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     k = 1.0 / np.sqrt(nh)
     u = lambda *s: rng.uniform(-k, k, size=s).astype(dtype)  # noqa: E731
     return GRUParams(u(3 * nh, nx), u(3 * nh, nh), u(3 * nh), u(3 * nh))
@@ -496,6 +496,7 @@ def init_classifier(nx: int, nh: int, n_classes: int, *, seed: int = 0, dtype=np
     """GRU parameters (:func:`init_params`) plus ``W_out`` (C, H) uniform in (-1/sqrt(H), 1/sqrt(H)), ``b_out = 0``."""
     n_classes = check_int(n_classes, "n_classes", low=2)
     g = init_params(nx, nh, seed=seed, dtype=dtype)
+    check_alloc((n_classes + 1, nh), dtype, largest(n_classes=n_classes, nh=nh), what="the classifier head")
     rng = np.random.default_rng(seed + 1)
     k = 1.0 / np.sqrt(nh)
     return GRUClassifierParams(g, rng.uniform(-k, k, size=(n_classes, nh)).astype(dtype),

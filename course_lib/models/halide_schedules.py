@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..core.validate import check_choice, check_int, check_positive_int
+from ..core.validate import check_bool, check_choice, check_int, check_positive_int
 
 __all__ = ["Schedule", "SCHEDULES", "FIG10_NAMES", "SEED_TILE", "SEED_VECTOR", "make_schedule", "get_schedule",
            "schedule_stage"]
@@ -108,6 +108,7 @@ def make_schedule(*, tile: tuple[int, int] | None = SEED_TILE, vector: int | Non
             raise ValueError(f"vector: expected a power of two (lanes), got {vector}")
         if vector == 1:
             vector = None
+    parallel, fused = check_bool(parallel, "parallel"), check_bool(fused, "fused")
     if elementwise not in ("inside", "rows"):
         raise ValueError(f"elementwise: expected 'inside' or 'rows', got {elementwise!r}")
     if name is None:

@@ -50,7 +50,7 @@ from numba import njit
 
 from ..algorithms.activations import fast_sigmoid, fast_tanh, sigmoid
 from ..core.params import Params
-from ..core.validate import check_array, check_choice, check_positive_int
+from ..core.validate import check_alloc, check_array, check_choice, check_dtype, check_int, check_positive_int, largest
 from . import lstm_persistent, lstm_tuned
 
 __all__ = [
@@ -154,10 +154,9 @@ def init_params(nx: int, nh: int, *, seed: int = 0, dtype=np.float32) -> LSTMPar
     """PyTorch's initialisation: every entry uniform in ``(-1/sqrt(nh), 1/sqrt(nh))``."""
     nx = check_positive_int(nx, "nx")
     nh = check_positive_int(nh, "nh")
-    dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"dtype: expected float32 or float64, got {dtype}")
-    rng = np.random.default_rng(seed)
+    dtype = check_dtype(dtype, "dtype")
+    check_alloc((4 * nh, nx + nh + 2), dtype, largest(nh=nh, nx=nx), what="the LSTM weights")
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     k = 1.0 / np.sqrt(nh)
     u = lambda *shape: rng.uniform(-k, k, size=shape).astype(dtype)  # noqa: E731
     return LSTMParams(u(4 * nh, nx), u(4 * nh, nh), u(4 * nh), u(4 * nh))

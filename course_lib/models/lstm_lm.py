@@ -21,8 +21,8 @@ from . import lstm
 from ..core.optim import Adam
 from ..core.params import Params
 from ..core.results import TrainResult
-from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_fields, check_finite,
-                             check_float, check_ids, check_positive_int, largest)
+from ..core.validate import (check_alloc, check_array, check_choice, check_count, check_dtype, check_fields,
+                             check_finite, check_float, check_ids, check_int, check_positive_int, largest)
 from ..data.corpus import batch_windows, one_hot
 
 __all__ = ["LMParams", "init_lm", "lm_loss_and_grads", "train_lm"]
@@ -57,9 +57,8 @@ def init_lm(V: int, nh: int, *, seed: int = 0, dtype=np.float32) -> LMParams:
     """A character LM for a vocabulary of ``V`` symbols and ``nh`` hidden units."""
     V = check_positive_int(V, "V")
     nh = check_positive_int(nh, "nh")
-    check_alloc((4 * nh, V + nh + 2), np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64,
-                largest(nh=nh, V=V),
-                what="the LSTM weights")
+    seed, dtype = check_int(seed, "seed", low=0), check_dtype(dtype, "dtype")
+    check_alloc((4 * nh, V + nh + 2), dtype, largest(nh=nh, V=V), what="the LSTM weights")
     p = lstm.init_params(V, nh, seed=seed, dtype=dtype)
     rng = np.random.default_rng(seed + 1000)
     k = 1.0 / np.sqrt(nh)

@@ -171,7 +171,8 @@ def init_params(nx: int, nh: int, vocab: int, *, layers: int = 1, seed: int = 0,
     layers = check_positive_int(layers, "layers")
     seed = check_int(seed, "seed", low=0)
     dt = check_dtype(dtype, "dtype")
-    check_alloc((nx + (2 * layers - 1) * nh + vocab, nh), np.float64, largest(nx=nx, nh=nh * layers, vocab=vocab),
+    stack = {("layers" if layers > nh else "nh"): nh * layers}     # blame the factor that made the stack large
+    check_alloc((nx + (2 * layers - 1) * nh + vocab, nh), np.float64, largest(nx=nx, vocab=vocab, **stack),
                 what="the weights")
     rng = np.random.default_rng(seed)
 
