@@ -117,3 +117,12 @@ def test_absurd_sizes_fail_fast():
     raises_fast(ValueError, "T", ms.random_problem, 10**10, 3)
     raises_fast(ValueError, "nh", ms.random_problem, 4, 10**10)
     raises_fast(ValueError, "nh", ms.identity, 10**10)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(scale=float("nan")), "scale"), (dict(scale=float("inf")), "scale"),
+                                      (dict(scale=-1.0), "scale"), (dict(scale=1j), "scale"), (dict(scale=None), "scale"),
+                                      (dict(seed=-1), "seed"), (dict(seed=None), "seed"), (dict(seed=2.5), "seed")])
+def test_random_problem_checks_scale_and_seed(kw, name):
+    """issue 39: ``scale=nan`` returned NaN matrices, ``scale=1j`` dropped the imaginary part."""
+    from helpers import raises_naming
+    raises_naming((ValueError, TypeError), name, ms.random_problem, 8, 3, **kw)

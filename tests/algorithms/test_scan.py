@@ -596,3 +596,16 @@ def test_large_matrix_products_take_blas_and_are_flushed_too():
     for At in near:
         chain = At @ chain
     np.testing.assert_allclose(matrix_scan.product(near), chain, rtol=1e-10, atol=1e-13)
+
+
+def test_random_problem_and_x_chunk_check_their_arguments():
+    """issue 39: a huge nh was blamed on T; ``x_chunk(0)`` and ``x_chunk(2.5)`` returned a chunk length."""
+    from helpers import raises_fast
+    raises_fast(ValueError, "nh", scan.random_problem, 8, 10**12)
+    raises_fast(ValueError, "batch", scan.random_problem, 8, 4, 10**12)
+    for seed in (-1, None, "3", True):
+        raises_naming((ValueError, TypeError), "seed", scan.random_problem, 8, 4, seed=seed)
+    raises_naming(ValueError, "high", scan.random_problem, 8, 4, low=0.9, high=0.5)
+    for L in (0, -1, 2.5, True, None, "3"):
+        raises_naming((ValueError, TypeError), "L", scan_kernels.x_chunk, L)
+    assert scan_kernels.x_chunk(3) == 4

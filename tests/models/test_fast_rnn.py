@@ -277,3 +277,11 @@ def test_numpy_step_and_workspace_sizes(bad, which):
     args[which] = bad
     raises_naming((TypeError, ValueError), which, fast_rnn.NumpyStep, **args)
     raises_naming((TypeError, ValueError), which, fast_rnn.make_workspace, **args)
+
+
+@pytest.mark.parametrize("name", ["T", "batch", "nx", "nh", "ny"])
+def test_make_workspace_blames_the_huge_size(name):
+    """issue 39: ``nx=10**12`` was a MemoryError, and a huge batch, nh or ny was blamed on T."""
+    from helpers import raises_fast
+    sizes = {"T": 8, "batch": 2, "nx": 3, "nh": 4, "ny": 2, name: 10**12}
+    raises_fast(ValueError, name, fast_rnn.make_workspace, **sizes)

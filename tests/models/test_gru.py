@@ -300,3 +300,14 @@ def test_init_names_the_large_argument():
     from helpers import raises_fast
     raises_fast(ValueError, "nx", G.init_params, 10**11, 4)
     raises_fast(ValueError, "nh", G.init_params, 3, 10**11)
+
+
+@pytest.mark.parametrize("fn", [G.init_params, lambda **kw: G.init_classifier(n_classes=2, **kw)])
+@pytest.mark.parametrize("seed", [-1, "3", None, True, 2.5])
+def test_a_bad_seed_is_named(fn, seed):
+    raises_naming((ValueError, TypeError), "seed", fn, nx=3, nh=4, seed=seed)
+
+
+def test_a_huge_classifier_head_is_refused_before_allocating():
+    from helpers import raises_fast
+    raises_fast(ValueError, "n_classes", G.init_classifier, 3, 4, 10**12)

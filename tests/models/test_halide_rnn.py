@@ -176,3 +176,11 @@ def test_train_step_refuses_an_overflowing_lr():
     X = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)
     Y = np.random.default_rng(1).standard_normal((5, 2, 2)).astype(np.float32)
     raises_naming(FloatingPointError, "lr", H.train_step, p, X, Y, 1e38, schedule="tiled+simd")
+
+
+@pytest.mark.parametrize("flag", ["parallel", "fused"])
+@pytest.mark.parametrize("value", [1, "yes", None, 0.0])
+def test_make_schedule_flags_are_booleans(flag, value):
+    """issue 39: ``parallel="no"`` made a parallel schedule (bool("no") is True)."""
+    from course_lib.models.halide_schedules import make_schedule
+    raises_naming(TypeError, flag, make_schedule, **{flag: value})

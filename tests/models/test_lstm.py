@@ -263,3 +263,12 @@ def test_lstm_cache_and_grads_shapes():
     g, dX, dh0, dc0 = lstm.lstm_backward(p, cache, np.ones_like(cache.H))
     assert type(g) is lstm.LSTMParams and dX.shape == X.shape and dh0.shape == dc0.shape == (2, p.nh)
     assert all(np.all(np.isfinite(a)) for a in (*g.arrays(), dX, dh0, dc0))
+
+
+@pytest.mark.parametrize("kw, name", [(dict(seed=-1), "seed"), (dict(seed="3"), "seed"), (dict(seed=None), "seed"),
+                                      (dict(seed=True), "seed"), (dict(dtype="bogus"), "dtype"), (dict(nx=10**12), "nx"),
+                                      (dict(nh=10**12), "nh")])
+def test_init_params_checks_seed_dtype_and_size_first(kw, name):
+    """issue 39: ``nx=10**12`` was a MemoryError, a bad seed numpy's own message."""
+    from helpers import raises_fast
+    raises_fast((ValueError, TypeError), name, lstm.init_params, **{"nx": 3, "nh": 4, **kw})

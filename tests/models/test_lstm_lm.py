@@ -113,3 +113,9 @@ def test_bad_params_clear_error(data):
     object.__setattr__(p, field, bad)
     clear_error_or(("params", f"params.{field}", "X"), lambda: lstm_lm.lm_loss_and_grads(p, X, Y),
                    lambda out: what == "int" and np.isfinite(out[0]))
+
+
+@pytest.mark.parametrize("kw, name", [(dict(seed=None), "seed"), (dict(seed=-1), "seed"), (dict(seed=True), "seed"),
+                                      (dict(dtype="int64"), "dtype"), (dict(dtype="bogus"), "dtype")])
+def test_init_lm_checks_seed_and_dtype(kw, name):
+    raises_naming((ValueError, TypeError), name, lstm_lm.init_lm, 5, 4, **kw)

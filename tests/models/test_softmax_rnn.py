@@ -206,3 +206,9 @@ def test_step_softmax_output_probs_from_arrays(params):
 def test_softmax_is_a_distribution(vals):
     p = m.softmax(np.array(vals))
     assert np.all(np.isfinite(p)) and p.sum() == pytest.approx(1.0)
+
+
+def test_a_huge_stack_of_layers_is_blamed_on_layers():
+    from helpers import raises_fast
+    raises_fast(ValueError, "layers", m.init_params, 3, 4, 5, layers=10**12)
+    raises_fast(ValueError, "nh", m.init_params, 3, 10**12, 5, layers=2)
