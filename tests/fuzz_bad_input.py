@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/fuzz_bad_input.py [NAME_FILTER ...] [--limit SECONDS]
     .venv/bin/python tests/fuzz_bad_input.py --auto algorithms.scan models.rnn ...   # scalar options of any module
+    .venv/bin/python tests/fuzz_bad_input.py --old [NAME_FILTER ...]                 # the older modules' array functions
 
 Each case is a function, a factory of valid keyword arguments (small sizes) and, per argument, its kind:
 ``array`` (NaN, inf, complex, integer dtype, one axis fewer / more, an empty axis, None, a string, a wrong
@@ -218,6 +219,68 @@ def _cases():
     ]
 
 
+def _old_cases():
+    """The older modules' array functions (issue 29's pass, fuzzed again)."""
+    from course_lib.algorithms import activations, matmul, matrix_scan as ms, newton, scan
+    from course_lib.models import gru, jacobians as jac, linear_rnn, mingru, rnn, softmax_rnn
+    from course_lib.parallel import deer, inference
+
+    rng = np.random.default_rng(5)
+    a, x, h0 = scan.random_problem(16, 3, seed=1, dtype="float64")
+    A, b, hA = ms.random_problem(8, 3)
+    sc = {"a": "array", "x": "array", "h0": "array!None"}
+    M1, M2 = rng.standard_normal((6, 5)), rng.standard_normal((5, 4))
+    mm = {"A": "array", "B": "array"}
+    X = rng.standard_normal((6, 2, 3))
+    gp = gru.init_params(3, 4, dtype=np.float64)
+    rp = rnn.init_params(3, 4, 2, dtype=np.float64)
+    sp = softmax_rnn.init_params(3, 4, 5, dtype=np.float64)
+    mp = mingru.init_params("mingru", 3, 4)
+    lp = linear_rnn.init_params("sru", 3, 4)
+    Whh = rng.standard_normal((4, 4)) * 0.3
+    cases = [(scan.linear_recurrence, lambda m=m: dict(a=a, x=x, h0=h0, method=m), {**sc, "method": "choice"})
+             for m in scan.METHODS]
+    cases += [(f, lambda: dict(a=a, x=x, h0=h0), sc) for f in (scan.hillis_steele, scan.blelloch, scan.closed_form,
+                                                                scan.recurrence_float64)]
+    cases += [
+        (scan.linear_recurrence_backward, lambda: dict(a=a, h=scan.linear_recurrence(a, x, h0), h0=h0, grad_h=np.ones_like(x)),
+         {"a": "array", "h": "array", "h0": "array", "grad_h": "array"}),
+        (scan.phase_steps, lambda: dict(a=a, x=x, chunks=2), {"a": "array", "chunks": "size"}),
+        (ms.linear_recurrence, lambda: dict(A=A, b=b, h0=hA, method="chunked", chunks=2),
+         {"A": "array", "b": "array", "h0": "array!None", "chunks": "size!None", "method": "choice", "structure": "choice"}),
+        (ms.product, lambda: dict(A=A), {"A": "array"}),
+        (newton.lyapunov_from_jacobians, lambda: dict(J=A), {"J": "array", "seed": "size!0"}),
+        (newton.shift, lambda: dict(h0=h0, H=x), {"h0": "array", "H": "array"}),
+        (activations.fast_tanh, lambda: dict(x=M1), {"x": "array"}),
+        (activations.sigmoid, lambda: dict(z=M1), {"z": "array"}),
+        (mingru.forward, lambda: dict(kind="mingru", params=mp, X=X), {"kind": "choice", "params": "params", "X": "array",
+                                                                       "h0": "array!None", "method": "choice"}),
+        (mingru.log_space_scan, lambda: dict(log_a=np.log(np.full((6, 2), 0.5)), log_b=np.zeros((6, 2))),
+         {"log_a": "array", "log_b": "array"}),
+        (linear_rnn.forward, lambda: dict(params=lp, X=X), {"params": "params", "X": "array", "method": "choice"}),
+        (rnn.forward_step, lambda: dict(x_t=X[0], h_prev=np.zeros((2, 4)), Wxh=rp.Wxh, Whh=rp.Whh),
+         {"x_t": "array", "h_prev": "array", "Wxh": "array", "Whh": "array"}),
+        (rnn.forward, lambda: dict(params=rp, X=X), {"params": "params", "X": "array", "h0": "array!None"}),
+        (rnn.loss, lambda: dict(Yhat=M1, Y=M1 * 0.5), {"Yhat": "array", "Y": "array"}),
+        (rnn.sgd_step, lambda: dict(params=rp, grads=rp, lr=0.1), {"params": "params", "grads": "params", "lr": "float"}),
+        (jac.elman_step, lambda: dict(Whh=Whh, Hprev=X[..., :1].repeat(4, -1), XW=np.ones((6, 2, 4))),
+         {"Whh": "array", "Hprev": "array", "XW": "array"}),
+        (jac.elman_serial_numba, lambda: dict(Wxh=rng.standard_normal((3, 4)), Whh=Whh, X=X),
+         {"Wxh": "array", "Whh": "array", "X": "array", "h0": "array!None"}),
+        (jac.gru_step, lambda: dict(params=gp, Hprev=np.zeros((6, 2, 4)), GI=np.ones((6, 2, 12))),
+         {"params": "params", "Hprev": "array", "GI": "array", "gamma": "float"}),
+        (deer.gru_forward, lambda: dict(params=gp, X=X, max_iter=8), {"params": "params", "X": "array", "tol": "float!None",
+                                                                     "max_iter": "size!None", "method": "choice",
+                                                                     "gamma": "float"}),
+        (inference.predict, lambda: dict(params=sp, X=rng.standard_normal((6, 2, 3))),
+         {"params": "params", "X": "array", "method": "choice"}),
+        (inference.scatter_batch, lambda: dict(X=X, P=2), {"X": "array", "P": "size"}),
+    ]
+    cases += [(f, lambda: dict(A=M1, B=M2), mm) for f in (matmul.matmul_naive, matmul.matmul_ikj, matmul.matmul_tiled,
+                                                         matmul.matmul_parallel)]
+    return cases
+
+
 def _data():
     rng = np.random.default_rng(0)
     return (rng.standard_normal((8, 8, 2)), rng.integers(0, 2, 8), rng.standard_normal((8, 4, 2)), rng.integers(0, 2, 4))
@@ -328,7 +391,9 @@ def main(argv) -> int:
     auto = "--auto" in argv
     argv = [a for a in argv if a != "--auto"]
     n_calls, bad = 0, []
-    for fn, base, kinds in (_auto_cases(argv) if auto else _cases()):
+    old = "--old" in argv
+    argv = [a for a in argv if a != "--old"]
+    for fn, base, kinds in (_auto_cases(argv) if auto else _old_cases() if old else _cases()):
         label = f"{fn.__module__.split('course_lib.')[-1]}.{fn.__name__}"
         if not auto and argv and not any(a in label for a in argv):
             continue

@@ -245,7 +245,7 @@ def _compose(A, P):
 def product(A) -> np.ndarray:
     """The composition of a chain of steps' matrices, ``A_{T-1} @ ... @ A_0``, flushed (module docstring):
     ``A (T, *batch, H, H)`` float32/64 -> ``(*batch, H, H)`` in A's dtype. An ``(A, b)`` pair's ``A`` part."""
-    A = check_array(A, "A", ndim=None, finite=False)
+    A = check_array(A, "A", ndim=None)           # finite: a NaN would come back as the product
     if A.ndim < 3 or A.shape[-1] != A.shape[-2] or A.shape[0] < 1:
         raise ValueError(f"A: expected square matrices (T, *batch, H, H) with T >= 1, got shape {A.shape}")
     H = A.shape[-1]

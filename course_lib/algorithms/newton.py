@@ -264,7 +264,7 @@ def solve(f: Callable, jac: Callable, h0, X, *, method: str = "newton", tol: flo
     else:
         H = check_array(init, "init", shape=(T,) + h0.shape).astype(dtype, copy=True)
     tol = DEFAULT_TOL.get(dtype, 1e-10) if tol is None else check_float(tol, "tol", low=0.0)
-    max_iter = T if max_iter is None else check_int(max_iter, "max_iter", low=0)
+    max_iter = T if max_iter is None else check_count(max_iter, "max_iter", low=0)   # <= MAX_COUNT: 1e12 is a typo
     clip = check_float(clip, "clip", low=0.0, low_inclusive=False)
     diverge_factor = check_float(diverge_factor, "diverge_factor", low=1.0)
     Hprev = _shift(h0, H)
@@ -355,7 +355,7 @@ def lyapunov_from_jacobians(J, *, seed: int = 0) -> float:
     T = J.shape[0]
     if T < 1 or J.shape[-1] != J.shape[-2] or J.shape[-1] < 1:
         raise ValueError(f"J: expected T >= 1 square Jacobians (T, *batch, H, H) with H >= 1, got shape {J.shape}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", low=0))
     v = rng.standard_normal(J.shape[1:-1])
     v /= np.linalg.norm(v, axis=-1, keepdims=True)
     total = np.zeros(J.shape[1:-2])

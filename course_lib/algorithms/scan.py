@@ -346,7 +346,7 @@ def phase_steps(a, x, h0=None, *, chunks: int) -> dict:
     ``"expand"``  every chunk from its carry, writing h;
     ``"result"``  returns h, shaped like ``x`` (valid after the three phases ran in order).
     Also ``"chunks"``: C. Each phase may be called repeatedly (it recomputes the same numbers)."""
-    a2, x2, h02, shape = _validate(a, x, h0)
+    a2, x2, h02, shape = _validate(a, x, h0, finite=True)   # the phases check no result: a NaN would come back as h
     T, n = a2.shape
     C = check_int(chunks, "chunks", low=1, high=T)
     bounds = kernels.chunk_bounds(T, C)

@@ -126,3 +126,12 @@ def test_random_problem_checks_scale_and_seed(kw, name):
     """issue 39: ``scale=nan`` returned NaN matrices, ``scale=1j`` dropped the imaginary part."""
     from helpers import raises_naming
     raises_naming((ValueError, TypeError), name, ms.random_problem, 8, 3, **kw)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_product_refuses_a_nonfinite_matrix(bad):
+    """issue 39: ``product`` passed a NaN straight through to the composed matrix."""
+    from helpers import raises_naming
+    A, _, _ = ms.random_problem(6, 3)
+    A[2, 1, 1] = bad
+    raises_naming(ValueError, "A", ms.product, A)

@@ -327,3 +327,15 @@ def test_absurd_samples_fail_fast():
     from helpers import raises_fast
     H = _serial(_F, _H0, _X)
     raises_fast(ValueError, "samples", newton.hutchinson_diagonal, newton.fd_jvp(_F), H, _X, samples=10**10)
+
+
+def test_absurd_max_iter_and_bad_seed_are_refused():
+    """issue 39: ``max_iter=10**12`` was accepted (a run that does not converge would never end); a bad seed was
+    numpy's own error."""
+    from helpers import raises_fast
+    J = np.random.default_rng(0).standard_normal((8, 2, 3, 3)) * 0.3
+    for seed in (-1, None, 2.5, "3"):
+        raises_fast((ValueError, TypeError), "seed", newton.lyapunov_from_jacobians, J, seed=seed)
+    f = lambda H, X: 0.5 * H + X                     # noqa: E731
+    jac = lambda H, X: np.broadcast_to(0.5 * np.eye(H.shape[-1]), H.shape + (H.shape[-1],))  # noqa: E731
+    raises_fast(ValueError, "max_iter", newton.solve, f, jac, np.zeros(2), np.ones((4, 2)), max_iter=10**12)

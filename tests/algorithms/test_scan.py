@@ -609,3 +609,11 @@ def test_random_problem_and_x_chunk_check_their_arguments():
     for L in (0, -1, 2.5, True, None, "3"):
         raises_naming((ValueError, TypeError), "L", scan_kernels.x_chunk, L)
     assert scan_kernels.x_chunk(3) == 4
+
+
+@pytest.mark.parametrize("name", ["a", "x"])
+def test_phase_steps_refuses_nan_up_front(name):
+    """issue 39: the phases check no result, so a NaN in ``a`` or ``x`` came back as h."""
+    a, x, h0 = scan.random_problem(16, 3, seed=2)
+    (a if name == "a" else x)[5, 1] = np.nan
+    raises_naming(ValueError, name, scan.phase_steps, a, x, h0, chunks=2)
