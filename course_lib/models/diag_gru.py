@@ -172,7 +172,7 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
     iters = None if iters is None else check_count(iters, "iters", low=0)
     tol = None if tol is None else check_float(tol, "tol", low=0.0)
     X = _check_X(params, X)
-    h0 = _h0(params, h0, X.shape[1], X.dtype)
+    h0 = _h0(params, h0, X.shape[1], np.result_type(X, params.W_x))   # the dtype of GI: one dtype in the solver
     GI = _projections(params, X)
     f, jac, jac_diag = system(params)
     start = f(np.broadcast_to(np.zeros_like(h0), (X.shape[0],) + h0.shape), GI) if init == "f0" else None

@@ -186,11 +186,11 @@ def solve(params, X, h0=None, *, method: str = "quasi", init: str = "f0", iters:
     iters = None if iters is None else check_count(iters, "iters", low=0)
     tol = None if tol is None else check_float(tol, "tol", low=0.0)
     X = _check_X(params, X)
-    s0 = _s0(params, h0, X.shape[1], X.dtype)
+    s0 = _s0(params, h0, X.shape[1], np.result_type(X, params.W_x))   # the dtype of GI: one dtype in the solver
     GI = _projections(params, X)
     f, jac_blocks, jac_dense, f_dense = system(params)
     T, B, n = X.shape[0], X.shape[1], params.nh
-    start = f(np.zeros((T,) + s0.shape, dtype=X.dtype), GI) if init == "f0" else None
+    start = f(np.zeros((T,) + s0.shape, dtype=s0.dtype), GI) if init == "f0" else None
     kw = dict(tol=0.0, max_iter=iters, diverge_factor=1e300) if iters is not None \
         else dict(tol=tol)
     if method == "quasi":

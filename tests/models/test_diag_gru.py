@@ -192,3 +192,10 @@ def test_init_params_checks_seed_and_dtype():
     raises_naming((ValueError, TypeError), "seed", diag_gru.init_params, 3, 4, seed=-1)
     raises_naming(TypeError, "dtype", diag_gru.init_params, 3, 4, dtype="int64")
     raises_naming(TypeError, "dtype", diag_gru.init_params, 3, 4, dtype="bogus")
+
+
+def test_float32_inputs_with_float64_params_solve_in_float64():
+    """issue 39: the parallel solve failed on a dtype clash inside the scan (naming its internal ``A`` and ``b``)."""
+    X32 = _X.astype(np.float32)
+    H = diag_gru.forward(_P, X32, method="quasi", iters=7)
+    np.testing.assert_allclose(H, diag_gru.forward(_P, X32.astype(np.float64)), atol=1e-12)

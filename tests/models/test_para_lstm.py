@@ -188,3 +188,12 @@ def test_init_params_checks_seed_dtype_and_size():
     raises_naming(TypeError, "dtype", para_lstm.init_params, 3, 4, dtype="int64")
     raises_fast(ValueError, "nx", para_lstm.init_params, 10**12, 4)
     raises_fast(ValueError, "nh", para_lstm.init_params, 3, 10**12)
+
+
+def test_float32_inputs_with_float64_params_solve_in_float64():
+    """issue 39: the parallel solve met a float32 state and float64 projections and failed with a message about
+    the scan's internal ``A`` and ``b``; it now solves in the projections' dtype and equals the loop."""
+    X32 = _X.astype(np.float32)
+    S = para_lstm.forward(_P, X32, method="quasi", iters=7)
+    assert S.dtype == np.float64
+    np.testing.assert_allclose(S, para_lstm.forward(_P, X32.astype(np.float64)), atol=1e-12)
