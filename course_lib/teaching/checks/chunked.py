@@ -101,13 +101,14 @@ def check_intra_chunk(student, *, min_speedup: float = MIN_SPEEDUP, retries: int
         Q, K, V = (np.ascontiguousarray(x[:, :, 0].transpose(1, 0, 2)) for x in (q, k, v))
         return {"Q": Q, "K": K, "V": V, "G": np.cumsum(np.log(d[:, :, 0].T.astype(np.float64)), axis=1)}
 
-    judge_speed(ex, student, _reference, scan_reference, make_input, min_speedup=min_speedup,
-                baseline_name="course_scan", baseline_desc="the element-wise scan on the same tokens", rtol=1e-4,
-                atol=1e-5, retries=retries, repeat=3, budget_s=0.3, seed=86,
-                label="64 chunks of 64 steps, d = 64, float32",
-                context=f"your intra-chunk step is right and uses {counts[0]} matrix products",
-                hint="keep everything float32 (cast the mask), build the mask once for the whole stack, and let "
-                     "np.matmul do the sums.")
+    judged = judge_speed(ex, student, _reference, scan_reference, make_input, min_speedup=min_speedup,
+                         baseline_name="course_scan", baseline_desc="the element-wise scan on the same tokens", rtol=1e-4,
+                         atol=1e-5, retries=retries, repeat=3, budget_s=0.3, seed=86,
+                         label="64 chunks of 64 steps, d = 64, float32",
+                         context=f"your intra-chunk step is right and uses {counts[0]} matrix products",
+                         hint="keep everything float32 (cast the mask), build the mask once for the whole stack, and let "
+                              "np.matmul do the sums.")
     print(line)
     print(f"  {counts[0]} matrix products for a whole stack of chunks, whatever their number and length")
+    print(f"  speed: {judged.earned}")
     return line

@@ -90,11 +90,8 @@ def test_statement_names_the_graders_baseline_and_bar_and_the_pass_line_prints_t
     earned = re.search(rf"Exercise {re.escape(ex)} passed[^\n]*\n(?:[^\n]*\n)*?  speed: ([0-9.]+)x as fast as "
                        rf"{re.escape(seen['baseline_desc'])}: between [0-9.]+x and [0-9.]+x in \d+ interleaved rounds, "
                        rf"at least {bar:g}x needed", out)
-    if ex == "8.6":   # worksheet 08's check cell is compared by nbval: its pass line stays as it is (see report)
-        assert earned is None or float(earned.group(1)) > bar
-    else:
-        assert earned, out
-        assert float(earned.group(1)) == pytest.approx(4.0, rel=0.05)
+    assert earned, out
+    assert float(earned.group(1)) == pytest.approx(4.0, rel=0.05)
     # the statements, as the student reads them
     for folder in ("solutions", "exercises"):
         text = statement(f"{folder}/{sheet}.py", ex)
