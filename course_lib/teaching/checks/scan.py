@@ -61,8 +61,9 @@ __all__ = ["check_combine", "check_chunked_scan", "check_backward", "check_block
 #: 8.5's bar: a ratio to the plain compiled loop (sequential_loop) at H=1 on the same inputs, measured alongside in
 #: the same run on whatever machine runs the check -- never a time. A chunked scan does twice the loop's work
 #: (reduce, then expand), so one chain at a time runs at about 0.4-0.45x the loop; four chunks side by side with
-#: flushed products (the worksheet's solution) measured 1.05-1.2x on a quiet 2-core AMD EPYC (Zen 5) and
-#: 0.78-0.87x on a 2-vCPU AMD EPYC at a load average of 6 (one chain there: 0.40x); on a 2-core Intel
+#: products flushed once per 64 steps (the worksheet's solution) measured 0.81-0.89x on a 2-vCPU AMD EPYC (Zen 5)
+#: with its other core busy, where a flush after every multiply measured 0.56-0.72x (the compare and select sit on
+#: each chain of multiplies) and one chain 0.40x; on a 2-core Intel
 #: Xeon (AVX-512) the solution ran at 1.43x on inputs whose products stay normal, a student's flushed four-chain
 #: version at 1.6x; a prange over chunks on two cores about 0.8-0.9x. The bar lies between one chain and four,
 #: with room on both sides: only chunks advancing side by side clear it. Unflushed products run on subnormals
@@ -539,10 +540,10 @@ def _check_no_subnormals(ex: str, student) -> dict:
         "[0.5, 1) sticks at the smallest subnormal (1.4e-45) and never reaches 0. On CPUs that handle subnormals "
         "in microcode (chapter 08 measures the penalty: about 13x per operation on an Intel Xeon, little on others) "
         "such a scan runs many times slower than the loop, so this check rejects it on every machine.\n  Hint: flush "
-        "every running product of the a_t: right after each multiply set it to zero once it falls below a tiny "
-        "normal threshold -- `if abs(A0) < tiny: A0 = zero` with tiny = a.dtype.type(1e-30), zero = "
-        "a.dtype.type(0): it is already negligible beside the B terms (numba compiles the `if` to a select, "
-        "not a branch).")
+        "every running product of the a_t -- set it to zero once it falls below a small normal threshold: it is "
+        "already negligible beside the B terms. Once per block of 64 steps keeps the flush off the chains of "
+        "multiplies: after each block, `if abs(A0) < tiny: A0 = zero` with tiny = a.dtype.type(1e-18), zero = "
+        "a.dtype.type(0) (64 factors >= 0.5 cannot take a product from 1e-18 below the smallest normal).")
 
 
 def _fast_speed(ex: str, student, chunks: int, min_speedup: float, retries: int):
