@@ -69,3 +69,10 @@ def test_count_functions_name_bad_arguments():
     raises_naming(ValueError, "method", counts.count_deer, "picard", T=4, batch=1, nh=2, iters=1)
     raises_naming((ValueError, TypeError), "iters", counts.count_deer, "newton", T=4, batch=1, nh=2, iters=0)
     raises_naming(ValueError, "kind", counts.step_calls, "transformer")
+
+
+@pytest.mark.parametrize("mode", ["bogus", None, 3, "Training"])
+def test_deer_calls_names_a_bad_mode(mode):
+    """A mode other than inference/training used to be counted silently as inference (the fuzz of issue 39)."""
+    with pytest.raises(ValueError, match="mode"):
+        counts.deer_calls("newton", mode)

@@ -198,7 +198,8 @@ def step_calls(kind: str, mode: str = "inference") -> dict:
 def deer_calls(method: str, mode: str = "inference") -> dict:
     """DEER's calls per iteration and per solve (training: + the gradient) from counted runs of
     :func:`count_deer` with one and two iterations (neither depends on T, batch or nh: every step is
-    one batched operation over all t)."""
+    one batched operation over all t). ``mode``: one of :data:`.problem.MODES` (ValueError naming it otherwise)."""
+    mode = check_choice(mode, "mode", MODES)
     one = count_deer(method, T=8, batch=2, nh=4, iters=1, training=mode == "training").calls
     two = count_deer(method, T=8, batch=2, nh=4, iters=2, training=mode == "training").calls
     return {"iter": two - one, "fixed": one - (two - one)}
