@@ -27,10 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import timing
+from ..core.noise import noise_of_pairs
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import (check_alloc_of, check_bool, check_choice, check_dtype, check_float, check_positive_int,
                              check_repeat, check_sizes)
 from ..models import lstm, lstm_lm, lstm_persistent, lstm_tuned
+from .lstm_profile import MATTERS
 from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
 __all__ = ["step_time", "method_times", "fused_baseline", "profile_step", "profile_training", "overhead_vs_batch",
@@ -369,7 +371,16 @@ def profile_training(batch: int, nh: int, nx: int | None = None, T: int = 20, *,
                      "gflop": flops / 1e9, "gflops": gf, "pct_peak": None if gf is None else 100 * gf / peak})
     summed = sum(r["ms"] for r in rows)
     return {"rows": rows, "total_ms": 1e3 * total / T, "sum_ms": summed,
-            "other_ms": 1e3 * total / T - summed, "peak": peak, "noise": cmp.noise}
+            "other_ms": 1e3 * total / T - summed, "peak": peak, "noise": _phases_noise(cmp, len(phases))}
+
+
+def _phases_noise(cmp, n: int) -> Noise:
+    """The noise of the phases that take at least :data:`.lstm_profile.MATTERS` of the whole pass (pairs of phase
+    ``p{i}`` against the whole): a phase of a few µs whose repeats scatter cannot change the GEMM share the
+    profile reports, so its noise is not judged (the whole comparison's noise when no phase is that large)."""
+    whole = cmp.timings["whole"].median
+    big = [f"p{i}" for i in range(n) if cmp.timings[f"p{i}"].median >= MATTERS * whole]
+    return noise_of_pairs([cmp.pairs(k, "whole") for k in big], cmp.noise.others) if big else cmp.noise
 
 
 # --------------------------------------------------------------------------- training throughput
