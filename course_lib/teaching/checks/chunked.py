@@ -91,9 +91,7 @@ def check_intra_chunk(student, *, min_speedup: float = MIN_SPEEDUP, retries: int
             "Hint: np.matmul / @ on (n, c, d) arrays multiplies every chunk at once; no Python loop over chunks or rows.")
     # the course's answer, and its decay mask: building the mask from differences is the numerics taught here
     check_no_shortcut(ex, student, {"linear_attention.intra_chunk": la.intra_chunk,
-                                    "linear_attention._intra_chunk": la._intra_chunk,
-                                    "linear_attention.decay_mask": la.decay_mask,
-                                    "linear_attention._decay_mask": la._decay_mask}, **_cases()[0].kwargs)
+                                    "linear_attention.decay_mask": la.decay_mask}, **_cases()[0].kwargs)
     # speed: against the element-wise scan computing the same numbers, measured alongside; a fresh stack of
     # chunks for every timed call, every timed result compared with the reference
     def make_input(rng):

@@ -148,7 +148,6 @@ _PREDICT_ANSWERS = {"softmax_rnn.forward": softmax_rnn.forward, "softmax_rnn.bat
                     # the batched cell, tanh(x U^T + h W^T + b), is the product the exercise asks you to write
                     "softmax_rnn.cell_step": softmax_rnn.cell_step,
                     "softmax_rnn.cell_step_unchecked": softmax_rnn.cell_step_unchecked,
-                    "softmax_rnn._states": softmax_rnn._states,
                     "inference.predict_threads": inference.predict_threads,
                     "inference.predict_wavefront": inference.predict_wavefront}
 
