@@ -89,6 +89,9 @@ def check_params(params) -> ParaLSTMParams:
     dims = check_fields(params, "params", {"W_x": ("nx", "4nh"), "u": ("4nh",), "b": ("4nh",)})
     if dims["4nh"] % 4 or dims["4nh"] == 0:
         raise ValueError(f"params.u: expected 4 * nh entries (one per gate and unit, nh >= 1), got {dims['4nh']}")
+    if dims["nx"] == 0:
+        raise ValueError("params.W_x: expected at least one input row (nx >= 1), got shape "
+                         f"{np.shape(params.W_x)}")
     return params
 
 

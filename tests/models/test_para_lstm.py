@@ -166,6 +166,9 @@ def test_none_params_and_wrong_shapes_are_named():
     raises_naming(TypeError, "params.b", para_lstm.forward, p, _X)
     raises_naming(ValueError, "Sprev", para_lstm.jacobian_blocks, _P, np.zeros((2, 2, 4, 3)), np.zeros((2, 2, 16)))
     raises_naming(ValueError, "GI", para_lstm.jacobian_blocks, _P, np.zeros((2, 2, 4, 2)), np.zeros((2, 2, 15)))
+    p = _P.copy()
+    p.W_x = p.W_x[:0]          # no input rows: refused even where X is not needed (found by the property test)
+    raises_naming(ValueError, "params.W_x", para_lstm.system, p)
     raises_naming(TypeError, "GI", para_lstm.jacobian_blocks, _P, np.zeros((2, 2, 4, 2)), np.zeros((2, 2, 16), complex))
     raises_naming(ValueError, "X", para_lstm.forward, _P, _X[:, :0])
 
