@@ -56,7 +56,7 @@ from . import record
 from .claims import Claim, claim
 from .verdict_line import Verdict
 
-__all__ = ["Verdict", "verdict", "judge", "factor", "relevant", "judged_noise", "allowed_interval", "which_faster",
+__all__ = ["Verdict", "verdict", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
            "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
@@ -140,7 +140,9 @@ def relevant(text: str, cores_used: int | None) -> bool:
 def judged_noise(noise: Noise, ratio: Ratio) -> Noise:
     """The noise of the one ratio a verdict judges (``cmp.pairs(name, over)``), out of a whole comparison's
     ``noise``: that ratio's pairs judged alone, with the run's load and the caller's notes, not the other
-    functions' wide intervals (chapter 04's ladder times six kernels; its Fig. 8 verdict judges one pair)."""
+    functions' wide intervals (chapter 04's ladder times six kernels; its Fig. 8 verdict judges one pair).
+    Read ``ratio.median`` and ``ratio.interval`` only after this call: biased pairs with a floor are switched to
+    judging by their fastest rounds here (``by_floor``; :func:`judged_speedup` reads all three together)."""
     if not isinstance(noise, Noise) or not isinstance(ratio, Ratio):
         raise TypeError(f"noise, ratio: expected a Noise and a Ratio (cmp.pairs(name, over)), got "
                         f"{type(noise).__name__} and {type(ratio).__name__}")
@@ -148,6 +150,16 @@ def judged_noise(noise: Noise, ratio: Ratio) -> Noise:
     for note in noise.notes:
         own.add(True, note)
     return own
+
+
+def judged_speedup(cmp, name: str, over: str | None = None) -> tuple[float, tuple[float, float], Noise]:
+    """``(speed-up, interval, noise)`` of ``name`` over ``over`` (default: the baseline) in the comparison ``cmp``,
+    read together: :func:`judged_noise` may switch the pairs to their fastest rounds (biased pairs with a floor),
+    so the speed-up and its interval are read *after* it, from the same :class:`Ratio` -- never a median of the
+    pairs beside an interval of the floors."""
+    ratio = cmp.pairs(name, over)
+    noise = judged_noise(cmp.noise, ratio)
+    return 1.0 / ratio.median, ratio.speedup_interval, noise
 
 
 def allowed_interval(ours: float, noise: Noise | None) -> tuple[float, float] | None:
