@@ -9,6 +9,8 @@ Every function returns a plain ``https://`` string; none of them touches the net
 """
 from __future__ import annotations
 
+import os
+
 __all__ = ["REPOSITORY", "BRANCH", "repository_parts", "file_url", "raw_url", "colab_url", "binder_url",
            "codespaces_url", "issues_url", "pip_source"]
 
@@ -20,6 +22,7 @@ BRANCH = "main"
 
 def _relative(path) -> str:
     """``path`` as a ``/``-separated path inside the repository ("notebooks/08_scan.ipynb")."""
+    path = os.fspath(path) if isinstance(path, os.PathLike) else path
     text = path.replace("\\", "/").strip() if isinstance(path, str) else ""
     if not text or text.startswith("/") or ".." in text.split("/"):
         raise ValueError(f"path: expected a path inside the repository such as 'notebooks/08_scan.ipynb', "
