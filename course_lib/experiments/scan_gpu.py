@@ -4,8 +4,10 @@
 ``layouts(T, N, repeat)``       the serial kernel, the scan with threads along time (``scan_cuda``) and the
                                 coalesced scan (``scan_cuda_coalesced``) on the same device-resident problem:
                                 time, GB/s, % of a streaming kernel with the same traffic, speed-up over serial
-``record(path)``                a stored run of ``benchmarks/gpu.py`` (``benchmarks/results/*.json``): the rows
-                                of its first table, labelled with the card and date it was measured on
+``record(path)``                a stored run of ``benchmarks/gpu.py --json``: the rows of its first table, labelled
+                                with the card and date it was measured on; by default the course's H200 run,
+                                ``RECORD`` (shipped inside the package, ``experiments/recorded/``, so that an
+                                installed course without a GPU still shows it)
 
 The bandwidth counts the recurrence's 12 bytes per element (read a and x, write h; float32).
 """
@@ -29,7 +31,7 @@ __all__ = ["BYTES_PER_ELEMENT", "KERNELS", "RECORD", "event_seconds", "kernels",
 
 BYTES_PER_ELEMENT = 12
 KERNELS = ("serial", "scan (threads along time)", "scan (coalesced)")
-RECORD = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-nvidia-h200.json"
+RECORD = Path(__file__).resolve().parent / "recorded" / "gpu-nvidia-h200.json"   # package data (pyproject)
 
 # Host-side API, bound once (the simulator swaps the module global ``cuda`` while a kernel runs).
 _to_device, _device_array, _synchronize, _event = cuda.to_device, cuda.device_array, cuda.synchronize, cuda.event
