@@ -8,6 +8,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8888
+# Every install takes the known-good versions in constraints.txt (what CI last passed with; refresh it with
+# `python -m course_lib constraints --write`). LATEST=1 (e.g. `make lab LATEST=1`) ignores them and upgrades
+# to the newest releases pyproject.toml allows.
+LATEST ?=
+PIN := $(if $(LATEST),--upgrade --upgrade-strategy eager,-c constraints.txt)
+FORCE_IF_LATEST := $(if $(LATEST),FORCE)
 # Timing sweeps shrink under this budget; deterministic outputs never depend on it.
 TEST_BUDGET ?= small
 PYTEST_ARGS ?=
@@ -16,21 +22,22 @@ PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: lab test test-browser install-lab install-test kernel chromium notebooks exercises grade bench report \
-        clean book test-book install-book node lint test-one-core
+        clean book test-book install-book node lint test-one-core test-routes FORCE
+FORCE:
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
+$(VENV)/.lab-installed: pyproject.toml constraints.txt $(FORCE_IF_LATEST) | $(BIN)/python
 	@echo "[1/3] installing the course and JupyterLab into $(VENV) -- the first run downloads about 150 MB"
 	@echo "      and takes 2-4 minutes (pip prints each package as it goes); later runs skip this step."
-	@$(PIP) install --progress-bar on -e . 2>&1 | grep --line-buffered -v -e "is neither a file nor a directory" -e "^Requirement already satisfied" || true
+	@$(PIP) install --progress-bar on $(PIN) -e . 2>&1 | grep --line-buffered -v -e "is neither a file nor a directory" -e "^Requirement already satisfied" || true
 	@$(BIN)/python -c "import course_lib, jupyterlab, ipywidgets, numba"
 	@echo "[1/3] installed."
 	@touch $@
 
-$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e '.[dev,mpi]' 2>&1 | grep -v "is neither a file nor a directory" || true
+$(VENV)/.test-installed: pyproject.toml constraints.txt $(FORCE_IF_LATEST) | $(BIN)/python
+	$(PIP) install --quiet $(PIN) -e '.[dev,mpi]' 2>&1 | grep -v "is neither a file nor a directory" || true
 	$(BIN)/python -c "import course_lib, nbval, playwright, rattler, pytest, xdist, mpi4py, nbgrader"
 	@# nbgrader (for the export test) ships a JupyterLab extension; students' labs do not have it
 	-$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
@@ -39,8 +46,8 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 # The site: jupyter-book from PyPI (the 'book' extra), Node.js >= 18 for its mystmd (Debian's nodejs +
 # npm where missing), and the site template's one web library (KaTeX's style sheet) from npm.
 BOOK_TEMPLATE := book/template
-$(VENV)/.book-installed: pyproject.toml | $(VENV)/.lab-installed
-	$(PIP) install --quiet -e '.[book]' 2>&1 | grep -v "is neither a file nor a directory" || true
+$(VENV)/.book-installed: pyproject.toml constraints.txt $(FORCE_IF_LATEST) | $(VENV)/.lab-installed
+	$(PIP) install --quiet $(PIN) -e '.[book]' 2>&1 | grep -v "is neither a file nor a directory" || true
 	$(BIN)/jupyter-book --version >/dev/null
 	touch $@
 
@@ -136,6 +143,12 @@ report: install-lab
 
 bench: install-test
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# The launch routes as far as this machine can test them (no Docker, no GitHub): in a fresh venv, the exact
+# commands of .devcontainer/devcontainer.json's postCreateCommand and of binder/ (requirements.txt + postBuild),
+# then imports, kernel spec and server config checked. .ci/run calls it after test-book; ~3-6 minutes.
+test-routes:
+	bash tests/routes/run_routes.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts build/book $(BOOK_TEMPLATE)/node_modules

@@ -22,6 +22,10 @@
                                  <notebook>.json, or a folder of such folders, e.g. recordings/) with
                                  the current code; print verdicts concluded / abstained / contradicted
                                  per notebook and every contradiction; exit 1 if there is one
+  constraints [--write] [--python PY]
+                                 check constraints.txt (the known-good versions) against pyproject.toml;
+                                 --write regenerates it from PY's environment (pip freeze)
+  lab [--port N] [--dry-run]     register the kernel and start JupyterLab on 127.0.0.1 (make lab without make)
 """
 from __future__ import annotations
 
@@ -138,6 +142,23 @@ def _cmd_replay(args) -> int:
     return replay.main(args.dirs, against=args.against)
 
 
+def _cmd_constraints(args) -> int:
+    from .teaching import constraints
+
+    if args.write:
+        path = constraints.write(python=args.python)
+        print(f"wrote {path} ({len(constraints.read_pins(path))} pins from {args.python})")
+    bad = constraints.disagreements()
+    print("\n".join(bad) if bad else "constraints.txt agrees with pyproject.toml")
+    return 1 if bad else 0
+
+
+def _cmd_lab(args) -> int:
+    from .teaching import launch
+
+    return launch.main(port=args.port, dry_run=args.dry_run)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -171,6 +192,14 @@ def main(argv=None) -> int:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="a recording folder, or a folder of them")
     p.add_argument("--against", metavar="QUIET_DIR", help="also list concluded verdicts that differ from this run's")
     p.set_defaults(fn=_cmd_replay)
+    p = sub.add_parser("constraints", help="check (or --write) constraints.txt, the known-good versions")
+    p.add_argument("--write", action="store_true", help="regenerate constraints.txt from --python's environment")
+    p.add_argument("--python", default=sys.executable, help="the interpreter whose packages to pin (default: this one)")
+    p.set_defaults(fn=_cmd_constraints)
+    p = sub.add_parser("lab", help="register the kernel and start JupyterLab (make lab without make)")
+    p.add_argument("--port", type=int, default=8888, help="the port to serve on (default 8888)")
+    p.add_argument("--dry-run", action="store_true", help="print the steps and the command, start nothing")
+    p.set_defaults(fn=_cmd_lab)
     args = parser.parse_args(argv)
     return args.fn(args)
 
