@@ -1,0 +1,285 @@
+"""One matrix product, several libraries: GEMM providers (algorithms layer; chapter 09).
+
+``gemm(A, B, out=None, provider="numpy", alpha=1.0, beta=0.0)`` computes ``out = alpha * A @ B + beta * out``
+for ``A (M, K)`` and ``B (K, N)`` of one float dtype (float32 or float64), ``out (M, N)``. Which *library*
+computes it is the ``provider``:
+
+==========  ===========================================================================================
+``numpy``   numpy's own BLAS (OpenBLAS in the pip wheels): ``np.matmul(A, B, out=out)``. Always there.
+``mkl``     Intel oneMKL, ``cblas_sgemm`` / ``cblas_dgemm`` from ``libmkl_rt`` (the ``mkl`` wheel).
+``blis``    BLIS (the ``blis`` wheel by explosion), its typed API ``bli_sgemm`` / ``bli_dgemm``.
+==========  ===========================================================================================
+
+``mkl`` and ``blis`` are the optional extra: ``pip install -e '.[fast]'``. Nothing in the course needs them;
+:func:`providers` lists what this machine has and :func:`absent` says why the others are missing.
+
+No copies: every provider reads ``A`` and ``B`` where they lie and writes into ``out``. An operand may be
+C-contiguous, or the transpose of a C-contiguous array (``W.T``: BLAS's "transposed" flag, no copy); any
+other strides are a ``ValueError`` (``np.ascontiguousarray`` first). ``out`` must be C-contiguous, of the
+result's shape and dtype, and must not overlap ``A`` or ``B``. The libraries are called through ``ctypes``
+on the arrays' pointers (``ctypes`` releases the GIL during the call).
+
+Threads: ``mkl`` and ``blis`` use numba's thread count (what :func:`course_lib.core.backend.set_threads`
+sets for numba and numpy's BLAS together), so a thread sweep moves every provider alike.
+
+``matmul_for(provider)`` returns a function with ``np.matmul``'s call shape, ``f(A, B, out=None)``, for
+code written with ``np.matmul`` (the LSTM's products). ``provider_info(name)`` tells which library file,
+version and kernel family a provider runs.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.metadata as metadata
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from ..core.validate import check_float
+
+__all__ = ["PROVIDERS", "EXTRA", "gemm", "providers", "absent", "provider_info", "matmul_for", "check_provider"]
+
+PROVIDERS = ("numpy", "mkl", "blis")   # every provider the course knows, in the order tables show them
+EXTRA = "pip install -e '.[fast]'"      # what adds mkl and blis
+
+
+# --------------------------------------------------------------------------- operands
+def _operand(X, name: str, dtype=None) -> tuple[np.ndarray, bool, int]:
+    """``(X, transposed, leading dimension)`` for BLAS: a C-contiguous ``X`` is read as it is, the transpose
+    of a C-contiguous array (F-contiguous) with the transposed flag. Anything else is a ValueError."""
+    if not isinstance(X, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy array, got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D array (a matrix), got {X.ndim}-D with shape {X.shape}")
+    if X.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{name}: expected float32 or float64, got {X.dtype}")
+    if dtype is not None and X.dtype != dtype:
+        raise TypeError(f"{name}: expected {dtype} like A, got {X.dtype} (one dtype for A, B and out)")
+    if X.flags.c_contiguous:
+        return X, False, max(1, X.shape[1])
+    if X.flags.f_contiguous:
+        return X, True, max(1, X.shape[0])
+    raise ValueError(f"{name}: expected a C-contiguous array or the transpose of one (strides {X.strides}, "
+                     f"shape {X.shape}); pass np.ascontiguousarray({name})")
+
+
+def _result(A, B, out) -> np.ndarray:
+    """``out`` checked (or made): C-contiguous, shape (M, N), A's dtype, not overlapping A or B."""
+    M, N = A.shape[0], B.shape[1]
+    if out is None:
+        return np.zeros((M, N), A.dtype)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out: expected a numpy array, got {type(out).__name__}")
+    if out.shape != (M, N):
+        raise ValueError(f"out: expected shape (M, N) = ({M}, {N}) for A {A.shape} @ B {B.shape}, got {out.shape}")
+    if out.dtype != A.dtype:
+        raise TypeError(f"out: expected {A.dtype} like A, got {out.dtype}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out: expected a writeable C-contiguous array (the product is written into it)")
+    for name, X in (("A", A), ("B", B)):
+        if np.may_share_memory(out, X) and np.shares_memory(out, X, max_work=10**6):
+            raise ValueError(f"out: overlaps {name}; the product cannot be written over its own input "
+                             f"(pass a separate out=)")
+    return out
+
+
+# --------------------------------------------------------------------------- numpy
+def _numpy_gemm(A, B, out, alpha, beta):
+    if alpha == 1.0 and beta == 0.0:
+        return np.matmul(A, B, out=out)
+    prod = np.matmul(A, B)
+    out *= beta
+    out += alpha * prod if alpha != 1.0 else prod
+    return out
+
+
+# --------------------------------------------------------------------------- mkl
+def _dist_file(dist: str, patterns) -> Path | None:
+    """The first file of an installed distribution whose name matches one of ``patterns`` (no network)."""
+    try:
+        files = metadata.files(dist) or []
+    except metadata.PackageNotFoundError:
+        return None
+    for pattern in patterns:
+        for f in files:
+            if Path(str(f)).match(pattern):
+                path = Path(metadata.distribution(dist).locate_file(f)).resolve()
+                if path.exists():
+                    return path
+    return None
+
+
+_c_int, _c_ptr = ctypes.c_int, ctypes.c_void_p
+
+
+@functools.lru_cache(maxsize=None)
+def _mkl():
+    """``(library, path)`` of libmkl_rt from the ``mkl`` wheel, or ``(None, why)``."""
+    path = _dist_file("mkl", ("libmkl_rt.so*", "mkl_rt*.dll", "libmkl_rt*.dylib"))
+    if path is None:
+        return None, f"mkl: not installed ({EXTRA})"
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as exc:
+        return None, f"mkl: {path.name} did not load ({exc})"
+    for fn, real in (("cblas_sgemm", ctypes.c_float), ("cblas_dgemm", ctypes.c_double)):
+        getattr(lib, fn).restype = None
+        getattr(lib, fn).argtypes = [_c_int] * 6 + [real, _c_ptr, _c_int, _c_ptr, _c_int, real, _c_ptr, _c_int]
+    lib.MKL_Set_Num_Threads_Local.argtypes, lib.MKL_Set_Num_Threads_Local.restype = [_c_int], _c_int
+    return lib, str(path)
+
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112   # CBLAS_LAYOUT / CBLAS_TRANSPOSE
+
+
+def _mkl_gemm(A, B, out, alpha, beta):
+    lib = _mkl()[0]
+    (A, ta, lda), (B, tb, ldb) = _operand(A, "A"), _operand(B, "B")
+    M, K = A.shape
+    N = B.shape[1]
+    if max(M, N, K, lda, ldb) >= 2**31:
+        raise ValueError(f"A, B: mkl's 32-bit interface takes sizes below 2**31, got A {A.shape}, B {B.shape}")
+    fn = lib.cblas_sgemm if A.dtype == np.float32 else lib.cblas_dgemm
+    lib.MKL_Set_Num_Threads_Local(_threads())
+    fn(_ROW_MAJOR, _TRANS if ta else _NO_TRANS, _TRANS if tb else _NO_TRANS, M, N, K, alpha,
+       A.ctypes.data, lda, B.ctypes.data, ldb, beta, out.ctypes.data, max(1, N))
+    return out
+
+
+# --------------------------------------------------------------------------- blis
+_dim = ctypes.c_int64
+
+
+@functools.lru_cache(maxsize=None)
+def _blis():
+    """``(library, path)`` of the BLIS inside the ``blis`` wheel (its extension module exports BLIS's
+    typed API), or ``(None, why)``."""
+    spec = importlib.util.find_spec("blis.cy") if importlib.util.find_spec("blis") else None
+    if spec is None or not spec.origin:
+        return None, f"blis: not installed ({EXTRA})"
+    try:
+        lib = ctypes.CDLL(spec.origin)
+    except OSError as exc:
+        return None, f"blis: {Path(spec.origin).name} did not load ({exc})"
+    for fn, real in (("bli_sgemm", ctypes.c_float), ("bli_dgemm", ctypes.c_double)):
+        getattr(lib, fn).restype = None
+        # trans a, trans b, m, n, k, *alpha, a, rs_a, cs_a, b, rs_b, cs_b, *beta, c, rs_c, cs_c
+        getattr(lib, fn).argtypes = [_c_int, _c_int, _dim, _dim, _dim, ctypes.POINTER(real), _c_ptr, _dim, _dim,
+                                     _c_ptr, _dim, _dim, ctypes.POINTER(real), _c_ptr, _dim, _dim]
+    lib.bli_arch_query_id.restype, lib.bli_arch_string.restype = _c_int, ctypes.c_char_p
+    lib.bli_arch_string.argtypes = [_c_int]
+    return lib, spec.origin
+
+
+def _strides(trans: bool, ld: int) -> tuple[int, int]:
+    """BLIS's (row stride, column stride) of an operand BLAS would pass as (trans, ld)."""
+    return (1, ld) if trans else (ld, 1)
+
+
+def _blis_gemm(A, B, out, alpha, beta):
+    lib = _blis()[0]
+    (A, ta, lda), (B, tb, ldb) = _operand(A, "A"), _operand(B, "B")
+    M, K = A.shape
+    N = B.shape[1]
+    fn, real = (lib.bli_sgemm, ctypes.c_float) if A.dtype == np.float32 else (lib.bli_dgemm, ctypes.c_double)
+    (ra, ca), (rb, cb) = _strides(ta, lda), _strides(tb, ldb)
+    fn(0, 0, M, N, K, ctypes.byref(real(alpha)), A.ctypes.data, ra, ca, B.ctypes.data, rb, cb,
+       ctypes.byref(real(beta)), out.ctypes.data, max(1, N), 1)
+    return out
+
+
+# --------------------------------------------------------------------------- the table
+_LOADERS = {"mkl": _mkl, "blis": _blis}
+_CALLS = {"numpy": _numpy_gemm, "mkl": _mkl_gemm, "blis": _blis_gemm}
+
+
+def _threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def providers() -> tuple[str, ...]:
+    """The providers this machine has, ``"numpy"`` first (always there)."""
+    return tuple(p for p in PROVIDERS if p == "numpy" or _LOADERS[p]()[0] is not None)
+
+
+def absent() -> dict:
+    """``{provider: why}`` for each provider this machine lacks (empty when all are here)."""
+    return {p: _LOADERS[p]()[1] for p in PROVIDERS if p != "numpy" and _LOADERS[p]()[0] is None}
+
+
+def check_provider(provider, name: str = "provider") -> str:
+    """``provider`` if it is available here; else a ValueError that lists the available ones (and why
+    a known provider is missing)."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"{name}: expected one of the available providers {list(providers())}, got {provider!r}")
+    if provider not in providers():
+        raise ValueError(f"{name}: {absent()[provider]}; available here: {list(providers())}")
+    return provider
+
+
+def gemm(A, B, out=None, *, provider: str = "numpy", alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    """``out (M, N) = alpha * A (M, K) @ B (K, N) + beta * out`` computed by ``provider``; returns ``out``
+    (the same object when given, a new array otherwise -- then ``beta`` multiplies zeros).
+
+    ``A``, ``B``: float32 or float64 (one dtype), each C-contiguous or the transpose of a C-contiguous array.
+    ``out``: C-contiguous, shape (M, N), the same dtype, not overlapping ``A`` or ``B``."""
+    provider = check_provider(provider)
+    A, _, _ = _operand(A, "A")
+    B, _, _ = _operand(B, "B", A.dtype)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"B: expected {A.shape[1]} rows (A is {A.shape}, so A @ B needs B (K, N) with "
+                         f"K = {A.shape[1]}), got {B.shape}")
+    alpha = check_float(alpha, "alpha")
+    beta = check_float(beta, "beta")
+    out = _result(A, B, out)
+    if out.size == 0:
+        return out
+    if A.shape[1] == 0:          # an empty sum: alpha * 0 + beta * out
+        out *= beta
+        return out
+    return _CALLS[provider](A, B, out, alpha, beta)
+
+
+def matmul_for(provider: str = "numpy"):
+    """A function ``f(A, B, out=None)`` like ``np.matmul`` for 2-D operands, computed by ``provider``
+    (``np.matmul`` itself for ``"numpy"``: the default path stays exactly numpy's)."""
+    provider = check_provider(provider)
+    if provider == "numpy":
+        return np.matmul
+    return functools.partial(_matmul_2d, provider=provider)
+
+
+def _matmul_2d(A, B, out=None, *, provider):
+    return gemm(A, B, out, provider=provider)
+
+
+def provider_info(name: str) -> dict:
+    """``{"provider", "library", "version", "kernel", "threads"}`` for an available provider: the library
+    file it runs, its version, and the kernel family it picked for this CPU where the library says so."""
+    check_provider(name, "name")
+    if name == "numpy":
+        from threadpoolctl import threadpool_info
+
+        pool = next((p for p in threadpool_info() if p.get("user_api") == "blas"
+                     and "mkl" not in str(p.get("filepath", ""))), {})
+        return {"provider": name, "library": pool.get("filepath", "?"), "version": pool.get("version", "?"),
+                "kernel": pool.get("architecture", "?"), "threads": pool.get("num_threads", "?")}
+    lib, path = _LOADERS[name]()
+    if name == "mkl":
+        buf = ctypes.create_string_buffer(256)
+        lib.MKL_Get_Version_String(buf, 256)
+        branch = _MKL_BRANCHES.get(lib.mkl_cbwr_get_auto_branch(), "?")
+        return {"provider": name, "library": path, "version": buf.value.decode(errors="replace").split("-Product")[0],
+                "kernel": f"conditional-numerical-reproducibility branch {branch}", "threads": _threads()}
+    arch = lib.bli_arch_string(lib.bli_arch_query_id()).decode()
+    threaded = bool(lib.bli_info_get_enable_threading())
+    return {"provider": name, "library": path, "version": metadata.version("blis"), "kernel": arch,
+            "threads": _threads() if threaded else 1}
+
+
+# mkl_cbwr_get_auto_branch(): the code path MKL picked for this CPU (MKL_CBWR_* in mkl_cbwr.h)
+_MKL_BRANCHES = {2: "COMPATIBLE", 3: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2", 9: "AVX", 10: "AVX2",
+                 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1"}

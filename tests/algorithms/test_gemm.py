@@ -1,0 +1,160 @@
+"""course_lib.algorithms.gemm: every provider this machine has agrees with numpy (float32 within a
+tolerance that grows with K, float64 tightly), writes into ``out=`` in place, reads transposed views
+without copies, and refuses bad input with an error naming the argument. A provider that is not installed
+is skipped with the reason (``pip install -e '.[fast]'`` adds mkl and blis; ``make test-fast`` runs this
+file with them). No timed assertions."""
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (backend decisions first)
+from course_lib.algorithms import gemm as G
+from helpers import raises_naming
+
+
+def _provider(name):
+    if name not in G.providers():
+        pytest.skip(G.absent()[name])
+    return name
+
+
+@pytest.fixture(params=G.PROVIDERS)
+def provider(request):
+    return _provider(request.param)
+
+
+SHAPES = [(7, 5, 3), (1, 300, 1), (1, 64, 257), (257, 64, 1), (40, 1, 30), (3, 5000, 4), (64, 512, 2048),
+          (130, 70, 41)]
+
+
+def _ab(m, k, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+
+
+def _close(C, A, B, alpha=1.0, beta=0.0, C0=None):
+    """C against a float64 reference; float32's tolerance scales with K (a sum of K products)."""
+    ref = alpha * (A.astype(np.float64) @ B.astype(np.float64))
+    if C0 is not None:
+        ref += beta * C0.astype(np.float64)
+    k = A.shape[1]
+    tol = 1e-12 * k if C.dtype == np.float64 else 4e-7 * k
+    scale = np.sqrt(k) * max(1.0, abs(alpha)) + (abs(beta) * np.abs(C0).max() if C0 is not None else 0)
+    np.testing.assert_allclose(C, ref, rtol=0, atol=tol * scale + (1e-6 if C.dtype == np.float32 else 1e-13))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_agrees_with_numpy(provider, shape, dtype):
+    A, B = _ab(*shape, dtype)
+    C = G.gemm(A, B, provider=provider)
+    assert C.shape == (shape[0], shape[2]) and C.dtype == dtype
+    _close(C, A, B)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_out_is_written_in_place(provider, dtype):
+    A, B = _ab(33, 17, 9, dtype, seed=1)
+    out = np.full((33, 9), np.nan, dtype)
+    got = G.gemm(A, B, out, provider=provider)
+    assert got is out
+    _close(out, A, B)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_alpha_beta(provider, dtype):
+    A, B = _ab(20, 30, 10, dtype, seed=2)
+    C0 = np.random.default_rng(3).standard_normal((20, 10)).astype(dtype)
+    out = C0.copy()
+    G.gemm(A, B, out, provider=provider, alpha=-0.5, beta=2.0)
+    _close(out, A, B, -0.5, 2.0, C0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta, tb", [(True, False), (False, True), (True, True)])
+def test_transposed_views_read_without_copy(provider, ta, tb, dtype):
+    A, B = _ab(24, 40, 16, dtype, seed=4)
+    Aop = np.ascontiguousarray(A.T).T if ta else A      # F-contiguous: the transpose of a C-contiguous array
+    Bop = np.ascontiguousarray(B.T).T if tb else B
+    assert Aop.flags.f_contiguous == ta and Bop.flags.f_contiguous == tb
+    _close(G.gemm(Aop, Bop, provider=provider), A, B)
+
+
+def test_providers_agree_with_each_other():
+    A, B = _ab(64, 512, 2048, np.float64, seed=5)
+    ref = G.gemm(A, B)
+    for p in G.providers():
+        np.testing.assert_allclose(G.gemm(A, B, provider=p), ref, rtol=1e-12, atol=1e-10)
+
+
+def test_empty_inner_dimension(provider):
+    A, B = np.ones((3, 0), np.float32), np.ones((0, 4), np.float32)
+    out = np.full((3, 4), 5.0, np.float32)
+    assert np.array_equal(G.gemm(A, B, provider=provider), np.zeros((3, 4), np.float32))
+    G.gemm(A, B, out, provider=provider, beta=0.5)
+    assert np.array_equal(out, np.full((3, 4), 2.5, np.float32))
+
+
+def test_matmul_for(provider):
+    A, B = _ab(9, 8, 7, np.float32)
+    f = G.matmul_for(provider)
+    out = np.empty((9, 7), np.float32)
+    assert f(A, B, out=out) is out
+    _close(out, A, B)
+    assert G.matmul_for("numpy") is np.matmul
+
+
+def test_bad_input_names_the_argument(provider):
+    A, B = _ab(4, 5, 6, np.float32)
+    raises_naming(ValueError, "B", G.gemm, A, B[:4], provider=provider)
+    raises_naming(TypeError, "B", G.gemm, A, B.astype(np.float64), provider=provider)
+    raises_naming(TypeError, "A", G.gemm, A.astype(np.int64), B, provider=provider)
+    raises_naming(TypeError, "A", G.gemm, A.tolist(), B, provider=provider)
+    raises_naming(ValueError, "A", G.gemm, A[None], B, provider=provider)
+    raises_naming(ValueError, "A", G.gemm, np.ones((4, 10), np.float32)[:, ::2], B, provider=provider)
+    raises_naming(ValueError, "out", G.gemm, A, B, np.empty((4, 7), np.float32), provider=provider)
+    raises_naming(TypeError, "out", G.gemm, A, B, np.empty((4, 6), np.float64), provider=provider)
+    raises_naming(ValueError, "out", G.gemm, A, B, np.empty((6, 4), np.float32).T, provider=provider)
+    raises_naming(ValueError, "alpha", G.gemm, A, B, provider=provider, alpha=np.nan)
+    raises_naming(TypeError, "beta", G.gemm, A, B, provider=provider, beta="1")
+
+
+def test_out_overlapping_an_input_is_refused(provider):
+    buf = np.ones((8, 8), np.float32)
+    raises_naming(ValueError, "out", G.gemm, buf, buf, buf, provider=provider)
+    raises_naming(ValueError, "out", G.gemm, buf[:4], np.ones((8, 8), np.float32), buf[:4], provider=provider)
+    # disjoint rows of one buffer are fine
+    big = np.zeros((16, 8), np.float32)
+    big[:8] = np.eye(8)
+    G.gemm(big[:8], np.full((8, 8), 2.0, np.float32), big[8:], provider=provider)
+    assert np.array_equal(big[8:], np.full((8, 8), 2.0, np.float32))
+
+
+def test_unknown_provider_lists_the_available_ones():
+    A, B = _ab(2, 2, 2, np.float32)
+    msg = raises_naming(ValueError, "provider", G.gemm, A, B, provider="cublas")
+    for p in G.providers():
+        assert p in msg
+
+
+def test_absent_provider_says_how_to_get_it():
+    for name, why in G.absent().items():
+        msg = raises_naming(ValueError, "provider", G.gemm, np.ones((2, 2)), np.ones((2, 2)), provider=name)
+        assert why in msg and "[fast]" in why
+
+
+def test_providers_and_info():
+    avail = G.providers()
+    assert avail[0] == "numpy" and set(avail) | set(G.absent()) == set(G.PROVIDERS)
+    assert not set(avail) & set(G.absent())
+    for p in avail:
+        info = G.provider_info(p)
+        assert info["provider"] == p and info["library"] and info["version"]
+
+
+def test_a_missing_provider_is_refused_with_the_reason(monkeypatch):
+    why = f"mkl: not installed ({G.EXTRA})"
+    monkeypatch.setitem(G._LOADERS, "mkl", lambda: (None, why))
+    assert "mkl" not in G.providers() and G.absent()["mkl"] == why
+    msg = raises_naming(ValueError, "provider", G.gemm, np.ones((2, 2)), np.ones((2, 2)), provider="mkl")
+    assert why in msg and "numpy" in msg
+    raises_naming(ValueError, "provider", G.matmul_for, "mkl")
