@@ -150,5 +150,13 @@ bench: install-test
 test-routes:
 	bash tests/routes/run_routes.sh
 
+# The optional GEMM providers (oneMKL, BLIS: `pip install -e '.[fast]'`, ~230 MB) and the tests that use them;
+# the default install never needs them (their tests skip with the reason there). .ci/run calls it once.
+.PHONY: test-fast
+test-fast: install-test
+	$(BIN)/python -m pip install $(PIN) -e '.[fast]'
+	$(BIN)/python -m pytest -ra -p no:xdist -m "not slow" tests/algorithms/test_gemm.py tests/models/test_lstm.py \
+	  tests/experiments/test_autotune.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts build/book $(BOOK_TEMPLATE)/node_modules

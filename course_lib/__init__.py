@@ -69,7 +69,7 @@ CHAPTERS = {
            "algorithms.linear_attention", "algorithms.delta_rule", "parallel.mpi_scan", "parallel.mpi_pingpong",
            "experiments.linear_attention", "teaching.checks.chunked", "teaching.claims.chunked"),
     "09": ("models.lstm", "models.lstm_lm", "data.corpus", "experiments.lstm", "experiments.lstm_layout", "experiments.autotune",
-           "teaching.checks.lstm_layout", "teaching.plots.lstm"),
+           "teaching.checks.lstm_layout", "teaching.plots.lstm", "algorithms.gemm"),
     "10": ("algorithms.mgrit", "algorithms.mgrit_partition", "models.gru", "parallel.mgrit_mpi", "data.activity", "experiments.mgrit",
            "teaching.checks.mgrit", "teaching.plots.mgrit"),
     "11": ("algorithms.matrix_scan", "algorithms.newton", "models.jacobians", "models.mingru", "parallel.deer",
