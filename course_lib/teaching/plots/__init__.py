@@ -10,8 +10,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .describe import describe_figure, register_alt_text
+
 __all__ = ["new_axes", "roofline_plot", "loglog_plot", "bar_compare", "check_ax", "check_data", "check_series",
-           "check_keys"]
+           "check_keys", "describe_figure", "register_alt_text"]
 
 
 def check_ax(ax, name: str = "ax") -> None:
@@ -135,3 +137,7 @@ def bar_compare(values: dict[str, float], ax=None, ylabel: str = "", reference: 
     ax.set_ylabel(ylabel)
     ax.tick_params(axis="x", rotation=20)
     return ax
+
+
+# in Jupyter, every figure's PNG output carries describe_figure(fig) as its alt text (the site shows it)
+register_alt_text()
