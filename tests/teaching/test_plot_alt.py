@@ -6,9 +6,9 @@ import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from course_lib.teaching.plots import describe  # noqa: E402
+from course_lib.teaching.plots import describe
 
 
 def test_a_figure_is_described_by_its_titles_axes_and_legend():
