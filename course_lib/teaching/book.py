@@ -10,6 +10,7 @@
                              sliders work in JupyterLab
     worksheets/NN_slug_worksheet.ipynb  copies of exercises/*.ipynb (the student versions: never solutions/)
     claims.md, seed-NNN.md   the claims registry rendered: every claim, and one page per seed
+    run-times.md             every notebook's run time on every recorded machine (recordings/, chapters.py)
     myst.yml, book_meta.json the table of contents; the machine description from notebook 00's
                              stored ``backend.report()`` output, which every chapter page shows
 
@@ -30,9 +31,10 @@ import sys
 import time
 from pathlib import Path
 
+from . import chapters as chapters_mod
 from . import claims as claims_mod
 from .claims import CLAIMS, SEED_TITLES
-from .notebook_io import COURSE_ROOT, as_path
+from .notebook_io import COURSE_ROOT, NeedsCheckout, as_path, checkout
 
 __all__ = ["static_widget_outputs", "machine_description", "landing_page", "claim_chapters",
            "compared_claims", "claims_index_page", "seed_page", "prepare", "build", "WIDGET_MIME", "PANEL_NOTE"]
@@ -354,6 +356,7 @@ def _myst_yml(chapters: list[str], seeds: list[str], template: Path) -> str:
     toc += [f"        - file: worksheets/{n}_worksheet.ipynb" for n in chapters]
     toc += ["    - file: claims.md", "      children:"]
     toc += [f"        - file: seed-{s}.md" for s in seeds]
+    toc += ["    - file: run-times.md"]
     return "\n".join(["version: 1", "project:", "  title: Parallel RNNs, hands-on",
                       "  exclude: ['_build/**']", "  toc:", *toc,
                       "site:", f"  template: {template.as_posix()}", ""])
@@ -362,7 +365,7 @@ def _myst_yml(chapters: list[str], seeds: list[str], template: Path) -> str:
 def prepare(root=None, src=None) -> dict:
     """Write the book's MyST project into ``src`` (default ``build/book/src``); returns its summary
     (pages, widget panels replaced, panels without a stored render)."""
-    root = COURSE_ROOT if root is None else _folder(root, "root")
+    root = checkout("notebooks") if root is None else _folder(root, "root")
     src = root / "build" / "book" / "src" if src is None else as_path(src, "src")
     if src.exists():
         shutil.rmtree(src)
@@ -389,6 +392,7 @@ def prepare(root=None, src=None) -> dict:
     _write(src / "claims.md", claims_index_page(chapters_of, chapter_files, compared))
     for s in seeds:
         _write(src / f"seed-{s}.md", seed_page(s, chapters_of, chapter_files, compared))
+    _write(src / "run-times.md", chapters_mod.run_times_page(root / "recordings"))
     _write(src / "myst.yml", _myst_yml(chapters, seeds, root / TEMPLATE))
     machine = machine_description(_read_json(lectures[0]))
     meta = {"root": str(root), "machine": machine, "chapters": chapters, "seeds": seeds, "panels": panels,
@@ -408,7 +412,7 @@ def _jupyter_book() -> str:
 def build(root=None, out=None) -> dict:
     """Prepare the sources and render the static site into ``out`` (default ``build/book``):
     ``out/src`` (MyST project) and ``out/html`` (the site). Returns the summary with seconds and pages."""
-    root = COURSE_ROOT if root is None else _folder(root, "root")
+    root = checkout("notebooks") if root is None else _folder(root, "root")
     out = root / "build" / "book" if out is None else as_path(out, "out")
     template = root / TEMPLATE
     if not (template / "node_modules" / "katex").is_dir():
@@ -444,6 +448,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="build folder (default build/book)")
     ap.add_argument("--prepare-only", action="store_true", help="write the MyST sources only")
     args = ap.parse_args(argv)
+    try:
+        checkout("notebooks")
+    except NeedsCheckout as exc:   # an installed course: the site is built from the checkout
+        print(f"book: {exc}", file=sys.stderr)
+        return 2
     if args.prepare_only:
         meta = prepare(src=None if args.out is None else Path(args.out) / "src")
     else:

@@ -14,12 +14,30 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["COURSE_ROOT", "FOLDERS", "as_path", "check_nb", "notebook_pairs", "read_py", "read_ipynb", "write_ipynb",
+__all__ = ["COURSE_ROOT", "FOLDERS", "NeedsCheckout", "checkout", "as_path", "check_nb", "notebook_pairs", "read_py", "read_ipynb", "write_ipynb",
            "cell_tags", "normal_source", "pair_problems", "has_outputs", "execute_notebook", "sync_notebook",
            "error_outputs", "run_notebook_report"]
 
-COURSE_ROOT = Path(__file__).resolve().parents[2]
+COURSE_ROOT = Path(__file__).resolve().parents[2]   # the checkout; site-packages when pip-installed
 FOLDERS = ("notebooks", "solutions")
+
+
+class NeedsCheckout(RuntimeError):
+    """An instructor tool (authoring, the site, grading, nbgrader export) run from an installed course:
+    it works on the course's git checkout, which a ``pip install`` does not bring."""
+
+
+def checkout(what: str, root=None) -> Path:
+    """``root`` (default :data:`COURSE_ROOT`) when ``root / what`` exists there, e.g. ``checkout("solutions")``;
+    else :class:`NeedsCheckout` saying "needs the course's git checkout (<what> is missing ...)"."""
+    base = COURSE_ROOT if root is None else as_path(root, "root")
+    if (base / what).exists():
+        return base
+    from .links import REPOSITORY
+
+    where = "" if root is not None else f"; course_lib is installed in {COURSE_ROOT}"
+    raise NeedsCheckout(f"needs the course's git checkout ({what} is missing from {base}{where}): clone "
+                        f"{REPOSITORY} and run this from the clone (make lab installs it there)")
 
 
 # --------------------------------------------------------------------------- reading/writing
@@ -44,6 +62,8 @@ def notebook_pairs(folder: str | Path, root: Path | None = None) -> list[tuple[P
         raise TypeError(f"folder: expected a folder name or path, got {type(folder).__name__}")
     root = COURSE_ROOT if root is None else as_path(root, "root")
     path = (root / folder) if not Path(folder).is_absolute() else Path(folder)
+    if not path.is_dir() and path.parent == COURSE_ROOT:
+        checkout(str(folder))    # an installed course: say that a checkout is needed
     if not path.is_dir():
         raise ValueError(f"folder: expected a directory, got {path} (which does not exist)")
     pyfiles = sorted(p for p in path.glob("[0-9][0-9]_*.py"))
