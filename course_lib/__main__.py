@@ -78,13 +78,14 @@ def _cmd_exercises(args) -> int:
 
 def _cmd_grade(args) -> int:
     from .teaching import authoring
+    from .teaching.notebook_io import checkout
 
     folders = ["solutions"] + (["exercises"] if args.exercises else [])
     print("PASS: a solution notebook ran with every check passing.  RUNS: an unsolved worksheet ran to the end,\n"
           "stopping only at its exercises' NotImplementedError placeholders.  FAIL: any other error (shown).")
     rows = []
     for folder in folders:
-        for path in sorted((authoring.COURSE_ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
+        for path in sorted((checkout(folder) / folder).glob("[0-9][0-9]_*.ipynb")):
             if args.only and args.only not in path.name:
                 continue
             rows.append(authoring.run_notebook_report(path, timeout=args.timeout))
@@ -201,7 +202,13 @@ def main(argv=None) -> int:
     p.add_argument("--dry-run", action="store_true", help="print the steps and the command, start nothing")
     p.set_defaults(fn=_cmd_lab)
     args = parser.parse_args(argv)
-    return args.fn(args)
+    from .teaching.notebook_io import NeedsCheckout
+
+    try:
+        return args.fn(args)
+    except NeedsCheckout as exc:   # an instructor command run from an installed course
+        print(f"python -m course_lib {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

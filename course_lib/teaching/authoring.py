@@ -287,7 +287,11 @@ def build_exercises(*, force: bool = False, only: str | None = None,
         raise TypeError(f"only: expected a part of a file name such as '07' or None, got {type(only).__name__}")
     if root is not None and not isinstance(root, (str, Path)):
         raise TypeError(f"root: expected a folder path, got {type(root).__name__}")
-    root = Path(root) if root is not None else COURSE_ROOT
+    if root is None:   # an installed course has no solutions/: NeedsCheckout says a checkout is needed
+        from .notebook_io import checkout
+
+        root = checkout("solutions")
+    root = Path(root)
     if not (root / "solutions").is_dir():
         raise ValueError(f"root: expected a course folder with a solutions/ folder, got {root}")
     folder_problem = ""
