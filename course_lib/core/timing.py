@@ -309,19 +309,18 @@ class Comparison:
         return out
 
     def table(self) -> str:
-        """Median, min, ratio and its interval per function; a warning under it when the run was unreliable."""
+        """Median, min, speed-up over the baseline (> 1 = faster, the course's one convention for ratios) and
+        its interval per function; a warning under it when the run was unreliable."""
         return self._table() + ("\n" + self.noise.warning() if not self.noise.ok else "")
 
     def _table(self) -> str:
-        width = max(len(n) for n in self.timings)
-        n = len(self.timings[self.baseline].times)
-        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {'x ' + self.baseline:>12}  interval ({n} rounds)"]
-        for row in self.rows():
-            interval = "" if row["name"] == self.baseline else f"{row['ratio_lo']:.2f}..{row['ratio_hi']:.2f}"
-            lines.append(
-                f"{row['name']:<{width}}  {fmt_seconds(row['median_s']):>10}  {fmt_seconds(row['min_s']):>10}  "
-                f"{row['ratio']:>11.2f}x  {interval}".rstrip()
-            )
+        width, n, head = max(len(n) for n in self.timings), len(self.timings[self.baseline].times), f"x {self.baseline}"
+        lines = [f"{'':<{width}}  {'median':>10}  {'min':>10}  {head:>12}  interval ({n} rounds; speed-up, > 1 = faster)"]
+        for row in self.rows():  # speed-up = 1 / time ratio (a zero time is infinitely fast); the interval's ends swap
+            up, lo, hi = (1 / r if r else math.inf for r in (row["ratio"], row["ratio_hi"], row["ratio_lo"]))
+            interval = "" if row["name"] == self.baseline else f"{lo:.2f}..{hi:.2f}"
+            lines.append(f"{row['name']:<{width}}  {fmt_seconds(row['median_s']):>10}  {fmt_seconds(row['min_s']):>10}  "
+                         f"{up:>{max(12, len(head)) - 1}.2f}x  {interval}".rstrip())
         return "\n".join(lines)
 
     def __str__(self) -> str:

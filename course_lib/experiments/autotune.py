@@ -79,11 +79,12 @@ class Decision:
             raise TypeError(f"probe: expected a dict, got {type(self.probe).__name__}")
 
     def table(self) -> str:
-        """The table as text, fastest first, with each method's ratio to the best."""
+        """The table as text, fastest first, with each method's time as a multiple of the best's
+        (labelled: a time ratio, > 1 = slower -- the course's other ratios are speed-ups)."""
         best = self.table_ms[self.best]
-        rows = [f"{'method':<11} {'ms/step':>9} {'x best':>7}"]
+        rows = [f"{'method':<11} {'ms/step':>9} {'time / best':>12}"]
         for v, ms in sorted(self.table_ms.items(), key=lambda kv: kv[1]):
-            rows.append(f"{v:<11} {ms:>9.3f} {ms / best:>6.2f}x" + ("  <- picked" if v == self.best else ""))
+            rows.append(f"{v:<11} {ms:>9.3f} {ms / best:>11.2f}x" + ("  <- picked" if v == self.best else ""))
         return "\n".join(rows)
 
 
