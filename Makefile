@@ -155,7 +155,7 @@ test-routes:
 .PHONY: test-fast
 test-fast: install-test
 	$(BIN)/python -m pip install $(PIN) -e '.[fast]'
-	$(BIN)/python -m pytest -ra -p no:xdist -m "not slow" tests/algorithms/test_gemm.py tests/models/test_lstm.py \
+	$(BIN)/python -m pytest -ra -p no:xdist -m "not slow" tests/algorithms/test_gemm.py tests/models/test_lstm_providers.py \
 	  tests/experiments/test_autotune.py
 
 clean:

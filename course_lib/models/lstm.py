@@ -31,6 +31,12 @@ One time step, row-vector maths on a batch ``x_t (B, nx)``, ``h, c (B, H)``::
                    hidden units and keeps their rows of ``W_hh`` for every step -- no BLAS call, no
                    repacking of ``W_hh`` per step; the big GEMMs outside the loop stay with the BLAS.
 
+``provider=`` (default ``"numpy"``) names the library that computes the big products -- the input projection
+of all T steps, the recurrent product of each step, the backward's per-step and weight-gradient GEMMs -- of
+``fused``, ``fused_pre``, ``transposed``, ``gemv`` (its input projection) and ``workspace``
+(:mod:`course_lib.algorithms.gemm`: ``"mkl"``, ``"blis"`` with the ``.[fast]`` extra); ``naive`` and
+``persistent`` have no such product to hand over and ignore it. The backward uses the forward's provider.
+
 A call computes with the method it is given and never measures anything; the fastest method for a shape
 on this machine is :func:`course_lib.experiments.autotune.best_method` (measured once, cached), and
 :func:`course_lib.experiments.autotune.lstm_forward_tuned` runs it.
@@ -48,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..algorithms import gemm
 from ..algorithms.activations import fast_sigmoid, fast_tanh, sigmoid
 from ..core.params import Params
 from ..core.validate import check_alloc, check_array, check_choice, check_dtype, check_int, check_positive_int, largest
@@ -138,9 +145,11 @@ class LSTMCache:
     C: np.ndarray
     A: np.ndarray
     method: str
+    provider: str = "numpy"   # the GEMM provider of the forward pass; the backward uses it too
 
     def __post_init__(self):  # shapes only (O(1))
         check_choice(self.method, "cache.method", METHODS)
+        gemm.check_provider(self.provider, "cache.provider")
         dims: dict = {}
         for name, shape in (("X", ("T", "B", "nx")), ("h0", ("B", "H")), ("c0", ("B", "H")),
                             ("H", ("T", "B", "H")), ("C", ("T", "B", "H")), ("A", ("T", "B", "G"))):
@@ -337,7 +346,7 @@ def _backward_row(i, f, g, o, c, c_prev, dH_t, dh_rec, dc, di, df, dg, do):
 
 
 # --------------------------------------------------------------------------- the methods
-def _forward_naive(p, X, h0, c0):
+def _forward_naive(p, X, h0, c0, mm=None):
     T, B, _ = X.shape
     nh = p.nh
     H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
@@ -356,7 +365,7 @@ def _forward_naive(p, X, h0, c0):
     return H, C, A
 
 
-def _forward_fused(p, X, h0, c0):
+def _forward_fused(p, X, h0, c0, mm=np.matmul):
     T, B, nx = X.shape
     nh = p.nh
     H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
@@ -368,52 +377,52 @@ def _forward_fused(p, X, h0, c0):
     for t in range(T):
         xh[:, :nx] = X[t]
         xh[:, nx:] = h
-        np.matmul(xh, W_cat_T, out=A[t])               # ONE GEMM for all four gates
+        mm(xh, W_cat_T, out=A[t])                      # ONE GEMM for all four gates
         cell_bias(A[t], bias, c, C[t], H[t])          # ONE fused element-wise kernel
         h, c = H[t], C[t]
     return H, C, A
 
 
-def _forward_fused_pre(p, X, h0, c0):
+def _forward_fused_pre(p, X, h0, c0, mm=np.matmul):
     T, B, nx = X.shape
     nh = p.nh
     H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
     # input projection of all T steps in one big GEMM: (T*B, nx) x (nx, 4H)
-    A = (X.reshape(T * B, nx) @ p.W_ih.T).reshape(T, B, 4 * nh)
+    A = mm(X.reshape(T * B, nx), p.W_ih.T).reshape(T, B, 4 * nh)
     A += p.b_ih + p.b_hh
     W_hh_T = p.W_hh.T
     z = np.empty((B, 4 * nh), X.dtype)
     h, c = h0, c0
     for t in range(T):
-        np.matmul(h, W_hh_T, out=z)                    # Z = h W_hh^T      (B, 4H)
+        mm(h, W_hh_T, out=z)                           # Z = h W_hh^T      (B, 4H)
         cell_pre(z, A[t], c, C[t], H[t])              # A[t] <- gates(Z + pre_t)
         h, c = H[t], C[t]
     return H, C, A
 
 
-def _forward_transposed(p, X, h0, c0):
+def _forward_transposed(p, X, h0, c0, mm=np.matmul):
     T, B, nx = X.shape
     nh = p.nh
     # Y^T = W X^T: the input projection of all steps as (4H, nx) x (nx, T*B)
-    preT = p.W_ih @ X.reshape(T * B, nx).T
+    preT = mm(p.W_ih, X.reshape(T * B, nx).T)
     preT += (p.b_ih + p.b_hh)[:, None]
     HT, CT = np.empty((T, nh, B), X.dtype), np.empty((T, nh, B), X.dtype)  # states as (H, B)
     AT = np.empty((T, 4 * nh, B), X.dtype)
     hT, cT = np.ascontiguousarray(h0.T), np.ascontiguousarray(c0.T)
     zT = np.empty((4 * nh, B), X.dtype)
     for t in range(T):
-        np.matmul(p.W_hh, hT, out=zT)                  # Z^T = W_hh h^T   (4H, B)
+        mm(p.W_hh, hT, out=zT)                         # Z^T = W_hh h^T   (4H, B)
         cell_transposed(zT, preT, t * B, cT, AT[t], CT[t], HT[t])
         hT, cT = HT[t], CT[t]
     # back to the (T, B, .) layout the caller sees: one copy each, after the loop
     return HT.transpose(0, 2, 1).copy(), CT.transpose(0, 2, 1).copy(), AT.transpose(0, 2, 1).copy()
 
 
-def _forward_gemv(p, X, h0, c0):
+def _forward_gemv(p, X, h0, c0, mm=np.matmul):
     T, B, nx = X.shape
     nh = p.nh
     H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
-    A = (X.reshape(T * B, nx) @ p.W_ih.T).reshape(T, B, 4 * nh)  # input projection, as fused_pre
+    A = mm(X.reshape(T * B, nx), p.W_ih.T).reshape(T, B, 4 * nh)  # input projection, as fused_pre
     A += p.b_ih + p.b_hh
     W_hh = np.ascontiguousarray(p.W_hh)
     z = np.empty((B, 4 * nh), X.dtype)
@@ -426,11 +435,11 @@ def _forward_gemv(p, X, h0, c0):
     return H, C, A
 
 
-def _forward_workspace(p, X, h0, c0):
-    return lstm_tuned.forward(p.W_ih, p.W_hh, p.b_ih, p.b_hh, X, h0, c0)
+def _forward_workspace(p, X, h0, c0, mm=np.matmul):
+    return lstm_tuned.forward(p.W_ih, p.W_hh, p.b_ih, p.b_hh, X, h0, c0, mm)
 
 
-def _forward_persistent(p, X, h0, c0):
+def _forward_persistent(p, X, h0, c0, mm=None):
     return lstm_persistent.forward(p.W_ih, p.W_hh, p.b_ih, p.b_hh, X, h0, c0)
 
 
@@ -440,20 +449,22 @@ _FORWARD = {"naive": _forward_naive, "fused": _forward_fused, "fused_pre": _forw
 
 
 def lstm_forward(params: LSTMParams, X, h0=None, c0=None, *, method: str = "fused_pre",
-                 return_cache: bool = False):
+                 return_cache: bool = False, provider: str = "numpy"):
     """Run the layer over ``X (T, B, nx)`` from ``h0, c0 (B, H)`` (zeros when None; PyTorch's
     ``(1, B, H)`` accepted).
 
     Returns ``(H (T, B, nh), (h_T, c_T))`` like ``torch.nn.LSTM`` (without its layer axis), or
     ``(H, (h_T, c_T), cache)`` with ``return_cache=True`` -- the cache feeds :func:`lstm_backward`.
-    ``method`` is one of ``METHODS`` (all agree to round-off); it only changes the speed.
+    ``method`` is one of ``METHODS`` and ``provider`` one of :func:`course_lib.algorithms.gemm.providers`
+    (all agree to round-off); they only change the speed.
     """
     method = check_choice(method, "method", METHODS)
+    mm = gemm.matmul_for(provider)
     X, h0, c0 = _inputs(params, X, h0, c0)
-    H, C, A = _FORWARD[method](params, X, h0, c0)
+    H, C, A = _FORWARD[method](params, X, h0, c0, mm)
     out = (H, (H[-1].copy(), C[-1].copy()))
     if return_cache:
-        return out + (LSTMCache(X, h0, c0, H, C, A, method),)
+        return out + (LSTMCache(X, h0, c0, H, C, A, method, provider),)
     return out
 
 
@@ -488,10 +499,11 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
     dc = np.zeros((B, nh), dt) if dc_T is None else np.array(check_array(dc_T, "dc_T", shape=(B, nh)), dtype=dt)
     if cache.method == "naive":
         return _backward_naive(params, cache, dH, dh, dc)
+    mm = gemm.matmul_for(cache.provider)
     if cache.method in ("workspace", "persistent"):
         c, tuned = cache, lstm_tuned if cache.method == "workspace" else lstm_persistent
         gW_ih, gW_hh, db, dX, dh, dc = tuned.backward(params.W_ih, params.W_hh, c.X, c.h0, c.c0, c.H, c.C,
-                                                      c.A, dH, dh, dc)
+                                                      c.A, dH, dh, dc, *(() if tuned is lstm_persistent else (mm,)))
         return LSTMParams(gW_ih, gW_hh, db, db.copy()), dX, dh, dc
     dZ = np.empty((T, B, 4 * nh), dt)
     rows = cache.method == "gemv"
@@ -502,12 +514,12 @@ def lstm_backward(params: LSTMParams, cache: LSTMCache, dH, dh_T=None, dc_T=None
             for b in range(B):
                 np.matmul(dZ[t, b], params.W_hh, out=dh[b])
         else:
-            np.matmul(dZ[t], params.W_hh, out=dh)     # dh_{t-1} = dZ_t W_hh  (B, H)
+            mm(dZ[t], params.W_hh, out=dh)            # dh_{t-1} = dZ_t W_hh  (B, H)
     H_prev = np.concatenate([cache.h0[None], cache.H[:-1]], axis=0).reshape(T * B, nh)
     dZ2 = dZ.reshape(T * B, 4 * nh)
     db = dZ2.sum(axis=0)
-    grads = LSTMParams(W_ih=dZ2.T @ cache.X.reshape(T * B, nx), W_hh=dZ2.T @ H_prev, b_ih=db, b_hh=db.copy())
-    return grads, (dZ2 @ params.W_ih).reshape(T, B, nx), dh, dc
+    grads = LSTMParams(W_ih=mm(dZ2.T, cache.X.reshape(T * B, nx)), W_hh=mm(dZ2.T, H_prev), b_ih=db, b_hh=db.copy())
+    return grads, mm(dZ2, params.W_ih).reshape(T, B, nx), dh, dc
 
 
 def _backward_naive(p, cache, dH, dh, dc):

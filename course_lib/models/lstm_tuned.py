@@ -144,26 +144,27 @@ def gates_backward(a, c, c_prev, dH_t, dh_rec, dc, dz, db):
 
 
 # --------------------------------------------------------------------------- forward and backward
-def forward(W_ih, W_hh, b_ih, b_hh, X, h0, c0):
+def forward(W_ih, W_hh, b_ih, b_hh, X, h0, c0, matmul=np.matmul):
     """``X (T, B, nx)``, ``h0, c0 (B, H)`` (checked, contiguous, the weights' dtype) ->
-    ``H, C (T, B, H)`` and the activated gates ``A (T, B, 4H)`` (fresh arrays)."""
+    ``H, C (T, B, H)`` and the activated gates ``A (T, B, 4H)`` (fresh arrays). ``matmul``: who computes the
+    products (``np.matmul``, or :func:`course_lib.algorithms.gemm.matmul_for` of another provider)."""
     T, B, nx = X.shape
     nh = W_hh.shape[1]
     ws = workspace(T, B, nx, nh, X.dtype)
     H, C = np.empty((T, B, nh), X.dtype), np.empty((T, B, nh), X.dtype)
     A = np.empty((T, B, 4 * nh), X.dtype)
-    np.matmul(X.reshape(T * B, nx), W_ih.T, out=A.reshape(T * B, 4 * nh))   # all T input projections
+    matmul(X.reshape(T * B, nx), W_ih.T, out=A.reshape(T * B, 4 * nh))   # all T input projections
     np.add(b_ih, b_hh, out=ws.bias)
     z, W_hh_T = ws.z, W_hh.T
     h, c = h0, c0
     for t in range(T):
-        np.matmul(h, W_hh_T, out=z)                         # z = h W_hh^T       (B, 4H)
+        matmul(h, W_hh_T, out=z)                            # z = h W_hh^T       (B, 4H)
         gates_forward(z, A[t], ws.bias, c, C[t], H[t])     # A[t] <- gates; C[t], H[t]
         h, c = H[t], C[t]
     return H, C, A
 
 
-def backward(W_ih, W_hh, X, h0, c0, H, C, A, dH, dh, dc):
+def backward(W_ih, W_hh, X, h0, c0, H, C, A, dH, dh, dc, matmul=np.matmul):
     """Backpropagation through time from a :func:`forward`'s ``H, C, A``; ``dH (T, B, H)``; ``dh, dc
     (B, H)`` the gradients at the final state (overwritten: they come back as ``dh0, dc0``).
     Returns ``(dW_ih (4H, nx), dW_hh (4H, H), db (4H,), dX (T, B, nx), dh0, dc0)``."""
@@ -174,19 +175,19 @@ def backward(W_ih, W_hh, X, h0, c0, H, C, A, dH, dh, dc):
     db = np.zeros(4 * nh, X.dtype)
     for t in range(T - 1, -1, -1):
         gates_backward(A[t], C[t], C[t - 1] if t > 0 else c0, dH[t], dh, dc, dZ[t], db)
-        np.matmul(dZ[t], W_hh, out=dh)                     # dh_{t-1} = dZ_t W_hh   (B, H)
-    dW_ih, dW_hh, dX = gradient_gemms(W_ih, X, h0, H, dZ)
+        matmul(dZ[t], W_hh, out=dh)                        # dh_{t-1} = dZ_t W_hh   (B, H)
+    dW_ih, dW_hh, dX = gradient_gemms(W_ih, X, h0, H, dZ, matmul)
     return dW_ih, dW_hh, db, dX, dh, dc
 
 
-def gradient_gemms(W_ih, X, h0, H, dZ):
+def gradient_gemms(W_ih, X, h0, H, dZ, matmul=np.matmul):
     """What the backward does after its loop over T, as three GEMMs over all T steps: ``dZ (T, B, 4H)``,
     ``X (T, B, nx)``, ``H (T, B, H)``, ``h0 (B, H)`` -> ``(dW_ih (4H, nx), dW_hh (4H, H), dX (T, B, nx))``."""
     T, B, nx = X.shape
     nh = H.shape[2]
     dZ2 = dZ.reshape(T * B, 4 * nh)
-    dW_ih = np.matmul(dZ2.T, X.reshape(T * B, nx))         # one GEMM over all T
-    dW_hh = np.matmul(dZ[1:].reshape((T - 1) * B, 4 * nh).T, H[:-1].reshape((T - 1) * B, nh))
+    dW_ih = matmul(dZ2.T, X.reshape(T * B, nx))         # one GEMM over all T
+    dW_hh = matmul(dZ[1:].reshape((T - 1) * B, 4 * nh).T, H[:-1].reshape((T - 1) * B, nh))
     dW_hh += dZ[0].T @ h0                                   # step 0 pairs with h0
-    dX = np.matmul(dZ2, W_ih).reshape(T, B, nx)
+    dX = matmul(dZ2, W_ih).reshape(T, B, nx)
     return dW_ih, dW_hh, dX
