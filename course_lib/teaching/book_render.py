@@ -19,7 +19,9 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["render_node", "render_page", "render_site", "Context"]
+from . import links
+
+__all__ = ["render_node", "render_page", "render_site", "Context", "source_alt", "launch_links"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
@@ -39,6 +41,10 @@ class Context:
         self.root, self.static, self.location = root, static, location
         self.unknown: set[str] = set()
         self.unresolved: list[str] = []
+        self.heading = ""           # the last heading rendered (a plot's fallback alt text names it)
+        self.cell_source = ""       # the code of the cell whose outputs are being rendered
+        self.cell_images = [0, 0]   # [images rendered so far, images] in that cell
+        self.alts: list[str] = []   # every image's alt text on this page, in order
 
     def href(self, url: str, node: dict) -> str:
         """A link target in the static site: internal pages become ``slug.html``."""
@@ -80,6 +86,18 @@ class Context:
         shutil.copy(path, dest)
         return "_static/source/" + rel.as_posix()
 
+    def download(self, repo_path: str) -> str:
+        """Where the site's "Download .ipynb" link points: a copy of the course file ``repo_path``
+        (``notebooks/03_batching.ipynb``) shipped in ``_static/download/``, so the download works from
+        the site alone; the repository's raw file when the site is rendered without the course."""
+        path = self.root / repo_path if self.root else None
+        if not (path and self.static and path.is_file()):
+            return links.raw_url(repo_path)
+        dest = self.static / "download" / repo_path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, dest)
+        return "_static/download/" + repo_path
+
 
 def _esc(text) -> str:
     return html.escape(str(text), quote=True)
@@ -98,6 +116,60 @@ def _mime_content(data: dict, mime: str) -> str:
     return value.get("content", "") if isinstance(value, dict) else "".join(value) if isinstance(value, list) else str(value)
 
 
+_STRING = r"""f?(["'])(.*?)(?<!\\)\1"""
+_TITLE = re.compile(r"(?:set_title|suptitle|\btitle\s*=)\s*\(?\s*" + _STRING)
+_XLABEL = re.compile(r"(?:set_xlabel\(|\bxlabel\s*=)\s*" + _STRING)
+_YLABEL = re.compile(r"(?:set_ylabel\(|\bylabel\s*=)\s*" + _STRING)
+_DRAWER = re.compile(r"\b(\w*plots|widgets)\.(\w+)\(")
+
+
+def _literal(text: str) -> str:
+    """A string literal's text as a reader would see it: ``{...}`` fields of an f-string become "...",
+    mathtext markup is dropped."""
+    text = re.sub(r"\{[^{}]*\}", "...", text).replace("$", "").replace("\\", "")
+    return " ".join(text.split()).rstrip(" ,;:")
+
+
+def source_alt(source: str, heading: str = "", index: int = 0, count: int = 1) -> str:
+    """Alt text for image ``index`` of ``count`` that a code cell drew, from the cell's ``source``: the
+    title(s) and axis labels it sets and the course function that draws, else the section ``heading``.
+    (Figures shown since the course registers ``plots.describe`` carry their own; this is the fallback.)"""
+    titles = [_literal(m.group(2)) for m in _TITLE.finditer(source or "")]
+    titles = [s for s in titles if s]
+    xs = [_literal(m.group(2)) for m in _XLABEL.finditer(source or "")]
+    ys = [_literal(m.group(2)) for m in _YLABEL.finditer(source or "")]
+    drawers = [f"{m.group(1)}.{m.group(2)}" for m in _DRAWER.finditer(source or "")
+               if m.group(1) != "widgets" or m.group(2).endswith("panel")]
+    per_figure = count > 1 and len(titles) == count  # one title per figure the cell drew
+    if per_figure:
+        titles = [titles[index]]
+    text = "Plot" + (f": {'; '.join(titles)}" if titles else "")
+    if xs or ys:
+        text += f" ({ys[0] if ys else 'values'} against {xs[0] if xs else 'position'})"
+    if drawers:
+        text += f", drawn by {', '.join(dict.fromkeys(drawers))}"
+    if heading:
+        text += f", in the section “{heading}”"
+    if count > 1 and not per_figure:
+        text += f" (figure {index + 1} of {count} in this cell)"
+    return text
+
+
+def _image_alt(jd: dict, mime: str, ctx: Context) -> str:
+    """An output image's alt text: the description stored with it (``plots.describe``), else one made
+    from its cell's source; never the same as an earlier image on the page."""
+    index, count = ctx.cell_images
+    ctx.cell_images[0] += 1
+    meta = (jd.get("metadata") or {}).get(mime) or {}
+    alt = meta.get("alt") if isinstance(meta, dict) else None
+    if not isinstance(alt, str) or not alt.strip():
+        alt = source_alt(ctx.cell_source, ctx.heading, index, max(count, 1))
+    if alt in ctx.alts:
+        alt += f" (figure {len(ctx.alts) + 1} on this page)"
+    ctx.alts.append(alt)
+    return alt
+
+
 def _render_output(node: dict, ctx: Context) -> str:
     jd = node.get("jupyter_data", {}) or {}
     kind = jd.get("output_type")
@@ -113,7 +185,7 @@ def _render_output(node: dict, ctx: Context) -> str:
             value = data[mime]
             path = value.get("path") if isinstance(value, dict) else None
             if path:
-                return f'<img class="output" src="{_esc(_asset(path))}" alt="a plot the notebook drew">'
+                return f'<img class="output" src="{_esc(_asset(path))}" alt="{_esc(_image_alt(jd, mime, ctx))}">'
             if mime == "image/svg+xml":
                 return f'<div class="output">{_mime_content(data, mime)}</div>'
     if "text/html" in data:
@@ -165,6 +237,18 @@ def _render_table(node: dict, ctx: Context) -> str:
     return f'<div class="table-wrap"><table>{"".join(rows)}</table></div>'
 
 
+def _images_in(node: dict) -> int:
+    jd = node.get("jupyter_data") or {}
+    own = int(node.get("type") == "output" and any(m in (jd.get("data") or {}) for m in _IMAGE_MIMES))
+    return own + sum(_images_in(c) for c in node.get("children", []) or [])
+
+
+def _enter_cell(node: dict, ctx: Context) -> None:
+    """Remember the code of the cell about to be rendered and how many images it shows."""
+    ctx.cell_source = "\n".join(c.get("value", "") for c in node.get("children", []) or [] if c.get("type") == "code")
+    ctx.cell_images = [0, _images_in(node)]
+
+
 def render_node(node: dict, ctx: Context) -> str:
     """HTML for one MyST AST node (and its children)."""
     t = node.get("type")
@@ -175,11 +259,14 @@ def render_node(node: dict, ctx: Context) -> str:
     if t == "block":
         kind = node.get("kind", "")
         cls = "cell code" if kind == "notebook-code" else "cell"
+        if kind == "notebook-code":
+            _enter_cell(node, ctx)
         return f'<section class="{cls}" id="{_esc(node.get("html_id", ""))}">{_children(node, ctx)}</section>'
     if t == "paragraph":
         return f"<p>{_children(node, ctx)}</p>"
     if t == "heading":
         d = max(1, min(6, int(node.get("depth", 2))))
+        ctx.heading = _plain(node).replace("\u200b", "").strip()
         return f'<h{d} id="{_esc(node.get("html_id", node.get("identifier", "")))}">{_children(node, ctx)}</h{d}>'
     if t in _INLINE:
         return f"<{_INLINE[t]}>{_children(node, ctx)}</{_INLINE[t]}>"
@@ -238,8 +325,27 @@ def _nav(pages: list[dict], index_title: str, current: str) -> str:
     return '<nav class="toc"><ul>' + "".join(items) + "</ul></nav>"
 
 
+def launch_links(repo_path: str, download_href: str) -> str:
+    """The links a chapter or worksheet page opens with: download the notebook, open it in Colab or on
+    Binder, see it in the repository (every address from :mod:`course_lib.teaching.links`)."""
+    items = [(download_href, "Download .ipynb", "download", f' download="{_esc(Path(repo_path).name)}"'),
+             (links.colab_url(repo_path), "Open in Colab", "colab", ""),
+             (links.binder_url(repo_path), "Launch Binder", "binder", ""),
+             (links.file_url(repo_path), "View in the repository", "repository", "")]
+    return ('<nav class="launch" aria-label="Get this notebook">'
+            + "".join(f'<a class="{cls}" href="{_esc(href)}"{extra}>{_esc(label)}</a>'
+                      for href, label, cls, extra in items) + "</nav>")
+
+
 def _banner(ctx: Context, location: str) -> str:
     name = Path(location).stem.removesuffix("_worksheet")
+    if ctx.kind in ("chapter", "worksheet"):
+        repo_path = f"{'notebooks' if ctx.kind == 'chapter' else 'exercises'}/{name}.ipynb"
+        return launch_links(repo_path, ctx.download(repo_path)) + _notice(ctx, name)
+    return ""
+
+
+def _notice(ctx: Context, name: str) -> str:
     if ctx.kind == "chapter":
         return (f'<div class="banner machine"><p>Every number on this page was <strong>{_esc(ctx.note)}</strong> '
                 f'when it ran <code>notebooks/{_esc(name)}.ipynb</code>; to measure your own, run '
