@@ -30,6 +30,8 @@ import sys
 import warnings
 from functools import lru_cache
 
+from . import platform_facts
+
 __all__ = [
     "cuda_mode",
     "detect_gpu",
@@ -144,11 +146,8 @@ def xp():
 
 # --------------------------------------------------------------------------- threads
 def cpu_count() -> int:
-    """Cores this process may use (respects CPU affinity / cgroup limits where visible)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    """Cores this process may use (respects CPU affinity / cgroup limits where visible; else ``os.cpu_count()``)."""
+    return platform_facts.usable_cpus()
 
 
 def cores_text(n: int | None = None) -> str:
@@ -274,68 +273,29 @@ def mpiexec_name(exe: str) -> str:
 
 # --------------------------------------------------------------------------- report
 def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo where there is one)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _parse_size(text: str) -> int | None:
-    text = text.strip().upper()
-    for suffix, mult in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
-        if text.endswith(suffix):
-            try:
-                return int(text[:-1]) * mult
-            except ValueError:
-                return None
-    return int(text) if text.isdigit() else None
+    """The CPU's model name (Linux /proc/cpuinfo, macOS sysctl, Windows ``platform.processor()``), else
+    "unknown here (...)" saying why (:mod:`course_lib.core.platform_facts`)."""
+    return platform_facts.cpu_model() or platform_facts.unknown("the CPU's model name")
 
 
 @lru_cache(maxsize=1)
 def cache_sizes() -> dict:
     """Data-cache sizes in bytes of CPU 0: ``{"L1d": ..., "L2": ..., "L3": ...}`` (L3 usually shared).
 
-    Read from ``/sys/devices/system/cpu/cpu0/cache`` on Linux; an empty dict where the OS does not say."""
-    out = {}
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.startswith("index"):
-            continue
-        try:
-            with open(f"{base}/{entry}/level") as f:
-                level = f.read().strip()
-            with open(f"{base}/{entry}/type") as f:
-                kind = f.read().strip()
-            with open(f"{base}/{entry}/size") as f:
-                size = _parse_size(f.read())
-        except OSError:
-            continue
-        if kind == "Instruction" or size is None:
-            continue
-        out[f"L{level}d" if level == "1" else f"L{level}"] = size
-    return out
+    Read from sysfs on Linux and sysctl on macOS (:func:`course_lib.core.platform_facts.cache_sizes`); an empty
+    dict where the OS does not say."""
+    return platform_facts.cache_sizes()
 
 
 def _simd_flags() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    found = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f in flags]
-                    return " ".join(found) or "none of sse4_2/avx/avx2/fma/avx512f"
-    except OSError:
-        pass
-    return "unknown"
+    """The SIMD flags that matter here ("sse4_2 avx avx2 fma"), "NEON" on ARM, or "unknown here (...)"."""
+    flags = platform_facts.cpu_flags()
+    if platform.machine().lower() in ("arm64", "aarch64") and not (flags or set()) & {"sse4_2", "avx"}:
+        return "NEON (128-bit)"
+    if flags is None:
+        return platform_facts.unknown("the CPU's flags")
+    found = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f in flags]
+    return " ".join(found) or "none of sse4_2/avx/avx2/fma/avx512f"
 
 
 def cpu_simd_bytes() -> int:
@@ -533,7 +493,8 @@ def report() -> Report:
             "numba threads": f"{numba.get_num_threads()} (max {numba.config.NUMBA_NUM_THREADS})",
             "BLAS": blas,
             "BLAS threads": blas_threads,
-            "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
+            "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items())
+            or platform_facts.unknown("cache sizes"),
             "CUDA": cuda,
             "CuPy": cupy_state,
             "MPI": f"mpi4py + {mpiexec_name(mpi_info)}" if mpi_ok else f"not available: {mpi_info}",

@@ -1,6 +1,6 @@
 """What the operating system says about load and threads (core layer), for :mod:`course_lib.core.timing`'s
-noise guard. Linux only (``/proc``); elsewhere every reader returns None or an empty dict, and the guard judges
-by the timings alone.
+noise guard. Linux only (``/proc``); elsewhere (macOS, Windows, a container without /proc) every reader returns
+None or an empty dict, and the guard judges by the timings alone (tests/core/test_platforms.py).
 
 ``busy_cpu_seconds()``          CPU seconds all processes spent busy since boot (/proc/stat)
 ``run_queue_wait()``            seconds each thread of this process waited, runnable, for a core (schedstat)
@@ -40,12 +40,11 @@ def busy_cpu_seconds() -> float | None:
     """CPU seconds all processes have spent busy since boot (Linux ``/proc/stat``), else None."""
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()[1:]
-    except OSError:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+        busy = sum(ticks) - ticks[3] - ticks[4]  # minus idle and iowait
+        return busy / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):   # no /proc, an odd line, no os.sysconf (Windows)
         return None
-    ticks = [int(x) for x in fields[:8]]
-    busy = sum(ticks) - ticks[3] - ticks[4]  # minus idle and iowait
-    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def run_queue_wait() -> dict[str, float] | None:

@@ -22,7 +22,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..core import backend, intervals, timing
+from ..core import backend, intervals, platform_facts, timing
 
 __all__ = ["ENV_DIR", "ENV_NOTEBOOK", "directory", "record_path", "machine_facts", "noise_summary",
            "verdict_made", "said", "start", "forget", "attach_cells", "load"]
@@ -49,6 +49,9 @@ def record_path(folder, name: str) -> Path:
 
 
 def _git(*args: str) -> str:
+    """git's answer in the checkout; "" from an installed course (no checkout around course_lib) or without git."""
+    if not (_ROOT / ".git").exists():
+        return ""
     try:
         return subprocess.run(["git", *args], cwd=_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -71,11 +74,11 @@ def machine_facts() -> dict:
 
     simd = backend.simd_bytes()
     blas = backend.blas_vector_bits()
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    load = platform_facts.load_average()
     return {
         "cpu": backend.cpu_model(), "simd_bytes": simd, "lanes_float32": simd // 4, "lanes_float64": simd // 8,
         "caches": backend.cache_sizes(), "cores": backend.cpu_count(),
-        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "affinity": platform_facts.affinity(),
         "numba_threads": int(numba.config.NUMBA_NUM_THREADS), "blas": blas["blas"], "blas_kernel": blas["kernel"],
         "blas_threads": _blas_threads(),
         "env": {k: os.environ[k] for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
