@@ -3,7 +3,8 @@
   report                         what this machine has (cores, BLAS, numba, GPU/simulator, MPI)
   notebooks [--execute] [--only NN]
                                  write notebooks/ and solutions/ .ipynb from their .py pairs
-                                 (--execute runs them afresh; otherwise outputs are kept), then
+                                 (--execute runs them afresh; otherwise outputs are kept; first
+                                 rewrites their generated header/setup/footer cells), then
                                  rebuild exercises/
   exercises build [--force] [--only NN]
                                  generate exercises/ from solutions/ (never overwrites a
@@ -41,8 +42,10 @@ def _cmd_report(_args) -> int:
 
 
 def _cmd_notebooks(args) -> int:
-    from .teaching import authoring
+    from .teaching import authoring, chapters, record
 
+    for py in chapters.apply_headers(only=args.only):  # the generated header/setup/footer cells, from the table
+        print(f"headers  {py.parent.name}/{py.name} (generated cells rewritten)")
     failed = 0
     for folder in authoring.FOLDERS:
         for py, ipynb in authoring.notebook_pairs(folder):
@@ -51,6 +54,8 @@ def _cmd_notebooks(args) -> int:
             try:
                 secs = authoring.sync_notebook(py, ipynb, execute=args.execute, timeout=args.timeout)
                 print(f"{'executed' if args.execute else 'synced  '} {folder}/{ipynb.name}  ({secs:.1f} s)")
+                if args.execute and record.directory() is not None:  # the run time, for the chapter headers
+                    chapters.record_time(record.directory(), f"{folder}/{py.stem}", secs)
             except Exception as exc:
                 failed += 1
                 print(f"FAILED   {folder}/{ipynb.name}: {type(exc).__name__}: {str(exc)[:2000]}")

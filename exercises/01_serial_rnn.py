@@ -24,6 +24,39 @@
 # `X (T, B, nx)`, `h (B, nh)`, `Wxh (nx, nh)`, `Whh (nh, nh)`, `Why (nh, ny)`.
 # Each check compares your function with `course_lib.models.rnn` on several seeded cases.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 01 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write the RNN's forward step, forward pass and loss: three matrix products and two `tanh`s per step.
+# 2. Train a small RNN on the seed's image-rotation task and judge it against copying the input.
+# 3. Check hand-written gradients with central differences in float64, and find the time step where a wrong one goes wrong.
+# 4. Tell the one truly sequential product ($h_{t-1} W_{hh}$) from the ones that can be batched over time.
+#
+# * **Before this chapter:** [00 · setup](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/00_setup.ipynb)
+# * **Study time:** about 60 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** The gradients come from a ready-made backward pass: chapter 02 derives BPTT and its cost.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/01_serial_rnn.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/01_serial_rnn.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/01_serial_rnn.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -109,3 +142,11 @@ rng = np.random.default_rng(0)
 X, Y = rng.uniform(-1, 1, (5, 2, 3)), rng.uniform(-1, 1, (5, 2, 2))
 num = gradcheck.numerical_gradient(lambda W: rnn.loss(rnn.forward(rnn.RNNParams(p.Wxh, W, p.Why), X).Yhat, Y), p.Whh.copy())
 print("numerical and backprop dWhh agree to 1e-7:", gradcheck.relative_error(num, rnn.bptt_linear(p, X, Y).Whh) < 1e-7)
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

@@ -29,6 +29,39 @@
 # `[h0, H[0], ..., H[T-2]]`). A wrong answer is reported with the gradient that is off and the
 # first time step where it goes wrong.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 02 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Derive BPTT as one reverse sweep, $O(T)$, from the WildML double loop, $O(T^2)$.
+# 2. Check that both give the exact gradient against numerical differentiation, and why truncating the double loop does not.
+# 3. Measure time against $T$ on log-log axes and read the slopes (2 and 1) and where they hold.
+# 4. Write the weight gradients as sums over time and batch, one GEMM each.
+#
+# * **Before this chapter:** [01 · serial RNN](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/01_serial_rnn.ipynb)
+# * **Study time:** about 60 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** One sequence at a time: chapter 03 batches sequences into matrix-matrix products.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/02_bptt.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/02_bptt.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/02_bptt.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import time
 
@@ -125,3 +158,11 @@ quad = [timing.measure(rnn.bptt_quadratic, params, X[:T], Y[:T], repeat=3).min f
 ax = plots.loglog_plot(Ts, {"bptt_linear": lin, "bptt_quadratic": quad}, xlabel="T", ylabel="seconds")
 ax.set_title("BPTT time vs T, measured now")
 plt.show()
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

@@ -23,6 +23,39 @@
 # matrix-matrix products, and the arithmetic intensity of one recurrent step -- the number that
 # says why batching pays. Write each function, run its cell, then run the check below it.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 03 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write a batched forward pass and check it gives the numbers of one sequence at a time.
+# 2. Compute the arithmetic intensity of one recurrent step, as a matrix-vector and as a batched product.
+# 3. Place measured products on a roofline drawn with the bandwidth of the memory the weights come from.
+# 4. Find, on this machine, the batch size past which bigger batches stop helping per sequence.
+#
+# * **Before this chapter:** [01 · serial RNN](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/01_serial_rnn.ipynb), [02 · BPTT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/02_bptt.ipynb)
+# * **Study time:** about 60 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** BLAS's GEMM is a black box here: chapter 04 climbs to it from a triple loop.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/03_batching.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/03_batching.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/03_batching.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -85,3 +118,11 @@ batching_checks.check_step_intensity(rnn_step_intensity)
 ridge = timing.peak_gflops() / timing.copy_bandwidth()
 B_cross = next(B for B in range(1, 100_000) if batching_exp.rnn_step_intensity(B, 1000, 1000) >= ridge)
 print(f"ridge point {ridge:.1f} FLOP/byte: batches of B >= {B_cross} make the step compute-bound here")
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

@@ -31,6 +31,39 @@
 # Write the body, run the cell, then run the check below it. numba compiles a function on its
 # first call (a second or two); checks call your function on small matrices.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 04 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Explain how loop order decides whether the inner loop walks memory contiguously, and measure it.
+# 2. Confirm SIMD in the compiled machine code instead of assuming it.
+# 3. Write a tiled matmul that vectorises and a parallel one with `prange`, checked against numpy.
+# 4. Place each rung of the matmul ladder on the roofline; explain conflict misses at powers of two and packing as their cure.
+#
+# * **Before this chapter:** [00 · setup](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/00_setup.ipynb), [03 · batching](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/03_batching.ipynb)
+# * **Study time:** about 90 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** One kernel at a time: chapter 05 adds threads, fusion and compile caching to a whole training step.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/04_tiling_simd.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/04_tiling_simd.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/04_tiling_simd.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -139,3 +172,11 @@ for threads in sorted({1, backend.max_threads()}):
     if not cmp.noise.ok:
         print(cmp.noise.warning())
 print("back to", backend.set_threads(backend.max_threads()), "thread(s)")
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

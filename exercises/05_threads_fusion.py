@@ -24,6 +24,39 @@
 # memory. Here you write the two element-wise pieces of the backward pass as **fused** numba
 # kernels: one loop, each number loaded once and stored once.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 05 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write a training step's non-recurrent work (input projection, outputs, weight gradients) as one GEMM over all time steps.
+# 2. Fuse the backward pass's element-wise work into parallel numba kernels, and check that they vectorise.
+# 3. Measure thread scaling per workload and decide where threads pay.
+# 4. Compare JIT with a cached compile and explain the call overhead of small steps (seed Fig. 7).
+#
+# * **Before this chapter:** [02 · BPTT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/02_bptt.ipynb), [04 · tiling & SIMD](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/04_tiling_simd.ipynb)
+# * **Study time:** about 90 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** Schedules are written by hand in numba: chapter 06 separates algorithm and schedule with Halide.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/05_threads_fusion.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/05_threads_fusion.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/05_threads_fusion.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -96,3 +129,11 @@ print(f"separate passes {fus['separate_s'] * 1e3:.2f} ms, fused (1 thread) {fus[
       f"{fus['fusion_speedup']:.2f}x; fused on {backend.get_threads()} thread(s): {fus['total_speedup']:.2f}x")
 print(verdict("000.halide.s49.loop_fusion", fus["fusion_speedup"], here="1 thread, numpy passes vs fused numba",
               noise=fus["noise"]))
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

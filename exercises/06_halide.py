@@ -23,6 +23,39 @@
 # Here you write a schedule yourself, and then fuse two stages of the backward step into one
 # definition. Both checks compile your Halide code and compare its numbers with numpy.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 06 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write the RNN step as a Halide algorithm and change its schedule without changing its numbers.
+# 2. Run the seed's Fig. 10 grid (tiling, SIMD, parallel) here and read where this machine agrees with the seed's Xeon Phi.
+# 3. Write a schedule for the hidden-state product and fuse two stages into one definition.
+# 4. Place the best Halide schedule beside numpy, numba, BLAS and `fast_rnn`.
+#
+# * **Before this chapter:** [04 · tiling & SIMD](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/04_tiling_simd.ipynb), [05 · threads & fusion](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/05_threads_fusion.ipynb)
+# * **Study time:** about 75 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** Training only: chapter 07 parallelises inference over batches, layers, ranks and a CUDA kernel.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/06_halide.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/06_halide.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/06_halide.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -110,3 +143,11 @@ if HALIDE:
 if HALIDE:
     print("two stages:\n" + halide_rnn.compile_func(halide_rnn.backward_two_stage, 4).loop_nest)
     print("fused:\n" + halide_rnn.compile_func(fused_backward, 4).loop_nest)
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

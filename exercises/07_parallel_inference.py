@@ -25,6 +25,39 @@
 # with the course's own (`course_lib.models.softmax_rnn` and `course_lib.parallel.inference`) on
 # several seeded cases and says exactly what differs.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 07 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Find the dependencies of a stacked softmax RNN and schedule its layers as a wavefront (critical path $T + L - 1$ instead of $TL$).
+# 2. Write numerically stable, batched softmax inference.
+# 3. Share a batch among $P$ MPI ranks and gather the results; measure what shared memory and message passing each cost here.
+# 4. Run the inference cell as a CUDA kernel (on a GPU, or in numba's simulator).
+#
+# * **Before this chapter:** [03 · batching](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/03_batching.ipynb), [05 · threads & fusion](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/05_threads_fusion.ipynb)
+# * **Study time:** about 105 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** The time axis stays serial: chapter 08 parallelises it for linear recurrences.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/07_parallel_inference.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/07_parallel_inference.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/07_parallel_inference.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -173,3 +206,11 @@ check_data_parallel()
 
 # %% tags=["nbval-ignore-output", "check", "raises-exception"]
 parallel_inference_checks.run_split_under_mpi(split_batch, batch=7, P=2)
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

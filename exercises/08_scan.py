@@ -28,6 +28,39 @@
 #
 # Each exercise is a function; run its cell, then the check cell below it.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 08 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write a linear recurrence as a scan over an associative, non-commutative combine of affine maps, and see why the closed form overflows.
+# 2. Compare Hillis-Steele and Blelloch by work and span; write a chunked scan (reduce, scan, expand) and the backward pass as a reverse scan.
+# 3. Write a one-block Blelloch scan as a CUDA kernel and a time-parallel scan for SIMD lanes or cores.
+# 4. Write the intra-chunk step of production's chunked layers as decay-masked matrix products, and scan across MPI ranks with `Exscan`.
+#
+# * **Before this chapter:** [02 · BPTT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/02_bptt.ipynb), [05 · threads & fusion](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/05_threads_fusion.ipynb), [07 · parallel inference](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/07_parallel_inference.ipynb)
+# * **Study time:** about 150 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** Linear recurrences only: chapters 10 (MGRIT) and 11 (Newton) parallelise non-linear ones over time.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/08_scan.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/08_scan.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/08_scan.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -292,3 +325,11 @@ chunked_checks.check_intra_chunk(intra_chunk)
 # * `intra_chunk` is the heart of production's chunked form (Mamba-2's SSD, gated linear attention): the
 #   recurrence inside a chunk becomes two matrix products and a mask built in log space; the course's
 #   version is `course_lib/algorithms/linear_attention.py` (`intra_chunk`, `decay_mask`).
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

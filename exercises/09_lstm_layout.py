@@ -23,6 +23,39 @@
 # four gate blocks stacked in the order **i, f, g, o** (see `course_lib/models/lstm.py`). When a check
 # fails it tells you which gate differs first.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 09 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write one fused LSTM step and its transposed layout $Z^T = W_{hh} h^T$, checked against the reference.
+# 2. Profile where an LSTM step spends its time and explain $XW^T$ against $WX^T$ with the cache model.
+# 3. Build a small autotuner that times whole forward passes, once per shape, and never measures twice.
+# 4. Decide, at small batches, between one GEMM per step and $B$ matrix-vector products.
+#
+# * **Before this chapter:** [03 · batching](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/03_batching.ipynb), [04 · tiling & SIMD](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/04_tiling_simd.ipynb), [05 · threads & fusion](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/05_threads_fusion.ipynb)
+# * **Study time:** about 120 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** The time axis stays serial: chapter 10 trains a GRU parallel in time.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/09_lstm_layout.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/09_lstm_layout.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/09_lstm_layout.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import time
 
@@ -137,3 +170,11 @@ lstm_layout_checks.check_forward_one_gemm(forward_one_gemm)
 # in lstm.METHODS}` and a key built from `(B, H, nx, T, dtype, threads)`, keep the dict in a JSON
 # file next to the machine's name, and you have `course_lib.experiments.autotune` — what
 # `autotune.best_method(...)` answers and `autotune.lstm_forward_tuned(params, X)` runs.
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

@@ -30,6 +30,39 @@
 # The checks run your functions on Dahlquist's problem and a small nonlinear one, and tell you the
 # iteration and the time point where your solver first leaves the reference.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 10 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Read a GRU step as explicit Euler on a stiff ODE, and write the implicit GRU step that keeps coarse grids stable.
+# 2. Write F-relaxation, C-relaxation and a two-level FAS cycle, verified on Dahlquist's test problem.
+# 3. Run forward and backward (adjoint) through MGRIT, count its extra work, and model its speed-up against $T$ and $P$.
+# 4. Train with inexact MGRIT gradients and watch their bias with a cosine monitor.
+#
+# * **Before this chapter:** [02 · BPTT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/02_bptt.ipynb), [07 · parallel inference](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/07_parallel_inference.ipynb)
+# * **Study time:** about 135 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** Multigrid only: chapter 11 attacks the same chain with Newton's method and scans.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/10_mgrit.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/10_mgrit.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/10_mgrit.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import numpy as np
 
@@ -171,3 +204,11 @@ for relax in ("F", "FCF"):
     _, hist = gru.gru_forward(p, X, implicit=True, method="mgrit", m=4, levels=2, relax=relax, max_iter=12,
                               tol=1e-8, return_history=True)
     print(f"{relax:>3}: {len(hist)} iterations to residual {hist[-1]:.0e}")
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

@@ -28,6 +28,39 @@
 # 11.7 take the chapter's fixed-point family further: Picard as a parallel prefix sum, and K\* predicted
 # from the Lyapunov exponent.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 11 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Write one Newton step over the sequence (DEER) as a scan, with the $(A, b)$ combine and the GRU's Jacobian.
+# 2. Relate Newton's iteration count to $T$ and to the Lyapunov exponent, and predict $K^*$ from it.
+# 3. Write quasi-DEER as one element-wise scan and Picard as a prefix sum; weigh them against full Newton's $O(H^3)$ per step.
+# 4. Compute minGRU's log-space scan and see it drift in float32.
+#
+# * **Before this chapter:** [08 · linear recurrences](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/08_scan.ipynb), [10 · MGRIT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/10_mgrit.ipynb)
+# * **Study time:** about 120 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** No rule yet for choosing among the methods: chapter 12 prices them all with one cost model.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/11_newton.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/11_newton.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/11_newton.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 import math
 
@@ -202,3 +235,11 @@ def predict_kstar(lyapunov, T, tol, err0):
 
 # %% tags=["raises-exception"]
 newton_family_checks.check_predict_kstar(predict_kstar)
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)

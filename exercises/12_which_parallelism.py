@@ -33,6 +33,39 @@
 # candidates on *this* machine with the course's own code; whether the measurement agreed with the model
 # -- and if not, why -- is printed by `which_checks.report(...)` in the cell after each check.
 
+# %% [markdown] tags=["chapter-header"]
+# **Chapter 12 at a glance** · *Generated from `course_lib/teaching/chapter_table.py` and `recordings/` by `python -m course_lib notebooks`: edit those, not this cell.*
+#
+# After this chapter you can:
+#
+# 1. Price a method in arithmetic, memory traffic, library calls, synchronisation and communication with one cost model.
+# 2. Compare the model's predictions with every chapter's benchmark configuration measured here.
+# 3. Simulate the seeds' machines to see how many processors their speed-ups need.
+# 4. Use the advisor to choose the parallelism for three problems it has not seen.
+#
+# * **Before this chapter:** [07 · parallel inference](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/07_parallel_inference.ipynb), [08 · linear recurrences](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/08_scan.ipynb), [10 · MGRIT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/10_mgrit.ipynb), [11 · Newton in time](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/11_newton.ipynb)
+# * **Study time:** about 75 min for the lecture and its worksheet (an estimate)
+# * **Run time of this worksheet:** not yet recorded on any machine; its last code cell prints how long it took here
+# * **Not in this chapter:** The last chapter: the seeds' GPUs and clusters are simulated here, not measured; run the chapters on such a machine to measure them.
+# * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/12_which_parallelism.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/12_which_parallelism.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/12_which_parallelism.ipynb)
+
+# %% tags=["colab-setup", "nbval-ignore-output"]
+# Generated (course_lib/teaching/chapters.py): where course_lib is missing (Colab, a bare kernel), install
+# the course into this kernel; where it is installed, print one line. Either way, start this notebook's clock.
+try:
+    from course_lib.teaching import chapters
+except ModuleNotFoundError:
+    import importlib
+    import subprocess
+    import sys
+
+    print("course_lib is not installed in this kernel: installing the course with pip (a few minutes) ...")
+    source = "parallel-rnns-course @ git+https://github.com/parallel-rnns/parallel-rnns-course.git@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+    from course_lib.teaching import chapters
+chapters.started()
+
 # %%
 from course_lib.core import timing
 from course_lib.experiments import cost_model as cost_model_exp
@@ -112,3 +145,11 @@ which_checks.report("12.3")
 # a near tie, an assumption the run did not meet (iterations, cores), or a part of the cost the model
 # gets wrong on this machine? Change the stated sizes in a copy of a cell -- `which_checks.model_choice("12.3",
 # dict(batch=16, T=1024, nh=32), machine)` -- and predict before you look.
+
+# %% tags=["chapter-footer", "nbval-ignore-output"]
+from course_lib.teaching import chapters
+
+chapters.finished()
+
+# %% [markdown] tags=["chapter-footer"]
+# Found a problem in this notebook? [Report it](https://github.com/parallel-rnns/parallel-rnns-course/issues/new) (say which cell, and paste what it printed) · how to help: [CONTRIBUTING.md](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/CONTRIBUTING.md)
