@@ -160,3 +160,10 @@ test-fast: install-test
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts build/book $(BOOK_TEMPLATE)/node_modules
+
+# The course as students outside the checkout get it (Colab, Binder, a JupyterHub): a wheel of this checkout (not
+# editable) in a fresh venv in a temporary folder, every notebooks/, solutions/ and exercises/ .ipynb copied next
+# to it and run there (tests/installed/run_installed.py). About 3 minutes of pip, then the notebooks.
+.PHONY: test-installed
+test-installed: | $(BIN)/python
+	$(BIN)/python tests/installed/run_installed.py
