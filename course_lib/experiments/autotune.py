@@ -9,6 +9,12 @@ you ask for it explicitly::
     lstm.lstm_forward(params, X, method=method)
     autotune.lstm_forward_tuned(params, X)                     # the same in one call
 
+The race is between *choices*: every method on every GEMM provider this machine has
+(:mod:`course_lib.algorithms.gemm`; ``"workspace@mkl"`` is the ``workspace`` method with oneMKL computing its
+products, a plain name runs on numpy's BLAS). Without the ``.[fast]`` extra numpy is the only provider and the
+race is the methods alone; with it, the table says which library won at this shape and pass. ``tune`` races
+numpy alone unless asked (``providers=None``: all of them); ``lstm_forward_tuned`` races all.
+
 ``tune(batch, nh, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
 ``recheck(batch, nh, nx, T, ...)``     -> a later check of the cached choice; re-tunes when another method
                                         is faster beyond the noise
@@ -40,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..algorithms import gemm
 from ..core import backend
 from ..core.validate import (check_alloc_of, check_array, check_bool, check_choice, check_dtype, check_float,
                              check_positive_int, check_repeat, check_str, to_builtin)
@@ -78,13 +85,24 @@ class Decision:
         if not isinstance(self.probe, dict):
             raise TypeError(f"probe: expected a dict, got {type(self.probe).__name__}")
 
+    @property
+    def method(self) -> str:
+        """The winning method (without its provider)."""
+        return self.best.partition("@")[0]
+
+    @property
+    def provider(self) -> str:
+        """The GEMM provider of the winning choice (``"numpy"`` for a plain method name)."""
+        return self.best.partition("@")[2] or "numpy"
+
     def table(self) -> str:
-        """The table as text, fastest first, with each method's time as a multiple of the best's
+        """The table as text, fastest first, with each choice's time as a multiple of the best's
         (labelled: a time ratio, > 1 = slower -- the course's other ratios are speed-ups)."""
         best = self.table_ms[self.best]
-        rows = [f"{'method':<11} {'ms/step':>9} {'time / best':>12}"]
+        w = max(11, *(len(v) for v in self.table_ms))
+        rows = [f"{'method':<{w}} {'ms/step':>9} {'time / best':>12}"]
         for v, ms in sorted(self.table_ms.items(), key=lambda kv: kv[1]):
-            rows.append(f"{v:<11} {ms:>9.3f} {ms / best:>11.2f}x" + ("  <- picked" if v == self.best else ""))
+            rows.append(f"{v:<{w}} {ms:>9.3f} {ms / best:>11.2f}x" + ("  <- picked" if v == self.best else ""))
         return "\n".join(rows)
 
 
@@ -129,14 +147,17 @@ def current_threads() -> int:
 
 
 def shape_key(batch: int, nh: int, nx: int, T: int, dtype="float32", threads: int | None = None,
-              training: bool = False) -> str:
+              training: bool = False, providers=("numpy",)) -> str:
     """``"B=64,H=512,nx=512,T=100,float32,threads=2"`` (``",training"`` appended for a forward + backward
-    pass) -- one cache entry per key and machine."""
+    pass, ``",providers=numpy+mkl"`` when other GEMM providers than numpy are raced) -- one cache entry per
+    key and machine."""
     batch, nh, nx, T = (check_positive_int(v, n) for v, n in ((batch, "batch"), (nh, "nh"), (nx, "nx"), (T, "T")))
     dt = check_dtype(dtype, "dtype")
     threads = current_threads() if threads is None else check_positive_int(threads, "threads")
     training = check_bool(training, "training")
-    return f"B={batch},H={nh},nx={nx},T={T},{dt.name},threads={threads}" + (",training" if training else "")
+    provs = "+".join(gemm.check_provider(p, "providers") for p in providers)
+    return (f"B={batch},H={nh},nx={nx},T={T},{dt.name},threads={threads}" + (",training" if training else "")
+            + ("" if provs == "numpy" else f",providers={provs}"))
 
 
 # --------------------------------------------------------------------------- the file
@@ -186,7 +207,8 @@ def _entry_problem(e) -> str | None:
     if not isinstance(table, dict) or not table:
         return "table_ms: expected a non-empty dict"
     for m, ms in table.items():
-        if m not in lstm.METHODS:
+        method, _, provider = str(m).partition("@")
+        if method not in lstm.METHODS or (provider and provider not in gemm.PROVIDERS):
             return f"table_ms: unknown method {m!r}"
         # bool is an int in Python: true/false are not times
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not (0 < ms < float("inf")):
@@ -231,9 +253,25 @@ def clear_cache(path: Path | None = None) -> None:
 
 
 # --------------------------------------------------------------------------- deciding
+def _race(methods, providers) -> tuple[tuple, tuple]:
+    """``(choices, providers)``: the methods on every provider (default: all this machine has)."""
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods: expected a list of method names from {lstm.METHODS}, got {methods!r}")
+    providers = gemm.providers() if providers is None else providers
+    if isinstance(providers, str) or not hasattr(providers, "__iter__"):
+        raise TypeError(f"providers: expected a list of names from {gemm.providers()}, got {providers!r}")
+    providers = tuple(dict.fromkeys(gemm.check_provider(p, "providers") for p in providers))
+    methods = tuple(check_choice(m, "methods", lstm.METHODS) for m in methods)
+    if not methods:
+        raise ValueError("methods: expected at least one method")
+    if not providers:
+        raise ValueError(f"providers: expected at least one of {gemm.providers()}")
+    return lstm_experiments.choices(methods, providers), providers
+
+
 def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
          methods=lstm.METHODS, force: bool = False, probe_steps: int = 10, repeat: int = 3, tries: int = 3,
-         path: Path | None = None, training: bool = False) -> Decision:
+         path: Path | None = None, training: bool = False, providers=("numpy",)) -> Decision:
     """The fastest method for ``X (T, B, nx)`` and ``nh`` hidden units (``training=True``: for a forward
     and backward pass, a decision of its own -- the fastest forward need not be the fastest to train).
 
@@ -242,13 +280,10 @@ def tune(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: i
     ``min(T, probe_steps)`` steps, repeat-until-decided (at least ``repeat`` interleaved rounds a try, up
     to ``tries`` tries, see the module's docstring), keeps the fastest and saves the table (each method's
     median from the last try it ran in). ``threads`` is part of the key (default: the BLAS threads in use
-    now); it does not change the thread setting."""
-    key = shape_key(batch, nh, nx, T, dtype, threads, training)
-    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
-        raise TypeError(f"methods: expected a list of method names from {lstm.METHODS}, got {methods!r}")
-    methods = tuple(check_choice(m, "methods", lstm.METHODS) for m in methods)
-    if not methods:
-        raise ValueError("methods: expected at least one method")
+    now); it does not change the thread setting. ``providers``: the GEMM providers to race the methods on
+    (default numpy's BLAS alone; ``None``: every one here, :func:`course_lib.algorithms.gemm.providers`)."""
+    methods, providers = _race(methods, providers)
+    key = shape_key(batch, nh, nx, T, dtype, threads, training, providers)
     force = check_bool(force, "force")
     probe_steps = check_positive_int(probe_steps, "probe_steps", high=10_000)
     repeat = check_repeat(repeat)     # a plain int from here on (JSON-safe)
@@ -318,17 +353,17 @@ def _measure_and_save(path, key, shape, methods, repeat, tries, retuned=False) -
 
 def recheck(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
             methods=lstm.METHODS, probe_steps: int = 10, repeat: int = 3, tries: int = 3,
-            path: Path | None = None, training: bool = False) -> Decision:
+            path: Path | None = None, training: bool = False, providers=("numpy",)) -> Decision:
     """A later check of the cached choice (tunes first when nothing is cached): the cached best is timed
     against ``methods`` again, interleaved; when some method is faster than it *beyond the noise* (the
     pair speed-up's whole interval above 1), the shape is tuned again (repeat-until-decided) and saved --
     ``Decision.retuned`` is then True. Within the noise the cached choice stays (a measurement at a noisy
     moment cannot overturn it, and neither can one that agrees)."""
     d = tune(batch, nh, nx, T, dtype, threads, methods=methods, probe_steps=probe_steps, repeat=repeat,
-             tries=tries, path=path, training=training)
+             tries=tries, path=path, training=training, providers=providers)
     if d.measured_now:
         return d
-    methods = tuple(dict.fromkeys((d.best, *(check_choice(m, "methods", lstm.METHODS) for m in methods))))
+    methods = tuple(dict.fromkeys((d.best, *_race(methods, providers)[0])))
     steps = min(check_positive_int(T, "T"), check_positive_int(probe_steps, "probe_steps"))
     res = lstm_experiments.method_times(batch, nh, nx, steps, methods=methods, dtype=np.dtype(dtype).name,
                                         repeat=check_positive_int(repeat, "repeat"), backward=training)
@@ -342,18 +377,19 @@ def recheck(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads
 
 
 def best_method(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", threads: int | None = None, *,
-                training: bool = False) -> str:
+                training: bool = False, providers=("numpy",)) -> str:
     """The fastest method for this shape here (to train with, ``training=True``): cached, else measured once
-    now (and cached)."""
-    return tune(batch, nh, nx, T, dtype, threads, training=training).best
+    now (and cached). Raced on numpy's BLAS unless ``providers`` says otherwise (``None``: every provider
+    here); the method name comes back without its provider (``tune(...).provider`` has it)."""
+    return tune(batch, nh, nx, T, dtype, threads, training=training, providers=providers).method
 
 
 def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = False):
-    """:func:`course_lib.models.lstm.lstm_forward` with :func:`best_method` for ``X``'s shape and dtype
-    (the first call for a shape measures and writes the cache file; later calls only read it)."""
+    """:func:`course_lib.models.lstm.lstm_forward` with the fastest method *and provider* for ``X``'s shape and
+    dtype (:func:`tune` over every provider here; the first call for a shape measures and writes the cache file; later calls only read it)."""
     X = check_array(X, "X", ndim=3)
     return_cache = check_bool(return_cache, "return_cache")
     lstm.check_params(params, X.shape[2])
     T, B, nx = X.shape
-    method = best_method(B, params.nh, nx, T, params.dtype)
-    return lstm.lstm_forward(params, X, h0, c0, method=method, return_cache=return_cache)
+    d = tune(B, params.nh, nx, T, params.dtype, providers=None)   # every method on every provider here
+    return lstm.lstm_forward(params, X, h0, c0, method=d.method, return_cache=return_cache, provider=d.provider)

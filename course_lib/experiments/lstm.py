@@ -6,6 +6,8 @@ weights ``W_ih (4H, nx)``, ``W_hh (4H, H)``.
 
 ``step_time(batch, nh, nx, T, method=...)``            seconds per time step of one method
 ``method_times(batch, nh, nx, T, methods=...)``         ms per step of several methods, interleaved; the fastest
+                                                   (a name ``"workspace@mkl"`` is a method on a GEMM provider:
+                                                   ``split_choice``, ``choices(methods, providers)``)
 ``profile_step(batch, nh, nx, method=...)``             one step split into its library calls: GEMM vs element-wise
 ``profile_training(batch, nh, nx, T)``                  forward+backward of ``fused_pre`` split into its phases over
                                                    the whole sequence: where the milliseconds go
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..core import timing
 from ..core.noise import noise_of_pairs
+from ..algorithms import gemm
 from ..core.timing import Noise, compare, gemm_flops, measure, peak_gflops
 from ..core.validate import (check_alloc_of, check_bool, check_choice, check_dtype, check_float, check_positive_int,
                              check_repeat, check_sizes)
@@ -35,7 +38,7 @@ from ..models import lstm, lstm_lm, lstm_persistent, lstm_tuned
 from .lstm_profile import MATTERS
 from .lstm_layout import hardware_counters, layout_gemm_times, layout_traffic_model, loop_order_times
 
-__all__ = ["step_time", "method_times", "fused_baseline", "profile_step", "profile_training", "overhead_vs_batch",
+__all__ = ["split_choice", "choices", "PROVIDER_METHODS", "step_time", "method_times", "fused_baseline", "profile_step", "profile_training", "overhead_vs_batch",
            "latency_vs_batch", "layout_gemm_times", "loop_order_times", "layout_traffic_model", "hardware_counters", "lm_throughput", "widget_compute"]
 
 
@@ -50,10 +53,33 @@ def _shape(batch, nh, nx, T=1):
     return batch, nh, nx, T
 
 
+# the methods whose big products a GEMM provider computes (lstm.lstm_forward's provider=)
+PROVIDER_METHODS = ("fused", "fused_pre", "transposed", "gemv", "workspace")
+
+
+def split_choice(choice, name: str = "methods") -> tuple[str, str]:
+    """``"workspace@mkl"`` -> ``("workspace", "mkl")``; a plain method name runs on ``"numpy"``."""
+    if not isinstance(choice, str):
+        raise TypeError(f"{name}: expected a method name from {lstm.METHODS}, got {choice!r}")
+    method, _, provider = choice.partition("@")
+    check_choice(method, name, lstm.METHODS)
+    if provider and method not in PROVIDER_METHODS:
+        raise ValueError(f"{name}: {method!r} computes no product a provider could take ({choice!r}); "
+                         f"methods with a provider: {', '.join(PROVIDER_METHODS)}")
+    return method, gemm.check_provider(provider or "numpy", name)
+
+
+def choices(methods=lstm.METHODS, providers=("numpy",)) -> tuple[str, ...]:
+    """Every method on every provider it can use: ``("fused_pre", ..., "fused_pre@mkl", ...)``."""
+    provs = tuple(gemm.check_provider(p, "providers") for p in providers)
+    return tuple(m if p == "numpy" else f"{m}@{p}" for p in provs for m in methods
+                 if p == "numpy" or m in PROVIDER_METHODS)
+
+
 def _methods(methods, name="methods"):
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise TypeError(f"{name}: expected a list of names from {lstm.METHODS}, got {methods!r}")
-    methods = tuple(check_choice(m, name, lstm.METHODS) for m in methods)
+    methods = tuple(m for m in methods if split_choice(m, name))
     if not methods:
         raise ValueError(f"{name}: expected at least one of {', '.join(lstm.METHODS)}")
     return methods
@@ -67,8 +93,10 @@ def _random_problem(batch, nh, nx, T, dtype, seed=0):
 
 
 def _runner(p, X, method, backward, dH):
+    method, provider = split_choice(method, "method")
+
     def run():
-        out = lstm.lstm_forward(p, X, method=method, return_cache=backward)
+        out = lstm.lstm_forward(p, X, method=method, return_cache=backward, provider=provider)
         if backward:
             lstm.lstm_backward(p, out[2], dH)
     return run

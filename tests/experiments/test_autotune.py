@@ -307,3 +307,41 @@ def test_training_is_a_decision_of_its_own(cache, monkeypatch):
     assert train.key == fwd.key + ",training"
     assert autotune.best_method(2, 8, 4, 5, "float32", threads=1, training=True) == "workspace" and len(seen) == 2
     raises_naming(TypeError, "training", autotune.shape_key, 2, 8, 4, 5, training="yes")
+
+
+def test_providers_are_raced_like_methods(cache, monkeypatch):
+    """A choice "method@provider" runs the method with that GEMM provider; the table names the winner of each
+    shape, and lstm_forward_tuned runs the winning method on the winning provider."""
+    from course_lib.algorithms import gemm
+
+    provs = gemm.providers()
+    choices = lstm_experiments.choices(("fused_pre", "naive"), provs)
+    assert choices[:2] == ("fused_pre", "naive") and all(c.split("@")[0] == "fused_pre" for c in choices[2:])
+    assert len(choices) == 2 + (len(provs) - 1)
+    d = autotune.tune(2, 8, 4, 2, methods=("fused_pre", "naive"), providers=None, repeat=1, probe_steps=1)
+    assert set(d.table_ms) == set(choices) and d.best in choices
+    assert (d.method, d.provider) == lstm_experiments.split_choice(d.best)
+    key = autotune.shape_key(2, 8, 4, 2, providers=provs)
+    assert d.key == key and (len(provs) == 1) == ("providers=" not in key)
+    assert autotune.load_cache()[key]["best"] == d.best
+    with pytest.raises(ValueError, match="providers: .*cublas"):
+        autotune.tune(2, 8, 4, providers=("numpy", "cublas"))
+    with pytest.raises(ValueError, match="methods: 'naive' computes no product"):
+        lstm_experiments.split_choice("naive@numpy")
+
+
+def test_a_won_provider_is_what_lstm_forward_tuned_runs(cache, monkeypatch):
+    from course_lib.algorithms import gemm
+    from course_lib.models import lstm
+
+    winner = "fused_pre@" + gemm.providers()[-1] if len(gemm.providers()) > 1 else "fused_pre"
+    fake = {"ms_per_step": {winner: 1.0, "naive": 5.0}, "best": winner, "comparison": None}
+    monkeypatch.setattr(lstm_experiments, "method_times", lambda *a, **k: fake)
+    seen = []
+    real = lstm.lstm_forward
+    monkeypatch.setattr(lstm, "lstm_forward", lambda *a, **k: seen.append(k) or real(*a, **k))
+    p = lstm.init_params(4, 8, dtype=np.float64)
+    X = np.random.default_rng(0).standard_normal((2, 3, 4))
+    H, _ = autotune.lstm_forward_tuned(p, X)
+    assert (seen[-1]["method"], seen[-1]["provider"]) == lstm_experiments.split_choice(winner)
+    np.testing.assert_allclose(H, real(p, X)[0], atol=1e-12)
