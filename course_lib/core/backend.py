@@ -37,6 +37,7 @@ __all__ = [
     "detect_gpu",
     "gpu_available",
     "report",
+    "versions",
     "Report",
     "set_threads",
     "get_threads",
@@ -411,6 +412,26 @@ def _blas_info() -> tuple[str, int | None]:
     return "unknown", None
 
 
+# the packages whose versions a run prints (notebook 00, every recording's machine facts, `report`)
+VERSIONED = ("numpy", "numba", "llvmlite", "halide", "matplotlib", "ipywidgets", "jupyterlab", "threadpoolctl")
+
+
+def versions() -> dict:
+    """The versions that run here, e.g. ``{"Python": "3.11.7", "numpy": "2.4.6", ..., "BLAS": "openblas 0.3.30"}``:
+    Python, each of :data:`VERSIONED` that is installed (the imported module's own version where it is loaded),
+    and the BLAS numpy calls (threadpoolctl's name and version, or "unknown")."""
+    from importlib import metadata
+
+    out = {"Python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = getattr(sys.modules.get(name), "__version__", None) or metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    out["BLAS"] = _blas_info()[0].split(" (")[0]
+    return out
+
+
 # OpenBLAS kernel families (threadpoolctl's "architecture") and the vector width their GEMM uses
 _KERNEL_BITS = {"skylakex": 512, "cooperlake": 512, "sapphirerapids": 512, "zen": 256, "haswell": 256,
                 "sandybridge": 256, "nehalem": 128, "core2": 128, "prescott": 128}
@@ -469,7 +490,6 @@ def _vector_text() -> str:
 def report() -> Report:
     """Facts about this machine: CPU, cores, numba threads, BLAS, GPU or simulator, CuPy, MPI."""
     import numba
-    import numpy
 
     blas, blas_threads = _blas_info()
     usable, gpu_name = detect_gpu()
@@ -498,8 +518,6 @@ def report() -> Report:
             "CUDA": cuda,
             "CuPy": cupy_state,
             "MPI": f"mpi4py + {mpiexec_name(mpi_info)}" if mpi_ok else f"not available: {mpi_info}",
-            "Python": platform.python_version(),
-            "numpy": numpy.__version__,
-            "numba": numba.__version__,
+            **{k: v for k, v in versions().items() if k != "BLAS"},
         }
     )

@@ -84,7 +84,7 @@ def machine_facts() -> dict:
         "env": {k: os.environ[k] for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                            "MKL_NUM_THREADS", "OPENBLAS_CORETYPE") if k in os.environ},
         "loadavg_at_start": list(load) if load else None, "budget": timing.budget(),
-        "cuda": backend.cuda_mode(),
+        "cuda": backend.cuda_mode(), "versions": backend.versions(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": _git("rev-parse", "--short=12", "HEAD"), "dirty": bool(_git("status", "--porcelain", "--",
                                                                                "course_lib")),

@@ -435,10 +435,16 @@ def table(runs: dict[str, dict[str, list[Checked]]]) -> str:
     return "\n".join(lines)
 
 
+def _versions(machine: dict) -> str:
+    """The recorded versions (``machine_facts()["versions"]``) in words; older recordings have none."""
+    return ", ".join(f"{k} {v}" for k, v in (machine.get("versions") or {}).items()) or "not recorded"
+
+
 def machines(folders: list[Path]) -> str:
-    """A markdown table of the recordings' machines: CPU, lanes, caches, cores, threads, load, budget, date, commit."""
+    """A markdown table of the recordings' machines: CPU, lanes, caches, cores, threads, load, budget, date, commit,
+    versions."""
     lines = ["| recording | CPU | float32 lanes | caches | cores (affinity) | numba / BLAS threads | load at start "
-             "(1 min) | budget | date | commit |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "(1 min) | budget | date | commit | versions |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for folder in folders:
         facts = [record.load(f)["machine"] for f in sorted(folder.glob("*.json")) + sorted(folder.glob("solutions/*.json"))]
         m = facts[0]
@@ -450,7 +456,7 @@ def machines(folders: list[Path]) -> str:
         lines.append(f"| {folder.name} | {m.get('cpu')} | {m.get('lanes_float32')} | {caches} | {m.get('cores')} "
                      f"({m.get('affinity')}) | {m.get('numba_threads')} / {m.get('blas_threads')} | {load} | "
                      f"{', '.join(sorted({str(f.get('budget')) for f in facts}))} | {when} | "
-                     f"{', '.join(sorted({str(f.get('commit')) for f in facts}))} |")
+                     f"{', '.join(sorted({str(f.get('commit')) for f in facts}))} | {_versions(m)} |")
     return "\n".join(lines)
 
 
