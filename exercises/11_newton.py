@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/11_newton.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 11 · Newton in time by hand
@@ -22,7 +23,8 @@
 # You will build DEER's pieces: the combine of two affine maps (the scan's operator), one Newton step
 # as a scan, the GRU's Jacobian, minGRU's log-space scan, and a quasi-DEER step that must beat full Newton in
 # time. Conventions as in
-# `course_lib.algorithms.newton`: `H` is `(T, B, H)`, `H[t]` the state after input `X[t]`, `h0` `(B, H)`;
+# `course_lib.algorithms.newton`: `H` is the state array `(T, B, nh)` (`nh` the hidden size), `H[t]` the state
+# after input `X[t]`, `h0` `(B, nh)`;
 # Jacobians use column convention, `J[..., i, j] = d h_t[i] / d h_{t-1}[j]`. The checks name the
 # iteration, the time step, the gate and the entry where your answer first differs. Exercises 11.6 and
 # 11.7 take the chapter's fixed-point family further: Picard as a parallel prefix sum, and K\* predicted
@@ -75,9 +77,9 @@ from course_lib.teaching.checks import newton_family as newton_family_checks
 # ## Exercise 11.1 · The (A, b) combine
 #
 # `p = (A1, b1)` is the map `h -> A1 h + b1`. Return the pair for "first p, then q". `A` may carry
-# leading batch axes `(..., H, H)` and `b` `(..., H)`.
+# leading batch axes `(..., nh, nh)` and `b` `(..., nh)`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.1"]
 def combine(p, q):
     A1, b1 = p
     A2, b2 = q
@@ -92,10 +94,10 @@ newton_checks.check_combine(combine)
 # ## Exercise 11.2 · One Newton step is a scan
 #
 # Given the guess `H`, form `H_prev = (h0, H[0], ..., H[T-2])`, the residual `r = H - f(H_prev, X)` and
-# the Jacobians `J = jac(H_prev, X)` `(T, B, H, H)`; solve `delta_t = J_t delta_{t-1} - r_t` (`delta_{-1} = 0`)
+# the Jacobians `J = jac(H_prev, X)` `(T, B, nh, nh)`; solve `delta_t = J_t delta_{t-1} - r_t` (`delta_{-1} = 0`)
 # with `matrix_scan.linear_recurrence(J, -r)` and return `H + delta`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.2"]
 def newton_step(f, jac, h0, X, H):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.2: replace this line with your code")
@@ -108,15 +110,15 @@ newton_checks.check_newton_step(newton_step)
 # ## Exercise 11.3 · The GRU's Jacobian
 #
 # For the classic cell of `models.gru` (PyTorch layout, gates r, z, n; `gh = h W_hh^T + b_hh`) with
-# input projection `gi` `(B, 3H)` and state `h` `(B, H)`, return `J` `(B, H, H)`. With
+# input projection `gi` `(B, 3 nh)` and state `h` `(B, nh)`, return `J` `(B, nh, nh)`. With
 # `W_r, W_z, W_n` the row blocks of `W_hh`:
 # `dr = r(1-r) W_r`, `dz = z(1-z) W_z`, `dn = (1-n^2)(dr * gh_n + r W_n)` (row-wise), and
 # `J = diag(z) + (1 - z) dn + (h - n) dz`. `jacobians.gru_gates(params, h, gi)` gives `r, z, n, gh`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.3"]
 def gru_jacobian(params, h, gi):
     r, z, n, gh = jacobians.gru_gates(params, h, gi)
-    H = h.shape[-1]
+    nh = h.shape[-1]
     W = params.W_hh
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.3: replace this line with your code")
@@ -138,7 +140,7 @@ newton_checks.check_gru_jacobian(gru_jacobian)
 # ones (T = 2000 and 6000) whose `a*` sinks to about -900; a form that exponentiates `a*` on its own is
 # rejected there, with the time step where it breaks.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.4"]
 def log_space_scan(log_a, log_b):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.4: replace this line with your code")
@@ -150,18 +152,18 @@ newton_checks.check_log_space_scan(log_space_scan)
 # %% [markdown]
 # ## Exercise 11.5 · Quasi-DEER as one element-wise scan (a speed exercise)
 #
-# Full Newton (your 11.2 step) scans `(H, H)` Jacobians: O(T·H³) work and O(T·H²) memory. Quasi-DEER
+# Full Newton (your 11.2 step) scans `(nh, nh)` Jacobians: O(T·nh³) work and O(T·nh²) memory. Quasi-DEER
 # keeps only their diagonals `d_t = diag(J_t)`, and the scan becomes element-wise,
-# `delta_t = d_t * delta_{t-1} - r_t` -- O(T·H) work and memory, the linear recurrence of chapter 08.
+# `delta_t = d_t * delta_{t-1} - r_t` -- O(T·nh) work and memory, the linear recurrence of chapter 08.
 # Write `quasi_step(f, jac_diag, h0, X, H)`, where `jac_diag(H_prev, X)` returns the diagonals
-# `(T, B, H)`: form `H_prev` and `r` as in 11.2, scan with `scan.linear_recurrence(d, -r)`
-# (`course_lib.algorithms.scan`, element-wise over `(T, B, H)`) and return `H + delta`.
+# `(T, B, nh)`: form `H_prev` and `r` as in 11.2, scan with `scan.linear_recurrence(d, -r)`
+# (`course_lib.algorithms.scan`, element-wise over `(T, B, nh)`) and return `H + delta`.
 #
 # The check compares three iterations with the course's quasi step, counts the memory your step
-# needs in bytes per state element (full matrices need `8 H`), and times it against one full Newton
-# step at `H = 48` in the same run: at least `newton_checks.MIN_SPEEDUP` times faster on your machine.
+# needs in bytes per state element (full matrices need `8 nh`), and times it against one full Newton
+# step at `nh = 48` in the same run: at least `newton_checks.MIN_SPEEDUP` times faster on your machine.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.5"]
 def quasi_step(f, jac_diag, h0, X, H):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.5: replace this line with your code")
@@ -186,7 +188,7 @@ newton_checks.check_quasi_step(quasi_step)
 # **Predict:** `np.cumsum` computes the right numbers. How long is its chain of dependent additions for
 # $T$ steps? And for a prefix sum that adds `S[k:] += S[:-k]` for $k = 1, 2, 4, \dots$?
 #
-# Write `picard_step(f, h0, X, H)` returning `H_new` `(T, B, H)`, without changing `H`. **Measure:** the
+# Write `picard_step(f, h0, X, H)` returning `H_new` `(T, B, nh)`, without changing `H`. **Measure:** the
 # check compares it with the course's loop (`newton.newton_step(..., method="picard")`, four cells,
 # float64), then runs it on *traced* numbers (the tracer of exercise 8.5) at $T = 64$ and $T = 1024$ and
 # counts the longest chain of dependent operations -- the span. **Verdict:** it passes only if the span
@@ -195,7 +197,7 @@ newton_checks.check_quasi_step(quasi_step)
 # (`newton.newton_step`) or its scans (`scan.hillis_steele`, `scan.blelloch`, `scan.linear_recurrence`)
 # is rejected.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.6"]
 def picard_step(f, h0, X, H):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.6: replace this line with your code")
@@ -227,7 +229,7 @@ newton_family_checks.check_picard_step(picard_step)
 # so is one that does not give `T` for a non-negative exponent (the check asks for $\lambda = 0$ and
 # $\lambda = 0.1$).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:11.7"]
 def predict_kstar(lyapunov, T, tol, err0):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 11.7: replace this line with your code")

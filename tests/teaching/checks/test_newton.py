@@ -114,7 +114,7 @@ def test_quasi_step_with_full_matrices_is_caught_by_its_memory():
         r = H - f(Hp, X)
         J = jac_diag(Hp, X)[..., :, None] * np.eye(H.shape[-1])
         return H + matrix_scan.linear_recurrence(J, -r)
-    with pytest.raises(ExerciseFailed, match=r"(?s)bytes of memory per state element at H=64.*you built matrices"):
+    with pytest.raises(ExerciseFailed, match=r"(?s)bytes of memory per state element at nh=64.*you built matrices"):
         checks.check_quasi_step(full)
 
 
@@ -148,7 +148,7 @@ def test_quasi_step_slow_loop_fails_the_speed_ratio(fake_clock):
 def test_non_array_results_are_explained_not_raised():
     with pytest.raises(ExerciseFailed, match="expected the new guess H"):
         checks.check_newton_step(lambda f, jac, h0, X, H: {"H": H})
-    with pytest.raises(ExerciseFailed, match=r"expected J \(B, H, H\) as a numeric array"):
+    with pytest.raises(ExerciseFailed, match=r"expected J \(B, nh, nh\) as a numeric array"):
         checks.check_gru_jacobian(lambda p, h, gi: "J")
 
 
@@ -176,7 +176,7 @@ def test_quasi_step_cached_answer_while_timed_is_a_gamed_timer(fake_clock):
         return _quasi(f, jac_diag, h0, X, H)
 
     fake_clock.cost(full_newton=4e-3, yours=1e-3)
-    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, nh=48, timed call "
                                              r"\d+\):\n  gamed timer"):
         checks.check_quasi_step(cached)
 
@@ -208,7 +208,7 @@ def test_quasi_step_changing_its_input_only_while_timed_is_named(fake_clock):
         return out
 
     fake_clock.cost(full_newton=4e-3, yours=1e-3)
-    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, H=48, timed call "
+    with pytest.raises(ExerciseFailed, match=r"Exercise 11.5 failed on the speed test \(T=256, B=4, nh=48, timed call "
                                              r"\d+\):\n  your function changed its input 'X' in place while timed"):
         checks.check_quasi_step(clobbers)
 
@@ -272,10 +272,10 @@ def test_115_statement_names_the_baseline_and_bar_the_grader_uses(monkeypatch):
     with pytest.raises(Stop):
         checks.check_quasi_step(_quasi)
     assert seen["min_speedup"] == checks.MIN_SPEEDUP and seen["baseline_desc"] == "one full Newton step (DEER)"
-    assert re.search(r"H=48\b", seen["label"])
+    assert re.search(r"nh=48\b", seen["label"])
     root = Path(__file__).resolve().parents[3]
     for sheet in ("solutions/11_newton.py", "exercises/11_newton.py"):
         text = root.joinpath(sheet).read_text()
         text = text[text.index("## Exercise 11.5 "):text.index("## Exercise 11.6 ")]
-        assert "one full Newton\n# step at `H = 48`" in text or "one full Newton step at `H = 48`" in text
+        assert "one full Newton\n# step at `nh = 48`" in text or "one full Newton step at `nh = 48`" in text
         assert "newton_checks.MIN_SPEEDUP" in text
