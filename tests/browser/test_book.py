@@ -3,8 +3,11 @@ page in headless Chromium and check what a reader sees.
 
 Every page answers (no 404), every image loads (natural width > 0), no raw widget text, every link
 inside the site resolves, math is typeset (KaTeX, no raw ``$$``), the landing page shows the chapter
-table, every chapter and worksheet is there and no solution is. Screenshots of the landing page and
-one chapter page land in test-artifacts/book/.
+table, every chapter and worksheet is there and no solution is. Each chapter and worksheet page offers
+its notebook (a download shipped with the site, Colab, Binder, the repository); every plot has its own
+alt text; the site turns dark when the reader's system asks (prefers-color-scheme: dark), fits a phone's
+width (375 px) without sideways scrolling, and prints without its navigation. Screenshots of the
+landing page, one chapter page and its dark, phone and print views land in test-artifacts/book/.
 
 ``make test-book`` builds the site and runs this file with BOOK_REQUIRED=1 (a missing site then fails);
 in a plain ``make test`` the file is skipped when the site was not built.
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -85,6 +90,8 @@ def _crawl(page, base: str) -> dict:
             "links": page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"),
             "katex": page.locator(".katex").count(),
             "tables": page.locator("main table").count(),
+            "launch": page.eval_on_selector_all("nav.launch a", "els => els.map(e => [e.className, e.href])"),
+            "alts": page.eval_on_selector_all("img.output", "els => els.map(e => e.getAttribute('alt'))"),
         }
         pages[url] = info
         for href in info["links"]:
@@ -198,3 +205,126 @@ def test_claims_index_and_seed_pages(crawled):
         assert cid in index["text"], cid
     seed000 = pages[f"{base}/seed-000.html"]
     assert "reproduces" in seed000["text"] and "Fig. 9" in seed000["text"]
+
+
+LAUNCH = {"download", "colab", "binder", "repository"}
+
+
+def _sources(nb: dict) -> list[str]:
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"]]
+
+
+def test_every_chapter_and_worksheet_page_offers_its_notebook(crawled):
+    """Download (a copy shipped with the site, the very file in the repository), Colab, Binder and the
+    repository, each pointing at the page's own notebook: notebooks/ for a chapter, exercises/ for a
+    worksheet, never solutions/."""
+    from course_lib.teaching import links
+
+    base, offered = crawled["base"], {}
+    for url, info in crawled["pages"].items():
+        if not info["launch"]:
+            continue
+        by_kind = {cls: href for cls, href in info["launch"]}
+        assert set(by_kind) == LAUNCH, (url, info["launch"])
+        m = re.fullmatch(re.escape(base) + r"/_static/download/((notebooks|exercises)/\d\d_\w+\.ipynb)",
+                         by_kind["download"])
+        assert m, (url, by_kind["download"])
+        path = m.group(1)
+        assert (m.group(2) == "exercises") == url.endswith("-worksheet.html"), (url, path)
+        assert by_kind["colab"] == links.colab_url(path)
+        assert by_kind["binder"] == links.binder_url(path)
+        assert by_kind["repository"] == links.file_url(path)
+        offered[path] = by_kind["download"]
+    want = {f"{folder}/{name}.ipynb" for folder in ("notebooks", "exercises") for name in CHAPTERS}
+    assert set(offered) == want, sorted(set(offered) ^ want)
+    built = (SITE / "index.html").stat().st_mtime
+    for path, href in offered.items():
+        with urllib.request.urlopen(href, timeout=10) as r:
+            shipped = r.read()
+        nb = json.loads(shipped)
+        heading = re.search(rf"^# (Worksheet )?{Path(path).name[:2]} ", "\n".join(_sources(nb)[:3]), re.M)
+        assert nb["nbformat"] == 4 and heading, f"{path}: the download is not that chapter's notebook"
+        if (ROOT / path).stat().st_mtime <= built:  # unchanged since the site was built: the very file
+            assert shipped == (ROOT / path).read_bytes(), path
+    every_href = [h for info in crawled["pages"].values() for h in info["links"]]
+    assert not [h for h in every_href if "solutions/" in h]
+
+
+def test_every_plot_has_its_own_alt_text(crawled):
+    total = 0
+    for url, info in crawled["pages"].items():
+        alts = info["alts"]
+        total += len(alts)
+        assert all(a and a.strip() for a in alts), (url, alts)
+        if len(alts) > 1:
+            assert len(set(alts)) >= 0.9 * len(alts), (url, alts)
+    assert total > 20
+    plots = [a for info in crawled["pages"].values() for a in info["alts"]]
+    assert len(set(plots)) >= 0.9 * len(plots)
+
+
+def _luminance(css_colour: str) -> float:
+    """Relative luminance (0 black .. 1 white) of a computed ``rgb(...)``/``rgba(...)`` colour."""
+    r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+_STYLE = """sel => { const e = document.querySelector(sel); if (!e) return null;
+  const s = getComputedStyle(e); return [s.backgroundColor, s.color, s.display]; }"""
+
+
+@pytest.fixture(scope="module")
+def views(site):
+    """The site as a reader's browser shows it in dark mode, on a phone (375 x 740) and in print."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    chapter = f"{site}/batching.html"
+    out = {"narrow": {}}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            for scheme in ("light", "dark"):
+                page = browser.new_page(viewport={"width": 1200, "height": 900}, color_scheme=scheme)
+                page.goto(chapter)
+                out[scheme] = {sel: page.evaluate(_STYLE, sel) for sel in ("body", "pre.source", "img.output")}
+                if scheme == "dark":
+                    page.locator("img.output").first.scroll_into_view_if_needed()
+                    page.screenshot(path=str(ARTIFACTS / "chapter_03_dark.png"))
+                    page.emulate_media(media="print")
+                    out["print"] = {sel: page.evaluate(_STYLE, sel)
+                                    for sel in ("body", "header", "nav.toc", "nav.launch", "main", "footer")}
+                    page.screenshot(path=str(ARTIFACTS / "chapter_03_print.png"))
+                page.close()
+            phone = browser.new_page(viewport={"width": 375, "height": 740})
+            for name in sorted(q.name for q in SITE.glob("*.html")):
+                phone.goto(f"{site}/{name}")
+                out["narrow"][name] = phone.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+            phone.goto(chapter)
+            phone.screenshot(path=str(ARTIFACTS / "chapter_03_phone.png"))
+        finally:
+            browser.close()
+    return out
+
+
+def test_dark_mode_follows_the_readers_system(views):
+    light, dark = views["light"], views["dark"]
+    assert _luminance(light["body"][0]) > 0.8 and _luminance(light["body"][1]) < 0.1, light
+    assert _luminance(dark["body"][0]) < 0.05 and _luminance(dark["body"][1]) > 0.6, dark
+    assert _luminance(dark["pre.source"][0]) < 0.05 and _luminance(dark["pre.source"][1]) > 0.6, dark
+    assert _luminance(dark["img.output"][0]) > 0.8, "a plot (a PNG drawn on white) keeps a light backdrop"
+
+
+def test_a_phone_sized_screen_never_scrolls_sideways(views):
+    assert len(views["narrow"]) >= 2 * len(CHAPTERS) + 2
+    wide = {name: sw for name, sw in views["narrow"].items() if sw[0] > sw[1]}
+    assert not wide, f"pages wider than a 375 px screen ([scrollWidth, innerWidth]): {wide}"
+
+
+def test_print_shows_the_content_only_black_on_white(views):
+    shown = views["print"]
+    for sel in ("header", "nav.toc", "nav.launch", "footer"):
+        assert shown[sel][2] == "none", (sel, shown[sel])
+    assert shown["main"][2] != "none"
+    assert _luminance(shown["body"][0]) > 0.95 and _luminance(shown["body"][1]) < 0.01, shown["body"]
