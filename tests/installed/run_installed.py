@@ -111,25 +111,17 @@ def _errors(nb) -> list[tuple[int, str, str]]:
 
 
 def execute_one(path: Path, timeout: int) -> str:
-    """Run one notebook in its own folder; returns "" when it obeys its folder's rule, else why not."""
+    """Run one notebook in its own folder with the installed course's executor (a ``python3`` kernel of this
+    environment, errors recorded and the run carried on); returns "" when it obeys its folder's rule, else why not."""
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from course_lib.teaching.notebook_io import execute_notebook
 
-    nb = nbformat.read(path, as_version=4)
-    exercise = path.parent.name == "exercises"
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=exercise,
-                            resources={"metadata": {"path": str(path.parent)}})
     try:
-        client.execute()
-    except CellExecutionError as exc:
-        cell = next((i for i, c in enumerate(nb.cells) if any(o.get("output_type") == "error"
-                                                               for o in c.get("outputs", []))), "?")
-        return f"cell {cell}: {ANSI.sub('', str(exc)).strip().splitlines()[-1][:500]}"
+        nb = execute_notebook(nbformat.read(path, as_version=4), path.parent, timeout=timeout, allow_errors=True)
     except Exception as exc:  # a timeout, a dead kernel
-        return f"{type(exc).__name__}: {str(exc)[:500]}"
+        return f"{type(exc).__name__}: {ANSI.sub('', str(exc))[:500]}"
     errors = _errors(nb)
-    if not exercise:
+    if path.parent.name != "exercises":
         return "; ".join(f"cell {i}: {e}: {v[:300]}" for i, e, v in errors)
     others = [(i, e, v) for i, e, v in errors if e != "NotImplementedError"]
     if others:
