@@ -1,17 +1,21 @@
 """Machine facts on other platforms: no /proc, no schedstat, no sysfs caches, no os.sched_getaffinity, no
 taskset, a Mac's sysctl answers, Windows. Each reader returns None (or {}), each report says "unknown here"
 with the reason, and nothing raises."""
+import ast
 import builtins
 import os
 import platform
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+import course_lib
 from course_lib import __main__ as cli
 from course_lib.core import backend, platform_facts, sysload, timing
+from course_lib.experiments import batching
 from course_lib.teaching import record
 
 REAL_OPEN, REAL_LISTDIR, REAL_RUN, REAL_WHICH = builtins.open, os.listdir, subprocess.run, shutil.which
@@ -130,10 +134,21 @@ def test_without_sched_getaffinity_cores_come_from_cpu_count(no_affinity, monkey
     assert backend.cores_text() == "1 core"
 
 
-def test_without_taskset_nothing_in_course_lib_needs_it(monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "taskset" else REAL_WHICH(name, *a, **k))
-    facts = record.machine_facts()
-    assert facts["cores"] >= 1
+def test_nothing_in_course_lib_runs_taskset():
+    """Pinning to cores is the Makefile's business (test-one-core, which says when taskset is missing): no
+    module of the package runs ``taskset``, so a system without util-linux loses nothing at run time."""
+    package = Path(course_lib.__file__).parent
+    runs = [f"{p.relative_to(package)}:{node.lineno}" for p in sorted(package.rglob("*.py"))
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (node.value == "taskset" or node.value.startswith("taskset "))]
+    assert not runs, f"course_lib runs taskset at {runs}: read os.sched_getaffinity through core.platform_facts"
+
+
+def test_without_caches_every_working_set_is_dram(no_proc, monkeypatch):
+    monkeypatch.setattr(platform_facts, "system", lambda: "Linux")
+    assert backend.cache_sizes() == {}
+    assert batching.cache_level(1 << 10) == "DRAM"
 
 
 def test_an_apple_silicon_mac_reads_sysctl(no_proc, no_affinity, monkeypatch):
