@@ -204,3 +204,21 @@ def test_bad_run_times_are_refused_by_name(tmp_path, name, seconds, match):
     with pytest.raises(ValueError, match=match):
         chapters.record_time(tmp_path, name, seconds, cpu="x")
     assert not (tmp_path / chapters.TIMES_FILE).exists()
+
+
+def test_the_notebooks_runner_records_run_times_only_when_executing_under_course_record(tmp_path, monkeypatch, capsys):
+    from course_lib import __main__ as cli
+    from course_lib.teaching import authoring
+
+    applied = []
+    monkeypatch.setattr(chapters, "apply_headers", lambda only=None: applied.append(only) or [])
+    monkeypatch.setattr(authoring, "sync_notebook", lambda py, ipynb, execute, timeout: 12.34)
+    monkeypatch.setenv("COURSE_RECORD", str(tmp_path / "rec"))
+    assert cli.main(["notebooks", "--only", "01_serial", "--no-exercises"]) == 0
+    assert applied == ["01_serial"] and not (tmp_path / "rec").exists()     # synced, not run: no time
+    assert cli.main(["notebooks", "--execute", "--only", "01_serial", "--no-exercises"]) == 0
+    times = chapters.run_times(tmp_path)["rec"]["seconds"]
+    assert times == {"notebooks/01_serial_rnn": 12.3, "solutions/01_serial_rnn": 12.3}
+    monkeypatch.delenv("COURSE_RECORD")
+    assert cli.main(["notebooks", "--execute", "--only", "02_bptt", "--no-exercises"]) == 0
+    assert chapters.run_times(tmp_path)["rec"]["seconds"] == times                # record mode off: nothing written
