@@ -28,7 +28,10 @@ one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row `
   ``threads`` CPU threads, a cache-sized group of chunks at a time. Every exponent here is ``<= 0``: nothing overflows, underflow is to the true tiny
   value. (A chunk whose total log decay stays above ``-FOLD_LIMIT`` -- decays near 1, the common case --
   folds the mask into the operands instead, ``exp(G_i - G_j) = exp(G_i) exp(-G_j)`` with both factors normal
-  numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
+  numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe. There the
+  element-wise passes around the products are fused into numba kernels -- one pass makes ``Q exp(G)``,
+  ``K exp(-G)``, ``K exp(G_c - G)`` and the chunk decays, one more masks the scores and places ``V`` -- and each
+  chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`), with no ``O +=`` pass.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
   is taken relative to its own end (two factors ``<= 1``), and the diagonal sub-blocks are formed
   element-wise (flash-linear-attention's chunk_gla does the same).
 
@@ -63,6 +66,8 @@ __all__ = [
     "chunk_states",
     "intra_chunk",
     "decay_mask",
+    "folded_buffers",
+    "chunked_products",
     "chunked_flops",
     "default_chunk",
     "random_problem",
@@ -356,11 +361,14 @@ def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
 @njit(parallel=True, cache=True)
 def _state_scan(a, dS, S, S_in):
     """The scan over chunk states, in place: for each (sequence-head, key row) -- in parallel -- march over the
-    chunks: ``S_in[:, c] = S``, then ``S = a[:, c] * S + dS[:, c]``. ``a (BH, n, d_k)``, ``dS, S_in
-    (BH, n, d_k, d_v)``, ``S (BH, d_k, d_v)`` ends as the final state. The decay is broadcast over the
-    ``d_v`` columns here, never materialised."""
+    chunks: ``S_in[:, c, :d_k] = S``, then ``S = a[:, c] * S + dS[:, c]``. ``a (BH, n, d_k)``, ``dS (BH, n, d_k, d_v)``,
+    ``S_in (BH, n, >= d_k, d_v)`` (rows past ``d_k`` untouched), ``S (BH, d_k, d_v)`` ends as the final state. The decay is broadcast over the
+    ``d_v`` columns here, never materialised. A state entry below ``scan.TINY`` is flushed to 0: with no new
+    input (``dS = 0``) it would otherwise decay into subnormal numbers, which many CPUs compute far slower."""
     BH, n, d_k = a.shape
     d_v = dS.shape[3]
+    tiny = S.dtype.type(_scan.TINY)
+    zero = S.dtype.type(0)
     for r in prange(BH * d_k):
         b, i = r // d_k, r % d_k
         row = S[b, i]
@@ -368,31 +376,144 @@ def _state_scan(a, dS, S, S_in):
             ac = a[b, c, i]
             for j in range(d_v):
                 S_in[b, c, i, j] = row[j]
-                row[j] = ac * row[j] + dS[b, c, i, j]
+                x = ac * row[j] + dS[b, c, i, j]
+                row[j] = x if not (abs(x) < tiny) else zero
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _fold_operands(Q, K, G, P, Kd, Kw, a):
+    """Scalar decay, every element-wise pass before a group of chunks' products in one (no GIL: the caller's
+    threads run it side by side). ``Q, K (m, c, d_k)``, ``G (m, c)`` cumulative log decays (float64, each chunk
+    above ``-FOLD_LIMIT``) -> ``P[:, :, :d_k] = Qd = Q exp(G_i)`` (``P (m, c, d_k + c)``, C-contiguous: written
+    whole rows at a time), ``Kd = K exp(-G_i)``, ``Kw = K exp(G_c - G_i)`` and ``a (m, d_k) = exp(G_c)``. Every
+    factor lies in ``[exp(-40), exp(40)]``: a normal float32 number (no subnormal product here)."""
+    m, c, d_k = Q.shape
+    for b in range(m):
+        last = G[b, c - 1]
+        for i in range(c):
+            g = G[b, i]
+            eq = Q.dtype.type(math.exp(g))
+            ek = Q.dtype.type(math.exp(-g))
+            ew = Q.dtype.type(math.exp(last - g))
+            q, k, qd, kd, kw = Q[b, i], K[b, i], P[b, i], Kd[b, i], Kw[b, i]
+            for j in range(d_k):
+                qd[j] = q[j] * eq
+                kd[j] = k[j] * ek
+                kw[j] = k[j] * ew
+        ea = Q.dtype.type(math.exp(last))
+        for j in range(d_k):
+            a[b, j] = ea
+
+
+@njit(nogil=True, cache=True)
+def _tril_place(P, V, R, d_k):
+    """The passes between the score product and the output product, on C-contiguous buffers: zero the scores
+    ``A = P[:, :, d_k:]`` above the diagonal, and copy ``V (m, c, d_v)`` into ``R[:, d_k:, :]``."""
+    m, c, d_v = V.shape
+    z = P.dtype.type(0)
+    for b in range(m):
+        for i in range(c):
+            row = P[b, i]
+            for j in range(d_k + i + 1, d_k + c):
+                row[j] = z
+            src, dst = V[b, i], R[b, d_k + i]
+            for j in range(d_v):
+                dst[j] = src[j]
+
+
+def folded_buffers(m: int, c: int, d_k: int, d_v: int, dtype) -> dict:
+    """The fused scalar-decay path's buffers for ``m`` chunks of ``c`` steps: ``P (m, c, d_k + c)`` = ``[Qd | A]``
+    (decayed queries beside the masked scores), ``R (m, d_k + c, d_v)`` = ``[S_in ; V]`` (incoming states above the
+    values), ``dS (m, d_k, d_v)``, ``a (m, d_k)`` and ``O (m, c, d_v)``: then ``O = P R`` is ONE product per chunk,
+    ``Qd S_in + tril(Qd Kd^T) V``, with no ``O +=`` pass."""
+    e = lambda *shape: np.empty(shape, dtype)  # noqa: E731
+    return {"P": e(m, c, d_k + c), "R": e(m, d_k + c, d_v), "dS": e(m, d_k, d_v), "a": e(m, d_k), "O": e(m, c, d_v)}
+
+
+def _folded_states(Q, K, V, G, buf, sl):
+    """Phase 1 on chunks ``sl``: the fused element-wise pass, then the products ``dS = Kw^T V`` and
+    ``A = Qd Kd^T`` (into ``P``), then the mask and the copy of V into ``R``."""
+    d_k = Q.shape[2]
+    P, R = buf["P"][sl], buf["R"][sl]
+    Kd, Kw = np.empty_like(Q[sl]), np.empty_like(Q[sl])     # one group's scratch: stays in this core's cache
+    _fold_operands(Q[sl], K[sl], G[sl], P, Kd, Kw, buf["a"][sl])
+    np.matmul(np.swapaxes(Kw, 1, 2), V[sl], out=buf["dS"][sl])
+    np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
+    _tril_place(P, V[sl], R, d_k)
+
+
+def _folded_products(Q, K, V, buf, sl):
+    """The same products as :func:`_folded_states` and :func:`_folded_outputs` on chunks ``sl``, without the
+    element-wise passes (for :func:`course_lib.experiments.linear_attention.product_share`)."""
+    d_k = Q.shape[2]
+    P = buf["P"][sl]
+    np.matmul(np.swapaxes(K[sl], 1, 2), V[sl], out=buf["dS"][sl])
+    np.matmul(P[:, :, :d_k], np.swapaxes(K[sl], 1, 2), out=P[:, :, d_k:])
+    np.matmul(P, buf["R"][sl], out=buf["O"][sl])
+
+
+def _folded_outputs(buf, sl):
+    """Phase 3 on chunks ``sl``: ``O = [Qd | A] [S_in ; V]``, one product per chunk."""
+    np.matmul(buf["P"][sl], buf["R"][sl], out=buf["O"][sl])
+
+
+def _group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
+    """Chunks per cache-sized group (``_GROUP_BYTES`` of temporaries)."""
+    return max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * itemsize))
+
+
+def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
+    """Scalar decay, every chunk above ``-FOLD_LIMIT``: the fused path. ``Q, K (m, c, d_k)``, ``V (m, c, d_v)``,
+    ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v))``."""
+    m, c, d_k = Q.shape
+    d_v = V.shape[2]
+    buf = folded_buffers(m, c, d_k, d_v, Q.dtype)
+    group = _group(c, d_k, d_v, Q.dtype.itemsize)
+    _on_threads(lambda sl: _folded_states(Q, K, V, G, buf, sl), m, threads, group)
+    S_last = S_init.reshape(B * heads, d_k, d_v).copy()
+    S_in = buf["R"].reshape(B * heads, n, d_k + c, d_v)      # the scan writes rows :d_k of each chunk's R
+    _state_scan(buf["a"].reshape(B * heads, n, d_k), buf["dS"].reshape(B * heads, n, d_k, d_v), S_last, S_in)
+    _on_threads(lambda sl: _folded_outputs(buf, sl), m, threads, group)
+    return buf["O"], S_last
+
+
+def _chunk_views(q, k, v, decay, per_channel, chunk):
+    """``(c, n, Q, K, V, G)``: chunk length and count, the inputs as ``(m, c, .)`` chunks (padded), ``G`` the
+    cumulative log decays ``(m, c[, d_k])`` in float64."""
+    T, B, heads, d_k = q.shape
+    c = min(T, default_chunk(T, d_k) if chunk is None else check_int(chunk, "chunk", low=1))
+    n = -(-T // c)
+    Tp, m = n * c, B * heads * n
+    pad = lambda x: np.pad(x, [(0, Tp - T)] + [(0, 0)] * (x.ndim - 1)) if Tp > T else x  # noqa: E731
+    Q, K, V = (_to_chunks(pad(x), c).reshape((m, c, -1)) for x in (q, k, v))
+    G = _to_chunks(_log_decay(decay, Tp, per_channel), c).reshape((m, c) + ((d_k,) if per_channel else ()))
+    return c, n, Q, K, V, G
 
 
 def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     T, B, heads, d_k = q.shape
     d_v = v.shape[3]
-    c = default_chunk(T, d_k) if chunk is None else check_int(chunk, "chunk", low=1)
-    c = min(c, T)
-    n = -(-T // c)
-    Tp, m = n * c, B * heads * n                                       # m: (sequence, head, chunk) triples
-    pad = lambda x: np.pad(x, [(0, Tp - T)] + [(0, 0)] * (x.ndim - 1)) if Tp > T else x  # noqa: E731
-    Q, K, V = (_to_chunks(pad(x), c).reshape((m, c, -1)) for x in (q, k, v))
-    G = _to_chunks(_log_decay(decay, Tp, per_channel), c).reshape((m, c) + ((d_k,) if per_channel else ()))
+    c, n, Q, K, V, G = _chunk_views(q, k, v, decay, per_channel, chunk)
+    Tp, m = n * c, B * heads * n
+    S_init = np.zeros((B, heads, d_k, d_v), q.dtype) if S0 is None else np.ascontiguousarray(S0)
+    if not per_channel:
+        G = np.cumsum(G, axis=1)
+        if -G[:, -1].min() <= FOLD_LIMIT:    # the common case: every element-wise pass fused (_fold_operands)
+            O, S_last = _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads)
+            o = np.transpose(O.reshape(B, heads, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, heads, d_v)[:T]
+            return np.ascontiguousarray(o), S_last.reshape(B, heads, d_k, d_v)
     dS = np.empty((m, d_k, d_v), q.dtype)
     a = np.empty((m, d_k), q.dtype)
     O = np.empty((m, c, d_v), q.dtype)
 
     def states(sl):  # each chunk's own state and total decay
-        G[sl] = np.cumsum(G[sl], axis=1)
+        if per_channel:
+            G[sl] = np.cumsum(G[sl], axis=1)
         dS[sl], a[sl] = _chunk_states(K[sl], V[sl], G[sl], per_channel)
 
-    group = max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * q.dtype.itemsize))  # chunks per cache-sized group
+    group = _group(c, d_k, d_v, q.dtype.itemsize)  # chunks per cache-sized group
     _on_threads(states, m, threads, group)
     # inter-chunk: one element-wise scan over the n chunks gives the state entering each chunk
-    S_init = np.zeros((B, heads, d_k, d_v), q.dtype) if S0 is None else np.ascontiguousarray(S0)
     S_in = np.empty((B * heads, n, d_k, d_v), q.dtype)
     S_last = S_init.reshape(B * heads, d_k, d_v).copy()
     _state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last, S_in)
@@ -412,6 +533,29 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     _on_threads(outputs, m, threads, group)
     o = np.transpose(O.reshape(B, heads, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, heads, d_v)[:T]
     return np.ascontiguousarray(o), S_last.reshape(B, heads, d_k, d_v)
+
+
+def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int | None = None):
+    """A zero-argument callable that runs ONLY the matrix products ``method="chunked"`` runs on these inputs (the
+    fused scalar-decay path: ``K^T V``, ``Qd Kd^T`` and ``[Qd | A] [S_in ; V]`` per chunk), on the same threads,
+    groups and buffer shapes, with none of the element-wise work: timed beside the whole call it gives the share
+    of time in products (:func:`course_lib.experiments.linear_attention.product_share`). Scalar decay only, and
+    every chunk must fold (decay above ``exp(-FOLD_LIMIT)`` per chunk), else ValueError naming ``decay``."""
+    threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=MAX_THREADS)
+    q, k, v, decay, per_channel, _ = check_inputs(q, k, v, decay)
+    if per_channel:
+        raise ValueError("decay: chunked_products times the scalar-decay path; got a per-channel decay (T, B, heads, d_k)")
+    if chunk is not None:
+        check_positive_int(chunk, "chunk")
+    c, n, Q, K, V, G = _chunk_views(q, k, v, decay, False, chunk)
+    if -np.cumsum(G, axis=1)[:, -1].min() > FOLD_LIMIT:
+        raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
+    m, _, d_k = Q.shape
+    buf = folded_buffers(m, c, d_k, V.shape[2], Q.dtype)
+    buf["P"][:] = 0.5
+    buf["R"][:] = 0.5
+    group = _group(c, d_k, V.shape[2], Q.dtype.itemsize)
+    return lambda: _on_threads(lambda sl: _folded_products(Q, K, V, buf, sl), m, threads, group)
 
 
 # --------------------------------------------------------------------------- public entry point

@@ -8,6 +8,8 @@ in the same process (:func:`course_lib.core.timing.peak_gflops`). Plain data out
 ``gemm_peak``        GEMM peak (float32, all cores), GFLOP/s
 ``methods_vs_T``     time per token of loop / scan / chunked over T, the chunked form's % of the GEMM peak
 ``chunk_sweep``      time per token of the chunked form over chunk sizes at one T
+``product_share``    the chunked form's time in matrix products vs the rest, from the whole call timed beside its
+                     products alone
 ``matmul_sweep``     one (T, chunk, d) point: the widget's data
 ``mpi_split``        the element-wise scan and the chunked form on 1 and more MPI ranks, with the message
                      bytes and the ping-pong latency: where splitting the sequence pays
@@ -22,7 +24,7 @@ from ..core.validate import (check_alloc_of, check_choice, check_float, check_in
                              check_sizes)
 from ..parallel import mpi_pingpong, mpi_scan
 
-__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "matmul_sweep", "mpi_split"]
+__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "product_share", "matmul_sweep", "mpi_split"]
 
 METHODS = ("sequential", "scan", "chunked")
 
@@ -120,6 +122,31 @@ def chunk_sweep(T: int, d: int = 64, chunks=(16, 32, 64, 128, 256), *, repeat: i
         rows.append({"chunk": c, "per_token": s / T, "gflops": g, "pct_peak": 100 * g / peak})
     best = min(rows, key=lambda r: r["per_token"])
     return {"T": T, "d": d, "peak": peak, "rows": rows, "best": best, "noise": cmp.noise}
+
+
+def product_share(T: int, d: int = 64, *, chunk: int | None = None, repeat: int = 5, seed: int = 0,
+                  peak: float | None = None) -> dict:
+    """Where the chunked form's time goes (one head, ``d_k = d_v = d``, float32, scalar decay): the whole call and
+    its matrix products alone (:func:`course_lib.algorithms.linear_attention.chunked_products`: the same products
+    on the same threads, none of the element-wise work), interleaved. Returns ``{"T", "d", "chunk", "seconds":
+    {"whole", "products"}, "products_share" (median pair ratio products / whole), "products_interval",
+    "products_gflops" (the products' own rate), "gflops" (the whole call's), "pct_peak" (whole call, of ``peak``),
+    "products_pct_peak", "peak", "noise"}``."""
+    T = check_positive_int(T, "T", high=1 << 22)
+    d = check_positive_int(d, "d", high=1024)
+    repeat, seed, peak = _check_common(T, d, repeat, seed, peak, chunk)
+    peak = gemm_peak() if peak is None else peak
+    q, k, v, dec = _problem(T, d, seed)
+    c = min(T, chunk or la.default_chunk(T, d))
+    cmp = timing.compare(repeat=repeat, whole=lambda: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c),
+                         products=la.chunked_products(q, k, v, dec, chunk=c))
+    flops = la.chunked_flops(T, d, d, c)
+    secs = {k_: t.median for k_, t in cmp.timings.items()}
+    g = {k_: flops / s / 1e9 for k_, s in secs.items()}
+    return {"T": T, "d": d, "chunk": c, "seconds": secs, "products_share": cmp.ratio("products", to="whole"),
+            "products_interval": cmp.ratio_interval("products", to="whole"), "gflops": g["whole"],
+            "products_gflops": g["products"], "pct_peak": 100 * g["whole"] / peak,
+            "products_pct_peak": 100 * g["products"] / peak, "peak": peak, "noise": cmp.noise}
 
 
 def matmul_sweep(T: int = 4096, chunk: int = 64, d: int = 64, repeat: int = 3, seed: int = 0) -> dict:

@@ -1,0 +1,78 @@
+"""course_lib.algorithms.linear_attention's fused scalar-decay path (issue 42): the numba passes around the chunk
+products and the one stacked product per chunk give the float64 loop's numbers; edge sizes; the products-only
+callable; the state scan's flush of subnormal-prone states. No timings are asserted."""
+import math
+
+import numpy as np
+import pytest
+
+import course_lib  # noqa: F401  (before numba)
+from course_lib.algorithms import linear_attention as la
+from course_lib.algorithms.scan import TINY
+from helpers import raises_naming
+
+
+def _err(o, ref):
+    return float(np.abs(o - ref).max() / (1 + np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("T, chunk, B, heads, d_k, d_v", [
+    (1, None, 1, 1, 1, 1),        # T = 1
+    (37, 8, 2, 3, 8, 5),          # T not a multiple of the chunk, d_k != d_v, batch and heads
+    (64, 16, 1, 1, 8, 8),         # whole chunks
+    (50, 50, 1, 2, 4, 3),         # one chunk = T
+    (33, 1, 1, 1, 3, 2)])         # chunks of one step
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fused_path_equals_the_float64_loop(T, chunk, B, heads, d_k, d_v, dtype):
+    q, k, v, dec = la.random_problem(T, B, heads, d_k, d_v, low=0.8, high=1.0, seed=T, dtype=dtype)
+    S0 = np.random.default_rng(T).standard_normal((B, heads, d_k, d_v)).astype(dtype)
+    o, S = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=chunk, S0=S0, return_state=True)
+    ref, S_ref = la.recurrence_float64(q, k, v, dec, S0, return_state=True)
+    tol = 1e-12 if dtype == "float64" else 2e-6 * math.sqrt(T) + 1e-6
+    assert o.dtype == np.dtype(dtype) and o.shape == ref.shape
+    assert _err(o, ref) < tol and _err(S, S_ref) < tol
+
+
+def test_fused_and_unfused_paths_agree_where_both_apply():
+    """Decays that fold take the fused path; the same inputs with one strongly decaying step in a chunk take the
+    unfused one. Both equal the loop (the unfused path is the pre-issue-42 code, kept for long/strong decays)."""
+    q, k, v, dec = la.random_problem(200, 1, 2, 16, 16, low=0.9, high=1.0, seed=3, dtype="float64")
+    strong = dec.copy()
+    strong[5] = 1e-30     # log decay -69 in one step: that chunk no longer folds
+    for d in (dec, strong):
+        o = la.gated_linear_recurrence(q, k, v, d, method="chunked", chunk=32)
+        assert _err(o, la.recurrence_float64(q, k, v, d)) < 1e-12
+
+
+def test_subnormal_prone_states_are_flushed_like_the_reference():
+    """No new input for a long stretch (k = 0) with decays in [0.5, 1): the state decays towards the subnormal
+    range; the state scan flushes below TINY, the float64 loop does not -- they agree to far below round-off."""
+    T = 4000
+    q, k, v, dec = la.random_problem(T, 1, 1, 8, 8, low=0.5, high=0.999, seed=5)
+    dec[:] = np.float32(0.97)    # every chunk folds (32 * log 0.97 = -1), so the fused path runs
+    k[64:] = 0
+    o, S = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=32, return_state=True)
+    ref, S_ref = la.recurrence_float64(q, k, v, dec, return_state=True)
+    assert _err(o, ref) < 1e-5
+    assert np.all(np.abs(S_ref) < 1e-30) and np.all((S == 0) | (np.abs(S) >= TINY))
+
+
+def test_chunked_products_runs_the_products_and_refuses_what_it_does_not_time():
+    q, k, v, dec = la.random_problem(100, 1, 1, 8, 8, low=0.9, high=1.0, seed=1)
+    run = la.chunked_products(q, k, v, dec, chunk=16, threads=2)
+    assert run() is None                                       # runs, twice (the buffers are reused)
+    assert run() is None
+    _, _, _, pc = la.random_problem(100, 1, 1, 8, 8, per_channel=True, seed=1)
+    raises_naming(ValueError, "decay", la.chunked_products, q, k, v, pc)
+    strong = dec.copy()
+    strong[3] = 1e-30
+    raises_naming(ValueError, "decay", la.chunked_products, q, k, v, strong, chunk=16)
+    raises_naming(ValueError, "chunk", la.chunked_products, q, k, v, dec, chunk=0)
+    raises_naming(ValueError, "threads", la.chunked_products, q, k, v, dec, threads=0)
+
+
+def test_folded_buffers_shapes():
+    b = la.folded_buffers(5, 4, 3, 2, np.float32)
+    assert {k: v.shape for k, v in b.items()} == {"P": (5, 4, 7), "R": (5, 7, 2), "dS": (5, 3, 2), "a": (5, 3),
+                                                 "O": (5, 4, 2)}
+    assert all(v.dtype == np.float32 and v.flags.c_contiguous for v in b.values())
