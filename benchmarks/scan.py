@@ -2,10 +2,16 @@
 
     .venv/bin/python benchmarks/scan.py            # full: H = 128 table, the issue-13 goals, the crossover map
     .venv/bin/python benchmarks/scan.py --quick    # tiny sizes, < 30 s (a smoke test: goals not judged)
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/scan.py --skip map,mpi   # issue 42's tables
 
 Everything is measured in this one process with course_lib.core.timing.compare (interleaved repeats;
 medians), and every table ends with the run's noise verdict -- on a shared machine the numbers move.
 
+0. Scans at the stream (issue 42): at H = 128, T = 2^20 and at H = 1, T = 2^22, interleaved in one run, the
+   streaming rate (scan_kernels.stream: h = a + x, the same bytes without the dependency, all threads and one),
+   the one-thread loop, the chunked and channels scans (and chunked at other chunk lengths), each as % of the
+   stream with the pairs' interval and the kernel that ran; which limit applies here (the stream, or the
+   dependent loop: lanes x threads x the one-thread loop's rate); the goal (>= 85% of the stream) and a verdict.
 1. H = 128 table, for each T: sequential numba loop, chunked on 1 thread and on all threads, parallel
    over channels, the numpy references (Blelloch / Hillis-Steele) where feasible, a torch loop when
    torch imports, and the CUDA kernels when a GPU is present. Each row: time, GB/s (12 bytes per
@@ -38,23 +44,11 @@ import course_lib  # noqa: F401  (first: it decides GPU vs CUDA simulator before
 import numba
 import numpy as np
 
-from course_lib.algorithms import scan
+from course_lib.algorithms import scan, scan_kernels
 from course_lib.core import backend, timing
 from course_lib.experiments import linear_attention as linear_attention_exp
 from course_lib.experiments import scan as xscan
-from numba import njit, prange
-
-
-@njit(parallel=True, cache=True)
-def _stream(a, x, h):
-    """The bandwidth reference: the recurrence's memory traffic (read a, x; write h), no dependency."""
-    T = a.shape[0]
-    for t in prange(T):
-        at = a[t]
-        xt = x[t]
-        ht = h[t]
-        for j in range(at.shape[0]):
-            ht[j] = at[j] + xt[j]
+from numba import njit
 
 
 @njit(cache=True)
@@ -69,9 +63,44 @@ def _register_loop(a, x, h0, h):
 
 def _stream_gbs(a, x, h, repeat):
     p = int(numba.config.NUMBA_NUM_THREADS)
-    c = timing.compare(repeat=repeat, **{f"{n}": backend.on_threads(n, lambda: _stream(a, x, h)) for n in (1, p)})
+    c = timing.compare(repeat=repeat, **{f"{n}": backend.on_threads(n, lambda: scan_kernels.stream(a, x, h)) for n in (1, p)})
     nbytes = 3 * a.nbytes
     return {int(k): nbytes / t.median / 1e9 for k, t in c.timings.items()}, c.noise
+
+
+def stream_table(quick, repeat):
+    """Issue 42 item 5: the scans as a share of the stream measured in the same run, and the limit that applies."""
+    from course_lib.teaching.verdict import verdict
+
+    p = int(numba.config.NUMBA_NUM_THREADS)
+    cases = ((128, 2 ** 14 if quick else 2 ** 20), (1, 2 ** 14 if quick else 2 ** 22))
+    print(f"\n## 0. Scans at the stream: float32, {p} numba threads (goal: >= 85% of the stream)")
+    for H, T in cases:
+        L = scan.chunk_steps(H, 4)
+        sweep = () if H < 16 else tuple(c for c in (L // 4, 4 * L) if c <= T)
+        r = xscan.stream_share(T, H, chunks=sweep, repeat=repeat)
+        cmp = r["comparison"]
+        print(f"H = {H}, T = {T} ({3 * 4 * T * H / 1e6:.0f} MB moved per call), lanes per channel {r['lanes']}, "
+              f"default chunk {L} steps")
+        print(f"  {'':<26} {'median':>9} {'GB/s':>7} {'% stream':>9} {'interval':>15}  kernel")
+        for name, t in cmp.timings.items():
+            share = r["share"].get(name)
+            lo_hi = r["share_interval"].get(name)
+            cell = f"{100 * share:>8.0f}% [{100 * lo_hi[0]:>5.0f}, {100 * lo_hi[1]:>5.0f}]%" if share else f"{'':>25}"
+            print(f"  {name:<26} {1e3 * t.median:>7.2f}ms {r['gbs'][name]:>7.1f} {cell}  {r['kernel'].get(name, '')}")
+        best = max(r["share"], key=r["share"].get)
+        print(f"  limit: {xscan.limit_reason(r)}")
+        print(f"  best scan {best!r}: {100 * r['share'][best]:.0f}% of the stream, {100 * r['of_limit'][best]:.0f}% of the "
+              f"limit that applies -- goal >= 85% of the stream: "
+              f"{'met' if r['share'][best] >= 0.85 else 'not met'}{' (quick sizes: not judged)' if quick else ''}")
+        lo, hi = r["share_interval"][best]
+        print("  " + str(verdict("001.bandwidth.fraction", 100 * r["share"][best], pivot=None, unit="%",
+                                 here=f"{best}, {p} CPU threads, H = {H}, T = {T}, % of the stream measured here",
+                                 noise=cmp.noise, interval=(100 * lo, 100 * hi),
+                                 reasons=[(r["limit"] == "dependent loop", xscan.limit_reason(r)),
+                                          (r["limit"] == "stream", xscan.limit_reason(r))])))
+        if not cmp.noise.ok:
+            print("  # " + cmp.noise.warning())
 
 
 def table_h128(sizes, nh, repeat, torch):
@@ -283,7 +312,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test, < 30 s)")
     ap.add_argument("--H", type=int, default=128)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table,goals,backward,map,matmuls,mpi")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: stream,table,goals,backward,map,matmuls,mpi")
     args = ap.parse_args(argv)
     sizes = [2 ** 11, 2 ** 13] if args.quick else [2 ** 16, 2 ** 20]
     repeat = 2 if args.quick else 5
@@ -295,7 +324,11 @@ def main(argv=None) -> int:
     p = int(numba.config.NUMBA_NUM_THREADS)
     print(f"# linear recurrence, float32, {backend.cpu_count()} cores ({backend.cpu_model()}), numba threads {p}, "
           f"CUDA: {backend.cuda_mode()}, torch: {'yes' if torch is not None else 'no'}")
+    print(f"# BLAS: {backend.report()['BLAS']} (threadpoolctl); OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE', '(unset)')}")
     print(f"# np.copyto bandwidth: {timing.copy_bandwidth():.1f} GB/s (one read + one write per byte)")
+    if "stream" not in skip:
+        stream_table(args.quick, repeat)
     if "table" not in skip:
         table_h128(sizes, args.H, repeat, torch)
     if "goals" not in skip:

@@ -14,6 +14,8 @@ kernel (:func:`course_lib.algorithms.scan.kernel_for` names it) and checks the r
 ``level(sA, sB, dA, dB, d, N)``             one doubling pass of the lane windows
 ``chunk_bounds(T, C)``, ``x_chunk(L)``      the chunk splits the kernels expect
 ``product(a, out)``                         the flushed product of ``a (T, n)`` over time, into ``out (n,)``
+``stream(a, x, h)``                         no recurrence, the same bytes: ``h = a + x`` on threads (the bandwidth
+                                            reference a scan is measured against)
 
 Every running product of many factors here is *flushed*: a value below ``TINY`` becomes 0. Factors in
 [0.5, 1) do not underflow to 0 by themselves -- under round-to-nearest a product sticks at the smallest
@@ -46,6 +48,7 @@ __all__ = [
     "chunk_bounds",
     "x_chunk",
     "product",
+    "stream",
 ]
 
 TINY = 1e-30  # running products below this are flushed to zero (subnormal arithmetic is slow)
@@ -483,3 +486,17 @@ def chunk_bounds(T: int, C: int) -> np.ndarray:
     first = int(round(2 * L / 3))
     rest = np.linspace(first, T, C).round().astype(np.int64)
     return np.concatenate([[0], rest]).astype(np.int64)
+
+
+@njit(cache=True, parallel=True)
+def stream(a, x, h):
+    """``h = a + x`` over C-contiguous ``(T, n)`` arrays, rows split over the numba threads (``prange``'s static
+    schedule: one contiguous block of time each): the recurrence's memory traffic (read ``a`` and ``x``, write
+    ``h``: 12 bytes per float32 element) without its dependency -- the fastest any scan of these arrays can be
+    when memory is the limit."""
+    for t in prange(a.shape[0]):
+        at = a[t]
+        xt = x[t]
+        ht = h[t]
+        for j in range(at.shape[0]):
+            ht[j] = at[j] + xt[j]

@@ -8,6 +8,8 @@ here depends on ``COURSE_BUDGET``. Bytes: the recurrence reads ``a`` and ``x`` a
 
 ``methods_vs_T``       sequential / chunked (over time) / channels at one H over a list of T
 ``thread_scaling``     chunked on 1..p numba threads against the sequential loop
+``stream_share``       the scans' rate as a share of the streaming rate (the same bytes, no dependency) measured in
+                       the same run, and which limit applies here: the stream or the dependent loop
 ``crossover``          which of sequential / over channels / over time wins, for T x H
 ``crossover_sentence`` the printed reading of one row of that map, computed from its decided winners
 ``lanes_vs_scalar``    the same chunked kernel with and without SIMD lanes over time, one thread
@@ -33,6 +35,9 @@ from ..models import linear_rnn
 __all__ = [
     "methods_vs_T",
     "thread_scaling",
+    "stream_share",
+    "limit_reason",
+    "LIMITS",
     "crossover",
     "crossover_sentence",
     "lanes_vs_scalar",
@@ -47,6 +52,7 @@ __all__ = [
 ]
 
 PHASES = ("reduce", "scan", "expand")
+LIMITS = ("stream", "dependent loop")
 _SCANS_PER_PASS = {"gilr_lstm": 2, "sru": 1, "qrnn": 1}
 
 
@@ -122,6 +128,68 @@ def thread_scaling(T: int, nh: int = 128, *, repeat: int = 3, seed: int = 0) -> 
     seq = cmp.timings["sequential"].median
     return {"T": T, "nh": nh, "rows": rows, "sequential_seconds": seq, "sequential_gbs": nbytes / seq / 1e9,
             "noise": cmp.noise}
+
+
+def stream_share(T: int, nh: int = 128, *, methods=("chunked", "channels"), chunks=(), repeat: int = 5,
+                 seed: int = 0) -> dict:
+    """The scans against the bytes they move, interleaved in one run: ``scan_kernels.stream`` (``h = a + x``: read
+    ``a``, ``x``, write ``h``, no dependency) on all numba threads and on one, the one-thread sequential loop, and
+    each of ``methods`` (plus ``method="chunked"`` with ``chunk=c`` for every ``c`` in ``chunks``, named
+    ``"chunked, chunk=c"``), all into one preallocated ``h``. Two limits bound a scan here:
+
+    * the **stream**: the faster stream's rate (GB/s, 12 bytes per float32 element);
+    * the **dependent loop**: the one-thread loop's rate times the SIMD lanes a channel gets over time
+      (:func:`course_lib.algorithms.scan.choose_lanes`) times the threads -- what the arithmetic allows when
+      each lane runs one chain of dependent multiply-adds (the loop itself sets it at small H, where it waits
+      on its own latency; at large H it reads from memory too, and the stream is the lower bound).
+
+    Returns ``{"T", "nh", "threads", "lanes", "gbs": {name: GB/s of its median}, "stream_gbs", "loop_bound_gbs",
+    "limit": "stream" | "dependent loop" (the lower of the two), "limit_gbs", "share": {scan: its rate / the
+    stream's, median pair ratio}, "share_interval": {scan: (lo, hi)}, "of_limit": {scan: its rate / the limit's},
+    "kernel": {scan: scan.kernel_for's name}, "comparison", "noise"}``."""
+    T, nh, seed = _sizes(T, nh, seed)
+    methods = _scan_methods(methods)
+    if isinstance(chunks, (str, bytes)) or not hasattr(chunks, "__iter__"):
+        raise TypeError(f"chunks: expected a list of steps per chunk, got {chunks!r}")
+    chunks = tuple(check_int(c, "chunks[i]", low=1, high=T) for c in chunks)
+    repeat = check_repeat(repeat)
+    a, x, h0 = scan.random_problem(T, nh, seed=seed)
+    h = np.empty_like(a)
+    p = backend.get_threads()
+    fns = {"stream": lambda: scan_kernels.stream(a, x, h),
+           "stream, 1 thread": backend.on_threads(1, lambda: scan_kernels.stream(a, x, h)),
+           "loop, 1 thread": lambda: scan.linear_recurrence(a, x, h0, out=h)}
+    fns.update({m: (lambda m=m: scan.linear_recurrence(a, x, h0, method=m, out=h)) for m in methods})
+    fns.update({f"chunked, chunk={c}": (lambda c=c: scan.linear_recurrence(a, x, h0, method="chunked", chunk=c, out=h))
+                for c in chunks})
+    cmp = timing.compare(repeat=repeat, **fns)
+    nbytes = 3 * a.nbytes
+    gbs = {k: nbytes / t.median / 1e9 for k, t in cmp.timings.items()}
+    ref = max(("stream", "stream, 1 thread"), key=lambda k: gbs[k])
+    lanes = scan.choose_lanes(nh, a.dtype.itemsize)
+    loop_bound = gbs["loop, 1 thread"] * lanes * p
+    limit = "stream" if gbs[ref] <= loop_bound else "dependent loop"
+    limit_gbs = min(gbs[ref], loop_bound)
+    scans = [k for k in fns if not k.startswith(("stream", "loop"))]
+    return {"T": T, "nh": nh, "threads": p, "lanes": lanes, "gbs": gbs, "stream_gbs": gbs[ref],
+            "loop_bound_gbs": loop_bound, "limit": limit, "limit_gbs": limit_gbs,
+            "share": {k: cmp.ratio(ref, to=k) for k in scans},
+            "share_interval": {k: cmp.ratio_interval(ref, to=k) for k in scans},
+            "of_limit": {k: gbs[k] / limit_gbs for k in scans},
+            "kernel": {k: scan.kernel_for(a, x, method=k.split(",")[0],
+                                          **({"chunk": int(k.split("=")[1])} if "=" in k else {})) for k in scans},
+            "comparison": cmp, "noise": cmp.noise}
+
+
+def limit_reason(r: dict) -> str:
+    """The sentence naming the limit that applies in a :func:`stream_share` result (measured, not assumed)."""
+    if r["limit"] == "stream":
+        return (f"memory is the limit here: the stream moves the same bytes at {r['stream_gbs']:.1f} GB/s, below what "
+                f"the dependent loop allows ({r['lanes']} lane(s) x {r['threads']} thread(s) x the one-thread loop's "
+                f"{r['gbs']['loop, 1 thread']:.1f} GB/s = {r['loop_bound_gbs']:.1f} GB/s)")
+    return (f"the dependent loop is the limit here: {r['lanes']} lane(s) x {r['threads']} thread(s) x the one-thread "
+            f"loop's {r['gbs']['loop, 1 thread']:.1f} GB/s = {r['loop_bound_gbs']:.1f} GB/s, below the stream's "
+            f"{r['stream_gbs']:.1f} GB/s for the same bytes")
 
 
 def crossover(Ts, Hs, *, repeat: int = 3, max_elements: int = 1 << 24, seed: int = 0) -> dict:

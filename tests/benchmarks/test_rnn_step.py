@@ -16,4 +16,8 @@ def test_rnn_step_benchmark_quick():
     assert "step" in out and "GFLOP/s" in out and "% of peak" in out and "x fast" in out
     for column in ("fast_rnn.train_step", "rnn (bptt_linear+sgd)", "careful numpy"):
         assert column in out
-    assert "first-step losses agree" in out and "GEMM peak measured in this run" in out
+    assert "first-step losses agree" in out and "GEMM rates measured in this run" in out
+    # issue 42: the peak is the best of several square sizes, the share comes with its pairs' interval,
+    # and the BLAS that ran is named
+    assert "gemm 128^3" in out and "gemm 256^3" in out and "GEMM peak = the best of them" in out
+    assert "pair by pair" in out and "interval" in out and "threadpoolctl" in out

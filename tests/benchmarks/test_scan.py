@@ -16,5 +16,6 @@ def test_scan_benchmark_quick():
     for name in ("sequential (numba)", "chunked, 1 thread", "over channels", "stream h=a+x", "seed 001",
                  "Issue 13 goals", "The backward pass", "Crossover map", "like-for-like", "register loop",
                  "The scan as matmuls", "% peak", "GEMM peak measured here", "issue 25 goals", "chunk sweep",
-                 "across MPI ranks"):
+                 "across MPI ranks", "Scans at the stream", "limit:", "of the limit that applies",
+                 "threadpoolctl", "chunked_blocked", "% stream", "Seed 001"):
         assert name in out.stdout, name
