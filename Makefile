@@ -156,7 +156,7 @@ test-routes:
 test-fast: install-test
 	$(BIN)/python -m pip install $(PIN) -e '.[fast]'
 	$(BIN)/python -m pytest -ra -p no:xdist -m "not slow" tests/algorithms/test_gemm.py tests/models/test_lstm_providers.py \
-	  tests/experiments/test_autotune.py
+	  tests/experiments/test_autotune.py tests/experiments/test_gemm_providers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts build/book $(BOOK_TEMPLATE)/node_modules

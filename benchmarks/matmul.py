@@ -4,6 +4,16 @@
     python benchmarks/matmul.py --n 1024        # the power-of-two size (conflict misses?)
     python benchmarks/matmul.py --quick         # tiny sizes (smoke test, < 15 s)
     python benchmarks/matmul.py --skip-slow     # leave out naive and tiled (seconds each at 1000)
+    python benchmarks/matmul.py --providers-only                       # only the GEMM providers' table
+    python benchmarks/matmul.py --providers-only --record benchmarks/results/<machine>   # ... and keep it
+
+The GEMM providers (course_lib.algorithms.gemm: numpy's BLAS; oneMKL and BLIS with `pip install -e '.[fast]'`)
+are then timed interleaved at the course's shapes (experiments.gemm_providers.course_products: an LSTM training
+pass at (B, H, nx, T) = (64, 512, 512, 100), the chunked form's 64 x 64 tiles, squares 1000 and 4000): GFLOP/s
+of each, the speed-up over numpy with its 95% interval, beside the machine's measured peak (timing.peak_gflops,
+numpy at 1024^3) and the kernel family each library picked (threadpoolctl, the libraries' own queries).
+Where OPENBLAS_CORETYPE pins OpenBLAS below the CPU's vectors, run it without:
+`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/matmul.py --providers-only`.
 
 For each thread count (set with course_lib.core.backend.set_threads, which sets numba's and the BLAS
 library's threads together) every kernel and numpy are timed *interleaved* (a, b, c, a, b, c...),
@@ -16,8 +26,10 @@ Halide kernel was about 3x slower than NumPy on the whole training step).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -25,7 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import course_lib  # noqa: F401  (first: backend decisions)
 from course_lib.core import backend, timing
-from course_lib.algorithms import matmul
+from course_lib.algorithms import gemm, matmul
+from course_lib.experiments import gemm_providers
 
 HEADER = (f"{'kernel':<16} {'threads':>7} {'median':>10} {'best':>10} {'GFLOP/s':>9} "
           f"{'% of BLAS':>10} {'x numpy':>8}")
@@ -71,6 +84,48 @@ def fmt(row: dict) -> str:
             f"{row['gflops']:>9.1f} {row['pct_blas']:>9.1f}% {row['x_numpy']:>7.1f}x")
 
 
+def providers_table(repeat: int, squares, record: str | None) -> list[dict]:
+    """The providers at the course's shapes: one interleaved comparison per product; printed, and kept as
+    ``record/matmul_providers.json`` when asked."""
+    provs = gemm.providers()
+    peak = timing.peak_gflops("float32")
+    print(f"\nGEMM providers at the course's shapes, float32, {backend.get_threads()} thread(s); "
+          f"peak here {peak:.0f} GFLOP/s (numpy, 1024^3)")
+    info = {p: gemm.provider_info(p) for p in provs}
+    for p in provs:
+        print(f"  {p:<6} {info[p]['version']}, kernels {info[p]['kernel']}, {info[p]['threads']} thread(s): "
+              f"{info[p]['library']}")
+    for p, why in gemm.absent().items():
+        print(f"  {p:<6} absent -- {why}")
+    head = f"{'product':<36} {'M x K x N':>18} " + " ".join(f"{p + ' GF/s':>11}" for p in provs) + \
+        "  " + " ".join(f"{p + ' / numpy':>22}" for p in provs if p != "numpy")
+    print(head)
+    print("-" * len(head))
+    rows = gemm_providers.rates(gemm_providers.course_products(squares=squares), provs, repeat=repeat)
+    for r in rows:
+        p = r["product"]
+        line = f"{p['name']:<36} {p['M']:>6}x{p['K']}x{p['N']:<6} " + \
+            " ".join(f"{r['best'][v]:>11.1f}" for v in provs) + "  "
+        line += " ".join(f"{r['speedup'][v]:>6.2f}x ({r['interval'][v][0]:.2f}..{r['interval'][v][1]:.2f})"
+                         for v in provs if v != "numpy")
+        print(line + ("" if r["noise"].ok else "  [noisy]"))
+    won = {r["product"]["name"]: max(provs, key=lambda v: r["best"][v]) for r in rows}
+    print("fastest (best rate): " + "; ".join(f"{k}: {v}" for k, v in won.items()))
+    if record:
+        os.makedirs(record, exist_ok=True)
+        path = os.path.join(record, "matmul_providers.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"format": "benchmarks/matmul.py providers/1", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                       "machine": {"cpu": backend.cpu_model(), "cpus": os.cpu_count(), "threads": backend.get_threads(),
+                                   "peak_gflops": peak, "load_1min": os.getloadavg()[0]},
+                       "providers": info, "absent": gemm.absent(),
+                       "rows": [{"product": r["product"], "gflops_best": r["best"], "gflops_median": r["median"],
+                                 "speedup": r["speedup"], "interval": r["interval"], "reliable": r["noise"].ok}
+                                for r in rows]}, f, indent=1)
+        print(f"recorded: {path}")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="square size (default 1000, the seed's)")
@@ -80,7 +135,13 @@ def main(argv=None) -> int:
                     help="thread counts to run (default: 1 and all cores)")
     ap.add_argument("--skip-slow", action="store_true", help="leave out the naive and tiled (scalar) kernels")
     ap.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test (< 15 s)")
+    ap.add_argument("--providers-only", action="store_true", help="only the GEMM providers' table")
+    ap.add_argument("--record", metavar="DIR", help="keep the providers' table: DIR/matmul_providers.json")
     args = ap.parse_args(argv)
+    squares = (96,) if args.quick else (1000, 4000)
+    if args.providers_only:
+        providers_table(args.repeat if not args.quick else 2, squares, args.record)
+        return 0
     n, repeat = (96, 2) if args.quick else (args.n, args.repeat)
     if n < 1 or repeat < 1:
         ap.error("--n and --repeat must be >= 1")
@@ -113,6 +174,7 @@ def main(argv=None) -> int:
         print(f"best numba kernel on {best['threads']} thread(s): {best['kernel']} at "
               f"{best['pct_blas']:.0f}% of BLAS ({best['gflops']:.1f} GFLOP/s) -- {verdict} the goal (>= 50%)")
     print("seed: the best Halide RNN step was about 3x slower than NumPy (Fig. 8, 61-core Xeon Phi)")
+    providers_table(repeat if not args.quick else 2, squares, args.record)
     return 0
 
 

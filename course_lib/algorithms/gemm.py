@@ -85,7 +85,7 @@ def _result(A, B, out) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- numpy
-def _numpy_gemm(A, B, out, alpha, beta):
+def _numpy_gemm(A, B, out, alpha, beta, layout):
     if alpha == 1.0 and beta == 0.0:
         return np.matmul(A, B, out=out)
     prod = np.matmul(A, B)
@@ -133,9 +133,9 @@ def _mkl():
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112   # CBLAS_LAYOUT / CBLAS_TRANSPOSE
 
 
-def _mkl_gemm(A, B, out, alpha, beta):
+def _mkl_gemm(A, B, out, alpha, beta, layout):
     lib = _mkl()[0]
-    (A, ta, lda), (B, tb, ldb) = _operand(A, "A"), _operand(B, "B")
+    ta, lda, tb, ldb = layout
     M, K = A.shape
     N = B.shape[1]
     if max(M, N, K, lda, ldb) >= 2**31:
@@ -177,9 +177,9 @@ def _strides(trans: bool, ld: int) -> tuple[int, int]:
     return (1, ld) if trans else (ld, 1)
 
 
-def _blis_gemm(A, B, out, alpha, beta):
+def _blis_gemm(A, B, out, alpha, beta, layout):
     lib = _blis()[0]
-    (A, ta, lda), (B, tb, ldb) = _operand(A, "A"), _operand(B, "B")
+    ta, lda, tb, ldb = layout
     M, K = A.shape
     N = B.shape[1]
     fn, real = (lib.bli_sgemm, ctypes.c_float) if A.dtype == np.float32 else (lib.bli_dgemm, ctypes.c_double)
@@ -226,21 +226,22 @@ def gemm(A, B, out=None, *, provider: str = "numpy", alpha: float = 1.0, beta: f
 
     ``A``, ``B``: float32 or float64 (one dtype), each C-contiguous or the transpose of a C-contiguous array.
     ``out``: C-contiguous, shape (M, N), the same dtype, not overlapping ``A`` or ``B``."""
-    provider = check_provider(provider)
-    A, _, _ = _operand(A, "A")
-    B, _, _ = _operand(B, "B", A.dtype)
+    if provider != "numpy":
+        check_provider(provider)
+    A, ta, lda = _operand(A, "A")
+    B, tb, ldb = _operand(B, "B", A.dtype)
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"B: expected {A.shape[1]} rows (A is {A.shape}, so A @ B needs B (K, N) with "
                          f"K = {A.shape[1]}), got {B.shape}")
-    alpha = check_float(alpha, "alpha")
-    beta = check_float(beta, "beta")
+    if not (alpha == 1.0 and beta == 0.0 and type(alpha) is float and type(beta) is float):   # the default: fast
+        alpha, beta = check_float(alpha, "alpha"), check_float(beta, "beta")
     out = _result(A, B, out)
     if out.size == 0:
         return out
     if A.shape[1] == 0:          # an empty sum: alpha * 0 + beta * out
         out *= beta
         return out
-    return _CALLS[provider](A, B, out, alpha, beta)
+    return _CALLS[provider](A, B, out, alpha, beta, (ta, lda, tb, ldb))
 
 
 def matmul_for(provider: str = "numpy"):

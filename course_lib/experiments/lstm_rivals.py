@@ -41,7 +41,7 @@ from ..core.intervals import Ratio
 from ..core.noise import noise_of_pairs
 from ..core.sysload import others_running, settle
 from ..core.timing import Comparison, Timing, noise_from
-from ..core.validate import check_bool, check_choice, check_float, check_positive_int
+from ..core.validate import check_bool, check_float, check_positive_int
 
 __all__ = ["Rivals", "OURS", "FULL_WIDTH", "FULL_WIDTH_METHOD", "TORCH", "torch_installed"]
 
@@ -80,8 +80,10 @@ def _pass(kind, shape, backward, method):
         from .lstm_profile import torch_pass
         return torch_pass(torch, p.to_torch(), X, dH, backward)
 
+    method, provider = method.partition("@")[::2]    # "workspace@mkl": a method on a GEMM provider
+
     def run():
-        out = lstm.lstm_forward(p, X, method=method, return_cache=backward)
+        out = lstm.lstm_forward(p, X, method=method, return_cache=backward, provider=provider or "numpy")
         if backward:
             lstm.lstm_backward(p, out[2], dH)
     return run
@@ -190,14 +192,14 @@ class Rivals:
         """Time every worker's pass on ``shape = (B, H, nx, T)`` in ``rounds`` rounds of one block each (and
         each method in ``extra`` on the ``"ours"`` worker); returns a
         :class:`~course_lib.core.timing.Comparison` (baseline ``"ours"``; per-call seconds)."""
-        from ..models import lstm
+        from .lstm import split_choice
 
         if len(shape) != 4:
             raise ValueError(f"shape: expected (B, H, nx, T), got {shape!r}")
         shape = tuple(check_positive_int(v, "shape") for v in shape)
         backward = check_bool(backward, "backward")
-        method = check_choice(method, "method", lstm.METHODS)
-        extra = tuple(check_choice(m, "extra", lstm.METHODS) for m in extra)
+        split_choice(method, "method")                   # a method, or "method@provider"
+        extra = tuple(m for m in extra if split_choice(m, "extra"))
         rounds, block_s = check_positive_int(rounds, "rounds"), check_float(block_s, "block_s", low=0.0)
         if not self._workers:
             raise RuntimeError("Rivals: use it in a 'with' block (the workers start there)")
