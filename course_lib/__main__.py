@@ -27,6 +27,15 @@
                                  check constraints.txt (the known-good versions) against pyproject.toml;
                                  --write regenerates it from PY's environment (pip freeze)
   lab [--port N] [--dry-run]     register the kernel and start JupyterLab on 127.0.0.1 (make lab without make)
+
+For students (your own copy, which git does not track):
+  start [--dir my-work]          copy the worksheets of exercises/ into my-work/ (never over a file there)
+  progress [--dir my-work] [--only NN]
+                                 run your worksheets quietly in a fresh kernel, nothing written back: per
+                                 exercise passed (with the speed-up measured) / failing / not started
+  update [--dir my-work] [--only NN]
+                                 after a git pull: carry your answers into the new worksheet versions
+                                 (a backup first, in my-work/.backup/); lists exercises whose statement changed
 """
 from __future__ import annotations
 
@@ -165,6 +174,12 @@ def _cmd_lab(args) -> int:
     return launch.main(port=args.port, dry_run=args.dry_run)
 
 
+def _cmd_student(args) -> int:
+    from .teaching import workbook_cli
+
+    return workbook_cli.main(args)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -206,6 +221,16 @@ def main(argv=None) -> int:
     p.add_argument("--port", type=int, default=8888, help="the port to serve on (default 8888)")
     p.add_argument("--dry-run", action="store_true", help="print the steps and the command, start nothing")
     p.set_defaults(fn=_cmd_lab)
+    for name, text in (("start", "copy the worksheets into your own folder (my-work/)"),
+                       ("progress", "which of your exercises pass, fail or are not started"),
+                       ("update", "carry your answers into a new course version (keeps a backup)")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--dir", default="my-work", help="your folder of worksheets (default: my-work)")
+        if name != "start":
+            p.add_argument("--only", help="only worksheets whose name contains this (e.g. 08)")
+        if name == "progress":
+            p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+        p.set_defaults(fn=_cmd_student)
     args = parser.parse_args(argv)
     from .teaching.notebook_io import NeedsCheckout
 

@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/00_setup.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 00 · How worksheets work
@@ -70,7 +71,7 @@ from course_lib.teaching.checks import setup as setup_checks
 # (one multiply and one add per term) divided by the bytes of $A$, $B$ and $C$, each moved once,
 # with `itemsize` bytes per number.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:0.1"]
 def gemm_intensity(m, n, k, itemsize=4):
     """FLOP per byte of an (m, k) @ (k, n) product."""
     # YOUR CODE HERE

@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/01_serial_rnn.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 01 · The serial RNN
@@ -68,7 +69,7 @@ from course_lib.teaching.checks import serial_rnn as serial_rnn_checks
 #
 # $h_t = \tanh(x_t W_{xh} + h_{t-1} W_{hh})$ for a batch: `x_t (B, nx)`, `h_prev (B, nh)` -> `(B, nh)`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:1.1"]
 def forward_step(x_t, h_prev, Wxh, Whh):
     """One RNN step for a batch of row vectors."""
     # YOUR CODE HERE
@@ -84,7 +85,7 @@ serial_rnn_checks.check_forward_step(forward_step)
 # `H[t]` the state *after* reading `X[t]`, and `Yhat (T, B, ny)` with `Yhat[t] = tanh(H[t] @ Why)`.
 # `params` has the fields `Wxh`, `Whh`, `Why`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:1.2"]
 def forward(params, X, h0):
     """(H, Yhat) of the RNN over X (T, B, nx)."""
     # YOUR CODE HERE
@@ -99,7 +100,7 @@ serial_rnn_checks.check_forward(forward)
 # The seed's loss is a **sum** of squared errors over time steps, sequences and outputs:
 # $E = \sum_t \sum (\hat y_t - y_t)^2$. Return one Python float.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:1.3"]
 def loss(Yhat, Y):
     """Sum of squared errors."""
     # YOUR CODE HERE
@@ -118,7 +119,7 @@ serial_rnn_checks.check_loss(loss)
 # a function that reads `W` through a closure (a perturbed copy gives it a zero gradient) and two values
 # of `eps` (a central difference's error shrinks 4x when `eps` halves; an `eps` ignored is named).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:1.4"]
 def numerical_gradient(f, W, eps=1e-6):
     """d f / d W by central differences."""
     # YOUR CODE HERE

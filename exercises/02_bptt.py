@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/02_bptt.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 02 · Backpropagation through time
@@ -82,7 +83,7 @@ from course_lib.teaching.checks import bptt as bptt_checks
 # T = 4, 8 and 12: one sweep takes a fixed number per step (forward and back), so the count grows
 # like T.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:2.1"]
 def bptt_linear(params, X, Y, h0=None):
     """Gradients of E by one reverse sweep."""
     # YOUR CODE HERE
@@ -103,7 +104,7 @@ bptt_checks.check_bptt_linear(bptt_linear)
 # matrix products with `Whh` your function takes at T = 4, 8 and 12: the walks take T(T+1)/2 of them,
 # so the count must grow like T² -- the sweep of 2.1 gets the same numbers and is rejected.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:2.2"]
 def bptt_quadratic(params, X, Y, h0=None, truncate=None):
     """Gradients of E by walking every output step's error back towards step 0."""
     # YOUR CODE HERE
@@ -128,7 +129,7 @@ bptt_checks.check_bptt_quadratic(bptt_quadratic)
 # CPU time of this process, so it measures the *work* -- the better choice for a complexity fit
 # on a shared computer.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:2.3"]
 def time_bptt(bptt, params, X, Y, Ts):
     """Best-of-3 seconds of bptt(params, X[:T], Y[:T]) for each T in Ts."""
     # YOUR CODE HERE

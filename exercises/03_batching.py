@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/03_batching.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 03 · Batching
@@ -82,7 +83,7 @@ from course_lib.teaching.checks import batching as batching_checks
 # the course's one-sequence-at-a-time loop (`batching_exp.forward_one_at_a_time`) in the same run: it
 # must be at least three times as fast.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:3.1"]
 def batched_forward(params, X, h0=None):
     """X (T, B, nx) -> (H (T, B, nh), Yhat (T, B, ny))."""
     # YOUR CODE HERE
@@ -98,7 +99,7 @@ batching_checks.check_batched_forward(batched_forward)
 # read `Wxh`, `Whh`, `x_t (B, nx)` and `h_{t-1} (B, nh)` and write `h_t (B, nh)`, each once, at
 # `itemsize` bytes per number. Return FLOPs per byte.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:3.2"]
 def rnn_step_intensity(batch, nx, nh, itemsize=4):
     """FLOP per byte of one recurrent step for B sequences."""
     # YOUR CODE HERE

@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/04_tiling_simd.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 04 · A tiled matmul and a parallel matmul
@@ -95,7 +96,7 @@ from numba import njit, prange
 # twice as fast as the course's naive ijk loop (`matmul.matmul_naive`), measured alongside (a
 # ratio, retried).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:4.1"]
 @njit(cache=True)
 def tiled_matmul(A, B, tile):
     """C (m, n) = A (m, k) @ B (k, n), computed tile x tile x tile block by block."""
@@ -126,7 +127,7 @@ tiling_simd_checks.check_tiled_matmul(tiled_matmul)
 # same run: yours must reach at least half its speed (both suffer alike when other programs take
 # the cores).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:4.2"]
 @njit(parallel=True)
 def parallel_matmul(A, B):
     """C (m, n) = A (m, k) @ B (k, n), rows of C spread over threads with prange."""

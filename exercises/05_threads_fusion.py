@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/05_threads_fusion.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 05 · Fused element-wise kernels
@@ -83,7 +84,7 @@ from course_lib.teaching.checks import threads_fusion as threads_fusion_checks
 # least 1.3 times as fast as the same formula written as numpy expressions, measured alongside on fresh
 # inputs (every timed result is checked too).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:5.1"]
 @njit(parallel=True, fastmath=True)
 def fused_hidden_delta(dz, r, h):
     """(dz + r) * (1 - h**2), one pass, rows split across threads. All (B, n) -> (B, n)."""
@@ -104,7 +105,7 @@ threads_fusion_checks.check_fused_hidden_delta(fused_hidden_delta)
 # inside `@njit`, and a loss summed after the loop, a second pass; `math.tanh` or `np.tanh` on a scalar
 # both work inside it).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:5.2"]
 @njit(fastmath=True)
 def output_delta_and_loss(z, y):
     """z, y (N, ny) -> (2 (tanh z - y)(1 - tanh² z), sum (tanh z - y)²)."""

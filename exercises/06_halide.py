@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/06_halide.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 06 · Scheduling Halide
@@ -92,7 +93,7 @@ else:
 # `stage.prod.update().reorder(stage.j, stage.i, stage.k.x)` (innermost first). New loop
 # variables are `hl.Var("jo")` etc. `halide_rnn.loop_nest(name)` shows the course's schedules.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:6.1"]
 def my_schedule(stage):
     """Schedule stage.h and stage.prod in place (tiled, vectorised, ideally parallel)."""
     # YOUR CODE HERE
@@ -129,7 +130,7 @@ if HALIDE:
 # The check compares the numbers with numpy and counts the passes of your pipeline's loop nest:
 # it must make one pass fewer than the two-stage version.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:6.2"]
 def fused_backward(dH, dnext, WT, H):
     """One Func: (dH + dnext @ WT) * (1 - H**2), a single pure definition."""
     # YOUR CODE HERE

@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/07_parallel_inference.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 07 · Parallel inference
@@ -77,7 +78,7 @@ from course_lib.teaching.checks import parallel_inference as parallel_inference_
 # list of the `(l, t)` pairs with $l + t = d$, $0 \le l < L$, $0 \le t < T$ (any order inside a
 # diagonal).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:7.1"]
 def wavefront_schedule(T, L):
     """[[(l, t), ...] for d in range(T + L - 1)] with l + t == d."""
     # YOUR CODE HERE
@@ -104,7 +105,7 @@ for T, L in [(32, 1), (32, 2), (32, 8), (8, 8)]:
 # exponent becomes $e^0 = 1$ and nothing overflows. Write `softmax(o)` for arrays of any
 # number of dimensions.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:7.2"]
 def softmax(o):
     """Stable softmax along the last axis; same shape as o."""
     # YOUR CODE HERE
@@ -132,7 +133,7 @@ parallel_inference_checks.check_softmax(softmax)
 # `parallel_inference_checks.MIN_SPEEDUP` times faster on your machine. Do not change `params` or
 # `X` in place.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:7.3"]
 def batched_predict(params, X):
     """X (T, B, nx) -> probabilities (T, B, vocab)."""
     # YOUR CODE HERE
@@ -150,7 +151,7 @@ parallel_inference_checks.check_batched_predict(batched_predict)
 # $B \bmod P$ ranks one more. With more ranks than sequences some rank would idle: raise a
 # `ValueError`. Write `split_batch(batch, P)` returning `(counts, offsets)` as two lists.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:7.4"]
 def split_batch(batch, P):
     """(counts, offsets): rank r owns sequences offsets[r] : offsets[r] + counts[r]."""
     # YOUR CODE HERE
@@ -165,7 +166,7 @@ parallel_inference_checks.check_split_batch(split_batch)
 # Each rank returns its probabilities `(T, counts[r], vocab)`; rank 0 *gathers* them, in rank
 # order, back into `(T, B, vocab)`. Write `gather_chunks(chunks)`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:7.5"]
 def gather_chunks(chunks):
     """list of (T, b_r, V) arrays, rank order -> (T, sum b_r, V)."""
     # YOUR CODE HERE

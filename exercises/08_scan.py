@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/08_scan.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 08 · Linear recurrences in parallel
@@ -78,7 +79,7 @@ from course_lib.teaching.checks import scan as scan_checks
 # Inputs are numpy arrays of the same shape (element-wise maths). The check also verifies that
 # your operator is associative: $(p \circ q) \circ r = p \circ (q \circ r)$.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:8.1"]
 def combine(p, q):
     """(a1, b1) o (a2, b2): first p, then q. Returns a pair (a, b)."""
     a1, b1 = p
@@ -115,7 +116,7 @@ scan_checks.check_combine(combine)
 #   reads every step twice too, but its span is the loop's: it fails. Allocate with the inputs'
 #   dtype (`np.empty_like(x)`, `np.ones_like(h0)`) so the traced numbers can be stored.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:8.2"]
 def chunked_scan(a, x, h0, chunks):
     """h (T, H) with h_t = a_t h_{t-1} + x_t, computed chunk by chunk."""
     T = a.shape[0]
@@ -139,7 +140,7 @@ scan_checks.check_chunked_scan(chunked_scan)
 # `(grad_a, grad_x, grad_h0)`. Use `scan.linear_recurrence` on reversed arrays for the
 # $g$ recurrence (any shape `(T, ...)` works; reversed views need `np.ascontiguousarray`).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:8.3"]
 def recurrence_backward(a, h, h0, grad_h):
     """Gradients through h = linear_recurrence(a, x, h0), given grad_h = dL/dh (direct)."""
     # YOUR CODE HERE
@@ -180,7 +181,7 @@ scan_checks.check_backward(recurrence_backward)
 # threads than steps, up to three blocks (the simulator runs one Python thread per CUDA thread:
 # keep it small).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:8.4"]
 BLOCK_MAX = scan_cuda.BLOCK_MAX  # shared arrays need a size known at compile time
 
 
@@ -248,7 +249,7 @@ scan_checks.check_block_kernel(my_scan_kernel)
 #
 # Predict first: how much faster than the course's loop can one core get with four chains at once?
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:8.5"]
 @njit
 def fast_scan(a, x, h0, chunks):
     """h (T, H) with h_t = a_t h_{t-1} + x_t: chunks reduced, carried and expanded four at a time."""
@@ -298,7 +299,7 @@ print(timing.compare(repeat=5, **ways))
 # scan computing the same numbers (64 chunks of 64 steps, $d = 64$): at least three times as fast, measured
 # alongside.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:8.6"]
 from course_lib.teaching.checks import chunked as chunked_checks
 
 

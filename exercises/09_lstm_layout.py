@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/09_lstm_layout.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 09 · A fused LSTM step, the transposed layout, a small autotuner, one GEMM per step
@@ -75,7 +76,7 @@ from course_lib.teaching.checks import lstm_layout as lstm_layout_checks
 # also counts the matrix products your step makes with the weights: two at most (a product per gate
 # is rejected).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:9.1"]
 def fused_step(x, h, c, params):
     """One LSTM step in PyTorch's layout -> (h_new (B, H), c_new (B, H), gates (B, 4H))."""
     # YOUR CODE HERE
@@ -94,7 +95,7 @@ lstm_layout_checks.check_fused_step(fused_step)
 # `gatesT (4H, B)`: the gates are now blocks of **rows**. The check reads the shapes of your product:
 # one, with `W_hh` on the left (`(hT.T @ W_hh.T).T` is the row layout transposed back, and is rejected).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:9.2"]
 def step_transposed(preT, hT, cT, W_hh):
     """One LSTM step with the state stored as (H, B) -> (hT_new, cT_new, gatesT (4H, B))."""
     # YOUR CODE HERE
@@ -112,7 +113,7 @@ lstm_layout_checks.check_step_transposed(step_transposed)
 # time of one call **in milliseconds** and `best_name` the fastest. The check also calls it with
 # `repeat=5` and counts the calls.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:9.3"]
 def pick_fastest(candidates, repeat=3):
     """-> (name of the fastest candidate, {name: median milliseconds per call})."""
     # YOUR CODE HERE
@@ -129,7 +130,7 @@ lstm_layout_checks.check_pick_fastest(pick_fastest)
 # `pick_fastest`, store the winner under `key` and return it. (`course_lib.experiments.autotune` does the
 # same with a JSON file keyed by shape and machine.)
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:9.4"]
 def cached_pick(cache, key, candidates):
     """The fastest candidate's name for ``key``, measured at most once per key."""
     # YOUR CODE HERE
@@ -154,7 +155,7 @@ lstm_layout_checks.check_cached_pick(cached_pick)
 # it against the per-gate step in the same run: at least `lstm_layout_checks.MIN_SPEEDUP` times
 # faster on your machine (a ratio, not a time). Leave the inputs unchanged.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:9.5"]
 def forward_one_gemm(params, X, h0, c0):
     """H (T, B, H) of an LSTM layer with one matrix product per time step."""
     # YOUR CODE HERE

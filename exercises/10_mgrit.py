@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/10_mgrit.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 10 · MGRIT by hand
@@ -78,7 +79,7 @@ from course_lib.teaching.checks import mgrit as mgrit_checks
 # The intervals are independent -- this is the part that runs in parallel. The check counts your calls
 # of `step` at two values of `m`: `m - 1` per interval (each F-point once, from the point before it).
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:10.1"]
 def f_relax(step, U, m):
     """F-relaxation on the fine grid; returns a new array shaped like U."""
     U = np.array(U, dtype=float, copy=True)
@@ -96,7 +97,7 @@ mgrit_checks.check_f_relax(f_relax)
 # Update every C-point after the first from the F-point just before it: `U[j*m] = step(U[j*m-1], j*m-1, 0)`
 # for `j = 1 .. N/m`. (F, C, F in a row is "FCF relaxation".) One call of `step` per interval, counted.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:10.2"]
 def c_relax(step, U, m):
     """C-relaxation on the fine grid; returns a new array shaped like U."""
     U = np.array(U, dtype=float, copy=True)
@@ -125,7 +126,7 @@ mgrit_checks.check_c_relax(c_relax)
 # passes are different functions that record the level they are called with: the fine grid uses
 # `step(u, i, 0)`, the coarse grid `coarse_step(u, j, 1)`.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:10.3"]
 def two_level_cycle(step, coarse_step, U, m):
     """One two-level MGRIT iteration (F-relaxation); returns the new iterate."""
     U = np.array(U, dtype=float, copy=True)
@@ -150,7 +151,7 @@ mgrit_checks.check_two_level_cycle(two_level_cycle)
 #
 # `x` is `(B, nx)`, `h` is `(B, H)`; on MGRIT's level $\ell$ the step uses $\gamma = m^\ell$.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:10.4"]
 def implicit_gru_step(params, x, h, gamma):
     """One implicit GRU step -> (B, H)."""
     # YOUR CODE HERE
@@ -175,7 +176,7 @@ mgrit_checks.check_implicit_gru_step(implicit_gru_step)
 # same sleeping step: with two threads at least 1.5 times as fast. Before that, the numbers (threads = 1
 # to 4) must match `mgrit.f_relaxation`, and `U` must be left unchanged.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:10.5"]
 from concurrent.futures import ThreadPoolExecutor
 
 
@@ -183,7 +184,7 @@ def f_relaxation_threads(step, U, m, threads):
     """F-relaxation with the C-intervals on `threads` threads; returns a new array shaped like U."""
     U = np.array(U, dtype=float, copy=True)
     # YOUR CODE HERE
-    raise NotImplementedError("Exercise 10.1: replace this line with your code")
+    raise NotImplementedError("Exercise 10.5: replace this line with your code")
     return U
 
 

@@ -15,6 +15,7 @@
 # %% [markdown]
 # > **Your worksheet.** Replace each `raise NotImplementedError(...)` with your code, then run the check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.
 # > This file was generated from `solutions/12_which_parallelism.ipynb` by `python -m course_lib exercises build`; rebuilding never overwrites your work without `--force` (which keeps a backup).
+# > Course version 0.2.0: work in your own copy (`python -m course_lib start`), check it with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`.
 
 # %% [markdown]
 # # Worksheet 12 · Which parallelism when
@@ -82,7 +83,7 @@ machine = cost_model_exp.Machine.measure(quick=timing.budget() == "small")
 # the cores), `"wavefront"` (layers × time diagonals on the cores). *Predict first*, without the model:
 # with 256 sequences and 64 units, is the batch or the layer axis worth the threads?
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:12.1"]
 def predict_a(batch, T, nh, layers, machine):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 12.1: replace this line with your code")
@@ -104,7 +105,7 @@ which_checks.report("12.1")
 # is the predicted time (and `.parts` says what it is made of). *Predict first*: with one channel,
 # what can the `"channels"` method split?
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:12.2"]
 def predict_b(T, nh, machine):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 12.2: replace this line with your code")
@@ -126,7 +127,7 @@ which_checks.report("12.2")
 # time-parallel methods pays for its extra work, and which part of its cost decides? Price what is asked:
 # a *training* pass of a *GRU*, with every candidate in the ranking.
 
-# %% tags=["solution", "raises-exception"]
+# %% tags=["solution", "raises-exception", "answer:12.3"]
 def predict_c(batch, T, nh, machine):
     # YOUR CODE HERE
     raise NotImplementedError("Exercise 12.3: replace this line with your code")

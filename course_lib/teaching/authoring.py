@@ -29,6 +29,11 @@ above it. Outputs are stripped; cells with solution regions and check cells (tag
 code that calls ``check``-something) are tagged ``raises-exception`` so an unsolved worksheet
 still runs top to bottom, stopping nowhere with anything but ``NotImplementedError``.
 
+Each answer cell is also tagged ``answer:N.k``, and the worksheet's metadata (``course_lib``) records the course
+version and, per exercise, fingerprints of its statement, check and generated answer cells
+(:func:`exercise_fingerprints`): ``python -m course_lib update`` (:mod:`.workbook`) uses them to carry a student's
+answers into a new version of the worksheet.
+
 A generated worksheet stores a checksum of its cells in its metadata. :func:`build_exercises`
 refuses to overwrite a worksheet pair whose cells (in the .ipynb or in the .py) no longer match
 that checksum (the student has worked in it) unless ``force=True``, which first copies both files
@@ -66,6 +71,10 @@ __all__ = [
     "build_exercises",
     "exercise_texts",
     "cells_checksum",
+    "exercise_fingerprints",
+    "answer_exercise",
+    "heading_exercise",
+    "fingerprint",
     "exercise_path",
     "ExerciseBuildResult",
     "error_outputs",
@@ -136,14 +145,14 @@ def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode
         src = normal_source(cell)
         found = EXERCISE_RE.findall(src)
         if cell.cell_type == "markdown" and found:
-            current = found[-1]
+            current = heading_exercise(src) or found[-1]
         tags = [t for t in cell_tags(cell) if t != "raises-exception"]
         if BEGIN in src or END in src:
             exercise = found[0] if (cell.cell_type == "code" and found) else current
             cell.source, _ = _strip_solution(cell.source if isinstance(cell.source, str) else "".join(cell.source),
                                              exercise, cell.cell_type == "markdown")
             if cell.cell_type == "code":
-                tags += ["solution", "raises-exception"]
+                tags += ["solution", "raises-exception"] + ([f"answer:{exercise}"] if exercise else [])
         elif cell.cell_type == "code" and ("check" in tags or CHECK_RE.search(src)):
             tags += ["raises-exception"]
         if cell.cell_type == "code":
@@ -159,7 +168,9 @@ def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode
         "check cell below it: it says *exactly* what is wrong, or prints `Exercise N.k passed`.\n"
         "> This file was generated from "
         f"`solutions/{source_name or 'the solutions'}` by `python -m course_lib exercises build`; "
-        "rebuilding never overwrites your work without `--force` (which keeps a backup)."
+        "rebuilding never overwrites your work without `--force` (which keeps a backup).\n"
+        f"> Course version {_course_version()}: work in your own copy (`python -m course_lib start`), check it "
+        "with `python -m course_lib progress`, carry your answers into a new version with `python -m course_lib update`."
     )
     import nbformat
 
@@ -167,8 +178,61 @@ def build_exercise(solution_nb, source_name: str = "") -> "nbformat.NotebookNode
     banner.id = "worksheet-banner"
     nb.cells.insert(0, banner)
     nb.metadata["jupytext"] = {"formats": "ipynb,py:percent"}  # JupyterLab keeps the .py in step
-    nb.metadata["course_lib"] = {"generated_from": f"solutions/{source_name}", "cells_sha256": cells_checksum(nb)}
+    nb.metadata["course_lib"] = {"generated_from": f"solutions/{source_name}", **exercise_fingerprints(nb),
+                                 "cells_sha256": cells_checksum(nb)}
     return nb
+
+
+def _course_version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def heading_exercise(markdown: str) -> str:
+    """The exercise a markdown heading ``## Exercise N.k ...`` opens ("" when there is none): a statement's
+    later mentions of other exercises ("the F-relaxation of Exercise 10.1") do not count."""
+    m = re.search(r"^#+\s*" + EXERCISE_RE.pattern, markdown, flags=re.M)
+    return m.group(1) if m else ""
+
+
+def fingerprint(text: str) -> str:
+    """A short sha256 prefix (16 hex digits) of ``text``: what a worksheet stores of a statement, check or cell."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def answer_exercise(cell) -> str:
+    """The exercise of a worksheet's answer cell (tag ``answer:N.k`` written by :func:`build_exercise`), or ""."""
+    return next((t[len("answer:"):] for t in cell_tags(cell) if t.startswith("answer:")), "")
+
+
+def exercise_fingerprints(nb) -> dict:
+    """What a student's copy must remember of the worksheet it came from (notebook metadata ``course_lib``):
+    ``course_version``; ``exercises``: per exercise id, sha256 prefixes of its statement (the markdown from its
+    ``Exercise N.k`` heading to the next one), of its check cells' sources and of each answer cell as generated
+    (in order); ``cells``: the prefix of every generated cell (type and source), so that a cell the student
+    added or changed can be told from the worksheet's own."""
+    check_nb(nb)
+    exercises: dict[str, dict] = {}
+    current = ""
+    for cell in nb.cells:
+        src = normal_source(cell)
+        if cell.cell_type == "markdown" and heading_exercise(src):
+            current = heading_exercise(src)
+        entry = exercises.setdefault(current, {"statement": "", "check": "", "answers": []}) if current else None
+        if entry is None:
+            continue
+        if cell.cell_type == "markdown":
+            entry["statement"] += src + "\n"
+        elif answer_exercise(cell):
+            exercises.setdefault(answer_exercise(cell), {"statement": "", "check": "", "answers": []})[
+                "answers"].append(fingerprint(src))
+        elif "raises-exception" in cell_tags(cell):
+            entry["check"] += src + "\n"
+    for entry in exercises.values():
+        entry["statement"], entry["check"] = fingerprint(entry["statement"]), fingerprint(entry["check"])
+    return {"course_version": _course_version(), "exercises": exercises,
+            "cells": [fingerprint(f"{c.cell_type}|{normal_source(c)}") for c in nb.cells]}
 
 
 @dataclass

@@ -40,7 +40,7 @@ def test_build_exercise_replaces_regions_and_tags_cells():
     body = ex.cells[4].source
     assert "return x + h" not in body and '"""one step"""' in body
     assert '    # YOUR CODE HERE\n    raise NotImplementedError("Exercise 9.1: replace this line with your code")' in body
-    assert ex.cells[4].metadata["tags"] == ["solution", "raises-exception"]
+    assert ex.cells[4].metadata["tags"] == ["solution", "raises-exception", "answer:9.1"]
     assert ex.cells[5].metadata["tags"] == ["raises-exception"]  # the check cell
     assert "YOUR ANSWER HERE" in ex.cells[6].source and "Because" not in ex.cells[6].source
     assert 'NotImplementedError("Exercise 9.2:' in ex.cells[7].source and "answer = 2" not in ex.cells[7].source

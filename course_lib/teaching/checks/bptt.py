@@ -18,6 +18,7 @@ from ...core import backend
 from ...models import rnn
 from ...models.gradcheck import relative_error
 from .serial_rnn import random_problem
+from ...core.timing import loglog_slope
 from .core import ExerciseFailed, check_slope, count_products, counted, passed
 
 __all__ = ["diagnose_gradients", "check_bptt_linear", "check_bptt_quadratic", "check_complexity",
@@ -418,6 +419,7 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
     Tmax = max(max(LINEAR_TS), max(QUADRATIC_TS))
     X = rng.uniform(-1, 1, (Tmax, batch, n)).astype(np.float32)
     Y = rng.uniform(-1, 1, (Tmax, batch, n)).astype(np.float32)
+    slopes = {}
     for name, fn, Ts, slope in (("bptt_linear", rnn.bptt_linear, LINEAR_TS, 1.0),
                                 ("bptt_quadratic", rnn.bptt_quadratic, QUADRATIC_TS, 2.0)):
         with backend.blas_threads(1):  # tiny matrices: threads only add noise
@@ -450,6 +452,7 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
             check_slope(f"2.3 ({name})", Ts, times, slope, tol=0.45, what="time",
                         hint=f"time {name}(params, X[:T], Y[:T]) for each T (take the best of a few "
                              "repeats to reduce noise); a slope near 0 means the same T is timed every time")
+        slopes[name] = (loglog_slope(Ts, times), slope)
     best_of_calls(time_bptt, params, X, Y)
     from ...core import timing
     from .shortcuts import check_no_shortcut
@@ -458,4 +461,7 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
                       TimingProbe(unit=1e-4), params, X, Y, list(PROBE_TS),
                       hint="write the loop yourself: t0 = time.process_time(); bptt(...); keep the smallest "
                            "time.process_time() - t0 of 3 calls.")
-    return passed("2.3", 2, 2)
+    line = passed("2.3", 2, 2)
+    print("  slopes measured: " + ", ".join(f"{name} {got:.2f} (expected {want:g} +- 0.45)"
+                                            for name, (got, want) in slopes.items()))
+    return line

@@ -117,6 +117,8 @@ class Judgement:
     def earned(self) -> str:
         """The measured speed-up as a line for the pass message: ``"1.43x as fast as <baseline>: between 1.31x
         and 1.52x in 9 interleaved rounds, at least 0.7x needed"`` (> 1: faster than the baseline)."""
+        if self.verdict == "not timed":
+            return "not timed (no bar: min_speedup=0)"
         lo, hi = self.interval
         return (f"{self.speedup:.2f}x as fast as {self.baseline_desc}: between {lo:.2f}x and {hi:.2f}x in "
                 f"{self.rounds} interleaved rounds, at least {self.min_speedup:g}x needed")

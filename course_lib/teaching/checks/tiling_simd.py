@@ -324,15 +324,18 @@ def check_tiled_matmul(student, dtype=np.float32, *, min_speedup: float = MIN_TI
                     _SIMD_HINT)
     # faster: a ratio to the course's naive loop, measured now on fresh matrices, every result compared
     N, tile_s = TILED_SPEED_N, 64
-    judge_speed(ex, student, reference_matmul, _naive, _timed_matrices(N, tile_s), min_speedup=min_speedup,
-                baseline_name="course_naive", baseline_desc=f"the course's naive ijk loop ({BASELINES[ex]})",
-                rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1, context="your function is tiled and vectorised",
-                hint="keep the innermost loop contiguous (over j, the columns of B and C) and the block loops outside.")
+    judged = judge_speed(ex, student, reference_matmul, _naive, _timed_matrices(N, tile_s), min_speedup=min_speedup,
+                         baseline_name="course_naive",
+                         baseline_desc=f"the course's naive ijk loop ({BASELINES[ex]})", rtol=1e-4, atol=1e-3,
+                         retries=retries, blas_threads=1, context="your function is tiled and vectorised",
+                         hint="keep the innermost loop contiguous (over j, the columns of B and C) and the block "
+                              "loops outside.")
     print(line)
     (t_small, s_small), (t_large, s_large) = streams.items()
     print(f"  tiled: B is fetched about {s_small:.0f} times over with tile {t_small} and {s_large:.0f} with tile "
           f"{t_large} (untiled: {TRACE_N}); the compiled loop uses SIMD instructions; at least {min_speedup:g}x as "
           "fast as the naive loop")
+    print(f"  speed: {judged.earned}")
     return line
 
 
@@ -445,15 +448,17 @@ def check_parallel_matmul(student, dtype=np.float32, *, min_speedup: float = MIN
                     "prange over the rows i of C only; never over the reduction index p.")
     raced = ("; right with twice as many threads as cores (separate process)" if over["ok"]
              else f"; the oversubscribed run was skipped: {over['skipped']}")
-    judge_speed(ex, student, reference_matmul, matmul.matmul_parallel, _timed_matrices(PARALLEL_SPEED_N, None),
-                min_speedup=min_speedup, baseline_name="course_parallel",
-                baseline_desc=f"the course's prange loop ({BASELINES[ex]}) on the same {backend.get_threads()} "
-                              "thread(s)", rtol=1e-4, atol=1e-3, retries=retries, blas_threads=1,
-                context="your prange loop is the outer one and race-free",
-                hint="inside the prange loop use the ikj order (contiguous innermost loop over j); no allocation "
-                     "inside the loop.")
+    judged = judge_speed(ex, student, reference_matmul, matmul.matmul_parallel,
+                         _timed_matrices(PARALLEL_SPEED_N, None), min_speedup=min_speedup,
+                         baseline_name="course_parallel",
+                         baseline_desc=f"the course's prange loop ({BASELINES[ex]}) on the same "
+                                       f"{backend.get_threads()} thread(s)", rtol=1e-4, atol=1e-3, retries=retries,
+                         blas_threads=1, context="your prange loop is the outer one and race-free",
+                         hint="inside the prange loop use the ikj order (contiguous innermost loop over j); no "
+                              "allocation inside the loop.")
     print(line)
     where = f" (line {lp['line']}, over {lp['var']})" if lp else ""
     print(f"  numba parallel=True, {info['prange_loops']} prange loop(s) turned into parallel loops; "
           f"the prange is the outer loop{where} and writes only its own rows{raced}")
+    print(f"  speed: {judged.earned}")
     return line
