@@ -4,9 +4,9 @@ Failures name the iteration, the time step, the gate and the entry.
 
 Exercise 11.5 checks, in this order: the numbers (three iterations on two problems, against
 ``newton.newton_step(method="quasi")``); the memory the step needs, counted with ``tracemalloc`` in
-bytes per state element ``T*B*H`` (deterministic: a diagonal step needs a few float64 arrays of the
-state's size, full ``(H, H)`` Jacobians need ``8 H`` bytes per element); and the speed against one full
-Newton (DEER) step measured in the same run at ``H = 48`` by :func:`.speed.judge_speed` (a fresh input for
+bytes per state element ``T*B*nh`` (deterministic: a diagonal step needs a few float64 arrays of the
+state's size, full ``(nh, nh)`` Jacobians need ``8 nh`` bytes per element); and the speed against one full
+Newton (DEER) step measured in the same run at ``nh = 48`` by :func:`.speed.judge_speed` (a fresh input for
 every timed call, every timed result compared with the reference quasi step): at least :data:`MIN_SPEEDUP`
 times faster, BLAS on one thread for both. Every grader here rejects a solution that calls the course's
 own answer (``newton.newton_step`` for 11.2 and 11.5; :mod:`.shortcuts`) and names a changed input.
@@ -26,8 +26,8 @@ from .speed import judge_speed
 __all__ = ["check_combine", "check_newton_step", "check_gru_jacobian", "check_log_space_scan", "check_quasi_step",
            "toy_system", "toy_diagonal", "MIN_SPEEDUP", "MAX_BYTES_PER_ELEMENT", "LONG_LOG_CASES", "long_log_case"]
 
-MIN_SPEEDUP = 1.5               # 11.5: quasi step vs one full Newton step, H = 48, same run
-MAX_BYTES_PER_ELEMENT = 160     # 11.5: peak memory of one quasi step / (T*B*H); 20 float64 arrays of the state
+MIN_SPEEDUP = 1.5               # 11.5: quasi step vs one full Newton step, nh = 48, same run
+MAX_BYTES_PER_ELEMENT = 160     # 11.5: peak memory of one quasi step / (T*B*nh); 20 float64 arrays of the state
 
 
 def _call(exercise, fn, *args):
@@ -109,10 +109,10 @@ def check_newton_step(newton_step, n_iter: int = 4) -> str:
             args = (h0.copy(), X.copy(), H_you.copy())
             got = _call("11.2", newton_step, f, jac, *args)
             _inputs_kept("11.2", f"problem {case}/3, iteration {it}", args, (h0, X, H_you))
-            got = _as_float_array("11.2", got, "the new guess H (T, B, H)")
+            got = _as_float_array("11.2", got, "the new guess H (T, B, nh)")
             if got.shape != H_ref.shape:
                 raise ExerciseFailed(f"Exercise 11.2 failed on problem {case}/3, iteration {it}: expected shape "
-                                     f"{H_ref.shape} (T, B, H), got {got.shape}")
+                                     f"{H_ref.shape} (T, B, nh), got {got.shape}")
             bad = ~np.isclose(got, H_ref, rtol=1e-9, atol=1e-11)
             if bad.any():
                 t, b, i = np.argwhere(bad)[0]
@@ -121,7 +121,7 @@ def check_newton_step(newton_step, n_iter: int = 4) -> str:
                         "steps before t are right: check the recurrence delta_t = J_t delta_{t-1} - r_t "
                         "(the minus sign, and J_t evaluated at h_{t-1})")
                 raise ExerciseFailed(
-                    f"Exercise 11.2 failed on problem {case}/3 (T={T}, B={B}, H={H_dim}), iteration {it}: "
+                    f"Exercise 11.2 failed on problem {case}/3 (T={T}, B={B}, nh={H_dim}), iteration {it}: "
                     f"first wrong at time step {t} (batch {b}, unit {i}): got {got[t, b, i]:.6g}, expected "
                     f"{H_ref[t, b, i]:.6g}; {int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
             H_you = got
@@ -151,7 +151,7 @@ def _gate_params(which: str, seed: int):
 
 
 def check_gru_jacobian(gru_jacobian) -> str:
-    """Exercise 11.3: ``gru_jacobian(params, h, gi) -> J`` (B, H, H), ``J[b, i, j] = d h'_i / d h_j`` of the
+    """Exercise 11.3: ``gru_jacobian(params, h, gi) -> J`` (B, nh, nh), ``J[b, i, j] = d h'_i / d h_j`` of the
     classic GRU cell ``h' = z h + (1 - z) n`` (models.gru). Checked against central finite differences
     with one gate at a time depending on ``h``; a failure names the gate and the entry."""
     n_ok = 0
@@ -162,13 +162,13 @@ def check_gru_jacobian(gru_jacobian) -> str:
         gi = rng.standard_normal((2, 12))
         fd = jacobians.finite_difference_jacobian(lambda hh: jacobians.gru_step(p, hh, gi), h)
         args = (p.copy(), h.copy(), gi.copy())
-        got = _as_float_array("11.3", _call("11.3", gru_jacobian, *args), "J (B, H, H)")
+        got = _as_float_array("11.3", _call("11.3", gru_jacobian, *args), "J (B, nh, nh)")
         _inputs_kept("11.3", f"{_GATES[which]}", args[1:], (h, gi), ("h", "gi"))
         if any(not np.array_equal(a, b) for a, b in zip(args[0].arrays(), p.arrays())):
             raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}:\n  your function changed its input "
                                  f"params in place; leave the parameters as they were")
         if got.shape != fd.shape:
-            raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}: expected shape {fd.shape} (B, H, H), "
+            raise ExerciseFailed(f"Exercise 11.3 failed with {_GATES[which]}: expected shape {fd.shape} (B, nh, nh), "
                                  f"got {got.shape}")
         bad = ~np.isclose(got, fd, rtol=1e-5, atol=1e-6)
         if bad.any():
@@ -197,7 +197,7 @@ EXP_UNDERFLOW = -700.0          # exp(x) of float64 loses digits (subnormal) nea
 
 
 def _recurrence_loop(log_a, log_b):
-    """``h (T, B, H)`` of ``h_t = a_t h_{t-1} + b_t`` (h_{-1} = 0), a float64 loop over t: 11.4's reference."""
+    """``h (T, B, nh)`` of ``h_t = a_t h_{t-1} + b_t`` (h_{-1} = 0), a float64 loop over t: 11.4's reference."""
     a, b = np.exp(log_a), np.exp(log_b)
     out, h = np.empty_like(a), np.zeros(a.shape[1:])
     for t in range(a.shape[0]):
@@ -226,7 +226,7 @@ def _long_log_scans(log_space_scan) -> None:
     for kind, T, seed in LONG_LOG_CASES:
         la, lb = long_log_case(kind, T, seed)
         with np.errstate(all="ignore"):             # a linear-space form warns here; the message says why
-            got = _as_float_array("11.4", _call("11.4", log_space_scan, la.copy(), lb.copy()), "h (T, B, H)")
+            got = _as_float_array("11.4", _call("11.4", log_space_scan, la.copy(), lb.copy()), "h (T, B, nh)")
         want = _recurrence_loop(la, lb)
         msg = compare_outputs(got, want, name="h", rtol=1e-8, atol=1e-12)
         if not msg:
@@ -247,7 +247,7 @@ def _long_log_scans(log_space_scan) -> None:
 
 
 def check_log_space_scan(log_space_scan) -> str:
-    """Exercise 11.4: ``log_space_scan(log_a, log_b) -> h`` (T, B, H): ``h_t = a_t h_{t-1} + b_t`` (h_0 = 0) from
+    """Exercise 11.4: ``log_space_scan(log_a, log_b) -> h`` (T, B, nh): ``h_t = a_t h_{t-1} + b_t`` (h_0 = 0) from
     the logs of positive coefficients, by two prefix sums (cumsum, logcumsumexp).
 
     Checks the numbers against a float64 loop on minGRU/minLSTM coefficients (T = 5 ... 200, inputs
@@ -268,8 +268,8 @@ def check_log_space_scan(log_space_scan) -> str:
 
 # --------------------------------------------------------------------------- 11.5
 def toy_diagonal(nh: int = 3, scale: float = 1.2, seed: int = 0):
-    """``(f, jac, jac_diag)`` of :func:`toy_system`; ``jac_diag(H_prev, X) -> (T, B, H)`` is the diagonal of
-    the Jacobian in O(T B H) work: ``(1 - f^2) * diag(W)``."""
+    """``(f, jac, jac_diag)`` of :func:`toy_system`; ``jac_diag(H_prev, X) -> (T, B, nh)`` is the diagonal of
+    the Jacobian in O(T B nh) work: ``(1 - f^2) * diag(W)``."""
     f, jac = toy_system(nh, scale, seed)
     w = np.diagonal(jac(np.zeros((1, nh)), np.zeros((1, nh)))[0]).copy()  # tanh'(0) = 1: diag(W)
 
@@ -299,7 +299,7 @@ def _peak_bytes(fn, *args) -> int:
 
 def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SPEEDUP, retries: int = 2) -> str:
     """Exercise 11.5: ``quasi_step(f, jac_diag, h0, X, H) -> H_new``: one quasi-DEER iteration, the Newton scan
-    with only the Jacobians' diagonals, ``delta_t = d_t * delta_{t-1} - r_t`` element-wise (O(T B H) work
+    with only the Jacobians' diagonals, ``delta_t = d_t * delta_{t-1} - r_t`` element-wise (O(T B nh) work
     and memory). See the module doc for what is measured."""
     ex = "11.5"
     if not callable(quasi_step):
@@ -318,14 +318,14 @@ def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SP
             if raw is None:
                 raise ExerciseFailed(f"Exercise {ex} failed on problem {case}/2: your function returned None; "
                                      f"return the new guess H + delta")
-            got = _as_float_array(ex, raw, "the new guess H (T, B, H)")
+            got = _as_float_array(ex, raw, "the new guess H (T, B, nh)")
             for name, a, b in zip(("h0", "X", "H"), args, (h0, X, H_you)):
                 if not np.array_equal(a, b):
                     raise ExerciseFailed(f"Exercise {ex} failed on problem {case}/2: your function changed its "
                                          f"input {name} in place; return a new array")
             if got.shape != H_ref.shape:
                 raise ExerciseFailed(f"Exercise {ex} failed on problem {case}/2, iteration {it}: expected shape "
-                                     f"{H_ref.shape} (T, B, H), got {got.shape}")
+                                     f"{H_ref.shape} (T, B, nh), got {got.shape}")
             bad = ~np.isclose(got, H_ref, rtol=1e-9, atol=1e-11)
             if bad.any():
                 t, b, i = np.argwhere(bad)[0]
@@ -336,7 +336,7 @@ def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SP
                     hint = ("your step returns f(H_prev, X): a fixed-point (Picard) step that ignores the Jacobian's "
                             "diagonal; quasi-DEER carries the correction: delta_t = d_t * delta_{t-1} - r_t")
                 raise ExerciseFailed(
-                    f"Exercise {ex} failed on problem {case}/2 (T={T}, B={B}, H={H_dim}), iteration {it}: first "
+                    f"Exercise {ex} failed on problem {case}/2 (T={T}, B={B}, nh={H_dim}), iteration {it}: first "
                     f"wrong at time step {t} (batch {b}, unit {i}): got {got[t, b, i]:.6g}, expected "
                     f"{H_ref[t, b, i]:.6g}; {int(bad.sum())} of {bad.size} entries differ.\n  Hint: {hint}")
             H_you = got
@@ -351,12 +351,12 @@ def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SP
     per_elem = _peak_bytes(quasi_step, f, jd, h0, X, Hg) / (T * B * Hm)
     if per_elem > MAX_BYTES_PER_ELEMENT:
         raise ExerciseFailed(
-            f"Exercise {ex} failed:\n  your step needed {per_elem:.0f} bytes of memory per state element at H={Hm} "
+            f"Exercise {ex} failed:\n  your step needed {per_elem:.0f} bytes of memory per state element at nh={Hm} "
             f"(T={T}, B={B}); at most {MAX_BYTES_PER_ELEMENT} are needed (a few float64 arrays of the state's "
-            f"shape), while full (H, H) Jacobians take 8 H = {8 * Hm} per element: you built matrices.\n  Hint: keep "
-            f"d = jac_diag(H_prev, X) as (T, B, H) and scan element-wise, e.g. scan.linear_recurrence(d, -r) "
+            f"shape), while full (nh, nh) Jacobians take 8 nh = {8 * Hm} per element: you built matrices.\n  Hint: keep "
+            f"d = jac_diag(H_prev, X) as (T, B, nh) and scan element-wise, e.g. scan.linear_recurrence(d, -r) "
             f"(course_lib.algorithms.scan), never np.eye(H) * d or matrix_scan.")
-    # the speed: one full Newton step at H = 48, measured alongside; a fresh X, h0 and guess for every timed
+    # the speed: one full Newton step at nh = 48, measured alongside; a fresh X, h0 and guess for every timed
     # call, and every timed result compared with the reference quasi step
     T, B, Hs = 256, 4, 48
     f, jac, jd = toy_diagonal(Hs, 1.0, 8)
@@ -370,9 +370,9 @@ def check_quasi_step(quasi_step, n_iter: int = 3, *, min_speedup: float = MIN_SP
                          lambda h0, X, H: newton.newton_step(f, jac, h0, X, H), make_input,
                          min_speedup=min_speedup, baseline_name="full_newton",
                          baseline_desc="one full Newton step (DEER)", rtol=1e-9, atol=1e-11, retries=retries,
-                         blas_threads=1, seed=8, label=f"T={T}, B={B}, H={Hs}",
-                         context="your numbers are right and your memory is O(T B H)",
-                         hint="no Python loop over batch or units: the scan over time works on whole (B, H) "
+                         blas_threads=1, seed=8, label=f"T={T}, B={B}, nh={Hs}",
+                         context="your numbers are right and your memory is O(T B nh)",
+                         hint="no Python loop over batch or units: the scan over time works on whole (B, nh) "
                               "slices, or use scan.linear_recurrence(d, -r).")
     line = passed(ex, 2, 2)
     print(f"  speed: {judged.earned}")
