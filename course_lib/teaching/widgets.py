@@ -49,6 +49,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..core.validate import check_callable, check_float, check_str
+from .plots.describe import describe_figure
 
 __all__ = ["make_control", "sweep_panel", "within_budget", "placeholder_text", "render_png", "PANEL_CLASS",
            "CONTROL_WIDTH"]
@@ -137,9 +138,10 @@ def make_control(name: str, spec: Any):
 
 
 def render_png(render: Callable, data: Any, *, axes: tuple[int, int] = (1, 1),
-               figsize: tuple[float, float] = (6.0, 3.2), title: str | None = None) -> tuple[bytes, str | None]:
-    """(PNG bytes, text) of ``render(data, ax)`` drawn on a Figure of its own (not pyplot's): the
-    same picture whenever and wherever it is called. ``axes=(rows, cols)`` passes a tuple of axes."""
+               figsize: tuple[float, float] = (6.0, 3.2), title: str | None = None) -> tuple[bytes, str | None, str]:
+    """(PNG bytes, text, alt text) of ``render(data, ax)`` drawn on a Figure of its own (not pyplot's):
+    the same picture whenever and wherever it is called. ``axes=(rows, cols)`` passes a tuple of axes;
+    the alt text is ``plots.describe_figure`` of the figure (the course site shows it)."""
     check_callable(render, "render")
     if (not isinstance(axes, tuple) or len(axes) != 2
             or not all(isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 6 for k in axes)):
@@ -158,7 +160,7 @@ def render_png(render: Callable, data: Any, *, axes: tuple[int, int] = (1, 1),
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight", facecolor="white")
-    return buf.getvalue(), (str(text) if text else None)
+    return buf.getvalue(), (str(text) if text else None), describe_figure(fig)
 
 
 def _stream(text: str, name: str = "stdout") -> dict:
@@ -203,8 +205,8 @@ def sweep_panel(compute: Callable[..., Any], controls: Mapping[str, Any], *,
         data = compute(**values)
         if render is None:
             return (_stream(str(data)),)
-        png, text = render_png(render, data, axes=axes, figsize=figsize, title=title)
-        image = {"output_type": "display_data", "metadata": {},
+        png, text, alt = render_png(render, data, axes=axes, figsize=figsize, title=title)
+        image = {"output_type": "display_data", "metadata": {"image/png": {"alt": alt}},
                  "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<the panel's plot>"}}
         return ((_stream(text),) if text else ()) + (image,)
 

@@ -89,3 +89,19 @@ def test_in_a_jupyter_kernel_every_png_carries_its_alt_text(cells, titles):
             assert alt is None, alts
         else:
             assert alt is not None and alt.startswith(f"Figure: {title}"), alts
+
+
+def test_a_slider_panels_plot_carries_its_alt_text():
+    pytest.importorskip("ipywidgets")
+    from course_lib.teaching import widgets
+
+    def render(data, ax):
+        ax.plot(data)
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+
+    panel = widgets.sweep_panel(lambda n: list(range(n)), {"n": (2, 10, 1)}, render=render, title="a loss curve")
+    panel.refresh()
+    images = [o for o in panel.output.outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1
+    assert images[0]["metadata"]["image/png"]["alt"] == "Figure: a loss curve (loss against step)"
