@@ -14,10 +14,9 @@ the student makes) has ``answers=()``.
 
 Example::
 
-    >>> from course_lib.teaching import answers
-    >>> answers.target("2.1").answers
-    ('models.rnn:bptt_linear',)
-    >>> answers.shown_answers(printed_text)        # -> [("2.1", "models.rnn:bptt_linear"), ...]
+    from course_lib.teaching import answers
+    answers.target("2.1").answers          # ('models.rnn:bptt_linear',)
+    answers.shown_answers(printed_text)    # [('2.1', 'models.rnn:bptt_linear')] if it prints that body
 """
 from __future__ import annotations
 
