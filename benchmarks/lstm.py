@@ -3,6 +3,8 @@
     python benchmarks/lstm.py            # (64, 512, 512, 100), (16, 256, 256, 100), (128, 1024, 1024, 50)
     python benchmarks/lstm.py --quick    # tiny shapes, a smoke test
     python benchmarks/lstm.py --threads 1
+    python benchmarks/lstm.py --record benchmarks/results/<machine>   # ... and keep the run (lstm_providers.json)
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/lstm.py   # where the machine pins OpenBLAS
 
 Shapes are (B, H, nx, T); one run of this script prints:
 
@@ -18,6 +20,12 @@ Shapes are (B, H, nx, T); one run of this script prints:
    seed's shape. Each rival runs in a process of its own and they take turns (experiments.lstm_rivals): two
    thread pools in one process spin on each other's cores. Where OPENBLAS_CORETYPE pins the BLAS below the
    CPU's vector width, a third process runs our BLAS path (workspace) without that variable ("full w.");
+GEMM providers (course_lib.algorithms.gemm: numpy's BLAS; oneMKL and BLIS with `pip install -e '.[fast]'`):
+section 0 lists them and the kernels each picked; section 1b times each pass's products on every provider
+(experiments.gemm_providers) and gives each provider's floor under the pass; section 2's autotuner races every
+method on every provider ("workspace@mkl"), so "tuned is" names the library that won; section 3 prints a bound
+line per provider.
+
 3. the goals, each "met", "not met", "cannot tell" or "held for the non-GEMM part" -- where the BLAS is
    pinned, a torch goal our pinned run misses is judged on the full-width run, and said so -- and under each the
    bound section 1 puts on it: the rival's time over the pass's products alone at the peak of their shapes (the
@@ -26,6 +34,7 @@ Shapes are (B, H, nx, T); one run of this script prints:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -57,9 +66,34 @@ def _machine(torch, autotune, backend, timing):
         forced = f" (OPENBLAS_CORETYPE={bits['coretype_env']})" if bits["coretype_env"] else ""
         print(f"note: the BLAS is pinned below the CPU's vector width{forced}: {bits['kernel_bits']}-bit kernels on "
               f"{bits['cpu_bits']}-bit hardware -- a third process runs our code with the CPU's own kernels (sections 2 and 3)")
+    from course_lib.algorithms import gemm
+
+    for p in gemm.providers():
+        i = gemm.provider_info(p)
+        print(f"GEMM provider {p}: {i['version']}, kernels {i['kernel']}, {i['threads']} thread(s)")
+    for p, why in gemm.absent().items():
+        print(f"GEMM provider {p}: absent -- {why}")
     return pinned
 
 
+def _provider_floors(shapes, repeat):
+    """Section 1b: {(shape, backward): {provider: floor ms per step}} -- each pass's products (T = min(T, 20)) on
+    every provider, each at the best rate that provider reached at its shape."""
+    from course_lib.experiments import gemm_providers as gp
+
+    print("\n## 1b. The pass's products on every GEMM provider: the floor each puts under the pass (ms per step)")
+    out = {}
+    for shape in shapes:
+        B, H, nx, T = shape
+        for backward in (False, True):
+            rows = gp.rates(gp.lstm_products(B, H, nx, min(T, 20), backward), repeat=repeat)
+            floors = out[(shape, backward)] = gp.pass_floor_ms(rows, min(T, 20))
+            rates = "; ".join(f"{r['product']['name']}: " + ", ".join(f"{v} {g:.0f}" for v, g in r["best"].items())
+                              for r in rows)
+            print(f"B={B} H={H} nx={nx}, {'forward+backward' if backward else 'forward'}: floor " +
+                  ", ".join(f"{v} {ms:.3f}" for v, ms in floors.items()) + f"  (GFLOP/s: {rates})" +
+                  ("" if all(r["noise"].ok for r in rows) else "  [noisy]"))
+    return out
 
 
 def _profile(shapes, repeat, xprof, timing):
@@ -118,20 +152,21 @@ def _table(shapes, repeat, autotune, rivals, seed_shape):
     from course_lib.experiments.lstm_rivals import FULL_WIDTH, TORCH
     print("\n## 2. The autotuned method against torch.nn.LSTM, ms per time step (torch/ours > 1: ours faster);")
     print("   each rival in a process of its own, taking turns (blocks of about 0.2 s, 7 rounds)")
-    print(f"{'B':>4} {'H':>5} {'nx':>5} {'T':>4} {'pass':>8} | {'tuned is':>10} {'ours':>8} {'full w.':>8} {'torch':>8} | "
+    print(f"{'B':>4} {'H':>5} {'nx':>5} {'T':>4} {'pass':>8} | {'tuned is':>16} {'ours':>8} {'full w.':>8} {'torch':>8} | "
           f"{'torch/ours':>10} {'interval':>12} | {'torch/full w.':>20} | naive/tuned")
     rows = {}
     for shape in shapes:
         B, H, nx, T = shape
         methods = tuple(m for m in CANDIDATES if m != "gemv" or B <= 16)
         for backward in (False, True):    # tuned for the pass it runs: forward, or forward + backward
-            d = autotune.tune(B, H, nx, T, "float32", methods=methods, repeat=repeat, training=backward)
+            d = autotune.tune(B, H, nx, T, "float32", methods=methods, repeat=repeat, training=backward,
+                              providers=None)      # every method on every GEMM provider here
             cmp = rivals.compare(shape, backward, d.best, extra=("naive",) if shape == seed_shape else (),
                                  rounds=max(repeat, 7))
             ms = {k: 1e3 * t.median / T for k, t in cmp.timings.items()}
-            row = {"ms": ms, "tuned": d.best, "cmp": cmp}
+            row = {"ms": ms, "tuned": d.best, "cmp": cmp, "table_ms": d.table_ms}
             cells = " ".join(f"{ms[k]:>8.3f}" if k in ms else f"{'-':>8}" for k in ("ours", FULL_WIDTH, TORCH))
-            line = f"{B:>4} {H:>5} {nx:>5} {T:>4} {'fwd+bwd' if backward else 'forward':>8} | {d.best:>10} {cells} | "
+            line = f"{B:>4} {H:>5} {nx:>5} {T:>4} {'fwd+bwd' if backward else 'forward':>8} | {d.best:>16} {cells} | "
             if TORCH in ms:
                 row["ratio"], row["interval"] = cmp.ratio(TORCH), cmp.ratio_interval(TORCH)
                 line += f"{row['ratio']:>9.2f}x {row['interval'][0]:>5.2f}..{row['interval'][1]:<5.2f}x | "
@@ -165,7 +200,15 @@ def _bound(what, rival_ms, floor_ms, goal):
             f"{best:.2f}x -- the goal ({goal:g}x) is {'within reach' if best >= goal else 'out of reach'} here")
 
 
-def _goals(shapes, rows, pinned, seed_shape, prof):
+def _provider_bounds(what, rival_ms, floors, goal):
+    """One bound line per GEMM provider: the rival's time over the pass's products alone on that library."""
+    return "\n".join(f"  bound with {v}: {what} {rival_ms:.3f} ms; the products alone on {v} take {f:.3f} ms, so "
+                     f"no pass running them through {v} can exceed {rival_ms / f:.2f}x -- the goal ({goal:g}x) is "
+                     f"{'within reach' if rival_ms / f >= goal else 'out of reach'} with {v}"
+                     for v, f in floors.items())
+
+
+def _goals(shapes, rows, pinned, seed_shape, prof, floors):
     """Section 3: one line per goal, and under it the bound section 1's GEMM floor puts on it."""
     from course_lib.experiments.lstm_rivals import FULL_WIDTH_METHOD, TORCH
     print("\n## 3. Goals (issue 30)")
@@ -174,6 +217,9 @@ def _goals(shapes, rows, pinned, seed_shape, prof):
     print(f"goal 'tuned' >= 2x faster than the per-gate 'naive' loop at {seed_shape} (forward+backward): "
           f"{_judge(lo, hi, 2.0)} -- {naive['naive']:.2f}x, interval {lo:.2f}..{hi:.2f}x")
     print(_bound("the per-gate loop takes", naive["ms"]["naive"], prof[(seed_shape, True)]["gemm_floor_ms"], 2.0))
+    best_floor = min(floors[(seed_shape, True)].items(), key=lambda kv: kv[1])
+    print(f"  judged against the best provider's bound ({best_floor[0]}):")
+    print(_provider_bounds("the per-gate loop takes", naive["ms"]["naive"], dict([best_floor]), 2.0))
     for shape in shapes:
         for backward in (False, True):
             row = rows[(shape, backward)]
@@ -193,6 +239,7 @@ def _goals(shapes, rows, pinned, seed_shape, prof):
                 verdict += " [unreliable run: re-run when the machine is quiet]"
             print(f"goal {what}: {verdict} -- torch/ours {row['ratio']:.2f}x ({lo:.2f}..{hi:.2f})")
             print(_bound("torch.nn.LSTM takes", row["ms"][TORCH], prof[(shape, backward)]["gemm_floor_ms"], 1.0))
+            print(_provider_bounds("torch.nn.LSTM takes", row["ms"][TORCH], floors[(shape, backward)], 1.0))
 
 
 def main(argv=None) -> int:
@@ -200,6 +247,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny shapes (smoke test)")
     ap.add_argument("--threads", type=int, default=None, help="BLAS/torch/numba threads (default: all)")
     ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--record", metavar="DIR", help="keep the run's tables: DIR/lstm_providers.json")
     args = ap.parse_args(argv)
     os.environ.setdefault("COURSE_CACHE_DIR", tempfile.mkdtemp(prefix="bench_lstm_"))
     if args.threads:
@@ -220,9 +268,12 @@ def main(argv=None) -> int:
     limit = threadpool_limits(args.threads) if args.threads else None
     pinned = _machine(torch, autotune, backend, timing)
     prof = _profile(shapes, repeat, xprof, timing)
+    floors = _provider_floors(shapes, repeat)
     with Rivals(full_width=pinned, torch=torch is not None, threads=args.threads) as rivals:
         rows = _table(shapes, repeat, autotune, rivals, shapes[0])
-    _goals(shapes, rows, pinned, shapes[0], prof)
+    _goals(shapes, rows, pinned, shapes[0], prof, floors)
+    if args.record:
+        _record(args.record, shapes, rows, floors, backend)
     largest = {s: prof[(s, True)]["largest"] for s in shapes}
     print("largest phase of forward+backward (workspace): " + "; ".join(f"{s}: {p}" for s, p in largest.items()))
     from course_lib.teaching.claims import CLAIMS
@@ -233,6 +284,27 @@ def main(argv=None) -> int:
     if limit is not None:
         limit.restore_original_limits()
     return 0
+
+
+def _record(folder, shapes, rows, floors, backend):
+    """``folder/lstm_providers.json``: per shape and pass, the autotuner's table (ms per step of every
+    method@provider), what won, torch's ratio where measured, and each provider's floor."""
+    import time
+
+    from course_lib.algorithms import gemm
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "lstm_providers.json")
+    data = {"format": "benchmarks/lstm.py providers/1", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "machine": {"cpu": backend.cpu_model(), "cpus": os.cpu_count(), "load_1min": os.getloadavg()[0]},
+            "providers": {p: gemm.provider_info(p) for p in gemm.providers()}, "absent": gemm.absent(),
+            "passes": [{"shape": list(s), "backward": b, "tuned": rows[(s, b)]["tuned"],
+                        "table_ms": rows[(s, b)]["table_ms"], "torch_over_ours": rows[(s, b)].get("ratio"),
+                        "interval": rows[(s, b)].get("interval"), "floor_ms": floors[(s, b)],
+                        "disturbed": bool(rows[(s, b)]["disturbed"])} for s in shapes for b in (False, True)]}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, default=float)
+    print(f"recorded: {path}")
 
 
 if __name__ == "__main__":

@@ -14,10 +14,15 @@ which is fastest *at the shapes the course multiplies*, and what that means for 
                                            whose products go through that library can beat
 ``lstm_on_providers(B, H, nx, T, ...)``     the same LSTM pass on every provider, beside the per-gate loop:
                                            does the library or the algorithm buy more here?
+``recorded_gains(folder)``                  what the providers bought on machines that recorded
+                                           ``benchmarks/lstm.py --record`` (read back, never measured here)
 
 All timings are :func:`course_lib.core.timing.compare` runs (interleaved rounds, noise-judged).
 """
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -27,7 +32,8 @@ from ..core.timing import compare
 from ..core.validate import check_bool, check_positive_int, check_repeat
 from . import lstm as lstm_experiments
 
-__all__ = ["lstm_products", "course_products", "operands", "rates", "pass_floor_ms", "lstm_on_providers"]
+__all__ = ["lstm_products", "course_products", "operands", "rates", "pass_floor_ms", "lstm_on_providers",
+           "recorded_gains"]
 
 
 def _product(name, M, K, N, ta=False, tb=False, calls=1) -> dict:
@@ -114,3 +120,24 @@ def lstm_on_providers(B: int = 64, H: int = 512, nx: int = 512, T: int = 10, *, 
     best = min(choices, key=ms.get)
     return {"ms_per_step": ms, "best_provider": lstm_experiments.split_choice(best)[1],
             "library": ms[method] / ms[best], "algorithm": ms["naive"] / ms[method], "comparison": res["comparison"]}
+
+
+def recorded_gains(folder) -> list[dict]:
+    """Every ``*/lstm_providers.json`` under ``folder`` (``benchmarks/lstm.py --record``), one row per recorded
+    pass: ``{"machine", "record", "when", "shape", "backward", "numpy_ms", "best", "best_ms", "gain"}`` -- the
+    fastest choice on numpy alone, the fastest of all, and the speed-up the other providers added (1.0: none).
+    A missing folder gives ``[]``; an unreadable record is skipped."""
+    rows = []
+    for path in sorted(Path(folder).glob("*/lstm_providers.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            for p in data["passes"]:
+                table = {k: float(v) for k, v in p["table_ms"].items()}
+                numpy_ms = min(v for k, v in table.items() if "@" not in k)
+                best = min(table, key=table.get)
+                rows.append({"machine": data["machine"]["cpu"], "record": path.parent.name, "when": data["when"],
+                             "shape": tuple(p["shape"]), "backward": bool(p["backward"]), "numpy_ms": numpy_ms,
+                             "best": best, "best_ms": table[best], "gain": numpy_ms / table[best]})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return rows

@@ -21,3 +21,25 @@ def test_matmul_benchmark_rejects_bad_size():
     out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "matmul.py"), "--n", "0"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 2 and "--n and --repeat must be >= 1" in out.stderr
+
+
+def test_matmul_benchmark_providers_table_and_record(tmp_path):
+    """Every GEMM provider here gets a row per course shape, beside the peak and the kernels; --record keeps it."""
+    import json
+
+    sys.path.insert(0, ROOT)
+    from course_lib.algorithms import gemm
+
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "matmul.py"), "--providers-only", "--quick",
+                          "--record", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "GEMM providers at the course's shapes" in out.stdout and "peak here" in out.stdout
+    for p in gemm.providers():
+        assert f"{p} GF/s" in out.stdout and "kernels" in out.stdout
+    for p in gemm.absent():
+        assert f"{p}  absent -- " in out.stdout or f"{p}   absent -- " in out.stdout
+    for name in ("input projection X W_ih^T", "recurrent step h W_hh^T", "chunked form", "square 96"):
+        assert name in out.stdout
+    rec = json.loads((tmp_path / "matmul_providers.json").read_text())
+    assert set(rec["providers"]) == set(gemm.providers()) and len(rec["rows"]) == 9
+    assert all(set(r["gflops_best"]) == set(gemm.providers()) for r in rec["rows"])

@@ -53,3 +53,21 @@ def test_lstm_on_providers_races_the_library_and_the_algorithm():
     best = "workspace" if r["best_provider"] == "numpy" else f"workspace@{r['best_provider']}"
     assert r["library"] == pytest.approx(ms["workspace"] / ms[best]) and r["library"] >= 1.0
     assert r["algorithm"] == pytest.approx(ms["naive"] / ms["workspace"])
+
+
+def test_recorded_gains_reads_records_and_skips_broken_ones(tmp_path):
+    import json
+
+    (tmp_path / "m1").mkdir()
+    (tmp_path / "m1" / "lstm_providers.json").write_text(json.dumps({
+        "when": "2026-01-01T00:00:00", "machine": {"cpu": "CPU X"},
+        "passes": [{"shape": [64, 512, 512, 100], "backward": True,
+                    "table_ms": {"workspace": 2.0, "fused_pre": 3.0, "workspace@mkl": 1.6, "persistent": 2.5}}]}))
+    (tmp_path / "m2").mkdir()
+    (tmp_path / "m2" / "lstm_providers.json").write_text("{not json")
+    rows = gp.recorded_gains(tmp_path)
+    assert len(rows) == 1
+    r = rows[0]
+    assert (r["machine"], r["record"], r["best"], r["shape"]) == ("CPU X", "m1", "workspace@mkl", (64, 512, 512, 100))
+    assert r["numpy_ms"] == 2.0 and r["gain"] == pytest.approx(1.25)
+    assert gp.recorded_gains(tmp_path / "nowhere") == []
