@@ -386,7 +386,15 @@ def changelog_mentions(exercise: str, root: Path | None = None, limit: int = 3) 
         return []
     sections = re.split(r"^## ", path.read_text(encoding="utf-8"), flags=re.M)
     newest = sections[1] if len(sections) > 1 else ""
-    bullets = re.split(r"^\s*- ", newest, flags=re.M)[1:]
+    bullets, inside = [], False           # a bullet: its "- " line and the indented lines that continue it
+    for line in newest.splitlines():
+        if line.startswith("- "):
+            bullets.append(line[2:])
+            inside = True
+        elif inside and line.startswith(" ") and line.strip():
+            bullets[-1] += " " + line.strip()
+        else:
+            inside = False
     pattern = re.compile(rf"(?<![\w.]){re.escape(exercise)}(?![\d])")
     found = [" ".join(b.split()) for b in bullets if pattern.search(b)]
     return [b if len(b) <= 200 else b[:197] + "..." for b in found[:limit]]

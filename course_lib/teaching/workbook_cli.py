@@ -66,8 +66,9 @@ def cmd_update(folder: str, only: str | None = None, root: Path | None = None) -
     for r in results:
         line = f"{r.path.name}: {r.status}"
         if r.status.startswith("updated"):
-            line += (f" ({r.carried} answer(s) carried into their exercise, {r.kept} cell(s) of yours kept in place; "
-                     f"backup: {_shown(r.backup)})")
+            mine = [f"{r.carried} answer(s) carried into their exercise"] * bool(r.carried) + \
+                   [f"{r.kept} cell(s) of yours kept in place"] * bool(r.kept)
+            line += f" ({', '.join(mine) or 'nothing of yours to carry'}; backup: {_shown(r.backup)})"
         print(line)
         if r.leftover:
             print(f"  answers to {', '.join(r.leftover)} have no exercise any more: they are at the end, under "

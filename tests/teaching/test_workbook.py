@@ -25,9 +25,9 @@ def course(tmp_path):
     (tmp_path / "solutions").mkdir()
     for suffix in (".py", ".ipynb"):
         shutil.copy(ROOT / "solutions" / f"{SHEET}{suffix}", tmp_path / "solutions")
-    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## Unreleased\n\n- Exercise 1.3 asks for a Python float.\n"
-                                           "- Exercise 1.30 is another exercise.\n\n## 2026-01-01\n\n"
-                                           "- Exercise 1.3 was new.\n")
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## Unreleased\n\n### Worksheet 01\n- Exercise 1.3 asks for a "
+                                           "Python\n  float.\n### Other\n- Exercise 1.30 is another exercise.\n\n"
+                                           "## 2026-01-01\n\n- Exercise 1.3 was new.\n")
     assert [r.status for r in authoring.build_exercises(root=tmp_path, only=SHEET)] == ["written"]
     return tmp_path
 
@@ -175,7 +175,7 @@ def test_update_keeps_every_answer_and_reports_the_changed_statement(course, tmp
     assert f"{SHEET}.ipynb: updated from course version {old_version} to 99.0.0 (2 answer(s) carried into their exercise, " \
            "2 cell(s) of yours kept in place; backup: " in out, out
     assert "Exercise 1.3: statement changed" in out
-    assert "CHANGELOG: Exercise 1.3 asks for a Python float." in out and "1.30" not in out
+    assert "    CHANGELOG: Exercise 1.3 asks for a Python float.\n" in out and "1.30" not in out and "was new" not in out
     assert "Exercise 1.4: removed" in out and "Exercise 1.5: new exercise" in out
     assert "answers to 1.4 have no exercise any more" in out
     # the backup is the student's file as it was
