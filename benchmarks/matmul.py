@@ -84,7 +84,7 @@ def fmt(row: dict) -> str:
             f"{row['gflops']:>9.1f} {row['pct_blas']:>9.1f}% {row['x_numpy']:>7.1f}x")
 
 
-def providers_table(repeat: int, squares, record: str | None) -> list[dict]:
+def providers_table(repeat: int, squares, record: str | None, lstm_shape=(64, 512, 512, 100)) -> list[dict]:
     """The providers at the course's shapes: one interleaved comparison per product; printed, and kept as
     ``record/matmul_providers.json`` when asked."""
     provs = gemm.providers()
@@ -101,7 +101,7 @@ def providers_table(repeat: int, squares, record: str | None) -> list[dict]:
         "  " + " ".join(f"{p + ' / numpy':>22}" for p in provs if p != "numpy")
     print(head)
     print("-" * len(head))
-    rows = gemm_providers.rates(gemm_providers.course_products(squares=squares), provs, repeat=repeat)
+    rows = gemm_providers.rates(gemm_providers.course_products(*lstm_shape, squares=squares), provs, repeat=repeat)
     for r in rows:
         p = r["product"]
         line = f"{p['name']:<36} {p['M']:>6}x{p['K']}x{p['N']:<6} " + \
@@ -138,9 +138,9 @@ def main(argv=None) -> int:
     ap.add_argument("--providers-only", action="store_true", help="only the GEMM providers' table")
     ap.add_argument("--record", metavar="DIR", help="keep the providers' table: DIR/matmul_providers.json")
     args = ap.parse_args(argv)
-    squares = (96,) if args.quick else (1000, 4000)
+    squares, lstm_shape = ((96,), (8, 32, 32, 10)) if args.quick else ((1000, 4000), (64, 512, 512, 100))
     if args.providers_only:
-        providers_table(args.repeat if not args.quick else 2, squares, args.record)
+        providers_table(args.repeat if not args.quick else 2, squares, args.record, lstm_shape)
         return 0
     n, repeat = (96, 2) if args.quick else (args.n, args.repeat)
     if n < 1 or repeat < 1:
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
         print(f"best numba kernel on {best['threads']} thread(s): {best['kernel']} at "
               f"{best['pct_blas']:.0f}% of BLAS ({best['gflops']:.1f} GFLOP/s) -- {verdict} the goal (>= 50%)")
     print("seed: the best Halide RNN step was about 3x slower than NumPy (Fig. 8, 61-core Xeon Phi)")
-    providers_table(repeat if not args.quick else 2, squares, args.record)
+    providers_table(repeat if not args.quick else 2, squares, args.record, lstm_shape)
     return 0
 
 
