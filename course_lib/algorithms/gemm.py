@@ -233,7 +233,7 @@ def gemm(A, B, out=None, *, provider: str = "numpy", alpha: float = 1.0, beta: f
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"B: expected {A.shape[1]} rows (A is {A.shape}, so A @ B needs B (K, N) with "
                          f"K = {A.shape[1]}), got {B.shape}")
-    if not (alpha == 1.0 and beta == 0.0 and type(alpha) is float and type(beta) is float):   # the default: fast
+    if not (type(alpha) is float and type(beta) is float and alpha == 1.0 and beta == 0.0):   # the default: fast
         alpha, beta = check_float(alpha, "alpha"), check_float(beta, "beta")
     out = _result(A, B, out)
     if out.size == 0:

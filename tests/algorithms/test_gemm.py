@@ -116,6 +116,7 @@ def test_bad_input_names_the_argument(provider):
     raises_naming(ValueError, "out", G.gemm, A, B, np.empty((6, 4), np.float32).T, provider=provider)
     raises_naming(ValueError, "alpha", G.gemm, A, B, provider=provider, alpha=np.nan)
     raises_naming(TypeError, "beta", G.gemm, A, B, provider=provider, beta="1")
+    raises_naming(TypeError, "alpha", G.gemm, A, B, provider=provider, alpha=np.ones(2))
 
 
 def test_out_overlapping_an_input_is_refused(provider):
