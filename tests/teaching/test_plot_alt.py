@@ -66,11 +66,18 @@ CELLS_PYPLOT_FIRST = [
     "from course_lib.teaching import plots",
     "fig, ax = plt.subplots()\nax.set_title('fourth')",
 ]
+CELLS_FIRST_FIGURE_SHOWN_MID_CELL = [  # the inline backend starts at the first figure, inside this cell
+    "from course_lib.teaching import plots\nimport matplotlib.pyplot as plt",
+    "fig, ax = plt.subplots()\nax.set_title('fifth')\nplt.show()\nprint('after')",
+    "%config InlineBackend.figure_formats = ['retina']",
+    "fig, ax = plt.subplots()\nax.set_title('sixth')",
+]
 CELLS_WITHOUT_THE_COURSE = ["import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('plain')"]
 
 
 @pytest.mark.parametrize("cells, titles", [(CELLS_PLOTS_FIRST, ["first", "second", "third"]),
                                            (CELLS_PYPLOT_FIRST, ["fourth"]),
+                                           (CELLS_FIRST_FIGURE_SHOWN_MID_CELL, ["fifth", "sixth"]),
                                            (CELLS_WITHOUT_THE_COURSE, [None])])
 def test_in_a_jupyter_kernel_every_png_carries_its_alt_text(cells, titles):
     nbformat = pytest.importorskip("nbformat")
@@ -105,3 +112,16 @@ def test_a_slider_panels_plot_carries_its_alt_text():
     images = [o for o in panel.output.outputs if "image/png" in o.get("data", {})]
     assert len(images) == 1
     assert images[0]["metadata"]["image/png"]["alt"] == "Figure: a loss curve (loss against step)"
+
+
+def test_a_grid_of_small_panels_names_only_those_that_say_something():
+    fig, axes = plt.subplots(2, 3)
+    axes[0, 0].set_title("t = 0")
+    axes[1, 0].imshow([[0, 1], [1, 0]])
+    axes[1, 0].set_ylabel("target")
+    text = describe.describe_figure(fig)
+    assert text == "Figure with 6 panels: panel 1: t = 0. panel 4: an image (target against position)"
+    bare, ax = plt.subplots()
+    ax.imshow([[0, 1]])
+    assert describe.describe_figure(bare) == "Figure: an image"
+    plt.close("all")

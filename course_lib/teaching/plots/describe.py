@@ -4,10 +4,12 @@
 legend entries, and writes one sentence a screen reader can say in place of the picture.
 
 ``register_alt_text()`` makes every figure Jupyter shows as a PNG carry that sentence in its output's
-metadata (``{"image/png": {"alt": ...}}``), where the course site (``make book``) reads it. It wraps
-IPython's PNG printer for ``Figure`` (the one matplotlib's inline backend registers) and wraps it again
-before and after each cell, because the inline backend re-registers its printer when pyplot is first
-imported. Outside IPython it does nothing. ``course_lib.teaching.plots`` calls it on import.
+metadata (``{"image/png": {"alt": ...}}``), where the course site (``make book``) reads it. Two hooks,
+because matplotlib's inline backend replaces every per-format printer for ``Figure`` when it starts
+(at the first figure, possibly in the middle of a cell): IPython's mime-bundle formatter, which the
+backend leaves alone, contributes the metadata; and the backend's own PNG printer is wrapped (again
+before and after each cell), so a printer that returns metadata of its own (retina) keeps the alt text.
+Outside IPython it does nothing. ``course_lib.teaching.plots`` calls it on import.
 """
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ def _clean(text) -> str:
 
 
 def _axes_words(ax) -> str:
-    """One axes in words: its title, "y against x", and its legend's labels."""
+    """One axes in words: its title, "y against x", and its legend's labels ("" when it has none)."""
     titles = [_clean(ax.get_title(loc)) for loc in ("left", "center", "right")]
-    words = "; ".join(t for t in titles if t) or "a plot"
+    words = "; ".join(t for t in titles if t) or ("an image" if ax.get_images() else "a plot")
     x, y = _clean(ax.get_xlabel()), _clean(ax.get_ylabel())
     if x or y:
         words += f" ({y or 'values'} against {x or 'position'})"
@@ -41,7 +43,7 @@ def _axes_words(ax) -> str:
     labels = [lab for lab in labels if lab]
     if labels:
         words += "; legend: " + ", ".join(labels)
-    return words
+    return words if (any(titles) or x or y or labels) else ""
 
 
 def describe_figure(fig, limit: int = MAX_ALT) -> str:
@@ -54,11 +56,14 @@ def describe_figure(fig, limit: int = MAX_ALT) -> str:
     sup = getattr(fig, "_suptitle", None)
     head = _clean(sup.get_text()) if sup is not None else ""
     axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
-    parts = [_axes_words(ax) for ax in axes]
-    if len(parts) > 1:
-        parts = [f"panel {i + 1}: {p}" for i, p in enumerate(parts)]
-    kind = "Figure" if len(parts) < 2 else f"Figure with {len(parts)} panels"
-    text = f"{kind}: " + ". ".join(([head] if head else []) + parts) if parts or head else "Empty figure"
+    words = [_axes_words(ax) for ax in axes]
+    if len(axes) > 1:  # a grid of small panels: name those that say something
+        parts = [f"panel {i + 1}: {w}" for i, w in enumerate(words) if w]
+    else:
+        parts = [w or ("an image" if axes[0].get_images() else "a plot") for w in words]
+    kind = "Figure" if len(axes) < 2 else f"Figure with {len(axes)} panels"
+    text = f"{kind}: " + ". ".join(([head] if head else []) + parts) if parts or head else (
+        "Empty figure" if not axes else f"{kind} without titles or labels")
     if len(text) > limit:
         text = text[: limit - 3].rsplit(" ", 1)[0] + "..."
     return text
@@ -93,6 +98,14 @@ def _wrap_png_printer(shell) -> bool:
     return True
 
 
+def _alt_bundle(fig):
+    """IPython mime-bundle printer for a Figure: no data of its own, the PNG's alt text as metadata."""
+    try:
+        return {}, {"image/png": {"alt": describe_figure(fig)}}
+    except Exception:  # a figure we cannot describe still shows; the site falls back to its cell
+        return None
+
+
 def register_alt_text(shell=None) -> bool:
     """Make every figure IPython shows as a PNG carry ``{"alt": describe_figure(fig)}`` as metadata.
 
@@ -111,6 +124,7 @@ def register_alt_text(shell=None) -> bool:
         def rewrap(*_args):
             _wrap_png_printer(shell)
 
+        shell.display_formatter.mimebundle_formatter.for_type_by_name("matplotlib.figure", "Figure", _alt_bundle)
         shell.events.register("pre_execute", rewrap)
         shell.events.register("post_execute", rewrap)
     _wrap_png_printer(shell)
