@@ -35,9 +35,10 @@ def checkout(what: str, root=None) -> Path:
         return base
     from .links import REPOSITORY
 
-    where = "" if root is not None else f"; course_lib is installed in {COURSE_ROOT}"
-    raise NeedsCheckout(f"needs the course's git checkout ({what} is missing from {base}{where}): clone "
-                        f"{REPOSITORY} and run this from the clone (make lab installs it there)")
+    missing = (f"{what} is missing from {base}" if root is not None
+               else f"no {what} beside course_lib in {base}: this course is pip-installed")
+    raise NeedsCheckout(f"needs the course's git checkout ({missing}); clone {REPOSITORY} and run this from the "
+                        "clone (make lab installs it there)")
 
 
 # --------------------------------------------------------------------------- reading/writing

@@ -17,8 +17,11 @@ def installed(tmp_path, monkeypatch):
 
 
 def test_checkout_names_what_is_missing(installed):
-    with pytest.raises(NeedsCheckout, match=r"needs the course's git checkout \(solutions is missing from .*site-packages"):
+    with pytest.raises(NeedsCheckout, match=r"needs the course's git checkout \(no solutions beside course_lib in "
+                                            r".*site-packages: this course is pip-installed\)"):
         notebook_io.checkout("solutions")
+    with pytest.raises(NeedsCheckout, match=r"\(README.md is missing from .*elsewhere\); clone https://"):
+        notebook_io.checkout("README.md", installed.parent / "elsewhere")
     (installed / "solutions").mkdir()
     assert notebook_io.checkout("solutions") == installed
 
@@ -50,4 +53,4 @@ def test_command_line_says_it_and_exits_2(installed, argv, capsys):
 
 def test_book_command_says_it_and_exits_2(installed, capsys):
     assert book.main(["--prepare-only"]) == 2
-    assert "book: needs the course's git checkout (notebooks is missing" in capsys.readouterr().err
+    assert "book: needs the course's git checkout (no notebooks beside course_lib" in capsys.readouterr().err
