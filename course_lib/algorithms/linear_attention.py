@@ -29,9 +29,10 @@ one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row `
   value. (A chunk whose total log decay stays above ``-FOLD_LIMIT`` -- decays near 1, the common case --
   folds the mask into the operands instead, ``exp(G_i - G_j) = exp(G_i) exp(-G_j)`` with both factors normal
   numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe. There the
-  element-wise passes around the products are fused into numba kernels -- one pass makes ``Q exp(G)``,
-  ``K exp(-G)``, ``K exp(G_c - G)`` and the chunk decays, one more masks the scores and places ``V`` -- and each
-  chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`), with no ``O +=`` pass.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
+  element-wise passes around the products are fused into numba kernels on cache-sized groups of chunks -- one pass
+  makes ``K exp(G_c - G)`` and the chunk decays, one makes ``Q exp(G)``, ``K exp(-G)`` and places ``S_in`` and ``V``,
+  one masks the scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`),
+  with no ``O +=`` pass.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
   is taken relative to its own end (two factors ``<= 1``), and the diagonal sub-blocks are formed
   element-wise (flash-linear-attention's chunk_gla does the same).
 
@@ -381,80 +382,95 @@ def _state_scan(a, dS, S, S_in):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _fold_operands(Q, K, G, P, Kd, Kw, a):
-    """Scalar decay, every element-wise pass before a group of chunks' products in one (no GIL: the caller's
-    threads run it side by side). ``Q, K (m, c, d_k)``, ``G (m, c)`` cumulative log decays (float64, each chunk
-    above ``-FOLD_LIMIT``) -> ``P[:, :, :d_k] = Qd = Q exp(G_i)`` (``P (m, c, d_k + c)``, C-contiguous: written
-    whole rows at a time), ``Kd = K exp(-G_i)``, ``Kw = K exp(G_c - G_i)`` and ``a (m, d_k) = exp(G_c)``. Every
-    factor lies in ``[exp(-40), exp(40)]``: a normal float32 number (no subnormal product here)."""
-    m, c, d_k = Q.shape
-    for b in range(m):
+def _fold_states(K, G, Kw, a):
+    """Scalar decay, the element-wise pass before the chunk-state products, in one (no GIL: the caller's threads run
+    it side by side). ``K (g, c, d_k)``, ``G (g, c)`` cumulative log decays (float64, each chunk above
+    ``-FOLD_LIMIT``) -> ``Kw = K exp(G_c - G_i)`` ``(g, c, d_k)`` and the chunk decays ``a (g, d_k) = exp(G_c)``.
+    Every factor lies in ``[exp(-40), 1]``: a normal float32 number (no subnormal product here)."""
+    g_, c, d_k = K.shape
+    for b in range(g_):
         last = G[b, c - 1]
         for i in range(c):
-            g = G[b, i]
-            eq = Q.dtype.type(math.exp(g))
-            ek = Q.dtype.type(math.exp(-g))
-            ew = Q.dtype.type(math.exp(last - g))
-            q, k, qd, kd, kw = Q[b, i], K[b, i], P[b, i], Kd[b, i], Kw[b, i]
+            ew = K.dtype.type(math.exp(last - G[b, i]))
+            k, kw = K[b, i], Kw[b, i]
             for j in range(d_k):
-                qd[j] = q[j] * eq
-                kd[j] = k[j] * ek
                 kw[j] = k[j] * ew
-        ea = Q.dtype.type(math.exp(last))
+        ea = K.dtype.type(math.exp(last))
         for j in range(d_k):
             a[b, j] = ea
 
 
-@njit(nogil=True, cache=True)
-def _tril_place(P, V, R, d_k):
-    """The passes between the score product and the output product, on C-contiguous buffers: zero the scores
-    ``A = P[:, :, d_k:]`` above the diagonal, and copy ``V (m, c, d_v)`` into ``R[:, d_k:, :]``."""
-    m, c, d_v = V.shape
-    z = P.dtype.type(0)
-    for b in range(m):
+@njit(nogil=True, cache=True, error_model="numpy")
+def _fold_outputs(Q, K, G, S_in, V, P, Kd, R):
+    """Scalar decay, the element-wise passes before the output products of a group of chunks, in one: ``P[:, :, :d_k]
+    = Qd = Q exp(G_i)``, ``Kd = K exp(-G_i)`` (both factors within ``exp(+-FOLD_LIMIT)``: normal numbers), and the
+    stacked right operand ``R = [S_in ; V]``. ``Q, K, Kd (g, c, d_k)``, ``G (g, c)``, ``S_in (g, d_k, d_v)``, ``V (g,
+    c, d_v)``, ``P (g, c, d_k + c)``, ``R (g, d_k + c, d_v)``: C-contiguous, written whole rows at a time."""
+    g_, c, d_k = Q.shape
+    d_v = V.shape[2]
+    for b in range(g_):
         for i in range(c):
-            row = P[b, i]
-            for j in range(d_k + i + 1, d_k + c):
-                row[j] = z
+            eq = Q.dtype.type(math.exp(G[b, i]))
+            ek = Q.dtype.type(math.exp(-G[b, i]))
+            q, k, qd, kd = Q[b, i], K[b, i], P[b, i], Kd[b, i]
+            for j in range(d_k):
+                qd[j] = q[j] * eq
+                kd[j] = k[j] * ek
+        for i in range(d_k):
+            src, dst = S_in[b, i], R[b, i]
+            for j in range(d_v):
+                dst[j] = src[j]
+        for i in range(c):
             src, dst = V[b, i], R[b, d_k + i]
             for j in range(d_v):
                 dst[j] = src[j]
 
 
-def folded_buffers(m: int, c: int, d_k: int, d_v: int, dtype) -> dict:
-    """The fused scalar-decay path's buffers for ``m`` chunks of ``c`` steps: ``P (m, c, d_k + c)`` = ``[Qd | A]``
-    (decayed queries beside the masked scores), ``R (m, d_k + c, d_v)`` = ``[S_in ; V]`` (incoming states above the
-    values), ``dS (m, d_k, d_v)``, ``a (m, d_k)`` and ``O (m, c, d_v)``: then ``O = P R`` is ONE product per chunk,
-    ``Qd S_in + tril(Qd Kd^T) V``, with no ``O +=`` pass."""
+@njit(nogil=True, cache=True)
+def _tril(P, d_k):
+    """Zero the scores ``A = P[:, :, d_k:]`` above the diagonal (``P (g, c, d_k + c)``, C-contiguous), in place."""
+    g_, c = P.shape[0], P.shape[1]
+    z = P.dtype.type(0)
+    for b in range(g_):
+        for i in range(c):
+            row = P[b, i]
+            for j in range(d_k + i + 1, d_k + c):
+                row[j] = z
+
+
+def folded_buffers(g: int, c: int, d_k: int, d_v: int, dtype) -> dict:
+    """One group's buffers of the fused scalar-decay path, for ``g`` chunks of ``c`` steps (small: they stay in the
+    core's cache between the passes and the products): ``P (g, c, d_k + c)`` = ``[Qd | A]`` (decayed queries beside
+    the masked scores), ``R (g, d_k + c, d_v)`` = ``[S_in ; V]`` (incoming states above the values), ``Kd (g, c,
+    d_k)``. Then ``O = P R`` is ONE product per chunk, ``Qd S_in + tril(Qd Kd^T) V``, with no ``O +=`` pass."""
     e = lambda *shape: np.empty(shape, dtype)  # noqa: E731
-    return {"P": e(m, c, d_k + c), "R": e(m, d_k + c, d_v), "dS": e(m, d_k, d_v), "a": e(m, d_k), "O": e(m, c, d_v)}
+    return {"P": e(g, c, d_k + c), "R": e(g, d_k + c, d_v), "Kd": e(g, c, d_k)}
 
 
-def _folded_states(Q, K, V, G, buf, sl):
-    """Phase 1 on chunks ``sl``: the fused element-wise pass, then the products ``dS = Kw^T V`` and
-    ``A = Qd Kd^T`` (into ``P``), then the mask and the copy of V into ``R``."""
+def _folded_states(K, V, G, dS, a, sl):
+    """Phase 1 on chunks ``sl``: the fused pass, then ``dS = Kw^T V``."""
+    Kw = np.empty_like(K[sl])
+    _fold_states(K[sl], G[sl], Kw, a[sl])
+    np.matmul(np.swapaxes(Kw, 1, 2), V[sl], out=dS[sl])
+
+
+def _folded_outputs(Q, K, V, G, S_in, O, sl, products_only=False):
+    """Phase 3 on chunks ``sl``: the fused pass, ``A = Qd Kd^T`` (into ``P``), the mask, then ``O = [Qd | A]
+    [S_in ; V]``. ``products_only``: the two products alone, on the same shapes (for :func:`chunked_products`)."""
     d_k = Q.shape[2]
-    P, R = buf["P"][sl], buf["R"][sl]
-    Kd, Kw = np.empty_like(Q[sl]), np.empty_like(Q[sl])     # one group's scratch: stays in this core's cache
-    _fold_operands(Q[sl], K[sl], G[sl], P, Kd, Kw, buf["a"][sl])
-    np.matmul(np.swapaxes(Kw, 1, 2), V[sl], out=buf["dS"][sl])
+    g = sl.stop - sl.start
+    buf = folded_buffers(g, Q.shape[1], d_k, V.shape[2], Q.dtype)
+    P, R, Kd = buf["P"], buf["R"], buf["Kd"]
+    if products_only:
+        P[:] = 0.5
+        R[:] = 0.5
+        Kd[:] = 0.5
+    else:
+        _fold_outputs(Q[sl], K[sl], G[sl], S_in[sl], V[sl], P, Kd, R)
     np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
-    _tril_place(P, V[sl], R, d_k)
-
-
-def _folded_products(Q, K, V, buf, sl):
-    """The same products as :func:`_folded_states` and :func:`_folded_outputs` on chunks ``sl``, without the
-    element-wise passes (for :func:`course_lib.experiments.linear_attention.product_share`)."""
-    d_k = Q.shape[2]
-    P = buf["P"][sl]
-    np.matmul(np.swapaxes(K[sl], 1, 2), V[sl], out=buf["dS"][sl])
-    np.matmul(P[:, :, :d_k], np.swapaxes(K[sl], 1, 2), out=P[:, :, d_k:])
-    np.matmul(P, buf["R"][sl], out=buf["O"][sl])
-
-
-def _folded_outputs(buf, sl):
-    """Phase 3 on chunks ``sl``: ``O = [Qd | A] [S_in ; V]``, one product per chunk."""
-    np.matmul(buf["P"][sl], buf["R"][sl], out=buf["O"][sl])
+    if not products_only:
+        _tril(P, d_k)
+    np.matmul(P, R, out=O[sl])
 
 
 def _group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
@@ -467,14 +483,15 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v))``."""
     m, c, d_k = Q.shape
     d_v = V.shape[2]
-    buf = folded_buffers(m, c, d_k, d_v, Q.dtype)
+    dS, a = np.empty((m, d_k, d_v), Q.dtype), np.empty((m, d_k), Q.dtype)
+    S_in, O = np.empty((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
     group = _group(c, d_k, d_v, Q.dtype.itemsize)
-    _on_threads(lambda sl: _folded_states(Q, K, V, G, buf, sl), m, threads, group)
+    _on_threads(lambda sl: _folded_states(K, V, G, dS, a, sl), m, threads, group)
     S_last = S_init.reshape(B * heads, d_k, d_v).copy()
-    S_in = buf["R"].reshape(B * heads, n, d_k + c, d_v)      # the scan writes rows :d_k of each chunk's R
-    _state_scan(buf["a"].reshape(B * heads, n, d_k), buf["dS"].reshape(B * heads, n, d_k, d_v), S_last, S_in)
-    _on_threads(lambda sl: _folded_outputs(buf, sl), m, threads, group)
-    return buf["O"], S_last
+    _state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last,
+                S_in.reshape(B * heads, n, d_k, d_v))
+    _on_threads(lambda sl: _folded_outputs(Q, K, V, G, S_in, O, sl), m, threads, group)
+    return O, S_last
 
 
 def _chunk_views(q, k, v, decay, per_channel, chunk):
@@ -537,8 +554,8 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
 
 def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int | None = None):
     """A zero-argument callable that runs ONLY the matrix products ``method="chunked"`` runs on these inputs (the
-    fused scalar-decay path: ``K^T V``, ``Qd Kd^T`` and ``[Qd | A] [S_in ; V]`` per chunk), on the same threads,
-    groups and buffer shapes, with none of the element-wise work: timed beside the whole call it gives the share
+    fused scalar-decay path: ``Kw^T V``, ``Qd Kd^T`` and ``[Qd | A] [S_in ; V]`` per chunk), on the same threads,
+    groups and buffer shapes, with none of the element-wise work (the group buffers are still allocated): timed beside the whole call it gives the share
     of time in products (:func:`course_lib.experiments.linear_attention.product_share`). Scalar decay only, and
     every chunk must fold (decay above ``exp(-FOLD_LIMIT)`` per chunk), else ValueError naming ``decay``."""
     threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=MAX_THREADS)
@@ -551,11 +568,15 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
     if -np.cumsum(G, axis=1)[:, -1].min() > FOLD_LIMIT:
         raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
     m, _, d_k = Q.shape
-    buf = folded_buffers(m, c, d_k, V.shape[2], Q.dtype)
-    buf["P"][:] = 0.5
-    buf["R"][:] = 0.5
-    group = _group(c, d_k, V.shape[2], Q.dtype.itemsize)
-    return lambda: _on_threads(lambda sl: _folded_products(Q, K, V, buf, sl), m, threads, group)
+    d_v = V.shape[2]
+    dS, S_in, O = np.empty((m, d_k, d_v), Q.dtype), np.full((m, d_k, d_v), 0.5, Q.dtype), np.empty((m, c, d_v), Q.dtype)
+    group = _group(c, d_k, d_v, Q.dtype.itemsize)
+
+    def products(sl):
+        np.matmul(np.swapaxes(K[sl], 1, 2), V[sl], out=dS[sl])
+        _folded_outputs(Q, K, V, G, S_in, O, sl, products_only=True)
+
+    return lambda: _on_threads(products, m, threads, group)
 
 
 # --------------------------------------------------------------------------- public entry point

@@ -73,6 +73,5 @@ def test_chunked_products_runs_the_products_and_refuses_what_it_does_not_time():
 
 def test_folded_buffers_shapes():
     b = la.folded_buffers(5, 4, 3, 2, np.float32)
-    assert {k: v.shape for k, v in b.items()} == {"P": (5, 4, 7), "R": (5, 7, 2), "dS": (5, 3, 2), "a": (5, 3),
-                                                 "O": (5, 4, 2)}
+    assert {k: v.shape for k, v in b.items()} == {"P": (5, 4, 7), "R": (5, 7, 2), "Kd": (5, 4, 3)}
     assert all(v.dtype == np.float32 and v.flags.c_contiguous for v in b.values())
