@@ -144,8 +144,10 @@ def source_alt(source: str, heading: str = "", index: int = 0, count: int = 1) -
     if per_figure:
         titles = [titles[index]]
     text = "Plot" + (f": {'; '.join(titles)}" if titles else "")
-    if xs or ys:
-        text += f" ({ys[0] if ys else 'values'} against {xs[0] if xs else 'position'})"
+    if xs and ys:
+        text += f" ({ys[0]} against {xs[0]})"
+    elif xs or ys:
+        text += f" ({ys[0]})" if ys else f" (along {xs[0]})"
     if drawers:
         text += f", drawn by {', '.join(dict.fromkeys(drawers))}"
     if heading:
@@ -388,8 +390,9 @@ def render_page(page: dict, ctx: Context, nav: str, site_title: str) -> str:
             f"<title>{_esc(title)} · {_esc(site_title)}</title>"
             "<link rel=\"stylesheet\" href=\"_static/katex/katex.min.css\">"
             "<link rel=\"stylesheet\" href=\"_static/site.css\"></head><body>"
+            "<a class=\"skip\" href=\"#content\">Skip to the content</a>"
             f"<header><a href=\"index.html\">{_esc(site_title)}</a></header><div class=\"layout\">{nav}"
-            f"<main><h1>{_esc(title)}</h1>{_banner(ctx, page.get('location', ''))}{body}</main></div>"
+            f"<main id=\"content\"><h1>{_esc(title)}</h1>{_banner(ctx, page.get('location', ''))}{body}</main></div>"
             "<footer>Built by <code>make book</code> (Jupyter Book 2 / MyST) from the notebooks' stored outputs. "
             "Run <code>make lab</code> to measure on your machine.</footer></body></html>\n")
 

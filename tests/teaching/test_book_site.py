@@ -64,7 +64,7 @@ def test_a_plot_takes_its_stored_description_else_one_from_its_cell():
         _cell("x = 1", 1)]}
     alts = _alts(book_render.render_node(ast, ctx))
     assert alts[0] == "Figure: GEMV bandwidth (GB/s against working set)"
-    assert alts[1].startswith("Plot: GEMV bandwidth up to ... MiB (values against working set (bytes))")
+    assert alts[1].startswith("Plot: GEMV bandwidth up to ... MiB (along working set (bytes))")
     assert "drawn by plots.loglog_plot" in alts[2] and "(figure 1 of 2 in this cell)" in alts[2]
     assert "(figure 2 of 2 in this cell)" in alts[3]
     assert alts[4] == "Plot, in the section “Cache cliff”"

@@ -120,7 +120,7 @@ def test_a_grid_of_small_panels_names_only_those_that_say_something():
     axes[1, 0].imshow([[0, 1], [1, 0]])
     axes[1, 0].set_ylabel("target")
     text = describe.describe_figure(fig)
-    assert text == "Figure with 6 panels: panel 1: t = 0. panel 4: an image (target against position)"
+    assert text == "Figure with 6 panels: panel 1: t = 0. panel 4: an image (target)"
     bare, ax = plt.subplots()
     ax.imshow([[0, 1]])
     assert describe.describe_figure(bare) == "Figure: an image"

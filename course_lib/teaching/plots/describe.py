@@ -37,7 +37,7 @@ def _axes_words(ax) -> str:
     words = "; ".join(t for t in titles if t) or ("an image" if ax.get_images() else "a plot")
     x, y = _clean(ax.get_xlabel()), _clean(ax.get_ylabel())
     if x or y:
-        words += f" ({y or 'values'} against {x or 'position'})"
+        words += f" ({y} against {x})" if x and y else f" ({y})" if y else f" (along {x})"
     legend = ax.get_legend()
     labels = [_clean(t.get_text()) for t in legend.get_texts()] if legend is not None else []
     labels = [lab for lab in labels if lab]
