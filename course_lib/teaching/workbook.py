@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_DIR", "start", "worksheets", "read_worksheet", "exercise_cel
 DEFAULT_DIR = "my-work"
 CARRIED_HEADING = "## Carried over from your previous version"
 PASS_RE = re.compile(r"^Exercise (\d+\.\d+[a-z]?) passed[^\n]*", re.M)
-SPEED_RE = re.compile(r"^\s+speed: ([0-9.]+x as fast as [^:\n]*)", re.M)
+SPEED_RE = re.compile(r"^\s+speed: ([0-9.]+x as fast as [^:\n]*)[^\n]*?(, at least [0-9.]+x needed)?$", re.M)
 WORKSHEET_GLOB = "[0-9][0-9]_*.ipynb"
 
 
@@ -163,7 +163,7 @@ def worksheet_progress(ipynb: Path, *, timeout: int = 600) -> tuple[list[Exercis
         text = _text(cell)
         for m in PASS_RE.finditer(text):
             speed = SPEED_RE.search(text, m.end())
-            passed[m.group(1)] = (m.group(0).strip(), speed.group(1).strip() if speed else "")
+            passed[m.group(1)] = (m.group(0).strip(), "".join(speed.groups("")).strip() if speed else "")
     out = []
     for ex in order:
         if ex in passed:

@@ -218,3 +218,28 @@ def test_update_of_a_worksheet_without_fingerprints_keeps_everything(course, tmp
     assert r.status.startswith("updated")
     new = nbformat.read(str(sheet), as_version=4)
     assert workbook._answers(new)[("1.3", 0)].source == "def loss(Yhat, Y):\n    return 'mine'"
+
+
+@pytest.mark.timeout(300)
+def test_progress_reads_the_speedup_of_a_passed_speed_exercise_and_a_speed_not_judged(tmp_path):
+    """A worksheet run for real (a fresh kernel): 5.1's check prints a pass line and its measured speed-up; 5.2's
+    raises the course's SpeedNotJudged, which is "not judged", never a fail."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("## Exercise 5.1 · fused"),
+        nbformat.v4.new_code_cell("def f():\n    return 1", metadata={"tags": ["solution", "answer:5.1"]}),
+        nbformat.v4.new_code_cell('print("Exercise 5.1 passed: 5/5 cases")\nprint("  speed: 2.50x as fast as the '
+                                  'loop (one thread): between 2.41x and 2.60x in 5 interleaved rounds, at least 1.3x '
+                                  'needed")', metadata={"tags": ["raises-exception"]}),
+        nbformat.v4.new_markdown_cell("## Exercise 5.2 · threads"),
+        nbformat.v4.new_code_cell("def g():\n    return 2", metadata={"tags": ["solution", "answer:5.2"]}),
+        nbformat.v4.new_code_cell("from course_lib.teaching.checks.speed import SpeedNotJudged\nraise SpeedNotJudged("
+                                  '"Exercise 5.2 not judged on the speed test (T=64): your numbers are right, but the '
+                                  'machine was busy", None)', metadata={"tags": ["raises-exception"]}),
+    ]
+    nbformat.write(nb, str(tmp_path / "05_fake.ipynb"))
+    statuses, problem = workbook.worksheet_progress(tmp_path / "05_fake.ipynb", timeout=120)
+    assert problem == ""
+    assert [(s.exercise, s.status) for s in statuses] == [("5.1", "passed"), ("5.2", "not judged")]
+    assert statuses[0].speed == "2.50x as fast as the loop (one thread), at least 1.3x needed"
+    assert statuses[1].detail == "run again on a quieter machine: your numbers are right, but the machine was busy"
