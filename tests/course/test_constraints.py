@@ -87,11 +87,12 @@ def test_the_command_checks_the_repository(capsys):
 
 
 def test_every_make_install_uses_the_constraints_unless_latest():
-    dry = subprocess.run(["make", "-n", "-B", "install-lab", "install-test", f"VENV={sys.prefix}"], cwd=ROOT,
-                         capture_output=True, text=True)
+    targets = ["install-lab", "install-test", f"{sys.prefix}/.book-installed"]
+    dry = subprocess.run(["make", "-n", "-B", *targets, f"VENV={sys.prefix}"], cwd=ROOT, capture_output=True, text=True)
     installs = [line for line in dry.stdout.splitlines() if "pip" in line and " install " in line]
-    assert installs and all("-c constraints.txt" in line for line in installs), dry.stdout
-    latest = subprocess.run(["make", "-n", "-B", "install-lab", "install-test", "LATEST=1", f"VENV={sys.prefix}"],
-                            cwd=ROOT, capture_output=True, text=True)
+    assert len(installs) == 3 and all("-c constraints.txt" in line for line in installs), dry.stdout
+    latest = subprocess.run(["make", "-n", "-B", *targets, "LATEST=1", f"VENV={sys.prefix}"], cwd=ROOT,
+                            capture_output=True, text=True)
     installs = [line for line in latest.stdout.splitlines() if "pip" in line and " install " in line]
-    assert installs and not any("constraints.txt" in line for line in installs), latest.stdout
+    assert len(installs) == 3 and not any("constraints.txt" in line for line in installs), latest.stdout
+    assert all("--upgrade" in line for line in installs), latest.stdout
