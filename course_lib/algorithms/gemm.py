@@ -272,15 +272,10 @@ def provider_info(name: str) -> dict:
     if name == "mkl":
         buf = ctypes.create_string_buffer(256)
         lib.MKL_Get_Version_String(buf, 256)
-        branch = _MKL_BRANCHES.get(lib.mkl_cbwr_get_auto_branch(), "?")
         return {"provider": name, "library": path, "version": buf.value.decode(errors="replace").split("-Product")[0],
-                "kernel": f"conditional-numerical-reproducibility branch {branch}", "threads": _threads()}
+                "kernel": "picked per call (MKL_VERBOSE=1 prints it)", "threads": _threads()}
     arch = lib.bli_arch_string(lib.bli_arch_query_id()).decode()
     threaded = bool(lib.bli_info_get_enable_threading())
     return {"provider": name, "library": path, "version": metadata.version("blis"), "kernel": arch,
             "threads": _threads() if threaded else 1}
 
-
-# mkl_cbwr_get_auto_branch(): the code path MKL picked for this CPU (MKL_CBWR_* in mkl_cbwr.h)
-_MKL_BRANCHES = {2: "COMPATIBLE", 3: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2", 9: "AVX", 10: "AVX2",
-                 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1"}

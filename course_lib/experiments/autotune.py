@@ -13,7 +13,7 @@ The race is between *choices*: every method on every GEMM provider this machine 
 (:mod:`course_lib.algorithms.gemm`; ``"workspace@mkl"`` is the ``workspace`` method with oneMKL computing its
 products, a plain name runs on numpy's BLAS). Without the ``.[fast]`` extra numpy is the only provider and the
 race is the methods alone; with it, the table says which library won at this shape and pass. ``tune`` races
-numpy alone unless asked (``providers=None``: all of them); ``lstm_forward_tuned`` races all.
+numpy alone unless asked (``providers=None``: all of them), and so does ``lstm_forward_tuned``.
 
 ``tune(batch, nh, nx, T, dtype, threads)`` -> :class:`Decision` (measures now, or reads the cache)
 ``recheck(batch, nh, nx, T, ...)``     -> a later check of the cached choice; re-tunes when another method
@@ -384,12 +384,12 @@ def best_method(batch: int, nh: int, nx: int, T: int = 100, dtype="float32", thr
     return tune(batch, nh, nx, T, dtype, threads, training=training, providers=providers).method
 
 
-def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = False):
+def lstm_forward_tuned(params, X, h0=None, c0=None, *, return_cache: bool = False, providers=("numpy",)):
     """:func:`course_lib.models.lstm.lstm_forward` with the fastest method *and provider* for ``X``'s shape and
-    dtype (:func:`tune` over every provider here; the first call for a shape measures and writes the cache file; later calls only read it)."""
+    dtype (:func:`tune` over ``providers``, numpy's BLAS unless asked, ``None``: every one here; the first call for a shape measures and writes the cache file; later calls only read it)."""
     X = check_array(X, "X", ndim=3)
     return_cache = check_bool(return_cache, "return_cache")
     lstm.check_params(params, X.shape[2])
     T, B, nx = X.shape
-    d = tune(B, params.nh, nx, T, params.dtype, providers=None)   # every method on every provider here
+    d = tune(B, params.nh, nx, T, params.dtype, providers=providers)
     return lstm.lstm_forward(params, X, h0, c0, method=d.method, return_cache=return_cache, provider=d.provider)

@@ -342,6 +342,6 @@ def test_a_won_provider_is_what_lstm_forward_tuned_runs(cache, monkeypatch):
     monkeypatch.setattr(lstm, "lstm_forward", lambda *a, **k: seen.append(k) or real(*a, **k))
     p = lstm.init_params(4, 8, dtype=np.float64)
     X = np.random.default_rng(0).standard_normal((2, 3, 4))
-    H, _ = autotune.lstm_forward_tuned(p, X)
+    H, _ = autotune.lstm_forward_tuned(p, X, providers=None)
     assert (seen[-1]["method"], seen[-1]["provider"]) == lstm_experiments.split_choice(winner)
     np.testing.assert_allclose(H, real(p, X)[0], atol=1e-12)

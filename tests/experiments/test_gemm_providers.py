@@ -53,6 +53,12 @@ def test_lstm_on_providers_races_the_library_and_the_algorithm():
     best = "workspace" if r["best_provider"] == "numpy" else f"workspace@{r['best_provider']}"
     assert r["library"] == pytest.approx(ms["workspace"] / ms[best]) and r["library"] >= 1.0
     assert r["algorithm"] == pytest.approx(ms["naive"] / ms["workspace"])
+    if len(gemm.providers()) == 1:
+        assert r["best_other"] is None and r["other_over_numpy"] is None and r["library"] == 1.0
+    else:
+        other = f"workspace@{r['best_other']}"
+        assert r["other_over_numpy"] == pytest.approx(ms["workspace"] / ms[other])
+        assert r["library"] == pytest.approx(max(1.0, r["other_over_numpy"]))
 
 
 def test_recorded_gains_reads_records_and_skips_broken_ones(tmp_path):
