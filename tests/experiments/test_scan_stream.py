@@ -29,7 +29,9 @@ def test_stream_share_is_well_formed_and_consistent(nh):
     assert r["limit"] in xs.LIMITS
     assert r["limit_gbs"] == min(r["stream_gbs"], r["loop_bound_gbs"])
     assert r["stream_gbs"] == max(r["gbs"]["stream"], r["gbs"]["stream, 1 thread"])
-    assert r["loop_bound_gbs"] == pytest.approx(r["gbs"]["loop, 1 thread"] * r["lanes"] * r["threads"])
+    one = max(r["gbs"]["loop, 1 thread"], r["gbs"]["chunked, 1 thread"])
+    assert r["gbs"][r["one_thread"]] == one and r["loop_bound_gbs"] == pytest.approx(one * r["threads"])
+    assert r["lanes_ceiling_gbs"] == pytest.approx(r["gbs"]["loop, 1 thread"] * r["lanes"] * r["threads"])
     for k in scans:
         lo, hi = r["share_interval"][k]
         assert 0 < lo <= r["share"][k] <= hi
