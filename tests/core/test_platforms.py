@@ -235,3 +235,21 @@ def test_machine_table_report_and_record_degrade(where, no_proc, no_affinity, mo
     assert facts["cpu"].startswith("unknown here")
     if where == "windows":
         assert facts["loadavg_at_start"] is None
+
+
+@pytest.mark.parametrize("libc", ["no mallopt", "no libc"])
+def test_off_glibc_steady_memory_changes_nothing(libc, monkeypatch):
+    import ctypes
+
+    from course_lib.core import memory
+
+    class NoMallopt:           # macOS's libSystem: a C library without glibc's mallopt
+        pass
+
+    def fake_cdll(name, *a, **k):
+        if libc == "no libc":  # Windows: no C library by that name
+            raise OSError(f"{name}: cannot open shared object file")
+        return NoMallopt()
+    monkeypatch.setattr(memory, "_steady", None)
+    monkeypatch.setattr(ctypes, "CDLL", fake_cdll)
+    assert memory.steady_memory() is False
