@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .authoring import EXERCISE_RE, answer_exercise, fingerprint, heading_exercise
-from .notebook_io import COURSE_ROOT, as_path, cell_tags, execute_notebook, normal_source, read_ipynb, read_py
+from .notebook_io import (COURSE_ROOT, as_path, cell_tags, checkout, execute_notebook, normal_source, read_ipynb,
+                          read_py)
 
 __all__ = ["DEFAULT_DIR", "start", "worksheets", "read_worksheet", "exercise_cells", "ExerciseStatus",
            "worksheet_progress", "progress", "format_progress", "UpdateResult", "update_worksheet", "update",
@@ -63,8 +64,9 @@ def worksheets(folder, only: str | None = None) -> list[Path]:
 # --------------------------------------------------------------------------- start
 def start(folder=DEFAULT_DIR, root: Path | None = None) -> list[tuple[str, str]]:
     """Copy every ``exercises/NN_slug.ipynb`` (and ``.py``) into ``folder``; a worksheet already there is kept.
-    Returns ``(name, "copied" | "kept (...)")`` per worksheet."""
-    source = (COURSE_ROOT if root is None else as_path(root, "root")) / "exercises"
+    Returns ``(name, "copied" | "kept (...)")`` per worksheet; :class:`.notebook_io.NeedsCheckout` where the course
+    has no ``exercises/`` (a pip-installed course: the worksheets come with its git checkout)."""
+    source = checkout("exercises", root) / "exercises"
     dest = _folder(folder, must_exist=False)
     dest.mkdir(parents=True, exist_ok=True)
     done = []
@@ -350,7 +352,7 @@ def update_worksheet(ipynb: Path, template: Path, backup_dir: Path) -> UpdateRes
 def update(folder=DEFAULT_DIR, root: Path | None = None, only: str | None = None) -> list[UpdateResult]:
     """:func:`update_worksheet` for every worksheet of ``root/exercises/`` (a new one is copied in); the backups
     of one run share ``<folder>/.backup/<YYYYmmdd-HHMMSS>/``."""
-    root = COURSE_ROOT if root is None else as_path(root, "root")
+    root = checkout("exercises", root)
     folder = _folder(folder)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup_dir = folder / ".backup" / stamp

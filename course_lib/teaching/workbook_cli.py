@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 
 from . import workbook
-from .notebook_io import COURSE_ROOT
 
 __all__ = ["main", "cmd_start", "cmd_progress", "cmd_update"]
 
@@ -18,10 +17,6 @@ def _shown(path: Path) -> str:
 
 
 def cmd_start(folder: str, root: Path | None = None) -> int:
-    if not ((COURSE_ROOT if root is None else root) / "exercises").is_dir():
-        print(f"start: no exercises/ folder in {COURSE_ROOT if root is None else root}: run this from the course "
-              "folder (a clone of the course repository)", file=sys.stderr)
-        return 2
     done = workbook.start(folder, root=root)
     for name, status in done:
         print(f"{name}: {status}")

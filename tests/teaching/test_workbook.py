@@ -86,6 +86,16 @@ def test_start_copies_and_never_overwrites(course, tmp_path, capsys):
     assert f"{SHEET}.ipynb: kept" in out and "python -m course_lib progress --dir" in out
 
 
+def test_start_and_update_without_exercises_say_they_need_the_checkout(tmp_path, capsys):
+    from course_lib.teaching.notebook_io import NeedsCheckout
+
+    with pytest.raises(NeedsCheckout, match="exercises is missing"):
+        workbook.start(tmp_path / "my-work", root=tmp_path)
+    (tmp_path / "my-work").mkdir()
+    with pytest.raises(NeedsCheckout, match="exercises is missing"):
+        workbook.update(tmp_path / "my-work", root=tmp_path)
+
+
 def test_jupyterlab_saves_a_students_copy_as_usual():
     assert not lab.is_lecture("my-work/01_serial_rnn.ipynb") and lab.is_lecture("notebooks/01_serial_rnn.ipynb")
 
