@@ -204,7 +204,7 @@ def nbgrader_notebook(solution_nb, chapter: str = "", points: dict[str, float] |
             if pending:
                 warnings.append(f"{chapter}: exercise {pending} has no check cell (no autograded points)")
                 pending = ""
-            current = found[-1]
+            current = authoring.heading_exercise(src) or found[-1]   # "## Exercise 10.5", not a later "Exercise 10.1"
         has_solution = authoring.BEGIN in src or authoring.END in src
         if has_solution:
             exercise = found[0] if (cell.cell_type == "code" and found) else current
