@@ -253,3 +253,22 @@ def test_progress_reads_the_speedup_of_a_passed_speed_exercise_and_a_speed_not_j
     assert [(s.exercise, s.status) for s in statuses] == [("5.1", "passed"), ("5.2", "not judged")]
     assert statuses[0].speed == "2.50x as fast as the loop (one thread), at least 1.3x needed"
     assert statuses[1].detail == "run again on a quieter machine: your numbers are right, but the machine was busy"
+
+
+def test_a_py_pair_saved_later_is_what_is_read(course, tmp_path):
+    """A student who edits the .py in a text editor: the newer .py's cells are read (as JupyterLab with jupytext
+    would open them), with the .ipynb's metadata -- so progress and update see that work."""
+    import os
+
+    mine = tmp_path / "my-work"
+    workbook.start(mine, root=course)
+    py = mine / f"{SHEET}.py"
+    text = py.read_text()
+    stub = '    raise NotImplementedError("Exercise 1.3: replace this line with your code")'
+    assert stub in text
+    py.write_text(text.replace(stub, "    return float(((Yhat - Y) ** 2).sum())   # from my editor"))
+    ipynb = mine / f"{SHEET}.ipynb"
+    os.utime(py, (ipynb.stat().st_mtime + 10,) * 2)
+    nb = workbook.read_worksheet(ipynb)
+    assert "# from my editor" in workbook._answers(nb)[("1.3", 0)].source
+    assert nb.metadata["course_lib"]["course_version"] == course_lib.__version__
