@@ -3,16 +3,16 @@
 :mod:`course_lib.algorithms.gemm` computes one product with numpy's BLAS, oneMKL or BLIS; this module asks
 which is fastest *at the shapes the course multiplies*, and what that means for an LSTM pass:
 
-``lstm_products(B, H, nx, T, backward)``   the products of one LSTM pass (``workspace`` method): each
+``lstm_products(batch, nh, nx, T, backward)``   the products of one LSTM pass (``workspace`` method): each
                                            ``{"name", "M", "K", "N", "ta", "tb", "calls"}`` -- ``calls`` per pass
-``course_products(B, H, nx, T)``            those of a training pass, the chunked form's (chapter 08: 64 x 64
+``course_products(batch, nh, nx, T)``            those of a training pass, the chunked form's (chapter 08: 64 x 64
                                            tiles) and two squares (1000, 4000)
 ``rates(products, providers, repeat)``      each product on every provider, timed interleaved: GFLOP/s (best,
                                            median) and the speed-up over numpy with its 95% interval
 ``pass_floor_ms(products, rates, T)``       per provider: the pass's products alone, each at the best rate that
                                            provider reached at its shape, in ms per time step -- what no pass
                                            whose products go through that library can beat
-``lstm_on_providers(B, H, nx, T, ...)``     the same LSTM pass on every provider, beside the per-gate loop:
+``lstm_on_providers(batch, nh, nx, T, ...)``     the same LSTM pass on every provider, beside the per-gate loop:
                                            does the library or the algorithm buy more here?
 ``recorded_gains(folder)``                  what the providers bought on machines that recorded
                                            ``benchmarks/lstm.py --record`` (read back, never measured here)
@@ -40,11 +40,11 @@ def _product(name, M, K, N, ta=False, tb=False, calls=1) -> dict:
     return {"name": name, "M": M, "K": K, "N": N, "ta": ta, "tb": tb, "calls": calls}
 
 
-def lstm_products(B: int, H: int, nx: int, T: int, backward: bool = True) -> list[dict]:
-    """The GEMMs of one ``workspace`` pass over ``X (T, B, nx)`` with ``H`` hidden units (gates 4H):
-    forward: the input projection of all T steps, and T recurrent products; backward adds T recurrent
-    products and three GEMMs over all steps (the weight gradients, the input gradient)."""
-    B, H, nx, T = (check_positive_int(v, n) for v, n in ((B, "B"), (H, "H"), (nx, "nx"), (T, "T")))
+def lstm_products(batch: int, nh: int, nx: int, T: int, backward: bool = True) -> list[dict]:
+    """The GEMMs of one ``workspace`` pass over ``X (T, B, nx)`` with ``H = nh`` hidden units (gates 4H),
+    ``B = batch``: forward: the input projection of all T steps, and T recurrent products; backward adds T
+    recurrent products and three GEMMs over all steps (the weight gradients, the input gradient)."""
+    B, H, nx, T = (check_positive_int(v, n) for v, n in ((batch, "batch"), (nh, "nh"), (nx, "nx"), (T, "T")))
     out = [_product("input projection X W_ih^T", T * B, nx, 4 * H, tb=True),
            _product("recurrent step h W_hh^T", B, H, 4 * H, tb=True, calls=T)]
     if check_bool(backward, "backward"):
@@ -55,10 +55,11 @@ def lstm_products(B: int, H: int, nx: int, T: int, backward: bool = True) -> lis
     return out
 
 
-def course_products(B: int = 64, H: int = 512, nx: int = 512, T: int = 100, *, squares=(1000, 4000)) -> list[dict]:
-    """A training pass's products at ``(B, H, nx, T)``, the chunked form's 64 x 64 tiles (chapter 08) and
+def course_products(batch: int = 64, nh: int = 512, nx: int = 512, T: int = 100, *,
+                    squares=(1000, 4000)) -> list[dict]:
+    """A training pass's products at ``(batch, nh, nx, T)``, the chunked form's 64 x 64 tiles (chapter 08) and
     square products of each size in ``squares``."""
-    out = lstm_products(B, H, nx, T, backward=True)
+    out = lstm_products(batch, nh, nx, T, backward=True)
     out.append(_product("chunked form Q_c K_c^T (chunk 64)", 64, 64, 64, tb=True))
     out += [_product(f"square {n}", n, n, n) for n in squares]
     return out
@@ -106,7 +107,7 @@ def pass_floor_ms(rows, T: int) -> dict:
     return {v: sum(1e3 * r["gflop"] * r["product"]["calls"] / r["best"][v] for r in rows) / T for v in providers}
 
 
-def lstm_on_providers(B: int = 64, H: int = 512, nx: int = 512, T: int = 10, *, method: str = "workspace",
+def lstm_on_providers(batch: int = 64, nh: int = 512, nx: int = 512, T: int = 10, *, method: str = "workspace",
                       providers=None, backward: bool = True, repeat: int = 3) -> dict:
     """One LSTM pass with ``method`` on every provider (default: all here) and the per-gate ``naive`` loop
     on numpy, timed interleaved. Returns ``{"ms_per_step": {choice: ms}, "best_provider", "library": speed-up of
@@ -116,7 +117,8 @@ def lstm_on_providers(B: int = 64, H: int = 512, nx: int = 512, T: int = 10, *, 
     providers = gemm.providers() if providers is None else tuple(providers)
     providers = tuple(dict.fromkeys(("numpy", *providers)))   # the method on numpy is what the others are over
     choices = lstm_experiments.choices((method,), providers)
-    res = lstm_experiments.method_times(B, H, nx, T, methods=("naive", *choices), backward=backward, repeat=repeat)
+    res = lstm_experiments.method_times(batch, nh, nx, T, methods=("naive", *choices), backward=backward,
+                                        repeat=repeat)
     ms = res["ms_per_step"]
     best = min(choices, key=ms.get)
     other = min(choices[1:], key=ms.get) if len(choices) > 1 else None

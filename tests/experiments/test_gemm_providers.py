@@ -18,7 +18,7 @@ def test_lstm_products_are_the_pass_flops():
     both = gp.lstm_products(B, H, nx, T, backward=True)
     extra = sum(2 * p["M"] * p["K"] * p["N"] * p["calls"] for p in both) - flops
     assert extra == 2 * T * B * 4 * H * H + 2 * 4 * H * T * B * (nx + H) + 2 * T * B * 4 * H * nx
-    raises_naming(ValueError, "B", gp.lstm_products, 0, H, nx, T)
+    raises_naming(ValueError, "batch", gp.lstm_products, 0, H, nx, T)
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
