@@ -7,6 +7,12 @@ page, with a table of contents, the math MyST already typeset with KaTeX (the Ka
 fonts come from the npm package in ``book/template/node_modules``), code cells and their stored
 outputs, and the machine banner on chapter pages. No JavaScript, nothing from the network.
 
+A chapter or worksheet page opens with its launch links (:func:`launch_links`: a download of the
+notebook shipped in ``_static/download/``, Colab, Binder, the repository; addresses from
+:mod:`course_lib.teaching.links`). Every plot's alt text is the description stored with the output
+(``course_lib.teaching.plots.describe``), else one made from its cell's source (:func:`source_alt`).
+Dark mode, print and narrow screens are the style sheet's (``book/template/site.css``).
+
 ``render_page(page, ctx)`` is a pure function of a page's JSON; ``main()`` renders a whole site.
 """
 from __future__ import annotations
