@@ -27,7 +27,8 @@ medians), and every table ends with the run's noise verdict -- on a shared machi
 4. The scan as matmuls (issue 25): the gated linear recurrence S_t = a_t S_{t-1} + k_t v_t^T, o_t = S_t^T q_t
    (one head, d_k = d_v = d = 64 and 128) at T = 2^10 ... 2^16: the numba loop, chapter 08's element-wise scan
    over the flattened state and the chunked matmul form, time per token; the chunked form's GFLOP/s as a % of
-   the GEMM peak measured in this process; a chunk-size sweep at the longest T; issue 25's goals
+   the GEMM peak measured in this process; a chunk-size sweep at the longest T; at the best chunk, the share of
+   the time spent in matrix products (the whole call timed beside its products alone) vs the rest; issue 25's goals
    (>= 60% of the GEMM peak at the best chunk, >= 3x the element-wise scan at the longest T).
 5. The scan across MPI ranks (ranks 1, 2): per-rank compute, the exscan, wall time with MPI start-up, the
    message bytes, and the ping-pong's latency/bandwidth, for the element-wise scan and the chunked form.
@@ -80,7 +81,7 @@ def stream_table(quick, repeat):
         sweep = () if H < 16 else tuple(c for c in (L // 4, 4 * L) if c <= T)
         r = xscan.stream_share(T, H, chunks=sweep, repeat=repeat)
         cmp = r["comparison"]
-        print(f"H = {H}, T = {T} ({3 * 4 * T * H / 1e6:.0f} MB moved per call), lanes per channel {r['lanes']}, "
+        print(f"H = {H}, T = {T} ({3 * 4 * T * H / 1e6:.1f} MB moved per call), lanes per channel {r['lanes']}, "
               f"default chunk {L} steps")
         print(f"  {'':<26} {'median':>9} {'GB/s':>7} {'% stream':>9} {'interval':>15}  kernel")
         for name, t in cmp.timings.items():
@@ -282,6 +283,14 @@ def matmuls(quick, repeat):
                       f"{b['pct_peak']:.0f}%"))
         if not sw["noise"].ok:
             print("# " + sw["noise"].warning())
+        ps = linear_attention_exp.product_share(Ts[-1], d, chunk=b["chunk"], repeat=repeat, peak=peak)
+        lo, hi = ps["products_interval"]
+        print(f"d = {d:>3}, T = {Ts[-1]}, c = {ps['chunk']}: matrix products {100 * ps['products_share']:.0f}% of the time "
+              f"(interval {100 * lo:.0f}..{100 * hi:.0f}%), the rest (element-wise passes, state scan, bookkeeping) "
+              f"{100 * (1 - ps['products_share']):.0f}%; the products alone run at {ps['products_pct_peak']:.0f}% of the "
+              f"GEMM peak, the whole call at {ps['pct_peak']:.0f}%")
+        if not ps["noise"].ok:
+            print("# " + ps["noise"].warning())
     for d, r in longest.items():
         goals.append((f"d = {d}: chunked >= 3x the element-wise scan at T = {r['T']} (longest T with the scan)",
                       r["x_scan"] >= 3, f"{r['x_scan']:.1f}x"))

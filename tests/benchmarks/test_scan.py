@@ -17,5 +17,6 @@ def test_scan_benchmark_quick():
                  "Issue 13 goals", "The backward pass", "Crossover map", "like-for-like", "register loop",
                  "The scan as matmuls", "% peak", "GEMM peak measured here", "issue 25 goals", "chunk sweep",
                  "across MPI ranks", "Scans at the stream", "limit:", "of the limit that applies",
-                 "threadpoolctl", "chunked_blocked", "% stream", "Seed 001"):
+                 "threadpoolctl", "chunked_blocked", "% stream", "Seed 001", "matrix products",
+                 "the products alone run at"):
         assert name in out.stdout, name
