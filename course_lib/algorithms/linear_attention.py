@@ -31,7 +31,7 @@ one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row `
   numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe. There the
   element-wise passes around the products are fused into numba kernels on cache-sized groups of chunks -- one pass
   makes ``K exp(G_c - G)`` and the chunk decays, one makes ``Q exp(G)``, ``K exp(-G)`` and places ``S_in`` and ``V``,
-  one masks the scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`),
+  one masks the scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`; the numba kernels live in :mod:`.linear_attention_kernels`),
   with no ``O +=`` pass.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
   is taken relative to its own end (two factors ``<= 1``), and the diagonal sub-blocks are formed
   element-wise (flash-linear-attention's chunk_gla does the same).
@@ -56,6 +56,7 @@ from ..core import backend
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
                              check_nonempty, check_positive_int, largest)
 from . import scan as _scan
+from .linear_attention_kernels import fold_outputs, fold_states, folded_buffers, state_scan, tril_scores
 
 __all__ = [
     "METHODS",
@@ -359,98 +360,10 @@ def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
                 list(pool.map(run, parts))
 
 
-@njit(parallel=True, cache=True)
-def _state_scan(a, dS, S, S_in):
-    """The scan over chunk states, in place: for each (sequence-head, key row) -- in parallel -- march over the
-    chunks: ``S_in[:, c, :d_k] = S``, then ``S = a[:, c] * S + dS[:, c]``. ``a (BH, n, d_k)``, ``dS (BH, n, d_k, d_v)``,
-    ``S_in (BH, n, >= d_k, d_v)`` (rows past ``d_k`` untouched), ``S (BH, d_k, d_v)`` ends as the final state. The decay is broadcast over the
-    ``d_v`` columns here, never materialised. A state entry below ``scan.TINY`` is flushed to 0: with no new
-    input (``dS = 0``) it would otherwise decay into subnormal numbers, which many CPUs compute far slower."""
-    BH, n, d_k = a.shape
-    d_v = dS.shape[3]
-    tiny = S.dtype.type(_scan.TINY)
-    zero = S.dtype.type(0)
-    for r in prange(BH * d_k):
-        b, i = r // d_k, r % d_k
-        row = S[b, i]
-        for c in range(n):
-            ac = a[b, c, i]
-            for j in range(d_v):
-                S_in[b, c, i, j] = row[j]
-                x = ac * row[j] + dS[b, c, i, j]
-                row[j] = x if not (abs(x) < tiny) else zero
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _fold_states(K, G, Kw, a):
-    """Scalar decay, the element-wise pass before the chunk-state products, in one (no GIL: the caller's threads run
-    it side by side). ``K (g, c, d_k)``, ``G (g, c)`` cumulative log decays (float64, each chunk above
-    ``-FOLD_LIMIT``) -> ``Kw = K exp(G_c - G_i)`` ``(g, c, d_k)`` and the chunk decays ``a (g, d_k) = exp(G_c)``.
-    Every factor lies in ``[exp(-40), 1]``: a normal float32 number (no subnormal product here)."""
-    g_, c, d_k = K.shape
-    for b in range(g_):
-        last = G[b, c - 1]
-        for i in range(c):
-            ew = K.dtype.type(math.exp(last - G[b, i]))
-            k, kw = K[b, i], Kw[b, i]
-            for j in range(d_k):
-                kw[j] = k[j] * ew
-        ea = K.dtype.type(math.exp(last))
-        for j in range(d_k):
-            a[b, j] = ea
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _fold_outputs(Q, K, G, S_in, V, P, Kd, R):
-    """Scalar decay, the element-wise passes before the output products of a group of chunks, in one: ``P[:, :, :d_k]
-    = Qd = Q exp(G_i)``, ``Kd = K exp(-G_i)`` (both factors within ``exp(+-FOLD_LIMIT)``: normal numbers), and the
-    stacked right operand ``R = [S_in ; V]``. ``Q, K, Kd (g, c, d_k)``, ``G (g, c)``, ``S_in (g, d_k, d_v)``, ``V (g,
-    c, d_v)``, ``P (g, c, d_k + c)``, ``R (g, d_k + c, d_v)``: C-contiguous, written whole rows at a time."""
-    g_, c, d_k = Q.shape
-    d_v = V.shape[2]
-    for b in range(g_):
-        for i in range(c):
-            eq = Q.dtype.type(math.exp(G[b, i]))
-            ek = Q.dtype.type(math.exp(-G[b, i]))
-            q, k, qd, kd = Q[b, i], K[b, i], P[b, i], Kd[b, i]
-            for j in range(d_k):
-                qd[j] = q[j] * eq
-                kd[j] = k[j] * ek
-        for i in range(d_k):
-            src, dst = S_in[b, i], R[b, i]
-            for j in range(d_v):
-                dst[j] = src[j]
-        for i in range(c):
-            src, dst = V[b, i], R[b, d_k + i]
-            for j in range(d_v):
-                dst[j] = src[j]
-
-
-@njit(nogil=True, cache=True)
-def _tril(P, d_k):
-    """Zero the scores ``A = P[:, :, d_k:]`` above the diagonal (``P (g, c, d_k + c)``, C-contiguous), in place."""
-    g_, c = P.shape[0], P.shape[1]
-    z = P.dtype.type(0)
-    for b in range(g_):
-        for i in range(c):
-            row = P[b, i]
-            for j in range(d_k + i + 1, d_k + c):
-                row[j] = z
-
-
-def folded_buffers(g: int, c: int, d_k: int, d_v: int, dtype) -> dict:
-    """One group's buffers of the fused scalar-decay path, for ``g`` chunks of ``c`` steps (small: they stay in the
-    core's cache between the passes and the products): ``P (g, c, d_k + c)`` = ``[Qd | A]`` (decayed queries beside
-    the masked scores), ``R (g, d_k + c, d_v)`` = ``[S_in ; V]`` (incoming states above the values), ``Kd (g, c,
-    d_k)``. Then ``O = P R`` is ONE product per chunk, ``Qd S_in + tril(Qd Kd^T) V``, with no ``O +=`` pass."""
-    e = lambda *shape: np.empty(shape, dtype)  # noqa: E731
-    return {"P": e(g, c, d_k + c), "R": e(g, d_k + c, d_v), "Kd": e(g, c, d_k)}
-
-
 def _folded_states(K, V, G, dS, a, sl):
     """Phase 1 on chunks ``sl``: the fused pass, then ``dS = Kw^T V``."""
     Kw = np.empty_like(K[sl])
-    _fold_states(K[sl], G[sl], Kw, a[sl])
+    fold_states(K[sl], G[sl], Kw, a[sl])
     np.matmul(np.swapaxes(Kw, 1, 2), V[sl], out=dS[sl])
 
 
@@ -466,10 +379,10 @@ def _folded_outputs(Q, K, V, G, S_in, O, sl, products_only=False):
         R[:] = 0.5
         Kd[:] = 0.5
     else:
-        _fold_outputs(Q[sl], K[sl], G[sl], S_in[sl], V[sl], P, Kd, R)
+        fold_outputs(Q[sl], K[sl], G[sl], S_in[sl], V[sl], P, Kd, R)
     np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
     if not products_only:
-        _tril(P, d_k)
+        tril_scores(P, d_k)
     np.matmul(P, R, out=O[sl])
 
 
@@ -488,7 +401,7 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     group = _group(c, d_k, d_v, Q.dtype.itemsize)
     _on_threads(lambda sl: _folded_states(K, V, G, dS, a, sl), m, threads, group)
     S_last = S_init.reshape(B * heads, d_k, d_v).copy()
-    _state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last,
+    state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last,
                 S_in.reshape(B * heads, n, d_k, d_v))
     _on_threads(lambda sl: _folded_outputs(Q, K, V, G, S_in, O, sl), m, threads, group)
     return O, S_last
@@ -533,7 +446,7 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     # inter-chunk: one element-wise scan over the n chunks gives the state entering each chunk
     S_in = np.empty((B * heads, n, d_k, d_v), q.dtype)
     S_last = S_init.reshape(B * heads, d_k, d_v).copy()
-    _state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last, S_in)
+    state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last, S_in)
     S_in = S_in.reshape(m, d_k, d_v)
 
     def outputs(sl):  # the incoming state seen through the decayed queries, plus the intra-chunk part
