@@ -130,8 +130,9 @@ def lstm_on_providers(batch: int = 64, nh: int = 512, nx: int = 512, T: int = 10
 
 def recorded_gains(folder) -> list[dict]:
     """Every ``*/lstm_providers.json`` under ``folder`` (``benchmarks/lstm.py --record``), one row per recorded
-    pass: ``{"machine", "record", "when", "shape", "backward", "numpy_ms", "best", "best_ms", "gain"}`` -- the
-    fastest choice on numpy alone, the fastest of all, and the speed-up the other providers added (1.0: none).
+    pass: ``{"machine", "record", "when", "load", "shape", "backward", "numpy_ms", "best", "best_ms", "gain"}`` -- the
+    fastest choice on numpy alone, the fastest of all, and the speed-up the other providers added (1.0: none);
+    ``load``: the 1-minute load average when it was recorded (None if not kept).
     A missing folder gives ``[]``; an unreadable record is skipped."""
     rows = []
     for path in sorted(Path(folder).glob("*/lstm_providers.json")):
@@ -142,6 +143,7 @@ def recorded_gains(folder) -> list[dict]:
                 numpy_ms = min(v for k, v in table.items() if "@" not in k)
                 best = min(table, key=table.get)
                 rows.append({"machine": data["machine"]["cpu"], "record": path.parent.name, "when": data["when"],
+                             "load": data["machine"].get("load_1min"),
                              "shape": tuple(p["shape"]), "backward": bool(p["backward"]), "numpy_ms": numpy_ms,
                              "best": best, "best_ms": table[best], "gain": numpy_ms / table[best]})
         except (OSError, ValueError, KeyError, TypeError):
