@@ -44,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 CANDIDATES = ("fused_pre", "transposed", "gemv", "workspace", "persistent")
+_START_LOAD = os.getloadavg()[0]     # kept in a --record beside the load at the end
 
 
 def _onednn(torch) -> str:
@@ -296,7 +297,8 @@ def _record(folder, shapes, rows, floors, backend):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "lstm_providers.json")
     data = {"format": "benchmarks/lstm.py providers/1", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "machine": {"cpu": backend.cpu_model(), "cpus": os.cpu_count(), "load_1min": os.getloadavg()[0]},
+            "machine": {"cpu": backend.cpu_model(), "cpus": os.cpu_count(), "load_1min": os.getloadavg()[0],
+                        "load_1min_start": _START_LOAD},
             "providers": {p: gemm.provider_info(p) for p in gemm.providers()}, "absent": gemm.absent(),
             "passes": [{"shape": list(s), "backward": b, "tuned": rows[(s, b)]["tuned"],
                         "table_ms": rows[(s, b)]["table_ms"], "torch_over_ours": rows[(s, b)].get("ratio"),

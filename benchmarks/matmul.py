@@ -40,6 +40,7 @@ from course_lib.core import backend, timing
 from course_lib.algorithms import gemm, matmul
 from course_lib.experiments import gemm_providers
 
+_START_LOAD = os.getloadavg()[0]     # kept in a --record beside the load at the end
 HEADER = (f"{'kernel':<16} {'threads':>7} {'median':>10} {'best':>10} {'GFLOP/s':>9} "
           f"{'% of BLAS':>10} {'x numpy':>8}")
 SLOW = ("naive", "tiled")
@@ -117,7 +118,7 @@ def providers_table(repeat: int, squares, record: str | None, lstm_shape=(64, 51
         with open(path, "w", encoding="utf-8") as f:
             json.dump({"format": "benchmarks/matmul.py providers/1", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
                        "machine": {"cpu": backend.cpu_model(), "cpus": os.cpu_count(), "threads": backend.get_threads(),
-                                   "peak_gflops": peak, "load_1min": os.getloadavg()[0]},
+                                   "peak_gflops": peak, "load_1min": os.getloadavg()[0], "load_1min_start": _START_LOAD},
                        "providers": info, "absent": gemm.absent(),
                        "rows": [{"product": r["product"], "gflops_best": r["best"], "gflops_median": r["median"],
                                  "speedup": r["speedup"], "interval": r["interval"], "reliable": r["noise"].ok}

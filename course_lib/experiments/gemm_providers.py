@@ -132,7 +132,7 @@ def recorded_gains(folder) -> list[dict]:
     """Every ``*/lstm_providers.json`` under ``folder`` (``benchmarks/lstm.py --record``), one row per recorded
     pass: ``{"machine", "record", "when", "load", "shape", "backward", "numpy_ms", "best", "best_ms", "gain"}`` -- the
     fastest choice on numpy alone, the fastest of all, and the speed-up the other providers added (1.0: none);
-    ``load``: the 1-minute load average when it was recorded (None if not kept).
+    ``load``: the higher 1-minute load average of the record's start and end (None if not kept).
     A missing folder gives ``[]``; an unreadable record is skipped."""
     rows = []
     for path in sorted(Path(folder).glob("*/lstm_providers.json")):
@@ -143,7 +143,8 @@ def recorded_gains(folder) -> list[dict]:
                 numpy_ms = min(v for k, v in table.items() if "@" not in k)
                 best = min(table, key=table.get)
                 rows.append({"machine": data["machine"]["cpu"], "record": path.parent.name, "when": data["when"],
-                             "load": data["machine"].get("load_1min"),
+                             "load": max((data["machine"][k] for k in ("load_1min", "load_1min_start")
+                                          if data["machine"].get(k) is not None), default=None),
                              "shape": tuple(p["shape"]), "backward": bool(p["backward"]), "numpy_ms": numpy_ms,
                              "best": best, "best_ms": table[best], "gain": numpy_ms / table[best]})
         except (OSError, ValueError, KeyError, TypeError):
