@@ -2,7 +2,6 @@
 named by pyproject's [tool.setuptools.package-data], and the notebooks' stored records are read from there.
 The route that runs every notebook from a real wheel is tests/installed/run_installed.py (make test-installed);
 its rule for each folder is tested here on small notebooks."""
-import fnmatch
 import shutil
 import tomllib
 from pathlib import Path
@@ -23,8 +22,10 @@ def _globs() -> list[str]:
         return tomllib.load(f)["tool"]["setuptools"].get("package-data", {}).get("course_lib", [])
 
 
-def _shipped(rel: str, globs: list[str]) -> bool:
-    return any(fnmatch.fnmatch(rel, g) for g in globs)
+def _shipped(rel: str, globs: list[str], package: Path = PACKAGE) -> bool:
+    """Whether setuptools' package-data ``globs`` (pathlib glob rules: ``*`` stays inside one folder, ``**``
+    crosses folders) take the file ``rel`` under ``package``."""
+    return any(package / rel in set(package.glob(g)) for g in globs)
 
 
 def test_every_data_file_of_the_package_is_package_data():
@@ -35,9 +36,14 @@ def test_every_data_file_of_the_package_is_package_data():
     assert not missing, f"data files a wheel would leave out (add them to [tool.setuptools.package-data]): {missing}"
 
 
-def test_the_glob_check_sees_a_file_left_out():
-    assert _shipped("experiments/recorded/gpu-nvidia-h200.json", ["experiments/recorded/*.json"])
-    assert not _shipped("experiments/recorded/other.csv", ["experiments/recorded/*.json"])
+def test_the_glob_check_sees_a_file_left_out(tmp_path):
+    (tmp_path / "recorded" / "machine").mkdir(parents=True)
+    for rel in ("recorded/a.json", "recorded/machine/b.json", "recorded/c.csv"):
+        (tmp_path / rel).write_text("{}")
+    assert _shipped("recorded/a.json", ["recorded/*.json"], tmp_path)
+    assert not _shipped("recorded/c.csv", ["recorded/*.json"], tmp_path)
+    assert not _shipped("recorded/machine/b.json", ["recorded/*.json"], tmp_path)   # * stays in its folder
+    assert _shipped("recorded/machine/b.json", ["recorded/**/*.json"], tmp_path)
 
 
 def test_chapter_08s_stored_gpu_run_is_inside_the_package():
