@@ -91,7 +91,8 @@ def providers_table(repeat: int, squares, record: str | None, lstm_shape=(64, 51
     provs = gemm.providers()
     peak = timing.peak_gflops("float32")
     print(f"\nGEMM providers at the course's shapes, float32, {backend.get_threads()} thread(s); "
-          f"peak here {peak:.0f} GFLOP/s (numpy, 1024^3)")
+          f"peak here {peak:.0f} GFLOP/s (numpy, 1024^3); machine: {backend.cpu_model()}, {backend.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}")
     info = {p: gemm.provider_info(p) for p in provs}
     for p in provs:
         print(f"  {p:<6} {info[p]['version']}, kernels {info[p]['kernel']}, {info[p]['threads']} thread(s): "
