@@ -3,7 +3,7 @@
     python benchmarks/lstm.py            # (64, 512, 512, 100), (16, 256, 256, 100), (128, 1024, 1024, 50)
     python benchmarks/lstm.py --quick    # tiny shapes, a smoke test
     python benchmarks/lstm.py --threads 1
-    python benchmarks/lstm.py --record benchmarks/results/<machine>   # ... and keep the run (lstm_providers.json)
+    python benchmarks/lstm.py --record course_lib/experiments/recorded/<machine>   # ... and keep the run (lstm_providers.json)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/lstm.py   # where the machine pins OpenBLAS
 
 Shapes are (B, H, nx, T); one run of this script prints:

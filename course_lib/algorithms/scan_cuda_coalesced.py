@@ -113,7 +113,7 @@ def tiled_plan(T: int, workers: int | None = None, chunk: int | None = None, *, 
     (block = ``TILE_C x workers`` threads; default 16, or 2 in the simulator), ``chunk`` steps per thread and
     ``grid`` blocks along time. The default chunk is the longest of 256, 128, ... 16 that still gives every
     multiprocessor two blocks (on an H200 at N = 128, 256 steps for T = 2^20 -- the fastest of the sweep in
-    ``benchmarks/results/gpu-nvidia-h200.json`` -- and 32 for T = 2^16); the simulator uses 4."""
+    ``course_lib/experiments/recorded/gpu-nvidia-h200.json`` -- and 32 for T = 2^16); the simulator uses 4."""
     T = check_positive_int(T, "T")
     N = check_positive_int(N, "N")
     sim = not backend.gpu_available()

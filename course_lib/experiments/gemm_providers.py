@@ -128,14 +128,18 @@ def lstm_on_providers(batch: int = 64, nh: int = 512, nx: int = 512, T: int = 10
             "other_over_numpy": other and ms[method] / ms[other]}
 
 
-def recorded_gains(folder) -> list[dict]:
-    """Every ``*/lstm_providers.json`` under ``folder`` (``benchmarks/lstm.py --record``), one row per recorded
+RECORDED = Path(__file__).resolve().parent / "recorded"   # package data (pyproject): records travel with the course
+
+
+def recorded_gains(folder=None) -> list[dict]:
+    """Every ``*/lstm_providers.json`` under ``folder`` (default :data:`RECORDED`, where
+    ``benchmarks/lstm.py --record course_lib/experiments/recorded/<machine>`` puts them), one row per recorded
     pass: ``{"machine", "record", "when", "load", "shape", "backward", "numpy_ms", "best", "best_ms", "gain"}`` -- the
     fastest choice on numpy alone, the fastest of all, and the speed-up the other providers added (1.0: none);
     ``load``: the higher 1-minute load average of the record's start and end (None if not kept).
     A missing folder gives ``[]``; an unreadable record is skipped."""
     rows = []
-    for path in sorted(Path(folder).glob("*/lstm_providers.json")):
+    for path in sorted(Path(RECORDED if folder is None else folder).glob("*/lstm_providers.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             for p in data["passes"]:
