@@ -35,6 +35,8 @@ FILES = sorted([*ROOT.glob("notebooks/[0-9][0-9]_*.py"), *ROOT.glob("solutions/[
 CONCLUSION = re.compile(r"\b(faster|slower|wins?|beats?|beat|outperforms?|above the roof|below the roof|"
                         r"as in the seed|agrees? with the seed|matches the seed|confirms? the seed|"
                         r"reproduces the seed|helps|hurts)\b", re.I)
+#: the course's one ratio convention, printed as a column or line label: "speed-up (> 1 = faster)"
+LABEL = re.compile(r"\(?\s*[<>]\s*1\s*=\s*(faster|slower)\s*\)?")
 CORRECTNESS = re.compile(r"1e-\d|round-off|max abs|abs diff|relative error|\bloss\b|allclose|same numbers", re.I)
 GUARD_CALLS = {"verdict", "goal_verdict", "faster", "said", "warning", "verdict_line"}
 GUARD_WORDS = re.compile(r"noise|^ok$|^reliable$|^concluded$|^busy$", re.I)  # names/attributes/keys read as facts
@@ -109,7 +111,7 @@ def print_problems(source: str, where: str = "<string>") -> list[tuple[str, str]
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and _name(node.func) == "print"):
             continue
-        text = _text(node)
+        text = LABEL.sub("", _text(node))   # the ratio convention's label judges nothing
         found = CONCLUSION.search(text)
         if found and not CORRECTNESS.search(text) and not _guarded(node, parents, names):
             out.append((f"{where}:print:{found.group(0).lower()}",
