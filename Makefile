@@ -1,6 +1,6 @@
 # Parallel RNNs, hands-on -- two commands do all the set-up:
 #   make lab    create .venv, install the course, register the kernel, start JupyterLab on 127.0.0.1
-#   make test   install what the tests need (+ Debian's chromium) and run the whole suite
+#   make test   install what the tests need (+ Debian's chromium), build the site, and run the whole suite (the site in Chromium too)
 #   make book   the course as a static website in build/book/html (Jupyter Book 2, stored outputs)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -109,8 +109,8 @@ lint: install-test
 
 # COURSE_NOT_JUDGED=continue: a reference solution whose speed the other worker's load leaves undecided prints
 # "speed not judged" and runs on (teaching/checks/speed.py); a miss still fails. Students never have it.
-test: lint install-test kernel chromium
-	COURSE_BUDGET=$(TEST_BUDGET) COURSE_NOT_JUDGED=continue $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
+test: lint install-test kernel chromium book
+	COURSE_BUDGET=$(TEST_BUDGET) COURSE_NOT_JUDGED=continue BOOK_REQUIRED=1 $(BIN)/python -m pytest -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 	  tests notebooks solutions \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval_sanitize.cfg
 
