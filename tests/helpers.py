@@ -225,19 +225,3 @@ def solution(notebook: str, name: str):
     ns: dict = {}
     exec(compile(ast.Module(body=keep, type_ignores=[]), f"solutions/{notebook}.py", "exec"), ns)
     return ns[name]
-
-
-def bptt_cpu_timer(bptt, params, X, Y, Ts) -> list[float]:
-    """Exercise 2.3's timer for tests: each ``bptt(params, X[:T], Y[:T])`` timed best of 3 in CPU seconds
-    (steadier than wall time on a shared machine)."""
-    import time
-
-    out = []
-    for T in Ts:
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.process_time()
-            bptt(params, X[:T], Y[:T])
-            best = min(best, time.process_time() - t0)
-        out.append(best)
-    return out
