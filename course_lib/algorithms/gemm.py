@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core import backend
 from ..core.validate import check_float
 
 __all__ = ["PROVIDERS", "EXTRA", "gemm", "providers", "absent", "provider_info", "matmul_for", "check_provider"]
@@ -127,6 +128,7 @@ def _mkl():
         getattr(lib, fn).restype = None
         getattr(lib, fn).argtypes = [_c_int] * 6 + [real, _c_ptr, _c_int, _c_ptr, _c_int, real, _c_ptr, _c_int]
     lib.MKL_Set_Num_Threads_Local.argtypes, lib.MKL_Set_Num_Threads_Local.restype = [_c_int], _c_int
+    backend.blas_loaded()
     return lib, str(path)
 
 
@@ -169,6 +171,7 @@ def _blis():
                                      _c_ptr, _dim, _dim, ctypes.POINTER(real), _c_ptr, _dim, _dim]
     lib.bli_arch_query_id.restype, lib.bli_arch_string.restype = _c_int, ctypes.c_char_p
     lib.bli_arch_string.argtypes = [_c_int]
+    backend.blas_loaded()
     return lib, spec.origin
 
 

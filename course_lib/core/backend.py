@@ -195,6 +195,14 @@ def on_threads(n: int, fn):
 _BLAS_CONTROLLER = None
 
 
+def blas_loaded() -> None:
+    """Tell :func:`blas_threads` that a BLAS library was loaded after its first use (e.g. oneMKL or BLIS
+    through ``algorithms.gemm``): the next block scans the loaded libraries again, so that it limits the new
+    one's pool too, instead of only the pools it saw first."""
+    global _BLAS_CONTROLLER
+    _BLAS_CONTROLLER = None
+
+
 @contextlib.contextmanager
 def blas_threads(n: int | None):
     """``with blas_threads(n):`` -- the BLAS library (numpy's matrix products) uses ``n`` threads inside the

@@ -39,3 +39,32 @@ def test_blas_threads_rejects_bad_counts(bad, exc):
     with pytest.raises(exc, match="n: expected an integer"):
         with backend.blas_threads(bad):
             pass
+
+
+def test_blas_threads_limits_a_blas_loaded_after_its_first_use():
+    """The controller is cached; a BLAS loaded later (oneMKL through algorithms.gemm) must be limited too. In a
+    fresh process, so that the library is not loaded yet when the first block runs."""
+    import subprocess
+    import sys
+
+    from course_lib.algorithms import gemm
+
+    if gemm._mkl()[0] is None:
+        pytest.skip(gemm._mkl()[1])
+    code = (
+        "import numpy as np, course_lib, threadpoolctl\n"
+        "from course_lib.core import backend\n"
+        "from course_lib.algorithms import gemm\n"
+        "counts = lambda: sorted((p['internal_api'], p['num_threads']) for p in threadpoolctl.threadpool_info()"
+        " if p.get('user_api') == 'blas')\n"
+        "with backend.blas_threads(1):\n"
+        "    pass\n"
+        "gemm._mkl()\n"
+        "assert any(api == 'mkl' for api, _ in counts()), counts()\n"
+        "with backend.blas_threads(1):\n"
+        "    inside = counts()\n"
+        "assert all(n == 1 for _, n in inside), inside\n"
+        "print('ok', inside)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "MKL_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"})
+    assert run.returncode == 0 and "ok" in run.stdout, run.stdout + run.stderr
