@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ..core import intervals
 from ..core.noise import OTHERS_LIMIT, Noise
-from . import printed, record
+from . import busy_goal, printed, record
 from .claims import CLAIMS, seed004
 from .verdict import NO_DIFFERENCE, NO_EFFECT, RERUN_MARGIN, RERUN_MARGIN_LOADED, factor, judge, relevant, verdict, \
     which_faster
@@ -69,6 +69,9 @@ class Checked:
     printed: list[str] = field(default_factory=list)       # printed patterns its numbers contradict, as printed
     printed_now: list[str] = field(default_factory=list)   # ... and as the current code prints it
     decidable: str = ""      # the current code abstains although every value its recorded noise allows decides
+    cores_used: int | None = None   # what the judged quantity ran on (verdict.COUNTED: counted; None: not stated)
+    line: str = ""           # the line as printed
+    reason: str = ""         # the recorded reason (an abstention's: the noise guard's)
 
     @property
     def contradictions(self) -> list[str]:
@@ -260,7 +263,8 @@ def _quiet_record():
 
 
 def _check_verdict(r: dict, machine: dict, notebook: str) -> Checked:
-    c = Checked(notebook, "verdict", r["claim"], r.get("cell"), r["outcome"], None)
+    c = Checked(notebook, "verdict", r["claim"], r.get("cell"), r["outcome"], None, cores_used=r.get("cores_used"),
+                line=r.get("line", ""), reason=r.get("reason", ""))
     c.recorded_contradictions = verdict_contradictions(r, r["line"], r["outcome"], r.get("reason", ""), machine)
     if r["claim"] not in CLAIMS:
         c.note = "the claim is no longer in the registry"
@@ -287,7 +291,8 @@ def _check_verdict(r: dict, machine: dict, notebook: str) -> Checked:
 
 
 def _check_goal(r: dict, machine: dict, notebook: str) -> Checked:
-    c = Checked(notebook, "goal", r["goal"], r.get("cell"), r["outcome"], None)
+    c = Checked(notebook, "goal", r["goal"], r.get("cell"), r["outcome"], None, cores_used=r.get("cores_used"),
+                line=r.get("line", ""), reason=r.get("reason", ""))
     c.recorded_contradictions = _goal_contradictions(r, r["line"], r["outcome"], r.get("reason", ""), machine)
     if r["goal"] not in seed004.GOALS:
         c.note = "the goal is no longer in the registry"
@@ -298,7 +303,8 @@ def _check_goal(r: dict, machine: dict, notebook: str) -> Checked:
         holds = False    # a speed-up goal holds beyond the no-clear-difference band (chapter 07's code since then)
         c.note = f"the speed-up it states, {stated:g}x, is within the {NO_DIFFERENCE - 1:.0%} of no clear difference"
     now = seed004.goal_verdict(r["goal"], holds=holds, ours=r["ours"], here=r.get("here", "this machine"),
-                               reasons=[(bool(k), t) for k, t in r.get("reasons", [])], noise=_noise(r.get("noise")))
+                               reasons=[(bool(k), t) for k, t in r.get("reasons", [])], noise=_noise(r.get("noise")),
+                               cores_used=r.get("cores_used"))
     c.now = now.outcome
     c.now_contradictions = _goal_contradictions({**r, "holds": holds}, str(now), now.outcome, now.reason, machine)
     c.printed, c.printed_now = printed.scan(r), printed.scan({**r, "holds": holds}, str(now), now.outcome)
@@ -522,6 +528,8 @@ def main(dirs: list[str], against: str | None = None) -> int:
         return 2
     print(machines([folder for d in dirs for folder in recording_dirs(d)]) + "\n")
     print(table(runs))
+    for run, checked in runs.items():
+        print(f"\n{run}: " + busy_goal.summary(checked))
     bad = 0
     for run, checked in runs.items():
         lines = report(checked, historical=run in historical)

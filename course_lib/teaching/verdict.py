@@ -33,6 +33,11 @@ The rule (:func:`judge`), on the scale the claim is stated in:
   disagreement: the line says that no fact measured here explains it. Relevance is a fact of the run: with
   ``cores_used`` (how many cores the measured quantity ran on) at 1, a reason that names a core count
   ("2 cores here, not 61") explains nothing and is passed over (:func:`relevant`).
+- *What the quantity ran on* (``cores_used``, recorded with every line): 1 for a one-thread timing, the thread
+  or rank count for threaded code, :data:`COUNTED` (0) for a counted or modelled quantity that no core ran;
+  None where a caller did not state it (older recordings). Issue 43's busy goal is stated on it: under one
+  busy process per 2 cores, the one-thread and counted lines conclude (>= 90%), the threaded lines abstain
+  naming the held core (``python -m course_lib replay`` prints both shares, :mod:`~course_lib.teaching.busy_goal`).
 - *Noise*: when ``noise`` (from :mod:`course_lib.core.timing`) says the run was unreliable, the line
   concludes only if every value the noise allows gives the same verdict: the ends of ``interval`` (where
   ours truly lies, e.g. ``cmp.speedup_interval(name)``), or -- without one, where the only trouble was the
@@ -54,9 +59,9 @@ from ..core.intervals import Ratio
 from ..core.timing import OTHERS_LIMIT, Noise, noise_of_pairs
 from . import record
 from .claims import Claim, claim
-from .verdict_line import Verdict
+from .verdict_line import COUNTED, Verdict, check_cores_used
 
-__all__ = ["Verdict", "verdict", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
+__all__ = ["Verdict", "COUNTED", "verdict", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
            "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
@@ -131,9 +136,10 @@ CORE_COUNT = re.compile(r"(?<![\d.])(\d+) (?:CPU |usable |physical )?cores?\b|\b
 
 
 def relevant(text: str, cores_used: int | None) -> bool:
-    """Can a reason's ``text`` explain a quantity measured on ``cores_used`` cores (None: not stated)? A reason
-    that names a core count ("2 CPU cores here, not thousands of GPU lanes") explains only a measurement that
-    ran on more than one core: a DEER run on one core is not slow for want of cores."""
+    """Can a reason's ``text`` explain a quantity measured on ``cores_used`` cores (None: not stated; 0,
+    :data:`COUNTED`: counted or modelled, not timed)? A reason that names a core count ("2 CPU cores here, not
+    thousands of GPU lanes") explains only a measurement that ran on more than one core: a DEER run on one
+    core is not slow for want of cores, and a count does not depend on them."""
     return cores_used is None or cores_used > 1 or not CORE_COUNT.search(text)
 
 
@@ -214,8 +220,11 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
     ``noise``    the measurement's :class:`~course_lib.core.timing.Noise`; unreliable -> see ``interval``
     ``interval`` ``(lo, hi)`` around ``ours`` on the same scale (e.g. ``cmp.speedup_interval(name)``): on an
                  unreliable run the line still concludes when both ends give the same verdict
-    ``cores_used`` how many cores the measured quantity ran on (a setting or a measurement of the run); at 1, a
-                 reason naming a core count is not chosen (:func:`relevant`)
+    ``cores_used`` what the judged quantity ran on, from the run's facts (the threads the timed functions were
+                 given): 1 for a one-thread timing, the thread or rank count of threaded code, :data:`COUNTED`
+                 (0) for a counted or modelled quantity (no timing); None: not stated. At 1 or 0, a reason
+                 naming a core count is not chosen (:func:`relevant`); the replay's busy-goal line counts
+                 the one-thread and counted lines apart from the threaded ones
     """
     c: Claim = claim(cid)
     if isinstance(ours, bool) or not isinstance(ours, (int, float)):
@@ -225,9 +234,7 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise (a Timing's or Comparison's .noise), "
                         f"got {type(noise).__name__}")
     reasons = _check_reasons(reasons)
-    if cores_used is not None and (isinstance(cores_used, bool) or not isinstance(cores_used, (int, np.integer))
-                                   or cores_used < 1):
-        raise ValueError(f"cores_used: expected a number of cores >= 1 (or None), got {cores_used!r}")
+    cores_used = check_cores_used(cores_used)
     chosen = [(cond and relevant(text, cores_used), text) for cond, text in reasons]
     line = _line(c, ours, here, pivot, within, chosen, noise, unit, interval)
     record.verdict_made("verdict", {"claim": c.id, "seed_value": c.value, "ours": ours, "here": here, "pivot": pivot,

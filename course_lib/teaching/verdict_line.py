@@ -6,7 +6,23 @@ imports point one way: verdict -> claims -> claims.seed004 -> verdict_line.
 """
 from __future__ import annotations
 
-__all__ = ["Verdict"]
+__all__ = ["Verdict", "COUNTED", "check_cores_used"]
+
+COUNTED = 0
+"""``cores_used=COUNTED`` (0): the judged quantity is counted or modelled, not timed (a cache model's hit rate, a
+work/span model's speed-up, a count of FLOPs) -- no core ran it, so no load can slow it. Otherwise ``cores_used``
+is how many cores the timed code ran on (1: one thread; the thread or rank count of threaded code); None: not
+stated (recordings made before issue 43 stated nothing)."""
+
+
+def check_cores_used(cores_used) -> int | None:
+    """``cores_used`` checked: None, :data:`COUNTED` (0) or a number of cores >= 1 (ValueError naming it otherwise)."""
+    if cores_used is None:
+        return None
+    if isinstance(cores_used, bool) or not hasattr(cores_used, "__index__") or int(cores_used) < 0:
+        raise ValueError(f"cores_used: expected a number of cores >= 1, 0 (COUNTED: counted or modelled, not "
+                         f"timed) or None (not stated), got {cores_used!r}")
+    return int(cores_used)
 
 
 class Verdict(str):

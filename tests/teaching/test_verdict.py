@@ -176,8 +176,11 @@ def test_a_core_count_reason_is_not_chosen_for_a_measurement_on_one_core():
     assert verdict(SEED, 0.5, reasons=reasons).reason.startswith("2 CPU cores")         # not stated: as before
     assert not verdict(SEED, 0.5, reasons=reasons[:1], cores_used=1).reason              # nothing relevant left
     assert relevant("batch 32 here, not 1000", 1) and not relevant("2 cores here, not 61", 1)
-    with pytest.raises(ValueError, match="cores_used"):
-        verdict(SEED, 0.5, cores_used=0)
+    counted = verdict(SEED, 0.5, reasons=reasons, cores_used=0)     # COUNTED: no core ran it, no core explains it
+    assert counted.reason.startswith("DEER needed") and not relevant("2 cores here, not 61", 0)
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="cores_used"):
+            verdict(SEED, 0.5, cores_used=bad)
 
 
 def test_a_spread_that_cannot_reach_an_edge_still_concludes():

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...core.timing import Noise
 from .. import record
-from ..verdict_line import Verdict
+from ..verdict_line import Verdict, check_cores_used
 
 ENTRIES: dict = {}
 
@@ -52,21 +52,25 @@ def goal(gid: str) -> str:
 
 
 def goal_verdict(gid: str, *, holds: bool, ours: str, here: str = "this machine",
-                 reasons: Sequence[tuple[bool, str]] = (), noise: Noise | None = None):
+                 reasons: Sequence[tuple[bool, str]] = (), noise: Noise | None = None,
+                 cores_used: int | None = None):
     """The verdict line for a goal or expectation without a number: whether it ``holds`` here (computed
     by the caller from measurements), what was measured (``ours``, printed by code), and when it does
     not hold, the first ``(condition, explanation)`` whose condition is true. An unreliable ``noise``
     (from :mod:`course_lib.core.timing`) means no conclusion. Returns a
-    :class:`course_lib.teaching.verdict_line.Verdict` (outcome ``"agrees"``, ``"opposite"`` or ``"unreliable"``)."""
+    :class:`course_lib.teaching.verdict_line.Verdict` (outcome ``"agrees"``, ``"opposite"`` or ``"unreliable"``).
+    ``cores_used``: what the measurement ran on, as in :func:`course_lib.teaching.verdict.verdict` (threads or
+    ranks; 1; ``COUNTED``; None: not stated) -- recorded for the replay's busy-goal line."""
     if not isinstance(holds, (bool, np.bool_)):
         raise TypeError(f"holds: expected a bool computed from the measurement, got {type(holds).__name__}")
     holds = bool(holds)
     if noise is not None and not isinstance(noise, Noise):
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise, got {type(noise).__name__}")
     reasons = list(reasons)
+    cores_used = check_cores_used(cores_used)
     line = _goal_line(gid, holds, ours, here, reasons, noise)
     record.verdict_made("goal", {"goal": gid, "holds": holds, "ours": ours, "here": here, "reasons": reasons,
-                                 "noise": noise}, line)
+                                 "noise": noise, "cores_used": cores_used}, line)
     return line
 
 
