@@ -310,6 +310,21 @@ LINEAR_TS = (50, 100, 200, 400)
 QUADRATIC_TS = (12, 24, 48, 96)
 
 
+SLOPE_TOL = 0.45  # how far 2.3's fitted slopes may be from 1 and 2
+
+
+def _steadier(time_bptt, fn, params, X, Y, Ts, times, slope, runs: int = 3) -> np.ndarray:
+    """``times`` again, if their slope misses ``slope``: up to ``runs`` more runs of the student's timer, each T
+    keeping its smallest time. Another program that slowed one short run flattens the fit of a right timer;
+    it cannot slow every run, while a wrong timer (a constant, a total) misses in every run alike."""
+    for _ in range(runs):
+        if abs(loglog_slope(Ts, times) - slope) <= SLOPE_TOL:
+            break
+        with backend.blas_threads(1):
+            times = np.minimum(times, _student_times(time_bptt, fn, params, X, Y, Ts))
+    return times
+
+
 def _student_times(time_bptt, fn, params, X, Y, Ts) -> np.ndarray:
     try:
         out = time_bptt(fn, params, X, Y, list(Ts))
@@ -448,8 +463,9 @@ def check_complexity(time_bptt, *, batch: int = 4, n: int = 16) -> str:
                 f"{backwards[-1]:.3g} s -- at least half of what one call with T = {Ts[-1]} takes ({min(ref):.3g} s, "
                 "timed by the check): expected a time far below that, found a running total. Start the clock afresh "
                 "for every T.")
+        times = _steadier(time_bptt, fn, params, X, Y, Ts, times, slope)
         with contextlib.redirect_stdout(io.StringIO()):  # one success line for the whole exercise
-            check_slope(f"2.3 ({name})", Ts, times, slope, tol=0.45, what="time",
+            check_slope(f"2.3 ({name})", Ts, times, slope, tol=SLOPE_TOL, what="time",
                         hint=f"time {name}(params, X[:T], Y[:T]) for each T (take the best of a few "
                              "repeats to reduce noise); a slope near 0 means the same T is timed every time")
         slopes[name] = (loglog_slope(Ts, times), slope)

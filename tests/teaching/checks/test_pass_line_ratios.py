@@ -2,12 +2,11 @@
 (``Judgement.earned``, under a fake clock: the baseline 4x the student's cost) and 2.3's fitted slopes -- as the other
 speed exercises' do (tests/teaching/checks/test_speed_statements.py)."""
 import re
-import time
 
 import pytest
 
 import course_lib  # noqa: F401  (first: before numba)
-from helpers import solution
+from helpers import bptt_cpu_timer, solution
 from course_lib.teaching.checks import bptt as bptt_checks
 from course_lib.teaching.checks import newton as newton_checks
 from course_lib.teaching.checks import tiling_simd as tiling_checks
@@ -44,18 +43,7 @@ def test_quasi_step_pass_line_prints_the_speedup(capsys, fake_clock):
 
 
 def test_complexity_pass_line_prints_the_fitted_slopes(capsys):
-    def timer(bptt, params, X, Y, Ts):   # best of 3, in CPU seconds: steadier than wall time on a shared machine
-        out = []
-        for T in Ts:
-            best = float("inf")
-            for _ in range(3):
-                t0 = time.process_time()
-                bptt(params, X[:T], Y[:T])
-                best = min(best, time.process_time() - t0)
-            out.append(best)
-        return out
-
-    assert bptt_checks.check_complexity(timer) == "Exercise 2.3 passed: 2/2 cases"
+    assert bptt_checks.check_complexity(bptt_cpu_timer) == "Exercise 2.3 passed: 2/2 cases"
     m = re.search(r"Exercise 2\.3 passed: 2/2 cases\n  slopes measured: bptt_linear ([0-9.-]+) \(expected 1 \+- 0\.45\), "
                   r"bptt_quadratic ([0-9.-]+) \(expected 2 \+- 0\.45\)\n", capsys.readouterr().out)
     assert m
