@@ -113,7 +113,7 @@ CHAPTER_TABLE = {
         "Jacobian.",
         "Relate Newton's iteration count to $T$ and to the Lyapunov exponent, and predict $K^*$ from it.",
         "Write quasi-DEER as one element-wise scan and Picard as a prefix sum; weigh them against full "
-        "Newton's $O(H^3)$ per step.",
+        "Newton's $O(n_h^3)$ per step.",
         "Compute minGRU's log-space scan and see it drift in float32.",
     ), ("08", "10"), 120, "No rule yet for choosing among the methods: chapter 12 prices them all with one "
                           "cost model."),
