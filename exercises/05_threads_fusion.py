@@ -129,7 +129,7 @@ fus = profile_exp.fusion_comparison(batch=timing.scaled(256, 64), n=256, T=10)
 print(f"separate passes {fus['separate_s'] * 1e3:.2f} ms, fused (1 thread) {fus['fused_1thread_s'] * 1e3:.2f} ms: "
       f"{fus['fusion_speedup']:.2f}x; fused on {backend.get_threads()} thread(s): {fus['total_speedup']:.2f}x")
 print(verdict("000.halide.s49.loop_fusion", fus["fusion_speedup"], here="1 thread, numpy passes vs fused numba",
-              noise=fus["noise"]))
+              noise=fus["noise"], cores_used=fus["threads"]))
 
 # %% tags=["chapter-footer", "nbval-ignore-output"]
 from course_lib.teaching import chapters

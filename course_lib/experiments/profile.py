@@ -67,28 +67,31 @@ delta, (9) gradient updates, (10) gradient descent."""
 
 
 class _Clock:
-    """Adds the time since the previous ``tick`` to a phase."""
+    """Adds the time since the previous ``tick`` to a phase: wall time, or the calling thread's CPU time
+    (``time.thread_time``, which other programs' load cannot inflate) where the step runs on that one thread."""
 
-    def __init__(self):
+    def __init__(self, now=time.perf_counter):
+        self.now = now
         self.seconds = dict.fromkeys(PHASES, 0.0)
-        self.t = time.perf_counter()
+        self.t = now()
 
     def tick(self, phase: str) -> None:
-        now = time.perf_counter()
+        now = self.now()
         self.seconds[phase] += now - self.t
         self.t = now
 
 
 def reference_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
-                          h0: np.ndarray | None = None):
-    """One plain numpy step organised like the seed's, timed phase by phase.
+                          h0: np.ndarray | None = None, *, clock=time.perf_counter):
+    """One plain numpy step organised like the seed's, timed phase by phase (by ``clock``: wall time, or
+    ``time.thread_time`` for a step held to one thread).
 
     X (T, B, nx), Y (T, B, ny). Returns ``(new params, loss, {phase: seconds})``.
     """
     lr = check_float(lr, "lr", low=0.0)
     if Y is None:
         raise TypeError("Y: expected the targets (T, B, ny), got None")
-    c = _Clock()
+    c = _Clock(clock)
     X, Y, h0 = check_inputs(params, X, Y, h0)                   # (h0: zeros when not given)
     Wxh, Whh, Why = params.Wxh, params.Whh, params.Why
     T = X.shape[0]
@@ -129,7 +132,8 @@ def reference_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: f
 
 
 def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
-                     workspace: fast_rnn.Workspace | None = None, h0: np.ndarray | None = None):
+                     workspace: fast_rnn.Workspace | None = None, h0: np.ndarray | None = None,
+                     clock=time.perf_counter):
     """:func:`course_lib.models.fast_rnn.train_step`, timed phase by phase.
 
     "saving intermediates" is ~0 (H is computed where backprop reads it), the two "initialize"
@@ -137,7 +141,7 @@ def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
     output delta (its time is counted there). Returns ``(new params, loss, {phase: s})``.
     """
     lr = check_float(lr, "lr", low=0.0)
-    c = _Clock()
+    c = _Clock(clock)
     params, X, Y, h0, ws = fast_rnn.prepare(params, X, Y, h0, workspace)
     c.tick("initialize forward")
     fast_rnn.forward_into(ws, params, X, h0)
@@ -159,12 +163,15 @@ def fast_step_phased(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float,
 
 
 def profile_step(method: str = "fast", T: int = 10, batch: int = 256, n: int = 256, *, repeat: int = 3,
-                 seed: int = 0, dtype=np.float32) -> dict:
+                 seed: int = 0, dtype=np.float32, threads: int | None = None) -> dict:
     """Phase breakdown of one training step at ``nx = nh = ny = n``.
 
-    Runs ``repeat`` steps (after one warm-up) and keeps, per phase, the median seconds.
-    Returns ``{"method", "total_s", "seconds": {phase: s}, "percent": {phase: %}, "noise"}``
-    (``noise``: the spread of the step totals and the CPU other processes took meanwhile).
+    Runs ``repeat`` steps (after one warm-up) and keeps, per phase, the median seconds. ``threads``: hold numba
+    and the BLAS to that many threads meanwhile (None: as they are); at 1 the phases are timed by the thread's
+    CPU clock, which other programs' load cannot inflate (the step then runs on the calling thread).
+    Returns ``{"method", "total_s", "seconds": {phase: s}, "percent": {phase: %}, "noise", "threads",
+    "clock"}`` (``noise``: the spread of the step totals and the CPU other processes took meanwhile;
+    ``threads``: the threads asked for, None where the libraries kept their own; ``clock``: "cpu" or "wall").
     """
     method = check_choice(method, "method", ("reference", "fast"))
     T = check_positive_int(T, "T", high=1000)
@@ -177,18 +184,29 @@ def profile_step(method: str = "fast", T: int = 10, batch: int = 256, n: int = 2
     rng = np.random.default_rng(check_int(seed, "seed", low=0))
     X = rng.uniform(-1, 1, (T, batch, n)).astype(dtype)
     Y = rng.uniform(-1, 1, (T, batch, n)).astype(dtype)
+    if threads is not None:
+        threads = check_positive_int(threads, "threads", high=backend.max_threads())
+    clock = time.thread_time if threads == 1 else time.perf_counter
     if method == "fast":
         ws = fast_rnn.make_workspace(T, batch, n, n, n, dtype)
-        run = lambda: fast_step_phased(params, X, Y, 1e-4, workspace=ws)  # noqa: E731
+        run = lambda: fast_step_phased(params, X, Y, 1e-4, workspace=ws, clock=clock)  # noqa: E731
     else:
-        run = lambda: reference_step_phased(params, X, Y, 1e-4)  # noqa: E731
+        run = lambda: reference_step_phased(params, X, Y, 1e-4, clock=clock)  # noqa: E731
     samples = []
-    t = timing.measure(lambda: samples.append(run()[2]), repeat=repeat, warmup=1, number=1)
+    before = backend.get_threads()
+    try:
+        if threads is not None:
+            backend.set_threads(threads)
+        t = timing.measure(lambda: samples.append(run()[2]), repeat=repeat, warmup=1, number=1)
+    finally:
+        if threads is not None:
+            backend.set_threads(before)
     samples = samples[1:]  # the first is the warm-up
     seconds = {p: float(np.median([s[p] for s in samples])) for p in PHASES}
     total = sum(seconds.values())
     percent = {p: 100.0 * s / total for p, s in seconds.items()}
-    return {"method": method, "total_s": total, "seconds": seconds, "percent": percent, "noise": t.noise}
+    return {"method": method, "total_s": total, "seconds": seconds, "percent": percent, "noise": t.noise,
+            "threads": threads, "clock": "cpu" if threads == 1 else "wall"}
 
 
 # --------------------------------------------------------------------------- threads (seed Fig. 12)
@@ -360,7 +378,7 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
     ``thread_gain = fused_1thread / fused_all``, ``stream_1thread_gbps`` / ``stream_all_gbps`` (bytes read and
     written per second), ``bandwidth_gain`` (their ratio), ``dram_gbps`` (``timing.copy_bandwidth``),
     ``stream_speed`` ("cache speed" or "DRAM speed", one thread), ``array_bytes``,
-    ``max_abs_diff`` between the two results, ``noise`` (the one-thread run's, behind ``fusion_speedup``; timed by
+    ``max_abs_diff`` between the two results, ``threads`` (1: the threads behind ``fusion_speedup``), ``noise`` (the one-thread run's, behind ``fusion_speedup``; timed by
     CPU clock where every function stayed on the calling thread) and ``threads_noise`` (the run on all threads).
     """
     batch = check_positive_int(batch, "batch", high=4096)
@@ -426,7 +444,7 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
             "stream_1thread_gbps": s1, "stream_all_gbps": sa, "bandwidth_gain": sa / s1, "dram_gbps": dram,
             "stream_speed": speed_class(s1, dram), "array_bytes": e.nbytes,
             "loss_rel_diff": abs(loss_sep - loss_fused) / max(abs(loss_sep), 1e-30),
-            "noise": one.noise, "threads_noise": many.noise}
+            "noise": one.noise, "threads_noise": many.noise, "threads": 1}
 
 
 # --------------------------------------------------------------------------- a vectorisation trap

@@ -182,3 +182,16 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+def test_profile_step_on_one_thread_uses_the_thread_clock_and_restores_the_threads():
+    """Issue 43: a one-thread profile is timed by the thread's CPU clock and says so; the thread count is back after."""
+    from course_lib.core import backend
+
+    before = backend.get_threads()
+    r = profile.profile_step("reference", T=3, batch=8, n=16, repeat=2, threads=1)
+    assert (r["threads"], r["clock"]) == (1, "cpu") and backend.get_threads() == before
+    assert sum(r["percent"].values()) == pytest.approx(100.0) and all(s >= 0 for s in r["seconds"].values())
+    assert profile.profile_step("reference", T=3, batch=8, n=16, repeat=2)["threads"] is None
+    with pytest.raises(ValueError, match="threads"):
+        profile.profile_step("reference", T=3, batch=8, n=16, repeat=2, threads=0)

@@ -410,6 +410,23 @@ def measured_speedups(cal: Calibration) -> dict:
     return out
 
 
+def measured_threads(cal: Calibration) -> dict:
+    """``{claim id: threads}``: the threads (workers) the parallel method of each :func:`measured_speedups` ratio
+    ran on -- the same fastest row, its options' P (1 without one): what a verdict on that ratio states as
+    ``cores_used``."""
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal: expected a Calibration (see calibrate), got {type(cal).__name__}")
+    out = {}
+    for cid, spec in SEED_SCHEDULES.items():
+        if spec is None:
+            continue
+        config, base, par, _ = spec
+        p = [r for r in cal.rows if r.config == config and r.label.startswith(par) and r.label != base]
+        if p and any(r.label == base for r in cal.rows if r.config == config):
+            out[cid] = _threads(cal, min(p, key=lambda r: r.measured))
+    return out
+
+
 def seed_reasons(cid: str, cal: Calibration, seed_P: int) -> list[tuple[bool, str]]:
     """Why the speed-up :func:`measured_speedups` gives for ``cid`` may differ from the seed's (measured on
     ``seed_P`` processors): ``(condition, sentence)`` pairs, most specific first, every condition a measured
