@@ -4,6 +4,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -35,6 +37,7 @@ def test_matmul_benchmark_providers_table_and_record(tmp_path):
                           "--record", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "GEMM providers at the course's shapes" in out.stdout and "peak here" in out.stdout
+    assert "best GEMM rate in this run: " in out.stdout
     for p in gemm.providers():
         assert f"{p} GF/s" in out.stdout and "kernels" in out.stdout
     for p in gemm.absent():
@@ -44,3 +47,5 @@ def test_matmul_benchmark_providers_table_and_record(tmp_path):
     rec = json.loads((tmp_path / "matmul_providers.json").read_text())
     assert set(rec["providers"]) == set(gemm.providers()) and len(rec["rows"]) == 8
     assert all(set(r["gflops_best"]) == set(gemm.providers()) for r in rec["rows"])
+    best_row = max(max(r["gflops_best"].values()) for r in rec["rows"])
+    assert rec["machine"]["best_gflops"] == pytest.approx(max(rec["machine"]["peak_gflops"], best_row))
