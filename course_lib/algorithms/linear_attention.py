@@ -30,9 +30,12 @@ one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row `
   folds the mask into the operands instead, ``exp(G_i - G_j) = exp(G_i) exp(-G_j)`` with both factors normal
   numbers, which leaves only a triangular mask to apply: GLA's trick, taken only where it is safe. There the
   element-wise passes around the products are fused into numba kernels on cache-sized groups of chunks -- one pass
-  makes ``K exp(G_c - G)`` and the chunk decays, one makes ``Q exp(G)``, ``K exp(-G)`` and places ``S_in`` and ``V``,
-  one masks the scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`; the numba kernels live in :mod:`.linear_attention_kernels`),
-  with no ``O +=`` pass.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
+  makes ``K exp(G_c - G)``, one carries the state over the group's chunks and writes each chunk's incoming state
+  ``S_in`` straight into its product operand, one makes ``Q exp(G)``, ``K exp(-G)`` and places ``V``, one masks the
+  scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`; the numba kernels
+  live in :mod:`.linear_attention_kernels`), with no ``O +=`` pass. The threads take runs of consecutive chunks; each
+  run's own state is carried in cache right after its products, and a scan over the few runs joins them, so the
+  chunk states cross memory once each way and no array of incoming states is ever made.) Per-channel decay cannot be pulled out of ``Q K^T``; each sub-block of ``SUB`` key positions
   is taken relative to its own end (two factors ``<= 1``), and the diagonal sub-blocks are formed
   element-wise (flash-linear-attention's chunk_gla does the same).
 
@@ -56,7 +59,7 @@ from ..core import backend
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
                              check_nonempty, check_positive_int, largest)
 from . import scan as _scan
-from .linear_attention_kernels import fold_outputs, fold_states, folded_buffers, state_scan, tril_scores
+from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, state_scan, tril_scores
 
 __all__ = [
     "METHODS",
@@ -69,6 +72,7 @@ __all__ = [
     "intra_chunk",
     "decay_mask",
     "folded_buffers",
+    "carry_states",
     "chunked_products",
     "chunked_flops",
     "default_chunk",
@@ -360,30 +364,61 @@ def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
                 list(pool.map(run, parts))
 
 
-def _folded_states(K, V, G, dS, a, sl):
-    """Phase 1 on chunks ``sl``: the fused pass, then ``dS = Kw^T V``."""
-    Kw = np.empty_like(K[sl])
-    fold_states(K[sl], G[sl], Kw, a[sl])
-    np.matmul(np.swapaxes(Kw, 1, 2), V[sl], out=dS[sl])
+def _units(BH: int, n: int, threads: int) -> list[tuple[int, slice]]:
+    """The folded path's work units ``(bh, chunks)``: runs of consecutive chunks of one sequence-head (the ``m`` chunk
+    axis is ``(BH, n)``), each head cut in ``ceil(threads / BH)`` runs so that every thread has work."""
+    per = max(1, -(-threads // BH))
+    return [(bh, slice(bh * n + p.start, bh * n + p.stop)) for bh in range(BH) for p in _split(n, per)]
 
 
-def _folded_outputs(Q, K, V, G, S_in, O, sl, products_only=False):
-    """Phase 3 on chunks ``sl``: the fused pass, ``A = Qd Kd^T`` (into ``P``), the mask, then ``O = [Qd | A]
+def _on_units(fn, units, threads: int) -> None:
+    """``fn(unit)`` for every unit on ``threads`` CPU threads, each with one BLAS thread (as :func:`_on_threads`)."""
+    with backend.blas_threads(1):
+        if threads == 1 or len(units) == 1:
+            for u in units:
+                fn(u)
+        else:
+            with ThreadPoolExecutor(min(threads, len(units))) as pool:
+                list(pool.map(fn, units))
+
+
+def _groups(sl: slice, group: int):
+    return (slice(s, min(sl.stop, s + group)) for s in range(sl.start, sl.stop, group))
+
+
+def _folded_states(K, V, G, dS, agg, sl, group):
+    """Phase 1 on the run of chunks ``sl``, a group at a time: the fused pass, ``dS = Kw^T V``, and -- with ``agg``
+    (``(d_k, d_v)``, zeros) -- the run's own state carried over its chunks while ``dS`` is still in cache."""
+    Kw = np.empty_like(K[sl.start:sl.start + group])
+    none = np.empty((0,) + dS.shape[1:], dS.dtype)
+    for gs in _groups(sl, group):
+        kw = Kw[:gs.stop - gs.start]
+        fold_states(K[gs], G[gs], kw)
+        np.matmul(np.swapaxes(kw, 1, 2), V[gs], out=dS[gs])
+        if agg is not None:
+            carry_states(G[gs], dS[gs], agg, none)
+
+
+def _folded_outputs(Q, K, V, G, dS, S, O, sl, group, products_only=False):
+    """Phase 3 on the run of chunks ``sl`` entered with state ``S`` (``(d_k, d_v)``, updated in place to the state
+    after the run), a group at a time: the state scan writes each chunk's incoming state into ``R``, the fused pass
+    fills ``P = [Qd | .]``, ``Kd`` and ``R = [S_in ; V]``, then ``A = Qd Kd^T`` (into ``P``), the mask, and ``O = [Qd | A]
     [S_in ; V]``. ``products_only``: the two products alone, on the same shapes (for :func:`chunked_products`)."""
     d_k = Q.shape[2]
-    g = sl.stop - sl.start
-    buf = folded_buffers(g, Q.shape[1], d_k, V.shape[2], Q.dtype)
-    P, R, Kd = buf["P"], buf["R"], buf["Kd"]
+    buf = folded_buffers(min(group, sl.stop - sl.start), Q.shape[1], d_k, V.shape[2], Q.dtype)
     if products_only:
-        P[:] = 0.5
-        R[:] = 0.5
-        Kd[:] = 0.5
-    else:
-        fold_outputs(Q[sl], K[sl], G[sl], S_in[sl], V[sl], P, Kd, R)
-    np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
-    if not products_only:
-        tril_scores(P, d_k)
-    np.matmul(P, R, out=O[sl])
+        for x in buf.values():
+            x[:] = 0.5
+    for gs in _groups(sl, group):
+        g = gs.stop - gs.start
+        P, R, Kd = buf["P"][:g], buf["R"][:g], buf["Kd"][:g]
+        if not products_only:
+            carry_states(G[gs], dS[gs], S, R)
+            fold_outputs(Q[gs], K[gs], G[gs], V[gs], P, Kd, R)
+        np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
+        if not products_only:
+            tril_scores(P, d_k)
+        np.matmul(P, R, out=O[gs])
 
 
 def _group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
@@ -393,17 +428,35 @@ def _group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
 
 def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     """Scalar decay, every chunk above ``-FOLD_LIMIT``: the fused path. ``Q, K (m, c, d_k)``, ``V (m, c, d_v)``,
-    ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v))``."""
+    ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v))``.
+
+    Three phases over runs of chunks (:func:`_units`), each run on one thread a cache-sized group at a time:
+    (1) the chunks' own states ``dS`` and each run's own state (for every run but a head's last); (2) the state
+    entering each run, a scan over the runs of each head (a few per head); (3) the scan inside each run writes each
+    chunk's incoming state straight into its product operand, then the outputs. ``dS`` is written once and read
+    once; no array of incoming states is ever made."""
     m, c, d_k = Q.shape
     d_v = V.shape[2]
-    dS, a = np.empty((m, d_k, d_v), Q.dtype), np.empty((m, d_k), Q.dtype)
-    S_in, O = np.empty((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
+    BH = B * heads
+    units = _units(BH, n, threads)
+    last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
+    dS, O = np.empty((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
+    agg = np.zeros((len(units), d_k, d_v), Q.dtype)
     group = _group(c, d_k, d_v, Q.dtype.itemsize)
-    _on_threads(lambda sl: _folded_states(K, V, G, dS, a, sl), m, threads, group)
-    S_last = S_init.reshape(B * heads, d_k, d_v).copy()
-    state_scan(a.reshape(B * heads, n, d_k), dS.reshape(B * heads, n, d_k, d_v), S_last,
-                S_in.reshape(B * heads, n, d_k, d_v))
-    _on_threads(lambda sl: _folded_outputs(Q, K, V, G, S_in, O, sl), m, threads, group)
+    _on_units(lambda i: _folded_states(K, V, G, dS, None if last[i] else agg[i], units[i][1], group),
+              range(len(units)), threads)
+    S_enter = np.empty_like(agg)
+    S_last = S_init.reshape(BH, d_k, d_v).copy()
+    for bh in range(BH):            # phase 2: a run's log decay is the sum of its chunks' (G is cumulative per chunk)
+        ids = [i for i, (h, _) in enumerate(units) if h == bh]     # consecutive
+        S = S_last[bh].copy()
+        Gu = np.array([[G[units[i][1], -1].sum()] for i in ids[:-1]]).reshape(-1, 1)
+        carry_states(Gu, agg[ids[0]:ids[-1]], S, S_enter[ids[0]:ids[-1]])
+        S_enter[ids[-1]] = S
+    _on_units(lambda i: _folded_outputs(Q, K, V, G, dS, S_enter[i], O, units[i][1], group), range(len(units)), threads)
+    for i, (bh, _) in enumerate(units):
+        if last[i]:
+            S_last[bh] = S_enter[i]
     return O, S_last
 
 
@@ -482,14 +535,17 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
         raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
     m, _, d_k = Q.shape
     d_v = V.shape[2]
-    dS, S_in, O = np.empty((m, d_k, d_v), Q.dtype), np.full((m, d_k, d_v), 0.5, Q.dtype), np.empty((m, c, d_v), Q.dtype)
+    dS, S, O = np.empty((m, d_k, d_v), Q.dtype), np.zeros((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
     group = _group(c, d_k, d_v, Q.dtype.itemsize)
+    units = _units(q.shape[1] * q.shape[2], n, threads)
 
-    def products(sl):
-        np.matmul(np.swapaxes(K[sl], 1, 2), V[sl], out=dS[sl])
-        _folded_outputs(Q, K, V, G, S_in, O, sl, products_only=True)
+    def products(unit):
+        sl = unit[1]
+        for gs in _groups(sl, group):
+            np.matmul(np.swapaxes(K[gs], 1, 2), V[gs], out=dS[gs])
+        _folded_outputs(Q, K, V, G, dS, S[sl.start], O, sl, group, products_only=True)
 
-    return lambda: _on_threads(products, m, threads, group)
+    return lambda: _on_units(products, units, threads)
 
 
 # --------------------------------------------------------------------------- public entry point

@@ -4,8 +4,10 @@ element-wise passes around the chunk products, fused, and the scan over chunk st
 the inputs, cuts them into chunks and runs the products.
 
 ``state_scan(a, dS, S, S_in)``                       the chunk states, one element-wise recurrence over chunks
-``fold_states(K, G, Kw, a)``                         scalar decay: the pass before the chunk-state products
-``fold_outputs(Q, K, G, S_in, V, P, Kd, R)``         scalar decay: the pass before the output products
+``fold_states(K, G, Kw)``                            scalar decay: the pass before the chunk-state products
+``carry_states(G, dS, S, R)``                        scalar decay: the state scan over one run of chunks, writing
+                                                     each chunk's incoming state into its product operand
+``fold_outputs(Q, K, G, V, P, Kd, R)``               scalar decay: the pass before the output products
 ``tril_scores(P, d_k)``                              the causal mask on the scores, in place
 ``folded_buffers(g, c, d_k, d_v, dtype)``            one group's buffers for those passes and products
 
@@ -22,7 +24,7 @@ from numba import njit, prange
 
 from .scan_kernels import TINY
 
-__all__ = ["state_scan", "fold_states", "fold_outputs", "tril_scores", "folded_buffers"]
+__all__ = ["state_scan", "fold_states", "carry_states", "fold_outputs", "tril_scores", "folded_buffers"]
 
 
 @njit(parallel=True, cache=True)
@@ -48,11 +50,11 @@ def state_scan(a, dS, S, S_in):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def fold_states(K, G, Kw, a):
+def fold_states(K, G, Kw):
     """Scalar decay, the element-wise pass before the chunk-state products, in one (no GIL: the caller's threads run
     it side by side). ``K (g, c, d_k)``, ``G (g, c)`` cumulative log decays (float64, each chunk above
-    ``-FOLD_LIMIT``) -> ``Kw = K exp(G_c - G_i)`` ``(g, c, d_k)`` and the chunk decays ``a (g, d_k) = exp(G_c)``.
-    Every factor lies in ``[exp(-40), 1]``: a normal float32 number (no subnormal product here)."""
+    ``-FOLD_LIMIT``) -> ``Kw = K exp(G_c - G_i)`` ``(g, c, d_k)``. Every factor lies in ``[exp(-40), 1]``: a normal
+    float32 number (no subnormal product here)."""
     g_, c, d_k = K.shape
     for b in range(g_):
         last = G[b, c - 1]
@@ -61,17 +63,41 @@ def fold_states(K, G, Kw, a):
             k, kw = K[b, i], Kw[b, i]
             for j in range(d_k):
                 kw[j] = k[j] * ew
-        ea = K.dtype.type(math.exp(last))
-        for j in range(d_k):
-            a[b, j] = ea
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def fold_outputs(Q, K, G, S_in, V, P, Kd, R):
+def carry_states(G, dS, S, R):
+    """Scalar decay, the state scan over a run of consecutive chunks of ONE sequence-head, in place (no GIL: each of
+    the caller's threads carries its own run). For each chunk ``b`` in order: ``R[b, :d_k] = S`` (the state entering
+    it; skipped when ``R`` has no rows), then ``S = exp(G[b, c-1]) S + dS[b]``. ``G (g, c)`` cumulative log decays,
+    ``dS (g, d_k, d_v)`` the chunks' own states, ``S (d_k, d_v)`` the state entering chunk 0 (ends as the state after
+    the last), ``R (g, >= d_k, d_v)`` or ``(0, ...)`` (rows past ``d_k`` untouched). A state entry below ``TINY`` is
+    flushed to 0 (no subnormal arithmetic, as in :func:`state_scan`)."""
+    g_, c = G.shape
+    d_k, d_v = S.shape
+    tiny = S.dtype.type(TINY)
+    zero = S.dtype.type(0)
+    write = R.shape[0] > 0
+    for b in range(g_):
+        a = S.dtype.type(math.exp(G[b, c - 1]))
+        for i in range(d_k):
+            row, src = S[i], dS[b, i]
+            if write:
+                dst = R[b, i]
+                for j in range(d_v):
+                    dst[j] = row[j]
+            for j in range(d_v):
+                x = a * row[j] + src[j]
+                row[j] = x if not (abs(x) < tiny) else zero
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def fold_outputs(Q, K, G, V, P, Kd, R):
     """Scalar decay, the element-wise passes before the output products of a group of chunks, in one: ``P[:, :, :d_k]
     = Qd = Q exp(G_i)``, ``Kd = K exp(-G_i)`` (both factors within ``exp(+-FOLD_LIMIT)``: normal numbers), and the
-    stacked right operand ``R = [S_in ; V]``. ``Q, K, Kd (g, c, d_k)``, ``G (g, c)``, ``S_in (g, d_k, d_v)``, ``V (g,
-    c, d_v)``, ``P (g, c, d_k + c)``, ``R (g, d_k + c, d_v)``: C-contiguous, written whole rows at a time."""
+    values below the incoming states in the stacked right operand, ``R[:, d_k:] = V`` (:func:`carry_states` wrote
+    ``R[:, :d_k] = S_in``). ``Q, K, Kd (g, c, d_k)``, ``G (g, c)``, ``V (g, c, d_v)``, ``P (g, c, d_k + c)``,
+    ``R (g, d_k + c, d_v)``: C-contiguous, written whole rows at a time."""
     g_, c, d_k = Q.shape
     d_v = V.shape[2]
     for b in range(g_):
@@ -82,10 +108,6 @@ def fold_outputs(Q, K, G, S_in, V, P, Kd, R):
             for j in range(d_k):
                 qd[j] = q[j] * eq
                 kd[j] = k[j] * ek
-        for i in range(d_k):
-            src, dst = S_in[b, i], R[b, i]
-            for j in range(d_v):
-                dst[j] = src[j]
         for i in range(c):
             src, dst = V[b, i], R[b, d_k + i]
             for j in range(d_v):

@@ -71,7 +71,68 @@ def test_chunked_products_runs_the_products_and_refuses_what_it_does_not_time():
     raises_naming(ValueError, "threads", la.chunked_products, q, k, v, dec, threads=0)
 
 
+def test_carry_states_writes_each_incoming_state_and_ends_at_the_last():
+    rng = np.random.default_rng(0)
+    G = np.cumsum(np.log(rng.uniform(0.5, 1.0, (5, 4))), axis=1)
+    dS = rng.standard_normal((5, 3, 2))
+    S0 = rng.standard_normal((3, 2))
+    R = np.full((5, 4, 2), 7.0)
+    S = S0.copy()
+    la.carry_states(G, dS, S, R)
+    ref = S0.copy()
+    for b in range(5):
+        np.testing.assert_allclose(R[b, :3], ref, rtol=1e-13)
+        ref = np.exp(G[b, -1]) * ref + dS[b]
+    np.testing.assert_allclose(S, ref, rtol=1e-13)
+    assert np.all(R[:, 3:] == 7.0)                              # rows past d_k untouched
+    S2 = S0.copy()
+    la.carry_states(G, dS, S2, np.empty((0, 3, 2)))             # no rows: carry only
+    np.testing.assert_array_equal(S2, S)
+
+
 def test_folded_buffers_shapes():
     b = la.folded_buffers(5, 4, 3, 2, np.float32)
     assert {k: v.shape for k, v in b.items()} == {"P": (5, 4, 7), "R": (5, 7, 2), "Kd": (5, 4, 3)}
     assert all(v.dtype == np.float32 and v.flags.c_contiguous for v in b.values())
+
+
+@pytest.mark.parametrize("T, chunk, B, heads", [
+    (203, 16, 1, 1),      # one head cut in runs; T not a multiple of the chunk
+    (203, 16, 1, 3),      # fewer heads than threads: each head in runs
+    (97, 8, 2, 3),        # batch and heads, a partial last chunk
+    (40, 16, 1, 1)])      # fewer chunks (3) than threads: some runs of one chunk
+@pytest.mark.parametrize("threads", [1, 2, 5, 16])
+def test_runs_of_chunks_on_any_number_of_threads_equal_the_float64_loop(T, chunk, B, heads, threads):
+    """The fused path cuts each head's chunks in runs (one per thread where heads are few), carries each run's own
+    state, and joins the runs by a scan over them: any cut gives the loop's numbers and final state."""
+    q, k, v, dec = la.random_problem(T, B, heads, 8, 6, low=0.85, high=1.0, seed=T + threads)
+    S0 = np.random.default_rng(threads).standard_normal((B, heads, 8, 6)).astype(np.float32)
+    o, S = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=chunk, S0=S0, return_state=True,
+                                      threads=threads)
+    ref, S_ref = la.recurrence_float64(q, k, v, dec, S0, return_state=True)
+    tol = 2e-6 * math.sqrt(T) + 1e-6
+    assert _err(o, ref) < tol and _err(S, S_ref) < tol
+    if threads > 1:   # the runs change the order of float32 sums only
+        one = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=chunk, S0=S0, threads=1)
+        assert _err(o, one) < tol
+
+
+def test_runs_split_every_head_and_cover_every_chunk_once():
+    for BH, n, threads in ((1, 10, 2), (3, 10, 8), (4, 10, 2), (2, 1, 16)):
+        units = la._units(BH, n, threads)
+        covered = np.concatenate([np.arange(sl.start, sl.stop) for _, sl in units])
+        assert np.array_equal(covered, np.arange(BH * n))                      # in order, each chunk once
+        assert all(bh * n <= sl.start < sl.stop <= (bh + 1) * n for bh, sl in units)  # a run stays in its head
+        assert len(units) >= min(threads, BH * n)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_awkward_sizes_equal_the_float64_loop(per_channel, threads):
+    """T a prime (never a multiple of the chunk), heads and batch > 1, d_k != d_v, both kinds of decay."""
+    q, k, v, dec = la.random_problem(131, 2, 3, 12, 7, per_channel=per_channel, low=0.8, high=1.0, seed=7)
+    for chunk in (1, 10, 64, 131, None):
+        o, S = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=chunk, threads=threads,
+                                          return_state=True)
+        ref, S_ref = la.recurrence_float64(q, k, v, dec, return_state=True)
+        assert _err(o, ref) < 3e-5 and _err(S, S_ref) < 3e-5
