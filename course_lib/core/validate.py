@@ -439,3 +439,20 @@ def largest(**sizes: int) -> str:
 
 
 __all__ += ["largest"]
+
+
+def read_json(path, name: str, what: str):
+    """The JSON document at ``path``, which should hold ``what`` (e.g. "a saved Machine"). A missing file raises
+    FileNotFoundError, a file that is not JSON ValueError, both naming the argument ``name`` and the path."""
+    import json
+
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise TypeError(f"{name}: expected a file name (str or path), got {type(path).__name__} {path!r:.60}")
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{name}: {path!r} does not exist (expected {what})")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{name}: {path!r} is not {what} (not JSON: {exc})") from None

@@ -148,3 +148,23 @@ def test_check_dtype_and_to_builtin():
 def test_check_choice_with_unhashable_or_array_values():
     raises_naming(ValueError, "method", v.check_choice, np.arange(3), "method", ("a", "b"))
     raises_naming(ValueError, "method", v.check_choice, [1], "method", ("a", "b"))
+
+
+def test_read_json_names_the_argument_and_the_file(tmp_path):
+    from course_lib.core.validate import read_json
+
+    good = tmp_path / "good.json"
+    good.write_text('{"a": [1, 2]}', encoding="utf-8")
+    assert read_json(good, "path", "a record") == {"a": [1, 2]}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^directory: .*bad\.json' is not a record \(not JSON"):
+        read_json(bad, "directory", "a record")
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValueError, match="^path: .* is not a saved Machine"):
+        read_json(binary, "path", "a saved Machine")
+    with pytest.raises(FileNotFoundError, match=r"^path: .*absent\.json' does not exist \(expected a record\)"):
+        read_json(tmp_path / "absent.json", "path", "a record")
+    with pytest.raises(TypeError, match="^path: expected a file name"):
+        read_json(3, "path", "a record")

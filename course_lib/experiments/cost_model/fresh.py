@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ...core import timing
-from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_repeat
+from ...core.validate import check_choice, check_float, check_int, check_positive_int, check_repeat, read_json
 from .advice import advise, first_choice
 from .execute import ONE_THREAD, measure, runnable
 from .machine import Machine
@@ -254,13 +254,7 @@ def load_record(directory) -> tuple[Machine, dict]:
     if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
         raise TypeError(f"directory: expected a folder name, got {directory!r:.60}")
     path = os.path.join(directory, "record.json")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"directory: no record.json in {os.fspath(directory)!r}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            rec = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"directory: {path!r} is not a record (not JSON: {exc})") from None
+    rec = read_json(path, "directory", "a record")
     if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or \
             not isinstance(rec.get("holdout"), dict) or not isinstance(rec.get("fresh"), list):
         raise ValueError(f"directory: {path!r} is not a record in the format {RECORD_FORMAT!r}")

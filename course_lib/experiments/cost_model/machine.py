@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from ...core import timing
-from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str
+from ...core.validate import check_bool, check_choice, check_float, check_positive_int, check_str, read_json
 
 __all__ = ["GPU", "Machine", "check_rates", "log_interp", "GEMM_ROWS", "GEMM_SIZES", "use_measurer", "FORMAT"]
 
@@ -287,13 +287,7 @@ class Machine:
         """The machine :meth:`save` wrote to ``path``. A file that is not one (not JSON, another format, an
         unknown or missing field, a value a Machine refuses) raises ValueError naming ``path`` and the field."""
         path = _check_path(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"path: no saved machine at {path!r}")
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"path: {path!r} is not a saved Machine (not JSON: {exc})") from None
+        data = read_json(path, "path", "a saved Machine")
         try:
             return _decode_machine(data)
         except (TypeError, ValueError, KeyError) as exc:
