@@ -36,7 +36,7 @@ Public API
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
 ``gradients(params, X, Y, *, workspace=None, h0=None) -> (RNNParams of gradients, loss)``
 ``step_flops(T, batch, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
-``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation
+``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation (:mod:`.numpy_step`)
 ``fused_kernels(method)`` -- the six fused element-wise kernels, ``"loop"`` or ``"prange"``
 ``prepare(params, X, Y, h0=None, workspace=None)`` -- validated, contiguous inputs and a workspace
 
@@ -45,7 +45,6 @@ The phase functions (``forward_into``, ``output_pre_activation_into``, ``output_
 """
 from __future__ import annotations
 
-import math
 import types as _pytypes
 from dataclasses import dataclass
 
@@ -57,7 +56,9 @@ from ..algorithms.activations import fast_tanh
 from ..core import backend
 from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float,
                               check_int, check_positive_int, largest)
+from .numpy_step import NumpyStep
 from .rnn import RNNParams
+from .step_checks import check_grads, check_loss
 
 __all__ = [
     "Workspace",
@@ -330,7 +331,7 @@ def prepare(params, X, Y, h0=None, workspace=None):
     Whh = _same(check_array(params.Whh, "params.Whh", shape=("nh", "nh"), dims=dims), "params.Whh", dt)
     Why = _same(check_array(params.Why, "params.Why", shape=("nh", "ny"), dims=dims), "params.Why", dt)
     # X and Y are the big arrays: no separate finiteness pass over them here (it would cost
-    # ~3% of a step); a non-finite loss is traced back to them afterwards (_check_loss).
+    # ~3% of a step); a non-finite loss is traced back to them afterwards (step_checks).
     X = _same(check_array(X, "X", shape=("T", "B", "nx"), dims=dims, finite=False), "X", dt)
     Y = _same(check_array(Y, "Y", shape=("T", "B", "ny"), dims=dims, finite=False), "Y", dt)
     X = np.ascontiguousarray(X)  # documented copy for strided input (reshape needs contiguity)
@@ -349,30 +350,6 @@ def prepare(params, X, Y, h0=None, workspace=None):
             f"got arrays for {(T, B, nx, nh, ny, dt.name)}")
     params = RNNParams(np.ascontiguousarray(Wxh), np.ascontiguousarray(Whh), np.ascontiguousarray(Why))
     return params, X, Y, h0, workspace
-
-
-def _check_loss(loss: float, X, Y, h0) -> float:
-    """A non-finite loss means non-finite inputs (named here) or diverged weights."""
-    if not math.isfinite(loss):
-        _blame(X, Y, h0)
-        raise FloatingPointError(f"the loss is {loss}: the weights have diverged; use a smaller lr")
-    return loss
-
-
-def _blame(X, Y, h0) -> None:
-    """Raise ValueError naming the first non-finite input (only called once something is non-finite)."""
-    for a, name in ((X, "X"), (Y, "Y"), (h0, "h0")):
-        if a is not None:
-            check_array(a, name, dtype=None)  # raises ValueError naming the first bad entry
-
-
-def _check_grads(grads, X, Y, h0) -> None:
-    """The loss can stay finite while the gradients are not: ``tanh`` saturates an ``inf`` in X to
-    a finite hidden state, but ``Xᵀ Δz`` then holds ``inf * 0 = NaN``. Checking the three gradient
-    matrices costs O(weights), nothing next to the step; only then are X, Y, h0 searched."""
-    if not all(np.isfinite(g).all() for g in grads):
-        _blame(X, Y, h0)
-        raise FloatingPointError("the gradients are non-finite: the weights have diverged; use a smaller lr")
 
 
 # --------------------------------------------------------------------------- the phases
@@ -481,14 +458,14 @@ def gradients(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, workspace: Wor
     """
     params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
     loss = _run(ws, params, X, Y, h0)
-    _check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
+    check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return RNNParams(ws.gWxh.copy(), ws.gWhh.copy(), ws.gWhy.copy()), loss
 
 
 def _run(ws, params, X, Y, h0) -> float:
     forward_into(ws, params, X, h0)
     output_pre_activation_into(ws, params)
-    loss = _check_loss(output_delta_into(ws, Y), X, Y, h0)
+    loss = check_loss(output_delta_into(ws, Y), X, Y, h0)
     backward_into(ws, params)
     weight_gradients_into(ws, X, h0)
     return loss
@@ -511,76 +488,5 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
         backend.set_threads(check_int(threads, "threads", low=1, high=int(numba.config.NUMBA_NUM_THREADS)))
     params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
     loss = _run(ws, params, X, Y, h0)
-    _check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
+    check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return descend(params, ws, lr, inplace=inplace), loss
-
-
-# --------------------------------------------------------------------------- the same step, unfused
-class NumpyStep:
-    """Plain numpy, written carefully: one GEMM for each of X Wxh, H Why, Δŷ Whyᵀ and the three
-    gradients, preallocated buffers, ``np.matmul(..., out=)`` and ufuncs with ``out=`` -- but no
-    fused kernels: each element-wise operation is its own pass over memory, single-threaded.
-    The "separate passes" side of chapter 05's fusion comparison and a benchmark column."""
-
-    def __init__(self, T, batch, nx, nh, ny, dtype=np.float32):
-        T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
-        dtype = check_dtype(dtype, "dtype")
-        check_alloc((T, batch, 2 * nh + 2 * ny), dtype, "T", what="the NumpyStep buffers")
-        self.dtype = dtype
-        self.shape = (T, batch, nx, nh, ny)
-        e = lambda *s: np.empty(s, dtype)  # noqa: E731
-        self.H, self.D, self.DZ = e(T, batch, nh), e(T, batch, ny), e(T, batch, nh)
-        self.tmp, self.tmp2 = e(batch, nh), e(T, batch, ny)
-        self.g = [e(nx, nh), e(nh, nh), e(nh, ny)]
-
-    def __call__(self, p: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float):
-        """One step, updating ``p``'s arrays in place; returns ``(p, loss)``. X (T, B, nx), Y (T, B, ny)."""
-        lr = check_float(lr, "lr", low=0.0)
-        if not isinstance(p, RNNParams):
-            raise TypeError(f"p: expected an RNNParams, got {type(p).__name__}")
-        X = check_array(X, "X", ndim=3, dtype=self.dtype, finite=False)
-        T, B, nx = X.shape
-        if (T, B, nx, p.nh, p.ny) != self.shape:
-            raise ValueError(f"X, params: this NumpyStep was made for (T, B, nx, nh, ny) = {self.shape}, "
-                             f"got {(T, B, nx, p.nh, p.ny)}")
-        for name, shape in (("Wxh", (nx, self.shape[3])), ("Whh", self.shape[3:4] * 2), ("Why", self.shape[3:])):
-            check_array(getattr(p, name), f"p.{name}", shape=shape, dtype=self.dtype)  # updated in place: no ints
-        Y = check_array(Y, "Y", shape=(T, B, self.shape[4]), dtype=self.dtype, finite=False)
-        nh, ny = p.Whh.shape[0], p.Why.shape[1]
-        H, D, DZ, tmp, tmp2 = self.H, self.D, self.DZ, self.tmp, self.tmp2
-        H2, D2, DZ2 = H.reshape(T * B, nh), D.reshape(T * B, ny), DZ.reshape(T * B, nh)
-        np.matmul(X.reshape(T * B, nx), p.Wxh, out=H2)
-        np.tanh(H[0], out=H[0])
-        for t in range(1, T):
-            np.matmul(H[t - 1], p.Whh, out=tmp)
-            np.add(H[t], tmp, out=H[t])
-            np.tanh(H[t], out=H[t])
-        np.matmul(H2, p.Why, out=D2)
-        np.tanh(D, out=D)                              # ŷ
-        np.subtract(D, Y, out=tmp2)                    # e = ŷ − y
-        loss = float(np.vdot(tmp2, tmp2))
-        np.multiply(D, D, out=D)                       # ŷ²
-        np.subtract(1, D, out=D)                       # 1 − ŷ²
-        np.multiply(D, tmp2, out=D)
-        np.multiply(D, 2, out=D)                       # Δŷ = 2 e (1 − ŷ²)
-        np.matmul(D2, p.Why.T, out=DZ2)
-        sq = tmp2.reshape(T, B, ny)[0] if ny == nh else np.empty((B, nh), H.dtype)
-        for t in range(T - 1, -1, -1):
-            if t < T - 1:
-                np.matmul(DZ[t + 1], p.Whh.T, out=tmp)
-                np.add(DZ[t], tmp, out=DZ[t])
-            np.multiply(H[t], H[t], out=sq)
-            np.subtract(1, sq, out=sq)
-            np.multiply(DZ[t], sq, out=DZ[t])
-        gx, gh, gy = self.g
-        np.matmul(H2.T, D2, out=gy)
-        np.matmul(H[:-1].reshape((T - 1) * B, nh).T, DZ[1:].reshape((T - 1) * B, nh), out=gh)
-        np.matmul(X.reshape(T * B, nx).T, DZ2, out=gx)
-        if not math.isfinite(loss):  # checked after the fact (as the fused step does): no extra pass
-            _blame(X, Y, None)
-        _check_grads(self.g, X, Y, None)
-        for w, g in zip((p.Wxh, p.Whh, p.Why), self.g):
-            g *= lr
-            w -= g
-        return p, loss
