@@ -8,7 +8,8 @@ kernel (:func:`course_lib.algorithms.scan.kernel_for` names it) and checks the r
 ``channels(a, x, h0, h, bounds)``           parallel over channel groups, each the serial loop (``channel_group``)
 ``chunked(a, x, h0, h, bounds)``            the textbook split: reduce chunks -> carries -> expand, one thread
 ``chunked_par(a, x, h0, h, bounds)``        the same on numba threads
-``lanes(a, x, h0, h, K)``                   one thread, K SIMD lanes per channel over time
+``lanes(a, x, h0, h, K)``                   one thread, K SIMD lanes per channel over time (one channel with
+                                            16 lanes: :mod:`~course_lib.algorithms.scan_lanes`' L1 blocks)
 ``chunked_blocked(a, x, h0, h, p, L, K, c0)``  p threads, cache-blocked and pipelined, lanes or the channel loop
 ``phase_reduce``, ``phase_carries``, ``phase_expand``  the textbook split's three phases (timed one by one)
 ``level(sA, sB, dA, dB, d, N)``             one doubling pass of the lane windows
@@ -30,6 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..core.validate import check_positive_int
+from . import scan_lanes
 
 __all__ = [
     "TINY",
@@ -52,7 +54,7 @@ __all__ = [
     "STREAM_BLOCK",
 ]
 
-TINY = 1e-30  # running products below this are flushed to zero (subnormal arithmetic is slow)
+TINY = scan_lanes.TINY  # running products below this are flushed to zero (subnormal arithmetic is slow)
 
 # --------------------------------------------------------------------------- sequential (numba)
 @njit(cache=True)
@@ -335,9 +337,19 @@ def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out, WA, WB):
 
 
 @njit(cache=True)
+def _flat_lanes(n, K):
+    """Whether ``n`` channels with ``K`` lanes run :mod:`~course_lib.algorithms.scan_lanes` (one channel, 16
+    lanes: windows made in L1 blocks in two passes) rather than the windows of :func:`_windows`."""
+    return n == 1 and K == scan_lanes.LANES
+
+
+@njit(cache=True)
 def lanes(a, x, h0, h, K):
     """One thread, K lanes per channel, over the whole ``(T, n)`` problem."""
     T, n = a.shape
+    if _flat_lanes(n, K):
+        scan_lanes.scan(a.reshape(T), x.reshape(T), h0.copy(), h.reshape(T))
+        return
     W = K * n
     scratch = np.empty((4, max(W, (LANE_TILE // W) * W)), a.dtype)
     prev = np.empty(W, a.dtype)
@@ -348,10 +360,12 @@ def lanes(a, x, h0, h, K):
 @njit(cache=True)
 def _chunk_scan(a, x, carry, h, K, scratch, prev):
     """Scan one chunk ``(L, n)`` from ``carry``: the channel loop (K = 1) or K lanes."""
+    L, n = a.shape
     if K == 1:
         sequential(a, x, carry, h)
+    elif _flat_lanes(n, K):
+        scan_lanes.scan(a.reshape(L), x.reshape(L), carry.copy(), h.reshape(L))
     else:
-        L, n = a.shape
         c = carry.copy()
         _lanes_scan(a.reshape(L * n), x.reshape(L * n), c, h.reshape(L * n), n, K, scratch, prev)
 
@@ -359,22 +373,30 @@ def _chunk_scan(a, x, carry, h, K, scratch, prev):
 @njit(cache=True)
 def _chunk_reduce(a, x, A, B, K, scratch, PA, PB, WA, WB):
     """Compose one chunk ``(L, n)`` into ``(A, B) (n,)``: the channel loop (K = 1) or K lanes (which
-    keep the chunk's windows in ``WA, WB`` for :func:`_lanes_expand`)."""
+    keep the chunk's windows in ``WA, WB`` for :func:`_lanes_expand`; one channel on 16 lanes keeps nothing)."""
+    L, n = a.shape
     if K == 1:
         _reduce_chunk(a, x, A, B)
+    elif _flat_lanes(n, K):
+        AB = np.empty(2, a.dtype)
+        scan_lanes.compose(a.reshape(L), x.reshape(L), AB)
+        A[0] = AB[0]
+        B[0] = AB[1]
     else:
-        L, n = a.shape
         _lanes_reduce(a.reshape(L * n), x.reshape(L * n), n, K, scratch, PA, PB, A, B, WA[:L * n], WB[:L * n])
 
 
 @njit(cache=True)
 def _chunk_expand(a, x, carry, h, K, WA, WB, prev):
     """Expand one chunk ``(L, n)`` that this thread reduced: the channel loop re-reads ``a, x`` from
-    its cache (K = 1); with lanes the kept windows leave only the rows to run."""
+    its cache (K = 1; one channel on 16 lanes, :mod:`~course_lib.algorithms.scan_lanes`, too); with other
+    lanes the kept windows leave only the rows to run."""
+    L, n = a.shape
     if K == 1:
         sequential(a, x, carry, h)
+    elif _flat_lanes(n, K):
+        scan_lanes.scan(a.reshape(L), x.reshape(L), carry.copy(), h.reshape(L))
     else:
-        L, n = a.shape
         _lanes_expand(WA[:L * n], WB[:L * n], carry, h.reshape(L * n), n, K, prev)
 
 
@@ -400,7 +422,7 @@ def chunked_blocked(a, x, h0, h, p, L, K, c0):
     tile = max(W, (LANE_TILE // W) * W)
     scratch = np.empty((p, 4, tile), a.dtype)
     lane = np.empty((p, 3, W), a.dtype)  # prev, PA, PB per thread
-    keep = L * n if K > 1 else 0
+    keep = L * n if K > 1 and not _flat_lanes(n, K) else 0
     WA = np.empty((p, keep), a.dtype)  # windows kept between reduce and expand (lanes only)
     WB = np.empty((p, keep), a.dtype)
     A = np.empty((p, n), a.dtype)
