@@ -97,7 +97,8 @@ def check_inputs(q, k, v, decay, S0=None):
     v = check_nonempty(check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims), "v")
     decay = check_array(decay, "decay", ndim=(3, 4))
     per_channel = decay.ndim == 4
-    check_array(decay, "decay", shape=("T", "B", "heads", "d_k") if per_channel else ("T", "B", "heads"), dims=dims)
+    check_array(decay, "decay", shape=("T", "B", "heads", "d_k") if per_channel else ("T", "B", "heads"), dims=dims,
+                finite=False)   # checked just above
     if decay.size and (decay.min() < 0 or decay.max() > 1):
         raise ValueError(f"decay: expected values in [0, 1] (a decay per step), got range "
                          f"[{decay.min():.3g}, {decay.max():.3g}]")

@@ -101,6 +101,9 @@ def check_dtype_float(x: np.ndarray, name: str) -> None:
 
 def check_finite(x: np.ndarray, name: str) -> None:
     """Reject NaN and +-inf, saying where the first one is."""
+    with np.errstate(all="ignore"):   # a sum of huge finite values may overflow: then the element check decides
+        if np.isfinite(x.sum()):      # NaN and inf survive any sum: a finite sum clears every element, no mask made
+            return
     finite = np.isfinite(x)
     if not finite.all():
         idx = np.unravel_index(int(np.argmin(finite.ravel())), x.shape) if x.ndim else ()

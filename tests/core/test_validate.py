@@ -50,6 +50,23 @@ def test_non_finite_rejected_with_location():
     v.check_array(x, "X", finite=False)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_finite_check_sees_through_sums_that_overflow_or_cancel(dtype):
+    """check_finite clears an array by its sum when the sum is finite; a sum that overflows (huge finite values) or
+    a NaN/inf between them falls back to the element check: the verdict is always the elements'."""
+    big = np.full(64, np.finfo(dtype).max / 2, dtype)
+    v.check_array(big, "X")                            # the sum overflows, every element is finite: accepted
+    for bad in (np.nan, np.inf, -np.inf):
+        x = big.copy()
+        x[::2] *= -1                                   # the sum cancels to 0 ...
+        x[37] = bad                                    # ... and one element is not finite
+        with pytest.raises(ValueError, match=r"X: contains 1 non-finite value\(s\); the first is .* at index \(37,\)"):
+            v.check_array(x, "X")
+    x = np.array([np.inf, -np.inf], dtype)             # inf - inf = nan: still caught
+    with pytest.raises(ValueError, match="X: contains 2 non-finite"):
+        v.check_array(x, "X")
+
+
 def test_min_size_ndim_and_contiguity():
     with pytest.raises(ValueError, match=r"X: T \(axis 0\) must be >= 1, got shape \(0, 2, 3\)"):
         v.check_array(np.zeros((0, 2, 3)), "X", shape=("T", "B", 3), min_size={"T": 1})
