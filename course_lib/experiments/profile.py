@@ -188,7 +188,7 @@ def profile_step(method: str = "fast", T: int = 10, batch: int = 256, n: int = 2
         threads = check_positive_int(threads, "threads", high=backend.max_threads())
     clock = time.thread_time if threads == 1 else time.perf_counter
     if method == "fast":
-        ws = fast_rnn.make_workspace(T, batch, n, n, n, dtype)
+        ws = fast_rnn.make_workspace(T, batch, n, n, n, dtype, groups=1)  # the phases run on one group
         run = lambda: fast_step_phased(params, X, Y, 1e-4, workspace=ws, clock=clock)  # noqa: E731
     else:
         run = lambda: reference_step_phased(params, X, Y, 1e-4, clock=clock)  # noqa: E731

@@ -4,7 +4,7 @@ Same maths as :mod:`course_lib.models.rnn` (row vectors, time-major ``(T, B, fea
 
     h_t  = tanh(x_t Wxh + h_{t-1} Whh)        ŷ_t = tanh(h_t Why)        E = Σ (ŷ_t − y_t)²
 
-but organised the way the hardware likes it. Five ideas, each worth a chapter section:
+but organised the way the hardware likes it. Six ideas, each worth a chapter section:
 
 1. **One GEMM for the input projection of all time steps.** ``x_t Wxh`` does not depend on
    ``h_{t-1}``, so ``X.reshape(T*B, nx) @ Wxh`` computes it for every ``t`` at once, into the
@@ -29,24 +29,38 @@ but organised the way the hardware likes it. Five ideas, each worth a chapter se
    :func:`course_lib.core.backend.set_threads`. By default the fused passes stay on the calling
    thread (``method="loop"``, see :func:`make_workspace`): the GEMMs carry almost all the FLOPs
    and get every thread.
+6. **Data parallelism inside the step** (:class:`SplitWorkspace`): the rows of a batch are
+   independent until the weight gradients, which are *sums* over the rows. So the batch is split
+   into one row group per thread, and each thread runs the whole step on its rows -- forward
+   sweep, backward sweep, gradients -- with one-thread BLAS; the threads meet once, to add their
+   gradients. One multi-threaded GEMM per time step instead makes the threads meet at every GEMM,
+   and a GEMM of B rows split over the threads runs further from the BLAS's peak than a whole
+   GEMM of B/threads rows on each thread. :func:`auto_groups` splits when every group keeps at
+   least ``MIN_GROUP_ROWS`` rows (below that a one-thread GEMM spends too much of its time
+   packing the weights); ``groups=1`` is the one-group step of ideas 1-5.
 
 Public API
 ----------
-``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop") -> Workspace``
+``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop", groups=None)`` -> Workspace or SplitWorkspace
+``auto_groups(batch, method="loop", threads=None)`` -- the row groups ``groups=None`` picks (``MIN_GROUP_ROWS``)
+(these two, with the workspace classes, live in :mod:`.fast_rnn_workspace`)
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
 ``gradients(params, X, Y, *, workspace=None, h0=None) -> (RNNParams of gradients, loss)``
 ``step_flops(T, batch, nx, nh, ny, h0=False)`` -- GEMM FLOPs of one step (what GFLOP/s counts)
 ``NumpyStep(T, B, nx, nh, ny)`` -- the same step with one numpy pass per element-wise operation (:mod:`.numpy_step`)
 ``fused_kernels(method)`` -- the six fused element-wise kernels, ``"loop"`` or ``"prange"``
-``prepare(params, X, Y, h0=None, workspace=None)`` -- validated, contiguous inputs and a workspace
+``prepare(params, X, Y, h0=None, workspace=None, *, groups=1)`` -- validated, contiguous inputs and a workspace
 
 The phase functions (``forward_into``, ``output_pre_activation_into``, ``output_delta_into``, ``backward_into``,
-``weight_gradients_into``, ``descend``) are public so :mod:`course_lib.experiments.profile` can time them.
+``weight_gradients_into``, ``descend``) are public so :mod:`course_lib.experiments.profile` can time them; they
+take a one-group :class:`Workspace` (``descend`` takes either kind).
 """
 from __future__ import annotations
 
+import functools
+import math
 import types as _pytypes
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numba
@@ -54,15 +68,19 @@ from numba import njit, prange
 
 from ..algorithms.activations import fast_tanh
 from ..core import backend
-from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float,
-                              check_int, check_positive_int, largest)
+from ..core.validate import check_array, check_bool, check_choice, check_float, check_int, check_positive_int
+from .fast_rnn_workspace import (ELEMENTWISE_METHODS, MIN_GROUP_ROWS, SplitWorkspace, Workspace, auto_groups,
+                                 make_workspace)
 from .numpy_step import NumpyStep
 from .rnn import RNNParams
 from .step_checks import check_grads, check_loss
 
 __all__ = [
     "Workspace",
+    "SplitWorkspace",
     "make_workspace",
+    "auto_groups",
+    "MIN_GROUP_ROWS",
     "train_step",
     "gradients",
     "step_flops",
@@ -86,7 +104,7 @@ __all__ = [
 # twice (:func:`_twins`, as minitorch does): without ``parallel=True`` numba runs ``prange`` like
 # ``range`` on the calling thread ("loop"), with it the rows are split across numba's threads
 # ("prange"). ``Workspace.method`` picks the twin.
-_OPTS = dict(fastmath=True, error_model="numpy", cache=True)
+_OPTS = dict(fastmath=True, error_model="numpy", cache=True, nogil=True)  # nogil: row groups run them at once
 
 
 @njit(inline="always", **_OPTS)
@@ -185,9 +203,6 @@ def _twins(body):
     return njit(**_OPTS)(body), njit(parallel=True, **_OPTS)(par)
 
 
-ELEMENTWISE_METHODS = ("loop", "prange")
-"""How the fused element-wise passes run: on the calling thread, or rows split over numba's threads."""
-
 _BODIES = (_tanh_inplace, _add_tanh, _output_delta_loss, _tanh_backward_inplace, _add_tanh_backward, _axpy_into)
 
 
@@ -224,77 +239,6 @@ def fused_kernels(method: str = "loop") -> FusedKernels:
     return _KERNELS[check_choice(method, "method", ELEMENTWISE_METHODS)]
 
 
-# --------------------------------------------------------------------------- workspace
-@dataclass
-class Workspace:
-    """Buffers for one training step, allocated once and reused.
-
-    H   (T, B, nh)  hidden states (first the input projection X Wxh, then tanh'd in place)
-    D   (T, B, ny)  output pre-activations, then the output delta 2(ŷ−y)(1−ŷ²) in place
-    DZ  (T, B, nh)  hidden delta through tanh (first Δŷ Whyᵀ, then the recurrence in place)
-    tmp (B, nh)     the recurrent product of one time step
-    gWxh, gWhh, gWhy  gradients (nx, nh), (nh, nh), (nh, ny)
-    method  how the fused element-wise kernels run: ``"loop"`` (the calling thread) or
-            ``"prange"`` (rows split over numba's threads); BLAS threads are used either way
-    """
-
-    T: int
-    batch: int
-    nx: int
-    nh: int
-    ny: int
-    dtype: np.dtype
-    H: np.ndarray
-    D: np.ndarray
-    DZ: np.ndarray
-    tmp: np.ndarray
-    gWxh: np.ndarray
-    gWhh: np.ndarray
-    gWhy: np.ndarray
-    method: str = "loop"
-
-    def __post_init__(self):
-        # shapes only (O(1)): the buffers must be the ones make_workspace would allocate
-        T, B, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((self.T, "T"), (self.batch, "batch"), (self.nx, "nx"), (self.nh, "nh"), (self.ny, "ny")))
-        self.dtype = check_dtype(self.dtype, "dtype")
-        self.method = check_choice(self.method, "method", ELEMENTWISE_METHODS)
-        for name, shape in (("H", (T, B, nh)), ("D", (T, B, ny)), ("DZ", (T, B, nh)), ("tmp", (B, nh)),
-                            ("gWxh", (nx, nh)), ("gWhh", (nh, nh)), ("gWhy", (nh, ny))):
-            check_array(getattr(self, name), name, shape=shape, dtype=self.dtype, finite=False, contiguous=True)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.H, self.D, self.DZ, self.tmp, self.gWxh, self.gWhh, self.gWhy))
-
-    def fits(self, T, batch, nx, nh, ny, dtype) -> bool:
-        """Whether this workspace was made for these sizes and dtype."""
-        for v, n in ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")):
-            check_positive_int(v, n)
-        dtype = check_dtype(dtype, "dtype")
-        return (self.T, self.batch, self.nx, self.nh, self.ny, self.dtype) == (T, batch, nx, nh, ny, np.dtype(dtype))
-
-
-def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
-                   method: str = "loop") -> Workspace:
-    """Allocate the buffers of one training step for sequences ``(T, B, nx)`` -> ``(T, B, ny)``.
-
-    ``method="loop"`` (default) keeps the fused element-wise passes on the calling thread: they
-    are memory-bound (a second thread gains little) and, between two multi-threaded BLAS calls, a
-    numba parallel region must wait for cores that BLAS's idle threads may still be spinning on.
-    ``"prange"`` splits them across numba's threads (chapter 05 measures both).
-    """
-    T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in
-                            ((T, "T"), (batch, "batch"), (nx, "nx"), (nh, "nh"), (ny, "ny")))
-    dt = check_dtype(dtype, "dtype")
-    method = check_choice(method, "method", ELEMENTWISE_METHODS)
-    check_alloc((T, batch, 2 * nh + ny), dt, largest(T=T, batch=batch, nh=nh, ny=ny), what="the workspace")  # H, DZ, D
-    check_alloc((nx + nh + ny, nh), dt, largest(nx=nx, nh=nh, ny=ny), what="the weight gradients")
-    e = lambda *s: np.empty(s, dt)  # noqa: E731
-    return Workspace(T, batch, nx, nh, ny, dt, H=e(T, batch, nh), D=e(T, batch, ny), DZ=e(T, batch, nh),
-                     tmp=e(batch, nh), gWxh=e(nx, nh), gWhh=e(nh, nh), gWhy=e(nh, ny), method=method)
-
-
 def step_flops(T: int, batch: int, nx: int, nh: int, ny: int, h0: bool = False) -> int:
     """GEMM FLOPs of one training step (element-wise work not counted).
 
@@ -312,7 +256,7 @@ def step_flops(T: int, batch: int, nx: int, nh: int, ny: int, h0: bool = False) 
     return forward + backward + grads
 
 
-# --------------------------------------------------------------------------- validation
+# --------------------------------------------------------------------------- flops, validation
 def _same(a: np.ndarray, name: str, dt: np.dtype) -> np.ndarray:
     if a.dtype != dt:
         raise TypeError(f"{name}: expected dtype {dt} (the dtype of params.Wxh), got {a.dtype}; "
@@ -320,9 +264,10 @@ def _same(a: np.ndarray, name: str, dt: np.dtype) -> np.ndarray:
     return a
 
 
-def prepare(params, X, Y, h0=None, workspace=None):
+def prepare(params, X, Y, h0=None, workspace=None, *, groups=1):
     """Validate one step's inputs; returns ``(params, X, Y, h0, workspace)`` with C-contiguous arrays
-    and a workspace that fits (allocated when None). Errors name the argument."""
+    and a workspace that fits (allocated when None, with ``groups`` row groups: 1 by default, the kind
+    the phase functions take; None lets :func:`auto_groups` choose). Errors name the argument."""
     if not isinstance(params, RNNParams):
         raise TypeError(f"params: expected an RNNParams, got {type(params).__name__}")
     dims: dict = {}
@@ -340,8 +285,8 @@ def prepare(params, X, Y, h0=None, workspace=None):
         h0 = np.ascontiguousarray(_same(check_array(h0, "h0", shape=("B", "nh"), dims=dims), "h0", dt))
     T, B, nx, nh, ny = (dims[k] for k in ("T", "B", "nx", "nh", "ny"))
     if workspace is None:
-        workspace = make_workspace(T, B, nx, nh, ny, dt)
-    elif not isinstance(workspace, Workspace):
+        workspace = make_workspace(T, B, nx, nh, ny, dt, groups=groups)
+    elif not isinstance(workspace, (Workspace, SplitWorkspace)):
         raise TypeError(f"workspace: expected a Workspace from make_workspace, got {type(workspace).__name__}")
     elif not workspace.fits(T, B, nx, nh, ny, dt):
         w = workspace
@@ -358,7 +303,8 @@ def _check_phase(ws, params=None, X=None, Y=None, h0=None) -> None:
     the data: the phases are what :mod:`course_lib.experiments.profile` times). Arrays are expected
     as :func:`prepare` returns them."""
     if not isinstance(ws, Workspace):
-        raise TypeError(f"ws: expected a Workspace from make_workspace, got {type(ws).__name__}")
+        split = " (a phase runs on one group: make_workspace(..., groups=1))" if isinstance(ws, SplitWorkspace) else ""
+        raise TypeError(f"ws: expected a Workspace from make_workspace, got {type(ws).__name__}{split}")
     dt = ws.dtype
     if params is not None:
         if not isinstance(params, RNNParams):
@@ -439,7 +385,8 @@ def descend(params: RNNParams, ws: Workspace, lr: float, inplace: bool = False) 
     """W − lr·g for the three matrices, one fused pass each (into ``params`` when ``inplace``)."""
     lr = check_float(lr, "lr", low=0.0)
     inplace = check_bool(inplace, "inplace")
-    _check_phase(ws, params)  # float weights of the workspace's dtype: no silent integer truncation
+    # float weights of the workspace's dtype: no silent integer truncation
+    _check_phase(ws.parts[0] if isinstance(ws, SplitWorkspace) else ws, params)
     lr = ws.dtype.type(lr)
     outs = []
     for w, g in ((params.Wxh, ws.gWxh), (params.Whh, ws.gWhh), (params.Why, ws.gWhy)):
@@ -450,35 +397,70 @@ def descend(params: RNNParams, ws: Workspace, lr: float, inplace: bool = False) 
 
 
 # --------------------------------------------------------------------------- the step
-def gradients(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, workspace: Workspace | None = None,
+def gradients(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, workspace=None,
               h0: np.ndarray | None = None) -> tuple[RNNParams, float]:
     """Loss and gradients (copies) of one batch, computed the fast way.
 
     X (T, B, nx), Y (T, B, ny), h0 (B, nh) or None (zeros). Returns ``(RNNParams(gWxh, gWhh, gWhy), loss)``.
     """
-    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
-    loss = _run(ws, params, X, Y, h0)
+    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace, groups=None)
+    loss = check_loss(_run(ws, params, X, Y, h0), X, Y, h0)
     check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return RNNParams(ws.gWxh.copy(), ws.gWhh.copy(), ws.gWhy.copy()), loss
 
 
 def _run(ws, params, X, Y, h0) -> float:
+    """The step's phases into ``ws``; returns the loss, unchecked (a non-finite one skips the backward pass)."""
+    if isinstance(ws, SplitWorkspace):
+        return _run_groups(ws, params, X, Y, h0)
     forward_into(ws, params, X, h0)
     output_pre_activation_into(ws, params)
-    loss = check_loss(output_delta_into(ws, Y), X, Y, h0)
-    backward_into(ws, params)
-    weight_gradients_into(ws, X, h0)
+    loss = output_delta_into(ws, Y)
+    if math.isfinite(loss):
+        backward_into(ws, params)
+        weight_gradients_into(ws, X, h0)
     return loss
 
 
+def _run_group(ws: SplitWorkspace, params, X, Y, h0, g: int) -> float:
+    """Group ``g``'s whole step on its rows of the batch (its inputs copied contiguous first)."""
+    rows = ws.rows[g]
+    np.copyto(ws.X[g], X[:, rows])
+    np.copyto(ws.Y[g], Y[:, rows])
+    return _run(ws.parts[g], params, ws.X[g], ws.Y[g], None if h0 is None else h0[rows])
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="fast_rnn-group")
+
+
+def _run_groups(ws: SplitWorkspace, params, X, Y, h0) -> float:
+    """Every group's step, one thread each with one-thread BLAS, then the gradients summed into
+    ``ws.parts[0]`` (a sum over the batch's rows is a sum over its groups). Never more threads than
+    numba's count now (``backend.set_threads``): with fewer, groups wait their turn."""
+    threads = min(ws.groups, backend.get_threads())
+    run = functools.partial(_run_group, ws, params, X, Y, h0)
+    if threads == 1:
+        losses = [run(g) for g in range(ws.groups)]
+    else:
+        with backend.blas_threads(1):
+            losses = list(_pool(threads).map(run, range(ws.groups)))
+    total = ws.parts[0]
+    for part in ws.parts[1:]:
+        for acc, g in ((total.gWxh, part.gWxh), (total.gWhh, part.gWhh), (total.gWhy, part.gWhy)):
+            np.add(acc, g, out=acc)
+    return float(sum(losses))
+
+
 def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
-               workspace: Workspace | None = None, h0: np.ndarray | None = None,
+               workspace=None, h0: np.ndarray | None = None,
                inplace: bool = False, threads: int | None = None) -> tuple[RNNParams, float]:
     """One step of gradient descent on a batch; returns ``(new params, loss before the step)``.
 
     X (T, B, nx), Y (T, B, ny), same float dtype as the weights; h0 (B, nh) or None (zeros).
     ``workspace``: buffers from :func:`make_workspace` to reuse across steps (allocated here when
-    None). ``inplace=True`` updates the weight arrays of ``params`` instead of new ones.
+    None, row groups chosen by :func:`auto_groups`). ``inplace=True`` updates the weight arrays of ``params`` instead of new ones.
     ``threads``: when given, calls ``backend.set_threads(threads)`` first (BLAS and numba).
     Same result as ``rnn.sgd_step(params, rnn.bptt_linear(params, X, Y, h0), lr)`` up to round-off.
     """
@@ -486,7 +468,7 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
     inplace = check_bool(inplace, "inplace")
     if threads is not None:
         backend.set_threads(check_int(threads, "threads", low=1, high=int(numba.config.NUMBA_NUM_THREADS)))
-    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace)
-    loss = _run(ws, params, X, Y, h0)
+    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace, groups=None)
+    loss = check_loss(_run(ws, params, X, Y, h0), X, Y, h0)
     check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return descend(params, ws, lr, inplace=inplace), loss
