@@ -28,8 +28,9 @@ medians), and every table ends with the run's noise verdict -- on a shared machi
    (one head, d_k = d_v = d = 64 and 128) at T = 2^10 ... 2^16: the numba loop, chapter 08's element-wise scan
    over the flattened state and the chunked matmul form, time per token; the chunked form's GFLOP/s as a % of
    the GEMM peak measured in this process; a chunk-size sweep at the longest T; at the best chunk, the share of
-   the time spent in matrix products (the whole call timed beside its products alone) vs the rest; issue 25's goals
-   (>= 60% of the GEMM peak at the best chunk, >= 3x the element-wise scan at the longest T).
+   the time spent in matrix products (the whole call timed beside its products alone) vs the rest, and the same
+   call on one thread stage by stage (each product's shape and GFLOP/s, each fused element-wise pass, the input
+   checks); issue 25's goals (>= 60% of the GEMM peak at the best chunk, >= 3x the element-wise scan at the longest T).
 5. The scan across MPI ranks (ranks 1, 2): per-rank compute, the exscan, wall time with MPI start-up, the
    message bytes, and the ping-pong's latency/bandwidth, for the element-wise scan and the chunked form.
 """
@@ -291,12 +292,29 @@ def matmuls(quick, repeat):
               f"GEMM peak, the whole call at {ps['pct_peak']:.0f}%")
         if not ps["noise"].ok:
             print("# " + ps["noise"].warning())
+        _stage_table(Ts[-1], d, b["chunk"], repeat)
     for d, r in longest.items():
         goals.append((f"d = {d}: chunked >= 3x the element-wise scan at T = {r['T']} (longest T with the scan)",
                       r["x_scan"] >= 3, f"{r['x_scan']:.1f}x"))
     print("# issue 25 goals" + (" (quick run: sizes too small to judge)" if quick else ""))
     for text, ok, val in goals:
         print(f"{text}: {val} -- {'met' if ok else 'not met'}")
+
+
+def _stage_table(T, d, chunk, repeat):
+    """The chunked form at its best chunk on ONE thread, stage by stage: what each product and each fused pass costs."""
+    st = linear_attention_exp.stage_times(T, d, chunk=chunk, repeat=repeat)
+    print(f"d = {d:>3}, T = {T}, c = {chunk}, one thread (GEMM peak on one thread {st['peak']:.1f} GFLOP/s): whole call "
+          f"{1e9 * st['whole'] / T:.0f} ns/token; products {100 * st['products_share']:.0f}% of it")
+    for r in st["rows"]:
+        what = (f"{r['shape'][3]} x ({r['shape'][0]}x{r['shape'][1]})({r['shape'][1]}x{r['shape'][2]}): "
+                f"{r['gflops']:.1f} GFLOP/s ({r['pct_peak']:.0f}% of the one-thread peak)") if "shape" in r else r["kind"]
+        print(f"    {r['stage']:<16} {1e9 * r['seconds'] / T:>6.0f} ns/token {100 * r['share']:>4.0f}%  {what}")
+    rest = 1 - sum(r["share"] for r in st["rows"])
+    print(f"    {'(not in a stage)':<16} {1e9 * rest * st['whole'] / T:>6.0f} ns/token {100 * rest:>4.0f}%  "
+          f"bookkeeping between the stages, thread hand-offs, the output's layout")
+    if not st["noise"].ok:
+        print("# " + st["noise"].warning())
 
 
 def mpi_table(quick, repeat):

@@ -387,15 +387,23 @@ def _groups(sl: slice, group: int):
     return (slice(s, min(sl.stop, s + group)) for s in range(sl.start, sl.stop, group))
 
 
+def _own_states(K, V, G, Kw, dS, products_only=False):
+    """One group of chunks: the fused pass ``Kw = K exp(G_c - G)``, then ``dS = Kw^T V`` (``products_only``: the
+    product alone, on ``K``)."""
+    if products_only:
+        Kw = K
+    else:
+        fold_states(K, G, Kw)
+    np.matmul(np.swapaxes(Kw, 1, 2), V, out=dS)
+
+
 def _folded_states(K, V, G, dS, agg, sl, group):
-    """Phase 1 on the run of chunks ``sl``, a group at a time: the fused pass, ``dS = Kw^T V``, and -- with ``agg``
+    """Phase 1 on the run of chunks ``sl``, a group at a time: the chunks' own states ``dS``, and -- with ``agg``
     (``(d_k, d_v)``, zeros) -- the run's own state carried over its chunks while ``dS`` is still in cache."""
     Kw = np.empty_like(K[sl.start:sl.start + group])
     none = np.empty((0,) + dS.shape[1:], dS.dtype)
     for gs in _groups(sl, group):
-        kw = Kw[:gs.stop - gs.start]
-        fold_states(K[gs], G[gs], kw)
-        np.matmul(np.swapaxes(kw, 1, 2), V[gs], out=dS[gs])
+        _own_states(K[gs], V[gs], G[gs], Kw[:gs.stop - gs.start], dS[gs])
         if agg is not None:
             carry_states(G[gs], dS[gs], agg, none)
 
@@ -404,17 +412,22 @@ def _folded_outputs(Q, K, V, G, dS, S, O, sl, group, products_only=False):
     """Phase 3 on the run of chunks ``sl`` entered with state ``S`` (``(d_k, d_v)``, updated in place to the state
     after the run), a group at a time: the state scan writes each chunk's incoming state into ``R``, the fused pass
     fills ``P = [Qd | .]``, ``Kd`` and ``R = [S_in ; V]``, then ``A = Qd Kd^T`` (into ``P``), the mask, and ``O = [Qd | A]
-    [S_in ; V]``. ``products_only``: the two products alone, on the same shapes (for :func:`chunked_products`)."""
-    d_k = Q.shape[2]
-    buf = folded_buffers(min(group, sl.stop - sl.start), Q.shape[1], d_k, V.shape[2], Q.dtype)
+    [S_in ; V]``. ``dS`` None (a head in one run): each group's own states are made first, in cache -- phases 1 and 3
+    in one pass, no ``dS`` array. ``products_only``: the products alone, on the same shapes (for :func:`chunked_products`)."""
+    d_k, d_v, g0 = Q.shape[2], V.shape[2], min(group, sl.stop - sl.start)
+    buf = folded_buffers(g0, Q.shape[1], d_k, d_v, Q.dtype)
+    if dS is None:
+        buf.update(Kw=np.empty((g0,) + K.shape[1:], K.dtype), dS=np.empty((g0, d_k, d_v), K.dtype))
     if products_only:
         for x in buf.values():
             x[:] = 0.5
     for gs in _groups(sl, group):
         g = gs.stop - gs.start
         P, R, Kd = buf["P"][:g], buf["R"][:g], buf["Kd"][:g]
+        if dS is None:
+            _own_states(K[gs], V[gs], G[gs], buf["Kw"][:g], buf["dS"][:g], products_only)
         if not products_only:
-            carry_states(G[gs], dS[gs], S, R)
+            carry_states(G[gs], buf["dS"][:g] if dS is None else dS[gs], S, R)
             fold_outputs(Q[gs], K[gs], G[gs], V[gs], P, Kd, R)
         np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
         if not products_only:
@@ -435,25 +448,28 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     (1) the chunks' own states ``dS`` and each run's own state (for every run but a head's last); (2) the state
     entering each run, a scan over the runs of each head (a few per head); (3) the scan inside each run writes each
     chunk's incoming state straight into its product operand, then the outputs. ``dS`` is written once and read
-    once; no array of incoming states is ever made."""
+    once; no array of incoming states is ever made. Where every head is one run (one thread, or as many heads as
+    threads) there is no phase 1: each group makes its own ``dS`` in cache just before its outputs."""
     m, c, d_k = Q.shape
     d_v = V.shape[2]
     BH = B * heads
     units = _units(BH, n, threads)
     last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
-    dS, O = np.empty((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
-    agg = np.zeros((len(units), d_k, d_v), Q.dtype)
-    group = _group(c, d_k, d_v, Q.dtype.itemsize)
-    _on_units(lambda i: _folded_states(K, V, G, dS, None if last[i] else agg[i], units[i][1], group),
-              range(len(units)), threads)
-    S_enter = np.empty_like(agg)
+    O, group = np.empty((m, c, d_v), Q.dtype), _group(c, d_k, d_v, Q.dtype.itemsize)
     S_last = S_init.reshape(BH, d_k, d_v).copy()
-    for bh in range(BH):            # phase 2: a run's log decay is the sum of its chunks' (G is cumulative per chunk)
-        ids = [i for i, (h, _) in enumerate(units) if h == bh]     # consecutive
-        S = S_last[bh].copy()
-        Gu = np.array([[G[units[i][1], -1].sum()] for i in ids[:-1]]).reshape(-1, 1)
-        carry_states(Gu, agg[ids[0]:ids[-1]], S, S_enter[ids[0]:ids[-1]])
-        S_enter[ids[-1]] = S
+    if len(units) == BH:            # every head one run: phases 1 and 3 in one pass, no dS array
+        dS, S_enter = None, S_last
+    else:
+        dS, agg = np.empty((m, d_k, d_v), Q.dtype), np.zeros((len(units), d_k, d_v), Q.dtype)
+        _on_units(lambda i: _folded_states(K, V, G, dS, None if last[i] else agg[i], units[i][1], group),
+                  range(len(units)), threads)
+        S_enter = np.empty_like(agg)
+        for bh in range(BH):        # phase 2: a run's log decay is the sum of its chunks' (G is cumulative per chunk)
+            ids = [i for i, (h, _) in enumerate(units) if h == bh]     # consecutive
+            S = S_last[bh].copy()
+            Gu = np.array([[G[units[i][1], -1].sum()] for i in ids[:-1]]).reshape(-1, 1)
+            carry_states(Gu, agg[ids[0]:ids[-1]], S, S_enter[ids[0]:ids[-1]])
+            S_enter[ids[-1]] = S
     _on_units(lambda i: _folded_outputs(Q, K, V, G, dS, S_enter[i], O, units[i][1], group), range(len(units)), threads)
     for i, (bh, _) in enumerate(units):
         if last[i]:
@@ -539,12 +555,13 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
     dS, S, O = np.empty((m, d_k, d_v), Q.dtype), np.zeros((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
     group = _group(c, d_k, d_v, Q.dtype.itemsize)
     units = _units(q.shape[1] * q.shape[2], n, threads)
+    split = len(units) > q.shape[1] * q.shape[2]     # as _chunked_folded: dS stored between phases, else made per group
 
     def products(unit):
         sl = unit[1]
-        for gs in _groups(sl, group):
-            np.matmul(np.swapaxes(K[gs], 1, 2), V[gs], out=dS[gs])
-        _folded_outputs(Q, K, V, G, dS, S[sl.start], O, sl, group, products_only=True)
+        for gs in _groups(sl, group) if split else ():
+            _own_states(K[gs], V[gs], None, None, dS[gs], products_only=True)
+        _folded_outputs(Q, K, V, G, dS if split else None, S[sl.start], O, sl, group, products_only=True)
 
     return lambda: _on_units(products, units, threads)
 

@@ -10,6 +10,8 @@ in the same process (:func:`course_lib.core.timing.peak_gflops`). Plain data out
 ``chunk_sweep``      time per token of the chunked form over chunk sizes at one T
 ``product_share``    the chunked form's time in matrix products vs the rest, from the whole call timed beside its
                      products alone
+``stage_times``      the chunked form on one thread, stage by stage: each product's shape and rate, each fused
+                     element-wise pass, the validation and layout, against the whole call
 ``matmul_sweep``     one (T, chunk, d) point: the widget's data
 ``mpi_split``        the element-wise scan and the chunked form on 1 and more MPI ranks, with the message
                      bytes and the ping-pong latency: where splitting the sequence pays
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithms import linear_attention as la, scan
+from ..algorithms import linear_attention as la, linear_attention_kernels as lak, scan
 from ..core import backend, timing
 from ..core.validate import (check_alloc_of, check_choice, check_float, check_int, check_positive_int, check_repeat,
                              check_sizes)
 from ..parallel import mpi_pingpong, mpi_scan
 
-__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "product_share", "matmul_sweep", "mpi_split"]
+__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "product_share", "stage_times", "matmul_sweep",
+           "mpi_split"]
 
 METHODS = ("sequential", "scan", "chunked")
 
@@ -147,6 +150,72 @@ def product_share(T: int, d: int = 64, *, chunk: int | None = None, repeat: int 
             "products_interval": cmp.ratio_interval("products", to="whole"), "gflops": g["whole"],
             "products_gflops": g["products"], "pct_peak": 100 * g["whole"] / peak,
             "products_pct_peak": 100 * g["products"] / peak, "peak": peak, "noise": cmp.noise}
+
+
+def _stages(q, k, v, dec, c):
+    """Zero-argument callables, one per stage of the fused scalar-decay path, each over every chunk on the calling
+    thread a cache-sized group at a time (the group buffers of the real call), and each product's
+    ``(M, K, N, count)``: ``count`` products of ``(M x K)(K x N)``."""
+    _, n, Q, K, V, G = la._chunk_views(q, k, v, dec, False, c)
+    G = np.cumsum(G, axis=1)
+    m, c, d_k = Q.shape
+    d_v = V.shape[2]
+    group = la._group(c, d_k, d_v, Q.dtype.itemsize)
+    gs = [slice(s, min(m, s + group)) for s in range(0, m, group)]
+    buf = la.folded_buffers(group, c, d_k, d_v, Q.dtype)
+    Kw, dS, S, O = np.empty_like(K[:group]), np.empty((group, d_k, d_v), Q.dtype), np.zeros((d_k, d_v), Q.dtype), np.empty_like(V)
+
+    def each(fn):     # one thread holds a head in one run: each group's states are made in cache (buffer dS)
+        return lambda: [fn(g, buf["P"][:g.stop - g.start], buf["R"][:g.stop - g.start], buf["Kd"][:g.stop - g.start])
+                        for g in gs]
+
+    stages = {
+        "inputs": lambda: (la.check_inputs(q, k, v, dec), np.cumsum(la._chunk_views(q, k, v, dec, False, c)[5], axis=1)),
+        "fold_states": each(lambda g, P, R, Kd: lak.fold_states(K[g], G[g], Kw[:g.stop - g.start])),
+        "Kw^T V": each(lambda g, P, R, Kd: np.matmul(np.swapaxes(Kw[:g.stop - g.start], 1, 2), V[g],
+                                                     out=dS[:g.stop - g.start])),
+        "carry_states": each(lambda g, P, R, Kd: lak.carry_states(G[g], dS[:g.stop - g.start], S, R)),
+        "fold_outputs": each(lambda g, P, R, Kd: lak.fold_outputs(Q[g], K[g], G[g], V[g], P, Kd, R)),
+        "Qd Kd^T": each(lambda g, P, R, Kd: np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])),
+        "tril_scores": each(lambda g, P, R, Kd: lak.tril_scores(P, d_k)),
+        "[Qd|A] [S_in;V]": each(lambda g, P, R, Kd: np.matmul(P, R, out=O[g])),
+    }
+    shapes = {"Kw^T V": (d_k, c, d_v, m), "Qd Kd^T": (c, d_k, c, m), "[Qd|A] [S_in;V]": (c, d_k + c, d_v, m)}
+    return stages, shapes
+
+
+def stage_times(T: int, d: int = 64, *, chunk: int | None = None, repeat: int = 5, seed: int = 0,
+                peak: float | None = None) -> dict:
+    """Where the chunked form's time goes, stage by stage, on ONE thread (one head, ``d_k = d_v = d``, float32, scalar
+    decay, the fused path): the validation and layout (``"inputs"``), each fused element-wise pass and each matrix
+    product over all chunks, a cache-sized group at a time as the real call runs them, timed interleaved beside the
+    whole call on one thread. ``peak``: the one-thread GEMM peak (measured here when None). Returns ``{"T", "d",
+    "chunk", "peak", "whole" (seconds), "rows": [{"stage", "kind" ("product" | "element-wise" | "inputs"), "seconds",
+    "share" (of the whole call), "shape" ((M, K, N, count) of a product), "gflops", "pct_peak" (products)}],
+    "products_share", "noise"}``."""
+    T = check_positive_int(T, "T", high=1 << 22)
+    d = check_positive_int(d, "d", high=1024)
+    repeat, seed, peak = _check_common(T, d, repeat, seed, peak, chunk)
+    peak = gemm_peak(threads=1) if peak is None else peak
+    q, k, v, dec = _problem(T, d, seed)
+    c = min(T, chunk or la.default_chunk(T, d))
+    stages, shapes = _stages(q, k, v, dec, c)
+    with backend.blas_threads(1):
+        cmp = timing.compare(repeat=repeat, whole=lambda: la.gated_linear_recurrence(q, k, v, dec, method="chunked",
+                                                                                      chunk=c, threads=1), **stages)
+    whole = cmp.timings["whole"].median
+    rows = []
+    for name in stages:
+        sec = cmp.timings[name].median
+        row = {"stage": name, "kind": "product" if name in shapes else "inputs" if name == "inputs" else "element-wise",
+               "seconds": sec, "share": sec / whole}
+        if name in shapes:
+            M, K_, N, count = shapes[name]
+            row.update(shape=shapes[name], gflops=timing.gemm_flops(M, K_, N) * count / sec / 1e9)
+            row["pct_peak"] = 100 * row["gflops"] / peak
+        rows.append(row)
+    return {"T": T, "d": d, "chunk": c, "peak": peak, "whole": whole, "rows": rows,
+            "products_share": sum(r["share"] for r in rows if r["kind"] == "product"), "noise": cmp.noise}
 
 
 def matmul_sweep(T: int = 4096, chunk: int = 64, d: int = 64, repeat: int = 3, seed: int = 0) -> dict:
