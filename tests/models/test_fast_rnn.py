@@ -285,3 +285,86 @@ def test_make_workspace_blames_the_huge_size(name):
     from helpers import raises_fast
     sizes = {"T": 8, "batch": 2, "nx": 3, "nh": 4, "ny": 2, name: 10**12}
     raises_fast(ValueError, name, fast_rnn.make_workspace, **sizes)
+
+
+# --------------------------------------------------------------------------- idea 6: the batch split into row groups
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
+@pytest.mark.parametrize("T, B, groups", [(1, 2, 2), (4, 7, 3), (3, 11, 2), (2, 5, 5)])
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_split_step_equals_sgd_step_of_bptt_linear(dtype, tol, T, B, groups, with_h0):
+    p, X, Y = _problem(T=T, B=B, nx=5, nh=9, ny=3, dtype=dtype)
+    h0 = np.random.default_rng(4).uniform(-1, 1, (B, 9)).astype(dtype) if with_h0 else None
+    ws = fast_rnn.make_workspace(T, B, 5, 9, 3, dtype, groups=groups)
+    assert isinstance(ws, fast_rnn.SplitWorkspace) and ws.groups == groups and ws.batch == B
+    assert max(w.batch for w in ws.parts) - min(w.batch for w in ws.parts) <= 1   # as even as the rows allow
+    p64, X64, Y64 = p.astype(np.float64), X.astype(np.float64), Y.astype(np.float64)
+    h64 = None if h0 is None else h0.astype(np.float64)
+    ref = rnn.sgd_step(p64, rnn.bptt_linear(p64, X64, Y64, h64), 0.05)
+    for _ in range(2):  # the workspace is reused: nothing of the first step leaks into the second
+        new, loss = fast_rnn.train_step(p, X, Y, 0.05, workspace=ws, h0=h0)
+        for name in ("Wxh", "Whh", "Why"):
+            assert getattr(new, name).dtype == dtype
+            assert _rel(getattr(new, name), getattr(ref, name)) < tol, name
+        assert loss == pytest.approx(rnn.loss(rnn.forward(p64, X64, h64).Yhat, Y64), rel=tol)
+
+
+def test_split_gradients_equal_one_group_and_any_thread_count_gives_them():
+    from threadpoolctl import threadpool_info
+
+    from course_lib.core import backend
+
+    p, X, Y = _problem(T=5, B=13, nx=6, nh=8, ny=4)
+    one, loss1 = fast_rnn.gradients(p, X, Y, workspace=fast_rnn.make_workspace(5, 13, 6, 8, 4, np.float64, groups=1))
+    ws = fast_rnn.make_workspace(5, 13, 6, 8, 4, np.float64, groups=4)
+    before, blas = backend.get_threads(), [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    try:
+        for threads in sorted({1, backend.max_threads()}):   # groups run in turn on 1 thread, at once on more
+            backend.set_threads(threads)
+            blas_now = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+            g, loss = fast_rnn.gradients(p, X, Y, workspace=ws)
+            for name in ("Wxh", "Whh", "Why"):
+                assert _rel(getattr(g, name), getattr(one, name)) < 1e-12, (threads, name)
+            assert loss == pytest.approx(loss1, rel=1e-12)
+            assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == blas_now  # restored
+    finally:
+        backend.set_threads(before)
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(blas[0] if blas else None, user_api="blas")
+
+
+def test_auto_groups_splits_only_when_every_group_keeps_enough_rows():
+    m = fast_rnn.MIN_GROUP_ROWS
+    assert fast_rnn.auto_groups(2 * m, threads=2) == 2
+    assert fast_rnn.auto_groups(2 * m - 1, threads=2) == 1
+    assert fast_rnn.auto_groups(16 * m, threads=16) == 16
+    assert fast_rnn.auto_groups(10**6, threads=1) == 1
+    assert fast_rnn.auto_groups(10**6, "prange", threads=2) == 1   # the prange passes already use the threads
+    assert isinstance(fast_rnn.make_workspace(2, 3, 4, 5, 6), fast_rnn.Workspace)   # small batch: one group
+    raises_naming(ValueError, "threads", fast_rnn.auto_groups, 100, threads=0)
+    raises_naming(ValueError, "method", fast_rnn.auto_groups, 100, "gpu")
+
+
+def test_split_workspace_bad_arguments_are_named():
+    raises_naming(ValueError, "groups", fast_rnn.make_workspace, 2, 3, 4, 5, 6, groups=0)
+    raises_naming(ValueError, "groups", fast_rnn.make_workspace, 2, 3, 4, 5, 6, groups=4)   # more groups than rows
+    raises_naming(TypeError, "groups", fast_rnn.make_workspace, 2, 3, 4, 5, 6, groups="2")
+    raises_naming(ValueError, "groups", fast_rnn.make_workspace, 2, 3, 4, 5, 6, method="prange", groups=2)
+    p, X, Y = _problem(T=3, B=4)
+    ws = fast_rnn.make_workspace(3, 4, 5, 7, 3, np.float64, groups=2)
+    with pytest.raises(TypeError, match=r"ws: .*groups=1"):   # a phase runs on one group
+        fast_rnn.forward_into(ws, p, X)
+    raises_naming(ValueError, "workspace", fast_rnn.train_step, p, X[:, :3], Y[:, :3], 0.1, workspace=ws)
+    with pytest.raises(TypeError, match="parts"):
+        fast_rnn.SplitWorkspace(ws.parts[:1], ws.rows[:1], ws.X[:1], ws.Y[:1])
+    raises_naming(ValueError, "rows", fast_rnn.SplitWorkspace, ws.parts, (slice(0, 1), slice(1, 4)), ws.X, ws.Y)
+
+
+def test_split_step_names_a_non_finite_input_at_its_index_in_the_whole_batch():
+    p, X, Y = _problem(T=3, B=6, dtype=np.float32)
+    ws = fast_rnn.make_workspace(3, 6, 5, 7, 3, np.float32, groups=3)
+    X[2, 5, 1] = np.nan   # row 5 is in the last group
+    with pytest.raises(ValueError, match=r"X: contains 1 non-finite value\(s\); the first is nan at index \(2, 5, 1\)"):
+        fast_rnn.train_step(p, X, Y, 0.1, workspace=ws)
+    X[2, 5, 1] = 0
+    Y[0, 3, 0] = np.inf
+    raises_naming(ValueError, "Y", fast_rnn.gradients, p, X, Y, workspace=ws)
