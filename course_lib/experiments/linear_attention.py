@@ -154,8 +154,9 @@ def product_share(T: int, d: int = 64, *, chunk: int | None = None, repeat: int 
 
 def _stages(q, k, v, dec, c):
     """Zero-argument callables, one per stage of the fused scalar-decay path, each over every chunk on the calling
-    thread a cache-sized group at a time (the group buffers of the real call), and each product's
-    ``(M, K, N, count)``: ``count`` products of ``(M x K)(K x N)``."""
+    thread a cache-sized group at a time (the group buffers of the real call); each product's ``(M, K, N, count)``:
+    ``count`` products of ``(M x K)(K x N)``; and the outputs ``O (m, c, d_v)`` the last stage writes (with one group,
+    the stages run in order compute the call's outputs)."""
     _, n, Q, K, V, G = la._chunk_views(q, k, v, dec, False, c)
     G = np.cumsum(G, axis=1)
     m, c, d_k = Q.shape
@@ -181,7 +182,7 @@ def _stages(q, k, v, dec, c):
         "[Qd|A] [S_in;V]": each(lambda g, P, R, Kd: np.matmul(P, R, out=O[g])),
     }
     shapes = {"Kw^T V": (d_k, c, d_v, m), "Qd Kd^T": (c, d_k, c, m), "[Qd|A] [S_in;V]": (c, d_k + c, d_v, m)}
-    return stages, shapes
+    return stages, shapes, O
 
 
 def stage_times(T: int, d: int = 64, *, chunk: int | None = None, repeat: int = 5, seed: int = 0,
@@ -199,7 +200,7 @@ def stage_times(T: int, d: int = 64, *, chunk: int | None = None, repeat: int = 
     peak = gemm_peak(threads=1) if peak is None else peak
     q, k, v, dec = _problem(T, d, seed)
     c = min(T, chunk or la.default_chunk(T, d))
-    stages, shapes = _stages(q, k, v, dec, c)
+    stages, shapes, _ = _stages(q, k, v, dec, c)
     with backend.blas_threads(1):
         cmp = timing.compare(repeat=repeat, whole=lambda: la.gated_linear_recurrence(q, k, v, dec, method="chunked",
                                                                                       chunk=c, threads=1), **stages)

@@ -1,5 +1,6 @@
 """experiments.linear_attention: the sweeps return their documented fields, the numbers agree, the MPI split
 equals one process; bad sizes are named. (No timed assertions: timings are data here.)"""
+import numpy as np
 import pytest
 
 import course_lib  # noqa: F401
@@ -24,6 +25,24 @@ def test_chunk_sweep_and_widget_point():
     pt = xla.matmul_sweep(T=64, chunk=512, d=8, repeat=1)      # a chunk longer than T is clipped
     assert pt["chunk"] == 64 and pt["max_rel_error"] < 1e-5 and set(pt["per_token"]) == set(xla.METHODS)
     assert xla.gemm_peak(1, n=128, repeat=1) > 0
+
+
+def test_stage_times_fields_and_the_stages_compute_the_call():
+    st_ = xla.stage_times(256, 8, chunk=32, repeat=1, peak=50.0)
+    names = [r["stage"] for r in st_["rows"]]
+    assert names[0] == "inputs" and {"Kw^T V", "Qd Kd^T", "[Qd|A] [S_in;V]", "carry_states"} <= set(names)
+    prods = {r["stage"]: r for r in st_["rows"] if r["kind"] == "product"}
+    assert prods["Kw^T V"]["shape"] == (8, 32, 8, 8) and prods["[Qd|A] [S_in;V]"]["shape"] == (32, 40, 8, 8)
+    assert all(r["pct_peak"] == pytest.approx(2 * r["gflops"]) for r in prods.values())     # peak = 50
+    assert st_["products_share"] == pytest.approx(sum(r["share"] for r in prods.values()))
+    assert all(r["seconds"] > 0 for r in st_["rows"]) and st_["whole"] > 0
+    # what is timed is the call: with one group of chunks the stages, run in order, give the loop's outputs
+    q, k, v, dec = xla._problem(256, 8, 0)
+    stages, _, O = xla._stages(q, k, v, dec, 32)
+    for run in stages.values():
+        run()
+    ref = xla.la.recurrence_float64(q, k, v, dec)
+    assert np.abs(O.reshape(256, 8) - ref[:, 0, 0]).max() < 1e-5
 
 
 @pytest.mark.mpi
@@ -61,6 +80,9 @@ _BAD_CASES = [
     (xla.methods_vs_T, "seed", BAD_SEED, {"sizes": [8], "d": 4}),
     (xla.chunk_sweep, "chunks", BAD_SIZES, {"T": 16, "d": 4}),
     (xla.matmul_sweep, "repeat", BAD_REPEAT, {"T": 16, "d": 4}),
+    (xla.stage_times, "repeat", BAD_REPEAT, {"T": 16, "d": 4}),
+    (xla.stage_times, "T", st.one_of(NOT_SIZE, HUGE), {"d": 4}),
+    (xla.stage_times, "chunk", NOT_SIZE.filter(lambda v: v is not None), {"T": 16, "d": 4}),
     (xla.mpi_split, "ranks", BAD_SIZES, {"T": 16, "nh": 4, "d": 4}),
     (xla.mpi_split, "timeout", BAD_NUMBER, {"T": 16, "nh": 4, "d": 4}),
     (xla.mpi_split, "nh", st.one_of(NOT_SIZE, HUGE), {"T": 16, "d": 4}),
