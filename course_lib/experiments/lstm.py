@@ -175,17 +175,19 @@ def latency_vs_batch(batches, nh: int = 128, *, methods=("fused_pre", "gemv"), T
                      dtype="float32", repeat: int = 3) -> dict:
     """Milliseconds per forward step of each method at each batch size (nx = H) -- the latency a
     server answering B requests at once would see. Returns ``{"B": [...], "nh": nh, "noise": Noise,
-    method: [ms, ...], ...}``."""
+    "comparisons": [the timing.Comparison at each B], method: [ms, ...], ...}`` (a verdict on one ratio at one B
+    judges that comparison's pairs, not every size's noise)."""
     nh = check_positive_int(nh, "nh", high=1 << 24)
     methods = _methods(methods)
     Bs = check_sizes(batches, "batches", high=1 << 24)
     _shape(max(Bs), nh, nh, T)
     check_dtype(dtype, "dtype")
     check_repeat(repeat)
-    out, noise = {"B": Bs, "nh": nh}, Noise()
+    out, noise = {"B": Bs, "nh": nh, "comparisons": []}, Noise()
     for b in Bs:
         r = method_times(b, nh, nh, T, methods=methods, dtype=dtype, repeat=repeat)
         noise = noise | r["comparison"].noise
+        out["comparisons"].append(r["comparison"])
         for m in methods:
             out.setdefault(m, []).append(r["ms_per_step"][m])
     out["noise"] = noise
@@ -196,9 +198,10 @@ def overhead_vs_batch(batches, nh: int = 128, *, methods=("naive", "fused_pre"),
                       dtype="float32", repeat: int = 3) -> dict:
     """Microseconds per step *per sample* of each method at each batch size (nx = H): at small B the
     per-call overhead dominates, so the method with fewer calls per step wins by more.
-    Returns ``{"B": [...], "nh": nh, "noise": Noise, method: [µs, ...], ...}``."""
+    Returns ``{"B": [...], "nh": nh, "noise": Noise, "comparisons": [...], method: [µs, ...], ...}``
+    (``comparisons``: :func:`latency_vs_batch`'s, one per B)."""
     lat = latency_vs_batch(batches, nh, methods=methods, T=T, dtype=dtype, repeat=repeat)
-    out = {"B": lat["B"], "nh": lat["nh"], "noise": lat["noise"]}
+    out = {"B": lat["B"], "nh": lat["nh"], "noise": lat["noise"], "comparisons": lat["comparisons"]}
     for m in _methods(methods):
         out[m] = [ms * 1e3 / b for ms, b in zip(lat[m], lat["B"])]
     return out

@@ -378,8 +378,10 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
     ``thread_gain = fused_1thread / fused_all``, ``stream_1thread_gbps`` / ``stream_all_gbps`` (bytes read and
     written per second), ``bandwidth_gain`` (their ratio), ``dram_gbps`` (``timing.copy_bandwidth``),
     ``stream_speed`` ("cache speed" or "DRAM speed", one thread), ``array_bytes``,
-    ``max_abs_diff`` between the two results, ``threads`` (1: the threads behind ``fusion_speedup``), ``noise`` (the one-thread run's, behind ``fusion_speedup``; timed by
-    CPU clock where every function stayed on the calling thread) and ``threads_noise`` (the run on all threads).
+    ``max_abs_diff`` between the two results, ``threads`` (1: the threads behind ``fusion_speedup``), ``noise``
+    (of the one ratio behind ``fusion_speedup``: the one-thread run's pairs of fused against separate, timed by CPU
+    clock where every function stayed on the calling thread -- not the streaming pass's, which only sizes the
+    bound), ``comparison`` (that one-thread run) and ``threads_noise`` (the run on all threads).
     """
     batch = check_positive_int(batch, "batch", high=4096)
     n = check_positive_int(n, "n", high=4096)
@@ -444,7 +446,8 @@ def fusion_comparison(batch: int = 256, n: int = 256, T: int = 10, *, repeat: in
             "stream_1thread_gbps": s1, "stream_all_gbps": sa, "bandwidth_gain": sa / s1, "dram_gbps": dram,
             "stream_speed": speed_class(s1, dram), "array_bytes": e.nbytes,
             "loss_rel_diff": abs(loss_sep - loss_fused) / max(abs(loss_sep), 1e-30),
-            "noise": one.noise, "threads_noise": many.noise, "threads": 1}
+            "noise": timing.noise_of_pairs([one.pairs("fused", "separate")], one.noise.others),
+            "threads_noise": many.noise, "threads": 1, "comparison": one}
 
 
 # --------------------------------------------------------------------------- a vectorisation trap

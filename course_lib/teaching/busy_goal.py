@@ -71,7 +71,7 @@ def tally(checked_by_notebook: dict) -> dict:
 
 def summary(checked_by_notebook: dict) -> str:
     """The busy-goal line of one recording, then one indented line per one-thread or counted line that
-    abstained (with its reason)."""
+    abstained (with its reason) and per threaded line that did not abstain naming the held core."""
     t = tally(checked_by_notebook)
     share = f" ({t['single_concluded'] / t['single']:.0%})" if t["single"] else ""
     head = (f"one-thread and counted lines: {t['single_concluded']} of {t['single']} concluded{share} (goal >= "
@@ -79,4 +79,7 @@ def summary(checked_by_notebook: dict) -> str:
             f"{t['threaded']} abstained naming the held core; not stated: {t['not_stated']}")
     rows = [f"    open: {nb.replace('notebooks/', '')} cell {cell} {label}: {reason or 'no reason recorded'}"
             for nb, cell, label, reason in t["single_open"]]
+    rows += [f"    threaded, {'concluded' if outcome not in ABSTAINED else 'abstained without naming it'}: "
+             f"{nb.replace('notebooks/', '')} cell {cell} {label} ('{outcome}')"
+             for nb, cell, label, outcome in t["threaded_other"]]
     return "\n".join([head, *rows])

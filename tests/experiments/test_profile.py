@@ -109,6 +109,9 @@ def test_fusion_comparison_results_agree():
     assert r["array_bytes"] == 3 * 8 * 16 * 4 and r["dram_gbps"] > 0
     from course_lib.experiments.batching import speed_class
     assert r["stream_speed"] == speed_class(r["stream_1thread_gbps"], r["dram_gbps"])
+    # the verdict's noise is that of the ratio it judges (fused against separate), not the streaming pass's
+    assert r["threads"] == 1 and [x.name for x in r["noise"].ratios] == ["fused"]
+    assert r["noise"].ratios[0].over == "separate" and set(r["comparison"].timings) >= {"separate", "fused", "stream"}
 
 
 def test_stream_kernel_reads_two_arrays_and_writes_one():

@@ -55,6 +55,7 @@ def test_the_replay_command_prints_the_busy_goal_line(tmp_path, capsys):
     assert ("busy: one-thread and counted lines: 2 of 3 concluded (67%) (goal >= 90% under one busy process per 2 "
             "cores); threaded/rank lines: 1 of 2 abstained naming the held core; not stated: 1") in out
     assert "    open: 99_planted cell 2 000.halide.summary.speedup: other processes kept up to 1.0 core(s)" in out
+    assert "    threaded, concluded: 99_planted cell 5 000.halide.summary.speedup ('agrees')" in out
 
 
 def test_a_goal_verdict_records_what_it_ran_on(tmp_path, monkeypatch):

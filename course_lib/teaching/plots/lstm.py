@@ -125,7 +125,7 @@ def _batch_lines(data, ax, ylabel, title):
     check_data(data, "data")
     ax = new_axes(ax)
     for key, values in data.items():
-        if key in ("B", "nh", "noise"):
+        if key in ("B", "nh", "noise", "comparisons"):
             continue
         ax.loglog(data["B"], values, "o-", label=key)
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
