@@ -53,6 +53,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test in a few seconds")
     ap.add_argument("--threads", type=int, default=None, help="threads for BLAS, numba and torch (default: all cores)")
     ap.add_argument("--repeat", type=int, default=None, help="timed repeats per column (default 5; 3 with --quick)")
+    ap.add_argument("--groups", type=int, default=None, help="row groups of the fast step's batch (default: "
+                    "fast_rnn.auto_groups, one per thread when each keeps enough rows)")
     ap.add_argument("--gemm-sizes", default=None, help="comma-separated square GEMM sizes for the peak "
                     "(default 1000,2000,4000; 128,256 with --quick)")
     args = ap.parse_args(argv)
@@ -83,12 +85,16 @@ def main(argv=None) -> int:
               "reference": rnn.loss(rnn.forward(p0, X).Yhat, Y),
               "numpy": fast_rnn.NumpyStep(T, B, n, n, n)(p0.copy(), X, Y, lr)[1]}
 
-    ws = fast_rnn.make_workspace(T, B, n, n, n)
+    try:
+        ws = fast_rnn.make_workspace(T, B, n, n, n, groups=args.groups)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"--{e}") from None
     ws_one = fast_rnn.make_workspace(T, B, n, n, n, groups=1)
     ws_par = fast_rnn.make_workspace(T, B, n, n, n, method="prange")
     pf, p1, pp, pn, pr = p0.copy(), p0.copy(), p0.copy(), p0.copy(), [p0.copy()]
-    print(f"fast_rnn.train_step splits the batch into {ws.groups} row group(s) here (auto_groups: one per thread "
-          f"when each keeps >= {fast_rnn.MIN_GROUP_ROWS} rows)")
+    print(f"fast_rnn.train_step splits the batch into {ws.groups} row group(s) here "
+          + ("(--groups)" if args.groups else f"(auto_groups: one per thread when each keeps >= "
+                                              f"{fast_rnn.MIN_GROUP_ROWS} rows)"))
     np_step = fast_rnn.NumpyStep(T, B, n, n, n)
 
     def ref_step():

@@ -21,3 +21,17 @@ def test_rnn_step_benchmark_quick():
     # and the BLAS that ran is named
     assert "gemm 128^3" in out and "gemm 256^3" in out and "GEMM peak = the best of them" in out
     assert "pair by pair" in out and "interval" in out and "threadpoolctl" in out
+
+
+def test_rnn_step_benchmark_quick_with_row_groups():
+    # the step with its batch split into row groups beside the same step on one group, pair by pair
+    env = dict(os.environ, COURSE_BUDGET="small")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rnn_step.py"), "--quick", "--repeat", "2",
+                           "--groups", "2"], capture_output=True, text=True, timeout=300, cwd=str(ROOT), env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "splits the batch into 2 row group(s) here (--groups)" in out
+    assert "fast, one group" in out and "the same step on one group (groups=1) / best GEMM rate, pair by pair" in out
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rnn_step.py"), "--quick", "--groups", "0"],
+                         capture_output=True, text=True, timeout=300, cwd=str(ROOT), env=env)
+    assert bad.returncode != 0 and "--groups" in bad.stderr
