@@ -73,12 +73,10 @@ def _rows_scan(QA, QB, c, h):
     tiny = QA.dtype.type(TINY)
     zero = QA.dtype.type(0)
     m = h.shape[0]
-    q0, q1, q2, q3 = QA[:m], QA[4:4 + m], QA[8:8 + m], QA[12:12 + m]
-    b0, b1, b2, b3 = QB[:m], QB[4:4 + m], QB[8:8 + m], QB[12:12 + m]
     for r in range(m // LANES):
         for l in range(LANES):
             j = r * LANES + l
-            A, B = _window(q0[j], q1[j], q2[j], q3[j], b0[j], b1[j], b2[j], b3[j], tiny, zero)
+            A, B = _window(QA[j], QA[j + 4], QA[j + 8], QA[j + 12], QB[j], QB[j + 4], QB[j + 8], QB[j + 12], tiny, zero)
             c[l] = A * c[l] + B
             h[j] = c[l]
 
@@ -89,12 +87,10 @@ def _rows_compose(QA, QB, c, P, m):
     the block lane ``l`` holds ``h = P[l] h_before + c[l]`` for its step, ``h_before`` the h before the range."""
     tiny = QA.dtype.type(TINY)
     zero = QA.dtype.type(0)
-    q0, q1, q2, q3 = QA[:m], QA[4:4 + m], QA[8:8 + m], QA[12:12 + m]
-    b0, b1, b2, b3 = QB[:m], QB[4:4 + m], QB[8:8 + m], QB[12:12 + m]
     for r in range(m // LANES):
         for l in range(LANES):
             j = r * LANES + l
-            A, B = _window(q0[j], q1[j], q2[j], q3[j], b0[j], b1[j], b2[j], b3[j], tiny, zero)
+            A, B = _window(QA[j], QA[j + 4], QA[j + 8], QA[j + 12], QB[j], QB[j + 4], QB[j + 8], QB[j + 12], tiny, zero)
             c[l] = A * c[l] + B
             P[l] = _flush(A * P[l], tiny, zero)
 

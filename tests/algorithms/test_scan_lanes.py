@@ -103,3 +103,13 @@ def test_linear_recurrence_takes_it_where_one_channel_gets_16_lanes():
     for opts in ({"lanes": 16}, {"lanes": 16, "chunk": 3000}):
         h = scan.linear_recurrence(a, x, h0, method="chunked", **opts)
         np.testing.assert_allclose(h, ref, rtol=2e-5, atol=2e-5, err_msg=str(opts))
+
+
+def test_x_chunk_doubles_where_the_expansion_rescans_and_the_plan_asks_for_it():
+    """Expanding a Y chunk on 16 lanes re-makes its windows (a second full pass), so X gets two Y's steps."""
+    assert scan_kernels.x_chunk(3, rescan=True) == 6 and scan_kernels.x_chunk(3) == 4
+    a, x, _ = scan.random_problem(1 << 12, 1, seed=1)
+    name, args = scan._plan("chunked", a.shape, 4, {"chunk": 100, "lanes": 16}, 2)
+    assert name == "chunked_blocked" and args == (2, 100, 16, 200)
+    name, args = scan._plan("chunked", (4096, 2), 4, {"chunk": 100, "lanes": 8}, 2)
+    assert args == (2, 100, 8, 133)
