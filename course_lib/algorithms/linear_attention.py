@@ -411,7 +411,7 @@ def _folded_states(K, V, G, dS, agg, sl, group):
 def _folded_outputs(Q, K, V, G, dS, S, O, sl, group, products_only=False):
     """Phase 3 on the run of chunks ``sl`` entered with state ``S`` (``(d_k, d_v)``, updated in place to the state
     after the run), a group at a time: the state scan writes each chunk's incoming state into ``R``, the fused pass
-    fills ``P = [Qd | .]``, ``Kd`` and ``R = [S_in ; V]``, then ``A = Qd Kd^T`` (into ``P``), the mask, and ``O = [Qd | A]
+    fills ``P = [Qd | .]``, ``Kd`` (transposed) and ``R = [S_in ; V]``, then ``A = Qd Kd`` (into ``P``), the mask, and ``O = [Qd | A]
     [S_in ; V]``. ``dS`` None (a head in one run): each group's own states are made first, in cache -- phases 1 and 3
     in one pass, no ``dS`` array. ``products_only``: the products alone, on the same shapes (for :func:`chunked_products`)."""
     d_k, d_v, g0 = Q.shape[2], V.shape[2], min(group, sl.stop - sl.start)
@@ -429,7 +429,7 @@ def _folded_outputs(Q, K, V, G, dS, S, O, sl, group, products_only=False):
         if not products_only:
             carry_states(G[gs], buf["dS"][:g] if dS is None else dS[gs], S, R)
             fold_outputs(Q[gs], K[gs], G[gs], V[gs], P, Kd, R)
-        np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])
+        np.matmul(P[:, :, :d_k], Kd, out=P[:, :, d_k:])
         if not products_only:
             tril_scores(P, d_k)
         np.matmul(P, R, out=O[gs])

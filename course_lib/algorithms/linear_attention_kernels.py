@@ -94,20 +94,22 @@ def carry_states(G, dS, S, R):
 @njit(nogil=True, cache=True, error_model="numpy")
 def fold_outputs(Q, K, G, V, P, Kd, R):
     """Scalar decay, the element-wise passes before the output products of a group of chunks, in one: ``P[:, :, :d_k]
-    = Qd = Q exp(G_i)``, ``Kd = K exp(-G_i)`` (both factors within ``exp(+-FOLD_LIMIT)``: normal numbers), and the
-    values below the incoming states in the stacked right operand, ``R[:, d_k:] = V`` (:func:`carry_states` wrote
-    ``R[:, :d_k] = S_in``). ``Q, K, Kd (g, c, d_k)``, ``G (g, c)``, ``V (g, c, d_v)``, ``P (g, c, d_k + c)``,
-    ``R (g, d_k + c, d_v)``: C-contiguous, written whole rows at a time."""
+    = Qd = Q exp(G_i)``, ``Kd = (K exp(-G_i))^T`` (both factors within ``exp(+-FOLD_LIMIT)``: normal numbers; ``Kd``
+    stored transposed, so that the scores ``Qd Kd`` are a plain product, which BLAS runs faster on small matrices than
+    one with a transposed operand), and the values below the incoming states in the stacked right operand,
+    ``R[:, d_k:] = V`` (:func:`carry_states` wrote ``R[:, :d_k] = S_in``). ``Q, K (g, c, d_k)``, ``Kd (g, d_k, c)``,
+    ``G (g, c)``, ``V (g, c, d_v)``, ``P (g, c, d_k + c)``, ``R (g, d_k + c, d_v)``: C-contiguous."""
     g_, c, d_k = Q.shape
     d_v = V.shape[2]
     for b in range(g_):
+        kd = Kd[b]
         for i in range(c):
             eq = Q.dtype.type(math.exp(G[b, i]))
             ek = Q.dtype.type(math.exp(-G[b, i]))
-            q, k, qd, kd = Q[b, i], K[b, i], P[b, i], Kd[b, i]
+            q, k, qd = Q[b, i], K[b, i], P[b, i]
             for j in range(d_k):
                 qd[j] = q[j] * eq
-                kd[j] = k[j] * ek
+                kd[j, i] = k[j] * ek
         for i in range(c):
             src, dst = V[b, i], R[b, d_k + i]
             for j in range(d_v):
@@ -129,7 +131,7 @@ def tril_scores(P, d_k):
 def folded_buffers(g: int, c: int, d_k: int, d_v: int, dtype) -> dict:
     """One group's buffers of the fused scalar-decay path, for ``g`` chunks of ``c`` steps (small: they stay in the
     core's cache between the passes and the products): ``P (g, c, d_k + c)`` = ``[Qd | A]`` (decayed queries beside
-    the masked scores), ``R (g, d_k + c, d_v)`` = ``[S_in ; V]`` (incoming states above the values), ``Kd (g, c,
-    d_k)``. Then ``O = P R`` is ONE product per chunk, ``Qd S_in + tril(Qd Kd^T) V``, with no ``O +=`` pass."""
+    the masked scores), ``R (g, d_k + c, d_v)`` = ``[S_in ; V]`` (incoming states above the values), ``Kd (g, d_k,
+    c)`` (the decayed keys, transposed). Then ``O = P R`` is ONE product per chunk, ``Qd S_in + tril(Qd Kd) V``, with no ``O +=`` pass."""
     e = lambda *shape: np.empty(shape, dtype)  # noqa: E731
-    return {"P": e(g, c, d_k + c), "R": e(g, d_k + c, d_v), "Kd": e(g, c, d_k)}
+    return {"P": e(g, c, d_k + c), "R": e(g, d_k + c, d_v), "Kd": e(g, d_k, c)}

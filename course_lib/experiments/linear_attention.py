@@ -177,7 +177,7 @@ def _stages(q, k, v, dec, c):
                                                      out=dS[:g.stop - g.start])),
         "carry_states": each(lambda g, P, R, Kd: lak.carry_states(G[g], dS[:g.stop - g.start], S, R)),
         "fold_outputs": each(lambda g, P, R, Kd: lak.fold_outputs(Q[g], K[g], G[g], V[g], P, Kd, R)),
-        "Qd Kd^T": each(lambda g, P, R, Kd: np.matmul(P[:, :, :d_k], np.swapaxes(Kd, 1, 2), out=P[:, :, d_k:])),
+        "Qd Kd^T": each(lambda g, P, R, Kd: np.matmul(P[:, :, :d_k], Kd, out=P[:, :, d_k:])),
         "tril_scores": each(lambda g, P, R, Kd: lak.tril_scores(P, d_k)),
         "[Qd|A] [S_in;V]": each(lambda g, P, R, Kd: np.matmul(P, R, out=O[g])),
     }

@@ -92,7 +92,7 @@ def test_carry_states_writes_each_incoming_state_and_ends_at_the_last():
 
 def test_folded_buffers_shapes():
     b = la.folded_buffers(5, 4, 3, 2, np.float32)
-    assert {k: v.shape for k, v in b.items()} == {"P": (5, 4, 7), "R": (5, 7, 2), "Kd": (5, 4, 3)}
+    assert {k: v.shape for k, v in b.items()} == {"P": (5, 4, 7), "R": (5, 7, 2), "Kd": (5, 3, 4)}
     assert all(v.dtype == np.float32 and v.flags.c_contiguous for v in b.values())
 
 
