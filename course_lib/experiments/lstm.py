@@ -288,7 +288,11 @@ def profile_step(batch: int, nh: int, nx: int | None = None, *, method: str = "n
     """Profile one time step: time each library call of the step separately.
 
     Returns ``{"method", "B", "nh", "nx", "calls_per_step", "gemm_s", "elementwise_s", "gemm_share",
-    "ops": [(kind, label, seconds), ...], "noise"}``. ``calls_per_step`` counts numpy/BLAS/numba calls -- the CPU
+    "gemm_share_interval", "ops": [(kind, label, seconds), ...], "noise"}``. ``gemm_share_interval``: the share
+    if the GEMM and the element-wise time were each off by the largest spread of any call's repeats, in opposite
+    directions -- where the share lies when that spread is all the run's trouble (a share cannot leave 0..1 the
+    way ours widened by the spread would); None where other programs' load could inflate the times (wall clock while
+    the machine was busy), which no spread bounds. ``calls_per_step`` counts numpy/BLAS/numba calls -- the CPU
     analogue of the seed's kernel launches. (For ``fused_pre``/``transposed`` the big input GEMM done
     once for all steps is not part of the step.)"""
     batch, nh, nx, _ = _shape(batch, nh, nh if nx is None else nx)
@@ -307,8 +311,11 @@ def profile_step(batch: int, nh: int, nx: int | None = None, *, method: str = "n
         noise = noise | t.noise
     gemm = sum(s for k, _, s in rows if k == "gemm")
     ew = sum(s for k, _, s in rows if k == "elementwise")
+    s2 = (1 + noise.spread) ** 2
     return {"method": method, "B": batch, "nh": nh, "nx": nx, "calls_per_step": n_calls, "gemm_s": gemm,
-            "elementwise_s": ew, "gemm_share": gemm / (gemm + ew), "ops": rows, "noise": noise}
+            "elementwise_s": ew, "gemm_share": gemm / (gemm + ew),
+            "gemm_share_interval": None if noise.busy else (gemm / (gemm + ew * s2), gemm * s2 / (gemm * s2 + ew)),
+            "ops": rows, "noise": noise}
 
 
 def _training_phases(p, X, dH):

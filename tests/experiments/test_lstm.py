@@ -234,3 +234,16 @@ def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """Every public function of the module, one bad argument at a time: a clear error naming it, at once
     (all of them are checked before anything is allocated, launched or timed)."""
     case_test(case, data)
+
+
+def test_gemm_share_interval_holds_the_share_and_stays_a_share():
+    """Issue 43: the share's interval is where it lies if each part were off by the repeats' largest spread."""
+    p = E.profile_step(4, 8, method="fused_pre", repeat=3)
+    iv = p["gemm_share_interval"]
+    if p["noise"].busy:                  # wall clock on a busy machine: no spread bounds the load
+        assert iv is None
+    else:
+        lo, hi = iv
+        assert 0 < lo <= p["gemm_share"] <= hi < 1
+        s2 = (1 + p["noise"].spread) ** 2
+        assert hi == pytest.approx(p["gemm_s"] * s2 / (p["gemm_s"] * s2 + p["elementwise_s"]))
