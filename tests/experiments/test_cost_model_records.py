@@ -112,3 +112,16 @@ def test_the_seed_verdicts_reason_is_the_measured_cause():
     why = next(text for cond, text in seed_reasons("002.speedup.max", helped, 32) if cond)
     assert "2 cores here made it 2x faster, 32 processors" in why
     raises_naming(ValueError, "cid", seed_reasons, "000.halide.summary.speedup", cal, 61)
+
+
+
+def test_measured_threads_name_the_fastest_variants_threads():
+    """Issue 43: chapter 12's verdicts state cores_used from the row measured_speedups chose (MGRIT on 1 thread
+    on the Intel Xeon), for every ratio it gives -- and the 2-thread variant once it is the faster."""
+    from course_lib.experiments.cost_model.configurations import measured_speedups, measured_threads
+    cal, _ = fresh.replay(RESULTS / "intel-xeon-avx512-notebook12")
+    threads = measured_threads(cal)
+    assert set(threads) == set(measured_speedups(cal)) and threads["002.speedup.max"] == 1
+    rows = [dataclasses.replace(r, measured=r.measured / 50) if r.label == "mgrit (2 threads)" else r for r in cal.rows]
+    assert measured_threads(cm.Calibration(cal.machine, rows, cal.noise, cal.info))["002.speedup.max"] == 2
+    raises_naming(TypeError, "cal", measured_threads, {})
