@@ -42,6 +42,8 @@ gives each SIMD lane its own stretch of time: ``log2 K`` doubling passes over co
 turn the pairs into windows of ``K`` steps (``(A_t, B_t) = p_{t-K+1} o ... o p_t``), after which
 ``h_t = A_t h_{t-K} + B_t`` -- the same recurrence with stride ``K``, i.e. ``K`` independent chains
 that the vectorised channel loop runs side by side, one per lane. Threads then split time as well.
+One channel on 16 lanes makes its windows in two passes over L1-sized blocks instead
+(:mod:`~course_lib.algorithms.scan_lanes`: windows of 4 steps, then of 16), reading ``a, x`` once.
 
 Shapes: ``a, x`` are ``(T, H)`` or ``(T, B, H)`` (time-major); ``h0`` has the shape of one
 time step (``(H,)`` or ``(B, H)``); ``h`` has the shape of ``x``. Every method returns the float64
