@@ -159,8 +159,11 @@ def main(argv=None) -> int:
         print(f"the same step on one group (groups=1) / best GEMM rate, pair by pair: median {100 * one:.1f}% "
               f"(interval {100 * lo1:.1f}% .. {100 * hi1:.1f}%); {ws.groups} groups / one group: "
               f"{cmp.ratio('fast, one group', to='fast_rnn.train_step'):.2f}x faster (median pair)")
+    met = fastest == "fast_rnn.train_step" and share >= 88 and pair >= 0.88
+    verdict = ("not judged: the measurement is unreliable (see the warning above)" if not cmp.noise.ok or share > 100
+               else "MET" if met else "NOT MET")
     print(f"fastest column: {fastest}; fast step at {share:.1f}% of the GEMM peak (best against best) "
-          f"(goal: fastest and >= 88%: {'MET' if fastest == 'fast_rnn.train_step' and share >= 88 else 'NOT MET'})")
+          f"(goal: fastest and >= 88%, best against best and pair by pair: {verdict})")
     if share > 100:
         print("(more than 100% of the peak: the machine's load changed during the run -- the peak is unreliable)")
     print(f"(measured in {wall:.1f} s; on a shared or busy machine rerun before trusting a ratio)")
