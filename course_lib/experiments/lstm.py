@@ -152,8 +152,9 @@ def fused_baseline(batch: int, nh: int, nx: int, T: int = 10, *, repeat: int = 3
 
 
 def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METHODS, dtype="float32",
-                 backward: bool = False, repeat: int = 3) -> dict:
-    """Milliseconds per step of each method at one shape, measured interleaved in one run.
+                 backward: bool = False, repeat: int = 3, time_budget: float | None = None) -> dict:
+    """Milliseconds per step of each method at one shape, measured interleaved in one run (more rounds until
+    the ratios are narrow or ``time_budget`` seconds are spent: :func:`course_lib.core.timing.compare`'s).
 
     Returns ``{"B", "nh", "nx", "T", "ms_per_step": {method: ms}, "best": name, "comparison": Comparison}``
     (the :class:`~course_lib.core.timing.Comparison` carries the spread of the repeats)."""
@@ -165,7 +166,7 @@ def method_times(batch: int, nh: int, nx: int, T: int = 10, *, methods=lstm.METH
     dH = np.ones((T, batch, nh), p.dtype)
     # settle: the BLAS methods' pool spins after each call, and "persistent" runs on numba's threads -- timed
     # right after a BLAS method it would share its cores with the spinning threads (a test's fake clock applies)
-    cmp = timing.compare(repeat=repeat, warmup=1, settle=True,
+    cmp = timing.compare(repeat=repeat, warmup=1, settle=True, time_budget=time_budget,
                          **{m: _runner(p, X, m, backward, dH) for m in methods})
     ms = {m: cmp.timings[m].median / T * 1e3 for m in methods}
     return {"B": batch, "nh": nh, "nx": nx, "T": T, "ms_per_step": ms, "best": min(ms, key=ms.get), "comparison": cmp}

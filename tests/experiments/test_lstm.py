@@ -247,3 +247,11 @@ def test_gemm_share_interval_holds_the_share_and_stays_a_share():
         assert 0 < lo <= p["gemm_share"] <= hi < 1
         s2 = (1 + p["noise"].spread) ** 2
         assert hi == pytest.approx(p["gemm_s"] * s2 / (p["gemm_s"] * s2 + p["elementwise_s"]))
+
+
+def test_method_times_takes_a_time_budget_for_more_rounds():
+    """Chapter 09 re-times two methods alone when a verdict's interval spans two outcomes: compare()'s budget."""
+    r = E.method_times(1, 8, 8, 2, methods=("naive", "fused_pre"), repeat=3, time_budget=0.0)
+    assert len(r["comparison"].timings["naive"].times) == 3     # no time for more rounds than asked
+    with pytest.raises(ValueError, match="time_budget"):
+        E.method_times(1, 8, 8, 2, methods=("naive", "fused_pre"), time_budget=-1.0)
