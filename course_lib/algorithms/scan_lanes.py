@@ -10,9 +10,13 @@ all 16 lanes one row on. The windows are made in two passes over a block that st
 ``_quads``          windows of 4 steps ``(QA, QB)[t]`` from ``a, x`` (four contiguous, shifted loads each)
 ``_window``         a window of 16 steps from four quads (steps ``t-12, t-8, t-4, t``)
 ``_rows_scan``      row by row, ``h_t = A_t h_{t-16} + B_t`` for 16 lanes at once, writing h
-``_rows_compose``   the same without writing h, carrying ``prod a`` beside h (the reduce of a chunked scan)
 
-Every element of ``a`` and ``x`` is read from memory once and ``h`` written once, with about a dozen vector
+The reduce of a chunked scan wants only the pair of a whole range, not every h, and folds instead:
+
+``_fold4``          the pair of every 4 consecutive steps (a quarter as many pairs; stride-4 loads, vectorised)
+``_fold_block``     folds of 4 over one L1 block until a few pairs are left
+
+Every element of ``a`` and ``x`` is read from memory once (and ``h`` written once), with a few dozen vector
 operations per 16 elements and no ``log2 16`` passes over scratch arrays. The entry points:
 
 ``scan(a, x, carry, h)``          ``h`` from the carry (the h just before ``a[0]``); ``carry`` left = ``h[-1]``
@@ -81,25 +85,10 @@ def _rows_scan(QA, QB, c, h):
             h[j] = c[l]
 
 
-@njit(cache=True, fastmath={"contract"})
-def _rows_compose(QA, QB, c, P, m):
-    """:func:`_rows_scan` without writing h: each lane also carries ``P[l] = A P[l]`` (flushed), so that after
-    the block lane ``l`` holds ``h = P[l] h_before + c[l]`` for its step, ``h_before`` the h before the range."""
-    tiny = QA.dtype.type(TINY)
-    zero = QA.dtype.type(0)
-    for r in range(m // LANES):
-        for l in range(LANES):
-            j = r * LANES + l
-            A, B = _window(QA[j], QA[j + 4], QA[j + 8], QA[j + 12], QB[j], QB[j + 4], QB[j + 8], QB[j + 12], tiny, zero)
-            c[l] = A * c[l] + B
-            P[l] = _flush(A * P[l], tiny, zero)
-
-
 @njit(cache=True)
-def _run(a, x, c, P, h, store):
-    """Lanes over flat ``a, x (N,)``, ``N >= 32``, whose first 16 steps are already in ``c`` (and ``P``),
-    block by block (:func:`_quads`, then :func:`_rows_scan` writing ``h``, or :func:`_rows_compose`) up to
-    the last full row; returns the step where that ended (the lanes hold the 16 steps before it)."""
+def _run(a, x, c, h):
+    """Lanes over flat ``a, x (N,)``, ``N >= 32``, whose first 16 steps are already in ``h`` and ``c``, block by
+    block (:func:`_quads`, then :func:`_rows_scan`) up to the last full row; returns the step where that ended."""
     N = a.shape[0]
     QA = np.empty(BLOCK + _HEAD, a.dtype)
     QB = np.empty(BLOCK + _HEAD, a.dtype)
@@ -107,10 +96,7 @@ def _run(a, x, c, P, h, store):
     while N - s >= LANES:
         m = min(BLOCK, (N - s) // LANES * LANES)
         _quads(a, x, s - _HEAD, m + _HEAD, QA, QB)
-        if store:
-            _rows_scan(QA, QB, c, h[s:s + m])
-        else:
-            _rows_compose(QA, QB, c, P, m)
+        _rows_scan(QA, QB, c, h[s:s + m])
         s += m
     return s
 
@@ -128,7 +114,7 @@ def scan(a, x, carry, h):
         h[t] = prev
     if head < N:
         c = h[:LANES].copy()
-        s = _run(a, x, c, c, h, True)
+        s = _run(a, x, c, h)
         prev = h[s - 1]
         for t in range(s, N):
             prev = a[t] * prev + x[t]
@@ -137,28 +123,77 @@ def scan(a, x, carry, h):
         carry[0] = prev
 
 
+@njit(cache=True, fastmath={"contract"})
+def _fold4(a, x, m, A, B):
+    """``(A, B)[i]`` = the pair of steps ``4i .. 4i+3`` of ``a, x`` for ``i < m``: a quarter as many pairs. The
+    loads have stride 4; the compiler de-interleaves four vectors with shuffles (it vectorises)."""
+    tiny = a.dtype.type(TINY)
+    zero = a.dtype.type(0)
+    for i in range(m):
+        a1, a2, a3 = a[4 * i + 1], a[4 * i + 2], a[4 * i + 3]
+        A[i] = _flush(_flush(a[4 * i] * a1, tiny, zero) * _flush(a2 * a3, tiny, zero), tiny, zero)
+        B[i] = ((x[4 * i] * a1 + x[4 * i + 1]) * a2 + x[4 * i + 2]) * a3 + x[4 * i + 3]
+
+
+@njit(cache=True)
+def _then(pa, pb, qa, qb, tiny, zero):
+    """The pair ``(pa, pb)`` followed by ``(qa, qb)``: ``h -> qa (pa h + pb) + qb``."""
+    return _flush(qa * pa, tiny, zero), qa * pb + qb
+
+
+@njit(cache=True)
+def _serial(a, x, s, e, pa, pb, tiny, zero):
+    """``(pa, pb)`` followed by the steps ``s .. e-1`` of ``a, x``, one at a time."""
+    for t in range(s, e):
+        pa, pb = _then(pa, pb, a[t], x[t], tiny, zero)
+    return pa, pb
+
+
+@njit(cache=True)
+def _fold_block(a, x, A1, B1, A2, B2):
+    """The pair of a block ``a, x (n,)``, ``n <= BLOCK``: folds of 4 (:func:`_fold4`) into ``A1, B1 (BLOCK/4,)``,
+    then back and forth with ``A2, B2 (BLOCK/16,)`` until under 16 pairs are left, which run one at a time. The
+    up to 3 pairs a fold leaves over at its end come after everything before them: they join the ``tail``."""
+    tiny = a.dtype.type(TINY)
+    zero = a.dtype.type(0)
+    n = a.shape[0]
+    if n < 16:
+        return _serial(a, x, 0, n, a.dtype.type(1), zero, tiny, zero)
+    m = n // 4
+    _fold4(a, x, m, A1, B1)
+    ta, tb = _serial(a, x, 4 * m, n, a.dtype.type(1), zero, tiny, zero)  # the tail: applied last
+    n, up = m, True
+    while n >= 16:
+        m = n // 4
+        if up:
+            _fold4(A1, B1, m, A2, B2)
+            la, lb = _serial(A1, B1, 4 * m, n, a.dtype.type(1), zero, tiny, zero)
+        else:
+            _fold4(A2, B2, m, A1, B1)
+            la, lb = _serial(A2, B2, 4 * m, n, a.dtype.type(1), zero, tiny, zero)
+        ta, tb = _then(la, lb, ta, tb, tiny, zero)
+        n, up = m, not up
+    if up:
+        ra, rb = _serial(A1, B1, 0, n, a.dtype.type(1), zero, tiny, zero)
+    else:
+        ra, rb = _serial(A2, B2, 0, n, a.dtype.type(1), zero, tiny, zero)
+    return _then(ra, rb, ta, tb, tiny, zero)
+
+
 @njit(cache=True)
 def compose(a, x, out):
     """The pair of the whole flat range ``a, x (N,)``: ``out (2,) = (A, B)`` with ``A = prod a`` (flushed) and
-    ``B`` = the last h from h = 0, so that ``h_end = A h_before + B``. Lanes as in :func:`scan`, carrying
-    ``prod a`` beside h; nothing is written but ``out``."""
+    ``B`` = the last h from h = 0, so that ``h_end = A h_before + B``. No lanes over time here (only one pair is
+    wanted): every L1 block is folded by fours (:func:`_fold_block`), the blocks' pairs composed in order."""
     tiny = a.dtype.type(TINY)
     zero = a.dtype.type(0)
     N = a.shape[0]
-    head = N if N < 2 * LANES else LANES
-    c = np.zeros(LANES, a.dtype)
-    P = np.ones(LANES, a.dtype)
-    pa, pb = a.dtype.type(1), a.dtype.type(0)
-    for t in range(head):
-        pa = _flush(a[t] * pa, tiny, zero)
-        pb = a[t] * pb + x[t]
-        if t < LANES:
-            P[t], c[t] = pa, pb
-    if head < N:
-        s = _run(a, x, c, P, c, False)
-        pa, pb = P[LANES - 1], c[LANES - 1]  # lane 15 holds step s - 1
-        for t in range(s, N):
-            pa = _flush(a[t] * pa, tiny, zero)
-            pb = a[t] * pb + x[t]
+    A1, B1 = np.empty(BLOCK // 4, a.dtype), np.empty(BLOCK // 4, a.dtype)
+    A2, B2 = np.empty(BLOCK // 16, a.dtype), np.empty(BLOCK // 16, a.dtype)
+    pa, pb = a.dtype.type(1), zero
+    for s in range(0, N, BLOCK):
+        e = min(N, s + BLOCK)
+        qa, qb = _fold_block(a[s:e], x[s:e], A1, B1, A2, B2)
+        pa, pb = _then(pa, pb, qa, qb, tiny, zero)
     out[0] = pa
     out[1] = pb

@@ -58,21 +58,29 @@ def test_compose_gives_the_pair_of_the_whole_range(N, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_running_products_are_flushed_not_subnormal(dtype):
     """a ~ U(0.5, 1): an unflushed product sticks at the smallest subnormal within a few hundred (float32) or
-    thousand (float64) steps. The quads and the compose rows, their Python bodies with every underflow raising,
-    never produce one; the compiled compose's product is 0 (the true one is far below TINY), h is still right."""
-    N = 4096
+    thousand (float64) steps. The folds of four (down to one pair from 4^6 steps) and the pair-by-pair
+    composition, their Python bodies with every underflow raising, never produce one; the compiled compose's
+    product is 0 (the true one is far below TINY), and h is still right."""
+    N = 4 ** 6
     a, x, _ = scan.random_problem(N, 1, seed=9, dtype=dtype)
     a, x = a[:, 0].copy(), x[:, 0].copy()
-    QA, QB = np.empty(N - L + 12, dtype), np.empty(N - L + 12, dtype)
-    c, P = np.zeros(L, dtype), np.ones(L, dtype)
+    tiny, zero = dtype(scan_lanes.TINY), dtype(0)
     with np.errstate(under="raise"):
-        scan_lanes._quads.py_func(a, x, 4, N - L + 12, QA, QB)
-        scan_lanes._rows_compose.py_func(QA, QB, c, P, N - L)
-    assert not P.any()                                  # every lane's product flushed to 0, none stuck
+        A, B, n = a, x, N
+        while n > 1:
+            A2, B2 = np.empty(n // 4, dtype), np.empty(n // 4, dtype)
+            scan_lanes._fold4.py_func(A, B, n // 4, A2, B2)
+            A, B, n = A2, B2, n // 4
+        pa, pb = dtype(1), zero
+        for t in range(N):
+            pa, pb = scan_lanes._then.py_func(pa, pb, a[t], x[t], tiny, zero)
+    ref = scan.recurrence_float64(a[:, None], x[:, None])[-1, 0]
+    assert A[0] == pa == 0
+    np.testing.assert_allclose([B[0], pb], [ref, ref], rtol=1e-4)
     out = np.empty(2, dtype)
     scan_lanes.compose(a, x, out)
     assert out[0] == 0
-    np.testing.assert_allclose(out[1], scan.recurrence_float64(a[:, None], x[:, None])[-1, 0], rtol=1e-4)
+    np.testing.assert_allclose(out[1], ref, rtol=1e-4)
     h = np.empty_like(a)
     scan_lanes.scan(a, x, np.zeros(1, dtype), h)
     np.testing.assert_allclose(h, scan.recurrence_float64(a[:, None], x[:, None])[:, 0], rtol=1e-4, atol=1e-5)
