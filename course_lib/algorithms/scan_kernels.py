@@ -471,10 +471,11 @@ def x_chunk(L: int, rescan: bool = False) -> int:
     pass over X while every other thread reduces a Y (one pass) and expands the previous one from
     its cache (a lighter pass): X gets a third more steps than a Y, which balanced the threads on
     the course's test machines for the channel loop and for lanes alike. ``rescan``: the expansion
-    is a full second scan of the Y (one channel on 16 lanes re-makes its windows from ``a, x`` in cache,
-    :mod:`~course_lib.algorithms.scan_lanes`), so X gets twice a Y's steps."""
+    is a full second scan of the Y (one channel on 16 lanes re-makes its windows from ``a, x`` in cache) and
+    the reduce a fold costing about half a scan (:mod:`~course_lib.algorithms.scan_lanes`), so X gets half
+    again a Y's steps."""
     L = check_positive_int(L, "L")
-    return 2 * L if rescan else max(1, (4 * L) // 3)
+    return max(1, (3 * L) // 2) if rescan else max(1, (4 * L) // 3)
 
 
 @njit(cache=True, parallel=True)

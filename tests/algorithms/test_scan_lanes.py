@@ -114,10 +114,12 @@ def test_linear_recurrence_takes_it_where_one_channel_gets_16_lanes():
 
 
 def test_x_chunk_doubles_where_the_expansion_rescans_and_the_plan_asks_for_it():
-    """Expanding a Y chunk on 16 lanes re-makes its windows (a second full pass), so X gets two Y's steps."""
-    assert scan_kernels.x_chunk(3, rescan=True) == 6 and scan_kernels.x_chunk(3) == 4
+    """Expanding a Y chunk on 16 lanes re-makes its windows (a second full scan) after a fold (about half a
+    scan), so X gets one and a half Y's steps (the channel loop: four thirds)."""
+    assert scan_kernels.x_chunk(100, rescan=True) == 150 and scan_kernels.x_chunk(100) == 133
+    assert scan_kernels.x_chunk(1, rescan=True) == 1
     a, x, _ = scan.random_problem(1 << 12, 1, seed=1)
     name, args = scan._plan("chunked", a.shape, 4, {"chunk": 100, "lanes": 16}, 2)
-    assert name == "chunked_blocked" and args == (2, 100, 16, 200)
+    assert name == "chunked_blocked" and args == (2, 100, 16, 150)
     name, args = scan._plan("chunked", (4096, 2), 4, {"chunk": 100, "lanes": 8}, 2)
     assert args == (2, 100, 8, 133)
