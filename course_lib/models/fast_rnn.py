@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import types as _pytypes
 from concurrent.futures import ThreadPoolExecutor
 
@@ -431,7 +432,8 @@ def _run_group(ws: SplitWorkspace, params, X, Y, h0, g: int) -> float:
 
 
 @functools.cache
-def _pool(threads: int) -> ThreadPoolExecutor:
+def _pool(threads: int, pid: int) -> ThreadPoolExecutor:
+    """The groups' threads, made once per process (``pid``: a forked child has none of its parent's threads)."""
     return ThreadPoolExecutor(threads, thread_name_prefix="fast_rnn-group")
 
 
@@ -445,7 +447,7 @@ def _run_groups(ws: SplitWorkspace, params, X, Y, h0) -> float:
         losses = [run(g) for g in range(ws.groups)]
     else:
         with backend.blas_threads(1):
-            losses = list(_pool(threads).map(run, range(ws.groups)))
+            losses = list(_pool(threads, os.getpid()).map(run, range(ws.groups)))
     total = ws.parts[0]
     for part in ws.parts[1:]:
         for acc, g in ((total.gWxh, part.gWxh), (total.gWhh, part.gWhh), (total.gWhy, part.gWhy)):

@@ -368,3 +368,35 @@ def test_split_step_names_a_non_finite_input_at_its_index_in_the_whole_batch():
     X[2, 5, 1] = 0
     Y[0, 3, 0] = np.inf
     raises_naming(ValueError, "Y", fast_rnn.gradients, p, X, Y, workspace=ws)
+
+
+def _split_step_in_child(queue):
+    p, X, Y = _problem(T=3, B=6)
+    g, _ = fast_rnn.gradients(p, X, Y, workspace=fast_rnn.make_workspace(3, 6, 5, 7, 3, np.float64, groups=2))
+    queue.put(_rel(g.Whh, rnn.bptt_linear(p, X, Y).Whh))
+
+
+@pytest.mark.timeout(120)
+def test_split_step_runs_in_a_forked_child_after_the_parent_used_its_threads():
+    import multiprocessing
+
+    from course_lib.core import backend
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method on this platform")
+    if backend.max_threads() < 2:
+        pytest.skip("one thread: the groups run in turn, no thread pool is made")
+    before = backend.get_threads()
+    backend.set_threads(2)
+    try:
+        p, X, Y = _problem(T=3, B=6)
+        fast_rnn.gradients(p, X, Y, workspace=fast_rnn.make_workspace(3, 6, 5, 7, 3, np.float64, groups=2))
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_split_step_in_child, args=(queue,))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0, "the child hung or failed (a thread pool inherited from the parent has no threads)"
+        assert queue.get(timeout=5) < 1e-12
+    finally:
+        backend.set_threads(before)
