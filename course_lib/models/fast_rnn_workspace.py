@@ -80,7 +80,7 @@ class Workspace:
 
 @dataclass
 class SplitWorkspace:
-    """Buffers for one step on a batch split into row groups, one thread each (idea 6 above).
+    """Buffers for one step on a batch split into row groups, one thread each (``fast_rnn``'s idea 6).
 
     parts  one :class:`Workspace` per group (``method="loop"``), made for ``(T, rows of the group)``
     rows   the batch rows of each group (slices; the sizes differ by at most one)
@@ -99,12 +99,17 @@ class SplitWorkspace:
         if not (isinstance(self.parts, tuple) and len(self.parts) >= 2
                 and all(isinstance(w, Workspace) and w.method == "loop" for w in self.parts)):
             raise TypeError("parts: expected a tuple of two or more Workspaces with method='loop' (make_workspace)")
-        first = self.parts[0]
-        for g, (w, r, x, y) in enumerate(zip(self.parts, self.rows, self.X, self.Y, strict=True)):
+        if not len(self.rows) == len(self.X) == len(self.Y) == len(self.parts):
+            raise ValueError(f"rows, X, Y: expected one per group ({len(self.parts)}), "
+                             f"got {len(self.rows)}, {len(self.X)}, {len(self.Y)}")
+        first, start = self.parts[0], 0
+        for g, (w, r, x, y) in enumerate(zip(self.parts, self.rows, self.X, self.Y)):
             if (w.T, w.nx, w.nh, w.ny, w.dtype) != (first.T, first.nx, first.nh, first.ny, first.dtype):
                 raise ValueError(f"parts: group {g} was made for other sizes than group 0")
-            if not isinstance(r, slice) or len(range(self.batch)[r]) != w.batch:
-                raise ValueError(f"rows: group {g} expected a slice of {w.batch} batch rows, got {r!r}")
+            if not isinstance(r, slice) or (r.start, r.stop, r.step or 1) != (start, start + w.batch, 1):
+                raise ValueError(f"rows: group {g} expected slice({start}, {start + w.batch}): the groups' rows "
+                                 f"in order, each group's as many as its workspace's batch; got {r!r}")
+            start = r.stop
             check_array(x, f"X[{g}]", shape=(w.T, w.batch, w.nx), dtype=w.dtype, finite=False, contiguous=True)
             check_array(y, f"Y[{g}]", shape=(w.T, w.batch, w.ny), dtype=w.dtype, finite=False, contiguous=True)
 

@@ -357,6 +357,8 @@ def test_split_workspace_bad_arguments_are_named():
     with pytest.raises(TypeError, match="parts"):
         fast_rnn.SplitWorkspace(ws.parts[:1], ws.rows[:1], ws.X[:1], ws.Y[:1])
     raises_naming(ValueError, "rows", fast_rnn.SplitWorkspace, ws.parts, (slice(0, 1), slice(1, 4)), ws.X, ws.Y)
+    raises_naming(ValueError, "rows", fast_rnn.SplitWorkspace, ws.parts, ws.rows[::-1], ws.X, ws.Y)  # overlap/order
+    raises_naming(ValueError, "rows", fast_rnn.SplitWorkspace, ws.parts, ws.rows[:1], ws.X, ws.Y)
 
 
 def test_split_step_names_a_non_finite_input_at_its_index_in_the_whole_batch():
