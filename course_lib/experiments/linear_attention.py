@@ -46,6 +46,19 @@ def gemm_peak(threads: int | None = None, n: int = 1024, repeat: int = 5) -> flo
     return timing.gemm_flops(n, n, n) / t.min / 1e9
 
 
+def _gemm_call(n: int = 1024):
+    """``(fn, flops)``: a zero-argument ``(n, n) @ (n, n)`` float32 GEMM on all cores, to be timed interleaved with the
+    chunked form, so that the peak and the call see the same load (a peak measured once, before, does not)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    out = np.empty((n, n), np.float32)
+
+    def gemm():
+        with backend.blas_threads(backend.cpu_count()):
+            np.matmul(a, b, out=out)
+    return gemm, timing.gemm_flops(n, n, n)
+
+
 def _check_common(T_max, d, repeat, seed, peak, chunk=None):
     """The arguments every sweep shares, checked before anything is allocated or measured."""
     check_alloc_of(np.float32, "q, k, v", T=T_max, d=d)
@@ -108,16 +121,19 @@ def methods_vs_T(sizes, d: int = 64, *, chunk: int | None = None, methods=METHOD
 
 def chunk_sweep(T: int, d: int = 64, chunks=(16, 32, 64, 128, 256), *, repeat: int = 3, seed: int = 0,
                 peak: float | None = None) -> dict:
-    """The chunked form at one T over chunk sizes (interleaved). Returns ``{"T", "d", "peak", "rows":
-    [{"chunk", "per_token", "gflops", "pct_peak"}], "best", "noise"}``."""
+    """The chunked form at one T over chunk sizes (interleaved). ``peak`` None: the GEMM peak (1024^3 float32, all
+    cores) is timed interleaved with the chunk sizes, its median rate (the same load as theirs). Returns ``{"T", "d",
+    "peak", "rows": [{"chunk", "per_token", "gflops", "pct_peak"}], "best", "noise"}``."""
     T = check_positive_int(T, "T", high=1 << 22)
     d = check_positive_int(d, "d", high=1024)
     chunks = check_sizes(chunks, "chunks", high=T)
     repeat, seed, peak = _check_common(T, d, repeat, seed, peak)
-    peak = gemm_peak() if peak is None else peak
     q, k, v, dec = _problem(T, d, seed)
     fns = {f"c{c}": (lambda c=c: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c)) for c in chunks}
+    if peak is None:
+        fns["gemm"], gemm_flops = _gemm_call()
     cmp = timing.compare(repeat=repeat, **fns)
+    peak = gemm_flops / cmp.timings["gemm"].median / 1e9 if peak is None else peak
     rows = []
     for c in chunks:
         s = cmp.timings[f"c{c}"].median
@@ -134,17 +150,21 @@ def product_share(T: int, d: int = 64, *, chunk: int | None = None, repeat: int 
     on the same threads, none of the element-wise work), interleaved. Returns ``{"T", "d", "chunk", "seconds":
     {"whole", "products"}, "products_share" (median pair ratio products / whole), "products_interval",
     "products_gflops" (the products' own rate), "gflops" (the whole call's), "pct_peak" (whole call, of ``peak``),
-    "products_pct_peak", "peak", "noise"}``."""
+    "products_pct_peak", "peak", "noise"}``. ``peak`` None: the GEMM peak is timed interleaved with both (as in
+    :func:`chunk_sweep`)."""
     T = check_positive_int(T, "T", high=1 << 22)
     d = check_positive_int(d, "d", high=1024)
     repeat, seed, peak = _check_common(T, d, repeat, seed, peak, chunk)
-    peak = gemm_peak() if peak is None else peak
     q, k, v, dec = _problem(T, d, seed)
     c = min(T, chunk or la.default_chunk(T, d))
-    cmp = timing.compare(repeat=repeat, whole=lambda: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c),
-                         products=la.chunked_products(q, k, v, dec, chunk=c))
+    fns = {"whole": lambda: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c),
+           "products": la.chunked_products(q, k, v, dec, chunk=c)}
+    if peak is None:
+        fns["gemm"], gemm_flops = _gemm_call()
+    cmp = timing.compare(repeat=repeat, **fns)
+    peak = gemm_flops / cmp.timings["gemm"].median / 1e9 if peak is None else peak
     flops = la.chunked_flops(T, d, d, c)
-    secs = {k_: t.median for k_, t in cmp.timings.items()}
+    secs = {k_: cmp.timings[k_].median for k_ in ("whole", "products")}
     g = {k_: flops / s / 1e9 for k_, s in secs.items()}
     return {"T": T, "d": d, "chunk": c, "seconds": secs, "products_share": cmp.ratio("products", to="whole"),
             "products_interval": cmp.ratio_interval("products", to="whole"), "gflops": g["whole"],

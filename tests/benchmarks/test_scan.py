@@ -18,5 +18,6 @@ def test_scan_benchmark_quick():
                  "The scan as matmuls", "% peak", "GEMM peak measured here", "issue 25 goals", "chunk sweep",
                  "across MPI ranks", "Scans at the stream", "limit:", "of the limit that applies",
                  "threadpoolctl", "chunked_blocked", "% stream", "Seed 001", "matrix products",
-                 "the products alone run at"):
+                 "the products alone run at", "GEMM peak timed between them", "one thread (GEMM peak on one thread",
+                 "[Qd|A] [S_in;V]"):
         assert name in out.stdout, name
