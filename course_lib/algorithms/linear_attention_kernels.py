@@ -101,20 +101,15 @@ def fold_outputs(Q, K, G, V, P, Kd, R):
     ``G (g, c)``, ``V (g, c, d_v)``, ``P (g, c, d_k + c)``, ``R (g, d_k + c, d_v)``: C-contiguous."""
     g_, c, d_k = Q.shape
     d_v = V.shape[2]
-    ek = np.empty(c, Q.dtype)
     for b in range(g_):
-        for i in range(c):
-            eq = Q.dtype.type(math.exp(G[b, i]))
-            ek[i] = Q.dtype.type(math.exp(-G[b, i]))
-            q, qd = Q[b, i], P[b, i]
+        kd = Kd[b]
+        for i in range(c):      # row by row, the transposed keys a column at a time (measured faster here than
+            eq = Q.dtype.type(math.exp(G[b, i]))            # tiles of 16 for chunks up to 64, the useful ones)
+            ek = Q.dtype.type(math.exp(-G[b, i]))
+            q, k, qd = Q[b, i], K[b, i], P[b, i]
             for j in range(d_k):
                 qd[j] = q[j] * eq
-        kd, k = Kd[b], K[b]
-        for i0 in range(0, c, 16):          # the transpose in tiles of 16 keys: one cache line written at a time
-            i1 = min(c, i0 + 16)
-            for j in range(d_k):
-                for i in range(i0, i1):
-                    kd[j, i] = k[i, j] * ek[i]
+                kd[j, i] = k[j] * ek
         for i in range(c):
             src, dst = V[b, i], R[b, d_k + i]
             for j in range(d_v):
