@@ -142,7 +142,8 @@ def stream_share(T: int, nh: int = 128, *, methods=("chunked", "channels"), chun
       ``"chunked, 1 thread"``: the chain of dependent multiply-adds, with the SIMD lanes over time
       :func:`course_lib.algorithms.scan.choose_lanes` gives a channel) -- what the arithmetic allows when every
       thread runs its share as fast as one thread runs it alone. ``lanes_ceiling_gbs``: the loop's rate times the
-      lanes times the threads, what perfect lanes would give (they cost ``log2 lanes`` extra passes).
+      lanes times the threads, what perfect lanes would give (they cost extra passes that make the windows:
+      ``log2 lanes`` doubling passes, or two passes in L1 for one channel on 16 lanes, ``algorithms.scan_lanes``).
 
     Returns ``{"T", "nh", "threads", "lanes", "gbs": {name: GB/s of its median}, "stream_gbs", "loop_bound_gbs",
     "lanes_ceiling_gbs", "limit": "stream" | "dependent loop" (the lower of the two), "limit_gbs", "share": {scan: its
