@@ -439,7 +439,7 @@ def _plan(method, shape, itemsize, opts, p):
         return "sequential", ()
     if chunk is None and choose_chunks(T, n, p) == 1:  # small problem or one thread: no threads
         return ("sequential", ()) if K == 1 else ("lanes", (K,))
-    return "chunked_blocked", (p, L, K, kernels.x_chunk(L, rescan=n == 1 and K == kernels.scan_lanes.LANES))
+    return "chunked_blocked", (p, L, K, kernels.x_chunk(L))
 
 
 def _run(method, a2, x2, h02, opts, x):

@@ -108,18 +108,7 @@ def test_scan_kernels_run_it_for_one_channel_on_16_lanes(T, dtype):
 def test_linear_recurrence_takes_it_where_one_channel_gets_16_lanes():
     a, x, h0 = scan.random_problem(70001, 1, seed=2)
     ref = scan.recurrence_float64(a, x, h0)
-    for opts in ({"lanes": 16}, {"lanes": 16, "chunk": 3000}):
+    for opts, kernel in (({"lanes": 16}, "lanes"), ({"lanes": 16, "chunk": 3000}, "chunked_blocked")):
+        assert scan.kernel_for(a, x, method="chunked", threads=2, **opts) == kernel
         h = scan.linear_recurrence(a, x, h0, method="chunked", **opts)
         np.testing.assert_allclose(h, ref, rtol=2e-5, atol=2e-5, err_msg=str(opts))
-
-
-def test_x_chunk_doubles_where_the_expansion_rescans_and_the_plan_asks_for_it():
-    """Expanding a Y chunk on 16 lanes re-makes its windows (a second full scan) after a fold (about half a
-    scan), so X gets one and a half Y's steps (the channel loop: four thirds)."""
-    assert scan_kernels.x_chunk(100, rescan=True) == 150 and scan_kernels.x_chunk(100) == 133
-    assert scan_kernels.x_chunk(1, rescan=True) == 1
-    a, x, _ = scan.random_problem(1 << 12, 1, seed=1)
-    name, args = scan._plan("chunked", a.shape, 4, {"chunk": 100, "lanes": 16}, 2)
-    assert name == "chunked_blocked" and args == (2, 100, 16, 150)
-    name, args = scan._plan("chunked", (4096, 2), 4, {"chunk": 100, "lanes": 8}, 2)
-    assert args == (2, 100, 8, 133)
