@@ -75,7 +75,7 @@ __all__ = [
     "carry_states",
     "chunked_products",
     "chunked_flops",
-    "default_chunk",
+    "default_chunk", "chunk_views", "chunks_per_group",
     "random_problem",
 ]
 
@@ -435,7 +435,7 @@ def _folded_outputs(Q, K, V, G, dS, S, O, sl, group, products_only=False):
         np.matmul(P, R, out=O[gs])
 
 
-def _group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
+def chunks_per_group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
     """Chunks per cache-sized group (``_GROUP_BYTES`` of temporaries)."""
     return max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * itemsize))
 
@@ -455,7 +455,7 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     BH = B * heads
     units = _units(BH, n, threads)
     last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
-    O, group = np.empty((m, c, d_v), Q.dtype), _group(c, d_k, d_v, Q.dtype.itemsize)
+    O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     S_last = S_init.reshape(BH, d_k, d_v).copy()
     if len(units) == BH:            # every head one run: phases 1 and 3 in one pass, no dS array
         dS, S_enter = None, S_last
@@ -477,7 +477,7 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     return O, S_last
 
 
-def _chunk_views(q, k, v, decay, per_channel, chunk):
+def chunk_views(q, k, v, decay, per_channel, chunk):
     """``(c, n, Q, K, V, G)``: chunk length and count, the inputs as ``(m, c, .)`` chunks (padded), ``G`` the
     cumulative log decays ``(m, c[, d_k])`` in float64."""
     T, B, heads, d_k = q.shape
@@ -493,7 +493,7 @@ def _chunk_views(q, k, v, decay, per_channel, chunk):
 def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     T, B, heads, d_k = q.shape
     d_v = v.shape[3]
-    c, n, Q, K, V, G = _chunk_views(q, k, v, decay, per_channel, chunk)
+    c, n, Q, K, V, G = chunk_views(q, k, v, decay, per_channel, chunk)
     Tp, m = n * c, B * heads * n
     S_init = np.zeros((B, heads, d_k, d_v), q.dtype) if S0 is None else np.ascontiguousarray(S0)
     if not per_channel:
@@ -511,7 +511,7 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
             G[sl] = np.cumsum(G[sl], axis=1)
         dS[sl], a[sl] = _chunk_states(K[sl], V[sl], G[sl], per_channel)
 
-    group = _group(c, d_k, d_v, q.dtype.itemsize)  # chunks per cache-sized group
+    group = chunks_per_group(c, d_k, d_v, q.dtype.itemsize)  # chunks per cache-sized group
     _on_threads(states, m, threads, group)
     # inter-chunk: one element-wise scan over the n chunks gives the state entering each chunk
     S_in = np.empty((B * heads, n, d_k, d_v), q.dtype)
@@ -547,13 +547,13 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
         raise ValueError("decay: chunked_products times the scalar-decay path; got a per-channel decay (T, B, heads, d_k)")
     if chunk is not None:
         check_positive_int(chunk, "chunk")
-    c, n, Q, K, V, G = _chunk_views(q, k, v, decay, False, chunk)
+    c, n, Q, K, V, G = chunk_views(q, k, v, decay, False, chunk)
     if -np.cumsum(G, axis=1)[:, -1].min() > FOLD_LIMIT:
         raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
     m, _, d_k = Q.shape
     d_v = V.shape[2]
     dS, S, O = np.empty((m, d_k, d_v), Q.dtype), np.zeros((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
-    group = _group(c, d_k, d_v, Q.dtype.itemsize)
+    group = chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     units = _units(q.shape[1] * q.shape[2], n, threads)
     split = len(units) > q.shape[1] * q.shape[2]     # as _chunked_folded: dS stored between phases, else made per group
 

@@ -177,11 +177,11 @@ def _stages(q, k, v, dec, c):
     thread a cache-sized group at a time (the group buffers of the real call); each product's ``(M, K, N, count)``:
     ``count`` products of ``(M x K)(K x N)``; and the outputs ``O (m, c, d_v)`` the last stage writes (with one group,
     the stages run in order compute the call's outputs)."""
-    _, n, Q, K, V, G = la._chunk_views(q, k, v, dec, False, c)
+    _, n, Q, K, V, G = la.chunk_views(q, k, v, dec, False, c)
     G = np.cumsum(G, axis=1)
     m, c, d_k = Q.shape
     d_v = V.shape[2]
-    group = la._group(c, d_k, d_v, Q.dtype.itemsize)
+    group = la.chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     gs = [slice(s, min(m, s + group)) for s in range(0, m, group)]
     buf = la.folded_buffers(group, c, d_k, d_v, Q.dtype)
     Kw, dS, S, O = np.empty_like(K[:group]), np.empty((group, d_k, d_v), Q.dtype), np.zeros((d_k, d_v), Q.dtype), np.empty_like(V)
@@ -191,7 +191,7 @@ def _stages(q, k, v, dec, c):
                         for g in gs]
 
     stages = {
-        "inputs": lambda: (la.check_inputs(q, k, v, dec), np.cumsum(la._chunk_views(q, k, v, dec, False, c)[5], axis=1)),
+        "inputs": lambda: (la.check_inputs(q, k, v, dec), np.cumsum(la.chunk_views(q, k, v, dec, False, c)[5], axis=1)),
         "fold_states": each(lambda g, P, R, Kd: lak.fold_states(K[g], G[g], Kw[:g.stop - g.start])),
         "Kw^T V": each(lambda g, P, R, Kd: np.matmul(np.swapaxes(Kw[:g.stop - g.start], 1, 2), V[g],
                                                      out=dS[:g.stop - g.start])),
