@@ -4,9 +4,9 @@
     python benchmarks/rnn_step.py --quick    # tiny sizes (smoke test, < 15 s)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/rnn_step.py   # issue 42: BLAS picks its own kernel
 
-Columns: course_lib.models.fast_rnn.train_step (its batch split into row groups, one per thread, when
-fast_rnn.auto_groups says so) and, when it split, the same step on one group (groups=1: every GEMM over
-the whole batch on every BLAS thread, the step before issue 42); course_lib.models.rnn (bptt_linear + sgd_step, the reference);
+Columns: course_lib.models.fast_rnn.train_step (one group: every GEMM over the whole batch on every BLAS
+thread) and, when fast_rnn.auto_groups (or --groups) splits the batch, the same step on row groups, one
+thread each with one-thread BLAS (make_workspace(groups=...)); course_lib.models.rnn (bptt_linear + sgd_step, the reference);
 a careful plain-numpy step (one GEMM per phase, preallocated buffers, numpy ufuncs with out=);
 and, when torch imports, a torch step with explicit ops and a torch.nn.RNN step (autograd).
 Every step does the same maths (checked below: same loss). Timings are interleaved (a, b, c, a,
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test in a few seconds")
     ap.add_argument("--threads", type=int, default=None, help="threads for BLAS, numba and torch (default: all cores)")
     ap.add_argument("--repeat", type=int, default=None, help="timed repeats per column (default 5; 3 with --quick)")
-    ap.add_argument("--groups", type=int, default=None, help="row groups of the fast step's batch (default: "
+    ap.add_argument("--groups", type=int, default=None, help="row groups of the split column (default: "
                     "fast_rnn.auto_groups, one per thread when each keeps enough rows)")
     ap.add_argument("--gemm-sizes", default=None, help="comma-separated square GEMM sizes for the peak "
                     "(default 1000,2000,4000; 128,256 with --quick)")
@@ -86,13 +86,13 @@ def main(argv=None) -> int:
               "numpy": fast_rnn.NumpyStep(T, B, n, n, n)(p0.copy(), X, Y, lr)[1]}
 
     try:
-        ws = fast_rnn.make_workspace(T, B, n, n, n, groups=args.groups)
+        ws_split = fast_rnn.make_workspace(T, B, n, n, n, groups=args.groups)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"--{e}") from None
-    ws_one = fast_rnn.make_workspace(T, B, n, n, n, groups=1)
+    ws = fast_rnn.make_workspace(T, B, n, n, n, groups=1)
     ws_par = fast_rnn.make_workspace(T, B, n, n, n, method="prange")
     pf, p1, pp, pn, pr = p0.copy(), p0.copy(), p0.copy(), p0.copy(), [p0.copy()]
-    print(f"fast_rnn.train_step splits the batch into {ws.groups} row group(s) here "
+    print(f"the split column has {ws_split.groups} row group(s) here "
           + ("(--groups)" if args.groups else f"(auto_groups: one per thread when each keeps >= "
                                               f"{fast_rnn.MIN_GROUP_ROWS} rows)"))
     np_step = fast_rnn.NumpyStep(T, B, n, n, n)
@@ -102,13 +102,13 @@ def main(argv=None) -> int:
 
     fns = {
         "fast_rnn.train_step": lambda: fast_rnn.train_step(pf, X, Y, lr, workspace=ws, inplace=True),
-        "fast, one group": lambda: fast_rnn.train_step(p1, X, Y, lr, workspace=ws_one, inplace=True),
+        "fast, row groups": lambda: fast_rnn.train_step(p1, X, Y, lr, workspace=ws_split, inplace=True),
         "fast, prange elementwise": lambda: fast_rnn.train_step(pp, X, Y, lr, workspace=ws_par, inplace=True),
         "rnn (bptt_linear+sgd)": ref_step,
         "careful numpy": lambda: np_step(pn, X, Y, lr),
     }
-    if ws.groups == 1:
-        del fns["fast, one group"]   # the same step as the first column
+    if ws_split.groups == 1:
+        del fns["fast, row groups"]   # the same step as the first column
     ts = torch_steps(p0, X, Y, lr, threads)
     if ts is not None:
         fns.update(ts)
@@ -153,12 +153,12 @@ def main(argv=None) -> int:
     pair = scale * cmp.ratio(best_gemm, to="fast_rnn.train_step")
     lo, hi = (scale * v for v in cmp.ratio_interval(best_gemm, to="fast_rnn.train_step"))
     print(f"fast step / best GEMM rate, pair by pair: median {100 * pair:.1f}% (interval {100 * lo:.1f}% .. {100 * hi:.1f}%)")
-    if "fast, one group" in fns:
-        one = scale * cmp.ratio(best_gemm, to="fast, one group")
-        lo1, hi1 = (scale * v for v in cmp.ratio_interval(best_gemm, to="fast, one group"))
-        print(f"the same step on one group (groups=1) / best GEMM rate, pair by pair: median {100 * one:.1f}% "
-              f"(interval {100 * lo1:.1f}% .. {100 * hi1:.1f}%); {ws.groups} groups / one group: "
-              f"{cmp.ratio('fast, one group', to='fast_rnn.train_step'):.2f}x faster (median pair)")
+    if "fast, row groups" in fns:
+        one = scale * cmp.ratio(best_gemm, to="fast, row groups")
+        lo1, hi1 = (scale * v for v in cmp.ratio_interval(best_gemm, to="fast, row groups"))
+        print(f"the same step on {ws_split.groups} row groups / best GEMM rate, pair by pair: median {100 * one:.1f}% "
+              f"(interval {100 * lo1:.1f}% .. {100 * hi1:.1f}%); {ws_split.groups} groups / one group: "
+              f"{cmp.ratio('fast_rnn.train_step', to='fast, row groups'):.2f}x faster (median pair)")
     met = fastest == "fast_rnn.train_step" and share >= 88 and pair >= 0.88
     verdict = ("not judged: the measurement is unreliable (see the warning above)" if not cmp.noise.ok or share > 100
                else "MET" if met else "NOT MET")

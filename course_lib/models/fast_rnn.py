@@ -35,13 +35,16 @@ but organised the way the hardware likes it. Six ideas, each worth a chapter sec
    sweep, backward sweep, gradients -- with one-thread BLAS; the threads meet once, to add their
    gradients. One multi-threaded GEMM per time step instead makes the threads meet at every GEMM,
    and a GEMM of B rows split over the threads runs further from the BLAS's peak than a whole
-   GEMM of B/threads rows on each thread. :func:`auto_groups` splits when every group keeps at
-   least ``MIN_GROUP_ROWS`` rows (below that a one-thread GEMM spends too much of its time
-   packing the weights); ``groups=1`` is the one-group step of ideas 1-5.
+   GEMM of B/threads rows on each thread. It is opt-in (``make_workspace(..., groups=None)``:
+   :func:`auto_groups` splits when every group keeps at least ``MIN_GROUP_ROWS`` rows, below which
+   a one-thread GEMM spends too much of its time packing the weights): at the seed's size on a quiet
+   2-core Zen 5 the split ran at 0.95x the one-group step (whose threaded GEMMs were near the peak),
+   while with other programs on the cores it ran 1.2-1.3x faster. ``benchmarks/rnn_step.py`` times
+   both here; the default (``groups=1``) is the one-group step of ideas 1-5.
 
 Public API
 ----------
-``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop", groups=None)`` -> Workspace or SplitWorkspace
+``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop", groups=1)`` -> Workspace or SplitWorkspace
 ``auto_groups(batch, method="loop", threads=None)`` -- the row groups ``groups=None`` picks (``MIN_GROUP_ROWS``)
 (these two, with the workspace classes, live in :mod:`.fast_rnn_workspace`)
 ``train_step(params, X, Y, lr, *, workspace=None, h0=None, inplace=False, threads=None) -> (params, loss)``
@@ -404,7 +407,7 @@ def gradients(params: RNNParams, X: np.ndarray, Y: np.ndarray, *, workspace=None
 
     X (T, B, nx), Y (T, B, ny), h0 (B, nh) or None (zeros). Returns ``(RNNParams(gWxh, gWhh, gWhy), loss)``.
     """
-    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace, groups=None)
+    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace, groups=1)
     loss = check_loss(_run(ws, params, X, Y, h0), X, Y, h0)
     check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return RNNParams(ws.gWxh.copy(), ws.gWhh.copy(), ws.gWhy.copy()), loss
@@ -462,7 +465,7 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
 
     X (T, B, nx), Y (T, B, ny), same float dtype as the weights; h0 (B, nh) or None (zeros).
     ``workspace``: buffers from :func:`make_workspace` to reuse across steps (allocated here when
-    None, row groups chosen by :func:`auto_groups`). ``inplace=True`` updates the weight arrays of
+    None, one group; pass a :func:`make_workspace` with ``groups`` to split the batch). ``inplace=True`` updates the weight arrays of
     ``params`` instead of new ones.
     ``threads``: when given, calls ``backend.set_threads(threads)`` first (BLAS and numba).
     Same result as ``rnn.sgd_step(params, rnn.bptt_linear(params, X, Y, h0), lr)`` up to round-off.
@@ -471,7 +474,7 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
     inplace = check_bool(inplace, "inplace")
     if threads is not None:
         backend.set_threads(check_int(threads, "threads", low=1, high=int(numba.config.NUMBA_NUM_THREADS)))
-    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace, groups=None)
+    params, X, Y, h0, ws = prepare(params, X, Y, h0, workspace, groups=1)
     loss = check_loss(_run(ws, params, X, Y, h0), X, Y, h0)
     check_grads((ws.gWxh, ws.gWhh, ws.gWhy), X, Y, h0)
     return descend(params, ws, lr, inplace=inplace), loss

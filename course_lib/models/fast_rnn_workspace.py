@@ -2,11 +2,11 @@
 
 A fast step allocates nothing: every intermediate has a home made once by :func:`make_workspace` and reused
 step after step (:class:`Workspace`). When the batch is large enough for every thread to get a good share of
-it, the batch is split into row groups, one per thread, each with its own buffers (:class:`SplitWorkspace`):
+it, the batch can also be split into row groups, one per thread, each with its own buffers (:class:`SplitWorkspace`):
 each thread then runs the whole step on its rows with one-thread BLAS, and the threads meet once, to add
-their gradients (``fast_rnn``'s idea 6). :func:`auto_groups` decides.
+their gradients (``fast_rnn``'s idea 6; opt-in with ``groups``, :func:`auto_groups` chooses for ``groups=None``).
 
-``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop", groups=None)`` -> Workspace or SplitWorkspace
+``make_workspace(T, batch, nx, nh, ny, dtype=np.float32, *, method="loop", groups=1)`` -> Workspace or SplitWorkspace
 ``auto_groups(batch, method="loop", threads=None) -> int``   one group per thread, or 1 (``MIN_GROUP_ROWS``)
 ``ELEMENTWISE_METHODS``   how the fused element-wise passes run: ``"loop"`` or ``"prange"``
 """
@@ -151,7 +151,7 @@ def auto_groups(batch: int, method: str = "loop", threads: int | None = None) ->
 
 
 def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float32, *,
-                   method: str = "loop", groups: int | None = None) -> Workspace | SplitWorkspace:
+                   method: str = "loop", groups: int | None = 1) -> Workspace | SplitWorkspace:
     """Allocate the buffers of one training step for sequences ``(T, B, nx)`` -> ``(T, B, ny)``.
 
     ``method="loop"`` (default) keeps the fused element-wise passes on the calling thread: they
@@ -161,8 +161,8 @@ def make_workspace(T: int, batch: int, nx: int, nh: int, ny: int, dtype=np.float
 
     ``groups``: split the batch into this many row groups, each run by its own thread with one-thread
     BLAS (a :class:`SplitWorkspace`; ``method`` must then be ``"loop"``); 1 gives a :class:`Workspace`
-    (one group: what the phase functions take); None (default) lets :func:`auto_groups` choose from the
-    batch and the thread count *now*. At run time the groups never use more threads than
+    (one group, the default: what the phase functions take); None lets :func:`auto_groups` choose from
+    the batch and the thread count *now*. At run time the groups never use more threads than
     ``backend.set_threads`` allows then (with fewer, groups wait their turn).
     """
     T, batch, nx, nh, ny = (check_positive_int(v, n) for v, n in

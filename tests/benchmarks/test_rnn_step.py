@@ -30,8 +30,8 @@ def test_rnn_step_benchmark_quick_with_row_groups():
                            "--groups", "2"], capture_output=True, text=True, timeout=300, cwd=str(ROOT), env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "splits the batch into 2 row group(s) here (--groups)" in out
-    assert "fast, one group" in out and "the same step on one group (groups=1) / best GEMM rate, pair by pair" in out
+    assert "the split column has 2 row group(s) here (--groups)" in out
+    assert "fast, row groups" in out and "the same step on 2 row groups / best GEMM rate, pair by pair" in out
     bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rnn_step.py"), "--quick", "--groups", "0"],
                          capture_output=True, text=True, timeout=300, cwd=str(ROOT), env=env)
     assert bad.returncode != 0 and "--groups" in bad.stderr
