@@ -81,7 +81,6 @@ def test_kinds_and_held_core_wording():
 # --------------------------------------------------------------------------- every call site states it
 ROOT = Path(__file__).resolve().parents[2]
 NOT_STATED_YET = {
-    "notebooks/08_scan.py": "another helper was editing chapter 08 when cores_used was added (issue 43): to do",
     "notebooks/07_parallel_inference.py:004.goal.cuda": "a GPU run: no CPU core count describes it",
 }
 
