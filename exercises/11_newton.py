@@ -37,7 +37,7 @@
 #
 # 1. Write one Newton step over the sequence (DEER) as a scan, with the $(A, b)$ combine and the GRU's Jacobian.
 # 2. Relate Newton's iteration count to $T$ and to the Lyapunov exponent, and predict $K^*$ from it.
-# 3. Write quasi-DEER as one element-wise scan and Picard as a prefix sum; weigh them against full Newton's $O(H^3)$ per step.
+# 3. Write quasi-DEER as one element-wise scan and Picard as a prefix sum; weigh them against full Newton's $O(n_h^3)$ per step.
 # 4. Compute minGRU's log-space scan and see it drift in float32.
 #
 # * **Before this chapter:** [08 · linear recurrences](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/08_scan.ipynb), [10 · MGRIT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/10_mgrit.ipynb)
