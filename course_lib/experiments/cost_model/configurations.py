@@ -388,25 +388,31 @@ def seed_schedules() -> dict:
     return out
 
 
-def measured_speedups(cal: Calibration) -> dict:
-    """``{claim id: (speed-up measured here, what, noise)}`` for the seeds' schedules whose configuration
-    ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run; of several variants
-    of the parallel method -- MGRIT on one thread and on every core -- the one measured fastest here)."""
+def _seed_rows(cal: Calibration):
+    """``(claim id, spec, baseline row, parallel rows)`` for each seed schedule whose configuration ``cal`` ran
+    (the parallel method's variants: rows whose label starts with the spec's parallel label)."""
     if not isinstance(cal, Calibration):
         raise TypeError(f"cal: expected a Calibration (see calibrate), got {type(cal).__name__}")
-    out = {}
     for cid, spec in SEED_SCHEDULES.items():
         if spec is None:
             continue
-        config, base, par, what = spec
+        config, base, par, _ = spec
         rows = [r for r in cal.rows if r.config == config]
         b = [r for r in rows if r.label == base]
         p = [r for r in rows if r.label.startswith(par) and r.label != base]
         if b and p:
-            q = min(p, key=lambda r: r.measured)
-            which = f" (the fastest of {', '.join(r.label for r in p)} here)" if len(p) > 1 else ""
-            out[cid] = (b[0].measured / q.measured, f"{config}: {base} / {q.label}{which} -- {what}",
-                        cal.noise[config])
+            yield cid, spec, b[0], p
+
+
+def measured_speedups(cal: Calibration) -> dict:
+    """``{claim id: (speed-up measured here, what, noise)}`` for the seeds' schedules whose configuration
+    ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run; of several variants
+    of the parallel method -- MGRIT on one thread and on every core -- the one measured fastest here)."""
+    out = {}
+    for cid, (config, base, _, what), b, p in _seed_rows(cal):
+        q = min(p, key=lambda r: r.measured)
+        which = f" (the fastest of {', '.join(r.label for r in p)} here)" if len(p) > 1 else ""
+        out[cid] = (b.measured / q.measured, f"{config}: {base} / {q.label}{which} -- {what}", cal.noise[config])
     return out
 
 
@@ -414,17 +420,7 @@ def measured_threads(cal: Calibration) -> dict:
     """``{claim id: threads}``: the threads (workers) the parallel method of each :func:`measured_speedups` ratio
     ran on -- the same fastest row, its options' P (1 without one): what a verdict on that ratio states as
     ``cores_used``."""
-    if not isinstance(cal, Calibration):
-        raise TypeError(f"cal: expected a Calibration (see calibrate), got {type(cal).__name__}")
-    out = {}
-    for cid, spec in SEED_SCHEDULES.items():
-        if spec is None:
-            continue
-        config, base, par, _ = spec
-        p = [r for r in cal.rows if r.config == config and r.label.startswith(par) and r.label != base]
-        if p and any(r.label == base for r in cal.rows if r.config == config):
-            out[cid] = _threads(cal, min(p, key=lambda r: r.measured))
-    return out
+    return {cid: _threads(cal, min(p, key=lambda r: r.measured)) for cid, _, _, p in _seed_rows(cal)}
 
 
 def seed_reasons(cid: str, cal: Calibration, seed_P: int) -> list[tuple[bool, str]]:
