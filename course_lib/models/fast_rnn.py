@@ -465,8 +465,8 @@ def train_step(params: RNNParams, X: np.ndarray, Y: np.ndarray, lr: float, *,
 
     X (T, B, nx), Y (T, B, ny), same float dtype as the weights; h0 (B, nh) or None (zeros).
     ``workspace``: buffers from :func:`make_workspace` to reuse across steps (allocated here when
-    None, one group; pass a :func:`make_workspace` with ``groups`` to split the batch). ``inplace=True`` updates the weight arrays of
-    ``params`` instead of new ones.
+    None, one group; pass a :func:`make_workspace` with ``groups`` to split the batch).
+    ``inplace=True`` updates the weight arrays of ``params`` instead of new ones.
     ``threads``: when given, calls ``backend.set_threads(threads)`` first (BLAS and numba).
     Same result as ``rnn.sgd_step(params, rnn.bptt_linear(params, X, Y, h0), lr)`` up to round-off.
     """
