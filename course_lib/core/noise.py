@@ -35,7 +35,10 @@ class Noise:
     whether those crossed their limits; ``notes`` are facts a caller added with :meth:`add`.
     ``uncertain``: ratios of a :class:`Comparison` whose interval stayed wide (one sentence each);
     ``said``: what the measurement still supports, one sentence per ratio (see :class:`Ratio`);
-    ``ratios``: the :class:`~course_lib.core.intervals.Ratio` objects behind them, for :meth:`faster`."""
+    ``ratios``: the :class:`~course_lib.core.intervals.Ratio` objects behind them, for :meth:`faster`.
+    ``cpu_clock``: every time behind it is the calling thread's CPU time (``compare``'s auto clock found one
+    thread's work), which other programs' load cannot inflate -- the verdicts' run-to-run margin is then the quiet
+    one, however busy the machine (``teaching.verdict.rerun_margin``)."""
 
     spread: float = 0.0
     others: float | None = None
@@ -45,6 +48,7 @@ class Noise:
     uncertain: list[str] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
     ratios: list[Ratio] = field(default_factory=list)
+    cpu_clock: bool = False
 
     @property
     def reasons(self) -> list[str]:
@@ -91,7 +95,8 @@ class Noise:
         others = [o for o in (self.others, other.others) if o is not None]
         merged = Noise(max(self.spread, other.spread), max(others) if others else None,
                        self.wide or other.wide, self.busy or other.busy, list(self.notes),
-                       list(self.uncertain), list(self.said), list(self.ratios) + list(other.ratios))
+                       list(self.uncertain), list(self.said), list(self.ratios) + list(other.ratios),
+                       self.cpu_clock and other.cpu_clock)
         for r in other.notes:
             merged.add(True, r)
         merged.uncertain += [r for r in other.uncertain if r not in merged.uncertain]

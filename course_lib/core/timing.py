@@ -495,6 +495,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
         cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
     else:                                    # one function: nothing to pair, judge its repeats
         cmp.noise = timings[baseline].noise
+    cmp.noise.cpu_clock = by_cpu and not fake
     return cmp
 
 

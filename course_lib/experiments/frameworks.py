@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import backend, timing
+from ..core import backend, sysload, timing
 from ..core.validate import check_float, check_int, check_positive_int, check_sizes
 from ..models import fast_rnn
 from ..models.rnn import RNNParams, check_inputs, init_params
@@ -140,6 +140,8 @@ def framework_vs_numpy(sizes=(8, 16, 32, 64, 128, 256), T: int = 10, *, repeat: 
             backend.set_threads(threads)
             _torch_threads(threads)
         with backend.blas_threads(threads):
+            if threads is not None:   # the pools of a threaded call just before may still spin on the cores
+                sysload.settle()
             tiny = timing.compare(repeat=max(repeat, 5), warmup=2, **steps(1, 1))
             methods = list(tiny.timings)
             seconds = {m: [] for m in methods}

@@ -97,7 +97,8 @@ def noise_summary(noise) -> dict | None:
         return None
     return {"ok": noise.ok, "reasons": list(noise.reasons), "spread": noise.spread, "others": noise.others,
             "wide": noise.wide, "busy": noise.busy, "notes": list(noise.notes), "uncertain": list(noise.uncertain),
-            "said": list(noise.said), "biased": bool(getattr(noise, "biased", False))}
+            "said": list(noise.said), "biased": bool(getattr(noise, "biased", False)),
+            "cpu_clock": bool(getattr(noise, "cpu_clock", False))}
 
 
 def _execution_count() -> int | None:

@@ -40,11 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import intervals
-from ..core.noise import OTHERS_LIMIT, Noise
+from ..core.noise import Noise
 from . import busy_goal, printed, record
 from .claims import CLAIMS, seed004
-from .verdict import NO_DIFFERENCE, NO_EFFECT, RERUN_MARGIN, RERUN_MARGIN_LOADED, factor, judge, relevant, verdict, \
-    which_faster
+from .verdict import NO_DIFFERENCE, NO_EFFECT, factor, judge, relevant, rerun_margin, verdict, which_faster
 
 __all__ = ["Checked", "check_record", "machine_slips", "replay_file", "replay", "counts", "table", "machines",
            "disagreements", "recording_dirs"]
@@ -146,7 +145,8 @@ def _noise(summary: dict | None) -> Noise | None:
         return None
     noise = Noise(spread=summary.get("spread", 0.0), others=summary.get("others"), wide=summary.get("wide", False),
                   busy=summary.get("busy", False), notes=list(summary.get("notes", [])),
-                  uncertain=list(summary.get("uncertain", [])), said=list(summary.get("said", [])))
+                  uncertain=list(summary.get("uncertain", [])), said=list(summary.get("said", [])),
+                  cpu_clock=summary.get("cpu_clock", False))     # older recordings: wall clock assumed
     # pairs skewed by unequal waits (recorded as "biased", or, in older recordings, only as the guard's sentence)
     if summary.get("biased") or any("waited for a core unequally" in u for u in noise.uncertain):
         noise.ratios.append(intervals.Ratio("recorded", "recorded", [1.0], biased=True))
@@ -184,7 +184,7 @@ def _decidable(r: dict, noise: Noise | None) -> str:
         w = 1 + (noise.spread if noise.wide else 0.0)
         lo, hi = sorted((r["ours"] / w, r["ours"] * w))
     if times:
-        margin = RERUN_MARGIN_LOADED if noise.others is not None and noise.others > OTHERS_LIMIT else RERUN_MARGIN
+        margin, _ = rerun_margin(noise)
         lo, hi = lo / margin, hi * margin
     seed, pivot, within = CLAIMS[r["claim"]].value if r["claim"] in CLAIMS else r["seed_value"], r.get("pivot"), \
         r.get("within", 1.5)

@@ -20,8 +20,9 @@ The rule (:func:`judge`), on the scale the claim is stated in:
   (``within=1.5`` unless the chapter states another factor, which the line then prints); otherwise the
   line says "N× smaller" or "N× larger", with N stated.
 - *Run to run*: a ratio of times (unit ``x``) gets no verdict when a value within :data:`RERUN_MARGIN` of it
-  (or of its interval; :data:`RERUN_MARGIN_LOADED` while other programs kept cores busy) gives another outcome:
-  a ratio measured narrowly in one run moves that much in the next, so the line does not pick a side.
+  (or of its interval; :data:`RERUN_MARGIN_LOADED` for wall-clock times while other programs kept cores busy,
+  :func:`rerun_margin`) gives another outcome: a ratio measured narrowly in one run moves that much in the next,
+  so the line does not pick a side.
 - *No clear effect*: where that leaves a ratio of times on both sides of the pivot but, margin included, within
   :data:`NO_EFFECT` of it, and no value there agrees with the seed, the line concludes ``"none"``: no clear
   effect here, against the seed's (a layer at 0.97-1.02x where the seed found 11x need not pick a side of 1x).
@@ -62,7 +63,7 @@ from .claims import Claim, claim
 from .verdict_line import COUNTED, Verdict, check_cores_used
 
 __all__ = ["Verdict", "COUNTED", "verdict", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
-           "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
+           "rerun_margin", "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
 RERUN_MARGIN_LOADED = 1.3    # ... and this much while other programs share the cores, caches and memory
@@ -153,6 +154,7 @@ def judged_noise(noise: Noise, ratio: Ratio) -> Noise:
         raise TypeError(f"noise, ratio: expected a Noise and a Ratio (cmp.pairs(name, over)), got "
                         f"{type(noise).__name__} and {type(ratio).__name__}")
     own = noise_of_pairs([ratio], others=noise.others)
+    own.cpu_clock = noise.cpu_clock
     for note in noise.notes:
         own.add(True, note)
     return own
@@ -299,7 +301,7 @@ def _near_edge(c: Claim, ours: float, span, pivot, within: float, unit: str, noi
     09's loop-nest ratio 1.41x, 1.26x and 1.14x in three runs, each with an interval of +-3%); else ""."""
     if unit not in ("x", "×"):
         return ""
-    margin, loaded = _margin(noise)
+    margin, loaded = rerun_margin(noise)
     lo, hi = span[0] / margin, span[1] * margin
     ends = [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
     if ends[0] == ends[1]:
@@ -312,9 +314,14 @@ def _near_edge(c: Claim, ours: float, span, pivot, within: float, unit: str, noi
             (" Either way it lies in the seed's direction." if same_side else ""))
 
 
-def _margin(noise: Noise | None) -> tuple[float, bool]:
-    """The run-to-run margin of a ratio of times, and whether other programs kept cores busy (the larger one)."""
-    loaded = noise is not None and noise.others is not None and noise.others > OTHERS_LIMIT
+def rerun_margin(noise: Noise | None) -> tuple[float, bool]:
+    """The run-to-run margin of a ratio of times, and whether other programs' load widens it (the larger one).
+
+    Load widens it only for wall-clock times: a ratio of one thread's CPU times (``noise.cpu_clock``) is what
+    another program's load cannot inflate -- the lines so timed in the quiet and busy Zen 5 recordings moved
+    0.93-1.16x between the two runs, as much as two quiet runs move (:data:`RERUN_MARGIN`)."""
+    loaded = (noise is not None and noise.others is not None and noise.others > OTHERS_LIMIT
+              and not noise.cpu_clock)
     return (RERUN_MARGIN_LOADED if loaded else RERUN_MARGIN), loaded
 
 
@@ -324,7 +331,7 @@ def _no_effect(c: Claim, span, pivot, within: float, unit: str, noise: Noise | N
     run-to-run margin, stays within :data:`NO_EFFECT` of it and no value there agrees with the seed; else None."""
     if unit not in ("x", "×") or pivot is None or pivot <= 0:
         return None
-    margin, _ = _margin(noise)
+    margin, _ = rerun_margin(noise)
     lo, hi = span[0] / margin, span[1] * margin
     agree_lo, agree_hi = sorted((c.value / within, c.value * within))   # where ours would agree with the seed
     if not pivot / NO_EFFECT <= lo < pivot < hi <= pivot * NO_EFFECT or (lo <= agree_hi and agree_lo <= hi):

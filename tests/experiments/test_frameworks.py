@@ -26,3 +26,20 @@ _BAD_CASES = [
 def test_bad_input_is_a_clear_error_before_any_measurement(case, data):
     """One bad argument at a time: a clear error naming it, before torch is imported or a step runs."""
     case_test(case, data)
+
+
+def test_a_one_thread_run_waits_for_spinning_pools_before_timing(monkeypatch):
+    """With ``threads`` given, the pools of a threaded call just before may still spin on the cores (chapter 05's
+    one-thread verdict follows a threaded table): the run settles once before its first timed round, and only
+    then; without ``threads`` it times the pools as they are."""
+    from course_lib.core import sysload, timing
+
+    events = []
+    real_compare = timing.compare
+    monkeypatch.setattr(sysload, "settle", lambda *a, **k: events.append("settle") or True)
+    monkeypatch.setattr(timing, "compare", lambda **kw: events.append("compare") or real_compare(**kw))
+    frameworks.framework_vs_numpy((2,), T=2, repeat=1, threads=1)
+    assert events[0] == "settle" and events.count("settle") == 1 and "compare" in events
+    events.clear()
+    frameworks.framework_vs_numpy((2,), T=2, repeat=1)
+    assert "settle" not in events and "compare" in events

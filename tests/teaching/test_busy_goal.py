@@ -107,3 +107,13 @@ def test_every_verdict_call_states_what_it_ran_on():
                 continue
             missing.append(f"{rel}:{line}")
     assert not missing, f"verdict calls without cores_used: {missing}"
+
+
+def test_the_recorded_clock_survives_the_replay():
+    """A line judged on CPU-clocked times under load keeps the quiet margin when replayed (the recording says
+    ``cpu_clock``); an older recording without it is replayed with the loaded margin, as it was printed."""
+    cpu = Noise(others=1.0, cpu_clock=True)
+    summary = record.noise_summary(cpu)
+    assert summary["cpu_clock"] is True and replay._noise(summary).cpu_clock
+    del summary["cpu_clock"]
+    assert replay._noise(summary).cpu_clock is False

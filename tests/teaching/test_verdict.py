@@ -54,6 +54,40 @@ def test_a_ratio_of_times_near_an_edge_gets_no_verdict():
     assert verdict(PCT, 20.0 * 1.5 * 1.01, pivot=None).outcome == "larger"   # a percentage: no margin
 
 
+def test_a_cpu_clocked_ratio_keeps_the_quiet_margin_under_load():
+    """One thread's CPU times are what another program's load cannot inflate: their ratio gets the quiet
+    margin however busy the machine; wall-clock times under the same load get the loaded one."""
+    from course_lib.core.timing import Noise
+    from course_lib.teaching.verdict import RERUN_MARGIN, RERUN_MARGIN_LOADED, rerun_margin
+
+    edge = 39.0 / 1.5
+    wall, cpu = Noise(others=1.0), Noise(others=1.0, cpu_clock=True)
+    assert rerun_margin(wall) == (RERUN_MARGIN_LOADED, True) and rerun_margin(cpu) == (RERUN_MARGIN, False)
+    assert rerun_margin(Noise(others=0.0)) == (RERUN_MARGIN, False)
+    between = edge * 1.2                                     # clear of the quiet margin, inside the loaded one
+    assert verdict(SEED, between, noise=wall).outcome == "unreliable"
+    assert verdict(SEED, between, noise=cpu).agrees
+    assert not (wall | cpu).cpu_clock and (cpu | cpu).cpu_clock       # merged: CPU-clocked only if both were
+
+
+def test_compare_marks_cpu_clocked_noise_and_judged_noise_keeps_it():
+    """compare's auto clock reads the calling thread's CPU time for one thread's work; the noise says so, and
+    narrowing it to one ratio keeps it. A function that sleeps is timed by the wall clock."""
+    import time as _time
+
+    from course_lib.core import timing as _timing
+    from course_lib.teaching.verdict import judged_noise
+
+    def spin():
+        return sum(range(20000))
+
+    cmp = _timing.compare(repeat=3, a=spin, b=spin)
+    assert cmp.clock == "cpu" and cmp.noise.cpu_clock
+    assert judged_noise(cmp.noise, cmp.pairs("b")).cpu_clock
+    slept = _timing.compare(repeat=3, a=spin, b=lambda: _time.sleep(0.002))
+    assert slept.clock == "wall" and not slept.noise.cpu_clock
+
+
 def test_without_a_pivot_the_line_never_speaks_of_direction():
     for ours in (4.0, 19.0, 60.0):
         v = verdict(PCT, ours, pivot=None)
