@@ -37,7 +37,7 @@
 #
 # * **Before this chapter:** nothing
 # * **Study time:** about 45 min for the lecture and its worksheet (an estimate)
-# * **Run time of this worksheet:** measured 3 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
+# * **Run time of this worksheet:** measured 2 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
 # * **Not in this chapter:** No RNN yet: chapter 01 builds one and trains it.
 # * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/00_setup.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/00_setup.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/00_setup.ipynb)
 
