@@ -45,19 +45,21 @@ def _gemm_operands(batch, nh, nx, dtype):
     return X, W
 
 
-def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
+def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="float32", repeat: int = 5,
+                      time_budget: float | None = None) -> dict:
     """The seed's observation 2 with the machine's BLAS: ``Y = X W^T`` vs ``Y^T = W X^T`` for ``X (B, nx)``,
     ``W (4H, nx)`` (each one BLAS call; numpy passes the transpose as a flag, no copy).
 
     Returns best-of-``repeat`` seconds ``XWt_s``, ``WXt_s``, ``ratio = t(XW^T) / t(WX^T)`` (> 1: the
     transposed layout is faster) and ``ratio_interval`` (where it lies, from the pairs), GFLOP/s of each and the
-    ``comparison``."""
+    ``comparison``. ``time_budget``: seconds :func:`~course_lib.core.timing.compare` may add rounds for while the
+    interval is wide (default: its own)."""
     batch, nh, nx = _sizes(batch, nh, nx)
     dtype = check_dtype(dtype, "dtype")
     repeat = check_repeat(repeat)
     X, W = _gemm_operands(batch, nh, nx, dtype)
     Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
-    cmp = compare(repeat=repeat, warmup=1,
+    cmp = compare(repeat=repeat, warmup=1, time_budget=_budget(time_budget),
                   XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
@@ -65,6 +67,10 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
     return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
             "ratio_interval": (min(lo, a / b), max(hi, a / b)),
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp}
+
+
+def _budget(time_budget):
+    return None if time_budget is None else check_float(time_budget, "time_budget", low=0.0, high=600.0)
 
 
 @njit(cache=True, fastmath=True)
@@ -81,20 +87,21 @@ def _rowdot(A, Bm, out):
             out[i, j] = s
 
 
-def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float32", repeat: int = 5) -> dict:
+def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float32", repeat: int = 5,
+                     time_budget: float | None = None) -> dict:
     """``Y = X W^T`` and ``Y^T = W X^T`` as the same plain loop nest (one dot product per output, written
     row by row), without a BLAS's cache blocking: ``XWt`` loops over the B rows of X and streams the whole
     ``W (4H, nx)`` once per row; ``WXt`` loops over the 4H rows of W and streams the small ``X (B, nx)``.
     Same FLOPs, same code -- only which operand is re-read differs.
 
     Returns best-of-``repeat`` seconds, ``ratio = t(XW^T) / t(WX^T)`` and its ``ratio_interval``, GFLOP/s, the
-    ``comparison`` and ``agree`` (both give the same numbers)."""
+    ``comparison`` and ``agree`` (both give the same numbers). ``time_budget`` as in :func:`layout_gemm_times`."""
     batch, nh, nx = _sizes(batch, nh, nx)
     dtype = check_dtype(dtype, "dtype")
     repeat = check_repeat(repeat)
     X, W = _gemm_operands(batch, nh, nx, dtype)
     Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
-    cmp = compare(repeat=repeat, warmup=1,
+    cmp = compare(repeat=repeat, warmup=1, time_budget=_budget(time_budget),
                   XWt=lambda: _rowdot(X, W, Y), WXt=lambda: _rowdot(W, X, YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)

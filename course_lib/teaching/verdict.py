@@ -62,7 +62,7 @@ from . import record
 from .claims import Claim, claim
 from .verdict_line import COUNTED, Verdict, check_cores_used
 
-__all__ = ["Verdict", "COUNTED", "verdict", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
+__all__ = ["Verdict", "COUNTED", "verdict", "decides", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
            "rerun_margin", "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
@@ -243,6 +243,19 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
                                     "within": within, "unit": unit, "interval": interval, "noise": noise,
                                     "reasons": reasons, "cores_used": cores_used}, line)
     return line
+
+
+def decides(cid, ours: float, *, pivot: float | None = 1.0, within: float = 1.5, noise: Noise | None = None,
+            unit: str | None = None, interval: tuple[float, float] | None = None) -> bool:
+    """Would :func:`verdict` conclude on these numbers (any outcome but ``"unreliable"``)? Nothing is printed or
+    recorded: a chapter asks this to decide whether to time again with more rounds -- worth it only where the
+    interval's width, not the run-to-run margin around ours, keeps the verdict open."""
+    c: Claim = claim(cid)
+    if isinstance(ours, bool) or not isinstance(ours, (int, float)):
+        raise TypeError(f"ours: expected a measured number, got {type(ours).__name__}")
+    if noise is not None and not isinstance(noise, Noise):
+        raise TypeError(f"noise: expected a course_lib.core.timing.Noise, got {type(noise).__name__}")
+    return _line(c, float(ours), "", pivot, within, [], noise, unit, interval).outcome != "unreliable"
 
 
 def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[tuple[bool, str]],

@@ -124,4 +124,24 @@ def test_measured_threads_name_the_fastest_variants_threads():
     assert set(threads) == set(measured_speedups(cal)) and threads["002.speedup.max"] == 1
     rows = [dataclasses.replace(r, measured=r.measured / 50) if r.label == "mgrit (2 threads)" else r for r in cal.rows]
     assert measured_threads(cm.Calibration(cal.machine, rows, cal.noise, cal.info))["002.speedup.max"] == 2
+    # a baseline timed by the wall clock (its BLAS may run threads) makes the ratio a threaded one, too
+    rows = [dataclasses.replace(r, clock="wall") if r.label == "batched GRU" else r for r in cal.rows]
+    assert measured_threads(cm.Calibration(cal.machine, rows, cal.noise, cal.info))["002.speedup.max"] == 2
     raises_naming(TypeError, "cal", measured_threads, {})
+
+
+def test_a_seed_ratio_carries_the_noise_of_the_run_it_was_timed_in():
+    """Chapter 12's MGRIT ratio (batched GRU / MGRIT on one thread, both timed by CPU clock) abstained under one
+    busy process because the threaded MGRIT variant, timed beside it by the wall clock, had spread 40%: the
+    ratio carries the noise of the CPU-clocked run; a ratio across the two runs carries the whole one's."""
+    from course_lib.core.noise import Noise
+    from course_lib.experiments.cost_model.configurations import measured_speedups
+    cal, _ = fresh.replay(RESULTS / "intel-xeon-avx512-notebook12")
+    assert {r.clock for r in cal.rows if r.config == "10 MGRIT" and r.label != "mgrit (2 threads)"} == {"cpu"}
+    quiet, busy = Noise(others=1.0, cpu_clock=True), Noise(spread=0.4, wide=True, others=1.0, busy=True)
+    info = {**cal.info, "noise_by_clock": {"10 MGRIT": {"cpu": quiet, "wall": busy}}}
+    both = cm.Calibration(cal.machine, cal.rows, {**cal.noise, "10 MGRIT": quiet | busy}, info)
+    assert measured_speedups(both)["002.speedup.max"][2] is quiet
+    rows = [dataclasses.replace(r, measured=r.measured / 50) if r.label == "mgrit (2 threads)" else r for r in cal.rows]
+    across = cm.Calibration(cal.machine, rows, both.noise, info)
+    assert not measured_speedups(across)["002.speedup.max"][2].ok

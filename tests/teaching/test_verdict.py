@@ -285,3 +285,19 @@ def test_judged_speedup_reads_the_speedup_and_its_interval_after_the_noise_switc
     assert lo <= s <= hi
     with pytest.raises(ValueError, match="interval"):       # the old order: the pairs' median beside the floors'
         verdict("000.halide.summary.speedup", 1 / 2.9, here="2 cores", interval=(lo, hi))
+
+
+def test_decides_says_what_verdict_would_without_printing_or_recording(monkeypatch):
+    """A chapter asks decides() whether more rounds are worth it: the same outcome as verdict (concluded or
+    not), and nothing recorded."""
+    from course_lib.teaching import record
+    from course_lib.teaching.verdict import decides
+
+    monkeypatch.setattr(record, "verdict_made", lambda *a, **k: pytest.fail("decides() recorded a verdict"))
+    edge = 39.0 / 1.5
+    assert decides(SEED, 30.0) and decides(SEED, 0.5)
+    assert not decides(SEED, edge * 1.05)                                   # within the run-to-run margin
+    assert not decides(SEED, 30.0, interval=(20.0, 40.0))                   # the interval spans two outcomes
+    assert decides(SEED, 30.0, interval=(30.0, 30.0))                       # ... which more rounds could narrow
+    with pytest.raises(TypeError, match="ours"):
+        decides(SEED, "30")

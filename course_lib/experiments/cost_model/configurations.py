@@ -296,9 +296,10 @@ def single_threaded(entries: dict, blas, problem: Problem | None = None) -> bool
                            for meth, o, _ in entries.values())
 
 
-def _timed(entries: dict, clocks: dict, blas, repeat: int) -> tuple[dict, timing.Noise]:
-    """Medians per label: the one-thread entries interleaved by CPU clock, the others by wall clock."""
-    med, noise = {}, timing.Noise()
+def _timed(entries: dict, clocks: dict, blas, repeat: int) -> tuple[dict, timing.Noise, dict]:
+    """Medians per label: the one-thread entries interleaved by CPU clock, the others by wall clock; the noise
+    of both runs together, and of each (``{"cpu": Noise, "wall": Noise}``, the clocks that ran)."""
+    med, noise, by_clock = {}, timing.Noise(), {}
     for clock in ("cpu", "wall"):
         fns = {label: f for label, (_, _, f) in entries.items() if clocks[label] == clock}
         if not fns:
@@ -306,8 +307,8 @@ def _timed(entries: dict, clocks: dict, blas, repeat: int) -> tuple[dict, timing
         with backend.blas_threads(blas) if blas is not None else nullcontext():
             cmp = timing.compare(repeat=repeat, clock=clock, **fns)
         med.update({k: t.median for k, t in cmp.timings.items()})
-        noise = noise | cmp.noise
-    return med, noise
+        noise, by_clock[clock] = noise | cmp.noise, cmp.noise
+    return med, noise, by_clock
 
 
 def calibrate(configs=None, *, machine: Machine | None = None, small: bool = True, repeat: int = 3) -> Calibration:
@@ -325,11 +326,11 @@ def calibrate(configs=None, *, machine: Machine | None = None, small: bool = Tru
     if machine is not None and not isinstance(machine, Machine):
         raise TypeError(f"machine: expected a Machine, got {type(machine).__name__}")
     machine = Machine.measure() if machine is None else machine
-    rows, noise, info = [], {}, {"opts": {}, "extra": {}}
+    rows, noise, info = [], {}, {"opts": {}, "extra": {}, "noise_by_clock": {}}
     for name in configs:
         prob, entries, blas, extra = CONFIGS[name](small)
         clocks = {label: ("cpu" if single_threaded({label: e}, blas, prob) else "wall") for label, e in entries.items()}
-        med, noise[name] = _timed(entries, clocks, blas, repeat)
+        med, noise[name], info["noise_by_clock"][name] = _timed(entries, clocks, blas, repeat)
         info["opts"][name] = {label: o for label, (_, o, _) in entries.items()}
         info["extra"][name] = extra
         for label, (meth, o, _) in entries.items():
@@ -407,20 +408,27 @@ def _seed_rows(cal: Calibration):
 def measured_speedups(cal: Calibration) -> dict:
     """``{claim id: (speed-up measured here, what, noise)}`` for the seeds' schedules whose configuration
     ``cal`` ran (baseline time / the parallel method's time, medians of one interleaved run; of several variants
-    of the parallel method -- MGRIT on one thread and on every core -- the one measured fastest here)."""
+    of the parallel method -- MGRIT on one thread and on every core -- the one measured fastest here). The noise
+    is that of the run both sides of the ratio were timed in (both one thread's work: the CPU-clocked run, not
+    the threaded variant's beside it), else the whole configuration's."""
     out = {}
     for cid, (config, base, _, what), b, p in _seed_rows(cal):
         q = min(p, key=lambda r: r.measured)
         which = f" (the fastest of {', '.join(r.label for r in p)} here)" if len(p) > 1 else ""
-        out[cid] = (b.measured / q.measured, f"{config}: {base} / {q.label}{which} -- {what}", cal.noise[config])
+        noise = cal.info.get("noise_by_clock", {}).get(config, {}).get(b.clock) if b.clock == q.clock else None
+        out[cid] = (b.measured / q.measured, f"{config}: {base} / {q.label}{which} -- {what}",
+                    noise if noise is not None else cal.noise[config])
     return out
 
 
 def measured_threads(cal: Calibration) -> dict:
-    """``{claim id: threads}``: the threads (workers) the parallel method of each :func:`measured_speedups` ratio
-    ran on -- the same fastest row, its options' P (1 without one): what a verdict on that ratio states as
-    ``cores_used``."""
-    return {cid: _threads(cal, min(p, key=lambda r: r.measured)) for cid, _, _, p in _seed_rows(cal)}
+    """``{claim id: threads}``: the threads (workers) each :func:`measured_speedups` ratio ran on, what a verdict
+    on it states as ``cores_used`` -- the more of its two sides' (the baseline row and the fastest parallel row):
+    a row's options' P (1 without one), and at least 2 (where the machine has 2 cores) for a row timed by the
+    wall clock, whose BLAS or workers may run threads."""
+    def threads(r):
+        return max(_threads(cal, r), 1 if r.clock == "cpu" else min(2, cal.machine.cores))
+    return {cid: max(threads(b), threads(min(p, key=lambda r: r.measured))) for cid, _, b, p in _seed_rows(cal)}
 
 
 def seed_reasons(cid: str, cal: Calibration, seed_P: int) -> list[tuple[bool, str]]:
