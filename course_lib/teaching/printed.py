@@ -28,6 +28,8 @@ _FASTER = re.compile(r"\bis faster \(" + _X + r"x\)")
 _FACTOR = re.compile(r"Same direction, " + _X + r"× (smaller|larger) here")
 _EVERY = re.compile(r"every value (?:its spread allows, |between )" + _X + r"× (?:to|and) " + _X + r"×,? gives this verdict")
 _ALLOWS = re.compile(r"which allows '(\w+)' \(at " + _X + r"×\) and '(\w+)' \(at " + _X + r"×\)")
+_SIDE = re.compile(r"every value this run allows \(" + _X + r"× to " + _X + r"×[^)]*\) lies on the seed's side of "
+                   r"[^,]+, between '(\w+)' and '(\w+)'")
 _STATED = re.compile(r"(?:^|: )" + _X + r"x the ")
 SPEEDUP_GOALS = ("speedup", "speed up")     # a goal whose quoted words ask for a speed-up
 
@@ -89,6 +91,11 @@ def scan(r: dict, line: str | None = None, outcome: str | None = None) -> list[s
             ends = {judge(seed, float(v), pivot=pivot, within=within) for v in m.groups()}
             out.append(f"says every value from {m.group(1)}× to {m.group(2)}× gives '{outcome}', but they give "
                        f"{' and '.join(sorted(ends))}")
+    for m in _SIDE.finditer(line):
+        for v, word in ((m.group(1), m.group(3)), (m.group(2), m.group(4))):
+            if not _gives(seed, float(v), word, pivot, within):
+                out.append(f"says {v}× lies in '{word}', but it gives "
+                           f"'{judge(seed, float(v), pivot=pivot, within=within)}'")
     for m in _ALLOWS.finditer(line):
         for word, v in ((m.group(1), m.group(2)), (m.group(3), m.group(4))):
             if not _gives(seed, float(v), word, pivot, within):

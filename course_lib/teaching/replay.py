@@ -49,6 +49,13 @@ __all__ = ["Checked", "check_record", "machine_slips", "replay_file", "replay", 
            "disagreements", "recording_dirs"]
 
 ABSTAINED = ("unreliable", "cannot tell")
+SAME_SIDE = ("agrees", "smaller", "larger", "direction")   # outcomes that say: the seed's direction
+
+
+def compatible(a: str, b: str) -> bool:
+    """Do two concluded outcomes of one claim say the same? Equal, or one is ``"direction"`` (the size not placed)
+    and the other a size band on the seed's side."""
+    return a == b or ("direction" in (a, b) and a in SAME_SIDE and b in SAME_SIDE)
 
 
 @dataclass
@@ -214,7 +221,7 @@ def verdict_contradictions(r: dict, line: str, outcome: str, reason: str, machin
     verdict_words = line.partition(f"Here ({r.get('here')}): ")[2] or line
     if outcome == "agrees" and not 1 / within <= factor(seed, ours) <= within:
         out.append(f"says 'agrees' but ours is {factor(seed, ours):.3g}x the seed's value, beyond {within:g}x")
-    if pivot is not None and outcome in ("agrees", "smaller", "larger") and _side(ours, pivot) != _side(seed, pivot):
+    if pivot is not None and outcome in SAME_SIDE and _side(ours, pivot) != _side(seed, pivot):
         out.append(f"same direction claimed, but ours ({ours:.3g}) and the seed's ({seed:.3g}) lie on opposite "
                    f"sides of {pivot:g}")
     if pivot is not None and outcome == "opposite" and _side(ours, pivot) == _side(seed, pivot):
@@ -230,6 +237,11 @@ def verdict_contradictions(r: dict, line: str, outcome: str, reason: str, machin
                        f"{NO_EFFECT:g}x of the pivot {pivot}")
         elif "agrees" in {judge(seed, v, pivot=pivot, within=within) for v in (lo, ours, hi)}:
             out.append(f"says 'none' but ours ({ours:.3g}) agrees with the seed's {seed:.3g}")
+    elif outcome == "direction":      # the seed's side of the pivot for every value allowed, in two size bands
+        lo, hi = r.get("interval") or (ours, ours)
+        if pivot is None or "opposite" in {judge(seed, v, pivot=pivot, within=within) for v in (lo, hi)}:
+            out.append(f"says 'direction' but ours ({ours:.3g}, interval {lo:.3g}..{hi:.3g}) reaches the other side "
+                       f"of the pivot {pivot}")
     elif outcome not in ABSTAINED and r.get("interval") is not None:
         ends = {judge(seed, v, pivot=pivot, within=within) for v in r["interval"]}
         if len(ends) > 1:
@@ -481,7 +493,7 @@ def disagreements(run: dict[str, list[Checked]], reference: dict[str, list[Check
                 continue
             i = seen[c.label] = seen.get(c.label, -1) + 1
             other = ref.get((c.label, i))
-            if other is not None and c.concluded and other.concluded and c.recorded != other.recorded:
+            if other is not None and c.concluded and other.concluded and not compatible(c.recorded, other.recorded):
                 out.append(f"{_short(name)} cell {c.cell}: {c.label} concluded '{c.recorded}', "
                            f"the reference run '{other.recorded}'")
     return out

@@ -23,6 +23,9 @@ The rule (:func:`judge`), on the scale the claim is stated in:
   (or of its interval; :data:`RERUN_MARGIN_LOADED` for wall-clock times while other programs kept cores busy,
   :func:`rerun_margin`) gives another outcome: a ratio measured narrowly in one run moves that much in the next,
   so the line does not pick a side.
+- *Direction only*: where that leaves every allowed value on the seed's side of the pivot, but in two size bands
+  ("smaller" and "agrees"), the line concludes ``"direction"``: the seed's direction holds here, its size is not
+  placed (chapter 09's layout ratio at 1.2-1.4x, against the seed's 2x: the transposed layout is faster here).
 - *No clear effect*: where that leaves a ratio of times on both sides of the pivot but, margin included, within
   :data:`NO_EFFECT` of it, and no value there agrees with the seed, the line concludes ``"none"``: no clear
   effect here, against the seed's (a layer at 0.97-1.02x where the seed found 11x need not pick a side of 1x).
@@ -62,7 +65,7 @@ from . import record
 from .claims import Claim, claim
 from .verdict_line import COUNTED, Verdict, check_cores_used
 
-__all__ = ["Verdict", "COUNTED", "verdict", "decides", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
+__all__ = ["Verdict", "COUNTED", "verdict", "outcome_of", "judge", "factor", "relevant", "judged_noise", "judged_speedup", "allowed_interval", "which_faster",
            "rerun_margin", "RERUN_MARGIN", "RERUN_MARGIN_LOADED", "NO_EFFECT", "NO_DIFFERENCE"]
 
 RERUN_MARGIN = 1.15          # a ratio of times moves this much between runs on one machine (see _near_edge)
@@ -245,17 +248,18 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
     return line
 
 
-def decides(cid, ours: float, *, pivot: float | None = 1.0, within: float = 1.5, noise: Noise | None = None,
-            unit: str | None = None, interval: tuple[float, float] | None = None) -> bool:
-    """Would :func:`verdict` conclude on these numbers (any outcome but ``"unreliable"``)? Nothing is printed or
-    recorded: a chapter asks this to decide whether to time again with more rounds -- worth it only where the
-    interval's width, not the run-to-run margin around ours, keeps the verdict open."""
+def outcome_of(cid, ours: float, *, pivot: float | None = 1.0, within: float = 1.5, noise: Noise | None = None,
+               unit: str | None = None, interval: tuple[float, float] | None = None) -> str:
+    """The outcome :func:`verdict` would give on these numbers (``"unreliable"`` where it would not conclude),
+    nothing printed or recorded: a chapter compares it with the outcome at the ratio itself (``interval=(r, r)``)
+    to decide whether more rounds are worth it -- only where the interval's width, not the run-to-run margin
+    around ours, keeps the verdict from its sharpest outcome."""
     c: Claim = claim(cid)
     if isinstance(ours, bool) or not isinstance(ours, (int, float)):
         raise TypeError(f"ours: expected a measured number, got {type(ours).__name__}")
     if noise is not None and not isinstance(noise, Noise):
         raise TypeError(f"noise: expected a course_lib.core.timing.Noise, got {type(noise).__name__}")
-    return _line(c, float(ours), "", pivot, within, [], noise, unit, interval).outcome != "unreliable"
+    return _line(c, float(ours), "", pivot, within, [], noise, unit, interval).outcome
 
 
 def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[tuple[bool, str]],
@@ -277,10 +281,11 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
         why_not = "; ".join(noise.reasons)
         ends = None if interval is None else [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
         if ends is None or ends[0] != ends[1] or noise.notes or noise.biased:
-            none = None if ends is None or noise.notes or noise.biased else \
-                _no_effect(c, (lo, hi), pivot, within, u, noise, reasons, head)
-            return none or Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable",
-                                   why_not)
+            placed = None if ends is None or noise.notes or noise.biased else \
+                _no_effect(c, (lo, hi), pivot, within, u, noise, reasons, head) or \
+                _direction(c, (lo, hi), pivot, within, u, noise, head, f" (an unreliable run: {why_not})")
+            return placed or Verdict(head + _abstain(noise, ends, interval, u, c.value, pivot, within), "unreliable",
+                                     why_not)
         outcome = ends[0]
         allows = (f"every value its spread allows, {_fmt(lo, u)} to {_fmt(hi, u)}," if implied is not None else
                   f"every value between {_fmt(lo, u)} and {_fmt(hi, u)}")
@@ -290,13 +295,15 @@ def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[
         # a reliable run whose interval still spans two outcomes (a speed-up of 1.0x +- 3%, a factor at the edge
         # of `within`): say so instead of picking the side the median happens to fall on
         options = " and ".join(f"'{judge(c.value, v, pivot=pivot, within=within)}' (at {_fmt(v, u)})" for v in (lo, hi))
-        return _no_effect(c, (lo, hi), pivot, within, u, noise, reasons, head) or Verdict(
+        return _no_effect(c, (lo, hi), pivot, within, u, noise, reasons, head) or \
+            _direction(c, (lo, hi), pivot, within, u, noise, head) or Verdict(
             head + f"No verdict: ours lies between {_fmt(lo, u)} and {_fmt(hi, u)}, which allows {options} -- the "
             "difference is smaller than this run can resolve.", "unreliable", "the interval spans two outcomes")
     span = (lo, hi) if interval is not None else (ours, ours)
     edge = _near_edge(c, ours, span, pivot, within, u, noise)
     if edge:
-        return _no_effect(c, span, pivot, within, u, noise, reasons, head) or Verdict(
+        return _no_effect(c, span, pivot, within, u, noise, reasons, head) or \
+            _direction(c, span, pivot, within, u, noise, head) or Verdict(
             head + edge, "unreliable", "within the run-to-run margin of an edge between two outcomes")
     why = next((text for cond, text in reasons if cond), "")
     if outcome == "agrees":
@@ -354,6 +361,24 @@ def _no_effect(c: Claim, span, pivot, within: float, unit: str, noise: Noise | N
             f"{_fmt(hi, unit)}, allowing the {margin - 1:.0%} a ratio of times moves between runs), where the seed "
             f"found {c.formatted()}" + (f" -- {why}" if why else " -- no fact measured here explains the difference"))
     return Verdict(head + line + ".", "none", why)
+
+
+def _direction(c: Claim, span, pivot, within: float, unit: str, noise: Noise | None, head: str,
+               note: str = "") -> Verdict | None:
+    """The ``"direction"`` line where every value the run allows -- ``span``, widened for a ratio of times by the
+    run-to-run margin (:func:`rerun_margin`) -- lies on the seed's side of ``pivot`` but in more than one size
+    band (between 'smaller' and 'agrees', say): the direction is concluded, the size is not. Else None."""
+    if pivot is None:
+        return None
+    margin = rerun_margin(noise)[0] if unit in ("x", "×") and span[0] > 0 else 1.0
+    lo, hi = span[0] / margin, span[1] * margin
+    ends = [judge(c.value, v, pivot=pivot, within=within) for v in (lo, hi)]
+    if "opposite" in ends or ends[0] == ends[1]:
+        return None
+    allowing = f", allowing the {margin - 1:.0%} a ratio of times moves between runs" if margin > 1 else ""
+    return Verdict(head + f"Same direction as the seed's finding, its size not placed: every value this run allows "
+                   f"({_fmt(lo, unit)} to {_fmt(hi, unit)}{allowing}) lies on the seed's side of {_fmt(pivot, unit)}, "
+                   f"between '{ends[0]}' and '{ends[1]}'{note}.", "direction")
 
 
 def _check_interval(interval, ours: float) -> tuple[float, float]:

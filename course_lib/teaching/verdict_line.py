@@ -29,7 +29,9 @@ class Verdict(str):
     """A printable verdict line that also carries its outcome for code and tests.
 
     ``outcome`` is one of ``"agrees"``, ``"smaller"``, ``"larger"``, ``"opposite"``, ``"none"`` (no clear effect
-    either side of the pivot, see :data:`course_lib.teaching.verdict.NO_EFFECT`), ``"unreliable"``;
+    either side of the pivot, see :data:`course_lib.teaching.verdict.NO_EFFECT`), ``"direction"`` (the seed's
+    direction, its size not placed: every allowed value lies in one of two neighbouring bands on the seed's
+    side), ``"unreliable"``;
     ``reason`` is the explanation chosen (or "")."""
 
     outcome: str

@@ -317,15 +317,16 @@ def test_no_printed_pattern_contradicts_its_numbers_and_no_abstention_is_decidab
 
 def test_the_intel_quiet_run_concludes_what_its_noise_decides():
     """The reader of the Intel quiet run judged 05's section 4.10 share (4.3% spread by 32% against a 15% edge) and
-    10's MPI ratio (0.207x spread by 38%) decidable: re-rendered, both conclude, and nothing else changes."""
+    10's MPI ratio (0.207x spread by 38%) decidable: re-rendered, both conclude. Every other change is an
+    abstention near the edge of two size bands on the seed's side that now concludes the direction alone."""
     quiet = RECORDINGS / "xeon-avx512-quiet"
     runs = replay.replay(quiet)
     changed = {(name, c.cell, c.label): (c.recorded, c.now) for name, cs in runs.items() for c in cs if c.changed}
-    assert changed[("notebooks/05_threads_fusion", 17, "000.ch05.s410.saving")] == ("unreliable", "smaller")
-    assert changed[("notebooks/10_mgrit", 29, "002.speedup.max")] == ("unreliable", "opposite")
-    assert len(changed) == 2, changed
+    assert changed.pop(("notebooks/05_threads_fusion", 17, "000.ch05.s410.saving")) == ("unreliable", "smaller")
+    assert changed.pop(("notebooks/10_mgrit", 29, "002.speedup.max")) == ("unreliable", "opposite")
+    assert changed and set(changed.values()) == {("unreliable", "direction")}, changed
     total = {k: sum(replay.counts(cs)[k] for cs in runs.values()) for k in ("concluded_now", "abstained_now")}
-    assert total == {"concluded_now": 24, "abstained_now": 10}
+    assert total == {"concluded_now": 24 + len(changed), "abstained_now": 10 - len(changed)}
 
 
 @pytest.mark.parametrize("record, expected", [

@@ -30,9 +30,9 @@ def _record(ours: float, cores_used, noise: Noise | None = None, interval=None, 
 def _planted(folder):
     folder.mkdir()
     records = [_record(30.0, 1, cell=1),                                     # one thread, concluded
-               _record(30.0, 1, noise=LOADED, interval=(20.0, 60.0), cell=2),  # one thread, abstained
+               _record(30.0, 1, noise=LOADED, interval=(0.8, 60.0), cell=2),   # one thread, abstained
                _record(30.0, COUNTED, cell=3),                                # counted, concluded
-               _record(30.0, 2, noise=LOADED, cell=4),                        # threads, abstained naming the load
+               _record(1.2, 2, noise=LOADED, cell=4),                         # threads, abstained naming the load
                _record(30.0, 2, cell=5),                                      # threads, concluded
                _record(30.0, None, cell=6)]                                   # not stated
     assert [r["outcome"] for r in records] == ["agrees", "unreliable", "agrees", "unreliable", "agrees", "agrees"]

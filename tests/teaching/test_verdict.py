@@ -43,13 +43,14 @@ def test_a_ratio_of_times_near_an_edge_gets_no_verdict():
 
     edge = 39.0 / 1.5                                           # 'smaller' below, 'agrees' above
     near = verdict(SEED, edge * 1.1, interval=(edge * 1.08, edge * 1.12))
-    assert near.outcome == "unreliable" and "within 15% of the edge between 'smaller' and 'agrees'" in near
-    assert "Either way it lies in the seed's direction" in near
+    assert near.outcome == "direction" and "between 'smaller' and 'agrees'" in near   # the direction, no size
+    pivot = verdict(SEED, 1.1, interval=(1.08, 1.12))
+    assert pivot.outcome == "unreliable" and "within 15% of the edge between 'opposite' and 'smaller'" in pivot
     assert "seed's direction" not in verdict(SEED, 0.9)          # at the pivot: the direction is open too
     assert verdict(SEED, edge * 1.1 * RERUN_MARGIN).agrees     # clear of the margin: concluded
     assert verdict(SEED, 0.9).outcome == "unreliable"            # 0.9x: the pivot (1x) is within 15%
     loaded = Noise(others=1.0, busy=False)                       # other programs ran; the pairs were fine
-    assert verdict(SEED, edge * 1.2, noise=loaded).outcome == "unreliable"
+    assert verdict(SEED, edge * 1.2, noise=loaded).outcome == "direction"      # within 30%: the size not placed
     assert verdict(SEED, edge * 1.2 * RERUN_MARGIN_LOADED, noise=loaded).agrees
     assert verdict(PCT, 20.0 * 1.5 * 1.01, pivot=None).outcome == "larger"   # a percentage: no margin
 
@@ -65,7 +66,7 @@ def test_a_cpu_clocked_ratio_keeps_the_quiet_margin_under_load():
     assert rerun_margin(wall) == (RERUN_MARGIN_LOADED, True) and rerun_margin(cpu) == (RERUN_MARGIN, False)
     assert rerun_margin(Noise(others=0.0)) == (RERUN_MARGIN, False)
     between = edge * 1.2                                     # clear of the quiet margin, inside the loaded one
-    assert verdict(SEED, between, noise=wall).outcome == "unreliable"
+    assert verdict(SEED, between, noise=wall).outcome == "direction"          # its size not placed
     assert verdict(SEED, between, noise=cpu).agrees
     assert not (wall | cpu).cpu_clock and (cpu | cpu).cpu_clock       # merged: CPU-clocked only if both were
 
@@ -142,8 +143,11 @@ def test_unreliable_run_that_cannot_decide_says_what_can_be_said():
     ratio = intervals.Ratio("par", "ser", [1 / 20, 1 / 40, 1 / 25, 1 / 60, 1 / 30, 1 / 45])
     noise = noise_of_pairs([ratio], others=1.5)
     v = verdict(SEED, 1 / ratio.median, noise=noise, interval=ratio.speedup_interval)
-    assert v.outcome == "unreliable"
-    assert "which allows 'smaller' (at 20×) and 'larger' (at 60×)" in v
+    assert v.outcome == "direction"              # 20x to 60x: the seed's direction, its size not placed
+    assert "between 'smaller' and 'larger'" in v and "an unreliable run" in v
+    across = intervals.Ratio("par", "ser", [1 / 0.8, 1 / 3, 1 / 1.5, 1 / 2, 1 / 0.9, 1 / 2.5])
+    v = verdict(SEED, 1 / across.median, noise=noise_of_pairs([across], others=1.5), interval=across.speedup_interval)
+    assert v.outcome == "unreliable" and "which allows 'opposite'" in v
     plain = verdict(SEED, 1 / ratio.median, noise=noise)
     assert plain.outcome == "unreliable" and "What can be said: par was at least 20x faster than ser" in plain
     noted = noise | Noise().add(True, "faster than the measured GEMM peak")    # a caller's fact: no interval helps
@@ -287,17 +291,34 @@ def test_judged_speedup_reads_the_speedup_and_its_interval_after_the_noise_switc
         verdict("000.halide.summary.speedup", 1 / 2.9, here="2 cores", interval=(lo, hi))
 
 
-def test_decides_says_what_verdict_would_without_printing_or_recording(monkeypatch):
-    """A chapter asks decides() whether more rounds are worth it: the same outcome as verdict (concluded or
-    not), and nothing recorded."""
+def test_outcome_of_says_what_verdict_would_without_printing_or_recording(monkeypatch):
+    """A chapter asks outcome_of() whether more rounds are worth it: verdict's outcome, nothing recorded."""
     from course_lib.teaching import record
-    from course_lib.teaching.verdict import decides
+    from course_lib.teaching.verdict import outcome_of
 
-    monkeypatch.setattr(record, "verdict_made", lambda *a, **k: pytest.fail("decides() recorded a verdict"))
     edge = 39.0 / 1.5
-    assert decides(SEED, 30.0) and decides(SEED, 0.5)
-    assert not decides(SEED, edge * 1.05)                                   # within the run-to-run margin
-    assert not decides(SEED, 30.0, interval=(20.0, 40.0))                   # the interval spans two outcomes
-    assert decides(SEED, 30.0, interval=(30.0, 30.0))                       # ... which more rounds could narrow
+    cases = ((30.0, {}), (0.5, {}), (edge * 1.05, {}), (30.0, {"interval": (20.0, 40.0)}), (1.02, {"interval": (0.9, 1.1)}))
+    said = [verdict(SEED, ours, **kw).outcome for ours, kw in cases]
+    monkeypatch.setattr(record, "verdict_made", lambda *a, **k: pytest.fail("outcome_of() recorded a verdict"))
+    assert [outcome_of(SEED, ours, **kw) for ours, kw in cases] == said
+    assert outcome_of(SEED, 30.0, interval=(20.0, 40.0)) == "direction"     # wider: the size is not placed
+    assert outcome_of(SEED, 30.0, interval=(30.0, 30.0)) == "agrees"        # ... which more rounds could place
     with pytest.raises(TypeError, match="ours"):
-        decides(SEED, "30")
+        outcome_of(SEED, "30")
+
+
+def test_a_direction_every_allowed_value_shares_is_concluded_without_a_size():
+    """Issue 43 item 4 (conclude when every allowed value gives the same answer): a ratio near the edge between
+    'smaller' and 'agrees' -- chapter 09's layout at 1.2x against the seed's 2x -- concludes the seed's
+    direction and leaves the size open; near the pivot, or without a pivot, it still abstains."""
+    from course_lib.core.timing import Noise
+
+    edge = 39.0 / 1.5
+    v = verdict(SEED, edge * 1.05)                                          # within 15% of the edge
+    assert v.outcome == "direction" and "between 'smaller' and 'agrees'" in v and "side of 1×" in v
+    assert verdict(SEED, edge, interval=(edge * 0.8, edge * 1.3)).outcome == "direction"
+    busy = Noise(others=1.0, busy=True, uncertain=["after 9 rounds the speed-up is only known to lie between"])
+    assert verdict(SEED, edge, interval=(edge * 0.8, edge * 1.3), noise=busy).outcome == "direction"
+    assert verdict(SEED, 1.1).outcome == "unreliable"                       # the pivot within the margin
+    assert verdict(SEED, 3.0, interval=(0.9, 3.5)).outcome == "unreliable"  # the interval reaches 'opposite'
+    assert verdict(PCT, 20.0 * 1.5, pivot=None, interval=(25.0, 35.0)).outcome == "unreliable"   # no pivot
