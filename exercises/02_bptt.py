@@ -42,7 +42,7 @@
 #
 # * **Before this chapter:** [01 · serial RNN](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/01_serial_rnn.ipynb)
 # * **Study time:** about 60 min for the lecture and its worksheet (an estimate)
-# * **Run time of this worksheet:** measured 2 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
+# * **Run time of this worksheet:** measured 3 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
 # * **Not in this chapter:** One sequence at a time: chapter 03 batches sequences into matrix-matrix products.
 # * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/02_bptt.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/02_bptt.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/02_bptt.ipynb)
 

@@ -44,7 +44,7 @@
 #
 # * **Before this chapter:** [00 · setup](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/00_setup.ipynb), [03 · batching](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/03_batching.ipynb)
 # * **Study time:** about 90 min for the lecture and its worksheet (an estimate)
-# * **Run time of this worksheet:** measured 10 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
+# * **Run time of this worksheet:** measured 13 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
 # * **Not in this chapter:** One kernel at a time: chapter 05 adds threads, fusion and compile caching to a whole training step.
 # * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/04_tiling_simd.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/04_tiling_simd.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/04_tiling_simd.ipynb)
 

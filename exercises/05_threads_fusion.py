@@ -37,7 +37,7 @@
 #
 # * **Before this chapter:** [02 · BPTT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/02_bptt.ipynb), [04 · tiling & SIMD](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/04_tiling_simd.ipynb)
 # * **Study time:** about 90 min for the lecture and its worksheet (an estimate)
-# * **Run time of this worksheet:** measured 4 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
+# * **Run time of this worksheet:** measured 5 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
 # * **Not in this chapter:** Schedules are written by hand in numba: chapter 06 separates algorithm and schedule with Halide.
 # * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/05_threads_fusion.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/05_threads_fusion.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/05_threads_fusion.ipynb)
 

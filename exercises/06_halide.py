@@ -36,7 +36,7 @@
 #
 # * **Before this chapter:** [04 · tiling & SIMD](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/04_tiling_simd.ipynb), [05 · threads & fusion](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/05_threads_fusion.ipynb)
 # * **Study time:** about 75 min for the lecture and its worksheet (an estimate)
-# * **Run time of this worksheet:** measured 3 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
+# * **Run time of this worksheet:** measured 4 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
 # * **Not in this chapter:** Training only: chapter 07 parallelises inference over batches, layers, ranks and a CUDA kernel.
 # * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/06_halide.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/06_halide.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/06_halide.ipynb)
 

@@ -46,7 +46,7 @@
 #
 # * **Before this chapter:** [07 · parallel inference](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/07_parallel_inference.ipynb), [08 · linear recurrences](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/08_scan.ipynb), [10 · MGRIT](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/10_mgrit.ipynb), [11 · Newton in time](https://github.com/parallel-rnns/parallel-rnns-course/blob/main/notebooks/11_newton.ipynb)
 # * **Study time:** about 75 min for the lecture and its worksheet (an estimate)
-# * **Run time of this worksheet:** measured 27 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
+# * **Run time of this worksheet:** measured 34 s on AMD EPYC (zen5-avx512-quiet); its last code cell prints how long it took here
 # * **Not in this chapter:** The last chapter: the seeds' GPUs and clusters are simulated here, not measured; run the chapters on such a machine to measure them.
 # * **Open this worksheet:** [in Colab](https://colab.research.google.com/github/parallel-rnns/parallel-rnns-course/blob/main/exercises/12_which_parallelism.ipynb) · [on Binder](https://mybinder.org/v2/gh/parallel-rnns/parallel-rnns-course/main?urlpath=lab/tree/exercises/12_which_parallelism.ipynb) · [download the .ipynb](https://raw.githubusercontent.com/parallel-rnns/parallel-rnns-course/main/exercises/12_which_parallelism.ipynb)
 
