@@ -9,6 +9,9 @@ def test_bptt_times_returns_data():
     d = bptt.bptt_times(4, 8, batch=2, repeat=1)
     assert set(d) >= {"T", "nh", "linear_s", "quadratic_s", "ratio", "flop_ratio", "noise"}
     assert d["linear_s"] > 0 and d["quadratic_s"] > 0 and isinstance(d["noise"], Noise)
+    # each algorithm's own repeats, for a slope of its times over T (chapter 02's verdict judges the double loop's)
+    assert set(d["times_noise"]) == {"linear", "quadratic"}
+    assert all(isinstance(v, Noise) for v in d["times_noise"].values())
     assert d["flop_ratio"] > 1
     with pytest.raises(ValueError, match="T"):
         bptt.bptt_times(0, 8)
