@@ -22,8 +22,9 @@ def bptt_times(T: int, nh: int, *, batch: int = 8, nx: int | None = None, ny: in
 
     ``nx`` and ``ny`` default to ``nh``. Returns a dict with ``T, nh, B, linear_s, quadratic_s``
     (best of ``repeat``), ``ratio`` (quadratic / linear time), ``flop_ratio`` (the same ratio of GEMM
-    FLOPs), ``noise`` (the run's :class:`~course_lib.core.timing.Noise`: the pairs' ratio) and ``times_noise``
-    (``{"linear": Noise, "quadratic": Noise}``: each one's repeats, what a slope of its times over T rests on).
+    FLOPs), ``noise`` (the run's :class:`~course_lib.core.timing.Noise`: the pairs' ratio), ``times_noise``
+    (``{"linear": Noise, "quadratic": Noise}``: each one's repeats, what a slope of its times over T rests on) and
+    ``median_s`` (``{"linear": s, "quadratic": s}``: the typical time beside the best).
     Chapter 02's widget calls it.
     """
     T = check_positive_int(T, "T", high=4096)
@@ -43,7 +44,8 @@ def bptt_times(T: int, nh: int, *, batch: int = 8, nx: int | None = None, ny: in
     return {"T": T, "nh": nh, "B": batch, "linear_s": lin, "quadratic_s": quad, "ratio": quad / lin,
             "flop_ratio": (rnn.bptt_flops(T, batch, nx, nh, ny, "quadratic")
                            / rnn.bptt_flops(T, batch, nx, nh, ny, "linear")),
-            "noise": cmp.noise, "times_noise": {k: cmp.timings[k].noise for k in ("linear", "quadratic")}}
+            "noise": cmp.noise, "times_noise": {k: cmp.timings[k].noise for k in ("linear", "quadratic")},
+            "median_s": {k: cmp.timings[k].median for k in ("linear", "quadratic")}}
 
 
 def scaling(Ts, nh: int, *, batch: int = 8, repeat: int = 3) -> list[dict]:

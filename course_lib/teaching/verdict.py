@@ -119,7 +119,7 @@ def _words(outcome: str, seed_value: float, ours: float, pivot: float | None, wi
     """The verdict in words, with the factor stated."""
     r = factor(seed_value, ours)
     n = _times(max(abs(r), 1 / abs(r)) if r else math.inf)
-    bound = f"within {_times(within)}" if within > 1 else "equal"
+    bound = f"within {within:g}×" if within > 1 else "equal"    # exact: 1.25x must not print as 1.2x
     if outcome == "opposite":
         return "The opposite of the seed's finding here"
     if pivot is None:

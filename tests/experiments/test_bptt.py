@@ -12,6 +12,7 @@ def test_bptt_times_returns_data():
     # each algorithm's own repeats, for a slope of its times over T (chapter 02's verdict judges the double loop's)
     assert set(d["times_noise"]) == {"linear", "quadratic"}
     assert all(isinstance(v, Noise) for v in d["times_noise"].values())
+    assert d["median_s"]["linear"] >= d["linear_s"] and d["median_s"]["quadratic"] >= d["quadratic_s"]
     assert d["flop_ratio"] > 1
     with pytest.raises(ValueError, match="T"):
         bptt.bptt_times(0, 8)
