@@ -486,6 +486,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
                for name, ts in times.items()}
     for t in timings.values():
         t.noise.busy = t.noise.busy and not by_cpu   # CPU time: other programs' load cannot inflate it
+        t.noise.cpu_clock = by_cpu and not fake
     spent = {name: sum(ts) * number[name] for name, ts in times.items()}
     used = {} if by_cpu else {name: tally.cpu[name] / spent[name] for name in fns if spent[name] > 0}
     waited = {name: tally.wait[name] / spent[name] for name in used if tally.wait[name] is not None}
@@ -495,7 +496,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
         cmp.noise = noise_of_pairs([cmp.pairs(k) for k in others], w.others)
     else:                                    # one function: nothing to pair, judge its repeats
         cmp.noise = timings[baseline].noise
-    cmp.noise.cpu_clock = by_cpu and not fake
+    cmp.noise.cpu_clock = by_cpu and not fake      # (the one-function case: the same object as above)
     return cmp
 
 

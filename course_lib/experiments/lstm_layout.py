@@ -59,7 +59,7 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
     repeat = check_repeat(repeat)
     X, W = _gemm_operands(batch, nh, nx, dtype)
     Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
-    cmp = compare(repeat=repeat, warmup=1, time_budget=_budget(time_budget),
+    cmp = compare(repeat=repeat, warmup=1, time_budget=time_budget,
                   XWt=lambda: np.matmul(X, W.T, out=Y), WXt=lambda: np.matmul(W, X.T, out=YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)
@@ -67,10 +67,6 @@ def layout_gemm_times(batch: int, nh: int, nx: int | None = None, *, dtype="floa
     return {"B": batch, "nh": nh, "nx": nx, "XWt_s": a, "WXt_s": b, "ratio": a / b,
             "ratio_interval": (min(lo, a / b), max(hi, a / b)),
             "gflops_XWt": flops / a / 1e9, "gflops_WXt": flops / b / 1e9, "comparison": cmp}
-
-
-def _budget(time_budget):
-    return None if time_budget is None else check_float(time_budget, "time_budget", low=0.0, high=600.0)
 
 
 @njit(cache=True, fastmath=True)
@@ -101,7 +97,7 @@ def loop_order_times(batch: int, nh: int, nx: int | None = None, *, dtype="float
     repeat = check_repeat(repeat)
     X, W = _gemm_operands(batch, nh, nx, dtype)
     Y, YT = np.empty((batch, 4 * nh), dtype), np.empty((4 * nh, batch), dtype)
-    cmp = compare(repeat=repeat, warmup=1, time_budget=_budget(time_budget),
+    cmp = compare(repeat=repeat, warmup=1, time_budget=time_budget,
                   XWt=lambda: _rowdot(X, W, Y), WXt=lambda: _rowdot(W, X, YT))
     a, b = cmp.timings["XWt"].min, cmp.timings["WXt"].min
     flops = gemm_flops(batch, 4 * nh, nx)

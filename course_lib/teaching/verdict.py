@@ -25,7 +25,8 @@ The rule (:func:`judge`), on the scale the claim is stated in:
   so the line does not pick a side.
 - *Direction only*: where that leaves every allowed value on the seed's side of the pivot, but in two size bands
   ("smaller" and "agrees"), the line concludes ``"direction"``: the seed's direction holds here, its size is not
-  placed (chapter 09's layout ratio at 1.2-1.4x, against the seed's 2x: the transposed layout is faster here).
+  placed (a layout ratio measured at 1.2-1.4x against the seed's 2x: the seed's layout is faster, by how much
+  this run cannot say).
 - *No clear effect*: where that leaves a ratio of times on both sides of the pivot but, margin included, within
   :data:`NO_EFFECT` of it, and no value there agrees with the seed, the line concludes ``"none"``: no clear
   effect here, against the seed's (a layer at 0.97-1.02x where the seed found 11x need not pick a side of 1x).
@@ -327,11 +328,9 @@ def _near_edge(c: Claim, ours: float, span, pivot, within: float, unit: str, noi
     if ends[0] == ends[1]:
         return ""
     while_ = " while other programs kept cores busy" if loaded else ""
-    same_side = pivot is not None and "opposite" not in ends
     return (f"No verdict: ours ({_fmt(ours, unit)}) is within {margin - 1:.0%} of the edge between "
             f"'{ends[0]}' and '{ends[1]}' -- a ratio of times measured in one run can move that much in the "
-            f"next{while_}, so this run cannot place it." +
-            (" Either way it lies in the seed's direction." if same_side else ""))
+            f"next{while_}, so this run cannot place it.")   # (both ends on the seed's side: _direction concludes)
 
 
 def rerun_margin(noise: Noise | None) -> tuple[float, bool]:
