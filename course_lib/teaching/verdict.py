@@ -75,10 +75,10 @@ NO_EFFECT = 1.25             # a ratio of times within this factor of the pivot,
 NO_DIFFERENCE = 1.05         # two measured speeds closer than this are "no clear difference" in a printed sentence
 
 
-def _fmt(value: float, unit: str) -> str:
+def _fmt(value: float, unit: str, digits: int = 3) -> str:
     if not math.isfinite(value):
         return str(value)
-    v = f"{value:.3g}"
+    v = f"{value:.{digits}g}"
     if unit in ("x", "×"):
         return f"{v}×"
     if unit == "%":
@@ -375,8 +375,10 @@ def _direction(c: Claim, span, pivot, within: float, unit: str, noise: Noise | N
     if "opposite" in ends or ends[0] == ends[1]:
         return None
     allowing = f", allowing the {margin - 1:.0%} a ratio of times moves between runs" if margin > 1 else ""
+    # an end just off the pivot must not print as the pivot ("1× to 1.5× lies on the seed's side of 1×")
+    lo_text = next(t for d in (3, 4, 5, 6, 17) if (t := _fmt(lo, unit, d)) != _fmt(pivot, unit) or d == 17)
     return Verdict(head + f"Same direction as the seed's finding, its size not placed: every value this run allows "
-                   f"({_fmt(lo, unit)} to {_fmt(hi, unit)}{allowing}) lies on the seed's side of {_fmt(pivot, unit)}, "
+                   f"({lo_text} to {_fmt(hi, unit)}{allowing}) lies on the seed's side of {_fmt(pivot, unit)}, "
                    f"between '{ends[0]}' and '{ends[1]}'{note}.", "direction")
 
 

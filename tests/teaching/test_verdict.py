@@ -322,3 +322,10 @@ def test_a_direction_every_allowed_value_shares_is_concluded_without_a_size():
     assert verdict(SEED, 1.1).outcome == "unreliable"                       # the pivot within the margin
     assert verdict(SEED, 3.0, interval=(0.9, 3.5)).outcome == "unreliable"  # the interval reaches 'opposite'
     assert verdict(PCT, 20.0 * 1.5, pivot=None, interval=(25.0, 35.0)).outcome == "unreliable"   # no pivot
+
+
+def test_a_direction_line_never_prints_its_end_as_the_pivot():
+    """1.2x with an interval from 1.151x, widened by 15%, starts at 1.0009x: printed "1×" it would read as
+    reaching the pivot it does not reach."""
+    v = verdict("003.fig3.runtime", 1.2, interval=(1.151, 1.2))
+    assert v.outcome == "direction" and "(1.001× to" in v
