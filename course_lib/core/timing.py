@@ -485,8 +485,7 @@ def compare(*, repeat: int = 5, warmup: int = 1, baseline: str | None = None, cl
     timings = {name: Timing(ts, number[name], noise_from(ts, w.others), clock="cpu" if by_cpu else "wall")
                for name, ts in times.items()}
     for t in timings.values():
-        t.noise.busy = t.noise.busy and not by_cpu   # CPU time: other programs' load cannot inflate it
-        t.noise.cpu_clock = by_cpu and not fake
+        t.noise.busy, t.noise.cpu_clock = t.noise.busy and not by_cpu, by_cpu and not fake   # CPU time: no load inflates it
     spent = {name: sum(ts) * number[name] for name, ts in times.items()}
     used = {} if by_cpu else {name: tally.cpu[name] / spent[name] for name in fns if spent[name] > 0}
     waited = {name: tally.wait[name] / spent[name] for name in used if tally.wait[name] is not None}
