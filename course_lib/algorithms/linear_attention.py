@@ -56,9 +56,10 @@ import numpy as np
 from numba import njit, prange
 
 from ..core import backend
-from ..core.validate import (check_alloc, check_array, check_bool, check_choice, check_dtype, check_float, check_int,
-                             check_nonempty, check_positive_int, largest)
+from ..core.validate import (check_array, check_bool, check_choice, check_dtype, check_int, check_nonempty,
+                             check_positive_int)
 from . import scan as _scan
+from .linear_attention_inputs import check_finite_qkv, check_inputs, random_problem
 from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, state_scan, tril_scores
 
 __all__ = [
@@ -86,48 +87,6 @@ _LOG_TINY = -1e4            # log of a decay of 0: exp() of it is 0, and differe
 _GROUP_BYTES = 1 << 20      # "chunked": the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
 MAX_THREADS = 1024           # "chunked": more CPU threads than any machine has is a typo, refused up front
 _SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of x is about 8 MB
-
-
-# --------------------------------------------------------------------------- validation
-def check_inputs(q, k, v, decay, S0=None):
-    """Validate the inputs (shapes, dtypes, decays in [0, 1]; errors name the argument); returns the arrays (one float dtype), ``per_channel`` and ``S0`` (or None)."""
-    dims: dict = {}
-    q = check_nonempty(check_array(q, "q", shape=("T", "B", "heads", "d_k"), dims=dims), "q")
-    k = check_array(k, "k", shape=("T", "B", "heads", "d_k"), dims=dims)
-    v = check_nonempty(check_array(v, "v", shape=("T", "B", "heads", "d_v"), dims=dims), "v")
-    decay = check_array(decay, "decay", ndim=(3, 4))
-    per_channel = decay.ndim == 4
-    check_array(decay, "decay", shape=("T", "B", "heads", "d_k") if per_channel else ("T", "B", "heads"), dims=dims,
-                finite=False)   # checked just above
-    if decay.size and (decay.min() < 0 or decay.max() > 1):
-        raise ValueError(f"decay: expected values in [0, 1] (a decay per step), got range "
-                         f"[{decay.min():.3g}, {decay.max():.3g}]")
-    dt = q.dtype
-    for name, arr in (("k", k), ("v", v), ("decay", decay)):
-        if arr.dtype != dt:
-            raise TypeError(f"{name}: expected the dtype of q ({dt}), got {arr.dtype}")
-    if S0 is not None:
-        S0 = check_array(S0, "S0", shape=(dims["B"], dims["heads"], dims["d_k"], dims["d_v"])).astype(dt, copy=False)
-    return q, k, v, decay, per_channel, S0
-
-
-def random_problem(T: int, batch: int = 1, heads: int = 2, d_k: int = 8, d_v: int | None = None, *,
-                   per_channel: bool = False, low: float = 0.8, high: float = 1.0, seed: int = 0,
-                   dtype="float32"):
-    """Seeded ``(q, k, v, decay)``: normal q, k (scaled by ``1/sqrt(d_k)``), v; decay uniform in
-    ``[low, high]``, shape ``(T, batch, heads)`` or, with ``per_channel``, ``(T, batch, heads, d_k)``."""
-    T, batch, heads, d_k = (check_positive_int(x, n) for x, n in ((T, "T"), (batch, "batch"), (heads, "heads"), (d_k, "d_k")))
-    d_v = d_k if d_v is None else check_positive_int(d_v, "d_v")
-    low, high = check_float(low, "low", low=0.0, high=1.0), check_float(high, "high", low=low, high=1.0)
-    dtype, seed, per_channel = check_dtype(dtype), check_int(seed, "seed", low=0), check_bool(per_channel, "per_channel")
-    big = largest(T=T, batch=batch, heads=heads, d_k=d_k, d_v=d_v)
-    check_alloc((3, T, batch, heads, max(d_k, d_v)), np.float64, big, what="q, k and v")
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
-    k = rng.standard_normal((T, batch, heads, d_k)) / math.sqrt(d_k)
-    v = rng.standard_normal((T, batch, heads, d_v))
-    decay = rng.uniform(low, high, (T, batch, heads, d_k) if per_channel else (T, batch, heads))
-    return tuple(np.ascontiguousarray(x, dtype=dtype) for x in (q, k, v, decay))
 
 
 # --------------------------------------------------------------------------- sequential
@@ -352,10 +311,12 @@ def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
     multi-threaded BLAS on a small matrix spends its time waking threads), and a group small enough keeps
     the element-wise temporaries between the products in the core's cache."""
     parts = _split(n, threads)
+    err = np.geterr()   # numpy's floating-point error state is per thread: the workers take the caller's
 
     def run(part):
-        for s in range(part.start, part.stop, group):
-            fn(slice(s, min(part.stop, s + group)))
+        with np.errstate(**err):
+            for s in range(part.start, part.stop, group):
+                fn(slice(s, min(part.stop, s + group)))
 
     with backend.blas_threads(1):
         if len(parts) == 1:
@@ -373,14 +334,21 @@ def _units(BH: int, n: int, threads: int) -> list[tuple[int, slice]]:
 
 
 def _on_units(fn, units, threads: int) -> None:
-    """``fn(unit)`` for every unit on ``threads`` CPU threads, each with one BLAS thread (as :func:`_on_threads`)."""
+    """``fn(unit)`` for every unit on ``threads`` CPU threads, each with one BLAS thread and the caller's numpy error
+    state (as :func:`_on_threads`)."""
+    err = np.geterr()
+
+    def run(u):
+        with np.errstate(**err):
+            fn(u)
+
     with backend.blas_threads(1):
         if threads == 1 or len(units) == 1:
             for u in units:
                 fn(u)
         else:
             with ThreadPoolExecutor(min(threads, len(units))) as pool:
-                list(pool.map(fn, units))
+                list(pool.map(run, units))
 
 
 def _groups(sl: slice, group: int):
@@ -397,38 +365,49 @@ def _own_states(K, V, G, Kw, dS, products_only=False):
     np.matmul(np.swapaxes(Kw, 1, 2), V, out=dS)
 
 
-def _folded_states(K, V, G, dS, agg, sl, group):
-    """Phase 1 on the run of chunks ``sl``, a group at a time: the chunks' own states ``dS``, and -- with ``agg``
-    (``(d_k, d_v)``, zeros) -- the run's own state carried over its chunks while ``dS`` is still in cache."""
-    Kw = np.empty_like(K[sl.start:sl.start + group])
-    none = np.empty((0,) + dS.shape[1:], dS.dtype)
+def _piece_state(K, V, G, agg, sl, group, products_only=False):
+    """Phase 1 on the chunks ``sl`` (a piece of a run), a group at a time: the piece's own state carried over its
+    chunks into ``agg`` (``(d_k, d_v)``, zeros in). Each group's chunk states are made in cache and dropped, so no
+    array of chunk states crosses memory. ``products_only``: the products alone (for :func:`chunked_products`)."""
+    g0, (d_k, d_v) = min(group, sl.stop - sl.start), agg.shape
+    Kw, dS = np.empty((g0,) + K.shape[1:], K.dtype), np.empty((g0, d_k, d_v), K.dtype)
+    none = np.empty((0, d_k, d_v), K.dtype)
     for gs in _groups(sl, group):
-        _own_states(K[gs], V[gs], G[gs], Kw[:gs.stop - gs.start], dS[gs])
-        if agg is not None:
-            carry_states(G[gs], dS[gs], agg, none)
+        g = gs.stop - gs.start
+        _own_states(K[gs], V[gs], G[gs], Kw[:g], dS[:g], products_only)
+        if not products_only:
+            carry_states(G[gs], dS[:g], agg, none)
 
 
-def _folded_outputs(Q, K, V, G, dS, S, O, sl, group, products_only=False):
+def _pieces(units, last, threads: int) -> list[tuple[int, slice]]:
+    """Phase 1's work: every run but a head's last (``units[i]`` with ``last[i]`` false), cut in ``threads`` pieces so
+    that every thread has a share of it; ``(i, chunks)`` in order."""
+    return [(i, slice(sl.start + p.start, sl.start + p.stop)) for i, (_, sl) in enumerate(units) if not last[i]
+            for p in _split(sl.stop - sl.start, threads)]
+
+
+def _folded_outputs(Q, K, V, G, S, O, sl, group, products_only=False, seen=None):
     """Phase 3 on the run of chunks ``sl`` entered with state ``S`` (``(d_k, d_v)``, updated in place to the state
-    after the run), a group at a time: the state scan writes each chunk's incoming state into ``R``, the fused pass
-    fills ``P = [Qd | .]``, ``Kd`` (transposed) and ``R = [S_in ; V]``, then ``A = Qd Kd`` (into ``P``), the mask, and ``O = [Qd | A]
-    [S_in ; V]``. ``dS`` None (a head in one run): each group's own states are made first, in cache -- phases 1 and 3
-    in one pass, no ``dS`` array. ``products_only``: the products alone, on the same shapes (for :func:`chunked_products`)."""
+    after the run), a group at a time: the group's own chunk states ``dS`` (made in cache), the state scan writing each
+    chunk's incoming state into ``R``, the fused pass filling ``P = [Qd | .]``, ``Kd`` (transposed) and
+    ``R = [S_in ; V]``, then ``A = Qd Kd`` (into ``P``), the mask, and ``O = [Qd | A] [S_in ; V]``. ``products_only``:
+    the products alone, on the same shapes (for :func:`chunked_products`). ``seen`` (``(1,)``): :func:`fold_outputs`'
+    finiteness sums of the run's ``Q, K, V`` are added to ``seen[0]``."""
     d_k, d_v, g0 = Q.shape[2], V.shape[2], min(group, sl.stop - sl.start)
     buf = folded_buffers(g0, Q.shape[1], d_k, d_v, Q.dtype)
-    if dS is None:
-        buf.update(Kw=np.empty((g0,) + K.shape[1:], K.dtype), dS=np.empty((g0, d_k, d_v), K.dtype))
+    buf.update(Kw=np.empty((g0,) + K.shape[1:], K.dtype), dS=np.empty((g0, d_k, d_v), K.dtype))
     if products_only:
         for x in buf.values():
             x[:] = 0.5
     for gs in _groups(sl, group):
         g = gs.stop - gs.start
         P, R, Kd = buf["P"][:g], buf["R"][:g], buf["Kd"][:g]
-        if dS is None:
-            _own_states(K[gs], V[gs], G[gs], buf["Kw"][:g], buf["dS"][:g], products_only)
+        _own_states(K[gs], V[gs], G[gs], buf["Kw"][:g], buf["dS"][:g], products_only)
         if not products_only:
-            carry_states(G[gs], buf["dS"][:g] if dS is None else dS[gs], S, R)
-            fold_outputs(Q[gs], K[gs], G[gs], V[gs], P, Kd, R)
+            carry_states(G[gs], buf["dS"][:g], S, R)
+            finite = fold_outputs(Q[gs], K[gs], G[gs], V[gs], P, Kd, R)
+            if seen is not None:
+                seen[0] += finite
         np.matmul(P[:, :, :d_k], Kd, out=P[:, :, d_k:])
         if not products_only:
             tril_scores(P, d_k)
@@ -442,14 +421,17 @@ def chunks_per_group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
 
 def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     """Scalar decay, every chunk above ``-FOLD_LIMIT``: the fused path. ``Q, K (m, c, d_k)``, ``V (m, c, d_v)``,
-    ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v))``.
+    ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v), finite)``, ``finite``: whether
+    every element of ``Q, K, V`` was finite (their fused pass reads each once, :func:`fold_outputs`).
 
-    Three phases over runs of chunks (:func:`_units`), each run on one thread a cache-sized group at a time:
-    (1) the chunks' own states ``dS`` and each run's own state (for every run but a head's last); (2) the state
-    entering each run, a scan over the runs of each head (a few per head); (3) the scan inside each run writes each
-    chunk's incoming state straight into its product operand, then the outputs. ``dS`` is written once and read
-    once; no array of incoming states is ever made. Where every head is one run (one thread, or as many heads as
-    threads) there is no phase 1: each group makes its own ``dS`` in cache just before its outputs."""
+    Three phases over runs of chunks (:func:`_units`), a cache-sized group of chunks at a time: (1) the own state of
+    every run but a head's last, each such run cut in pieces that all threads share (:func:`_pieces`); (2) the state
+    entering each run, carried over the pieces of each head in order (a few per head); (3) each run on one thread:
+    every group makes its chunks' own states ``dS`` in cache, the scan inside the run writes each chunk's incoming
+    state straight into its product operand, then the outputs. No array of chunk states or incoming states is ever
+    made (for one head of d = 128 in chunks of 32 such an array was 2 KB per token, written and read again); the
+    price is phase 1's products made twice, on the share of the tokens that is not in a head's last run. Where every
+    head is one run (one thread, or as many heads as threads) there are no phases 1 and 2."""
     m, c, d_k = Q.shape
     d_v = V.shape[2]
     BH = B * heads
@@ -457,24 +439,27 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
     last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
     O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     S_last = S_init.reshape(BH, d_k, d_v).copy()
-    if len(units) == BH:            # every head one run: phases 1 and 3 in one pass, no dS array
-        dS, S_enter = None, S_last
-    else:
-        dS, agg = np.empty((m, d_k, d_v), Q.dtype), np.zeros((len(units), d_k, d_v), Q.dtype)
-        _on_units(lambda i: _folded_states(K, V, G, dS, None if last[i] else agg[i], units[i][1], group),
-                  range(len(units)), threads)
-        S_enter = np.empty_like(agg)
-        for bh in range(BH):        # phase 2: a run's log decay is the sum of its chunks' (G is cumulative per chunk)
-            ids = [i for i, (h, _) in enumerate(units) if h == bh]     # consecutive
-            S = S_last[bh].copy()
-            Gu = np.array([[G[units[i][1], -1].sum()] for i in ids[:-1]]).reshape(-1, 1)
-            carry_states(Gu, agg[ids[0]:ids[-1]], S, S_enter[ids[0]:ids[-1]])
-            S_enter[ids[-1]] = S
-    _on_units(lambda i: _folded_outputs(Q, K, V, G, dS, S_enter[i], O, units[i][1], group), range(len(units)), threads)
+    S_enter = S_last if len(units) == BH else np.empty((len(units), d_k, d_v), Q.dtype)
+    if len(units) > BH:             # a head in several runs: phases 1 and 2 give the state entering each run
+        pieces = _pieces(units, last, threads)
+        agg = np.zeros((len(pieces), d_k, d_v), Q.dtype)
+        _on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group), range(len(pieces)), threads)
+        S, j = None, 0
+        for i, (bh, _) in enumerate(units):     # phase 2: carry each head's state over its pieces, in order
+            S = S_last[bh].copy() if i == 0 or units[i - 1][0] != bh else S
+            S_enter[i] = S
+            js = [jj for jj in range(j, len(pieces)) if pieces[jj][0] == i]
+            if js:              # a piece's log decay is the sum of its chunks' (G is cumulative per chunk)
+                Gp = np.array([G[pieces[jj][1], -1].sum() for jj in js]).reshape(-1, 1)
+                carry_states(Gp, agg[js[0]:js[-1] + 1], S, np.empty((0, d_k, d_v), Q.dtype))
+                j = js[-1] + 1
+    seen = np.zeros((len(units), 1), Q.dtype)
+    _on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, units[i][1], group, seen=seen[i]),
+              range(len(units)), threads)
     for i, (bh, _) in enumerate(units):
         if last[i]:
             S_last[bh] = S_enter[i]
-    return O, S_last
+    return O, S_last, bool(np.isfinite(seen).all())
 
 
 def chunk_views(q, k, v, decay, per_channel, chunk):
@@ -499,9 +484,12 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     if not per_channel:
         G = np.cumsum(G, axis=1)
         if -G[:, -1].min() <= FOLD_LIMIT:    # the common case: every element-wise pass fused (_fold_operands)
-            O, S_last = _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads)
+            O, S_last, finite = _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads)
+            if not finite:          # a NaN/inf went through the fused pass: name the argument it came in by
+                check_finite_qkv(q, k, v)
             o = np.transpose(O.reshape(B, heads, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, heads, d_v)[:T]
             return np.ascontiguousarray(o), S_last.reshape(B, heads, d_k, d_v)
+    check_finite_qkv(q, k, v)   # the unfused paths read q, k, v in numpy passes: check them here, before those run
     dS = np.empty((m, d_k, d_v), q.dtype)
     a = np.empty((m, d_k), q.dtype)
     O = np.empty((m, c, d_v), q.dtype)
@@ -552,18 +540,20 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
         raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
     m, _, d_k = Q.shape
     d_v = V.shape[2]
-    dS, S, O = np.empty((m, d_k, d_v), Q.dtype), np.zeros((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
+    S, O = np.zeros((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
     group = chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
-    units = _units(q.shape[1] * q.shape[2], n, threads)
-    split = len(units) > q.shape[1] * q.shape[2]     # as _chunked_folded: dS stored between phases, else made per group
+    BH = q.shape[1] * q.shape[2]
+    units = _units(BH, n, threads)
+    last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
+    pieces = _pieces(units, last, threads) if len(units) > BH else []    # as _chunked_folded's phase 1
 
-    def products(unit):
-        sl = unit[1]
-        for gs in _groups(sl, group) if split else ():
-            _own_states(K[gs], V[gs], None, None, dS[gs], products_only=True)
-        _folded_outputs(Q, K, V, G, dS if split else None, S[sl.start], O, sl, group, products_only=True)
+    def products():
+        _on_units(lambda j: _piece_state(K, V, G, S[0], pieces[j][1], group, products_only=True), range(len(pieces)),
+                  threads)
+        _on_units(lambda i: _folded_outputs(Q, K, V, G, S[units[i][1].start], O, units[i][1], group, products_only=True),
+                  range(len(units)), threads)
 
-    return lambda: _on_units(products, units, threads)
+    return products
 
 
 # --------------------------------------------------------------------------- public entry point
@@ -581,7 +571,8 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
     check_choice(method, "method", METHODS)
     return_state = check_bool(return_state, "return_state")
     threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=MAX_THREADS)
-    q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0)
+    # "chunked" checks q, k, v for NaN/inf itself (_chunked): in its fused pass, while they are in cache
+    q, k, v, decay, per_channel, S0 = check_inputs(q, k, v, decay, S0, finite=method != "chunked")
     if chunk is not None:
         if method != "chunked":
             raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
@@ -591,7 +582,7 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
     elif method == "scan":
         o, S = _scan_method(q, k, v, decay, per_channel, S0)
     else:
-        with np.errstate(under="ignore"):
+        with np.errstate(under="ignore", invalid="ignore"):    # a NaN input is named just after its pass (_chunked)
             o, S = _chunked(q, k, v, decay, per_channel, S0, chunk, threads)
     if not np.isfinite(o[-1]).all():
         raise ValueError("q, k, v: the outputs became non-finite (huge inputs?)")

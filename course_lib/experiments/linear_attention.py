@@ -48,7 +48,9 @@ def gemm_peak(threads: int | None = None, n: int = 1024, repeat: int = 5) -> flo
 
 def _gemm_call(n: int = 1024):
     """``(fn, flops)``: a zero-argument ``(n, n) @ (n, n)`` float32 GEMM on all cores, to be timed interleaved with the
-    chunked form, so that the peak and the call see the same load (a peak measured once, before, does not)."""
+    chunked form, so that the peak and the call see the same load (a peak measured once, before, does not). Time it
+    with ``compare(settle=True)``: its BLAS pool spins after each call, and a chunked call timed right after it shared
+    the cores with those threads (it measured up to 2x slower here)."""
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     out = np.empty((n, n), np.float32)
@@ -132,7 +134,7 @@ def chunk_sweep(T: int, d: int = 64, chunks=(16, 32, 64, 128, 256), *, repeat: i
     fns = {f"c{c}": (lambda c=c: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c)) for c in chunks}
     if peak is None:
         fns["gemm"], gemm_flops = _gemm_call()
-    cmp = timing.compare(repeat=repeat, **fns)
+    cmp = timing.compare(repeat=repeat, settle=peak is None, **fns)   # the GEMM's BLAS pool spins after it (_gemm_call)
     peak = gemm_flops / cmp.timings["gemm"].median / 1e9 if peak is None else peak
     rows = []
     for c in chunks:
@@ -161,7 +163,7 @@ def product_share(T: int, d: int = 64, *, chunk: int | None = None, repeat: int 
            "products": la.chunked_products(q, k, v, dec, chunk=c)}
     if peak is None:
         fns["gemm"], gemm_flops = _gemm_call()
-    cmp = timing.compare(repeat=repeat, **fns)
+    cmp = timing.compare(repeat=repeat, settle=peak is None, **fns)
     peak = gemm_flops / cmp.timings["gemm"].median / 1e9 if peak is None else peak
     flops = la.chunked_flops(T, d, d, c)
     secs = {k_: cmp.timings[k_].median for k_ in ("whole", "products")}
@@ -191,7 +193,8 @@ def _stages(q, k, v, dec, c):
                         for g in gs]
 
     stages = {
-        "inputs": lambda: (la.check_inputs(q, k, v, dec), np.cumsum(la.chunk_views(q, k, v, dec, False, c)[5], axis=1)),
+        "inputs": lambda: (la.check_inputs(q, k, v, dec, finite=False),   # the fused pass checks NaN/inf itself
+                           np.cumsum(la.chunk_views(q, k, v, dec, False, c)[5], axis=1)),
         "fold_states": each(lambda g, P, R, Kd: lak.fold_states(K[g], G[g], Kw[:g.stop - g.start])),
         "Kw^T V": each(lambda g, P, R, Kd: np.matmul(np.swapaxes(Kw[:g.stop - g.start], 1, 2), V[g],
                                                      out=dS[:g.stop - g.start])),

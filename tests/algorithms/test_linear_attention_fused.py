@@ -136,3 +136,75 @@ def test_awkward_sizes_equal_the_float64_loop(per_channel, threads):
                                           return_state=True)
         ref, S_ref = la.recurrence_float64(q, k, v, dec, return_state=True)
         assert _err(o, ref) < 3e-5 and _err(S, S_ref) < 3e-5
+
+
+# ---- the keys' tiled transpose and the fused pass's finiteness check (issue 42 item 4) --------------------------
+@pytest.mark.parametrize("c, d_k, d_v", [(32, 16, 24), (48, 40, 16), (17, 33, 5), (64, 64, 64), (16, 8, 8)])
+def test_fold_outputs_equals_numpy_and_says_finite(c, d_k, d_v):
+    """Whole 16 x 16 tiles, edges in either direction, and sizes with no whole tile: the same numbers as numpy."""
+    from course_lib.algorithms import linear_attention_kernels as lak
+    rng = np.random.default_rng(c * d_k)
+    g = 3
+    Q, K = (rng.standard_normal((g, c, d_k)).astype(np.float32) for _ in range(2))
+    V = rng.standard_normal((g, c, d_v)).astype(np.float32)
+    G = np.cumsum(np.log(rng.uniform(0.9, 1.0, (g, c))), axis=1)
+    P = np.full((g, c, d_k + c), np.nan, np.float32)
+    R = np.full((g, d_k + c, d_v), np.nan, np.float32)
+    Kd = np.full((g, d_k, c), np.nan, np.float32)
+    seen = lak.fold_outputs(Q, K, G, V, P, Kd, R)
+    assert seen == 0
+    np.testing.assert_allclose(P[:, :, :d_k], Q * np.exp(G)[..., None].astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(Kd, np.swapaxes(K * np.exp(-G)[..., None].astype(np.float32), 1, 2), rtol=1e-6)
+    np.testing.assert_array_equal(R[:, d_k:], V)
+    for X, where in ((Q, (1, c - 1, d_k - 1)), (K, (2, 0, 0)), (K, (0, c - 1, d_k - 1)), (V, (1, c // 2, 0))):
+        for bad in (np.nan, np.inf, -np.inf):
+            keep = X[where]
+            X[where] = bad
+            assert np.isnan(lak.fold_outputs(Q, K, G, V, P, Kd, R)), (where, bad)
+            X[where] = keep
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_chunked_names_a_non_finite_input_found_by_its_fused_pass(name, threads, bad):
+    """The chunked form checks q, k, v for NaN/inf in its fused pass (not in passes of their own); the error still
+    names the argument, on every number of threads (one head split in runs, or not), and no warning escapes."""
+    import warnings
+    q, k, v, dec = la.random_problem(300, 1, 2, 16, 16, low=0.9, high=1.0, seed=5, dtype="float32")
+    args = dict(q=q, k=k, v=v)
+    args[name] = args[name].copy()
+    args[name][217, 0, 1, 3] = bad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msg = raises_naming(ValueError, name, la.gated_linear_recurrence, args["q"], args["k"], args["v"], dec,
+                            method="chunked", chunk=32, threads=threads)
+    assert "(217, 0, 1, 3)" in msg
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_chunked_unfused_paths_still_name_a_non_finite_input(per_channel):
+    """Per-channel decay, and a chunk decaying past exp(-FOLD_LIMIT), take the numpy paths: checked before them."""
+    q, k, v, dec = la.random_problem(64, 1, 1, 8, 8, per_channel=per_channel, low=0.9, high=1.0, seed=6)
+    if not per_channel:
+        dec[10] = 1e-30          # log decay -69 in one step: that chunk cannot fold
+    v = v.copy()
+    v[40, 0, 0, 2] = np.nan
+    raises_naming(ValueError, "v", la.gated_linear_recurrence, q, k, v, dec, method="chunked", chunk=16)
+
+
+@pytest.mark.parametrize("T, chunk, d_k, d_v, threads", [(100, 32, 16, 24, 2), (130, 48, 40, 16, 1), (512, 64, 64, 64, 2)])
+def test_fused_path_with_whole_key_tiles_equals_the_float64_loop(T, chunk, d_k, d_v, threads):
+    q, k, v, dec = la.random_problem(T, 1, 2, d_k, d_v, low=0.85, high=1.0, seed=T, dtype="float32")
+    o = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=chunk, threads=threads)
+    assert _err(o, la.recurrence_float64(q, k, v, dec)) < 2e-6 * math.sqrt(T) + 1e-6
+
+
+@pytest.mark.parametrize("c, d_k", [(1, 3), (5, 2), (128, 64)])
+def test_tril_scores_zeroes_exactly_the_upper_triangle(c, d_k):
+    from course_lib.algorithms import linear_attention_kernels as lak
+    P = np.random.default_rng(c).standard_normal((2, c, d_k + c)).astype(np.float32)
+    want = P.copy()
+    want[:, :, d_k:] = np.tril(want[:, :, d_k:])
+    lak.tril_scores(P, d_k)
+    np.testing.assert_array_equal(P, want)
