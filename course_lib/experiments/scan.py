@@ -283,20 +283,28 @@ def lanes_vs_scalar(T: int, nh: int = 1, *, repeat: int = 5, seed: int = 0) -> d
 
 
 def lane_instructions(dtype: str = "float32") -> dict:
-    """Packed (SIMD) vs scalar multiply/add instructions in the machine code of the lane kernel's
-    doubling pass (``scan_kernels.level``) and of the serial loop (``scan_kernels.sequential``), as chapter 04
-    counts them (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each).
-    Returns ``{"doubling pass": {...}, "serial loop": {...}}``."""
+    """Packed (SIMD) vs scalar multiply/add instructions in the machine code of the loop that runs one channel's
+    SIMD lanes over time here, and of the serial loop (``scan_kernels.sequential``), as chapter 04 counts them
+    (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each). The lane loop is the one the
+    chunked scan of ONE channel of ``dtype`` runs with the lanes :func:`~course_lib.algorithms.scan.choose_lanes` gives
+    it here: ``scan_lanes._rows_scan`` where that is :mod:`~course_lib.algorithms.scan_lanes`' lane count, else the
+    doubling pass ``scan_kernels.level``. Returns ``{"lane kernel": {...}, "serial loop": {...}}``, each with the
+    counts and ``"function"`` (the one counted)."""
     dtype = check_dtype(dtype, "dtype")
     from numba import typeof
 
+    from ..algorithms import scan_lanes
     from .matmul import simd_ops
 
     v = typeof(np.zeros(4, np.dtype(dtype)))
     m = typeof(np.zeros((2, 2), np.dtype(dtype)))
     i = typeof(1)
-    return {"doubling pass": simd_ops(scan_kernels.level, (v, v, v, v, i, i)),
-            "serial loop": simd_ops(scan_kernels.sequential, (m, m, v, m))}
+    if scan.choose_lanes(1, np.dtype(dtype).itemsize) == scan_lanes.LANES:   # scan_kernels runs scan_lanes then
+        lane = dict(simd_ops(scan_lanes._rows_scan, (v, v, v, v)), function="scan_lanes._rows_scan")
+    else:
+        lane = dict(simd_ops(scan_kernels.level, (v, v, v, v, i, i)), function="scan_kernels.level")
+    return {"lane kernel": lane, "serial loop": dict(simd_ops(scan_kernels.sequential, (m, m, v, m)),
+                                                    function="scan_kernels.sequential")}
 
 
 # --------------------------------------------------------------------------- phases

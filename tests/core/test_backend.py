@@ -158,7 +158,7 @@ def test_lanes_are_those_of_the_compiled_scan_kernel_not_the_cpu_flags():
     from course_lib.experiments import scan as scan_exp
 
     bits = {"zmm": 512, "ymm": 256, "xmm": 128}
-    widest = scan_exp.lane_instructions()["doubling pass"]["widest"]   # the scan's own compiled kernel
+    widest = scan_exp.lane_instructions()["lane kernel"]["widest"]   # the scan's own compiled kernel
     v = backend.code_vector()
     if widest is None or v["register"] not in bits:
         pytest.skip("no x86 vector registers in the machine code here")
