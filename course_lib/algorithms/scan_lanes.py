@@ -9,7 +9,7 @@ all 16 lanes one row on. The windows are made in two passes over a block that st
 
 ``_quads``          windows of 4 steps ``(QA, QB)[t]`` from ``a, x`` (four contiguous, shifted loads each)
 ``_window``         a window of 16 steps from four quads (steps ``t-12, t-8, t-4, t``)
-``_rows_scan``      row by row, ``h_t = A_t h_{t-16} + B_t`` for 16 lanes at once, writing h
+``rows_scan``       row by row, ``h_t = A_t h_{t-16} + B_t`` for 16 lanes at once, writing h
 
 The reduce of a chunked scan wants only the pair of a whole range, not every h, and folds instead:
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["TINY", "LANES", "BLOCK", "scan", "compose"]
+__all__ = ["TINY", "LANES", "BLOCK", "scan", "compose", "rows_scan"]
 
 TINY = 1e-30  # running products below this are flushed to zero (subnormal arithmetic is slow)
 LANES = 16    # lanes per row: 16 float32 = one 512-bit vector (two 256-bit ones)
@@ -69,7 +69,7 @@ def _window(q0, q1, q2, q3, b0, b1, b2, b3, tiny, zero):
 
 
 @njit(cache=True, fastmath={"contract"})
-def _rows_scan(QA, QB, c, h):
+def rows_scan(QA, QB, c, h):
     """Rows of 16 lanes over one block: ``QA, QB (m + 12,)`` the quads of the block's steps and of the 12
     before it, ``h (m,)`` the block's output, ``m`` a multiple of 16. Step ``j`` of the block takes its window
     from quads ``j, j+4, j+8, j+12`` (:func:`_window`) and moves lane ``l = j % 16`` on by 16 steps:
@@ -88,7 +88,7 @@ def _rows_scan(QA, QB, c, h):
 @njit(cache=True)
 def _run(a, x, c, h):
     """Lanes over flat ``a, x (N,)``, ``N >= 32``, whose first 16 steps are already in ``h`` and ``c``, block by
-    block (:func:`_quads`, then :func:`_rows_scan`) up to the last full row; returns the step where that ended."""
+    block (:func:`_quads`, then :func:`rows_scan`) up to the last full row; returns the step where that ended."""
     N = a.shape[0]
     QA = np.empty(BLOCK + _HEAD, a.dtype)
     QB = np.empty(BLOCK + _HEAD, a.dtype)
@@ -96,7 +96,7 @@ def _run(a, x, c, h):
     while N - s >= LANES:
         m = min(BLOCK, (N - s) // LANES * LANES)
         _quads(a, x, s - _HEAD, m + _HEAD, QA, QB)
-        _rows_scan(QA, QB, c, h[s:s + m])
+        rows_scan(QA, QB, c, h[s:s + m])
         s += m
     return s
 

@@ -30,7 +30,7 @@ def test_crossover_and_lanes():
     assert set(ins) == {"lane kernel", "serial loop"} and ins["lane kernel"]["vector"] > 0
     # the loop counted is the one a one-channel chunked scan runs here (issue 43: facts of the code that ran)
     flat = scan.choose_lanes(1, 4) == scan_lanes.LANES
-    assert ins["lane kernel"]["function"] == ("scan_lanes._rows_scan" if flat else "scan_kernels.level")
+    assert ins["lane kernel"]["function"] == ("scan_lanes.rows_scan" if flat else "scan_kernels.level")
 
 
 def test_phases():
