@@ -446,15 +446,18 @@ def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
         pieces = _pieces(units, last, threads)
         agg = np.zeros((len(pieces), d_k, d_v), Q.dtype)
         _on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group), range(len(pieces)), threads)
-        S, j = None, 0
+        of_unit: dict[int, list[int]] = {}
+        for j, (i, _) in enumerate(pieces):
+            of_unit.setdefault(i, []).append(j)
+        none = np.empty((0, d_k, d_v), Q.dtype)
         for i, (bh, _) in enumerate(units):     # phase 2: carry each head's state over its pieces, in order
-            S = S_last[bh].copy() if i == 0 or units[i - 1][0] != bh else S
+            if i == 0 or units[i - 1][0] != bh:
+                S = S_last[bh].copy()
             S_enter[i] = S
-            js = [jj for jj in range(j, len(pieces)) if pieces[jj][0] == i]
-            if js:              # a piece's log decay is the sum of its chunks' (G is cumulative per chunk)
-                Gp = np.array([G[pieces[jj][1], -1].sum() for jj in js]).reshape(-1, 1)
-                carry_states(Gp, agg[js[0]:js[-1] + 1], S, np.empty((0, d_k, d_v), Q.dtype))
-                j = js[-1] + 1
+            js = of_unit.get(i, [])             # consecutive; a piece's log decay is the sum of its chunks'
+            if js:
+                Gp = np.array([G[pieces[j][1], -1].sum() for j in js]).reshape(-1, 1)
+                carry_states(Gp, agg[js[0]:js[-1] + 1], S, none)
     seen = np.zeros((len(units), 1), Q.dtype)
     _on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, units[i][1], group, seen=seen[i]),
               range(len(units)), threads)
