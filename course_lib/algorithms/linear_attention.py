@@ -545,17 +545,17 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
         raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
     m, _, d_k = Q.shape
     d_v = V.shape[2]
-    S, O = np.zeros((m, d_k, d_v), Q.dtype), np.empty((m, c, d_v), Q.dtype)
-    group = chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
+    O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     BH = q.shape[1] * q.shape[2]
     units = _units(BH, n, threads)
+    S = np.zeros((len(units), d_k, d_v), Q.dtype)      # the state entering each unit (its values do not matter)
     last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
     pieces = _pieces(units, last, threads) if len(units) > BH else []    # as _chunked_folded's phase 1
 
     def products():
         _on_units(lambda j: _piece_state(K, V, G, S[0], pieces[j][1], group, products_only=True), range(len(pieces)),
                   threads)
-        _on_units(lambda i: _folded_outputs(Q, K, V, G, S[units[i][1].start], O, units[i][1], group, products_only=True),
+        _on_units(lambda i: _folded_outputs(Q, K, V, G, S[i], O, units[i][1], group, products_only=True),
                   range(len(units)), threads)
 
     return products

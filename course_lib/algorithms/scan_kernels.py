@@ -10,6 +10,7 @@ kernel (:func:`course_lib.algorithms.scan.kernel_for` names it) and checks the r
 ``chunked_par(a, x, h0, h, bounds)``        the same on numba threads
 ``lanes(a, x, h0, h, K)``                   one thread, K SIMD lanes per channel over time (one channel with
                                             16 lanes: :mod:`~course_lib.algorithms.scan_lanes`' L1 blocks)
+``flat_lanes(n, K)``                         whether ``n`` channels on ``K`` lanes run ``scan_lanes`` (one channel)
 ``chunked_blocked(a, x, h0, h, p, L, K, c0)``  p threads, cache-blocked and pipelined, lanes or the channel loop
 ``phase_reduce``, ``phase_carries``, ``phase_expand``  the textbook split's three phases (timed one by one)
 ``level(sA, sB, dA, dB, d, N)``             one doubling pass of the lane windows
@@ -42,6 +43,7 @@ __all__ = [
     "chunked",
     "chunked_par",
     "lanes",
+    "flat_lanes",
     "chunked_blocked",
     "phase_reduce",
     "phase_carries",
@@ -337,7 +339,7 @@ def _lanes_reduce(a, x, n, K, scratch, PA, PB, A_out, B_out, WA, WB):
 
 
 @njit(cache=True)
-def _flat_lanes(n, K):
+def flat_lanes(n, K):
     """Whether ``n`` channels with ``K`` lanes run :mod:`~course_lib.algorithms.scan_lanes` (one channel, 16
     lanes: windows made in L1 blocks in two passes) rather than the windows of :func:`_windows`."""
     return n == 1 and K == scan_lanes.LANES
@@ -347,7 +349,7 @@ def _flat_lanes(n, K):
 def lanes(a, x, h0, h, K):
     """One thread, K lanes per channel, over the whole ``(T, n)`` problem."""
     T, n = a.shape
-    if _flat_lanes(n, K):
+    if flat_lanes(n, K):
         scan_lanes.scan(a.reshape(T), x.reshape(T), h0.copy(), h.reshape(T))
         return
     W = K * n
@@ -363,7 +365,7 @@ def _chunk_scan(a, x, carry, h, K, scratch, prev):
     L, n = a.shape
     if K == 1:
         sequential(a, x, carry, h)
-    elif _flat_lanes(n, K):
+    elif flat_lanes(n, K):
         scan_lanes.scan(a.reshape(L), x.reshape(L), carry.copy(), h.reshape(L))
     else:
         c = carry.copy()
@@ -377,7 +379,7 @@ def _chunk_reduce(a, x, A, B, K, scratch, PA, PB, WA, WB):
     L, n = a.shape
     if K == 1:
         _reduce_chunk(a, x, A, B)
-    elif _flat_lanes(n, K):
+    elif flat_lanes(n, K):
         AB = np.empty(2, a.dtype)
         scan_lanes.compose(a.reshape(L), x.reshape(L), AB)
         A[0] = AB[0]
@@ -394,7 +396,7 @@ def _chunk_expand(a, x, carry, h, K, WA, WB, prev):
     L, n = a.shape
     if K == 1:
         sequential(a, x, carry, h)
-    elif _flat_lanes(n, K):
+    elif flat_lanes(n, K):
         scan_lanes.scan(a.reshape(L), x.reshape(L), carry.copy(), h.reshape(L))
     else:
         _lanes_expand(WA[:L * n], WB[:L * n], carry, h.reshape(L * n), n, K, prev)
@@ -422,7 +424,7 @@ def chunked_blocked(a, x, h0, h, p, L, K, c0):
     tile = max(W, (LANE_TILE // W) * W)
     scratch = np.empty((p, 4, tile), a.dtype)
     lane = np.empty((p, 3, W), a.dtype)  # prev, PA, PB per thread
-    keep = L * n if K > 1 and not _flat_lanes(n, K) else 0
+    keep = L * n if K > 1 and not flat_lanes(n, K) else 0
     WA = np.empty((p, keep), a.dtype)  # windows kept between reduce and expand (lanes only)
     WB = np.empty((p, keep), a.dtype)
     A = np.empty((p, n), a.dtype)

@@ -287,9 +287,9 @@ def lane_instructions(dtype: str = "float32") -> dict:
     SIMD lanes over time here, and of the serial loop (``scan_kernels.sequential``), as chapter 04 counts them
     (:func:`course_lib.experiments.matmul.simd_ops`; recompiles, a second or two each). The lane loop is the one the
     chunked scan of ONE channel of ``dtype`` runs with the lanes :func:`~course_lib.algorithms.scan.choose_lanes` gives
-    it here: ``scan_lanes.rows_scan`` where that is :mod:`~course_lib.algorithms.scan_lanes`' lane count, else the
-    doubling pass ``scan_kernels.level``. Returns ``{"lane kernel": {...}, "serial loop": {...}}``, each with the
-    counts and ``"function"`` (the one counted)."""
+    it here: ``scan_lanes.rows_scan`` where :func:`~course_lib.algorithms.scan_kernels.flat_lanes` says those lanes
+    run :mod:`~course_lib.algorithms.scan_lanes`, else the doubling pass ``scan_kernels.level``. Returns
+    ``{"lane kernel": {...}, "serial loop": {...}}``, each with the counts and ``"function"`` (the one counted)."""
     dtype = check_dtype(dtype, "dtype")
     from numba import typeof
 
@@ -299,7 +299,7 @@ def lane_instructions(dtype: str = "float32") -> dict:
     v = typeof(np.zeros(4, np.dtype(dtype)))
     m = typeof(np.zeros((2, 2), np.dtype(dtype)))
     i = typeof(1)
-    if scan.choose_lanes(1, np.dtype(dtype).itemsize) == scan_lanes.LANES:   # scan_kernels runs scan_lanes then
+    if scan_kernels.flat_lanes(1, scan.choose_lanes(1, np.dtype(dtype).itemsize)):   # the loop scan_kernels runs
         lane = dict(simd_ops(scan_lanes.rows_scan, (v, v, v, v)), function="scan_lanes.rows_scan")
     else:
         lane = dict(simd_ops(scan_kernels.level, (v, v, v, v, i, i)), function="scan_kernels.level")

@@ -233,12 +233,7 @@ def verdict(cid, ours: float, *, here: str = "this machine", pivot: float | None
                  the one-thread and counted lines apart from the threaded ones
     """
     c: Claim = claim(cid)
-    if isinstance(ours, bool) or not isinstance(ours, (int, float)):
-        raise TypeError(f"ours: expected a measured number, got {type(ours).__name__}")
-    ours = float(ours)
-    if noise is not None and not isinstance(noise, Noise):
-        raise TypeError(f"noise: expected a course_lib.core.timing.Noise (a Timing's or Comparison's .noise), "
-                        f"got {type(noise).__name__}")
+    ours = _checked(ours, noise)
     reasons = _check_reasons(reasons)
     cores_used = check_cores_used(cores_used)
     chosen = [(cond and relevant(text, cores_used), text) for cond, text in reasons]
@@ -255,12 +250,17 @@ def outcome_of(cid, ours: float, *, pivot: float | None = 1.0, within: float = 1
     nothing printed or recorded: a chapter compares it with the outcome at the ratio itself (``interval=(r, r)``)
     to decide whether more rounds are worth it -- only where the interval's width, not the run-to-run margin
     around ours, keeps the verdict from its sharpest outcome."""
-    c: Claim = claim(cid)
+    return _line(claim(cid), _checked(ours, noise), "", pivot, within, [], noise, unit, interval).outcome
+
+
+def _checked(ours, noise) -> float:
+    """``ours`` as a float, after the type checks :func:`verdict` and :func:`outcome_of` share."""
     if isinstance(ours, bool) or not isinstance(ours, (int, float)):
         raise TypeError(f"ours: expected a measured number, got {type(ours).__name__}")
     if noise is not None and not isinstance(noise, Noise):
-        raise TypeError(f"noise: expected a course_lib.core.timing.Noise, got {type(noise).__name__}")
-    return _line(c, float(ours), "", pivot, within, [], noise, unit, interval).outcome
+        raise TypeError(f"noise: expected a course_lib.core.timing.Noise (a Timing's or Comparison's .noise), "
+                        f"got {type(noise).__name__}")
+    return float(ours)
 
 
 def _line(c: Claim, ours: float, here: str, pivot, within: float, reasons: list[tuple[bool, str]],

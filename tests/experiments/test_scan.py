@@ -3,7 +3,7 @@ assertions -- the machine is shared), and rejects bad input naming the argument.
 import pytest
 
 import course_lib  # noqa: F401  (before numba)
-from course_lib.algorithms import scan, scan_lanes
+from course_lib.algorithms import scan, scan_kernels
 from course_lib.core import backend, timing
 from course_lib.experiments import scan as xs
 from helpers import raises_naming
@@ -29,7 +29,7 @@ def test_crossover_and_lanes():
     ins = xs.lane_instructions()
     assert set(ins) == {"lane kernel", "serial loop"} and ins["lane kernel"]["vector"] > 0
     # the loop counted is the one a one-channel chunked scan runs here (issue 43: facts of the code that ran)
-    flat = scan.choose_lanes(1, 4) == scan_lanes.LANES
+    flat = scan_kernels.flat_lanes(1, scan.choose_lanes(1, 4))
     assert ins["lane kernel"]["function"] == ("scan_lanes.rows_scan" if flat else "scan_kernels.level")
 
 
