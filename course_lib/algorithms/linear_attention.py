@@ -63,6 +63,7 @@ from ..core.validate import (check_array, check_bool, check_choice, check_dtype,
 from . import scan as _scan
 from .linear_attention_inputs import check_finite_qkv, check_inputs, random_problem
 from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, state_scan, tril_scores
+from .scan_kernels import TINY
 
 __all__ = [
     "METHODS",
@@ -218,23 +219,27 @@ def _check_chunks(K, V, G, per_channel, Q=None):
 
 def decay_mask(G, dtype=np.float64):
     """The decay mask of one chunk from cumulative log decays ``G (..., c)``: ``L[..., i, j] = exp(G_i - G_j)``
-    for ``j <= i``, 0 above the diagonal, in ``dtype``. Built in log space (SSD's segsum): the differences
-    are taken in float64 (``G`` is a long sum; only the difference is rounded to ``dtype``, so the error
-    is relative to ``G_i - G_j``, not to ``G``) and clipped to ``<= 0`` before ``exp`` (a ``G`` that rises -- a
-    decay above 1 -- is refused: the clip would hide it)."""
+    for ``j <= i``, 0 above the diagonal, in ``dtype``. Built in log space (SSD's segsum): the differences and
+    their ``exp`` in float64 (``G`` is a long sum; only the decay is rounded to ``dtype``, 0 below ``TINY`` -- no
+    subnormals), differences clipped to ``<= 0`` before ``exp`` (a ``G`` that rises -- a decay above 1 -- is
+    refused: the clip would hide it)."""
     G = check_nonempty(check_array(G, "G", ndim=range(1, 9)), "G")
     return _decay_mask(_check_G(G, G.shape, -1), check_dtype(dtype))
 
 
 def _decay_mask(G, dtype):
     G = np.asarray(G, np.float64)
-    c = G.shape[-1]
-    L = np.empty(G.shape + (c,), dtype)
-    np.subtract(G[..., :, None], G[..., None, :], out=L, casting="same_kind")
-    np.minimum(L, 0, out=L)
-    np.exp(L, out=L)
-    L *= np.tri(c, dtype=dtype)
-    return L
+    return _decays(np.minimum(G[..., :, None] - G[..., None, :], 0.0), dtype) * np.tri(G.shape[-1], dtype=dtype)
+
+
+def _decays(g, dtype):
+    """``exp(g)`` of log decays ``g <= 0`` (float64) in ``dtype``, 0 where it falls below ``TINY``: a float32
+    ``exp(-90)`` is a subnormal number, and every product with one takes a microcode assist on CPUs that have one
+    (chapter 08 measures 13x on an Intel Xeon). A decay below ``TINY`` changes a result by less than ``TINY`` times
+    what it multiplies."""
+    e = np.exp(np.asarray(g, np.float64))
+    e[e < TINY] = 0.0
+    return e.astype(dtype, copy=False)
 
 
 def intra_chunk(Q, K, V, G):
@@ -270,11 +275,11 @@ def _intra_per_channel(Q, K, V, G):
     for s in range(0, c, SUB):
         e = min(c, s + SUB)
         ref = G[..., e - 1:e, :]
-        Kt = K[..., s:e, :] * np.exp(ref - G[..., s:e, :]).astype(Q.dtype)
+        Kt = K[..., s:e, :] * _decays(ref - G[..., s:e, :], Q.dtype)
         if e < c:  # rows after the sub-block: exponent G_i - G_ref <= 0
-            Qt = Q[..., e:, :] * np.exp(G[..., e:, :] - ref).astype(Q.dtype)
+            Qt = Q[..., e:, :] * _decays(G[..., e:, :] - ref, Q.dtype)
             A[..., e:, s:e] = np.matmul(Qt, np.swapaxes(Kt, -1, -2))
-        d = np.exp(np.minimum(G[..., s:e, None, :] - G[..., None, s:e, :], 0.0)).astype(Q.dtype)
+        d = _decays(np.minimum(G[..., s:e, None, :] - G[..., None, s:e, :], 0.0), Q.dtype)
         blk = np.einsum("...im,...jm,...ijm->...ij", Q[..., s:e, :], K[..., s:e, :], d)
         A[..., s:e, s:e] = np.tril(blk)
     return np.matmul(A, V)
@@ -291,12 +296,12 @@ def chunk_states(K, V, G, per_channel):
 def _chunk_states(K, V, G, per_channel):
     if per_channel:
         last = G[..., -1:, :]                                   # (..., n, 1, d_k)
-        Kw = K * np.exp(last - G).astype(K.dtype)
-        a = np.exp(last[..., 0, :])
+        Kw = K * _decays(last - G, K.dtype)
+        a = _decays(last[..., 0, :], K.dtype)
     else:
         last = G[..., -1:]                                      # (..., n, 1)
-        Kw = K * np.exp(last - G).astype(K.dtype)[..., None]
-        a = np.broadcast_to(np.exp(last), K.shape[:-2] + (K.shape[-1],))
+        Kw = K * _decays(last - G, K.dtype)[..., None]
+        a = np.broadcast_to(_decays(last, K.dtype), K.shape[:-2] + (K.shape[-1],))
     dS = np.matmul(np.swapaxes(Kw, -1, -2), V)
     return dS, np.ascontiguousarray(a, dtype=K.dtype)
 
@@ -513,7 +518,7 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     S_in = S_in.reshape(m, d_k, d_v)
 
     def outputs(sl):  # the incoming state seen through the decayed queries, plus the intra-chunk part
-        eG = np.exp(G[sl]).astype(q.dtype)
+        eG = _decays(G[sl], q.dtype)
         Qd = Q[sl] * (eG if per_channel else eG[..., None])
         np.matmul(Qd, S_in[sl], out=O[sl])
         if per_channel:

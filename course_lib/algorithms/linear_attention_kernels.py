@@ -81,6 +81,7 @@ def carry_states(G, dS, S, R):
     write = R.shape[0] > 0
     for b in range(g_):
         a = S.dtype.type(math.exp(G[b, c - 1]))
+        a = a if not (a < tiny) else zero   # a float32 exp(-90) is subnormal (phase 2's pieces can decay that far)
         for i in range(d_k):
             row, src = S[i], dS[b, i]
             if write:

@@ -208,3 +208,19 @@ def test_tril_scores_zeroes_exactly_the_upper_triangle(c, d_k):
     want[:, :, d_k:] = np.tril(want[:, :, d_k:])
     lak.tril_scores(P, d_k)
     np.testing.assert_array_equal(P, want)
+
+
+def test_decays_past_float32_normals_are_flushed_not_subnormal():
+    """The unfused path (chunks decaying past exp(-FOLD_LIMIT)) and phase 2's pieces form decays such as exp(-95):
+    a float32 subnormal, on which every product takes a microcode assist where the CPU has one. They are 0 instead
+    (below TINY), and the outputs still equal the float64 loop."""
+    tiny32 = np.finfo(np.float32).tiny
+    G = np.cumsum(np.full((2, 48), -2.0), axis=1)           # down to exp(-96) within a chunk
+    L = la.decay_mask(G, np.float32)
+    assert not ((L != 0) & (np.abs(L) < tiny32)).any() and L[0, 47, 0] == 0 and L[0, 47, 47] == 1
+    K = np.ones((2, 48, 4), np.float32)
+    dS, a = la.chunk_states(K, np.ones((2, 48, 3), np.float32), G, False)
+    assert (a == 0).all() and not ((dS != 0) & (np.abs(dS) < tiny32)).any()
+    q, k, v, dec = la.random_problem(96, 1, 1, 4, 3, low=0.1, high=0.2, seed=4)   # log decay about -1.9 per step
+    o = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=48)
+    assert _err(o, la.recurrence_float64(q, k, v, dec)) < 1e-5
