@@ -73,15 +73,21 @@ def test_a_cpu_clocked_ratio_keeps_the_quiet_margin_under_load():
 
 def test_compare_marks_cpu_clocked_noise_and_judged_noise_keeps_it():
     """compare's auto clock reads the calling thread's CPU time for one thread's work; the noise says so, and
-    narrowing it to one ratio keeps it. A function that sleeps is timed by the wall clock."""
+    narrowing it to one ratio keeps it. A function that sleeps is timed by the wall clock.
+
+    It first waits until this process's other threads are idle: a BLAS pool that an earlier test in the same
+    worker left spinning is another thread's work during the rounds, and compare then rightly falls back to the
+    wall clock (CI saw that: the suite's order put a threaded product just before this test)."""
     import time as _time
 
+    from course_lib.core import sysload
     from course_lib.core import timing as _timing
     from course_lib.teaching.verdict import judged_noise
 
     def spin():
         return sum(range(20000))
 
+    sysload.settle()
     cmp = _timing.compare(repeat=3, a=spin, b=spin)
     assert cmp.clock == "cpu" and cmp.noise.cpu_clock and all(t.noise.cpu_clock for t in cmp.timings.values())
     assert judged_noise(cmp.noise, cmp.pairs("b")).cpu_clock
