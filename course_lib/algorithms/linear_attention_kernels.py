@@ -110,11 +110,11 @@ def fold_outputs(Q, K, G, V, P, Kd, R):
     seen = zero
     ek = np.empty(c, Q.dtype)
     for b in range(g_):
+        seen += _decayed_rows(Q[b], G[b], P[b], ek) + _zero_sum(K[b])
         if c >= _TILED_FROM:
-            seen += _decayed_rows(Q[b], G[b], P[b], ek) + _zero_sum(K[b])   # K's rows from L1, just read
             _transpose_keys(K[b], ek, Kd[b])
         else:
-            seen += _decayed_rows_columns(Q[b], K[b], G[b], P[b], Kd[b])
+            _scaled_columns(K[b], ek, Kd[b])
         seen += _copy_rows(V[b], R[b, d_k:])
     return seen
 
@@ -148,22 +148,16 @@ def _decayed_rows(Q, G, P, ek):
     return seen
 
 
-@njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
-def _decayed_rows_columns(Q, K, G, P, Kd):
-    """One short chunk: ``P[:, :d_k] = Q exp(G)`` and ``Kd = (K exp(-G))^T``, a column of ``Kd`` per row of ``K``."""
-    c, d_k = Q.shape
-    zero = Q.dtype.type(0)
-    seen = zero
-    for i in range(c):
-        eq = Q.dtype.type(math.exp(G[i]))
-        ek = Q.dtype.type(math.exp(-G[i]))
-        q, k, qd = Q[i], K[i], P[i]
-        for j in range(d_k):
-            qd[j] = q[j] * eq
-            Kd[j, i] = k[j] * ek
-        for j in range(d_k):
-            seen += q[j] * zero + k[j] * zero
-    return seen
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scaled_columns(K, ek, Kd):
+    """``Kd[j, i] = K[i, j] ek[i]`` for one short chunk, ``K (c, d_k)``, ``ek (c,)``, ``Kd (d_k, c)``: a row of
+    ``Kd`` per column of ``K``. (Written in the same loop as the decayed queries, the two stores defeated the
+    compiler's vector code: that pass ran 1.4x slower here.)"""
+    c, d_k = K.shape
+    for j in range(d_k):
+        dst = Kd[j]
+        for i in range(c):
+            dst[i] = K[i, j] * ek[i]
 
 
 @njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
@@ -187,9 +181,9 @@ _TILED_FROM = 128  # ... in chunks of at least this many steps (shorter ones: a 
 def _transpose_keys(K, ek, Kd):
     """``Kd[j, i] = K[i, j] ek[i]`` for one chunk, ``K (c, d_k)``, ``ek (c,)``, ``Kd (d_k, c)``: whole tiles of
     ``_TILE x _TILE`` go through a small local tile (read by rows, written by rows), the edges one element at a
-    time. :func:`fold_outputs` calls it for chunks of ``_TILED_FROM`` steps or more; shorter ones write a column of
-    ``Kd`` per row of ``K`` (for chunks of 32-64 steps that ran 5-10% faster here; for 128, tiles ran 20% faster, and
-    for 256 2.3x)."""
+    time. :func:`fold_outputs` calls it for chunks of ``_TILED_FROM`` steps or more; shorter ones go through
+    :func:`_scaled_columns` (for chunks of 32-64 steps, from cache, that pass ran 1.5x faster than tiles here; for
+    128 the two were alike, for 256 tiles ran 2.3x faster)."""
     c, d_k = K.shape
     t = np.empty((_TILE, _TILE), K.dtype)
     ci, cj = c - c % _TILE, d_k - d_k % _TILE
