@@ -22,6 +22,11 @@ on the arrays' pointers (``ctypes`` releases the GIL during the call).
 Threads: ``mkl`` and ``blis`` use numba's thread count (what :func:`course_lib.core.backend.set_threads`
 sets for numba and numpy's BLAS together), so a thread sweep moves every provider alike.
 
+``gemm_batch(A, B, out, provider=..., threads=None)`` computes a stack of products at once, ``out[i] = A[i] @ B[i]``
+for ``A (g, M, K)``, ``B (g, K, N)`` -- the many small products of the chunked scan (chapter 08): ``numpy`` is
+``np.matmul`` on the stacks, ``mkl`` one ``cblas_sgemm_batch_strided`` call, ``blis`` a ``bli_sgemm`` per matrix.
+The stacks may be views with any row and column strides a BLAS takes (a slice of the columns, a transposed view).
+
 ``matmul_for(provider)`` returns a function with ``np.matmul``'s call shape, ``f(A, B, out=None)``, for
 code written with ``np.matmul`` (the LSTM's products). ``provider_info(name)`` tells which library file,
 version and kernel family a provider runs.
@@ -39,7 +44,7 @@ import numpy as np
 from ..core import backend
 from ..core.validate import check_float
 
-__all__ = ["PROVIDERS", "EXTRA", "gemm", "providers", "absent", "provider_info", "matmul_for", "check_provider"]
+__all__ = ["PROVIDERS", "EXTRA", "gemm", "gemm_batch", "batch_product", "providers", "absent", "provider_info", "matmul_for", "check_provider"]
 
 PROVIDERS = ("numpy", "mkl", "blis")   # every provider the course knows, in the order tables show them
 EXTRA = "pip install -e '.[fast]'"      # what adds mkl and blis
@@ -127,6 +132,11 @@ def _mkl():
     for fn, real in (("cblas_sgemm", ctypes.c_float), ("cblas_dgemm", ctypes.c_double)):
         getattr(lib, fn).restype = None
         getattr(lib, fn).argtypes = [_c_int] * 6 + [real, _c_ptr, _c_int, _c_ptr, _c_int, real, _c_ptr, _c_int]
+    for fn, real in (("cblas_sgemm_batch_strided", ctypes.c_float), ("cblas_dgemm_batch_strided", ctypes.c_double)):
+        # layout, trans a, trans b, m, n, k, alpha, a, lda, stride a, b, ldb, stride b, beta, c, ldc, stride c, count
+        getattr(lib, fn).restype = None
+        getattr(lib, fn).argtypes = ([_c_int] * 6 + [real, _c_ptr, _c_int, _c_int, _c_ptr, _c_int, _c_int, real,
+                                                     _c_ptr, _c_int, _c_int, _c_int])
     lib.MKL_Set_Num_Threads_Local.argtypes, lib.MKL_Set_Num_Threads_Local.restype = [_c_int], _c_int
     backend.blas_loaded()
     return lib, str(path)
@@ -180,7 +190,7 @@ def _strides(trans: bool, ld: int) -> tuple[int, int]:
     return (1, ld) if trans else (ld, 1)
 
 
-def _blis_gemm(A, B, out, alpha, beta, layout):
+def _blis_gemm(A, B, out, alpha, beta, layout, ldc=None):
     lib = _blis()[0]
     ta, lda, tb, ldb = layout
     M, K = A.shape
@@ -188,7 +198,7 @@ def _blis_gemm(A, B, out, alpha, beta, layout):
     fn, real = (lib.bli_sgemm, ctypes.c_float) if A.dtype == np.float32 else (lib.bli_dgemm, ctypes.c_double)
     (ra, ca), (rb, cb) = _strides(ta, lda), _strides(tb, ldb)
     fn(0, 0, M, N, K, ctypes.byref(real(alpha)), A.ctypes.data, ra, ca, B.ctypes.data, rb, cb,
-       ctypes.byref(real(beta)), out.ctypes.data, max(1, N), 1)
+       ctypes.byref(real(beta)), out.ctypes.data, max(1, N) if ldc is None else ldc, 1)
     return out
 
 
@@ -245,6 +255,94 @@ def gemm(A, B, out=None, *, provider: str = "numpy", alpha: float = 1.0, beta: f
         out *= beta
         return out
     return _CALLS[provider](A, B, out, alpha, beta, (ta, lda, tb, ldb))
+
+
+# --------------------------------------------------------------------------- stacks of products
+def _stack(X, name: str, dtype=None) -> tuple[bool, int, int]:
+    """``(transposed, leading dimension, batch stride)`` in elements for a 3-D stack ``X (g, r, c)`` whose matrices a
+    BLAS can read in place: unit column stride (row-major, ``ld`` = row stride) or unit row stride (a transposed
+    view). Anything else is a ValueError naming ``name``."""
+    if not isinstance(X, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy array, got {type(X).__name__}")
+    if X.ndim != 3:
+        raise ValueError(f"{name}: expected a 3-D stack of matrices (g, rows, columns), got shape {X.shape}")
+    if X.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{name}: expected float32 or float64, got {X.dtype}")
+    if dtype is not None and X.dtype != dtype:
+        raise TypeError(f"{name}: expected {dtype} like A, got {X.dtype} (one dtype for A, B and out)")
+    size = X.itemsize
+    if X.size == 0:                         # nothing is read or written (numpy may give such an array 0 strides)
+        return False, max(X.shape[2], 1), 0
+    if any(st % size or st < 0 for st in X.strides):
+        raise ValueError(f"{name}: expected non-negative strides in whole elements, got {X.strides}")
+    g, r, c = (st // size for st in X.strides)
+    rows, cols = X.shape[1:]
+    if (c == 1 or cols == 1) and (rows == 1 or r >= cols):
+        return False, max(cols, 1) if rows == 1 else r, g
+    if (r == 1 or rows == 1) and (cols == 1 or c >= rows):
+        return True, max(rows, 1) if cols == 1 else c, g
+    raise ValueError(f"{name}: each matrix needs unit row or column stride (a slice of rows or columns, or a "
+                     f"transposed view), got strides {X.strides} for itemsize {size}")
+
+
+def gemm_batch(A, B, out, *, provider: str = "numpy", threads: int | None = None) -> np.ndarray:
+    """``out[i] = A[i] @ B[i]`` for every ``i``: ``A (g, M, K)``, ``B (g, K, N)``, ``out (g, M, N)``, one float dtype;
+    returns ``out``. Each matrix of a stack needs unit row or column stride (row slices, column slices and
+    ``np.swapaxes(X, 1, 2)`` all qualify); ``out``'s matrices unit column stride, not overlapping ``A`` or ``B``.
+    ``threads``: the library's threads for this call (default: numba's thread count; ``numpy``'s BLAS keeps the
+    pool ``course_lib.core.backend.blas_threads`` set -- callers inside worker threads pass 1 and set that too)."""
+    if provider != "numpy":
+        check_provider(provider)
+    ta, lda, sa = _stack(A, "A")
+    tb, ldb, sb = _stack(B, "B", A.dtype)
+    trans_out, ldc, sc = _stack(out, "out", A.dtype)
+    g, M, K = A.shape
+    if B.shape[0] != g or B.shape[1] != K or out.shape != (g, M, B.shape[2]):
+        raise ValueError(f"B, out: expected B ({g}, {K}, N) and out ({g}, {M}, N) for A {A.shape}, got B {B.shape} "
+                         f"and out {out.shape}")
+    if trans_out and out.shape[2] > 1:
+        raise ValueError(f"out: each matrix needs unit column stride (row-major), got strides {out.strides}")
+    if g > 1 and M * B.shape[2] and sc < (M - 1) * ldc + B.shape[2]:
+        raise ValueError(f"out: its matrices overlap one another (strides {out.strides}); expected separate matrices")
+    if np.shares_memory(out, A) or np.shares_memory(out, B):
+        raise ValueError("out: must not overlap A or B (a BLAS reads its operands while it writes)")
+    if out.size == 0:
+        return out
+    if K == 0:
+        out[...] = 0
+        return out
+    if provider != "numpy" and max(M, B.shape[2], K, lda, ldb, ldc, sa, sb, sc, g) >= 2**31:
+        raise ValueError(f"A, B: the libraries' 32-bit interfaces take sizes below 2**31, got A {A.shape}, B {B.shape}")
+    return batch_product(provider, threads)(A, B, out)
+
+
+def batch_product(provider: str = "numpy", threads: int | None = None):
+    """The function ``f(A, B, out)`` behind :func:`gemm_batch`, WITHOUT its checks (about 10 us a call in Python):
+    for a caller that checked its stacks once and then multiplies many groups of the same layout (the chunked scan).
+    ``numpy``: ``np.matmul`` itself."""
+    provider = check_provider(provider)
+    if provider == "numpy":
+        return lambda A, B, out: np.matmul(A, B, out=out)
+    n_threads = _threads() if threads is None else threads
+    if provider == "mkl":
+        lib = _mkl()[0]
+
+        def mkl(A, B, out):
+            (ta, lda, sa), (tb, ldb, sb), (_, ldc, sc) = _stack(A, "A"), _stack(B, "B"), _stack(out, "out")
+            fn = lib.cblas_sgemm_batch_strided if A.dtype == np.float32 else lib.cblas_dgemm_batch_strided
+            lib.MKL_Set_Num_Threads_Local(n_threads)
+            fn(_ROW_MAJOR, _TRANS if ta else _NO_TRANS, _TRANS if tb else _NO_TRANS, A.shape[1], B.shape[2],
+               A.shape[2], 1.0, A.ctypes.data, lda, sa, B.ctypes.data, ldb, sb, 0.0, out.ctypes.data, ldc, sc,
+               A.shape[0])
+            return out
+        return mkl
+
+    def blis(A, B, out):          # no batched call in BLIS's typed API: one product per matrix
+        (ta, lda, _), (tb, ldb, _), (_, ldc, _) = _stack(A, "A"), _stack(B, "B"), _stack(out, "out")
+        for i in range(A.shape[0]):
+            _blis_gemm(A[i], B[i], out[i], 1.0, 0.0, (ta, lda, tb, ldb), ldc)
+        return out
+    return blis
 
 
 def matmul_for(provider: str = "numpy"):

@@ -33,7 +33,7 @@ one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row `
   makes ``K exp(G_c - G)``, one carries the state over the group's chunks and writes each chunk's incoming state
   ``S_in`` straight into its product operand, one makes ``Q exp(G)``, ``K exp(-G)`` and places ``V``, one masks the
   scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`; the numba kernels
-  live in :mod:`.linear_attention_kernels`), with no ``O +=`` pass. The threads take runs of consecutive chunks; the
+  live in :mod:`.linear_attention_kernels`, the path in :mod:`.linear_attention_fused`), with no ``O +=`` pass. The threads take runs of consecutive chunks; the
   own state of each run but a head's last is made first (all threads sharing it), a scan over the few runs joins them,
   and each run then makes its chunks' states in cache as it goes: no array of chunk states or incoming states is ever
   made. The same pass checks ``q, k, v`` for NaN/inf while they are in cache.) Per-channel decay cannot be pulled out
@@ -62,7 +62,9 @@ from ..core.validate import (check_array, check_bool, check_choice, check_dtype,
                              check_positive_int)
 from . import scan as _scan
 from .linear_attention_inputs import check_finite_qkv, check_inputs, random_problem
-from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, state_scan, tril_scores
+from .gemm import check_provider
+from .linear_attention_fused import chunked_folded, chunked_products_call, chunks_per_group, split
+from .linear_attention_kernels import carry_states, folded_buffers, state_scan
 from .scan_kernels import TINY
 
 __all__ = [
@@ -87,7 +89,6 @@ METHODS = ("sequential", "scan", "chunked")
 SUB = 16                    # per-channel decay: key positions per sub-block (relative to its own end)
 FOLD_LIMIT = 40.0           # scalar decay: a chunk whose log decay stays above -40 folds its mask into Q and K
 _LOG_TINY = -1e4            # log of a decay of 0: exp() of it is 0, and differences stay finite
-_GROUP_BYTES = 1 << 20      # "chunked": the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
 MAX_THREADS = 1024           # "chunked": more CPU threads than any machine has is a typo, refused up front
 _SCAN_BLOCK_BYTES = 1 << 23  # "scan": time steps per block so that one block of x is about 8 MB
 
@@ -306,18 +307,12 @@ def _chunk_states(K, V, G, per_channel):
     return dS, np.ascontiguousarray(a, dtype=K.dtype)
 
 
-def _split(n: int, threads: int):
-    """``threads`` contiguous slices of ``range(n)`` (sizes differ by at most one; empty ones dropped)."""
-    edges = np.linspace(0, n, min(threads, n) + 1).round().astype(int)
-    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
 def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
     """Run ``fn(slice)`` over ``range(n)`` split in ``threads`` parts, each with one BLAS thread and taken
     ``group`` items at a time: many small matrix products are best spread over cores by the caller (a
     multi-threaded BLAS on a small matrix spends its time waking threads), and a group small enough keeps
     the element-wise temporaries between the products in the core's cache."""
-    parts = _split(n, threads)
+    parts = split(n, threads)
     err = np.geterr()   # numpy's floating-point error state is per thread: the workers take the caller's
 
     def run(part):
@@ -333,145 +328,6 @@ def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
                 list(pool.map(run, parts))
 
 
-def _units(BH: int, n: int, threads: int) -> list[tuple[int, slice]]:
-    """The folded path's work units ``(bh, chunks)``: runs of consecutive chunks of one sequence-head (the ``m`` chunk
-    axis is ``(BH, n)``), each head cut in ``ceil(threads / BH)`` runs so that every thread has work."""
-    per = max(1, -(-threads // BH))
-    return [(bh, slice(bh * n + p.start, bh * n + p.stop)) for bh in range(BH) for p in _split(n, per)]
-
-
-def _on_units(fn, units, threads: int) -> None:
-    """``fn(unit)`` for every unit on ``threads`` CPU threads, each with one BLAS thread and the caller's numpy error
-    state (as :func:`_on_threads`)."""
-    err = np.geterr()
-
-    def run(u):
-        with np.errstate(**err):
-            fn(u)
-
-    with backend.blas_threads(1):
-        if threads == 1 or len(units) == 1:
-            for u in units:
-                fn(u)
-        else:
-            with ThreadPoolExecutor(min(threads, len(units))) as pool:
-                list(pool.map(run, units))
-
-
-def _groups(sl: slice, group: int):
-    return (slice(s, min(sl.stop, s + group)) for s in range(sl.start, sl.stop, group))
-
-
-def _own_states(K, V, G, Kw, dS, products_only=False):
-    """One group of chunks: the fused pass ``Kw = K exp(G_c - G)``, then ``dS = Kw^T V`` (``products_only``: the
-    product alone, on ``K``)."""
-    if products_only:
-        Kw = K
-    else:
-        fold_states(K, G, Kw)
-    np.matmul(np.swapaxes(Kw, 1, 2), V, out=dS)
-
-
-def _piece_state(K, V, G, agg, sl, group, products_only=False):
-    """Phase 1 on the chunks ``sl`` (a piece of a run), a group at a time: the piece's own state carried over its
-    chunks into ``agg`` (``(d_k, d_v)``, zeros in). Each group's chunk states are made in cache and dropped, so no
-    array of chunk states crosses memory. ``products_only``: the products alone (for :func:`chunked_products`)."""
-    g0, (d_k, d_v) = min(group, sl.stop - sl.start), agg.shape
-    Kw, dS = np.empty((g0,) + K.shape[1:], K.dtype), np.empty((g0, d_k, d_v), K.dtype)
-    none = np.empty((0, d_k, d_v), K.dtype)
-    for gs in _groups(sl, group):
-        g = gs.stop - gs.start
-        _own_states(K[gs], V[gs], G[gs], Kw[:g], dS[:g], products_only)
-        if not products_only:
-            carry_states(G[gs], dS[:g], agg, none)
-
-
-def _pieces(units, last, threads: int) -> list[tuple[int, slice]]:
-    """Phase 1's work: every run but a head's last (``units[i]`` with ``last[i]`` false), cut in ``threads`` pieces so
-    that every thread has a share of it; ``(i, chunks)`` in order."""
-    return [(i, slice(sl.start + p.start, sl.start + p.stop)) for i, (_, sl) in enumerate(units) if not last[i]
-            for p in _split(sl.stop - sl.start, threads)]
-
-
-def _folded_outputs(Q, K, V, G, S, O, sl, group, products_only=False, seen=None):
-    """Phase 3 on the run of chunks ``sl`` entered with state ``S`` (``(d_k, d_v)``, updated in place to the state
-    after the run), a group at a time: the group's own chunk states ``dS`` (made in cache), the state scan writing each
-    chunk's incoming state into ``R``, the fused pass filling ``P = [Qd | .]``, ``Kd`` (transposed) and
-    ``R = [S_in ; V]``, then ``A = Qd Kd`` (into ``P``), the mask, and ``O = [Qd | A] [S_in ; V]``. ``products_only``:
-    the products alone, on the same shapes (for :func:`chunked_products`). ``seen`` (``(1,)``): :func:`fold_outputs`'
-    finiteness sums of the run's ``Q, K, V`` are added to ``seen[0]``."""
-    d_k, d_v, g0 = Q.shape[2], V.shape[2], min(group, sl.stop - sl.start)
-    buf = folded_buffers(g0, Q.shape[1], d_k, d_v, Q.dtype)
-    buf.update(Kw=np.empty((g0,) + K.shape[1:], K.dtype), dS=np.empty((g0, d_k, d_v), K.dtype))
-    if products_only:
-        for x in buf.values():
-            x[:] = 0.5
-    for gs in _groups(sl, group):
-        g = gs.stop - gs.start
-        P, R, Kd = buf["P"][:g], buf["R"][:g], buf["Kd"][:g]
-        _own_states(K[gs], V[gs], G[gs], buf["Kw"][:g], buf["dS"][:g], products_only)
-        if not products_only:
-            carry_states(G[gs], buf["dS"][:g], S, R)
-            finite = fold_outputs(Q[gs], K[gs], G[gs], V[gs], P, Kd, R)
-            if seen is not None:
-                seen[0] += finite
-        np.matmul(P[:, :, :d_k], Kd, out=P[:, :, d_k:])
-        if not products_only:
-            tril_scores(P, d_k)
-        np.matmul(P, R, out=O[gs])
-
-
-def chunks_per_group(c: int, d_k: int, d_v: int, itemsize: int) -> int:
-    """Chunks per cache-sized group (``_GROUP_BYTES`` of temporaries)."""
-    return max(1, _GROUP_BYTES // (4 * c * max(c, d_k, d_v) * itemsize))
-
-
-def _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads):
-    """Scalar decay, every chunk above ``-FOLD_LIMIT``: the fused path. ``Q, K (m, c, d_k)``, ``V (m, c, d_v)``,
-    ``G (m, c)`` cumulative; returns ``(O (m, c, d_v), S_last (B * heads, d_k, d_v), finite)``, ``finite``: whether
-    every element of ``Q, K, V`` was finite (their fused pass reads each once, :func:`fold_outputs`).
-
-    Three phases over runs of chunks (:func:`_units`), a cache-sized group of chunks at a time: (1) the own state of
-    every run but a head's last, each such run cut in pieces that all threads share (:func:`_pieces`); (2) the state
-    entering each run, carried over the pieces of each head in order (a few per head); (3) each run on one thread:
-    every group makes its chunks' own states ``dS`` in cache, the scan inside the run writes each chunk's incoming
-    state straight into its product operand, then the outputs. No array of chunk states or incoming states is ever
-    made (for one head of d = 128 in chunks of 32 such an array was 2 KB per token, written and read again); the
-    price is phase 1's products made twice, on the share of the tokens that is not in a head's last run. Where every
-    head is one run (one thread, or as many heads as threads) there are no phases 1 and 2."""
-    m, c, d_k = Q.shape
-    d_v = V.shape[2]
-    BH = B * heads
-    units = _units(BH, n, threads)
-    last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
-    O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
-    S_last = S_init.reshape(BH, d_k, d_v).copy()
-    S_enter = S_last if len(units) == BH else np.empty((len(units), d_k, d_v), Q.dtype)
-    if len(units) > BH:             # a head in several runs: phases 1 and 2 give the state entering each run
-        pieces = _pieces(units, last, threads)
-        agg = np.zeros((len(pieces), d_k, d_v), Q.dtype)
-        _on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group), range(len(pieces)), threads)
-        of_unit: dict[int, list[int]] = {}
-        for j, (i, _) in enumerate(pieces):
-            of_unit.setdefault(i, []).append(j)
-        none = np.empty((0, d_k, d_v), Q.dtype)
-        for i, (bh, _) in enumerate(units):     # phase 2: carry each head's state over its pieces, in order
-            if i == 0 or units[i - 1][0] != bh:
-                S = S_last[bh].copy()
-            S_enter[i] = S
-            js = of_unit.get(i, [])             # consecutive; a piece's log decay is the sum of its chunks'
-            if js:
-                Gp = np.array([G[pieces[j][1], -1].sum() for j in js]).reshape(-1, 1)
-                carry_states(Gp, agg[js[0]:js[-1] + 1], S, none)
-    seen = np.zeros((len(units), 1), Q.dtype)
-    _on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, units[i][1], group, seen=seen[i]),
-              range(len(units)), threads)
-    for i, (bh, _) in enumerate(units):
-        if last[i]:
-            S_last[bh] = S_enter[i]
-    return O, S_last, bool(np.isfinite(seen).all())
-
-
 def chunk_views(q, k, v, decay, per_channel, chunk):
     """``(c, n, Q, K, V, G)``: chunk length and count, the inputs as ``(m, c, .)`` chunks (padded), ``G`` the
     cumulative log decays ``(m, c[, d_k])`` in float64."""
@@ -485,7 +341,7 @@ def chunk_views(q, k, v, decay, per_channel, chunk):
     return c, n, Q, K, V, G
 
 
-def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
+def _chunked(q, k, v, decay, per_channel, S0, chunk, threads, provider):
     T, B, heads, d_k = q.shape
     d_v = v.shape[3]
     c, n, Q, K, V, G = chunk_views(q, k, v, decay, per_channel, chunk)
@@ -494,7 +350,7 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     if not per_channel:
         G = np.cumsum(G, axis=1)
         if -G[:, -1].min() <= FOLD_LIMIT:    # the common case: every element-wise pass fused (_fold_operands)
-            O, S_last, finite = _chunked_folded(Q, K, V, G, S_init, B, heads, n, threads)
+            O, S_last, finite = chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider)
             if not finite:          # a NaN/inf went through the fused pass: name the argument it came in by
                 check_finite_qkv(q, k, v)
             o = np.transpose(O.reshape(B, heads, n, c, d_v), (2, 3, 0, 1, 4)).reshape(Tp, B, heads, d_v)[:T]
@@ -533,13 +389,16 @@ def _chunked(q, k, v, decay, per_channel, S0, chunk, threads):
     return np.ascontiguousarray(o), S_last.reshape(B, heads, d_k, d_v)
 
 
-def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int | None = None):
+def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int | None = None,
+                     provider: str = "numpy"):
     """A zero-argument callable that runs ONLY the matrix products ``method="chunked"`` runs on these inputs (the
     fused scalar-decay path: ``Kw^T V``, ``Qd Kd^T`` and ``[Qd | A] [S_in ; V]`` per chunk), on the same threads,
     groups and buffer shapes, with none of the element-wise work (the group buffers are still allocated): timed beside the whole call it gives the share
     of time in products (:func:`course_lib.experiments.linear_attention.product_share`). Scalar decay only, and
-    every chunk must fold (decay above ``exp(-FOLD_LIMIT)`` per chunk), else ValueError naming ``decay``."""
+    every chunk must fold (decay above ``exp(-FOLD_LIMIT)`` per chunk), else ValueError naming ``decay``.
+    ``provider``: the library of the products (:func:`course_lib.algorithms.gemm.gemm_batch`)."""
     threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=MAX_THREADS)
+    provider = check_provider(provider)
     q, k, v, decay, per_channel, _ = check_inputs(q, k, v, decay)
     if per_channel:
         raise ValueError("decay: chunked_products times the scalar-decay path; got a per-channel decay (T, B, heads, d_k)")
@@ -548,27 +407,12 @@ def chunked_products(q, k, v, decay, *, chunk: int | None = None, threads: int |
     c, n, Q, K, V, G = chunk_views(q, k, v, decay, False, chunk)
     if -np.cumsum(G, axis=1)[:, -1].min() > FOLD_LIMIT:
         raise ValueError(f"decay: a chunk decays below exp(-{FOLD_LIMIT:g}); that takes the unfused path, not timed here")
-    m, _, d_k = Q.shape
-    d_v = V.shape[2]
-    O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
-    BH = q.shape[1] * q.shape[2]
-    units = _units(BH, n, threads)
-    S = np.zeros((len(units), d_k, d_v), Q.dtype)      # the state entering each unit (its values do not matter)
-    last = [i == len(units) - 1 or units[i + 1][0] != bh for i, (bh, _) in enumerate(units)]
-    pieces = _pieces(units, last, threads) if len(units) > BH else []    # as _chunked_folded's phase 1
-
-    def products():
-        _on_units(lambda j: _piece_state(K, V, G, S[0], pieces[j][1], group, products_only=True), range(len(pieces)),
-                  threads)
-        _on_units(lambda i: _folded_outputs(Q, K, V, G, S[i], O, units[i][1], group, products_only=True),
-                  range(len(units)), threads)
-
-    return products
+    return chunked_products_call(Q, K, V, G, q.shape[1] * q.shape[2], n, threads, provider)
 
 
 # --------------------------------------------------------------------------- public entry point
 def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk: int | None = None,
-                            S0=None, return_state: bool = False, threads: int | None = None):
+                            S0=None, return_state: bool = False, threads: int | None = None, provider: str = "numpy"):
     """``S_t = a_t S_{t-1} + k_t v_t^T``, ``o_t = S_t^T q_t`` for all t (module docstring).
 
     ``q, k (T, B, heads, d_k)``, ``v (T, B, heads, d_v)``, ``decay (T, B, heads)`` (scalar per head) or
@@ -577,7 +421,9 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
     chunk, default :func:`default_chunk`; only for ``"chunked"``). Returns ``o (T, B, heads, d_v)`` in the
     inputs' dtype, and with ``return_state=True`` also the final state ``S_T (B, heads, d_k, d_v)``.
     ``threads``: CPU threads of ``"chunked"`` (default: all cores), each running its share of the chunks'
-    matrix products on one BLAS thread."""
+    matrix products on one BLAS thread. ``provider``: the library of those products on the fused path (scalar decay,
+    the common case; :func:`course_lib.algorithms.gemm.gemm_batch` -- ``"numpy"``, or ``"mkl"``/``"blis"`` with the
+    ``[fast]`` extra); only for ``"chunked"``. The other paths use numpy's BLAS."""
     check_choice(method, "method", METHODS)
     return_state = check_bool(return_state, "return_state")
     threads = backend.cpu_count() if threads is None else check_positive_int(threads, "threads", high=MAX_THREADS)
@@ -587,13 +433,17 @@ def gated_linear_recurrence(q, k, v, decay, *, method: str = "sequential", chunk
         if method != "chunked":
             raise ValueError(f"chunk: only method='chunked' takes a chunk length, got method={method!r}")
         check_positive_int(chunk, "chunk")
+    if provider != "numpy":
+        if method != "chunked":
+            raise ValueError(f"provider: only method='chunked' runs matrix products, got method={method!r}")
+        check_provider(provider)
     if method == "sequential":
         o, S = _sequential(q, k, v, decay, per_channel, S0)
     elif method == "scan":
         o, S = _scan_method(q, k, v, decay, per_channel, S0)
     else:
         with np.errstate(under="ignore", invalid="ignore"):    # a NaN input is named just after its pass (_chunked)
-            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk, threads)
+            o, S = _chunked(q, k, v, decay, per_channel, S0, chunk, threads, provider)
     if not np.isfinite(o[-1]).all():
         raise ValueError("q, k, v: the outputs became non-finite (huge inputs?)")
     return (o, S) if return_state else o

@@ -159,3 +159,80 @@ def test_a_missing_provider_is_refused_with_the_reason(monkeypatch):
     msg = raises_naming(ValueError, "provider", G.gemm, np.ones((2, 2)), np.ones((2, 2)), provider="mkl")
     assert why in msg and "numpy" in msg
     raises_naming(ValueError, "provider", G.matmul_for, "mkl")
+
+
+# --------------------------------------------------------------------------- stacks of products (gemm_batch)
+def _stacks(g, m, k, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((g, m, k)).astype(dtype), rng.standard_normal((g, k, n)).astype(dtype)
+
+
+def _close_stack(C, A, B):
+    ref = np.matmul(A.astype(np.float64), B.astype(np.float64))
+    tol = 1e-12 * A.shape[2] if C.dtype == np.float64 else 4e-7 * A.shape[2]
+    assert np.abs(C - ref).max() <= tol * max(1.0, np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 7, 5, 3), (5, 32, 64, 32), (3, 1, 9, 4), (4, 6, 1, 5), (2, 33, 70, 1)])
+def test_gemm_batch_agrees_with_numpy(provider, shape, dtype):
+    g, m, k, n = shape
+    A, B = _stacks(g, m, k, n, dtype)
+    out = np.full((g, m, n), np.nan, dtype)
+    assert G.gemm_batch(A, B, out, provider=provider) is out
+    _close_stack(out, A, B)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_batch_reads_and_writes_the_chunked_forms_views(provider, dtype):
+    """The views the chunked scan hands it: a transposed stack (``Kw^T``), a slice of columns as the left operand
+    and another slice of the same buffer as ``out`` (``A = Qd Kd`` into ``P[:, :, d:]``), and a slice of rows."""
+    rng = np.random.default_rng(1)
+    g, c, d = 4, 8, 6
+    Kw, V = (rng.standard_normal((g, c, d)).astype(dtype) for _ in range(2))
+    dS = np.empty((g, d, d), dtype)
+    G.gemm_batch(np.swapaxes(Kw, 1, 2), V, dS, provider=provider)
+    _close_stack(dS, np.swapaxes(Kw, 1, 2), V)
+    P, Kd = rng.standard_normal((g, c, d + c)).astype(dtype), rng.standard_normal((g, d, c)).astype(dtype)
+    left = P[:, :, :d].copy()
+    G.gemm_batch(P[:, :, :d], Kd, P[:, :, d:], provider=provider)
+    _close_stack(P[:, :, d:], left, Kd)
+    assert np.array_equal(P[:, :, :d], left)                        # the columns beside out are untouched
+    R = rng.standard_normal((g, d + c, d)).astype(dtype)
+    O = np.empty((g, c, d), dtype)
+    G.gemm_batch(P[:, :, d:], R[:, d:], O, provider=provider)
+    _close_stack(O, P[:, :, d:], R[:, d:])
+
+
+def test_gemm_batch_providers_agree_with_each_other():
+    A, B = _stacks(6, 32, 96, 64, np.float32, seed=3)
+    outs = [G.gemm_batch(A, B, np.empty((6, 32, 64), np.float32), provider=p) for p in G.providers()]
+    for o in outs[1:]:
+        np.testing.assert_allclose(o, outs[0], rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_batch_empty_inner_dimension_gives_zeros(provider):
+    out = np.full((3, 4, 5), np.nan, np.float32)
+    G.gemm_batch(np.ones((3, 4, 0), np.float32), np.ones((3, 0, 5), np.float32), out, provider=provider)
+    assert not out.any()
+
+
+def test_gemm_batch_bad_input_names_the_argument(provider):
+    A, B = _stacks(3, 4, 5, 6, np.float32)
+    out = np.empty((3, 4, 6), np.float32)
+    raises_naming(ValueError, "A", G.gemm_batch, A[0], B, out, provider=provider)
+    raises_naming(TypeError, "A", G.gemm_batch, A.astype(np.int32), B, out, provider=provider)
+    raises_naming(TypeError, "B", G.gemm_batch, A, B.astype(np.float64), out, provider=provider)
+    raises_naming(ValueError, "B", G.gemm_batch, A, B[:, :4], out, provider=provider)
+    raises_naming(ValueError, "B", G.gemm_batch, A, B[:2], out, provider=provider)
+    raises_naming(ValueError, "A", G.gemm_batch, np.ones((3, 4, 10), np.float32)[:, :, ::2], B, out, provider=provider)
+    raises_naming(ValueError, "out", G.gemm_batch, A, B, np.empty((3, 6, 4), np.float32).transpose(0, 2, 1),
+                  provider=provider)
+    raises_naming(ValueError, "out", G.gemm_batch, A, B, np.empty((3, 4, 5), np.float32), provider=provider)
+    raises_naming(ValueError, "out", G.gemm_batch, A, B, np.broadcast_to(np.empty((1, 4, 6), np.float32), (3, 4, 6)),
+                  provider=provider)
+    buf = np.ones((3, 4, 4), np.float32)
+    raises_naming(ValueError, "out", G.gemm_batch, buf, buf, buf, provider=provider)
+    raises_naming(ValueError, "A", G.gemm_batch, np.broadcast_to(np.ones((1, 5), np.float32), (3, 4, 5)), B, out,
+                  provider=provider)
+    raises_naming(ValueError, "provider", G.gemm_batch, A, B, out, provider="cublas")

@@ -8,6 +8,7 @@ import pytest
 
 import course_lib  # noqa: F401  (before numba)
 from course_lib.algorithms import linear_attention as la
+from course_lib.algorithms import linear_attention_fused as laf
 from course_lib.algorithms.scan import TINY
 from helpers import raises_naming
 
@@ -119,7 +120,7 @@ def test_runs_of_chunks_on_any_number_of_threads_equal_the_float64_loop(T, chunk
 
 def test_runs_split_every_head_and_cover_every_chunk_once():
     for BH, n, threads in ((1, 10, 2), (3, 10, 8), (4, 10, 2), (2, 1, 16)):
-        units = la._units(BH, n, threads)
+        units = laf.units(BH, n, threads)
         covered = np.concatenate([np.arange(sl.start, sl.stop) for _, sl in units])
         assert np.array_equal(covered, np.arange(BH * n))                      # in order, each chunk once
         assert all(bh * n <= sl.start < sl.stop <= (bh + 1) * n for bh, sl in units)  # a run stays in its head
@@ -224,3 +225,25 @@ def test_decays_past_float32_normals_are_flushed_not_subnormal():
     q, k, v, dec = la.random_problem(96, 1, 1, 4, 3, low=0.1, high=0.2, seed=4)   # log decay about -1.9 per step
     o = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=48)
     assert _err(o, la.recurrence_float64(q, k, v, dec)) < 1e-5
+
+
+def test_every_provider_gives_the_chunked_form_s_outputs():
+    """The fused path's products on each GEMM library this machine has (``provider``): the same outputs and final
+    state as the float64 loop, on one and two threads; the products-only callable runs on each too."""
+    from course_lib.algorithms import gemm
+    q, k, v, dec = la.random_problem(200, 1, 2, 16, 12, low=0.9, high=1.0, seed=5)
+    ref, S_ref = la.recurrence_float64(q, k, v, dec, return_state=True)
+    tol = 2e-6 * math.sqrt(200) + 1e-6
+    for provider in gemm.providers():
+        for threads in (1, 2):
+            o, S = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=32, threads=threads,
+                                              provider=provider, return_state=True)
+            assert _err(o, ref) < tol and _err(S, S_ref) < tol, (provider, threads)
+        la.chunked_products(q, k, v, dec, chunk=32, threads=2, provider=provider)()
+
+
+def test_provider_is_checked():
+    q, k, v, dec = la.random_problem(16, 1, 1, 4, 4, seed=0)
+    raises_naming(ValueError, "provider", la.gated_linear_recurrence, q, k, v, dec, method="chunked", provider="cublas")
+    raises_naming(ValueError, "provider", la.gated_linear_recurrence, q, k, v, dec, method="scan", provider="mkl")
+    raises_naming(ValueError, "provider", la.chunked_products, q, k, v, dec, provider=None)
