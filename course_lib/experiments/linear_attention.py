@@ -10,6 +10,7 @@ in the same process (:func:`course_lib.core.timing.peak_gflops`). Plain data out
 ``chunk_sweep``      time per token of the chunked form over chunk sizes at one T
 ``product_share``    the chunked form's time in matrix products vs the rest, from the whole call timed beside its
                      products alone
+``provider_race``    the chunked form at one chunk with its products on each GEMM library this machine has
 ``stage_times``      the chunked form on one thread, stage by stage: each product's shape and rate, each fused
                      element-wise pass, the validation and layout, against the whole call
 ``matmul_sweep``     one (T, chunk, d) point: the widget's data
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithms import linear_attention as la, linear_attention_kernels as lak, scan
+from ..algorithms import gemm as gemm_lib, linear_attention as la, linear_attention_kernels as lak, scan
 from ..core import backend, timing
 from ..core.validate import (check_alloc_of, check_choice, check_float, check_int, check_positive_int, check_repeat,
                              check_sizes)
 from ..parallel import mpi_pingpong, mpi_scan
 
-__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "product_share", "stage_times", "matmul_sweep",
+__all__ = ["METHODS", "gemm_peak", "methods_vs_T", "chunk_sweep", "product_share", "provider_race", "stage_times",
+           "matmul_sweep",
            "mpi_split"]
 
 METHODS = ("sequential", "scan", "chunked")
@@ -172,6 +174,42 @@ def product_share(T: int, d: int = 64, *, chunk: int | None = None, repeat: int 
             "products_interval": cmp.ratio_interval("products", to="whole"), "gflops": g["whole"],
             "products_gflops": g["products"], "pct_peak": 100 * g["whole"] / peak,
             "products_pct_peak": 100 * g["products"] / peak, "peak": peak, "noise": cmp.noise}
+
+
+def provider_race(T: int, d: int = 64, *, chunk: int | None = None, providers=None, repeat: int = 5, seed: int = 0,
+                  peak: float | None = None) -> dict:
+    """The chunked form (one head, ``d_k = d_v = d``, float32, scalar decay) with its products on each GEMM library
+    (``providers``: default every one this machine has, :func:`course_lib.algorithms.gemm.providers`), the whole call
+    and its products alone per library, all interleaved (``peak`` None: with the GEMM peak too, as in
+    :func:`chunk_sweep`). Returns ``{"T", "d", "chunk", "peak", "rows": [{"provider", "per_token", "pct_peak",
+    "products_per_token", "products_pct_peak"}], "best" (the row of the fastest whole call), "absent" (provider ->
+    why it is missing), "noise"}``."""
+    T = check_positive_int(T, "T", high=1 << 22)
+    d = check_positive_int(d, "d", high=1024)
+    repeat, seed, peak = _check_common(T, d, repeat, seed, peak, chunk)
+    if providers is None:
+        providers = gemm_lib.providers()
+    elif isinstance(providers, str) or not hasattr(providers, "__iter__") or not list(providers):
+        raise ValueError(f"providers: expected a non-empty list of provider names, got {providers!r}")
+    providers = [gemm_lib.check_provider(p, f"providers[{i}]") for i, p in enumerate(providers)]
+    q, k, v, dec = _problem(T, d, seed)
+    c = min(T, chunk or la.default_chunk(T, d))
+    fns = {}
+    for p in providers:
+        fns[f"whole@{p}"] = lambda p=p: la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=c, provider=p)
+        fns[f"products@{p}"] = la.chunked_products(q, k, v, dec, chunk=c, provider=p)
+    if peak is None:
+        fns["gemm"], gemm_flops = _gemm_call()
+    cmp = timing.compare(repeat=repeat, settle=True, **fns)       # providers run separate thread pools
+    peak = gemm_flops / cmp.timings["gemm"].median / 1e9 if peak is None else peak
+    flops = la.chunked_flops(T, d, d, c)
+    rows = []
+    for p in providers:
+        whole, prods = cmp.timings[f"whole@{p}"].median, cmp.timings[f"products@{p}"].median
+        rows.append({"provider": p, "per_token": whole / T, "pct_peak": 100 * flops / whole / 1e9 / peak,
+                     "products_per_token": prods / T, "products_pct_peak": 100 * flops / prods / 1e9 / peak})
+    return {"T": T, "d": d, "chunk": c, "peak": peak, "rows": rows, "best": min(rows, key=lambda r: r["per_token"]),
+            "absent": gemm_lib.absent(), "noise": cmp.noise}
 
 
 def _stages(q, k, v, dec, c):

@@ -27,6 +27,18 @@ def test_chunk_sweep_and_widget_point():
     assert xla.gemm_peak(1, n=128, repeat=1) > 0
 
 
+def test_provider_race_has_a_row_per_provider():
+    from course_lib.algorithms import gemm, linear_attention as la
+    res = xla.provider_race(128, 8, chunk=32, repeat=1, peak=50.0)
+    assert [r["provider"] for r in res["rows"]] == list(gemm.providers()) and res["best"] in res["rows"]
+    for r in res["rows"]:
+        assert r["per_token"] > 0 and r["products_per_token"] > 0
+        assert r["pct_peak"] == pytest.approx(100 * la.chunked_flops(128, 8, 8, 32) / (r["per_token"] * 128) / 1e9 / 50)
+    assert set(res["absent"]) == set(gemm.PROVIDERS) - set(gemm.providers())
+    assert [r["provider"] for r in xla.provider_race(64, 4, chunk=16, providers=["numpy"], repeat=1,
+                                                     peak=10.0)["rows"]] == ["numpy"]
+
+
 def test_stage_times_fields_and_the_stages_compute_the_call():
     st_ = xla.stage_times(256, 8, chunk=32, repeat=1, peak=50.0)
     names = [r["stage"] for r in st_["rows"]]
@@ -81,6 +93,8 @@ _BAD_CASES = [
     (xla.chunk_sweep, "chunks", BAD_SIZES, {"T": 16, "d": 4}),
     (xla.matmul_sweep, "repeat", BAD_REPEAT, {"T": 16, "d": 4}),
     (xla.stage_times, "repeat", BAD_REPEAT, {"T": 16, "d": 4}),
+    (xla.provider_race, "providers", st.sampled_from(["numpy", (), ("cublas",), 3, [None]]), {"T": 16, "d": 4}),
+    (xla.provider_race, "chunk", NOT_SIZE.filter(lambda v: v is not None), {"T": 16, "d": 4}),
     (xla.stage_times, "T", st.one_of(NOT_SIZE, HUGE), {"d": 4}),
     (xla.stage_times, "chunk", NOT_SIZE.filter(lambda v: v is not None), {"T": 16, "d": 4}),
     (xla.mpi_split, "ranks", BAD_SIZES, {"T": 16, "nh": 4, "d": 4}),
