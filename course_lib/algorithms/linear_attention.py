@@ -52,7 +52,6 @@ The delta rule (DeltaNet) is in :mod:`course_lib.algorithms.delta_rule`. Shapes 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
@@ -63,7 +62,7 @@ from ..core.validate import (check_array, check_bool, check_choice, check_dtype,
 from . import scan as _scan
 from .linear_attention_inputs import check_finite_qkv, check_inputs, random_problem
 from .gemm import check_provider
-from .linear_attention_fused import chunked_folded, chunked_products_call, chunks_per_group, split
+from .linear_attention_fused import chunked_folded, chunked_products_call, chunks_per_group, on_units, split
 from .linear_attention_kernels import carry_states, folded_buffers, state_scan
 from .scan_kernels import TINY
 
@@ -312,20 +311,11 @@ def _on_threads(fn, n: int, threads: int, group: int = 1 << 30) -> None:
     ``group`` items at a time: many small matrix products are best spread over cores by the caller (a
     multi-threaded BLAS on a small matrix spends its time waking threads), and a group small enough keeps
     the element-wise temporaries between the products in the core's cache."""
-    parts = split(n, threads)
-    err = np.geterr()   # numpy's floating-point error state is per thread: the workers take the caller's
-
     def run(part):
-        with np.errstate(**err):
-            for s in range(part.start, part.stop, group):
-                fn(slice(s, min(part.stop, s + group)))
+        for s in range(part.start, part.stop, group):
+            fn(slice(s, min(part.stop, s + group)))
 
-    with backend.blas_threads(1):
-        if len(parts) == 1:
-            run(parts[0])
-        else:
-            with ThreadPoolExecutor(len(parts)) as pool:
-                list(pool.map(run, parts))
+    on_units(run, split(n, threads), threads)
 
 
 def chunk_views(q, k, v, decay, per_channel, chunk):

@@ -6,7 +6,8 @@ cuts them into chunks and calls :func:`chunked_folded`; its module docstring giv
 ``chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider)``   the outputs and final states
 ``chunked_products_call(Q, K, V, G, BH, n, threads, provider)``         the same products alone, as a callable
 ``chunks_per_group(c, d_k, d_v, itemsize)``                              chunks per cache-sized group
-``split(n, threads)``, ``units(BH, n, threads)``                         how the chunks are shared among threads
+``split(n, threads)``, ``units(BH, n, threads, min_chunks)``             how the chunks are shared among threads
+``on_units(fn, units, threads)``                                         ``fn`` over the units on the threads
 
 Shapes: ``Q, K (m, c, d_k)``, ``V (m, c, d_v)``, ``G (m, c)`` cumulative log decays (float64), ``m = B heads n``
 chunks of ``c`` steps. The work is cut in runs of consecutive chunks (:func:`units`), one thread each, every thread
@@ -15,16 +16,20 @@ or oneMKL / BLIS where the ``[fast]`` extra is installed), so the race between l
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import functools
+import os
 
 import numpy as np
 
 from ..core import backend
+from ..core.forkjoin import Team
 from .gemm import batch_product
 from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, tril_scores
 
-__all__ = ["chunked_folded", "chunked_products_call", "chunks_per_group", "split", "units"]
+__all__ = ["MIN_RUN_STEPS", "chunked_folded", "chunked_products_call", "chunks_per_group", "on_units", "run_chunks", "split",
+           "units"]
 
+MIN_RUN_STEPS = 1024        # a head is cut in runs of at least this many steps (:func:`run_chunks`)
 _GROUP_BYTES = 1 << 20      # the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
 
 
@@ -34,29 +39,45 @@ def split(n: int, threads: int):
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
-def units(BH: int, n: int, threads: int) -> list[tuple[int, slice]]:
+def units(BH: int, n: int, threads: int, min_chunks: int = 1) -> list[tuple[int, slice]]:
     """The folded path's work units ``(bh, chunks)``: runs of consecutive chunks of one sequence-head (the ``m`` chunk
-    axis is ``(BH, n)``), each head cut in ``ceil(threads / BH)`` runs so that every thread has work."""
-    per = max(1, -(-threads // BH))
+    axis is ``(BH, n)``), each head cut in ``ceil(threads / BH)`` runs so that every thread has work -- but never in
+    runs shorter than ``min_chunks`` chunks (:func:`run_chunks`)."""
+    per = max(1, min(-(-threads // BH), n // min_chunks))
     return [(bh, slice(bh * n + p.start, bh * n + p.stop)) for bh in range(BH) for p in split(n, per)]
 
 
-def _on_units(fn, units, threads: int) -> None:
-    """``fn(unit)`` for every unit on ``threads`` CPU threads, each with one BLAS thread and the caller's numpy error
-    state (as ``linear_attention._on_threads``). No units: nothing runs (phase 1 when every head is one run)."""
-    err = np.geterr()
+def run_chunks(c: int) -> int:
+    """The fewest chunks of ``c`` steps worth a run of their own: ``MIN_RUN_STEPS`` steps. (Cutting a head costs two
+    hand-offs between threads and phase 1's products; on the 2-core Zen 5 VM a head of 1024 steps ran 1.2x slower on
+    2 threads than on 1, and one of 2048 steps ran 1.05-1.3x faster.)"""
+    return max(1, -(-MIN_RUN_STEPS // c))
+
+
+@functools.cache
+def _team(threads: int, pid: int) -> Team:
+    """The chunked form's threads, made once per process and count (``pid``: a forked child has none of its parent's
+    threads). A pool made and joined in every call cost 0.2-0.3 ms, twice a call: more than the whole call on one
+    thread at T = 1024 here."""
+    return Team(threads)
+
+
+def on_units(fn, units, threads: int) -> None:
+    """``fn(unit)`` for every unit on ``threads`` CPU threads -- the caller takes the first unit
+    (:class:`course_lib.core.forkjoin.Team`) -- each with one BLAS thread and the caller's numpy error state (it is
+    per thread). No units: nothing runs (phase 1 when every head is one run)."""
+    units, err = list(units), np.geterr()
 
     def run(u):
         with np.errstate(**err):
             fn(u)
 
     with backend.blas_threads(1):
-        if threads == 1 or len(units) <= 1:
+        if min(threads, len(units)) <= 1:
             for u in units:
                 fn(u)
         else:
-            with ThreadPoolExecutor(min(threads, len(units))) as pool:
-                list(pool.map(run, units))
+            _team(min(threads, len(units)), os.getpid()).run(run, units)
 
 
 def _groups(sl: slice, group: int):
@@ -143,7 +164,7 @@ def chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider="numpy"):
     m, c, d_k = Q.shape
     d_v = V.shape[2]
     BH = B * heads
-    runs, mm = units(BH, n, threads), batch_product(provider, threads=1)   # each thread's products on one BLAS thread
+    runs, mm = units(BH, n, threads, run_chunks(c)), batch_product(provider, threads=1)   # products: one BLAS thread
     last = [i == len(runs) - 1 or runs[i + 1][0] != bh for i, (bh, _) in enumerate(runs)]
     O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     S_last = S_init.reshape(BH, d_k, d_v).copy()
@@ -151,7 +172,7 @@ def chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider="numpy"):
     if len(runs) > BH:             # a head in several runs: phases 1 and 2 give the state entering each run
         pieces = _pieces(runs, last, threads)
         agg = np.zeros((len(pieces), d_k, d_v), Q.dtype)
-        _on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group, mm), range(len(pieces)), threads)
+        on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group, mm), range(len(pieces)), threads)
         of_unit: dict[int, list[int]] = {}
         for j, (i, _) in enumerate(pieces):
             of_unit.setdefault(i, []).append(j)
@@ -165,7 +186,7 @@ def chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider="numpy"):
                 Gp = np.array([G[pieces[j][1], -1].sum() for j in js]).reshape(-1, 1)
                 carry_states(Gp, agg[js[0]:js[-1] + 1], S, none)
     seen = np.zeros((len(runs), 1), Q.dtype)
-    _on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, runs[i][1], group, mm, seen=seen[i]),
+    on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, runs[i][1], group, mm, seen=seen[i]),
               range(len(runs)), threads)
     for i, (bh, _) in enumerate(runs):
         if last[i]:
@@ -179,15 +200,15 @@ def chunked_products_call(Q, K, V, G, BH: int, n: int, threads: int, provider: s
     m, c, d_k = Q.shape
     d_v = V.shape[2]
     O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
-    runs, mm = units(BH, n, threads), batch_product(provider, threads=1)
+    runs, mm = units(BH, n, threads, run_chunks(c)), batch_product(provider, threads=1)
     S = np.zeros((len(runs), d_k, d_v), Q.dtype)      # the state entering each run (its values do not matter)
     last = [i == len(runs) - 1 or runs[i + 1][0] != bh for i, (bh, _) in enumerate(runs)]
     parts = _pieces(runs, last, threads) if len(runs) > BH else []    # as chunked_folded's phase 1
 
     def products():
-        _on_units(lambda j: _piece_state(K, V, G, S[0], parts[j][1], group, mm, products_only=True),
+        on_units(lambda j: _piece_state(K, V, G, S[0], parts[j][1], group, mm, products_only=True),
                   range(len(parts)), threads)
-        _on_units(lambda i: _folded_outputs(Q, K, V, G, S[i], O, runs[i][1], group, mm, products_only=True),
+        on_units(lambda i: _folded_outputs(Q, K, V, G, S[i], O, runs[i][1], group, mm, products_only=True),
                   range(len(runs)), threads)
 
     return products

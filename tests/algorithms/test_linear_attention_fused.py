@@ -17,6 +17,22 @@ def _err(o, ref):
     return float(np.abs(o - ref).max() / (1 + np.abs(ref).max()))
 
 
+@pytest.fixture(autouse=True)
+def runs_of_any_length(monkeypatch):
+    """The tests' heads are short: let a head be cut in runs of any length, so that the several-runs path (phases 1
+    and 2) runs here as on a long sequence (by default a head shorter than 2 x MIN_RUN_STEPS stays one run)."""
+    monkeypatch.setattr(laf, "MIN_RUN_STEPS", 1)
+
+
+def test_short_heads_stay_one_run_by_default(monkeypatch):
+    monkeypatch.undo()
+    assert laf.MIN_RUN_STEPS >= 2 and laf.run_chunks(32) == -(-laf.MIN_RUN_STEPS // 32) and laf.run_chunks(10**9) == 1
+    n = 2 * laf.run_chunks(64) - 1                                 # a head just short of two runs of 64-step chunks
+    assert laf.units(1, n, threads=2, min_chunks=laf.run_chunks(64)) == [(0, slice(0, n))]
+    assert len(laf.units(1, n + 1, threads=2, min_chunks=laf.run_chunks(64))) == 2
+    assert len(laf.units(3, 4, threads=8, min_chunks=4)) == 3      # never fewer runs than heads
+
+
 @pytest.mark.parametrize("T, chunk, B, heads, d_k, d_v", [
     (1, None, 1, 1, 1, 1),        # T = 1
     (37, 8, 2, 3, 8, 5),          # T not a multiple of the chunk, d_k != d_v, batch and heads
