@@ -67,7 +67,7 @@ CHAPTERS = {
     "08": ("algorithms.scan", "algorithms.scan_kernels", "algorithms.scan_lanes", "algorithms.scan_cuda", "algorithms.scan_cuda_coalesced",
            "models.linear_rnn",
            "experiments.scan", "experiments.scan_gpu", "teaching.checks.scan", "teaching.checks.scan_cuda", "teaching.plots.scan",
-           "algorithms.linear_attention", "algorithms.linear_attention_kernels", "algorithms.linear_attention_fused", "algorithms.linear_attention_inputs", "algorithms.delta_rule", "parallel.mpi_scan", "parallel.mpi_pingpong",
+           "algorithms.linear_attention", "algorithms.linear_attention_kernels", "algorithms.linear_attention_fused", "algorithms.linear_attention_runs", "algorithms.linear_attention_inputs", "algorithms.delta_rule", "parallel.mpi_scan", "parallel.mpi_pingpong",
            "experiments.linear_attention", "teaching.checks.chunked", "teaching.claims.chunked"),
     "09": ("models.lstm", "models.lstm_lm", "data.corpus", "experiments.lstm", "experiments.lstm_layout", "experiments.autotune",
            "teaching.checks.lstm_layout", "teaching.plots.lstm", "algorithms.gemm",

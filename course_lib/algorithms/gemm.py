@@ -27,6 +27,10 @@ for ``A (g, M, K)``, ``B (g, K, N)`` -- the many small products of the chunked s
 ``np.matmul`` on the stacks, ``mkl`` one ``cblas_sgemm_batch_strided`` call, ``blis`` a ``bli_sgemm`` per matrix.
 The stacks may be views with any row and column strides a BLAS takes (a slice of the columns, a transposed view).
 
+``compiled_gemm(dtype)`` is numpy's own BLAS ``cblas_?gemm`` as a ctypes function that numba code calls with no GIL
+and no Python in between (chapter 08's chunked form runs a whole run of chunks in one compiled call), or None
+where that BLAS is not an OpenBLAS exporting it.
+
 ``matmul_for(provider)`` returns a function with ``np.matmul``'s call shape, ``f(A, B, out=None)``, for
 code written with ``np.matmul`` (the LSTM's products). ``provider_info(name)`` tells which library file,
 version and kernel family a provider runs.
@@ -44,7 +48,7 @@ import numpy as np
 from ..core import backend
 from ..core.validate import check_float
 
-__all__ = ["PROVIDERS", "EXTRA", "gemm", "gemm_batch", "batch_product", "providers", "absent", "provider_info", "matmul_for", "check_provider"]
+__all__ = ["PROVIDERS", "EXTRA", "gemm", "gemm_batch", "batch_product", "compiled_gemm", "providers", "absent", "provider_info", "matmul_for", "check_provider"]
 
 PROVIDERS = ("numpy", "mkl", "blis")   # every provider the course knows, in the order tables show them
 EXTRA = "pip install -e '.[fast]'"      # what adds mkl and blis
@@ -343,6 +347,49 @@ def batch_product(provider: str = "numpy", threads: int | None = None):
             _blis_gemm(A[i], B[i], out[i], 1.0, 0.0, (ta, lda, tb, ldb), ldc)
         return out
     return blis
+
+
+# --------------------------------------------------------------------------- numpy's BLAS, callable from numba
+_CBLAS_NAMES = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_", "cblas_{}gemm")   # numpy>=2 wheels, ILP64 builds, others
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_gemm(dtype):
+    """numpy's BLAS ``cblas_sgemm`` (float32) or ``cblas_dgemm`` (float64) as a ctypes function with 64-bit sizes --
+    ``f(101 (row-major), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)``, ``111``/``112`` for no
+    transpose/transpose, pointers as integers -- which numba-compiled code can call (no GIL, no Python between
+    products); or None where numpy's BLAS is not OpenBLAS (threadpoolctl says which library it is) or exports none of
+    the names tried. A 64-bit size is what ILP64 builds take and, passed in a 64-bit register or stack slot, what a
+    32-bit build reads too; a 2 x 3 x 2 product is checked before the function is handed out."""
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype: expected float32 or float64, got {dtype}")
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        return None
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas" and i.get("internal_api") == "openblas"]
+    blas.sort(key=lambda i: "numpy" not in str(i.get("filepath", "")))      # numpy's own (its wheel's) first
+    if not blas:
+        return None
+    try:
+        lib = ctypes.CDLL(blas[0]["filepath"])
+    except OSError:
+        return None
+    real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    i64 = ctypes.c_int64
+    for name in _CBLAS_NAMES:
+        fn = getattr(lib, name.format("s" if dtype == np.float32 else "d"), None)
+        if fn is None:
+            continue
+        fn.restype = None
+        fn.argtypes = [_c_int] * 3 + [i64] * 3 + [real, _c_ptr, i64, _c_ptr, i64, real, _c_ptr, i64]
+        A, B = np.arange(1, 7, dtype=dtype).reshape(2, 3), np.arange(1, 7, dtype=dtype).reshape(3, 2)
+        C = np.zeros((2, 2), dtype)
+        fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, 2, 2, 3, 1.0, A.ctypes.data, 3, B.ctypes.data, 2, 0.0, C.ctypes.data, 2)
+        if np.array_equal(C, A @ B):
+            return fn
+    return None
 
 
 def matmul_for(provider: str = "numpy"):

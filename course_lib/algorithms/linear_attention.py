@@ -33,7 +33,8 @@ one per key channel (``decay (T, B, heads, d_k)``: gated linear attention, row `
   makes ``K exp(G_c - G)``, one carries the state over the group's chunks and writes each chunk's incoming state
   ``S_in`` straight into its product operand, one makes ``Q exp(G)``, ``K exp(-G)`` and places ``V``, one masks the
   scores -- and each chunk's output is ONE product ``[Qd | A] [S_in ; V]`` (:func:`folded_buffers`; the numba kernels
-  live in :mod:`.linear_attention_kernels`, the path in :mod:`.linear_attention_fused`), with no ``O +=`` pass. The threads take runs of consecutive chunks; the
+  live in :mod:`.linear_attention_kernels`, the path in :mod:`.linear_attention_fused`, a run compiled end to end in
+  :mod:`.linear_attention_runs`), with no ``O +=`` pass. The threads take runs of consecutive chunks; the
   own state of each run but a head's last is made first (all threads sharing it), a scan over the few runs joins them,
   and each run then makes its chunks' states in cache as it goes: no array of chunk states or incoming states is ever
   made. The same pass checks ``q, k, v`` for NaN/inf while they are in cache.) Per-channel decay cannot be pulled out

@@ -23,8 +23,9 @@ import numpy as np
 
 from ..core import backend
 from ..core.forkjoin import Team
-from .gemm import batch_product
+from .gemm import batch_product, compiled_gemm
 from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, tril_scores
+from . import linear_attention_runs as compiled
 
 __all__ = ["MIN_RUN_STEPS", "chunked_folded", "chunked_products_call", "chunks_per_group", "on_units", "run_chunks", "split",
            "units"]
@@ -94,18 +95,29 @@ def _own_states(K, V, G, Kw, dS, mm, products_only=False):
     mm(np.swapaxes(Kw, 1, 2), V, dS)
 
 
-def _piece_state(K, V, G, agg, sl, group, mm, products_only=False):
+def _piece_state(K, V, G, agg, sl, group, provider, products_only=False):
     """Phase 1 on the chunks ``sl`` (a piece of a run), a group at a time: the piece's own state carried over its
     chunks into ``agg`` (``(d_k, d_v)``, zeros in). Each group's chunk states are made in cache and dropped, so no
     array of chunk states crosses memory. ``products_only``: the products alone (for :func:`chunked_products`)."""
     g0, (d_k, d_v) = min(group, sl.stop - sl.start), agg.shape
     Kw, dS = np.empty((g0,) + K.shape[1:], K.dtype), np.empty((g0, d_k, d_v), K.dtype)
-    none = np.empty((0, d_k, d_v), K.dtype)
+    gemm = _compiled(provider, K.dtype)
+    if gemm is not None:
+        compiled.states(gemm, K[sl], V[sl], G[sl], agg, Kw, dS, group, products_only)
+        return
+    mm, none = batch_product(provider, threads=1), np.empty((0, d_k, d_v), K.dtype)
     for gs in _groups(sl, group):
         g = gs.stop - gs.start
         _own_states(K[gs], V[gs], G[gs], Kw[:g], dS[:g], mm, products_only)
         if not products_only:
             carry_states(G[gs], dS[:g], agg, none)
+
+
+def _compiled(provider, dtype):
+    """numpy's BLAS as numba calls it (:func:`course_lib.algorithms.gemm.compiled_gemm`) where it is the provider and
+    can be called so -- a run then goes through :mod:`.linear_attention_runs` in one call -- else None (the Python path
+    runs the provider's products)."""
+    return compiled_gemm(dtype) if provider == "numpy" else None
 
 
 def _pieces(units, last, threads: int) -> list[tuple[int, slice]]:
@@ -115,19 +127,28 @@ def _pieces(units, last, threads: int) -> list[tuple[int, slice]]:
             for p in split(sl.stop - sl.start, threads)]
 
 
-def _folded_outputs(Q, K, V, G, S, O, sl, group, mm, products_only=False, seen=None):
+def _folded_outputs(Q, K, V, G, S, O, sl, group, provider, products_only=False, seen=None):
     """Phase 3 on the run of chunks ``sl`` entered with state ``S`` (``(d_k, d_v)``, updated in place to the state
     after the run), a group at a time: the group's own chunk states ``dS`` (made in cache), the state scan writing each
     chunk's incoming state into ``R``, the fused pass filling ``P = [Qd | .]``, ``Kd`` (transposed) and
-    ``R = [S_in ; V]``, then ``A = Qd Kd`` (into ``P``), the mask, and ``O = [Qd | A] [S_in ; V]``. ``products_only``:
-    the products alone, on the same shapes (for :func:`chunked_products`). ``seen`` (``(1,)``): :func:`fold_outputs`'
-    finiteness sums of the run's ``Q, K, V`` are added to ``seen[0]``."""
+    ``R = [S_in ; V]``, then ``A = Qd Kd`` (into ``P``), the mask, and ``O = [Qd | A] [S_in ; V]``; in one compiled
+    call where the provider is numpy's BLAS (:mod:`.linear_attention_runs`). ``products_only``: the products alone, on
+    the same shapes (for :func:`chunked_products`). ``seen`` (``(1,)``): :func:`fold_outputs`' finiteness sums of the
+    run's ``Q, K, V`` are added to ``seen[0]``."""
     d_k, d_v, g0 = Q.shape[2], V.shape[2], min(group, sl.stop - sl.start)
     buf = folded_buffers(g0, Q.shape[1], d_k, d_v, Q.dtype)
     buf.update(Kw=np.empty((g0,) + K.shape[1:], K.dtype), dS=np.empty((g0, d_k, d_v), K.dtype))
     if products_only:
         for x in buf.values():
             x[:] = 0.5
+    gemm = _compiled(provider, Q.dtype)
+    if gemm is not None:
+        finite = compiled.outputs(gemm, Q[sl], K[sl], V[sl], G[sl], S, O[sl], buf["Kw"], buf["dS"], buf["P"], buf["R"],
+                                  buf["Kd"], group, products_only)
+        if seen is not None:
+            seen[0] += finite
+        return
+    mm = batch_product(provider, threads=1)
     for gs in _groups(sl, group):
         g = gs.stop - gs.start
         P, R, Kd = buf["P"][:g], buf["R"][:g], buf["Kd"][:g]
@@ -164,7 +185,7 @@ def chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider="numpy"):
     m, c, d_k = Q.shape
     d_v = V.shape[2]
     BH = B * heads
-    runs, mm = units(BH, n, threads, run_chunks(c)), batch_product(provider, threads=1)   # products: one BLAS thread
+    runs = units(BH, n, threads, run_chunks(c))
     last = [i == len(runs) - 1 or runs[i + 1][0] != bh for i, (bh, _) in enumerate(runs)]
     O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
     S_last = S_init.reshape(BH, d_k, d_v).copy()
@@ -172,7 +193,7 @@ def chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider="numpy"):
     if len(runs) > BH:             # a head in several runs: phases 1 and 2 give the state entering each run
         pieces = _pieces(runs, last, threads)
         agg = np.zeros((len(pieces), d_k, d_v), Q.dtype)
-        on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group, mm), range(len(pieces)), threads)
+        on_units(lambda j: _piece_state(K, V, G, agg[j], pieces[j][1], group, provider), range(len(pieces)), threads)
         of_unit: dict[int, list[int]] = {}
         for j, (i, _) in enumerate(pieces):
             of_unit.setdefault(i, []).append(j)
@@ -186,7 +207,7 @@ def chunked_folded(Q, K, V, G, S_init, B, heads, n, threads, provider="numpy"):
                 Gp = np.array([G[pieces[j][1], -1].sum() for j in js]).reshape(-1, 1)
                 carry_states(Gp, agg[js[0]:js[-1] + 1], S, none)
     seen = np.zeros((len(runs), 1), Q.dtype)
-    on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, runs[i][1], group, mm, seen=seen[i]),
+    on_units(lambda i: _folded_outputs(Q, K, V, G, S_enter[i], O, runs[i][1], group, provider, seen=seen[i]),
               range(len(runs)), threads)
     for i, (bh, _) in enumerate(runs):
         if last[i]:
@@ -200,15 +221,15 @@ def chunked_products_call(Q, K, V, G, BH: int, n: int, threads: int, provider: s
     m, c, d_k = Q.shape
     d_v = V.shape[2]
     O, group = np.empty((m, c, d_v), Q.dtype), chunks_per_group(c, d_k, d_v, Q.dtype.itemsize)
-    runs, mm = units(BH, n, threads, run_chunks(c)), batch_product(provider, threads=1)
+    runs = units(BH, n, threads, run_chunks(c))
     S = np.zeros((len(runs), d_k, d_v), Q.dtype)      # the state entering each run (its values do not matter)
     last = [i == len(runs) - 1 or runs[i + 1][0] != bh for i, (bh, _) in enumerate(runs)]
     parts = _pieces(runs, last, threads) if len(runs) > BH else []    # as chunked_folded's phase 1
 
     def products():
-        on_units(lambda j: _piece_state(K, V, G, S[0], parts[j][1], group, mm, products_only=True),
+        on_units(lambda j: _piece_state(K, V, G, S[0], parts[j][1], group, provider, products_only=True),
                   range(len(parts)), threads)
-        on_units(lambda i: _folded_outputs(Q, K, V, G, S[i], O, runs[i][1], group, mm, products_only=True),
+        on_units(lambda i: _folded_outputs(Q, K, V, G, S[i], O, runs[i][1], group, provider, products_only=True),
                   range(len(runs)), threads)
 
     return products

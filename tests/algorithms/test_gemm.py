@@ -236,3 +236,22 @@ def test_gemm_batch_bad_input_names_the_argument(provider):
     raises_naming(ValueError, "A", G.gemm_batch, np.broadcast_to(np.ones((1, 5), np.float32), (3, 4, 5)), B, out,
                   provider=provider)
     raises_naming(ValueError, "provider", G.gemm_batch, A, B, out, provider="cublas")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_gemm_is_numpys_blas_or_none(dtype):
+    """numpy's BLAS as a ctypes function numba can call: where it exists, a transposed and a strided product through it
+    equal numpy's; elsewhere None (the chunked form then takes its Python path)."""
+    f = G.compiled_gemm(dtype)
+    if f is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS numba can call here")
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((5, 7)).astype(dtype), rng.standard_normal((5, 9)).astype(dtype)
+    C = np.zeros((7, 12), dtype)                                    # out: 7 x 9 in rows of 12
+    f(101, 112, 111, 7, 9, 5, 1.0, A.ctypes.data, 7, B.ctypes.data, 9, 0.0, C.ctypes.data, 12)
+    np.testing.assert_allclose(C[:, :9], A.T @ B, rtol=1e-5)
+    assert not C[:, 9:].any()
+
+
+def test_compiled_gemm_refuses_other_dtypes():
+    raises_naming(TypeError, "dtype", G.compiled_gemm, np.int32)

@@ -263,3 +263,26 @@ def test_provider_is_checked():
     raises_naming(ValueError, "provider", la.gated_linear_recurrence, q, k, v, dec, method="chunked", provider="cublas")
     raises_naming(ValueError, "provider", la.gated_linear_recurrence, q, k, v, dec, method="scan", provider="mkl")
     raises_naming(ValueError, "provider", la.chunked_products, q, k, v, dec, provider=None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_compiled_runs_and_the_python_path_give_the_same_outputs(monkeypatch, dtype, threads):
+    """Where numba can call numpy's BLAS (``gemm.compiled_gemm``), each run goes through
+    ``linear_attention_runs`` in one call; elsewhere the Python path runs the same kernels and products. Both equal the
+    float64 loop, and the compiled path is the one taken where it exists (counted, so this test cannot pass vacuously
+    on a machine that has it)."""
+    from course_lib.algorithms import gemm, linear_attention_runs as runs
+    q, k, v, dec = la.random_problem(300, 1, 2, 12, 9, low=0.9, high=1.0, seed=11, dtype=dtype)
+    ref, S_ref = la.recurrence_float64(q, k, v, dec, return_state=True)
+    tol = 1e-12 if dtype == "float64" else 2e-6 * math.sqrt(300) + 1e-6
+    calls = []
+    real = runs.outputs
+    monkeypatch.setattr(runs, "outputs", lambda *a: calls.append(1) or real(*a))
+    o, S = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=16, threads=threads, return_state=True)
+    assert _err(o, ref) < tol and _err(S, S_ref) < tol
+    assert bool(calls) == (gemm.compiled_gemm(dtype) is not None)
+    monkeypatch.setattr(laf, "_compiled", lambda provider, dtype: None)
+    o2, S2 = la.gated_linear_recurrence(q, k, v, dec, method="chunked", chunk=16, threads=threads, return_state=True)
+    assert _err(o2, ref) < tol and _err(S2, S_ref) < tol
+    assert _err(o2, o) < tol
