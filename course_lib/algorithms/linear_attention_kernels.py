@@ -94,12 +94,13 @@ def carry_states(G, dS, S, R):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def fold_outputs(Q, K, G, V, P, Kd, R):
+def fold_outputs(Q, K, G, V, P, Kd, R, place_values=True):
     """Scalar decay, the element-wise passes before the output products of a group of chunks, in one: ``P[:, :, :d_k]
     = Qd = Q exp(G_i)``, ``Kd = (K exp(-G_i))^T`` (both factors within ``exp(+-FOLD_LIMIT)``: normal numbers; ``Kd``
     stored transposed, so that the scores ``Qd Kd`` are a plain product, which BLAS runs faster on small matrices than
     one with a transposed operand), and the values below the incoming states in the stacked right operand,
-    ``R[:, d_k:] = V`` (:func:`carry_states` wrote ``R[:, :d_k] = S_in``). ``Q, K (g, c, d_k)``, ``Kd (g, d_k, c)``,
+    ``R[:, d_k:] = V`` (:func:`carry_states` wrote ``R[:, :d_k] = S_in``; ``place_values=False``: ``V`` is only read,
+    for a caller whose second product reads it where it lies). ``Q, K (g, c, d_k)``, ``Kd (g, d_k, c)``,
     ``G (g, c)``, ``V (g, c, d_v)``, ``P (g, c, d_k + c)``, ``R (g, d_k + c, d_v)``: C-contiguous.
 
     Returns the sum of ``0 * x`` over every element ``x`` of ``Q``, ``K`` and ``V`` read here: 0 when all are finite,
@@ -115,7 +116,7 @@ def fold_outputs(Q, K, G, V, P, Kd, R):
             _transpose_keys(K[b], ek, Kd[b])
         else:
             _scaled_columns(K[b], ek, Kd[b])
-        seen += _copy_rows(V[b], R[b, d_k:])
+        seen += _copy_rows(V[b], R[b, d_k:]) if place_values else _zero_sum(V[b])
     return seen
 
 
