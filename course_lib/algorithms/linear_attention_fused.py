@@ -11,8 +11,10 @@ cuts them into chunks and calls :func:`chunked_folded`; its module docstring giv
 
 Shapes: ``Q, K (m, c, d_k)``, ``V (m, c, d_v)``, ``G (m, c)`` cumulative log decays (float64), ``m = B heads n``
 chunks of ``c`` steps. The work is cut in runs of consecutive chunks (:func:`units`), one thread each, every thread
-with one BLAS thread. The products go to ``provider`` (:func:`course_lib.algorithms.gemm.batch_product`: numpy's BLAS,
-or oneMKL / BLIS where the ``[fast]`` extra is installed), so the race between libraries is the products' alone.
+with one BLAS thread. The products go to ``provider``: with numpy's BLAS, where numba can call it, each run is ONE
+compiled call (:mod:`.linear_attention_runs`: no return to Python, so no wait for the GIL, between groups); otherwise
+a loop here calls the kernels and :func:`course_lib.algorithms.gemm.batch_product` (numpy's BLAS, or oneMKL / BLIS
+where the ``[fast]`` extra is installed) group by group.
 """
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ from .gemm import batch_product, compiled_gemm
 from .linear_attention_kernels import carry_states, fold_outputs, fold_states, folded_buffers, tril_scores
 from . import linear_attention_runs as compiled
 
-__all__ = ["MIN_RUN_STEPS", "chunked_folded", "chunked_products_call", "chunks_per_group", "on_units", "run_chunks", "split",
-           "units"]
+__all__ = ["MIN_RUN_STEPS", "chunked_folded", "chunked_products_call", "chunks_per_group", "on_units", "run_chunks",
+           "split", "units"]
 
 MIN_RUN_STEPS = 1024        # a head is cut in runs of at least this many steps (:func:`run_chunks`)
 _GROUP_BYTES = 1 << 20      # the temporaries of one group of chunks, about one L2 (measured best of 64 KB..all)
