@@ -55,17 +55,23 @@ EXTRA = "pip install -e '.[fast]'"      # what adds mkl and blis
 
 
 # --------------------------------------------------------------------------- operands
-def _operand(X, name: str, dtype=None) -> tuple[np.ndarray, bool, int]:
-    """``(X, transposed, leading dimension)`` for BLAS: a C-contiguous ``X`` is read as it is, the transpose
-    of a C-contiguous array (F-contiguous) with the transposed flag. Anything else is a ValueError."""
+def _check_float_array(X, name: str, ndim: int, what: str, dtype=None) -> None:
+    """``X`` is a float32/float64 numpy array of ``ndim`` dimensions (``dtype``: that one); else an error naming
+    ``name``."""
     if not isinstance(X, np.ndarray):
         raise TypeError(f"{name}: expected a numpy array, got {type(X).__name__}")
-    if X.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D array (a matrix), got {X.ndim}-D with shape {X.shape}")
+    if X.ndim != ndim:
+        raise ValueError(f"{name}: expected {what}, got {X.ndim}-D with shape {X.shape}")
     if X.dtype not in (np.float32, np.float64):
         raise TypeError(f"{name}: expected float32 or float64, got {X.dtype}")
     if dtype is not None and X.dtype != dtype:
         raise TypeError(f"{name}: expected {dtype} like A, got {X.dtype} (one dtype for A, B and out)")
+
+
+def _operand(X, name: str, dtype=None) -> tuple[np.ndarray, bool, int]:
+    """``(X, transposed, leading dimension)`` for BLAS: a C-contiguous ``X`` is read as it is, the transpose
+    of a C-contiguous array (F-contiguous) with the transposed flag. Anything else is a ValueError."""
+    _check_float_array(X, name, 2, "a 2-D array (a matrix)", dtype)
     if X.flags.c_contiguous:
         return X, False, max(1, X.shape[1])
     if X.flags.f_contiguous:
@@ -266,14 +272,7 @@ def _stack(X, name: str, dtype=None) -> tuple[bool, int, int]:
     """``(transposed, leading dimension, batch stride)`` in elements for a 3-D stack ``X (g, r, c)`` whose matrices a
     BLAS can read in place: unit column stride (row-major, ``ld`` = row stride) or unit row stride (a transposed
     view). Anything else is a ValueError naming ``name``."""
-    if not isinstance(X, np.ndarray):
-        raise TypeError(f"{name}: expected a numpy array, got {type(X).__name__}")
-    if X.ndim != 3:
-        raise ValueError(f"{name}: expected a 3-D stack of matrices (g, rows, columns), got shape {X.shape}")
-    if X.dtype not in (np.float32, np.float64):
-        raise TypeError(f"{name}: expected float32 or float64, got {X.dtype}")
-    if dtype is not None and X.dtype != dtype:
-        raise TypeError(f"{name}: expected {dtype} like A, got {X.dtype} (one dtype for A, B and out)")
+    _check_float_array(X, name, 3, "a 3-D stack of matrices (g, rows, columns)", dtype)
     size = X.itemsize
     if X.size == 0:                         # nothing is read or written (numpy may give such an array 0 strides)
         return False, max(X.shape[2], 1), 0

@@ -47,6 +47,18 @@ def _own_states(gemm, Kw, V, dS):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def _group_states(gemm, K, V, G, Kw, dS, S, R, products_only):
+    """One group: its chunks' own states ``dS = (K exp(G_c - G))^T V``, then ``S`` carried over them, each chunk's
+    incoming state written into ``R`` (no rows: not written). ``products_only``: ``dS = K^T V`` alone."""
+    if products_only:
+        _own_states(gemm, K, V, dS)
+        return
+    fold_states(K, G, Kw)
+    _own_states(gemm, Kw, V, dS)
+    carry_states(G, dS, S, R)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def outputs(gemm, Q, K, V, G, S, O, Kw, dS, P, R, Kd, group, products_only):
     """Phase 3 on one run, a group of ``group`` chunks at a time (as ``linear_attention_fused._folded_outputs``)."""
     m, c, d_k = Q.shape
@@ -59,12 +71,8 @@ def outputs(gemm, Q, K, V, G, S, O, Kw, dS, P, R, Kd, group, products_only):
         e = min(m, s + group)
         g = e - s
         Pg, Rg, Kdg = P[:g], R[:g], Kd[:g]
-        if products_only:
-            _own_states(gemm, K[s:e], V[s:e], dS[:g])
-        else:
-            fold_states(K[s:e], G[s:e], Kw[:g])
-            _own_states(gemm, Kw[:g], V[s:e], dS[:g])
-            carry_states(G[s:e], dS[:g], S, Rg)
+        _group_states(gemm, K[s:e], V[s:e], G[s:e], Kw[:g], dS[:g], S, Rg, products_only)
+        if not products_only:
             seen += fold_outputs(Q[s:e], K[s:e], G[s:e], V[s:e], Pg, Kdg, Rg, False)
         for b in range(g):          # the scores A = Qd Kd, beside Qd in P
             gemm(_ROW, _N, _N, c, c, d_k, one, Pg[b].ctypes.data, ld_p, Kdg[b].ctypes.data, ld_kd,
@@ -86,10 +94,4 @@ def states(gemm, K, V, G, agg, Kw, dS, group, products_only):
     none = np.empty((0, agg.shape[0], agg.shape[1]), agg.dtype)
     for s in range(0, m, group):
         e = min(m, s + group)
-        g = e - s
-        if products_only:
-            _own_states(gemm, K[s:e], V[s:e], dS[:g])
-        else:
-            fold_states(K[s:e], G[s:e], Kw[:g])
-            _own_states(gemm, Kw[:g], V[s:e], dS[:g])
-            carry_states(G[s:e], dS[:g], agg, none)
+        _group_states(gemm, K[s:e], V[s:e], G[s:e], Kw[:e - s], dS[:e - s], agg, none, products_only)
